@@ -1,0 +1,114 @@
+//! The ingress function between Lambda and the `intake` logic: its
+//! configuration, and the mapping from Lambda events (HTTP payload 2.0 from a
+//! Function URL or API Gateway, or the scheduled health event) to calls and
+//! back to responses.
+
+use agent::Clock;
+use aws_adapters::dynamodb::{self, DynamoClaims};
+use aws_adapters::sqs::{self, SqsWorkQueue};
+use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
+use aws_lambda_events::encodings::Body;
+use http::{HeaderMap, HeaderValue, header};
+use intake::service::Request;
+use intake::{Intake, Reply};
+use runtime_support::env::{ConfigError, required};
+use runtime_support::health::{self, HealthReport};
+use serde_json::Value;
+use slack::SigningSecret;
+
+pub const FUNCTION_NAME: &str = "ingress";
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The runtime contract's variables this function reads.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub signing_secret: SigningSecret,
+    pub turns_table: String,
+    pub work_queue_url: String,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let signing_secret = SigningSecret::new(required("SLACK_SIGNING_SECRET")?)
+            .map_err(|err| ConfigError::Invalid { name: "SLACK_SIGNING_SECRET", reason: err.to_string() })?;
+        Ok(Self { signing_secret, turns_table: required("TURNS_TABLE")?, work_queue_url: required("WORK_QUEUE_URL")? })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    #[error("event is neither an HTTP request (payload 2.0) nor a scheduled health check: {0}")]
+    UnsupportedEvent(#[source] serde_json::Error),
+}
+
+impl From<HandlerError> for lambda_runtime::Diagnostic {
+    fn from(err: HandlerError) -> Self {
+        let error_type = match err {
+            HandlerError::UnsupportedEvent(_) => "UnsupportedEvent",
+        };
+        Self { error_type: error_type.to_owned(), error_message: err.to_string() }
+    }
+}
+
+pub struct Ingress<K> {
+    intake: Intake<DynamoClaims, SqsWorkQueue, K>,
+    dynamodb: aws_sdk_dynamodb::Client,
+    sqs: aws_sdk_sqs::Client,
+    config: Config,
+}
+
+impl<K: Clock> Ingress<K> {
+    pub fn new(config: Config, aws: &aws_config::SdkConfig, clock: K) -> Self {
+        let dynamodb = aws_sdk_dynamodb::Client::new(aws);
+        let sqs = aws_sdk_sqs::Client::new(aws);
+        let intake = Intake::new(
+            config.signing_secret.clone(),
+            DynamoClaims::new(dynamodb.clone(), &config.turns_table),
+            SqsWorkQueue::new(sqs.clone(), &config.work_queue_url),
+            clock,
+        );
+        Self { intake, dynamodb, sqs, config }
+    }
+
+    /// One invocation: a health check or an HTTP request from Slack.
+    pub async fn handle(&self, event: Value) -> Result<Value, HandlerError> {
+        if health::is_scheduled_event(&event) {
+            return Ok(serde_json::to_value(self.health().await).expect("health report serializes"));
+        }
+        let request: ApiGatewayV2httpRequest = serde_json::from_value(event).map_err(HandlerError::UnsupportedEvent)?;
+        let reply = self
+            .intake
+            .handle(Request {
+                headers: &request.headers,
+                body: request.body.as_deref(),
+                is_base64_encoded: request.is_base64_encoded,
+            })
+            .await;
+        Ok(serde_json::to_value(http_response(reply)).expect("HTTP response serializes"))
+    }
+
+    /// Checks the table and the queue this function writes to, and nothing
+    /// else.
+    pub async fn health(&self) -> HealthReport {
+        let (table, queue) = tokio::join!(
+            health::check("dynamodb", dynamodb::check_table(&self.dynamodb, &self.config.turns_table)),
+            health::check("sqs", sqs::check_queue(&self.sqs, &self.config.work_queue_url)),
+        );
+        HealthReport::new(FUNCTION_NAME, VERSION, vec![table, queue])
+    }
+}
+
+fn http_response(reply: Reply) -> ApiGatewayV2httpResponse {
+    let mut headers = HeaderMap::new();
+    if reply.json.is_some() {
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    }
+    if reply.no_retry {
+        headers.insert("x-slack-no-retry", HeaderValue::from_static("1"));
+    }
+    let mut response = ApiGatewayV2httpResponse::default();
+    response.status_code = i64::from(reply.status);
+    response.headers = headers;
+    response.body = reply.json.map(Body::Text);
+    response
+}

@@ -1,0 +1,18 @@
+//! The ingress Lambda: builds configuration and AWS clients once, then hands
+//! every invocation to [`ingress::Ingress`].
+
+use agent::SystemClock;
+use ingress::{Config, Ingress};
+use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+use serde_json::Value;
+
+// One invocation at a time per process: a single-threaded runtime starts
+// faster and is all Lambda gives us a use for.
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    lambda_runtime::tracing::init_default_subscriber();
+    let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
+    let aws = aws_adapters::config::load(aws_adapters::config::ack_path_timeouts()).await;
+    let ingress = Ingress::new(config, &aws, SystemClock);
+    run(service_fn(|event: LambdaEvent<Value>| ingress.handle(event.payload))).await
+}

@@ -1,0 +1,44 @@
+//! Wall-clock time as Unix seconds, behind a trait so tests and benchmarks
+//! can pin it (signature windows and record expiry both depend on it).
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub trait Clock: Send + Sync {
+    fn now_unix(&self) -> i64;
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_unix(&self) -> i64 {
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or_default()
+    }
+}
+
+/// A clock that reads what the test set.
+#[derive(Debug, Default)]
+pub struct FixedClock(AtomicI64);
+
+impl FixedClock {
+    pub fn at(unix: i64) -> Self {
+        Self(AtomicI64::new(unix))
+    }
+
+    pub fn set(&self, unix: i64) {
+        self.0.store(unix, Ordering::SeqCst);
+    }
+}
+
+impl Clock for FixedClock {
+    fn now_unix(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for &C {
+    fn now_unix(&self) -> i64 {
+        (**self).now_unix()
+    }
+}

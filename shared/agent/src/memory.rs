@@ -1,0 +1,89 @@
+//! In-memory adapters for the ports: for domain tests, the benchmark and the
+//! local runner. They keep the semantics of the AWS adapters (claims expire,
+//! claim is atomic), not their performance characteristics.
+
+use crate::messages::WorkMessage;
+use crate::ports::{
+    BOT_THREAD_TTL_SECS, ClaimOutcome, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims, PortError, ThreadRule, WorkQueue,
+};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[derive(Debug, Default)]
+pub struct MemoryClaims {
+    /// key → expires at (Unix seconds)
+    records: Mutex<HashMap<String, i64>>,
+}
+
+impl MemoryClaims {
+    fn event_key(claim: &EventClaim) -> String {
+        format!("event:{}:{}", claim.team, claim.event_id)
+    }
+
+    fn thread_key(claim: &EventClaim) -> String {
+        format!("thread:{}:{}", claim.thread.team, claim.thread.queue_group())
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.lock().expect("claims lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl EventClaims for MemoryClaims {
+    async fn claim(&self, claim: &EventClaim, now_unix: i64) -> Result<ClaimOutcome, PortError> {
+        let mut records = self.records.lock().expect("claims lock");
+        let live = |key: &str| records.get(key).is_some_and(|expires| *expires >= now_unix);
+        let (event_key, thread_key) = (Self::event_key(claim), Self::thread_key(claim));
+        if live(&event_key) {
+            return Ok(ClaimOutcome::Duplicate);
+        }
+        if claim.rule == ThreadRule::MustBeKnown && !live(&thread_key) {
+            return Ok(ClaimOutcome::NotABotThread);
+        }
+        records.insert(event_key, now_unix + EVENT_CLAIM_TTL_SECS);
+        records.insert(thread_key, now_unix + BOT_THREAD_TTL_SECS);
+        Ok(ClaimOutcome::Claimed)
+    }
+
+    async fn release(&self, claim: &EventClaim) -> Result<(), PortError> {
+        self.records.lock().expect("claims lock").remove(&Self::event_key(claim));
+        Ok(())
+    }
+}
+
+/// A queue that keeps what was sent, in order, and can be told to fail.
+#[derive(Debug, Default)]
+pub struct MemoryQueue {
+    messages: Mutex<Vec<WorkMessage>>,
+    failing: AtomicBool,
+}
+
+impl MemoryQueue {
+    /// While set, every enqueue fails as an unreachable queue would.
+    pub fn set_failing(&self, failing: bool) {
+        self.failing.store(failing, Ordering::SeqCst);
+    }
+
+    pub fn messages(&self) -> Vec<WorkMessage> {
+        self.messages.lock().expect("queue lock").clone()
+    }
+
+    pub fn drain(&self) -> Vec<WorkMessage> {
+        std::mem::take(&mut *self.messages.lock().expect("queue lock"))
+    }
+}
+
+impl WorkQueue for MemoryQueue {
+    async fn enqueue(&self, message: &WorkMessage) -> Result<(), PortError> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(PortError::new("enqueue", "memory queue set to fail"));
+        }
+        self.messages.lock().expect("queue lock").push(message.clone());
+        Ok(())
+    }
+}

@@ -1,0 +1,97 @@
+//! What the domain needs from the outside world, as small traits. The AWS
+//! adapters (`aws-adapters`) and the in-memory ones ([`crate::memory`])
+//! implement them; the domain never sees which.
+
+use crate::messages::{ThreadRef, WorkMessage};
+use slack::{EventId, TeamId};
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+
+/// How long an event id is remembered: Slack retries for about an hour, so
+/// a few days is generous.
+pub const EVENT_CLAIM_TTL_SECS: i64 = 3 * 24 * 3600;
+/// How long a thread counts as one the bot takes part in after its last turn.
+pub const BOT_THREAD_TTL_SECS: i64 = 30 * 24 * 3600;
+
+/// Whether a turn may start in a thread the bot has not been part of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadRule {
+    /// The event itself addresses the bot (a mention, a DM): the thread
+    /// becomes one the bot takes part in.
+    Opens,
+    /// A plain reply: only in a thread the bot already takes part in.
+    MustBeKnown,
+}
+
+/// A request to be the one delivery of an event that starts work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventClaim {
+    pub team: TeamId,
+    pub event_id: EventId,
+    pub thread: ThreadRef,
+    pub rule: ThreadRule,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// First delivery: go on and enqueue.
+    Claimed,
+    /// Seen before (a Slack retry, or a concurrent delivery won).
+    Duplicate,
+    /// A reply in a thread the bot takes no part in.
+    NotABotThread,
+}
+
+/// Remembers which Slack events already started work (and which threads the
+/// bot takes part in), so Slack's retries never start a second turn.
+pub trait EventClaims: Send + Sync {
+    /// Atomically records the event if it is new (and, per `claim.rule`,
+    /// records or checks the thread).
+    fn claim(&self, claim: &EventClaim, now_unix: i64) -> impl Future<Output = Result<ClaimOutcome, PortError>> + Send;
+
+    /// Forgets a claim whose work could not be enqueued, so Slack's retry of
+    /// the same event is not mistaken for a duplicate.
+    fn release(&self, claim: &EventClaim) -> impl Future<Output = Result<(), PortError>> + Send;
+}
+
+/// The work queue (SQS FIFO in AWS).
+pub trait WorkQueue: Send + Sync {
+    fn enqueue(&self, message: &WorkMessage) -> impl Future<Output = Result<(), PortError>> + Send;
+}
+
+/// A storage or queue operation failed. Carries the operation and the
+/// adapter's error, so logs say what failed and why.
+#[derive(Debug)]
+pub struct PortError {
+    operation: &'static str,
+    detail: String,
+    source: Option<Box<dyn StdError + Send + Sync>>,
+}
+
+impl PortError {
+    pub fn new(operation: &'static str, detail: impl Into<String>) -> Self {
+        Self { operation, detail: detail.into(), source: None }
+    }
+
+    pub fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    pub fn operation(&self) -> &'static str {
+        self.operation
+    }
+}
+
+impl fmt::Display for PortError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: {}", self.operation, self.detail)
+    }
+}
+
+impl StdError for PortError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source.as_deref().map(|s| s as &(dyn StdError + 'static))
+    }
+}

@@ -1,0 +1,23 @@
+//! Loading the shared AWS configuration once per process.
+//!
+//! Endpoints come from the SDK's own variables (`AWS_ENDPOINT_URL`,
+//! `AWS_ENDPOINT_URL_<SERVICE>`), which is how tests and the local runner
+//! point the real clients at a local emulator.
+
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, SdkConfig};
+use std::time::Duration;
+
+/// For the ingress acknowledgement path: Slack gives up after 3 s, so every
+/// AWS call must fit well inside that, retries included.
+pub fn ack_path_timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(Duration::from_millis(800))
+        .operation_attempt_timeout(Duration::from_millis(900))
+        .operation_timeout(Duration::from_millis(2_000))
+        .build()
+}
+
+pub async fn load(timeouts: TimeoutConfig) -> SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts).load().await
+}

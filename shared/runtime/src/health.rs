@@ -1,0 +1,99 @@
+//! The scheduled health check every function answers.
+//!
+//! An EventBridge schedule sends `{"detail-type":"Scheduled Event",
+//! "source":"aws.events",…}`; the function checks each dependency it uses,
+//! touches nothing else, and returns
+//! `{"status":"ok"|"degraded","function":…,"version":…,"checks":[{"name":…,"ok":…,"ms":…}]}`.
+
+use serde::Serialize;
+use std::future::Future;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A dependency that does not answer within this is reported as down.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
+pub fn is_scheduled_event(event: &serde_json::Value) -> bool {
+    event.get("detail-type").and_then(|v| v.as_str()) == Some("Scheduled Event")
+        && event.get("source").and_then(|v| v.as_str()) == Some("aws.events")
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Degraded,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    pub ok: bool,
+    pub ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HealthReport {
+    pub status: Status,
+    pub function: &'static str,
+    pub version: &'static str,
+    pub checks: Vec<Check>,
+}
+
+impl HealthReport {
+    pub fn new(function: &'static str, version: &'static str, checks: Vec<Check>) -> Self {
+        let status = if checks.iter().all(|check| check.ok) { Status::Ok } else { Status::Degraded };
+        Self { status, function, version, checks }
+    }
+}
+
+/// Runs one check with a time limit and records how long it took.
+pub async fn check<F>(name: &'static str, probe: F) -> Check
+where
+    F: Future<Output = Result<(), String>>,
+{
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(CHECK_TIMEOUT, probe).await;
+    let ms = started.elapsed().as_millis() as u64;
+    let error = match outcome {
+        Ok(Ok(())) => None,
+        Ok(Err(error)) => Some(error),
+        Err(_) => Some(format!("no answer within {} s", CHECK_TIMEOUT.as_secs())),
+    };
+    Check { name, ok: error.is_none(), ms, error }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_only_the_scheduled_event() {
+        let scheduled = serde_json::json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}});
+        assert!(is_scheduled_event(&scheduled));
+        let other_source = serde_json::json!({"detail-type": "Scheduled Event", "source": "my.app"});
+        assert!(!is_scheduled_event(&other_source));
+        assert!(!is_scheduled_event(&serde_json::json!({"body": "{}"})));
+    }
+
+    #[tokio::test]
+    async fn a_failed_check_degrades_the_report() {
+        let up = check("dynamodb", async { Ok(()) }).await;
+        let down = check("sqs", async { Err("AccessDenied".to_owned()) }).await;
+        let report = HealthReport::new("ingress", "1.0.0", vec![up.clone(), down]);
+        assert_eq!(report.status, Status::Degraded);
+        assert_eq!(HealthReport::new("ingress", "1.0.0", vec![up]).status, Status::Ok);
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["status"], "degraded");
+        assert_eq!(json["checks"][1]["error"], "AccessDenied");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hung_dependency_is_reported_down_after_the_timeout() {
+        let hung = check("sqs", std::future::pending()).await;
+        assert!(!hung.ok);
+        assert_eq!(hung.ms, CHECK_TIMEOUT.as_millis() as u64);
+    }
+}

@@ -1,0 +1,144 @@
+//! Events API payloads (<https://api.slack.com/apis/events-api>): the JSON
+//! bodies Slack POSTs to the request URL.
+//!
+//! Only what the bot acts on is typed. Every other payload or event type
+//! parses as `Unknown` so that Slack adding a new one never makes us answer
+//! with an error (Slack disables apps whose request URL keeps failing).
+
+use crate::ids::{ChannelId, EventId, TeamId, Ts, UserId};
+use serde::Deserialize;
+
+/// The outer `type` of an Events API request.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventsPayload {
+    /// Sent once when the request URL is configured; we echo `challenge`.
+    UrlVerification {
+        challenge: String,
+    },
+    EventCallback(Box<EventCallback>),
+    /// Slack stopped sending us events for a while (rate limited).
+    AppRateLimited {
+        #[serde(default)]
+        minute_rate_limited: Option<i64>,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+/// One delivery of one event. Slack retries it with the same `event_id`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct EventCallback {
+    pub team_id: TeamId,
+    #[serde(default)]
+    pub api_app_id: Option<String>,
+    pub event_id: EventId,
+    pub event_time: i64,
+    pub event: Event,
+    /// Who the event is for; our own bot user is the one with `is_bot`.
+    #[serde(default)]
+    pub authorizations: Vec<Authorization>,
+}
+
+impl EventCallback {
+    /// The bot user this app is installed as, used to tell our own messages
+    /// and mentions of us apart from everyone else's.
+    pub fn bot_user_id(&self) -> Option<&UserId> {
+        self.authorizations.iter().find(|a| a.is_bot).map(|a| &a.user_id)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Authorization {
+    pub user_id: UserId,
+    #[serde(default)]
+    pub is_bot: bool,
+}
+
+/// The inner `event.type`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    AppMention(AppMention),
+    Message(MessageEvent),
+    AssistantThreadStarted(AssistantThreadStarted),
+    #[serde(other)]
+    Unknown,
+}
+
+/// `@bot …` in a channel the bot is in.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AppMention {
+    pub channel: ChannelId,
+    /// Absent when a bot or integration wrote the message.
+    #[serde(default)]
+    pub user: Option<UserId>,
+    #[serde(default)]
+    pub bot_id: Option<String>,
+    #[serde(default)]
+    pub text: String,
+    pub ts: Ts,
+    #[serde(default)]
+    pub thread_ts: Option<Ts>,
+}
+
+/// A `message` event: direct messages, channel messages (including thread
+/// replies) and their changes. `subtype` says which kind of change; a plain
+/// message written by a person has none.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct MessageEvent {
+    pub channel: ChannelId,
+    /// `im` for direct messages, `channel`, `group`, `mpim` otherwise.
+    #[serde(default)]
+    pub channel_type: Option<String>,
+    #[serde(default)]
+    pub subtype: Option<String>,
+    #[serde(default)]
+    pub user: Option<UserId>,
+    #[serde(default)]
+    pub bot_id: Option<String>,
+    #[serde(default)]
+    pub text: Option<String>,
+    pub ts: Ts,
+    #[serde(default)]
+    pub thread_ts: Option<Ts>,
+    /// Author of the thread's parent message (thread replies only).
+    #[serde(default)]
+    pub parent_user_id: Option<UserId>,
+}
+
+impl MessageEvent {
+    pub fn is_direct_message(&self) -> bool {
+        self.channel_type.as_deref() == Some("im")
+    }
+
+    /// A reply inside a thread, as opposed to a thread's parent or a
+    /// top-level message.
+    pub fn is_thread_reply(&self) -> bool {
+        self.thread_ts.as_ref().is_some_and(|thread| *thread != self.ts)
+    }
+}
+
+/// A user opened the assistant side panel (Slack's AI apps surface).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AssistantThreadStarted {
+    pub assistant_thread: AssistantThread,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AssistantThread {
+    pub user_id: UserId,
+    pub channel_id: ChannelId,
+    pub thread_ts: Ts,
+    /// Where the user was when they opened the panel.
+    #[serde(default)]
+    pub context: AssistantContext,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct AssistantContext {
+    #[serde(default)]
+    pub channel_id: Option<ChannelId>,
+    #[serde(default)]
+    pub team_id: Option<TeamId>,
+}

@@ -1,0 +1,53 @@
+//! Newtypes for Slack identifiers that are all strings on the wire and all
+//! too easy to mix up (a channel id where a user id belongs, a message `ts`
+//! where a thread's `thread_ts` belongs).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+macro_rules! string_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn new(value: impl Into<String>) -> Self {
+                Self(value.into())
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+string_id!(
+    /// A workspace (`T…`).
+    TeamId
+);
+string_id!(
+    /// A channel, private channel or DM (`C…`, `G…`, `D…`).
+    ChannelId
+);
+string_id!(
+    /// A user or bot user (`U…`, `W…`).
+    UserId
+);
+string_id!(
+    /// An Events API delivery (`Ev…`); Slack's retries repeat it.
+    EventId
+);
+string_id!(
+    /// A message timestamp (`1712345678.123456`). A thread is named by the
+    /// `ts` of its parent message, its `thread_ts`.
+    Ts
+);

@@ -1,0 +1,93 @@
+//! Interactivity payloads (<https://api.slack.com/reference/interaction-payloads>):
+//! what Slack POSTs as `payload=<json>` when someone clicks a button the bot
+//! posted. The bot's only buttons are approval prompts for tools that change
+//! things; their `action_id`s are defined here so the code that posts them and
+//! the code that reads the clicks agree.
+
+use crate::ids::{ChannelId, TeamId, Ts, UserId};
+use serde::Deserialize;
+
+/// `action_id` of the button that lets a paused tool call run.
+pub const APPROVE_ACTION_ID: &str = "tool_approval.approve";
+/// `action_id` of the button that refuses it.
+pub const DENY_ACTION_ID: &str = "tool_approval.deny";
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Interaction {
+    BlockActions(Box<BlockActions>),
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct BlockActions {
+    pub team: Team,
+    pub user: User,
+    #[serde(default)]
+    pub channel: Option<Channel>,
+    #[serde(default)]
+    pub container: Container,
+    /// The message the buttons are on (absent for modals and App Home).
+    #[serde(default)]
+    pub message: Option<ContainerMessage>,
+    pub trigger_id: String,
+    #[serde(default)]
+    pub actions: Vec<Action>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Team {
+    pub id: TeamId,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct User {
+    pub id: UserId,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Channel {
+    pub id: ChannelId,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Container {
+    #[serde(default)]
+    pub message_ts: Option<Ts>,
+    #[serde(default)]
+    pub channel_id: Option<ChannelId>,
+    #[serde(default)]
+    pub thread_ts: Option<Ts>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ContainerMessage {
+    pub ts: Ts,
+    #[serde(default)]
+    pub thread_ts: Option<Ts>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Action {
+    pub action_id: String,
+    #[serde(default)]
+    pub value: Option<String>,
+    pub action_ts: Ts,
+}
+
+impl BlockActions {
+    pub fn channel_id(&self) -> Option<&ChannelId> {
+        self.channel.as_ref().map(|c| &c.id).or(self.container.channel_id.as_ref())
+    }
+
+    /// The `ts` of the message holding the buttons.
+    pub fn message_ts(&self) -> Option<&Ts> {
+        self.message.as_ref().map(|m| &m.ts).or(self.container.message_ts.as_ref())
+    }
+
+    /// The thread the buttons were posted in.
+    pub fn thread_ts(&self) -> Option<&Ts> {
+        self.message.as_ref().and_then(|m| m.thread_ts.as_ref()).or(self.container.thread_ts.as_ref())
+    }
+}

@@ -1,0 +1,20 @@
+//! Slack's wire protocol, with no I/O: verifying that a request came from
+//! Slack, and typed views of what Slack sends (Events API callbacks and
+//! interactivity payloads).
+//!
+//! Everything here is pure so it can be tested with captured payloads and a
+//! pinned clock. The ingress function (via the `intake` crate) is the only
+//! caller that sees raw requests; it verifies with [`signature`] before it
+//! hands a single byte to [`request::parse`].
+
+pub mod events;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
+pub mod ids;
+pub mod interaction;
+pub mod request;
+pub mod signature;
+
+pub use ids::{ChannelId, EventId, TeamId, Ts, UserId};
+pub use request::{ParseError, SlackRequest};
+pub use signature::{SignatureError, SigningSecret};

@@ -1,0 +1,67 @@
+//! The real `ingress` binary under the Lambda Runtime Interface Emulator,
+//! fed the event files in `tests/events/` (as `sam local invoke -e` would),
+//! with its wall clock pinned by faketime to when they were signed.
+
+use e2e::events::{self, SIGNED_AT_FAKETIME};
+use e2e::lambda::{LambdaUnderRie, Launch};
+use e2e::{Stack, emulator_config};
+
+fn contract_env(stack: &Stack) -> Vec<(&'static str, String)> {
+    vec![
+        ("SLACK_SIGNING_SECRET", events::signing_secret()),
+        ("TURNS_TABLE", stack.table.clone()),
+        ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
+    ]
+}
+
+#[tokio::test]
+async fn the_binary_answers_each_event_file() {
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let lambda =
+        LambdaUnderRie::start("ingress", Launch { env: contract_env(&stack), clock: Some(SIGNED_AT_FAKETIME) })
+            .unwrap();
+
+    let verification = lambda.invoke(&events::parse(events::URL_VERIFICATION)).await.unwrap();
+    assert_eq!(verification["statusCode"], 200, "{verification}");
+    let body: serde_json::Value = serde_json::from_str(verification["body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["challenge"], "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P");
+
+    let mention = lambda.invoke(&events::parse(events::APP_MENTION)).await.unwrap();
+    assert_eq!(mention["statusCode"], 200, "{mention}");
+    assert!(mention.get("body").is_none_or(|b| b.is_null() || b == ""), "empty body: {mention}");
+
+    let forged = lambda.invoke(&events::parse(events::BAD_SIGNATURE)).await.unwrap();
+    assert_eq!(forged["statusCode"], 401, "{forged}");
+
+    let click = lambda.invoke(&events::parse(events::APPROVAL_CLICK)).await.unwrap();
+    assert_eq!(click["statusCode"], 200, "{click}");
+
+    let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
+    assert_eq!(health["status"], "ok", "{health}");
+    assert_eq!(health["checks"].as_array().map(Vec::len), Some(2));
+
+    // The mention and the click are on the queue; the forgery is not.
+    let kinds: Vec<_> = stack.receive_work().await.unwrap().iter().map(|m| e2e::decode_work(m).dedupe_id()).collect();
+    assert_eq!(kinds.len(), 2, "{kinds:?}");
+    assert!(kinds.contains(&"Ev0LAN670R".to_owned()));
+
+    // The logs say what happened and carry no secret or signature.
+    let logs = lambda.logs();
+    assert!(logs.contains("bad Slack signature"), "{logs}");
+    assert!(!logs.contains(&events::signing_secret()));
+    let signature = events::parse(events::APP_MENTION)["headers"]["x-slack-signature"].as_str().unwrap().to_owned();
+    assert!(!logs.contains(&signature[3..]));
+}
+
+#[tokio::test]
+async fn the_binary_names_a_missing_variable_and_does_not_start() {
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let mut env = contract_env(&stack);
+    env.retain(|(name, _)| *name != "WORK_QUEUE_URL");
+    let lambda = LambdaUnderRie::start("ingress", Launch { env, clock: Some(SIGNED_AT_FAKETIME) }).unwrap();
+
+    let outcome = lambda.invoke(&events::parse(events::APP_MENTION)).await;
+    assert!(outcome.is_err() || outcome.as_ref().unwrap().get("errorType").is_some(), "{outcome:?}");
+    assert!(lambda.logs().contains("WORK_QUEUE_URL is not set"), "{}", lambda.logs());
+    assert!(stack.receive_work().await.unwrap().is_empty());
+}

@@ -1,0 +1,109 @@
+//! A real function binary under AWS's Lambda Runtime Interface Emulator (the
+//! one `aws-sam-cli` bundles): the same Runtime API the binary talks to in
+//! Lambda, driven over HTTP as `sam local invoke` would.
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use std::fs::File;
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct LambdaUnderRie {
+    rie: Child,
+    invoke_url: String,
+    log_path: PathBuf,
+    http: reqwest::Client,
+}
+
+/// Options for one function process.
+#[derive(Default)]
+pub struct Launch<'a> {
+    /// The function's environment (the runtime contract's variables).
+    pub env: Vec<(&'a str, String)>,
+    /// Pin the function's wall clock (faketime syntax, e.g. `@2025-11-22 08:26:40`).
+    pub clock: Option<&'a str>,
+}
+
+impl LambdaUnderRie {
+    /// Starts `FUNCTION_BIN_DIR/{binary}` under the emulator on a free port.
+    pub fn start(binary: &str, launch: Launch<'_>) -> Result<Self> {
+        let rie = crate::env_from_test_command("AWS_LAMBDA_RIE");
+        let binary_path = PathBuf::from(crate::env_from_test_command("FUNCTION_BIN_DIR")).join(binary);
+        if !binary_path.exists() {
+            bail!("{} does not exist: infra/test.sh builds it", binary_path.display());
+        }
+        // The emulator's own endpoint and the Runtime API it serves the
+        // function on: both on free ports, so tests run in parallel.
+        let (port, runtime_api_port) = (free_port()?, free_port()?);
+        let log_path = std::env::temp_dir().join(format!("{}.log", crate::unique_name(binary)));
+        let log = File::create(&log_path)?;
+
+        let mut command = Command::new(&rie);
+        command
+            .arg("--runtime-interface-emulator-address")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--runtime-api-address")
+            .arg(format!("127.0.0.1:{runtime_api_port}"))
+            .arg(&binary_path)
+            .envs(launch.env)
+            .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        if let Some(clock) = launch.clock {
+            command
+                .env("LD_PRELOAD", crate::env_from_test_command("FAKETIME_LIB"))
+                .env("FAKETIME", clock)
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+                .env("TZ", "UTC");
+        }
+        // Its own process group, so the function process it starts goes too.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let rie = command.spawn().with_context(|| format!("start {rie}"))?;
+
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if started.elapsed() > Duration::from_secs(10) {
+                bail!("the Runtime Interface Emulator did not listen on {port} within 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(Self {
+            rie,
+            invoke_url: format!("http://127.0.0.1:{port}/2015-03-31/functions/function/invocations"),
+            log_path,
+            http: reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?,
+        })
+    }
+
+    /// One invocation, as Lambda would make it; returns the function's result.
+    pub async fn invoke(&self, event: &Value) -> Result<Value> {
+        let response = self.http.post(&self.invoke_url).json(event).send().await.context("invoke")?;
+        let status = response.status();
+        let body = response.text().await?;
+        if !status.is_success() {
+            bail!("emulator answered {status}: {body}");
+        }
+        serde_json::from_str(&body).with_context(|| format!("function result is not JSON: {body}"))
+    }
+
+    /// Everything the emulator and the function printed so far.
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+impl Drop for LambdaUnderRie {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.rie.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.rie.wait();
+        let _ = std::fs::remove_file(&self.log_path);
+    }
+}

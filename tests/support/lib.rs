@@ -1,0 +1,108 @@
+//! What the end-to-end tests share: the Lambda events in `tests/events/`,
+//! fresh resources in the local AWS emulator for each test, and the real
+//! function binaries run under AWS's Lambda Runtime Interface Emulator.
+//!
+//! `infra/test.sh` starts the emulator and exports where everything is
+//! (`AWS_ENDPOINT_URL`, `AWS_LAMBDA_RIE`, `FUNCTION_BIN_DIR`,
+//! `FAKETIME_LIB`). Run through it; a test run without them fails and says
+//! so rather than skipping.
+
+pub mod events;
+pub mod lambda;
+
+use anyhow::{Context, Result};
+use aws_adapters::provision::{self, QueueUrls};
+use aws_config::retry::RetryConfig;
+use aws_config::{BehaviorVersion, SdkConfig};
+use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A variable `infra/test.sh` exports, or a failure that says to use it.
+pub fn env_from_test_command(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run the tests with infra/test.sh, which installs and starts what they need")
+    })
+}
+
+/// The real SDK configuration, pointed at the local emulator, with a single
+/// attempt per call so a failure shows at once.
+pub async fn emulator_config() -> SdkConfig {
+    env_from_test_command("AWS_ENDPOINT_URL");
+    aws_config::defaults(BehaviorVersion::latest())
+        .retry_config(RetryConfig::standard().with_max_attempts(1))
+        .load()
+        .await
+}
+
+/// A name no other test (or earlier run against the same emulator) uses.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    format!("{prefix}-{}-{}-{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst))
+}
+
+/// One test's own table and work queue (with its dead-letter queue), made
+/// as `template.yaml` makes them.
+pub struct Stack {
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub table: String,
+    pub work_queue: QueueUrls,
+}
+
+impl Stack {
+    pub async fn new(aws: &SdkConfig) -> Result<Self> {
+        let dynamodb = aws_sdk_dynamodb::Client::new(aws);
+        let sqs = aws_sdk_sqs::Client::new(aws);
+        let table = unique_name("turns");
+        provision::turns_table(&dynamodb, &table).await.context("create table")?;
+        let work_queue =
+            provision::fifo_queue_with_dlq(&sqs, &unique_name("work"), 5, 30).await.context("create work queue")?;
+        Ok(Self { dynamodb, sqs, table, work_queue })
+    }
+
+    /// Every message now visible on the work queue, with its system
+    /// attributes (group and deduplication ids).
+    pub async fn receive_work(&self) -> Result<Vec<Message>> {
+        let mut received = Vec::new();
+        loop {
+            let batch = self
+                .sqs
+                .receive_message()
+                .queue_url(&self.work_queue.queue)
+                .max_number_of_messages(10)
+                .message_system_attribute_names(MessageSystemAttributeName::All)
+                .send()
+                .await
+                .context("receive work")?
+                .messages
+                .unwrap_or_default();
+            if batch.is_empty() {
+                return Ok(received);
+            }
+            received.extend(batch);
+        }
+    }
+
+    /// The partition keys of every item in the table, sorted
+    /// (`EVENT#…` dedupe records, `THREAD#…` bot threads).
+    pub async fn table_keys(&self) -> Result<Vec<String>> {
+        let scan = self.dynamodb.scan().table_name(&self.table).send().await.context("scan table")?;
+        let mut keys: Vec<String> = scan
+            .items
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|item| item.get("pk").and_then(|pk| pk.as_s().ok()).cloned())
+            .collect();
+        keys.sort();
+        Ok(keys)
+    }
+}
+
+/// A message's body as a work envelope.
+pub fn decode_work(message: &Message) -> agent::WorkMessage {
+    agent::WorkMessage::decode(message.body().expect("message has a body")).expect("body is a work envelope")
+}
