@@ -9,37 +9,13 @@
 # Whatever it started is stopped on exit, failed or not.
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/tools.sh"
 cd "$root"
-cache="${SLACK_ASSISTANT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slack-assistant}"
-mkdir -p "$cache"
-# Outside the clone, so CI's fresh clones build incrementally.
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$cache/target}"
-export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
-
-step() { printf '\n==> %s\n' "$*"; }
 
 # --- Tools -------------------------------------------------------------------
-step "test tools (virtualenv in $cache/venv)"
-venv="$cache/venv"
-requirements="$root/infra/requirements-test.txt"
-stamp="$venv/.installed-$(sha256sum "$requirements" | cut -c1-16)"
-if [ ! -f "$stamp" ]; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
-  touch "$stamp"
-fi
-rie=$(find "$venv/lib" -path '*samcli/local/rapid/aws-lambda-rie-x86_64' -print -quit)
-[ -x "$rie" ] || { echo "Lambda Runtime Interface Emulator not found in $venv" >&2; exit 1; }
-
-faketime_lib() { find /usr/lib -name 'libfaketime.so.1' -path '*faketime*' -print -quit 2>/dev/null; }
-if [ -z "$(faketime_lib)" ]; then
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null
-fi
-export FAKETIME_LIB; FAKETIME_LIB=$(faketime_lib)
-export AWS_LAMBDA_RIE="$rie"
+step "test tools (virtualenv in $venv, faketime)"
+ensure_python_tools
+ensure_faketime
 
 # --- Static checks ----------------------------------------------------------
 step "cargo fmt --check"

@@ -89,6 +89,17 @@ impl LambdaUnderRie {
         serde_json::from_str(&body).with_context(|| format!("function result is not JSON: {body}"))
     }
 
+    /// The function's own process (the emulator's child), once an
+    /// invocation has started it.
+    pub fn function_pid(&self) -> Option<u32> {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.rie.id())).ok()?;
+        tasks
+            .flatten()
+            .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+            .flat_map(|children| children.split_whitespace().filter_map(|pid| pid.parse().ok()).collect::<Vec<u32>>())
+            .next()
+    }
+
     /// Everything the emulator and the function printed so far.
     pub fn logs(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()

@@ -101,6 +101,8 @@ impl<C: EventClaims, Q: WorkQueue, K: Clock> Intake<C, Q, K> {
         self.secret.verify(header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER), &body, self.clock.now_unix()).map_err(
             |err| {
                 warn!(reason = %err, "refused request: bad Slack signature");
+                // Let Slack retry: during a secret rotation or a clock step a
+                // retry can verify, and a forger gains nothing from one.
                 Reply { no_retry: false, ..Reply::error(401, "invalid_signature") }
             },
         )?;
