@@ -2,6 +2,7 @@
 //! in-memory ports and run by the local runner without an AWS account.
 //!
 //! - [`messages`]: the versioned JSON envelopes that travel on the queues.
+//! - [`turn`]: a turn's durable state, saved after every step.
 //! - [`ports`]: what the domain needs from storage and queues; adapters for
 //!   DynamoDB and SQS live in `aws-adapters`, in-memory ones in [`memory`].
 //! - [`clock`]: time, injected so tests pin it.
@@ -10,6 +11,9 @@ pub mod clock;
 pub mod memory;
 pub mod messages;
 pub mod ports;
+#[cfg(any(test, feature = "contract-tests"))]
+pub mod store_contract;
+pub mod turn;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use messages::{ThreadRef, WorkMessage};

@@ -4,8 +4,10 @@
 
 use crate::messages::WorkMessage;
 use crate::ports::{
-    BOT_THREAD_TTL_SECS, ClaimOutcome, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims, PortError, ThreadRule, WorkQueue,
+    BOT_THREAD_TTL_SECS, ClaimOutcome, Created, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims, PortError, StoreError,
+    ThreadRule, TurnStore, WorkQueue, deserialize_turn, serialize_turn,
 };
+use crate::turn::{Turn, TurnId};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,5 +87,60 @@ impl WorkQueue for MemoryQueue {
         }
         self.messages.lock().expect("queue lock").push(message.clone());
         Ok(())
+    }
+}
+
+/// Turns kept as serialized state, as a real store keeps them, so what does
+/// not survive serialization does not survive here either.
+#[derive(Debug, Default)]
+pub struct MemoryTurns {
+    /// id → (version, JSON state)
+    turns: Mutex<HashMap<TurnId, (u64, String)>>,
+}
+
+impl TurnStore for MemoryTurns {
+    async fn create(&self, turn: &mut Turn) -> Result<Created, StoreError> {
+        let state = serialize_turn(turn)?;
+        let mut turns = self.turns.lock().expect("turns lock");
+        if let Some((version, stored)) = turns.get(&turn.id) {
+            return Ok(Created::Existing(Box::new(deserialize_turn(stored, *version)?)));
+        }
+        turns.insert(turn.id.clone(), (1, state));
+        turn.version = 1;
+        Ok(Created::New)
+    }
+
+    async fn load(&self, id: &TurnId) -> Result<Option<Turn>, StoreError> {
+        let turns = self.turns.lock().expect("turns lock");
+        turns.get(id).map(|(version, state)| deserialize_turn(state, *version)).transpose()
+    }
+
+    async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
+        let state = serialize_turn(turn)?;
+        let mut turns = self.turns.lock().expect("turns lock");
+        match turns.get_mut(&turn.id) {
+            Some((version, stored)) if *version == turn.version => {
+                *version += 1;
+                *stored = state;
+                turn.version = *version;
+                Ok(())
+            }
+            _ => Err(StoreError::Conflict { id: turn.id.clone(), expected: turn.version }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MemoryTurns;
+    use crate::store_contract;
+
+    #[tokio::test]
+    async fn memory_turns_keep_the_store_contract() {
+        let store = MemoryTurns::default();
+        store_contract::create_is_once(&store, "Ev1").await;
+        store_contract::stale_writer_loses(&store, "Ev2").await;
+        store_contract::missing_turns(&store, "Ev3").await;
+        store_contract::oversized_state_is_refused(&store, "Ev4").await;
     }
 }

@@ -3,6 +3,7 @@
 //! implement them; the domain never sees which.
 
 use crate::messages::{ThreadRef, WorkMessage};
+use crate::turn::{Turn, TurnId};
 use slack::{EventId, TeamId};
 use std::error::Error as StdError;
 use std::fmt;
@@ -58,6 +59,68 @@ pub trait EventClaims: Send + Sync {
 /// The work queue (SQS FIFO in AWS).
 pub trait WorkQueue: Send + Sync {
     fn enqueue(&self, message: &WorkMessage) -> impl Future<Output = Result<(), PortError>> + Send;
+}
+
+/// How long a turn is kept after its last change.
+pub const TURN_TTL_SECS: i64 = 30 * 24 * 3600;
+/// The largest serialized turn state any store accepts: under DynamoDB's
+/// 400 KB item limit with room for the item's other attributes.
+pub const MAX_TURN_STATE_BYTES: usize = 380_000;
+
+/// The turn as stored (JSON), refused when over [`MAX_TURN_STATE_BYTES`].
+pub fn serialize_turn(turn: &Turn) -> Result<String, StoreError> {
+    let state = serde_json::to_string(turn).expect("turn state contains only JSON-safe values");
+    if state.len() > MAX_TURN_STATE_BYTES {
+        return Err(StoreError::TooLarge { id: turn.id.clone(), bytes: state.len(), limit: MAX_TURN_STATE_BYTES });
+    }
+    Ok(state)
+}
+
+/// A stored state back into a turn at `version`.
+pub fn deserialize_turn(state: &str, version: u64) -> Result<Turn, StoreError> {
+    let mut turn: Turn = serde_json::from_str(state)
+        .map_err(|err| PortError::new("read turn state", format!("stored state does not parse: {err}")))?;
+    turn.version = version;
+    Ok(turn)
+}
+
+/// What [`TurnStore::create`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Created {
+    /// Stored at version 1.
+    New,
+    /// A turn with this id was already stored (a redelivered request): here
+    /// it is, as stored.
+    Existing(Box<Turn>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Someone saved the turn since this copy was read: re-read, never
+    /// overwrite.
+    #[error("turn {id} changed since version {expected}; re-read it")]
+    Conflict { id: TurnId, expected: u64 },
+    /// The state would not fit one item. Large tool results belong in the
+    /// artifact store before the turn is saved.
+    #[error("turn {id} state is {bytes} bytes, over the {limit} byte limit")]
+    TooLarge { id: TurnId, bytes: usize, limit: usize },
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Durable turn state with optimistic locking.
+pub trait TurnStore: Send + Sync {
+    /// Stores a new turn (its `version` becomes 1), unless one with the same
+    /// id exists.
+    fn create(&self, turn: &mut Turn) -> impl Future<Output = Result<Created, StoreError>> + Send;
+
+    /// The stored turn, with its current version.
+    fn load(&self, id: &TurnId) -> impl Future<Output = Result<Option<Turn>, StoreError>> + Send;
+
+    /// Saves `turn` if the stored version is still `turn.version`, and then
+    /// bumps `turn.version`. Otherwise [`StoreError::Conflict`] and nothing
+    /// is written.
+    fn save(&self, turn: &mut Turn) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// A storage or queue operation failed. Carries the operation and the

@@ -1,22 +1,11 @@
-//! The turns table (DynamoDB) as the [`EventClaims`] port.
-//!
-//! One table holds dedupe records, bot-thread records and (later) turn
-//! state, keyed by a string partition key `pk` and sort key `sk`:
-//!
-//! | item | pk | sk |
-//! |---|---|---|
-//! | event claim | `EVENT#{team}#{event_id}` | `EVENT` |
-//! | bot thread | `THREAD#{team}#{channel}#{thread_ts}` | `THREAD` |
-//!
-//! Items carry `expires_at` (Unix seconds), the table's TTL attribute.
-//! DynamoDB deletes expired items late (up to days), so every condition also
-//! treats an item past `expires_at` as absent.
+//! Event claims (dedupe) and bot-thread records as the [`EventClaims`] port.
 //!
 //! A claim is a single `TransactWriteItems`: the event's conditional put and
 //! the thread's put (or its existence check and refresh) succeed or fail
 //! together, in one round trip.
 
-use crate::{build_error, port_error, summarize};
+use super::{PARTITION_KEY, TTL_ATTRIBUTE, key};
+use crate::{build_error, port_error};
 use agent::ports::{
     BOT_THREAD_TTL_SECS, ClaimOutcome, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims, PortError, ThreadRule,
 };
@@ -24,10 +13,6 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use std::collections::HashMap;
-
-pub const PARTITION_KEY: &str = "pk";
-pub const SORT_KEY: &str = "sk";
-pub const TTL_ATTRIBUTE: &str = "expires_at";
 
 const CONDITION_FAILED: &str = "ConditionalCheckFailed";
 
@@ -42,20 +27,13 @@ impl DynamoClaims {
         Self { client, table: table.into() }
     }
 
-    fn key(pk: String, sk: &str) -> HashMap<String, AttributeValue> {
-        HashMap::from([
-            (PARTITION_KEY.to_owned(), AttributeValue::S(pk)),
-            (SORT_KEY.to_owned(), AttributeValue::S(sk.to_owned())),
-        ])
-    }
-
     fn event_key(claim: &EventClaim) -> HashMap<String, AttributeValue> {
-        Self::key(format!("EVENT#{}#{}", claim.team, claim.event_id), "EVENT")
+        key(format!("EVENT#{}#{}", claim.team, claim.event_id), "EVENT")
     }
 
     fn thread_key(claim: &EventClaim) -> HashMap<String, AttributeValue> {
         let thread = &claim.thread;
-        Self::key(format!("THREAD#{}#{}#{}", thread.team, thread.channel, thread.thread_ts), "THREAD")
+        key(format!("THREAD#{}#{}#{}", thread.team, thread.channel, thread.thread_ts), "THREAD")
     }
 
     fn build_transaction(&self, claim: &EventClaim, now: i64) -> Result<Vec<TransactWriteItem>, PortError> {
@@ -138,9 +116,4 @@ impl EventClaims for DynamoClaims {
             .map_err(|err| port_error("DynamoDB DeleteItem (release event claim)", err))?;
         Ok(())
     }
-}
-
-/// Health: the table exists and we may describe it.
-pub async fn check_table(client: &Client, table: &str) -> Result<(), String> {
-    client.describe_table().table_name(table).send().await.map(|_| ()).map_err(|err| summarize(&err))
 }
