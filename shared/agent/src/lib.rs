@@ -3,6 +3,7 @@
 //!
 //! - [`messages`]: the versioned JSON envelopes that travel on the queues.
 //! - [`turn`]: a turn's durable state, saved after every step.
+//! - [`model`]: the model call the turn loop makes, as a port.
 //! - [`ports`]: what the domain needs from storage and queues; adapters for
 //!   DynamoDB and SQS live in `aws-adapters`, in-memory ones in [`memory`].
 //! - [`clock`]: time, injected so tests pin it.
@@ -10,6 +11,7 @@
 pub mod clock;
 pub mod memory;
 pub mod messages;
+pub mod model;
 pub mod ports;
 #[cfg(any(test, feature = "contract-tests"))]
 pub mod store_contract;

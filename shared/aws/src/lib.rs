@@ -3,6 +3,8 @@
 //! build one SDK client per service per process (see [`config`]) and lend it
 //! to these adapters.
 
+#[cfg(feature = "bedrock")]
+pub mod bedrock;
 pub mod config;
 pub mod dynamodb;
 pub mod provision;

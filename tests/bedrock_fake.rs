@@ -1,0 +1,205 @@
+//! The Bedrock adapter with the real `aws-sdk-bedrockruntime` client against
+//! a fake Converse server: what is sent (system, tools, cache points,
+//! transcript), what is read back (text, tool calls, stop reason, usage), and
+//! how throttling, 5xx, refusals and malformed output end up.
+
+use agent::model::{Model, ModelError, ModelRequest, StopReason, ToolSpec};
+use agent::turn::{Content, Message, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Usage};
+use aws_adapters::bedrock::{BedrockModel, retry_config};
+use e2e::emulator_config;
+use e2e::fake_bedrock::{FakeBedrock, GUARDRAIL_REPLY, Recorded, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
+use serde_json::json;
+use std::time::Duration;
+
+const MODEL_ID: &str = "us.anthropic.claude-sonnet-4-20250514-v1:0";
+
+async fn model(fake: &FakeBedrock) -> BedrockModel {
+    // The adapter's own policy, with backoff short enough for a test.
+    let retry = retry_config().with_initial_backoff(Duration::from_millis(5));
+    BedrockModel::new(fake.client(&emulator_config().await, retry), MODEL_ID)
+}
+
+fn tools() -> Vec<ToolSpec> {
+    vec![ToolSpec {
+        name: "search_docs".into(),
+        description: "Search the team's runbooks.".into(),
+        input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
+    }]
+}
+
+async fn ask(model: &BedrockModel, messages: &[Message]) -> Result<agent::model::ModelReply, ModelError> {
+    let tools = tools();
+    model
+        .converse(ModelRequest { system: "You are the on-call assistant.", tools: &tools, messages, max_tokens: 2048 })
+        .await
+}
+
+fn only_request(fake: &FakeBedrock) -> Recorded {
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    requests.into_iter().next().unwrap()
+}
+
+#[tokio::test]
+async fn a_text_answer_is_read_with_its_usage() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY)]);
+    let reply = ask(&model(&fake).await, &[Message::user_text("why is checkout-api failing?")]).await.unwrap();
+
+    assert_eq!(reply.stop_reason, StopReason::EndTurn);
+    assert_eq!(reply.message.role, Role::Assistant);
+    assert!(reply.message.text().contains("connection pool is exhausted"));
+    assert_eq!(
+        reply.usage,
+        Usage { input_tokens: 1250, output_tokens: 42, cache_read_tokens: 1024, cache_write_tokens: 0 }
+    );
+}
+
+#[tokio::test]
+async fn the_request_carries_system_tools_and_cache_points_after_the_stable_prefix() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY)]);
+    ask(&model(&fake).await, &[Message::user_text("hello")]).await.unwrap();
+
+    let Recorded { model_id, body } = only_request(&fake);
+    assert_eq!(model_id, MODEL_ID);
+    assert_eq!(
+        body["system"],
+        json!([{"text": "You are the on-call assistant."}, {"cachePoint": {"type": "default"}}])
+    );
+    let tools = body["toolConfig"]["tools"].as_array().unwrap();
+    assert_eq!(tools[0]["toolSpec"]["name"], "search_docs");
+    assert_eq!(tools[0]["toolSpec"]["inputSchema"]["json"]["required"], json!(["query"]));
+    assert_eq!(tools.last().unwrap(), &json!({"cachePoint": {"type": "default"}}));
+    assert_eq!(body["inferenceConfig"]["maxTokens"], 2048);
+    assert_eq!(body["messages"], json!([{"role": "user", "content": [{"text": "hello"}]}]));
+}
+
+#[tokio::test]
+async fn tool_calls_are_read_with_their_inputs() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TOOL_USE_REPLY)]);
+    let reply = ask(&model(&fake).await, &[Message::user_text("why?")]).await.unwrap();
+
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    let calls: Vec<&ToolUse> = reply.message.tool_uses().collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].name, "search_docs");
+    assert_eq!(calls[0].input, json!({"query": "checkout-api connection pool", "limit": 3}));
+    assert_eq!((calls[1].name.as_str(), &calls[1].input), ("current_time", &json!({})));
+}
+
+#[tokio::test]
+async fn a_transcript_with_tool_results_is_sent_as_converse_blocks() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY)]);
+    let transcript = vec![
+        Message::user_text("why?"),
+        Message {
+            role: Role::Assistant,
+            content: vec![Content::ToolUse(ToolUse {
+                id: "t1".into(),
+                name: "search_docs".into(),
+                input: json!({"query": "pool"}),
+            })],
+        },
+        Message {
+            role: Role::User,
+            content: vec![
+                Content::ToolResult(ToolResult {
+                    tool_use_id: "t1".into(),
+                    status: ToolStatus::Success,
+                    output: ToolOutput::Json(json!({"hits": 2})),
+                }),
+                Content::ToolResult(ToolResult {
+                    tool_use_id: "t2".into(),
+                    status: ToolStatus::Error,
+                    output: ToolOutput::Text("timed out after 10 s".into()),
+                }),
+                Content::ToolResult(ToolResult {
+                    tool_use_id: "t3".into(),
+                    status: ToolStatus::Success,
+                    output: ToolOutput::Stored {
+                        key: "turns/x/t3".into(),
+                        bytes: 2_000_000,
+                        preview: "first lines".into(),
+                    },
+                }),
+            ],
+        },
+    ];
+    ask(&model(&fake).await, &transcript).await.unwrap();
+
+    let messages = &only_request(&fake).body["messages"];
+    assert_eq!(
+        messages[1]["content"][0]["toolUse"],
+        json!({"toolUseId": "t1", "name": "search_docs", "input": {"query": "pool"}})
+    );
+    let results = &messages[2]["content"];
+    assert_eq!(
+        results[0]["toolResult"],
+        json!({"toolUseId": "t1", "content": [{"json": {"hits": 2}}], "status": "success"})
+    );
+    assert_eq!(results[1]["toolResult"]["status"], "error");
+    let stored = results[2]["toolResult"]["content"][0]["text"].as_str().unwrap();
+    assert!(stored.starts_with("first lines") && stored.contains("2000000 bytes"), "{stored}");
+}
+
+#[tokio::test]
+async fn throttling_is_retried_with_backoff_then_succeeds() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::throttling(), Scripted::throttling(), Scripted::fixture(TEXT_REPLY)]);
+    let reply = ask(&model(&fake).await, &[Message::user_text("why?")]).await.unwrap();
+    assert_eq!(reply.stop_reason, StopReason::EndTurn);
+    assert_eq!(fake.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn throttling_that_persists_is_a_bounded_retryable_error() {
+    let fake = FakeBedrock::start().await;
+    fake.script(std::iter::repeat_n(Scripted::throttling(), 10));
+    let err = ask(&model(&fake).await, &[Message::user_text("why?")]).await.unwrap_err();
+    assert!(matches!(err, ModelError::Throttled(_)), "{err:?}");
+    assert!(err.is_retryable());
+    assert_eq!(fake.requests().len(), 4, "the retry policy's four attempts, no more");
+}
+
+#[tokio::test]
+async fn server_errors_are_retryable_and_validation_errors_are_not_retried() {
+    let fake = FakeBedrock::start().await;
+    let unavailable =
+        Scripted::Error { status: 503, error_type: "ServiceUnavailableException", message: "Bedrock is unavailable" };
+    fake.script(std::iter::repeat_n(unavailable, 4));
+    let err = ask(&model(&fake).await, &[Message::user_text("why?")]).await.unwrap_err();
+    assert!(matches!(err, ModelError::Unavailable(_)) && err.is_retryable(), "{err:?}");
+
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::Error { status: 400, error_type: "ValidationException", message: "messages: empty" }]);
+    let err = ask(&model(&fake).await, &[Message::user_text("why?")]).await.unwrap_err();
+    assert!(matches!(err, ModelError::Rejected(ref m) if m.contains("messages: empty")), "{err:?}");
+    assert!(!err.is_retryable());
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn malformed_output_is_an_error_not_a_panic() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::Raw { status: 200, body: "{\"output\": {\"message\": 42" }]);
+    let err = ask(&model(&fake).await, &[Message::user_text("why?")]).await.unwrap_err();
+    assert!(matches!(err, ModelError::Malformed(_)), "{err:?}");
+
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::Reply(
+        json!({"stopReason": "end_turn", "usage": {"inputTokens": 1, "outputTokens": 0, "totalTokens": 1}}),
+    )]);
+    let err = ask(&model(&fake).await, &[Message::user_text("why?")]).await.unwrap_err();
+    assert!(matches!(err, ModelError::Malformed(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_guardrail_stop_is_a_refusal() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(GUARDRAIL_REPLY)]);
+    let reply = ask(&model(&fake).await, &[Message::user_text("…")]).await.unwrap();
+    assert_eq!(reply.stop_reason, StopReason::Refused);
+}
