@@ -4,6 +4,7 @@
 //! - [`messages`]: the versioned JSON envelopes that travel on the queues.
 //! - [`turn`]: a turn's durable state, saved after every step.
 //! - [`model`]: the model call the turn loop makes, as a port.
+//! - [`tools`]: the tool registry, allow-lists and safe execution of calls.
 //! - [`ports`]: what the domain needs from storage and queues; adapters for
 //!   DynamoDB and SQS live in `aws-adapters`, in-memory ones in [`memory`].
 //! - [`clock`]: time, injected so tests pin it.
@@ -15,6 +16,7 @@ pub mod model;
 pub mod ports;
 #[cfg(any(test, feature = "contract-tests"))]
 pub mod store_contract;
+pub mod tools;
 pub mod turn;
 
 pub use clock::{Clock, FixedClock, SystemClock};
