@@ -5,6 +5,7 @@
 //! - [`turn`]: a turn's durable state, saved after every step.
 //! - [`model`]: the model call the turn loop makes, as a port.
 //! - [`tools`]: the tool registry, allow-lists and safe execution of calls.
+//! - [`worker`]: the durable step loop that drives a turn to its answer.
 //! - [`ports`]: what the domain needs from storage and queues; adapters for
 //!   DynamoDB and SQS live in `aws-adapters`, in-memory ones in [`memory`].
 //! - [`clock`]: time, injected so tests pin it.
@@ -18,6 +19,8 @@ pub mod ports;
 pub mod store_contract;
 pub mod tools;
 pub mod turn;
+pub mod worker;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use messages::{ThreadRef, WorkMessage};
+pub use ports::Created;

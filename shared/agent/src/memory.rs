@@ -2,10 +2,10 @@
 //! local runner. They keep the semantics of the AWS adapters (claims expire,
 //! claim is atomic), not their performance characteristics.
 
-use crate::messages::WorkMessage;
+use crate::messages::{ReplyMessage, WorkMessage};
 use crate::ports::{
-    BOT_THREAD_TTL_SECS, ClaimOutcome, Created, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims, PortError, StoreError,
-    ThreadRule, TurnStore, WorkQueue, deserialize_turn, serialize_turn,
+    BOT_THREAD_TTL_SECS, ClaimOutcome, Created, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims, PortError, ReplyQueue,
+    StoreError, ThreadRule, TurnStore, WorkQueue, deserialize_turn, serialize_turn,
 };
 use crate::turn::{Turn, TurnId};
 use std::collections::HashMap;
@@ -58,35 +58,52 @@ impl EventClaims for MemoryClaims {
     }
 }
 
-/// A queue that keeps what was sent, in order, and can be told to fail.
-#[derive(Debug, Default)]
-pub struct MemoryQueue {
-    messages: Mutex<Vec<WorkMessage>>,
+/// A queue that keeps what was sent, in order, and can be told to fail:
+/// the work queue by default, the reply queue as `MemoryQueue<ReplyMessage>`.
+#[derive(Debug)]
+pub struct MemoryQueue<T = WorkMessage> {
+    messages: Mutex<Vec<T>>,
     failing: AtomicBool,
 }
 
-impl MemoryQueue {
+impl<T> Default for MemoryQueue<T> {
+    fn default() -> Self {
+        Self { messages: Mutex::new(Vec::new()), failing: AtomicBool::new(false) }
+    }
+}
+
+impl<T: Clone> MemoryQueue<T> {
     /// While set, every enqueue fails as an unreachable queue would.
     pub fn set_failing(&self, failing: bool) {
         self.failing.store(failing, Ordering::SeqCst);
     }
 
-    pub fn messages(&self) -> Vec<WorkMessage> {
+    pub fn messages(&self) -> Vec<T> {
         self.messages.lock().expect("queue lock").clone()
     }
 
-    pub fn drain(&self) -> Vec<WorkMessage> {
+    pub fn drain(&self) -> Vec<T> {
         std::mem::take(&mut *self.messages.lock().expect("queue lock"))
     }
-}
 
-impl WorkQueue for MemoryQueue {
-    async fn enqueue(&self, message: &WorkMessage) -> Result<(), PortError> {
+    fn push(&self, message: &T) -> Result<(), PortError> {
         if self.failing.load(Ordering::SeqCst) {
-            return Err(PortError::new("enqueue", "memory queue set to fail"));
+            return Err(PortError::new("send", "memory queue set to fail"));
         }
         self.messages.lock().expect("queue lock").push(message.clone());
         Ok(())
+    }
+}
+
+impl WorkQueue for MemoryQueue<WorkMessage> {
+    async fn enqueue(&self, message: &WorkMessage) -> Result<(), PortError> {
+        self.push(message)
+    }
+}
+
+impl ReplyQueue for MemoryQueue<ReplyMessage> {
+    async fn send(&self, message: &ReplyMessage) -> Result<(), PortError> {
+        self.push(message)
     }
 }
 

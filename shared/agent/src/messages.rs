@@ -1,10 +1,13 @@
-//! Messages on the work queue (ingress → worker, and the worker's own
-//! continuations), as versioned JSON envelopes: `{"v":1,"kind":"…",…}`.
+//! Messages on the queues, as versioned JSON envelopes `{"v":1,"kind":"…",…}`:
+//! [`WorkMessage`] on the work queue (ingress → worker, and the worker's own
+//! continuations), [`ReplyMessage`] on the reply queue (worker → responder).
 //!
 //! A deploy can happen while messages are in flight, so a reader accepts
 //! every version it knows and refuses the rest with a clear error; the
 //! caller sends those to the dead-letter queue instead of retrying them.
 
+use crate::turn::{ToolUse, TurnId};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use slack::{ChannelId, EventId, TeamId, Ts, UserId};
 
@@ -78,11 +81,37 @@ pub struct ApprovalClick {
     pub action_ts: Ts,
 }
 
+impl ApprovalClick {
+    /// The turn and tool call the button was for (see [`approval_value`]).
+    pub fn target(&self) -> Option<(TurnId, &str)> {
+        let (turn, tool_use_id) = self.value.split_once(APPROVAL_VALUE_SEPARATOR)?;
+        Some((TurnId::new(turn), tool_use_id))
+    }
+}
+
+const APPROVAL_VALUE_SEPARATOR: char = ':';
+
+/// What an approval button carries: the turn and the tool call it is for.
+pub fn approval_value(turn: &TurnId, tool_use_id: &str) -> String {
+    format!("{turn}{APPROVAL_VALUE_SEPARATOR}{tool_use_id}")
+}
+
+/// The worker ran out of time before the turn was done: the next worker
+/// picks it up from the stored state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Continuation {
+    pub turn_id: TurnId,
+    pub thread: ThreadRef,
+    /// Steps completed when it was sent.
+    pub after_step: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkMessage {
     StartTurn(TurnRequest),
     Approval(ApprovalClick),
+    Continue(Continuation),
 }
 
 impl WorkMessage {
@@ -90,6 +119,7 @@ impl WorkMessage {
         match self {
             WorkMessage::StartTurn(request) => &request.thread,
             WorkMessage::Approval(click) => &click.thread,
+            WorkMessage::Continue(continuation) => &continuation.thread,
         }
     }
 
@@ -101,31 +131,81 @@ impl WorkMessage {
             WorkMessage::Approval(click) => {
                 format!("approval:{}:{}:{}", click.thread.channel, click.message_ts, click.action_ts)
             }
+            WorkMessage::Continue(continuation) => {
+                format!("continue:{}:{}", continuation.turn_id, continuation.after_step)
+            }
         }
     }
 
     pub fn encode(&self) -> String {
-        #[derive(Serialize)]
-        struct Outgoing<'a> {
-            v: u32,
-            #[serde(flatten)]
-            message: &'a WorkMessage,
-        }
-        serde_json::to_string(&Outgoing { v: ENVELOPE_VERSION, message: self })
-            .expect("work messages contain only strings, numbers and enums")
+        encode_envelope(self)
     }
 
     pub fn decode(body: &str) -> Result<Self, EnvelopeError> {
-        #[derive(Deserialize)]
-        struct Version {
-            v: u32,
-        }
-        let Version { v } = serde_json::from_str(body).map_err(EnvelopeError::Malformed)?;
-        if v != ENVELOPE_VERSION {
-            return Err(EnvelopeError::UnsupportedVersion(v));
-        }
-        serde_json::from_str(body).map_err(EnvelopeError::Malformed)
+        decode_envelope(body)
     }
+}
+
+/// What the worker asks the responder to show in the thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReplyMessage {
+    /// The turn is answered (or failed): post its answer, once.
+    Deliver { turn_id: TurnId, thread: ThreadRef },
+    /// A tool call that changes things waits for Approve / Deny buttons.
+    ApprovalPrompt { turn_id: TurnId, thread: ThreadRef, tool_use: ToolUse },
+    /// A status line while tools run ("running search_docs…").
+    Progress { turn_id: TurnId, thread: ThreadRef, step: u32, text: String },
+}
+
+impl ReplyMessage {
+    pub fn thread(&self) -> &ThreadRef {
+        match self {
+            ReplyMessage::Deliver { thread, .. }
+            | ReplyMessage::ApprovalPrompt { thread, .. }
+            | ReplyMessage::Progress { thread, .. } => thread,
+        }
+    }
+
+    /// Equal for repeats of the same request to the responder.
+    pub fn dedupe_id(&self) -> String {
+        match self {
+            ReplyMessage::Deliver { turn_id, .. } => format!("deliver:{turn_id}"),
+            ReplyMessage::ApprovalPrompt { turn_id, tool_use, .. } => format!("approval:{turn_id}:{}", tool_use.id),
+            ReplyMessage::Progress { turn_id, step, .. } => format!("progress:{turn_id}:{step}"),
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        encode_envelope(self)
+    }
+
+    pub fn decode(body: &str) -> Result<Self, EnvelopeError> {
+        decode_envelope(body)
+    }
+}
+
+fn encode_envelope<T: Serialize>(message: &T) -> String {
+    #[derive(Serialize)]
+    struct Outgoing<'a, T> {
+        v: u32,
+        #[serde(flatten)]
+        message: &'a T,
+    }
+    serde_json::to_string(&Outgoing { v: ENVELOPE_VERSION, message })
+        .expect("queue messages contain only strings, numbers, enums and JSON values")
+}
+
+fn decode_envelope<T: DeserializeOwned>(body: &str) -> Result<T, EnvelopeError> {
+    #[derive(Deserialize)]
+    struct Version {
+        v: u32,
+    }
+    let Version { v } = serde_json::from_str(body).map_err(EnvelopeError::Malformed)?;
+    if v != ENVELOPE_VERSION {
+        return Err(EnvelopeError::UnsupportedVersion(v));
+    }
+    serde_json::from_str(body).map_err(EnvelopeError::Malformed)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -174,6 +254,31 @@ mod tests {
         let unknown = r#"{"v":1,"kind":"teleport"}"#;
         assert!(matches!(WorkMessage::decode(unknown), Err(EnvelopeError::Malformed(_))));
         assert!(matches!(WorkMessage::decode("not json"), Err(EnvelopeError::Malformed(_))));
+    }
+
+    #[test]
+    fn reply_messages_use_the_same_envelope() {
+        let thread = request().thread().clone();
+        let deliver = ReplyMessage::Deliver { turn_id: TurnId::new("T1-Ev01"), thread };
+        let encoded = deliver.encode();
+        assert!(encoded.starts_with(r#"{"v":1,"kind":"deliver""#), "{encoded}");
+        assert_eq!(ReplyMessage::decode(&encoded).unwrap(), deliver);
+        assert_eq!(deliver.dedupe_id(), "deliver:T1-Ev01");
+    }
+
+    #[test]
+    fn approval_values_name_the_turn_and_the_call() {
+        let value = approval_value(&TurnId::new("T1-Ev01"), "tooluse_abc");
+        let click = ApprovalClick {
+            thread: request().thread().clone(),
+            message_ts: Ts::new("1.2"),
+            user: UserId::new("U1"),
+            decision: Decision::Approve,
+            value,
+            action_ts: Ts::new("1.3"),
+        };
+        assert_eq!(click.target(), Some((TurnId::new("T1-Ev01"), "tooluse_abc")));
+        assert_eq!(ApprovalClick { value: "no-separator".into(), ..click }.target(), None);
     }
 
     #[test]

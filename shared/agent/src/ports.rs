@@ -2,7 +2,7 @@
 //! adapters (`aws-adapters`) and the in-memory ones ([`crate::memory`])
 //! implement them; the domain never sees which.
 
-use crate::messages::{ThreadRef, WorkMessage};
+use crate::messages::{ReplyMessage, ThreadRef, WorkMessage};
 use crate::turn::{Turn, TurnId};
 use slack::{EventId, TeamId};
 use std::error::Error as StdError;
@@ -121,6 +121,26 @@ pub trait TurnStore: Send + Sync {
     /// bumps `turn.version`. Otherwise [`StoreError::Conflict`] and nothing
     /// is written.
     fn save(&self, turn: &mut Turn) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// A store shared between owners (a worker and a test, say).
+impl<T: TurnStore> TurnStore for std::sync::Arc<T> {
+    fn create(&self, turn: &mut Turn) -> impl Future<Output = Result<Created, StoreError>> + Send {
+        (**self).create(turn)
+    }
+
+    fn load(&self, id: &TurnId) -> impl Future<Output = Result<Option<Turn>, StoreError>> + Send {
+        (**self).load(id)
+    }
+
+    fn save(&self, turn: &mut Turn) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).save(turn)
+    }
+}
+
+/// The reply queue (SQS FIFO in AWS): what the responder shows in Slack.
+pub trait ReplyQueue: Send + Sync {
+    fn send(&self, message: &ReplyMessage) -> impl Future<Output = Result<(), PortError>> + Send;
 }
 
 /// A storage or queue operation failed. Carries the operation and the

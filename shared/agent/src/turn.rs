@@ -194,11 +194,16 @@ impl std::ops::AddAssign for Usage {
     }
 }
 
-/// A tool call that changes things, waiting for Approve or Deny.
+/// A step whose tool calls include some that change things: those wait
+/// for Approve or Deny; the results of the others are kept until all are
+/// decided, because the model must get every result of a step together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingApproval {
-    pub tool_use: ToolUse,
-    /// When the prompt was posted (Unix seconds).
+    /// Calls still waiting for a decision, in the order the model made them.
+    pub waiting: Vec<ToolUse>,
+    /// Results of the step's other calls, and of decided ones.
+    pub completed: Vec<ToolResult>,
+    /// When approval was first asked (Unix seconds).
     pub asked_at: i64,
 }
 
@@ -246,5 +251,12 @@ impl Turn {
             answer: None,
             pending_approval: None,
         }
+    }
+
+    /// Ends the turn's work with what the user will be shown.
+    pub fn settle(&mut self, answer: String, status: TurnStatus, now_unix: i64) {
+        self.answer = Some(answer);
+        self.status = status;
+        self.updated_at = now_unix;
     }
 }

@@ -1,0 +1,503 @@
+//! The turn loop's scenarios with in-memory ports and a scripted model:
+//! every path a turn can take, and the promises around redelivery, time
+//! and concurrent workers.
+
+use agent::memory::{MemoryQueue, MemoryTurns};
+use agent::messages::{ApprovalClick, Decision, ReplyMessage, Trigger, TurnRequest, approval_value};
+use agent::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
+use agent::ports::TurnStore;
+use agent::tools::{ChannelRule, Effect, Tool, ToolPolicy, ToolRegistry};
+use agent::turn::{Content, Message, Role, ToolOutput, ToolStatus, ToolUse, Turn, TurnId, TurnStatus, Usage};
+use agent::worker::{Deadline, Limits, Outcome, REFUSAL, Worker};
+use agent::{FixedClock, ThreadRef, WorkMessage};
+use serde_json::json;
+use slack::{ChannelId, EventId, TeamId, Ts, UserId};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+// --- A scripted model -------------------------------------------------------
+
+#[derive(Default)]
+struct ScriptedModel {
+    replies: Mutex<VecDeque<Result<ModelReply, ModelError>>>,
+    /// For each call: the transcript length and the advertised tool names.
+    calls: Mutex<Vec<(usize, Vec<String>)>>,
+}
+
+impl ScriptedModel {
+    fn new(replies: impl IntoIterator<Item = Result<ModelReply, ModelError>>) -> Self {
+        Self { replies: Mutex::new(replies.into_iter().collect()), calls: Mutex::default() }
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.lock().unwrap().len()
+    }
+
+    fn advertised(&self, call: usize) -> Vec<String> {
+        self.calls.lock().unwrap()[call].1.clone()
+    }
+}
+
+impl Model for ScriptedModel {
+    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        let tools = request.tools.iter().map(|t| t.name.clone()).collect();
+        self.calls.lock().unwrap().push((request.messages.len(), tools));
+        self.replies.lock().unwrap().pop_front().expect("the test scripted fewer model replies than were asked for")
+    }
+}
+
+fn usage() -> Usage {
+    Usage { input_tokens: 100, output_tokens: 20, ..Usage::default() }
+}
+
+fn text(answer: &str) -> Result<ModelReply, ModelError> {
+    Ok(ModelReply {
+        message: Message { role: Role::Assistant, content: vec![Content::Text(answer.into())] },
+        stop_reason: StopReason::EndTurn,
+        usage: usage(),
+    })
+}
+
+fn calls(tools: &[(&str, &str, serde_json::Value)]) -> Result<ModelReply, ModelError> {
+    let content = tools
+        .iter()
+        .map(|(id, name, input)| {
+            Content::ToolUse(ToolUse { id: (*id).into(), name: (*name).into(), input: input.clone() })
+        })
+        .collect();
+    Ok(ModelReply {
+        message: Message { role: Role::Assistant, content },
+        stop_reason: StopReason::ToolUse,
+        usage: usage(),
+    })
+}
+
+fn stop(reason: StopReason, said: &str) -> Result<ModelReply, ModelError> {
+    Ok(ModelReply {
+        message: Message { role: Role::Assistant, content: vec![Content::Text(said.into())] },
+        stop_reason: reason,
+        usage: usage(),
+    })
+}
+
+// --- Tools ------------------------------------------------------------------
+
+fn schema() -> serde_json::Value {
+    json!({"type": "object", "properties": {"query": {"type": "string"}}, "additionalProperties": false})
+}
+
+fn spec(name: &str) -> ToolSpec {
+    ToolSpec { name: name.into(), description: format!("{name} (test)"), input_schema: schema() }
+}
+
+/// Tools that count their runs: `search_docs` echoes, `fetch_logs` fails,
+/// `slow_query` outlives its timeout, `restart_service` changes things,
+/// `admin_only` is not allowed in the test channels.
+fn tools(runs: &'static AtomicU32) -> ToolRegistry {
+    let counted = move |output: Result<ToolOutput, String>| {
+        move |input: serde_json::Value| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            let output = output.clone().map(|o| match o {
+                ToolOutput::Text(t) => ToolOutput::Text(format!("{t} {input}")),
+                other => other,
+            });
+            async move { output }
+        }
+    };
+    let slow = move |_: serde_json::Value| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(ToolOutput::Text("never".into()))
+        }
+    };
+    let second = Duration::from_secs(1);
+    let tools = vec![
+        Tool::new(spec("search_docs"), Effect::ReadOnly, second, counted(Ok(ToolOutput::Text("found".into()))))
+            .unwrap(),
+        Tool::new(spec("fetch_logs"), Effect::ReadOnly, second, counted(Err("log service answered 502".into())))
+            .unwrap(),
+        Tool::new(spec("slow_query"), Effect::ReadOnly, second, slow).unwrap(),
+        Tool::new(
+            spec("restart_service"),
+            Effect::ChangesThings,
+            second,
+            counted(Ok(ToolOutput::Text("restarted".into()))),
+        )
+        .unwrap(),
+        Tool::new(spec("admin_only"), Effect::ReadOnly, second, counted(Ok(ToolOutput::Text("secret".into()))))
+            .unwrap(),
+    ];
+    let policy = ToolPolicy::new(vec![ChannelRule {
+        channels: "C*".into(),
+        tools: ["search_docs", "fetch_logs", "slow_query", "restart_service"].map(String::from).to_vec(),
+    }]);
+    ToolRegistry::new(tools, policy).unwrap()
+}
+
+fn counter() -> &'static AtomicU32 {
+    Box::leak(Box::new(AtomicU32::new(0)))
+}
+
+// --- The world ----------------------------------------------------------------
+
+/// Plenty of time, unless told otherwise: `steps` checks pass, then none.
+struct Budget {
+    checks_with_time: AtomicU32,
+}
+
+impl Budget {
+    fn plenty() -> Self {
+        Self { checks_with_time: AtomicU32::new(u32::MAX) }
+    }
+
+    fn steps(n: u32) -> Self {
+        Self { checks_with_time: AtomicU32::new(n) }
+    }
+}
+
+impl Deadline for Budget {
+    fn time_left(&self) -> Duration {
+        let left = self.checks_with_time.load(Ordering::SeqCst);
+        if left == 0 {
+            return Duration::from_secs(5);
+        }
+        self.checks_with_time.store(left - 1, Ordering::SeqCst);
+        Duration::from_secs(600)
+    }
+}
+
+type TestWorker = Worker<MemoryTurns, ScriptedModel, MemoryQueue, MemoryQueue<ReplyMessage>, FixedClock>;
+
+fn worker(model: ScriptedModel, runs: &'static AtomicU32) -> TestWorker {
+    Worker {
+        store: MemoryTurns::default(),
+        model,
+        work: MemoryQueue::default(),
+        replies: MemoryQueue::default(),
+        tools: tools(runs),
+        clock: FixedClock::at(1_763_800_010),
+        system_prompt: "You are the on-call assistant.".into(),
+        limits: Limits::default(),
+    }
+}
+
+fn thread() -> ThreadRef {
+    ThreadRef { team: TeamId::new("T1"), channel: ChannelId::new("C1"), thread_ts: Ts::new("1763800000.000100") }
+}
+
+fn start() -> WorkMessage {
+    WorkMessage::StartTurn(TurnRequest {
+        event_id: EventId::new("Ev01"),
+        event_time: 1_763_800_000,
+        trigger: Trigger::AppMention,
+        thread: thread(),
+        message_ts: Ts::new("1763800000.000100"),
+        user: UserId::new("U1"),
+        text: "<@UBOT> why is checkout-api failing?".into(),
+        context_channel: None,
+    })
+}
+
+fn turn_id() -> TurnId {
+    TurnId::new("T1-Ev01")
+}
+
+async fn stored(worker: &TestWorker) -> Turn {
+    worker.store.load(&turn_id()).await.unwrap().expect("turn stored")
+}
+
+fn results(message: &Message) -> Vec<(String, ToolStatus, String)> {
+    message
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            Content::ToolResult(r) => Some((r.tool_use_id.clone(), r.status, format!("{:?}", r.output))),
+            _ => None,
+        })
+        .collect()
+}
+
+fn deliveries(worker: &TestWorker) -> usize {
+    worker.replies.messages().iter().filter(|m| matches!(m, ReplyMessage::Deliver { .. })).count()
+}
+
+// --- Scenarios ----------------------------------------------------------------
+
+#[tokio::test]
+async fn a_direct_answer_is_saved_and_delivery_requested() {
+    let runs = counter();
+    let worker = worker(ScriptedModel::new([text("The pool is exhausted.")]), runs);
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 1 });
+    let turn = stored(&worker).await;
+    assert_eq!(turn.answer.as_deref(), Some("The pool is exhausted."));
+    assert_eq!(turn.version, 2, "created, then one save for the step (answer included)");
+    assert_eq!(turn.usage.input_tokens, 100);
+    assert_eq!(deliveries(&worker), 1);
+    assert_eq!(worker.model.advertised(0), ["search_docs", "fetch_logs", "slow_query", "restart_service"]);
+}
+
+#[tokio::test]
+async fn two_tool_rounds_then_an_answer_save_once_per_step() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "pool"}))]),
+        calls(&[("t2", "search_docs", json!({"query": "deploy"}))]),
+        text("Since the 14:02 deploy."),
+    ]);
+    let worker = worker(model, runs);
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 3 });
+    let turn = stored(&worker).await;
+    assert_eq!(turn.version, 1 + 3, "one save per step");
+    // question, call, results, call, results, answer
+    assert_eq!(turn.transcript.len(), 6);
+    assert_eq!(results(&turn.transcript[2])[0].1, ToolStatus::Success);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(turn.usage.output_tokens, 60);
+}
+
+#[tokio::test]
+async fn parallel_calls_error_timeout_unknown_and_disallowed_all_become_results() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[
+            ("a", "search_docs", json!({"query": "pool"})),
+            ("b", "fetch_logs", json!({"query": "checkout"})),
+            ("c", "slow_query", json!({})),
+            ("d", "search_web", json!({"query": "x"})),
+            ("e", "admin_only", json!({})),
+            ("f", "search_docs", json!({"query": 7})),
+        ]),
+        text("Here is what I found."),
+    ]);
+    let worker = worker(model, runs);
+    tokio::time::pause();
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    let turn = stored(&worker).await;
+    let results = results(&turn.transcript[2]);
+    let ids: Vec<_> = results.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c", "d", "e", "f"], "every call answered, in order");
+    assert_eq!(results[0].1, ToolStatus::Success);
+    for (id, status, output) in &results[1..] {
+        assert_eq!(*status, ToolStatus::Error, "{id}: {output}");
+    }
+    assert!(results[1].2.contains("502"));
+    assert!(results[2].2.contains("did not finish within 1 s"));
+    assert!(results[3].2.contains("no tool named"));
+    assert!(results[4].2.contains("not allowed"));
+    assert!(results[5].2.contains("schema"));
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "refused calls never run");
+    assert_eq!(turn.answer.as_deref(), Some("Here is what I found."));
+}
+
+#[tokio::test]
+async fn the_step_limit_ends_with_an_honest_partial_answer() {
+    let runs = counter();
+    let model = ScriptedModel::new(
+        (0..3).map(|i| calls(&[(&*format!("t{i}"), "search_docs", json!({"query": format!("q{i}")}))])),
+    );
+    let mut worker = worker(model, runs);
+    worker.limits.max_steps = 3;
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 3 });
+    assert_eq!(worker.model.calls(), 3);
+    let answer = stored(&worker).await.answer.unwrap();
+    assert!(answer.contains("step limit"), "{answer}");
+    assert!(answer.contains("`search_docs` {\"query\":\"q2\"} (ok)"), "{answer}");
+}
+
+#[tokio::test]
+async fn throttling_fails_the_message_for_redelivery_and_the_retry_picks_up() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "pool"}))]),
+        Err(ModelError::Throttled("slow down".into())),
+        text("Done."),
+    ]);
+    let worker = worker(model, runs);
+    let err = worker.handle(&start(), &Budget::plenty()).await.unwrap_err();
+    assert!(err.is_retryable());
+    assert_eq!(stored(&worker).await.steps, 1, "the first step was saved before the throttle");
+
+    // SQS redelivers the same message: the saved step is not repeated.
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(worker.model.calls(), 3);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the tool ran once");
+}
+
+#[tokio::test]
+async fn a_redelivered_message_for_a_settled_turn_calls_nothing_and_asks_delivery_again() {
+    let runs = counter();
+    let worker = worker(ScriptedModel::new([text("Answer.")]), runs);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let version = stored(&worker).await.version;
+
+    // As if the worker crashed after its save and before SQS's delete.
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 1 });
+    assert_eq!(worker.model.calls(), 1, "no second model call");
+    assert_eq!(stored(&worker).await.version, version, "nothing written");
+    assert_eq!(deliveries(&worker), 2, "delivery asked again; the responder posts once");
+}
+
+#[tokio::test]
+async fn out_of_time_queues_a_continuation_that_resumes_in_a_later_invocation() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "a"}))]),
+        calls(&[("t2", "search_docs", json!({"query": "b"}))]),
+        text("Finished across invocations."),
+    ]);
+    let worker = worker(model, runs);
+
+    // Time for one step per invocation.
+    let outcome = worker.handle(&start(), &Budget::steps(1)).await.unwrap();
+    assert_eq!(outcome, Outcome::Continued { id: turn_id(), after_step: 1 });
+    let mut invocations = 1;
+    while let Some(next) = worker.work.drain().pop() {
+        invocations += 1;
+        worker.handle(&next, &Budget::steps(1)).await.unwrap();
+    }
+    assert_eq!(invocations, 3);
+    let turn = stored(&worker).await;
+    assert_eq!((turn.status, turn.steps), (TurnStatus::Answered, 3));
+    assert_eq!(turn.answer.as_deref(), Some("Finished across invocations."));
+    assert_eq!(worker.model.calls(), 3);
+}
+
+/// A model during whose call another worker saves the same turn.
+struct RacedModel {
+    store: Arc<MemoryTurns>,
+}
+
+impl Model for RacedModel {
+    async fn converse(&self, _: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        let mut other = self.store.load(&turn_id()).await.unwrap().unwrap();
+        other.transcript.push(Message::user_text("from the other worker"));
+        self.store.save(&mut other).await.unwrap();
+        text("mine")
+    }
+}
+
+#[tokio::test]
+async fn a_worker_whose_save_conflicts_stops_without_overwriting() {
+    let store = Arc::new(MemoryTurns::default());
+    let worker = Worker {
+        store: store.clone(),
+        model: RacedModel { store: store.clone() },
+        work: MemoryQueue::default(),
+        replies: MemoryQueue::<ReplyMessage>::default(),
+        tools: tools(counter()),
+        clock: FixedClock::at(1_763_800_010),
+        system_prompt: String::new(),
+        limits: Limits::default(),
+    };
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Superseded { id: turn_id() });
+    let turn = store.load(&turn_id()).await.unwrap().unwrap();
+    assert_eq!(turn.transcript.last().unwrap().text(), "from the other worker", "the winner's state stands");
+    assert_eq!((turn.status, turn.answer), (TurnStatus::Running, None));
+    assert!(worker.replies.messages().is_empty(), "the loser asks for nothing");
+}
+
+#[tokio::test]
+async fn a_tool_that_changes_things_waits_for_approval_and_runs_once_approved() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[
+            ("r1", "restart_service", json!({"query": "checkout-api"})),
+            ("s1", "search_docs", json!({"query": "x"})),
+        ]),
+        text("Restarted; it is healthy again."),
+    ]);
+    let worker = worker(model, runs);
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: turn_id() });
+    let turn = stored(&worker).await;
+    assert_eq!(turn.status, TurnStatus::AwaitingApproval);
+    let pending = turn.pending_approval.as_ref().unwrap();
+    assert_eq!(pending.waiting[0].id, "r1");
+    assert_eq!(pending.completed[0].tool_use_id, "s1", "the read-only call ran");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(
+        matches!(worker.replies.messages()[..], [ReplyMessage::ApprovalPrompt { ref tool_use, .. }] if tool_use.id == "r1")
+    );
+
+    let click = ApprovalClick {
+        thread: thread(),
+        message_ts: Ts::new("1763800900.001200"),
+        user: UserId::new("U2"),
+        decision: Decision::Approve,
+        value: approval_value(&turn_id(), "r1"),
+        action_ts: Ts::new("1763800950.001300"),
+    };
+    let outcome = worker.handle(&WorkMessage::Approval(click.clone()), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    let turn = stored(&worker).await;
+    let ids: Vec<_> = results(&turn.transcript[2]).into_iter().map(|(id, status, _)| (id, status)).collect();
+    assert_eq!(ids, [("r1".to_owned(), ToolStatus::Success), ("s1".to_owned(), ToolStatus::Success)]);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+
+    // A second click on the same button changes nothing.
+    let again = worker.handle(&WorkMessage::Approval(click), &Budget::plenty()).await.unwrap();
+    assert_eq!(again, Outcome::Ignored { reason: "not_awaiting_approval" });
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_denied_call_is_an_error_result_and_never_runs() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))]),
+        text("Understood, I won't restart it."),
+    ]);
+    let worker = worker(model, runs);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let click = ApprovalClick {
+        thread: thread(),
+        message_ts: Ts::new("1.1"),
+        user: UserId::new("U2"),
+        decision: Decision::Deny,
+        value: approval_value(&turn_id(), "r1"),
+        action_ts: Ts::new("1.2"),
+    };
+    worker.handle(&WorkMessage::Approval(click), &Budget::plenty()).await.unwrap();
+    let turn = stored(&worker).await;
+    let (_, status, output) = results(&turn.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("denied"), "{output}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(turn.status, TurnStatus::Answered);
+}
+
+#[tokio::test]
+async fn refusals_cut_answers_and_rejected_requests_settle_honestly() {
+    let runs = counter();
+    let worker = worker(ScriptedModel::new([stop(StopReason::Refused, "blocked")]), runs);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some(REFUSAL));
+
+    let worker = worker_with(ScriptedModel::new([stop(StopReason::MaxTokens, "The cause is")]));
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let answer = stored(&worker).await.answer.unwrap();
+    assert!(answer.starts_with("The cause is") && answer.contains("cut off"), "{answer}");
+
+    let worker = worker_with(ScriptedModel::new([Err(ModelError::Rejected("ValidationException".into()))]));
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Failed, steps: 0 });
+    assert_eq!(deliveries(&worker), 1, "the user is told");
+}
+
+fn worker_with(model: ScriptedModel) -> TestWorker {
+    worker(model, counter())
+}
