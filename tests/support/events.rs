@@ -15,6 +15,7 @@ pub const URL_VERIFICATION: &str = include_str!("../events/ingress-url-verificat
 pub const BAD_SIGNATURE: &str = include_str!("../events/ingress-bad-signature.json");
 pub const APPROVAL_CLICK: &str = include_str!("../events/ingress-approval-click.json");
 pub const BOT_MESSAGE: &str = include_str!("../events/ingress-bot-message.json");
+pub const WORKER_SQS_START_TURN: &str = include_str!("../events/worker-sqs-start-turn.json");
 pub const SCHEDULED_HEALTH_CHECK: &str = include_str!("../events/scheduled-health-check.json");
 
 const LOCAL_ENV: &str = include_str!("../../infra/env.local.json");

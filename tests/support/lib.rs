@@ -47,13 +47,14 @@ pub fn unique_name(prefix: &str) -> String {
     format!("{prefix}-{}-{}-{nanos}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst))
 }
 
-/// One test's own table and work queue (with its dead-letter queue), made
-/// as `template.yaml` makes them.
+/// One test's own table, work queue and reply queue (each with its
+/// dead-letter queue), made as `template.yaml` makes them.
 pub struct Stack {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
     pub table: String,
     pub work_queue: QueueUrls,
+    pub reply_queue: QueueUrls,
 }
 
 impl Stack {
@@ -64,23 +65,39 @@ impl Stack {
         provision::turns_table(&dynamodb, &table).await.context("create table")?;
         let work_queue =
             provision::fifo_queue_with_dlq(&sqs, &unique_name("work"), 5, 30).await.context("create work queue")?;
-        Ok(Self { dynamodb, sqs, table, work_queue })
+        let reply_queue =
+            provision::fifo_queue_with_dlq(&sqs, &unique_name("reply"), 5, 30).await.context("create reply queue")?;
+        Ok(Self { dynamodb, sqs, table, work_queue, reply_queue })
     }
 
     /// Every message now visible on the work queue, with its system
     /// attributes (group and deduplication ids).
     pub async fn receive_work(&self) -> Result<Vec<Message>> {
+        self.receive(&self.work_queue.queue).await
+    }
+
+    /// Every reply-queue message now visible, decoded.
+    pub async fn receive_replies(&self) -> Result<Vec<agent::messages::ReplyMessage>> {
+        let messages = self.receive(&self.reply_queue.queue).await?;
+        messages
+            .iter()
+            .map(|m| agent::messages::ReplyMessage::decode(m.body().unwrap_or_default()).context("reply envelope"))
+            .collect()
+    }
+
+    /// Every message now visible on `queue_url`, with its system attributes.
+    pub async fn receive(&self, queue_url: &str) -> Result<Vec<Message>> {
         let mut received = Vec::new();
         loop {
             let batch = self
                 .sqs
                 .receive_message()
-                .queue_url(&self.work_queue.queue)
+                .queue_url(queue_url)
                 .max_number_of_messages(10)
                 .message_system_attribute_names(MessageSystemAttributeName::All)
                 .send()
                 .await
-                .context("receive work")?
+                .context("receive")?
                 .messages
                 .unwrap_or_default();
             if batch.is_empty() {
@@ -103,6 +120,32 @@ impl Stack {
         keys.sort();
         Ok(keys)
     }
+}
+
+/// A Lambda SQS event carrying `messages` as SQS delivered them, as the
+/// event source mapping would build it.
+pub fn sqs_event(messages: &[Message], queue_arn: &str) -> serde_json::Value {
+    let records: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|m| {
+            let attributes: serde_json::Map<String, serde_json::Value> = m
+                .attributes()
+                .map(|a| a.iter().map(|(k, v)| (k.as_str().to_owned(), v.clone().into())).collect())
+                .unwrap_or_default();
+            serde_json::json!({
+                "messageId": m.message_id(),
+                "receiptHandle": m.receipt_handle(),
+                "body": m.body(),
+                "attributes": attributes,
+                "messageAttributes": {},
+                "md5OfBody": m.md5_of_body(),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": "us-east-1"
+            })
+        })
+        .collect();
+    serde_json::json!({ "Records": records })
 }
 
 /// A message's body as a work envelope.

@@ -5,12 +5,13 @@
 
 use agent::Clock;
 use aws_adapters::dynamodb::{self, DynamoClaims};
-use aws_adapters::sqs::{self, SqsWorkQueue};
+use aws_adapters::sqs::{self, SqsQueue};
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
 use http::{HeaderMap, HeaderValue, header};
 use intake::service::Request;
 use intake::{Intake, Reply};
+use runtime_support::UnsupportedEvent;
 use runtime_support::env::{ConfigError, required};
 use runtime_support::health::{self, HealthReport};
 use serde_json::Value;
@@ -35,23 +36,8 @@ impl Config {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum HandlerError {
-    #[error("event is neither an HTTP request (payload 2.0) nor a scheduled health check: {0}")]
-    UnsupportedEvent(#[source] serde_json::Error),
-}
-
-impl From<HandlerError> for lambda_runtime::Diagnostic {
-    fn from(err: HandlerError) -> Self {
-        let error_type = match err {
-            HandlerError::UnsupportedEvent(_) => "UnsupportedEvent",
-        };
-        Self { error_type: error_type.to_owned(), error_message: err.to_string() }
-    }
-}
-
 pub struct Ingress<K> {
-    intake: Intake<DynamoClaims, SqsWorkQueue, K>,
+    intake: Intake<DynamoClaims, SqsQueue, K>,
     dynamodb: aws_sdk_dynamodb::Client,
     sqs: aws_sdk_sqs::Client,
     config: Config,
@@ -64,18 +50,19 @@ impl<K: Clock> Ingress<K> {
         let intake = Intake::new(
             config.signing_secret.clone(),
             DynamoClaims::new(dynamodb.clone(), &config.turns_table),
-            SqsWorkQueue::new(sqs.clone(), &config.work_queue_url),
+            SqsQueue::new(sqs.clone(), &config.work_queue_url),
             clock,
         );
         Self { intake, dynamodb, sqs, config }
     }
 
     /// One invocation: a health check or an HTTP request from Slack.
-    pub async fn handle(&self, event: Value) -> Result<Value, HandlerError> {
+    pub async fn handle(&self, event: Value) -> Result<Value, UnsupportedEvent> {
         if health::is_scheduled_event(&event) {
             return Ok(serde_json::to_value(self.health().await).expect("health report serializes"));
         }
-        let request: ApiGatewayV2httpRequest = serde_json::from_value(event).map_err(HandlerError::UnsupportedEvent)?;
+        let request: ApiGatewayV2httpRequest = serde_json::from_value(event)
+            .map_err(|source| UnsupportedEvent { expected: "an HTTP request (payload 2.0)", source })?;
         let reply = self
             .intake
             .handle(Request {

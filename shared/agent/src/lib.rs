@@ -6,10 +6,13 @@
 //! - [`model`]: the model call the turn loop makes, as a port.
 //! - [`tools`]: the tool registry, allow-lists and safe execution of calls.
 //! - [`worker`]: the durable step loop that drives a turn to its answer.
+//! - [`batch`]: handling an SQS batch in FIFO order with partial failures.
 //! - [`ports`]: what the domain needs from storage and queues; adapters for
 //!   DynamoDB and SQS live in `aws-adapters`, in-memory ones in [`memory`].
 //! - [`clock`]: time, injected so tests pin it.
 
+pub mod batch;
+pub mod builtin_tools;
 pub mod clock;
 pub mod memory;
 pub mod messages;
@@ -23,4 +26,7 @@ pub mod worker;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use messages::{ThreadRef, WorkMessage};
+
+/// The system prompt used when the deployment configures none.
+pub const DEFAULT_SYSTEM_PROMPT: &str = include_str!("prompts/system.md");
 pub use ports::Created;

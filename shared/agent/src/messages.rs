@@ -185,6 +185,43 @@ impl ReplyMessage {
     }
 }
 
+/// What a queue adapter needs of any message it carries.
+pub trait QueueMessage {
+    fn encode(&self) -> String;
+    /// The FIFO message group: the thread.
+    fn group(&self) -> String;
+    /// Equal for repeats of the same message.
+    fn dedupe_id(&self) -> String;
+}
+
+impl QueueMessage for WorkMessage {
+    fn encode(&self) -> String {
+        WorkMessage::encode(self)
+    }
+
+    fn group(&self) -> String {
+        self.thread().queue_group()
+    }
+
+    fn dedupe_id(&self) -> String {
+        WorkMessage::dedupe_id(self)
+    }
+}
+
+impl QueueMessage for ReplyMessage {
+    fn encode(&self) -> String {
+        ReplyMessage::encode(self)
+    }
+
+    fn group(&self) -> String {
+        self.thread().queue_group()
+    }
+
+    fn dedupe_id(&self) -> String {
+        ReplyMessage::dedupe_id(self)
+    }
+}
+
 fn encode_envelope<T: Serialize>(message: &T) -> String {
     #[derive(Serialize)]
     struct Outgoing<'a, T> {

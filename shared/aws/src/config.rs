@@ -18,6 +18,15 @@ pub fn ack_path_timeouts() -> TimeoutConfig {
         .build()
 }
 
+/// For the worker: a model call may stream for minutes, but a connection
+/// that does not open or an attempt that never ends must not hold the turn.
+pub fn worker_timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(3))
+        .operation_attempt_timeout(Duration::from_secs(180))
+        .build()
+}
+
 pub async fn load(timeouts: TimeoutConfig) -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts).load().await
 }

@@ -1,39 +1,50 @@
-//! The work queue (SQS) as the [`WorkQueue`] port.
+//! SQS queues as the [`WorkQueue`] and [`ReplyQueue`] ports.
 //!
-//! On a FIFO queue (URL ending in `.fifo`) each message is sent with the
-//! thread as its `MessageGroupId`, so one thread's work is handled in order,
-//! and with a deduplication id that repeats for a repeated delivery, so SQS
-//! drops copies within its five-minute window. Standard queues get neither
-//! (SQS refuses them there).
+//! On a FIFO queue (URL ending in `.fifo`) each message is sent with its
+//! thread as the `MessageGroupId`, so one thread's messages are handled in
+//! order, and with a deduplication id that repeats for a repeated send, so
+//! SQS drops copies within its five-minute window. Standard queues get
+//! neither (SQS refuses them there).
 
 use crate::{port_error, summarize};
 use agent::WorkMessage;
-use agent::ports::{PortError, WorkQueue};
+use agent::messages::{QueueMessage, ReplyMessage};
+use agent::ports::{PortError, ReplyQueue, WorkQueue};
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::QueueAttributeName;
 
 #[derive(Debug, Clone)]
-pub struct SqsWorkQueue {
+pub struct SqsQueue {
     client: Client,
     url: String,
     fifo: bool,
 }
 
-impl SqsWorkQueue {
+impl SqsQueue {
     pub fn new(client: Client, url: impl Into<String>) -> Self {
         let url = url.into();
         Self { fifo: url.ends_with(".fifo"), client, url }
     }
-}
 
-impl WorkQueue for SqsWorkQueue {
-    async fn enqueue(&self, message: &WorkMessage) -> Result<(), PortError> {
+    async fn send_message(&self, message: &impl QueueMessage, operation: &'static str) -> Result<(), PortError> {
         let mut send = self.client.send_message().queue_url(&self.url).message_body(message.encode());
         if self.fifo {
-            send = send.message_group_id(message.thread().queue_group()).message_deduplication_id(message.dedupe_id());
+            send = send.message_group_id(message.group()).message_deduplication_id(message.dedupe_id());
         }
-        send.send().await.map_err(|err| port_error("SQS SendMessage (work queue)", err))?;
+        send.send().await.map_err(|err| port_error(operation, err))?;
         Ok(())
+    }
+}
+
+impl WorkQueue for SqsQueue {
+    async fn enqueue(&self, message: &WorkMessage) -> Result<(), PortError> {
+        self.send_message(message, "SQS SendMessage (work queue)").await
+    }
+}
+
+impl ReplyQueue for SqsQueue {
+    async fn send(&self, message: &ReplyMessage) -> Result<(), PortError> {
+        self.send_message(message, "SQS SendMessage (reply queue)").await
     }
 }
 

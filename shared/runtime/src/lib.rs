@@ -3,7 +3,24 @@
 //! - [`env`]: reading the runtime contract's environment variables once at
 //!   start-up, failing fast with the name of what is missing;
 //! - [`health`]: recognising the scheduled EventBridge health event and
-//!   building the health report DESIGN.md specifies.
+//!   building the health report DESIGN.md specifies;
+//! - [`UnsupportedEvent`]: the error for an event a function does not take.
 
 pub mod env;
 pub mod health;
+
+/// An invocation whose event this function does not take (a misconfigured
+/// trigger): the invocation fails with this, and nothing else happens.
+#[derive(Debug, thiserror::Error)]
+#[error("event is neither {expected} nor a scheduled health check: {source}")]
+pub struct UnsupportedEvent {
+    pub expected: &'static str,
+    #[source]
+    pub source: serde_json::Error,
+}
+
+impl From<UnsupportedEvent> for lambda_runtime::Diagnostic {
+    fn from(err: UnsupportedEvent) -> Self {
+        Self { error_type: "UnsupportedEvent".to_owned(), error_message: err.to_string() }
+    }
+}

@@ -1,0 +1,187 @@
+//! The worker function between Lambda and `agent::worker`: its
+//! configuration, the wiring of the AWS adapters, and the mapping of Lambda
+//! events (an SQS batch from the work queue, or the scheduled health check)
+//! to calls and back.
+
+use agent::batch::{Handled, Record, handle_in_order};
+use agent::tools::{ToolPolicy, ToolRegistry};
+use agent::worker::{Deadline, Limits, Worker};
+use agent::{SystemClock, WorkMessage};
+use aws_adapters::bedrock::{self, BedrockModel};
+use aws_adapters::dynamodb::{self, DynamoTurns};
+use aws_adapters::sqs::{self, SqsQueue};
+use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use runtime_support::UnsupportedEvent;
+use runtime_support::env::{ConfigError, optional, required};
+use runtime_support::health::{self, HealthReport};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tracing::{error, info, warn};
+
+pub const FUNCTION_NAME: &str = "worker";
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The runtime contract's variables this function reads.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub turns_table: String,
+    pub work_queue_url: String,
+    pub reply_queue_url: String,
+    pub model_id: String,
+    pub limits: Limits,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let mut limits = Limits::default();
+        if let Some(max_steps) = optional("MAX_STEPS") {
+            limits.max_steps = max_steps
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or(ConfigError::Invalid { name: "MAX_STEPS", reason: "not a positive whole number".into() })?;
+        }
+        Ok(Self {
+            turns_table: required("TURNS_TABLE")?,
+            work_queue_url: required("WORK_QUEUE_URL")?,
+            reply_queue_url: required("REPLY_QUEUE_URL")?,
+            model_id: required("MODEL_ID")?,
+            limits,
+        })
+    }
+}
+
+pub type AwsWorker = Worker<DynamoTurns, BedrockModel, SqsQueue, SqsQueue, SystemClock>;
+
+/// The SDK clients the worker uses, built once per process.
+#[derive(Debug, Clone)]
+pub struct Clients {
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub bedrock: aws_sdk_bedrockruntime::Client,
+}
+
+impl Clients {
+    pub fn new(aws: &aws_config::SdkConfig) -> Self {
+        let bedrock_config =
+            aws_sdk_bedrockruntime::config::Builder::from(aws).retry_config(bedrock::retry_config()).build();
+        Self {
+            dynamodb: aws_sdk_dynamodb::Client::new(aws),
+            sqs: aws_sdk_sqs::Client::new(aws),
+            bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config),
+        }
+    }
+}
+
+pub struct WorkerFunction {
+    worker: AwsWorker,
+    clients: Clients,
+    config: Config,
+}
+
+/// Time left before Lambda's deadline (milliseconds since the epoch).
+struct LambdaDeadline(u64);
+
+impl Deadline for LambdaDeadline {
+    fn time_left(&self) -> Duration {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
+        Duration::from_millis(self.0.saturating_sub(now))
+    }
+}
+
+impl WorkerFunction {
+    pub fn new(config: Config, aws: &aws_config::SdkConfig) -> Self {
+        Self::with_clients(config, Clients::new(aws))
+    }
+
+    pub fn with_clients(config: Config, clients: Clients) -> Self {
+        let tools =
+            ToolRegistry::new(vec![agent::builtin_tools::current_time(Arc::new(SystemClock))], ToolPolicy::allow_all())
+                .expect("built-in tools have distinct names");
+        let worker = Worker {
+            store: DynamoTurns::new(clients.dynamodb.clone(), &config.turns_table),
+            model: BedrockModel::new(clients.bedrock.clone(), &config.model_id),
+            work: SqsQueue::new(clients.sqs.clone(), &config.work_queue_url),
+            replies: SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url),
+            tools,
+            clock: SystemClock,
+            system_prompt: agent::DEFAULT_SYSTEM_PROMPT.to_owned(),
+            limits: config.limits,
+        };
+        Self { worker, clients, config }
+    }
+
+    pub fn worker(&self) -> &AwsWorker {
+        &self.worker
+    }
+
+    /// One invocation: a health check or a batch from the work queue.
+    /// `deadline_ms` is the invocation's deadline (Unix milliseconds).
+    pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
+        if health::is_scheduled_event(&event) {
+            return Ok(serde_json::to_value(self.health().await).expect("health report serializes"));
+        }
+        let batch: SqsEvent =
+            serde_json::from_value(event).map_err(|source| UnsupportedEvent { expected: "an SQS batch", source })?;
+        let response = self.handle_batch(&batch, &LambdaDeadline(deadline_ms)).await;
+        Ok(serde_json::to_value(response).expect("batch response serializes"))
+    }
+
+    async fn handle_batch(&self, batch: &SqsEvent, deadline: &impl Deadline) -> SqsBatchResponse {
+        let records: Vec<Record<'_>> = batch
+            .records
+            .iter()
+            .map(|message| Record {
+                message_id: message.message_id.as_deref().unwrap_or_default(),
+                body: message.body.as_deref().unwrap_or_default(),
+                group: message.attributes.get("MessageGroupId").map(String::as_str),
+            })
+            .collect();
+        let failures = handle_in_order(&records, |record| self.handle_record(record, deadline)).await;
+        let mut response = SqsBatchResponse::default();
+        response.batch_item_failures = failures
+            .into_iter()
+            .map(|id| {
+                let mut failure = BatchItemFailure::default();
+                failure.item_identifier = id;
+                failure
+            })
+            .collect();
+        response
+    }
+
+    async fn handle_record(&self, record: Record<'_>, deadline: &impl Deadline) -> Handled {
+        let message = match WorkMessage::decode(record.body) {
+            Ok(message) => message,
+            Err(err) => {
+                error!(message_id = record.message_id, error = %err, "malformed work message: left for the dead-letter queue");
+                return Handled::Failed;
+            }
+        };
+        match self.worker.handle(&message, deadline).await {
+            Ok(outcome) => {
+                info!(message_id = record.message_id, ?outcome, "work handled");
+                Handled::Done
+            }
+            Err(err) if err.is_retryable() => {
+                warn!(message_id = record.message_id, error = %err, "work failed; SQS will redeliver it");
+                Handled::Failed
+            }
+            Err(err) => {
+                error!(message_id = record.message_id, error = %err, "work cannot succeed: left for the dead-letter queue");
+                Handled::Failed
+            }
+        }
+    }
+
+    /// Checks the table and both queues this function uses.
+    pub async fn health(&self) -> HealthReport {
+        let (table, work, replies) = tokio::join!(
+            health::check("dynamodb", dynamodb::check_table(&self.clients.dynamodb, &self.config.turns_table)),
+            health::check("sqs_work", sqs::check_queue(&self.clients.sqs, &self.config.work_queue_url)),
+            health::check("sqs_reply", sqs::check_queue(&self.clients.sqs, &self.config.reply_queue_url)),
+        );
+        HealthReport::new(FUNCTION_NAME, VERSION, vec![table, work, replies])
+    }
+}

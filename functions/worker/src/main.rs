@@ -1,0 +1,15 @@
+//! The worker Lambda: builds configuration and AWS clients once, then hands
+//! every invocation to [`worker::WorkerFunction`].
+
+use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+use serde_json::Value;
+use worker::{Config, WorkerFunction};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    lambda_runtime::tracing::init_default_subscriber();
+    let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
+    let aws = aws_adapters::config::load(aws_adapters::config::worker_timeouts()).await;
+    let function = WorkerFunction::new(config, &aws);
+    run(service_fn(|event: LambdaEvent<Value>| function.handle(event.payload, event.context.deadline))).await
+}

@@ -1,0 +1,88 @@
+//! Handling an SQS batch with `ReportBatchItemFailures`: only the failed
+//! records are retried, so one bad record never fails its batch-mates.
+//!
+//! On a FIFO queue a thread's messages must be handled in order: once a
+//! record fails, the later records of the same message group in the batch
+//! are not handled and are reported failed too, so they come back after it.
+//! Records of other groups go on.
+
+use std::collections::HashSet;
+use std::future::Future;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub message_id: &'a str,
+    pub body: &'a str,
+    /// The FIFO message group, `None` on a standard queue.
+    pub group: Option<&'a str>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handled {
+    Done,
+    /// Leave it on the queue: SQS redelivers it, and after the queue's
+    /// maximum receives moves it to the dead-letter queue.
+    Failed,
+}
+
+/// Handles records one at a time in order; returns the ids to report as
+/// batch item failures.
+pub async fn handle_in_order<'a, F, Fut>(records: &[Record<'a>], mut handle: F) -> Vec<String>
+where
+    F: FnMut(Record<'a>) -> Fut,
+    Fut: Future<Output = Handled>,
+{
+    let mut failed_groups: HashSet<&str> = HashSet::new();
+    let mut failures = Vec::new();
+    for record in records {
+        if record.group.is_some_and(|group| failed_groups.contains(group)) {
+            failures.push(record.message_id.to_owned());
+            continue;
+        }
+        if handle(*record).await == Handled::Failed {
+            failures.push(record.message_id.to_owned());
+            failed_groups.extend(record.group);
+        }
+    }
+    failures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record<'a>(id: &'a str, group: Option<&'a str>) -> Record<'a> {
+        Record { message_id: id, body: id, group }
+    }
+
+    #[tokio::test]
+    async fn a_failure_holds_back_its_own_thread_only() {
+        let records = [
+            record("1", Some("A")),
+            record("2", Some("B")),
+            record("3", Some("A")),
+            record("4", Some("B")),
+            record("5", Some("C")),
+        ];
+        let mut handled = Vec::new();
+        let failures = handle_in_order(&records, |r| {
+            handled.push(r.message_id.to_owned());
+            async move { if r.message_id == "2" { Handled::Failed } else { Handled::Done } }
+        })
+        .await;
+        assert_eq!(failures, ["2", "4"], "4 follows the failed 2 in thread B");
+        assert_eq!(handled, ["1", "2", "3", "5"], "4 was not handled out of order");
+    }
+
+    #[tokio::test]
+    async fn on_a_standard_queue_failures_stand_alone() {
+        let records = [record("1", None), record("2", None)];
+        let failures =
+            handle_in_order(
+                &records,
+                |r| async move { if r.message_id == "1" { Handled::Failed } else { Handled::Done } },
+            )
+            .await;
+        assert_eq!(failures, ["1"]);
+    }
+}

@@ -1,0 +1,34 @@
+//! The real `worker` binary under the Lambda Runtime Interface Emulator, fed
+//! the SQS event file in `tests/events/` and the scheduled health event, with
+//! its Bedrock client pointed at the fake Converse server through the SDK's
+//! own `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`.
+
+use agent::messages::ReplyMessage;
+use e2e::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
+use e2e::lambda::{LambdaUnderRie, Launch};
+use e2e::{Stack, emulator_config, events};
+
+#[tokio::test]
+async fn the_binary_answers_a_queued_turn_and_its_health_check() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY)]);
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let env = vec![
+        ("TURNS_TABLE", stack.table.clone()),
+        ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
+        ("REPLY_QUEUE_URL", stack.reply_queue.queue.clone()),
+        ("MODEL_ID", "us.anthropic.claude-sonnet-4-20250514-v1:0".to_owned()),
+        ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.url().to_owned()),
+    ];
+    let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
+
+    let response = lambda.invoke(&events::parse(events::WORKER_SQS_START_TURN)).await.unwrap();
+    assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}\n{}", lambda.logs());
+    assert_eq!(fake.requests()[0].model_id, "us.anthropic.claude-sonnet-4-20250514-v1:0");
+    let replies = stack.receive_replies().await.unwrap();
+    assert!(matches!(replies[..], [ReplyMessage::Deliver { .. }]), "{replies:?}");
+
+    let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
+    assert_eq!(health["status"], "ok", "{health}");
+    assert!(lambda.logs().contains("turn started"), "{}", lambda.logs());
+}

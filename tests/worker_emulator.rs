@@ -1,0 +1,153 @@
+//! The worker handler with the real AWS SDK against the local AWS emulator
+//! and the real Bedrock client against the fake Converse server: the SQS
+//! event file starts a turn that is answered and delivered, tool rounds,
+//! throttling, and a bad message reaching the dead-letter queue.
+
+use agent::messages::ReplyMessage;
+use agent::ports::TurnStore;
+use agent::turn::{TurnId, TurnStatus};
+use aws_adapters::bedrock::retry_config;
+use aws_adapters::dynamodb::DynamoTurns;
+use aws_adapters::provision;
+use e2e::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
+use e2e::{Stack, emulator_config, events, sqs_event, unique_name};
+use serde_json::{Value, json};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use worker::{Clients, Config, WorkerFunction};
+
+const TURN: &str = "T061EG9R6-Ev0LAN670R";
+
+async fn world(fake: &FakeBedrock) -> (Stack, WorkerFunction) {
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.expect("emulator resources");
+    let config = Config {
+        turns_table: stack.table.clone(),
+        work_queue_url: stack.work_queue.queue.clone(),
+        reply_queue_url: stack.reply_queue.queue.clone(),
+        model_id: "test-model".into(),
+        limits: Default::default(),
+    };
+    let clients = Clients {
+        dynamodb: stack.dynamodb.clone(),
+        sqs: stack.sqs.clone(),
+        bedrock: fake.client(&aws, retry_config().with_initial_backoff(Duration::from_millis(5))),
+    };
+    (stack, WorkerFunction::with_clients(config, clients))
+}
+
+/// Ten minutes from now, in Unix milliseconds.
+fn deadline() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000
+}
+
+fn failures(response: &Value) -> Vec<String> {
+    response["batchItemFailures"]
+        .as_array()
+        .expect("a batch response")
+        .iter()
+        .map(|f| f["itemIdentifier"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_sqs_event_file_starts_a_turn_that_is_answered_and_delivered() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY)]);
+    let (stack, function) = world(&fake).await;
+
+    let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
+    assert_eq!(failures(&response), Vec::<String>::new());
+
+    let turn = DynamoTurns::new(stack.dynamodb.clone(), &stack.table).load(&TurnId::new(TURN)).await.unwrap().unwrap();
+    assert_eq!((turn.status, turn.steps), (TurnStatus::Answered, 1));
+    assert!(turn.answer.unwrap().contains("connection pool is exhausted"));
+    let replies = stack.receive_replies().await.unwrap();
+    assert!(matches!(&replies[..], [ReplyMessage::Deliver { turn_id, .. }] if turn_id.as_str() == TURN), "{replies:?}");
+
+    // The question reached the model as the first user message.
+    let first = &fake.requests()[0].body;
+    assert_eq!(first["messages"][0]["content"][0]["text"], "<@U0LAN0Z89> why is checkout-api failing in prod?");
+}
+
+#[tokio::test]
+async fn a_tool_round_sends_every_result_back_to_the_model() {
+    // The model asks for search_docs (this deployment has no such tool) and
+    // current_time (built in), then answers.
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TOOL_USE_REPLY), Scripted::fixture(TEXT_REPLY)]);
+    let (_stack, function) = world(&fake).await;
+
+    let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
+    assert_eq!(failures(&response), Vec::<String>::new());
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    let results = &requests[1].body["messages"][2]["content"];
+    assert_eq!(results[0]["toolResult"]["toolUseId"], "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q");
+    assert_eq!(results[0]["toolResult"]["status"], "error");
+    assert!(results[0]["toolResult"]["content"][0]["text"].as_str().unwrap().contains("no tool named \"search_docs\""));
+    assert_eq!(results[1]["toolResult"]["status"], "success");
+    let now = results[1]["toolResult"]["content"][0]["json"]["unix"].as_i64().unwrap();
+    assert!(now > 1_763_800_000, "current_time read the real clock: {now}");
+}
+
+#[tokio::test]
+async fn persistent_throttling_reports_the_record_for_redelivery() {
+    let fake = FakeBedrock::start().await;
+    fake.script(std::iter::repeat_n(Scripted::throttling(), 4));
+    let (stack, function) = world(&fake).await;
+
+    let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
+    assert_eq!(failures(&response), ["059f36b4-87a3-44ab-83d2-661975830a7d"]);
+    assert!(stack.receive_replies().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_malformed_message_reaches_the_dead_letter_queue_after_the_maximum_receives() {
+    // GIVEN a work queue that moves a message to its DLQ after 2 receives
+    let fake = FakeBedrock::start().await;
+    let (stack, function) = world(&fake).await;
+    let queue = provision::fifo_queue_with_dlq(&stack.sqs, &unique_name("poison"), 2, 1).await.unwrap();
+    let queue_arn = "arn:aws:sqs:us-east-1:123456789012:poison.fifo";
+    stack
+        .sqs
+        .send_message()
+        .queue_url(&queue.queue)
+        .message_body(r#"{"v":1,"kind":"teleport"}"#)
+        .message_group_id("C1:1.1")
+        .message_deduplication_id("poison-1")
+        .send()
+        .await
+        .unwrap();
+
+    // WHEN the worker is handed it as Lambda's poller would, until SQS stops
+    // delivering it (failures stay on the queue; successes would be deleted)
+    let mut deliveries = 0;
+    for _ in 0..6 {
+        let received = stack.receive(&queue.queue).await.unwrap();
+        if !received.is_empty() {
+            deliveries += 1;
+            let response = function.handle(sqs_event(&received, queue_arn), deadline()).await.unwrap();
+            assert_eq!(failures(&response).len(), 1, "a malformed message is never acknowledged");
+        }
+        tokio::time::sleep(Duration::from_millis(1_100)).await;
+    }
+
+    // THEN it was tried the maximum number of times and now sits in the DLQ
+    assert_eq!(deliveries, 2);
+    let dead = stack.receive(&queue.dead_letter).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].body(), Some(r#"{"v":1,"kind":"teleport"}"#));
+    assert!(fake.requests().is_empty(), "no model call for a message nobody can read");
+}
+
+#[tokio::test]
+async fn the_health_check_reports_the_table_and_both_queues() {
+    let fake = FakeBedrock::start().await;
+    let (_stack, function) = world(&fake).await;
+    let report = function.handle(events::parse(events::SCHEDULED_HEALTH_CHECK), deadline()).await.unwrap();
+    assert_eq!(report["status"], "ok", "{report}");
+    assert_eq!(report["function"], "worker");
+    let names: Vec<_> = report["checks"].as_array().unwrap().iter().map(|c| c["name"].clone()).collect();
+    assert_eq!(names, [json!("dynamodb"), json!("sqs_work"), json!("sqs_reply")]);
+}
