@@ -191,6 +191,9 @@ where
     /// Steps the turn until it settles, waits for a human, or runs out of
     /// time; each step ends in one conditional save.
     async fn run(&self, mut turn: Turn, deadline: &impl Deadline) -> Result<Outcome, WorkerError> {
+        // At least one step per invocation, so the turn always progresses
+        // (even if the function's timeout is set shorter than a step).
+        let mut stepped_here = false;
         loop {
             match turn.status {
                 TurnStatus::Answered | TurnStatus::Failed => {
@@ -223,7 +226,7 @@ where
             } else if turn.usage.input_tokens + turn.usage.output_tokens >= self.limits.max_turn_tokens {
                 let answer = partial_answer(&turn, "the token budget");
                 turn.settle(answer, TurnStatus::Answered, now);
-            } else if deadline.time_left() < self.limits.step_time {
+            } else if stepped_here && deadline.time_left() < self.limits.step_time {
                 let continuation =
                     Continuation { turn_id: turn.id.clone(), thread: turn.thread.clone(), after_step: turn.steps };
                 self.work.enqueue(&WorkMessage::Continue(continuation)).await.map_err(WorkerError::Queue)?;
@@ -231,6 +234,7 @@ where
                 return Ok(Outcome::Continued { id: turn.id, after_step: turn.steps });
             } else {
                 self.step(&mut turn).await?;
+                stepped_here = true;
             }
 
             match self.store.save(&mut turn).await {

@@ -359,13 +359,14 @@ async fn out_of_time_queues_a_continuation_that_resumes_in_a_later_invocation() 
     ]);
     let worker = worker(model, runs);
 
-    // Time for one step per invocation.
-    let outcome = worker.handle(&start(), &Budget::steps(1)).await.unwrap();
+    // Never enough time for another step: each invocation makes one (the
+    // guaranteed one) and hands the turn on.
+    let outcome = worker.handle(&start(), &Budget::steps(0)).await.unwrap();
     assert_eq!(outcome, Outcome::Continued { id: turn_id(), after_step: 1 });
     let mut invocations = 1;
     while let Some(next) = worker.work.drain().pop() {
         invocations += 1;
-        worker.handle(&next, &Budget::steps(1)).await.unwrap();
+        worker.handle(&next, &Budget::steps(0)).await.unwrap();
     }
     assert_eq!(invocations, 3);
     let turn = stored(&worker).await;
@@ -386,6 +387,19 @@ impl Model for RacedModel {
         self.store.save(&mut other).await.unwrap();
         text("mine")
     }
+}
+
+#[tokio::test]
+async fn with_time_for_two_steps_an_invocation_makes_two() {
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "a"}))]),
+        calls(&[("t2", "search_docs", json!({"query": "b"}))]),
+        text("unused in this invocation"),
+    ]);
+    let worker = worker(model, counter());
+    let outcome = worker.handle(&start(), &Budget::steps(1)).await.unwrap();
+    assert_eq!(outcome, Outcome::Continued { id: turn_id(), after_step: 2 });
+    assert!(matches!(worker.work.messages()[..], [WorkMessage::Continue(ref c)] if c.after_step == 2));
 }
 
 #[tokio::test]
