@@ -17,6 +17,7 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
         ("TURNS_TABLE", stack.table.clone()),
         ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
         ("REPLY_QUEUE_URL", stack.reply_queue.queue.clone()),
+        ("ARTIFACT_BUCKET", stack.bucket.clone()),
         ("MODEL_ID", "us.anthropic.claude-sonnet-4-20250514-v1:0".to_owned()),
         ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.url().to_owned()),
     ];

@@ -18,21 +18,30 @@ use worker::{Clients, Config, WorkerFunction};
 const TURN: &str = "T061EG9R6-Ev0LAN670R";
 
 async fn world(fake: &FakeBedrock) -> (Stack, WorkerFunction) {
-    let aws = emulator_config().await;
-    let stack = Stack::new(&aws).await.expect("emulator resources");
-    let config = Config {
+    let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
+    let function = WorkerFunction::with_clients(function_config(&stack), clients(&stack, fake).await);
+    (stack, function)
+}
+
+fn function_config(stack: &Stack) -> Config {
+    Config {
         turns_table: stack.table.clone(),
         work_queue_url: stack.work_queue.queue.clone(),
         reply_queue_url: stack.reply_queue.queue.clone(),
+        artifact_bucket: stack.bucket.clone(),
         model_id: "test-model".into(),
         limits: Default::default(),
-    };
-    let clients = Clients {
+    }
+}
+
+/// The stack's clients, with Bedrock's pointed at the fake.
+async fn clients(stack: &Stack, fake: &FakeBedrock) -> Clients {
+    Clients {
         dynamodb: stack.dynamodb.clone(),
         sqs: stack.sqs.clone(),
-        bedrock: fake.client(&aws, retry_config().with_initial_backoff(Duration::from_millis(5))),
-    };
-    (stack, WorkerFunction::with_clients(config, clients))
+        s3: stack.s3.clone(),
+        bedrock: fake.client(&emulator_config().await, retry_config().with_initial_backoff(Duration::from_millis(5))),
+    }
 }
 
 /// Ten minutes from now, in Unix milliseconds.
@@ -142,12 +151,69 @@ async fn a_malformed_message_reaches_the_dead_letter_queue_after_the_maximum_rec
 }
 
 #[tokio::test]
-async fn the_health_check_reports_the_table_and_both_queues() {
+async fn the_health_check_reports_the_table_queues_and_bucket() {
     let fake = FakeBedrock::start().await;
     let (_stack, function) = world(&fake).await;
     let report = function.handle(events::parse(events::SCHEDULED_HEALTH_CHECK), deadline()).await.unwrap();
     assert_eq!(report["status"], "ok", "{report}");
     assert_eq!(report["function"], "worker");
     let names: Vec<_> = report["checks"].as_array().unwrap().iter().map(|c| c["name"].clone()).collect();
-    assert_eq!(names, [json!("dynamodb"), json!("sqs_work"), json!("sqs_reply")]);
+    assert_eq!(names, [json!("dynamodb"), json!("sqs_work"), json!("sqs_reply"), json!("s3")]);
+}
+
+#[tokio::test]
+async fn a_two_megabyte_tool_result_goes_to_s3_and_the_turn_item_stays_small() {
+    // GIVEN a tool that returns 2 MB of logs, and a model that calls it
+    let fake = FakeBedrock::start().await;
+    let calls_dump_logs = TOOL_USE_REPLY.replace("\"search_docs\"", "\"dump_logs\"");
+    fake.script([Scripted::fixture(&calls_dump_logs), Scripted::fixture(TEXT_REPLY)]);
+    let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
+    let logs = "2025-11-22T08:26:40Z checkout-api ERROR pool exhausted\n".repeat(40_000);
+    assert!(logs.len() > 2_000_000);
+    let dump_logs = {
+        let logs = logs.clone();
+        agent::tools::Tool::new(
+            agent::model::ToolSpec {
+                name: "dump_logs".into(),
+                description: "All of today's logs.".into(),
+                input_schema: json!({"type": "object"}),
+            },
+            agent::tools::Effect::ReadOnly,
+            Duration::from_secs(5),
+            move |_| {
+                let logs = logs.clone();
+                async move { Ok(agent::turn::ToolOutput::Text(logs)) }
+            },
+        )
+        .unwrap()
+    };
+    let tools = agent::tools::ToolRegistry::new(vec![dump_logs], agent::tools::ToolPolicy::allow_all()).unwrap();
+    let function = WorkerFunction::with_tools(function_config(&stack), clients(&stack, &fake).await, tools);
+
+    // WHEN the turn runs
+    let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
+    assert_eq!(failures(&response), Vec::<String>::new());
+
+    // THEN the result is in the bucket, whole
+    let object = stack
+        .s3
+        .get_object()
+        .bucket(&stack.bucket)
+        .key(format!("turns/{TURN}/tooluse_kZJMlvQmRJ6eAyJE5GIl7Q"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(object.body.collect().await.unwrap().into_bytes().len(), logs.len());
+
+    // AND the turn's item holds a pointer and a preview, far under 400 KB
+    let turn = DynamoTurns::new(stack.dynamodb.clone(), &stack.table).load(&TurnId::new(TURN)).await.unwrap().unwrap();
+    let state = serde_json::to_string(&turn).unwrap();
+    assert!(state.len() < 40_000, "state is {} bytes", state.len());
+    assert_eq!(turn.status, TurnStatus::Answered);
+
+    // AND the model saw the preview and how much there was
+    let sent = &fake.requests()[1].body["messages"][2]["content"][0]["toolResult"]["content"][0]["text"];
+    let sent = sent.as_str().unwrap();
+    assert!(sent.starts_with("2025-11-22T08:26:40Z checkout-api ERROR"), "{}", &sent[..80]);
+    assert!(sent.contains(&format!("{} bytes in all", logs.len())), "{}", &sent[sent.len() - 120..]);
 }

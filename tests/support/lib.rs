@@ -48,13 +48,16 @@ pub fn unique_name(prefix: &str) -> String {
 }
 
 /// One test's own table, work queue and reply queue (each with its
-/// dead-letter queue), made as `template.yaml` makes them.
+/// dead-letter queue) and artifact bucket, made as `template.yaml` makes
+/// them.
 pub struct Stack {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
     pub table: String,
     pub work_queue: QueueUrls,
     pub reply_queue: QueueUrls,
+    pub s3: aws_sdk_s3::Client,
+    pub bucket: String,
 }
 
 impl Stack {
@@ -67,7 +70,10 @@ impl Stack {
             provision::fifo_queue_with_dlq(&sqs, &unique_name("work"), 5, 30).await.context("create work queue")?;
         let reply_queue =
             provision::fifo_queue_with_dlq(&sqs, &unique_name("reply"), 5, 30).await.context("create reply queue")?;
-        Ok(Self { dynamodb, sqs, table, work_queue, reply_queue })
+        let s3 = aws_adapters::s3::client(aws);
+        let bucket = unique_name("artifacts").to_lowercase();
+        provision::artifact_bucket(&s3, &bucket).await.context("create bucket")?;
+        Ok(Self { dynamodb, sqs, table, work_queue, reply_queue, s3, bucket })
     }
 
     /// Every message now visible on the work queue, with its system

@@ -9,6 +9,7 @@ use agent::worker::{Deadline, Limits, Worker};
 use agent::{SystemClock, WorkMessage};
 use aws_adapters::bedrock::{self, BedrockModel};
 use aws_adapters::dynamodb::{self, DynamoTurns};
+use aws_adapters::s3::{self, S3Artifacts};
 use aws_adapters::sqs::{self, SqsQueue};
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use runtime_support::UnsupportedEvent;
@@ -28,6 +29,7 @@ pub struct Config {
     pub turns_table: String,
     pub work_queue_url: String,
     pub reply_queue_url: String,
+    pub artifact_bucket: String,
     pub model_id: String,
     pub limits: Limits,
 }
@@ -46,19 +48,21 @@ impl Config {
             turns_table: required("TURNS_TABLE")?,
             work_queue_url: required("WORK_QUEUE_URL")?,
             reply_queue_url: required("REPLY_QUEUE_URL")?,
+            artifact_bucket: required("ARTIFACT_BUCKET")?,
             model_id: required("MODEL_ID")?,
             limits,
         })
     }
 }
 
-pub type AwsWorker = Worker<DynamoTurns, BedrockModel, SqsQueue, SqsQueue, SystemClock>;
+pub type AwsWorker = Worker<DynamoTurns, BedrockModel, SqsQueue, SqsQueue, S3Artifacts, SystemClock>;
 
 /// The SDK clients the worker uses, built once per process.
 #[derive(Debug, Clone)]
 pub struct Clients {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
+    pub s3: aws_sdk_s3::Client,
     pub bedrock: aws_sdk_bedrockruntime::Client,
 }
 
@@ -69,6 +73,7 @@ impl Clients {
         Self {
             dynamodb: aws_sdk_dynamodb::Client::new(aws),
             sqs: aws_sdk_sqs::Client::new(aws),
+            s3: s3::client(aws),
             bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config),
         }
     }
@@ -78,6 +83,12 @@ pub struct WorkerFunction {
     worker: AwsWorker,
     clients: Clients,
     config: Config,
+}
+
+/// The tools every deployment has.
+pub fn default_tools() -> ToolRegistry {
+    ToolRegistry::new(vec![agent::builtin_tools::current_time(Arc::new(SystemClock))], ToolPolicy::allow_all())
+        .expect("built-in tools have distinct names")
 }
 
 /// Time left before Lambda's deadline (milliseconds since the epoch).
@@ -96,14 +107,16 @@ impl WorkerFunction {
     }
 
     pub fn with_clients(config: Config, clients: Clients) -> Self {
-        let tools =
-            ToolRegistry::new(vec![agent::builtin_tools::current_time(Arc::new(SystemClock))], ToolPolicy::allow_all())
-                .expect("built-in tools have distinct names");
+        Self::with_tools(config, clients, default_tools())
+    }
+
+    pub fn with_tools(config: Config, clients: Clients, tools: ToolRegistry) -> Self {
         let worker = Worker {
             store: DynamoTurns::new(clients.dynamodb.clone(), &config.turns_table),
             model: BedrockModel::new(clients.bedrock.clone(), &config.model_id),
             work: SqsQueue::new(clients.sqs.clone(), &config.work_queue_url),
             replies: SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url),
+            artifacts: S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket),
             tools,
             clock: SystemClock,
             system_prompt: agent::DEFAULT_SYSTEM_PROMPT.to_owned(),
@@ -175,13 +188,14 @@ impl WorkerFunction {
         }
     }
 
-    /// Checks the table and both queues this function uses.
+    /// Checks the table, both queues and the bucket this function uses.
     pub async fn health(&self) -> HealthReport {
-        let (table, work, replies) = tokio::join!(
+        let (table, work, replies, bucket) = tokio::join!(
             health::check("dynamodb", dynamodb::check_table(&self.clients.dynamodb, &self.config.turns_table)),
             health::check("sqs_work", sqs::check_queue(&self.clients.sqs, &self.config.work_queue_url)),
             health::check("sqs_reply", sqs::check_queue(&self.clients.sqs, &self.config.reply_queue_url)),
+            health::check("s3", s3::check_bucket(&self.clients.s3, &self.config.artifact_bucket)),
         );
-        HealthReport::new(FUNCTION_NAME, VERSION, vec![table, work, replies])
+        HealthReport::new(FUNCTION_NAME, VERSION, vec![table, work, replies, bucket])
     }
 }

@@ -7,6 +7,7 @@
 //! - [`tools`]: the tool registry, allow-lists and safe execution of calls.
 //! - [`worker`]: the durable step loop that drives a turn to its answer.
 //! - [`batch`]: handling an SQS batch in FIFO order with partial failures.
+//! - [`offload`]: keeping a turn's item small (large results in S3).
 //! - [`ports`]: what the domain needs from storage and queues; adapters for
 //!   DynamoDB and SQS live in `aws-adapters`, in-memory ones in [`memory`].
 //! - [`clock`]: time, injected so tests pin it.
@@ -17,6 +18,7 @@ pub mod clock;
 pub mod memory;
 pub mod messages;
 pub mod model;
+pub mod offload;
 pub mod ports;
 #[cfg(any(test, feature = "contract-tests"))]
 pub mod store_contract;

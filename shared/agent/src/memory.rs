@@ -4,8 +4,8 @@
 
 use crate::messages::{ReplyMessage, WorkMessage};
 use crate::ports::{
-    BOT_THREAD_TTL_SECS, ClaimOutcome, Created, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims, PortError, ReplyQueue,
-    StoreError, ThreadRule, TurnStore, WorkQueue, deserialize_turn, serialize_turn,
+    ArtifactStore, BOT_THREAD_TTL_SECS, ClaimOutcome, Created, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims,
+    PortError, ReplyQueue, StoreError, ThreadRule, TurnStore, WorkQueue, deserialize_turn, serialize_turn,
 };
 use crate::turn::{Turn, TurnId};
 use std::collections::HashMap;
@@ -104,6 +104,31 @@ impl WorkQueue for MemoryQueue<WorkMessage> {
 impl ReplyQueue for MemoryQueue<ReplyMessage> {
     async fn send(&self, message: &ReplyMessage) -> Result<(), PortError> {
         self.push(message)
+    }
+}
+
+/// Artifacts kept in a map.
+#[derive(Debug, Default)]
+pub struct MemoryArtifacts {
+    objects: Mutex<HashMap<String, Vec<u8>>>,
+}
+
+impl MemoryArtifacts {
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<_> = self.objects.lock().expect("artifacts lock").keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+}
+
+impl ArtifactStore for MemoryArtifacts {
+    async fn put(&self, key: &str, body: Vec<u8>, _content_type: &'static str) -> Result<(), PortError> {
+        self.objects.lock().expect("artifacts lock").insert(key.to_owned(), body);
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, PortError> {
+        Ok(self.objects.lock().expect("artifacts lock").get(key).cloned())
     }
 }
 

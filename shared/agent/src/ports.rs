@@ -138,6 +138,20 @@ impl<T: TurnStore> TurnStore for std::sync::Arc<T> {
     }
 }
 
+/// Objects too large for a turn's item (large tool results), and
+/// configuration (S3 in AWS).
+pub trait ArtifactStore: Send + Sync {
+    fn put(
+        &self,
+        key: &str,
+        body: Vec<u8>,
+        content_type: &'static str,
+    ) -> impl Future<Output = Result<(), PortError>> + Send;
+
+    /// The object, `None` when there is none under `key`.
+    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>, PortError>> + Send;
+}
+
 /// The reply queue (SQS FIFO in AWS): what the responder shows in Slack.
 pub trait ReplyQueue: Send + Sync {
     fn send(&self, message: &ReplyMessage) -> impl Future<Output = Result<(), PortError>> + Send;

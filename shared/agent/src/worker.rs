@@ -15,7 +15,8 @@
 
 use crate::messages::{ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest, WorkMessage};
 use crate::model::{Model, ModelError, ModelRequest, StopReason};
-use crate::ports::{PortError, ReplyQueue, StoreError, TurnStore, WorkQueue};
+use crate::offload;
+use crate::ports::{ArtifactStore, PortError, ReplyQueue, StoreError, TurnStore, WorkQueue};
 use crate::tools::{Effect, ToolRegistry};
 use crate::turn::{
     Content, Message, PendingApproval, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Turn, TurnId, TurnStatus,
@@ -75,6 +76,8 @@ pub enum WorkerError {
     Store(StoreError),
     #[error(transparent)]
     Queue(PortError),
+    #[error(transparent)]
+    Artifacts(PortError),
 }
 
 impl WorkerError {
@@ -84,7 +87,7 @@ impl WorkerError {
         match self {
             WorkerError::Model(err) => err.is_retryable(),
             WorkerError::Store(StoreError::TooLarge { .. }) => false,
-            WorkerError::Store(_) | WorkerError::Queue(_) => true,
+            WorkerError::Store(_) | WorkerError::Queue(_) | WorkerError::Artifacts(_) => true,
         }
     }
 }
@@ -98,23 +101,25 @@ impl From<StoreError> for WorkerError {
 pub const REFUSAL: &str = "Sorry, I can't help with that request.";
 pub const FAILURE: &str = "Sorry, I couldn't answer this: the model refused the request. Please rephrase it or ask an admin to check the bot's configuration.";
 
-pub struct Worker<S, M, W, R, K> {
+pub struct Worker<S, M, W, R, A, K> {
     pub store: S,
     pub model: M,
     pub work: W,
     pub replies: R,
+    pub artifacts: A,
     pub tools: ToolRegistry,
     pub clock: K,
     pub system_prompt: String,
     pub limits: Limits,
 }
 
-impl<S, M, W, R, K> Worker<S, M, W, R, K>
+impl<S, M, W, R, A, K> Worker<S, M, W, R, A, K>
 where
     S: TurnStore,
     M: Model,
     W: WorkQueue,
     R: ReplyQueue,
+    A: ArtifactStore,
     K: Clock,
 {
     pub async fn handle(&self, message: &WorkMessage, deadline: &impl Deadline) -> Result<Outcome, WorkerError> {
@@ -165,7 +170,7 @@ where
         };
         let call = pending.waiting.remove(index);
         info!(turn_id = %turn.id, tool = %call.name, decision = ?click.decision, user = %click.user, "approval decided");
-        let result = match click.decision {
+        let mut result = match click.decision {
             Decision::Approve => self.tools.run(&call, &turn.thread.channel).await,
             Decision::Deny => ToolResult {
                 tool_use_id: call.id.clone(),
@@ -173,6 +178,10 @@ where
                 output: ToolOutput::Text(format!("{} denied this action; do not retry it.", click.user)),
             },
         };
+        offload::offload_large(&self.artifacts, &turn.id, std::slice::from_mut(&mut result))
+            .await
+            .map_err(WorkerError::Artifacts)?;
+        let pending = turn.pending_approval.as_mut().expect("checked above");
         pending.completed.push(result);
         if pending.waiting.is_empty() {
             let pending = turn.pending_approval.take().expect("checked above");
@@ -181,6 +190,7 @@ where
             turn.status = TurnStatus::Running;
         }
         turn.updated_at = self.clock.now_unix();
+        offload::compact(&self.artifacts, &mut turn).await.map_err(WorkerError::Artifacts)?;
         match self.store.save(&mut turn).await {
             Ok(()) => self.run(turn, deadline).await,
             Err(StoreError::Conflict { id, .. }) => Ok(Outcome::Superseded { id }),
@@ -237,6 +247,7 @@ where
                 stepped_here = true;
             }
 
+            offload::compact(&self.artifacts, &mut turn).await.map_err(WorkerError::Artifacts)?;
             match self.store.save(&mut turn).await {
                 Ok(()) => {}
                 Err(StoreError::Conflict { id, .. }) => {
@@ -283,7 +294,10 @@ where
                 let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) = calls
                     .iter()
                     .partition(|call| self.tools.effect(&channel, &call.name) == Some(Effect::ChangesThings));
-                let results = self.tools.run_all(&now, &channel).await;
+                let mut results = self.tools.run_all(&now, &channel).await;
+                offload::offload_large(&self.artifacts, &turn.id, &mut results)
+                    .await
+                    .map_err(WorkerError::Artifacts)?;
                 if held.is_empty() {
                     turn.transcript.push(Message {
                         role: Role::User,

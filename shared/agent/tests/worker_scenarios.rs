@@ -2,7 +2,7 @@
 //! every path a turn can take, and the promises around redelivery, time
 //! and concurrent workers.
 
-use agent::memory::{MemoryQueue, MemoryTurns};
+use agent::memory::{MemoryArtifacts, MemoryQueue, MemoryTurns};
 use agent::messages::{ApprovalClick, Decision, ReplyMessage, Trigger, TurnRequest, approval_value};
 use agent::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
 use agent::ports::TurnStore;
@@ -169,7 +169,8 @@ impl Deadline for Budget {
     }
 }
 
-type TestWorker = Worker<MemoryTurns, ScriptedModel, MemoryQueue, MemoryQueue<ReplyMessage>, FixedClock>;
+type TestWorker =
+    Worker<MemoryTurns, ScriptedModel, MemoryQueue, MemoryQueue<ReplyMessage>, MemoryArtifacts, FixedClock>;
 
 fn worker(model: ScriptedModel, runs: &'static AtomicU32) -> TestWorker {
     Worker {
@@ -177,6 +178,7 @@ fn worker(model: ScriptedModel, runs: &'static AtomicU32) -> TestWorker {
         model,
         work: MemoryQueue::default(),
         replies: MemoryQueue::default(),
+        artifacts: MemoryArtifacts::default(),
         tools: tools(runs),
         clock: FixedClock::at(1_763_800_010),
         system_prompt: "You are the on-call assistant.".into(),
@@ -410,6 +412,7 @@ async fn a_worker_whose_save_conflicts_stops_without_overwriting() {
         model: RacedModel { store: store.clone() },
         work: MemoryQueue::default(),
         replies: MemoryQueue::<ReplyMessage>::default(),
+        artifacts: MemoryArtifacts::default(),
         tools: tools(counter()),
         clock: FixedClock::at(1_763_800_010),
         system_prompt: String::new(),

@@ -8,6 +8,8 @@ pub mod bedrock;
 pub mod config;
 pub mod dynamodb;
 pub mod provision;
+#[cfg(feature = "s3")]
+pub mod s3;
 pub mod sqs;
 
 use agent::ports::PortError;

@@ -99,3 +99,10 @@ pub async fn fifo_queue_with_dlq(
         .unwrap_or_default();
     Ok(QueueUrls { queue, dead_letter })
 }
+
+/// The artifact bucket.
+#[cfg(feature = "s3")]
+pub async fn artifact_bucket(client: &aws_sdk_s3::Client, name: &str) -> Result<(), PortError> {
+    client.create_bucket().bucket(name).send().await.map_err(|err| port_error("S3 CreateBucket", err))?;
+    Ok(())
+}

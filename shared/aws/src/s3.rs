@@ -1,0 +1,63 @@
+//! The artifact bucket (S3) as the [`ArtifactStore`] port: large tool
+//! results, and configuration such as the system prompt.
+
+use crate::{port_error, summarize};
+use agent::ports::{ArtifactStore, PortError};
+use aws_sdk_s3::Client;
+use aws_sdk_s3::operation::get_object::GetObjectError;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::ServerSideEncryption;
+
+/// An S3 client for this process. With an endpoint override (a local
+/// emulator), path-style addressing: `bucket.localhost` does not resolve.
+pub fn client(aws: &aws_config::SdkConfig) -> Client {
+    let local = std::env::var_os("AWS_ENDPOINT_URL_S3").or_else(|| std::env::var_os("AWS_ENDPOINT_URL")).is_some();
+    Client::from_conf(aws_sdk_s3::config::Builder::from(aws).force_path_style(local).build())
+}
+
+#[derive(Debug, Clone)]
+pub struct S3Artifacts {
+    client: Client,
+    bucket: String,
+}
+
+impl S3Artifacts {
+    pub fn new(client: Client, bucket: impl Into<String>) -> Self {
+        Self { client, bucket: bucket.into() }
+    }
+}
+
+impl ArtifactStore for S3Artifacts {
+    async fn put(&self, key: &str, body: Vec<u8>, content_type: &'static str) -> Result<(), PortError> {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type)
+            .server_side_encryption(ServerSideEncryption::Aes256)
+            .body(ByteStream::from(body))
+            .send()
+            .await
+            .map_err(|err| port_error("S3 PutObject (artifact)", err))?;
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, PortError> {
+        let output = match self.client.get_object().bucket(&self.bucket).key(key).send().await {
+            Ok(output) => output,
+            Err(err) if matches!(err.as_service_error(), Some(GetObjectError::NoSuchKey(_))) => return Ok(None),
+            Err(err) => return Err(port_error("S3 GetObject (artifact)", err)),
+        };
+        let body = output
+            .body
+            .collect()
+            .await
+            .map_err(|err| PortError::new("S3 GetObject (artifact body)", err.to_string()).with_source(err))?;
+        Ok(Some(body.into_bytes().to_vec()))
+    }
+}
+
+/// Health: the bucket exists and we may reach it.
+pub async fn check_bucket(client: &Client, bucket: &str) -> Result<(), String> {
+    client.head_bucket().bucket(bucket).send().await.map(|_| ()).map_err(|err| summarize(&err))
+}
