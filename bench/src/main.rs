@@ -10,9 +10,21 @@
 //!    Emulator, from the invoke that starts the process to its response
 //!    (the emulator's own INIT duration too), then a warm invoke.
 //! 3. Size of the shipped binary and the function process's peak RSS.
+//! 4. The worker's overhead per step, excluding model and tool time: whole
+//!    10-step turns against an instant model and instant tools, with the
+//!    in-memory store (which serializes state as DynamoDB's adapter does),
+//!    and the calls each step makes to the store and queues.
 
-use agent::memory::{MemoryClaims, MemoryQueue};
-use agent::ports::{ClaimOutcome, EventClaim, EventClaims, PortError, WorkQueue};
+use agent::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemoryTurns};
+use agent::messages::{ReplyMessage, Trigger, TurnRequest};
+use agent::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
+use agent::ports::{
+    ArtifactStore, ClaimOutcome, Created, EventClaim, EventClaims, PortError, ReplyQueue, StoreError, TurnStore,
+    WorkQueue,
+};
+use agent::tools::{Effect, Tool, ToolPolicy, ToolRegistry};
+use agent::turn::{Content, Message, Role, ToolOutput, ToolUse, Turn, TurnId, Usage};
+use agent::worker::{Deadline, Limits, Outcome, Worker};
 use agent::{Clock, FixedClock, SystemClock, WorkMessage};
 use anyhow::{Context, Result};
 use e2e::lambda::{LambdaUnderRie, Launch};
@@ -34,6 +46,7 @@ fn main() -> Result<()> {
     let profile = if cfg!(debug_assertions) { "debug: figures not representative" } else { "optimised" };
     println!("ingress benchmark ({profile} build)");
     warm_handling(&runtime)?;
+    runtime.block_on(worker_overhead())?;
     match std::env::var("INGRESS_BIN") {
         Ok(binary) => runtime.block_on(shipped_binary(&binary))?,
         Err(_) => println!("\nINGRESS_BIN not set: cold start, size and RSS skipped (infra/bench.sh sets it)"),
@@ -74,6 +87,140 @@ impl<T: WorkQueue> WorkQueue for Counting<T> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.inner.enqueue(message).await
     }
+}
+
+impl<T: TurnStore> TurnStore for Counting<T> {
+    async fn create(&self, turn: &mut Turn) -> Result<Created, StoreError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.create(turn).await
+    }
+
+    async fn load(&self, id: &TurnId) -> Result<Option<Turn>, StoreError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.load(id).await
+    }
+
+    async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.save(turn).await
+    }
+}
+
+impl<T: ReplyQueue> ReplyQueue for Counting<T> {
+    async fn send(&self, message: &ReplyMessage) -> Result<(), PortError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.send(message).await
+    }
+}
+
+impl<T: ArtifactStore> ArtifactStore for Counting<T> {
+    async fn put(&self, key: &str, body: Vec<u8>, content_type: &'static str) -> Result<(), PortError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.put(key, body, content_type).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, PortError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.get(key).await
+    }
+}
+
+const STEPS_PER_TURN: u32 = 10;
+const TURNS: usize = 200;
+
+/// Answers at once: a tool call with some prose for the first steps, then
+/// an answer, like a model would, minus the wait.
+struct InstantModel;
+
+impl Model for InstantModel {
+    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        let step = request.messages.len() / 2;
+        let prose = Content::Text("Let me look at the runbook section on connection pools. ".repeat(4));
+        let (content, stop_reason) = if (step as u32) < STEPS_PER_TURN - 1 {
+            let call = ToolUse {
+                id: format!("tooluse_{step:04}"),
+                name: "search_docs".into(),
+                input: serde_json::json!({"query": format!("checkout-api pool {step}")}),
+            };
+            (vec![prose, Content::ToolUse(call)], StopReason::ToolUse)
+        } else {
+            (vec![Content::Text("The pool is exhausted since the 14:02 deploy.".into())], StopReason::EndTurn)
+        };
+        let usage = Usage { input_tokens: 1_000, output_tokens: 100, ..Usage::default() };
+        Ok(ModelReply { message: Message { role: Role::Assistant, content }, stop_reason, usage })
+    }
+}
+
+struct Unlimited;
+
+impl Deadline for Unlimited {
+    fn time_left(&self) -> Duration {
+        Duration::from_secs(900)
+    }
+}
+
+async fn worker_overhead() -> Result<()> {
+    println!("\nworker overhead per step, model and tool time excluded (budget: < 5 ms CPU, 1 state write)");
+    let spec = ToolSpec {
+        name: "search_docs".into(),
+        description: "Search the runbooks.".into(),
+        input_schema: serde_json::json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
+    };
+    // A 2 KB result per call: a realistic runbook excerpt.
+    let excerpt = "Runbook: when checkout-api reports pool exhaustion, check the deploy log. ".repeat(28);
+    let search = Tool::new(spec, Effect::ReadOnly, Duration::from_secs(5), move |_| {
+        let excerpt = excerpt.clone();
+        async move { Ok(ToolOutput::Text(excerpt)) }
+    })?;
+    let worker = Worker {
+        store: Counting::<MemoryTurns>::default(),
+        model: InstantModel,
+        work: Counting::<MemoryQueue>::default(),
+        replies: Counting::<MemoryQueue<ReplyMessage>>::default(),
+        artifacts: Counting::<MemoryArtifacts>::default(),
+        tools: ToolRegistry::new(vec![search], ToolPolicy::allow_all())?,
+        clock: FixedClock::at(NOW),
+        system_prompt: agent::DEFAULT_SYSTEM_PROMPT.to_owned(),
+        limits: Limits { max_steps: STEPS_PER_TURN, ..Limits::default() },
+    };
+    let request = |i: usize| {
+        WorkMessage::StartTurn(TurnRequest {
+            event_id: slack::EventId::new(format!("Ev{i:08}")),
+            event_time: NOW,
+            trigger: Trigger::AppMention,
+            thread: agent::ThreadRef {
+                team: slack::TeamId::new("T061EG9R6"),
+                channel: slack::ChannelId::new("C0LAN2Q65"),
+                thread_ts: slack::Ts::new(format!("1763800000.{i:06}")),
+            },
+            message_ts: slack::Ts::new(format!("1763800000.{i:06}")),
+            user: slack::UserId::new("U061F7AUR"),
+            text: "why is checkout-api failing in prod?".into(),
+            context_channel: None,
+        })
+    };
+
+    let mut per_step = Vec::with_capacity(TURNS);
+    for i in 0..TURNS {
+        let started = Instant::now();
+        let outcome = worker.handle(&request(i), &Unlimited).await?;
+        per_step.push(started.elapsed() / STEPS_PER_TURN);
+        anyhow::ensure!(matches!(outcome, Outcome::Settled { steps: STEPS_PER_TURN, .. }), "unexpected {outcome:?}");
+    }
+    report_ms("per step, averaged over a 10-step turn", per_step);
+    let per_turn = |calls: &AtomicUsize| calls.load(Ordering::Relaxed) as f64 / TURNS as f64;
+    let store_calls = per_turn(&worker.store.calls);
+    println!(
+        "  state store calls per turn: {store_calls:.0} (1 create + {:.0} saves = 1 write per step)",
+        store_calls - 1.0
+    );
+    println!(
+        "  other AWS calls per turn: {:.0} reply message, {:.0} work messages, {:.0} S3 objects",
+        per_turn(&worker.replies.calls),
+        per_turn(&worker.work.calls),
+        per_turn(&worker.artifacts.calls)
+    );
+    Ok(())
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

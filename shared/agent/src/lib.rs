@@ -13,17 +13,21 @@
 //! - [`clock`]: time, injected so tests pin it.
 
 pub mod batch;
+#[cfg(feature = "worker")]
 pub mod builtin_tools;
 pub mod clock;
 pub mod memory;
 pub mod messages;
 pub mod model;
+#[cfg(feature = "worker")]
 pub mod offload;
 pub mod ports;
 #[cfg(any(test, feature = "contract-tests"))]
 pub mod store_contract;
+#[cfg(feature = "worker")]
 pub mod tools;
 pub mod turn;
+#[cfg(feature = "worker")]
 pub mod worker;
 
 pub use clock::{Clock, FixedClock, SystemClock};

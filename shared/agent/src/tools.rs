@@ -7,7 +7,8 @@
 //! result the model can read and correct, never a failure of the turn.
 //! Allow-lists are enforced twice: only allowed tools are advertised, and a
 //! call to any other is refused. Each call runs with its own timeout; the
-//! calls of one step run concurrently.
+//! calls of one step run concurrently. Every result, error messages
+//! included, is redacted before anything else sees it.
 
 use crate::model::ToolSpec;
 use crate::turn::{ToolOutput, ToolResult, ToolStatus, ToolUse};
@@ -175,8 +176,24 @@ impl ToolRegistry {
         self.allowed(channel).find(|tool| tool.spec.name == name).map(|tool| tool.effect)
     }
 
-    /// Runs one call; whatever goes wrong is an error result.
+    /// Runs one call; whatever goes wrong is an error result. Secrets in the
+    /// result are redacted.
     pub async fn run(&self, call: &ToolUse, channel: &ChannelId) -> ToolResult {
+        let mut result = self.run_unredacted(call, channel).await;
+        let redactor = redact::Redactor::global();
+        match &mut result.output {
+            ToolOutput::Text(text) => {
+                if let std::borrow::Cow::Owned(redacted) = redactor.redact(text) {
+                    *text = redacted;
+                }
+            }
+            ToolOutput::Json(json) => redactor.redact_json(json),
+            ToolOutput::Stored { preview, .. } => *preview = redactor.redact(preview).into_owned(),
+        }
+        result
+    }
+
+    async fn run_unredacted(&self, call: &ToolUse, channel: &ChannelId) -> ToolResult {
         let error = |message: String| ToolResult {
             tool_use_id: call.id.clone(),
             status: ToolStatus::Error,
@@ -346,6 +363,28 @@ mod tests {
         assert_eq!(results[0].tool_use_id, "a");
         assert_eq!(results[0].output, ToolOutput::Text("The tool did not finish within 5 s.".into()));
         assert_eq!((results[1].status, &results[1].output), (ToolStatus::Success, &ToolOutput::Text("done".into())));
+    }
+
+    #[tokio::test]
+    async fn secrets_in_results_and_error_messages_are_redacted() {
+        let key = format!("AKIA{}", "Z7Q2W5E8R1T4Y6U3");
+        let (in_text, in_error) = (key.clone(), key.clone());
+        let leaky = Tool::new(spec("search_env"), Effect::ReadOnly, Duration::from_secs(1), move |_| {
+            let key = in_text.clone();
+            async move { Ok(ToolOutput::Json(json!({"env": {"AWS_ACCESS_KEY_ID": key}}))) }
+        })
+        .unwrap();
+        let failing = Tool::new(spec("search_fail"), Effect::ReadOnly, Duration::from_secs(1), move |_| {
+            let key = in_error.clone();
+            async move { Err(format!("403 for key {key}")) }
+        })
+        .unwrap();
+        let registry = ToolRegistry::new(vec![leaky, failing], ToolPolicy::allow_all()).unwrap();
+        let input = json!({"query": "x"});
+        let ok = registry.run(&call("1", "search_env", input.clone()), &channel("C1")).await;
+        assert_eq!(ok.output, ToolOutput::Json(json!({"env": {"AWS_ACCESS_KEY_ID": "[redacted: aws access key id]"}})));
+        let failed = registry.run(&call("2", "search_fail", input), &channel("C1")).await;
+        assert_eq!(failed.output, ToolOutput::Text("403 for key [redacted: aws access key id]".into()));
     }
 
     #[tokio::test]

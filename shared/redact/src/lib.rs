@@ -1,0 +1,184 @@
+//! Secret redaction: the last line of defence between what tools and models
+//! produce and what reaches the model, the stored turn, or Slack.
+//!
+//! Each rule recognises one kind of secret by its documented shape, or by
+//! the name it is assigned to (`password=`, `aws_secret_access_key:`), and
+//! replaces only the secret with `[redacted: <kind>]`, keeping the text
+//! around it. Rules are tuned against over-eager matches too: git SHAs,
+//! UUIDs, ARNs, Slack ids and timestamps, request ids, AWS's documented
+//! example keys, public keys, URLs without credentials and model ids stay.
+//!
+//! The rules compile once per process ([`Redactor::global`]).
+
+use regex::{Captures, Regex};
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+/// One kind of secret.
+struct Rule {
+    /// What the replacement says was removed.
+    label: &'static str,
+    pattern: Regex,
+    /// The capture group that is the secret (0: the whole match).
+    group: usize,
+    /// Values starting with these are references or placeholders, not
+    /// secrets (an ARN, `${VAR}`, `<token>`).
+    keep_prefixes: &'static [&'static str],
+}
+
+/// Documented example credentials, found in docs and tests everywhere:
+/// never secrets, whichever rule sees them.
+const DOCUMENTED_EXAMPLES: &[&str] = &["AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"];
+
+/// Values that name or stand for a secret without being one.
+const PLACEHOLDERS: &[&str] = &["arn:", "${", "{{", "<", "$(", "%(", "***", "[redacted"];
+
+/// Names whose value is a secret in `name = value` assignments.
+const SECRET_NAMES: &str = r"(?:password|passwd|pwd|passphrase|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|private[_-]?key|client[_-]?secret|credentials?)";
+
+fn rules() -> Vec<Rule> {
+    let rule = |label, pattern: &str, group| Rule {
+        label,
+        pattern: Regex::new(pattern).expect("redaction patterns are valid"),
+        group,
+        keep_prefixes: &[],
+    };
+    vec![
+        // Blocks first: their insides must not be matched piecemeal.
+        rule(
+            "private key",
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+            0,
+        ),
+        // Slack.
+        rule("slack webhook url", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{10,}", 0),
+        rule("slack refresh token", r"\bxoxe\.xox[bp]-\d-[A-Za-z0-9-]{20,}", 0),
+        rule("slack configuration token", r"\bxoxe-\d-[A-Za-z0-9-]{20,}", 0),
+        rule("slack app token", r"\bxapp-\d-[A-Za-z0-9-]{20,}", 0),
+        rule("slack bot token", r"\bxoxb-[0-9]{6,}-[A-Za-z0-9-]{10,}", 0),
+        rule("slack user token", r"\bxox[pas]-[0-9]{6,}-[A-Za-z0-9-]{10,}", 0),
+        // Source hosting.
+        rule("github token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})\b", 0),
+        rule("gitlab token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_-]{20,}\b", 0),
+        // Model and API vendors. Anthropic's prefix also matches OpenAI's
+        // pattern, so it comes first.
+        rule("anthropic api key", r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}", 0),
+        rule("openai api key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}", 0),
+        rule("openai api key", r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}", 0),
+        rule("bedrock api key", r"\b(?:ABSK[A-Za-z0-9+/]{40,}={0,2}|bedrock-api-key-[A-Za-z0-9+/]{40,}={0,2})", 0),
+        rule("google api key", r"\bAIza[0-9A-Za-z_-]{35}\b", 0),
+        rule("stripe key", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}\b", 0),
+        rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0),
+        // AWS: key ids by shape, secrets and session tokens by their name.
+        rule("aws access key id", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", 0),
+        rule(
+            "aws session token",
+            r#"(?i)(?:aws_session_token|aws_security_token|sessiontoken|x-amz-security-token)["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40,})"#,
+            1,
+        ),
+        rule(
+            "aws secret access key",
+            r#"(?i)(?:aws_secret_access_key|aws_secret_key|secret_access_key|secretaccesskey)["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})\b"#,
+            1,
+        ),
+        // Credentials in transit.
+        rule("password", r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:([^\s@/]+)@", 1),
+        rule(
+            "authorization credential",
+            r#"(?i)\b(?:authorization|proxy-authorization)["']?\s*[:=]\s*["']?(?:bearer|basic|token|digest)\s+([A-Za-z0-9._~+/=-]{8,})"#,
+            1,
+        ),
+        rule("bearer token", r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{20,}=*)", 1),
+        // Anything assigned to a secret-sounding name, in env files, YAML,
+        // JSON, TOML, INI, query strings and code: quoted values whole,
+        // bare values up to the next separator.
+        Rule {
+            keep_prefixes: PLACEHOLDERS,
+            ..rule("secret", &format!(r#"(?i)\b[A-Za-z0-9_.-]*{SECRET_NAMES}"?\s*(?::|=|=>)\s*"([^"\n]{{4,}})""#), 1)
+        },
+        Rule {
+            keep_prefixes: PLACEHOLDERS,
+            ..rule("secret", &format!(r#"(?i)\b[A-Za-z0-9_.-]*{SECRET_NAMES}'?\s*(?::|=|=>)\s*'([^'\n]{{4,}})'"#), 1)
+        },
+        Rule {
+            keep_prefixes: PLACEHOLDERS,
+            ..rule(
+                "secret",
+                &format!(r#"(?i)\b[A-Za-z0-9_.-]*{SECRET_NAMES}["']?\s*(?::|=|=>)\s*([^\s"',;&]{{4,}})"#),
+                1,
+            )
+        },
+    ]
+}
+
+pub struct Redactor {
+    rules: Vec<Rule>,
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Self { rules: rules() }
+    }
+}
+
+const MARKER_PREFIX: &str = "[redacted: ";
+/// How a value already redacted by an earlier rule begins.
+const MARKER_START: &str = "[redacted";
+
+impl Redactor {
+    /// The rules, compiled once per process.
+    pub fn global() -> &'static Redactor {
+        static GLOBAL: OnceLock<Redactor> = OnceLock::new();
+        GLOBAL.get_or_init(Redactor::default)
+    }
+
+    /// `text` with every secret replaced by `[redacted: <kind>]`; borrowed
+    /// when there was nothing to remove.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut text = Cow::Borrowed(text);
+        for rule in &self.rules {
+            let replaced = rule.pattern.replace_all(&text, |caps: &Captures<'_>| {
+                let whole = caps.get(0).expect("group 0 always matches");
+                let Some(secret) = caps.get(rule.group) else { return whole.as_str().to_owned() };
+                let value = secret.as_str();
+                if DOCUMENTED_EXAMPLES.contains(&value)
+                    || value.starts_with(MARKER_START)
+                    || rule.keep_prefixes.iter().any(|prefix| value.starts_with(prefix))
+                {
+                    return whole.as_str().to_owned();
+                }
+                let (start, end) = (secret.start() - whole.start(), secret.end() - whole.start());
+                format!("{}{MARKER_PREFIX}{}]{}", &whole.as_str()[..start], rule.label, &whole.as_str()[end..])
+            });
+            // A match that was kept (an example key) still comes back owned.
+            if let Cow::Owned(replaced) = replaced
+                && replaced != *text
+            {
+                text = Cow::Owned(replaced);
+            }
+        }
+        text
+    }
+
+    /// Redacts every string inside a JSON value (keys stay).
+    pub fn redact_json(&self, value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(text) => {
+                if let Cow::Owned(redacted) = self.redact(text) {
+                    *text = redacted;
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|item| self.redact_json(item)),
+            serde_json::Value::Object(map) => map.values_mut().for_each(|item| self.redact_json(item)),
+            _ => {}
+        }
+    }
+}
+
+/// [`Redactor::redact`] with the process-wide rules.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    Redactor::global().redact(text)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,152 @@
+//! Must-redact and must-keep tables. The fake secrets are assembled here at
+//! run time, so no real-looking credential sits in the repository for
+//! scanners (or people) to trip over.
+
+use super::*;
+
+/// A run of mixed characters of length `n`, shaped like key material.
+fn material(n: usize) -> String {
+    "Ab3De7Gh1Jk5Mn9Pq2St6Vw0Yz4".chars().cycle().take(n).collect()
+}
+
+/// (kind, text with the secret, the secret itself).
+fn must_redact() -> Vec<(&'static str, String, String)> {
+    let cases: Vec<(&str, String)> = vec![
+        ("aws access key id", format!("AKIA{}", "Z7Q2W5E8R1T4Y6U3")),
+        ("aws access key id", format!("ASIA{}", "Q7Z2W5E8R1T4Y6U9")),
+        ("slack bot token", format!("xox{}-123456789012-1234567890123-{}", "b", material(24))),
+        ("slack user token", format!("xox{}-123456789012-1234567890123-1234567890123-{}", "p", material(32))),
+        ("slack app token", format!("xa{}-1-A0123456789-1234567890123-{}", "pp", material(64))),
+        ("slack refresh token", format!("xoxe.xox{}-1-{}", "p", material(90))),
+        ("slack configuration token", format!("xox{}-1-{}", "e", material(90))),
+        ("slack webhook url", format!("https://hooks.slack.com/services/T00000000/B00000000/{}", material(24))),
+        ("github token", format!("gh{}_{}", "p", material(36))),
+        ("github token", format!("github_{}_{}", "pat", material(82))),
+        ("gitlab token", format!("gl{}-{}", "pat", material(20))),
+        ("jwt", format!("eyJ{}.eyJ{}.{}", material(17), material(40), material(43))),
+        ("google api key", format!("AI{}{}", "za", material(35))),
+        ("stripe key", format!("sk_{}_{}", "live", material(24))),
+        ("stripe key", format!("rk_{}_{}", "test", material(24))),
+        ("openai api key", format!("sk-{}-{}", "proj", material(120))),
+        ("openai api key", format!("sk-{}T3BlbkFJ{}", material(20), material(20))),
+        ("anthropic api key", format!("sk-ant-{}03-{}", "api", material(93))),
+        ("bedrock api key", format!("AB{}{}", "SK", material(120))),
+    ];
+    let mut table: Vec<(&str, String, String)> =
+        cases.into_iter().map(|(kind, secret)| (kind, format!("found {secret} in the logs"), secret)).collect();
+
+    let block = |kind: &str| {
+        format!(
+            "-----BEGIN {kind}PRIVATE KEY-----\n{}\n{}\n-----END {kind}PRIVATE KEY-----",
+            material(64),
+            material(40)
+        )
+    };
+    for kind in ["RSA ", "OPENSSH ", "EC ", ""] {
+        let key = block(kind);
+        table.push(("private key", format!("config:\n{key}\nend"), key));
+    }
+    let aws_secret = material(40);
+    table.push(("aws secret access key", format!("aws_secret_access_key = {aws_secret}"), aws_secret.clone()));
+    table.push(("aws secret access key", format!(r#"{{"SecretAccessKey": "{aws_secret}"}}"#), aws_secret));
+    let session = format!("IQoJb3JpZ2luX2Vj{}", material(200));
+    table.push(("aws session token", format!("AWS_SESSION_TOKEN={session}"), session));
+
+    for (url, password) in [
+        ("postgres://app:{}@db.internal:5432/app", "s3cr3tP4ss"),
+        ("redis://:{}@cache.internal:6379/0", "n0user-pass"),
+        ("mongodb+srv://svc:{}@cluster0.example.net/db?retryWrites=true", "pa55w0rd!"),
+        ("amqp://guest:{}@mq:5672/", "guest-secret"),
+    ] {
+        table.push(("password", url.replace("{}", password), password.to_owned()));
+    }
+    let bearer = material(48);
+    table.push(("authorization credential", format!("Authorization: Bearer {bearer}"), bearer.clone()));
+    table.push(("authorization credential", "authorization: Basic dXNlcjpzM2NyM3Q=".into(), "dXNlcjpzM2NyM3Q=".into()));
+    table.push(("bearer token", format!("curl -H 'X-Auth: bearer {bearer}'"), bearer));
+    for (text, value) in [
+        ("DB_PASSWORD=hunter2hunter2", "hunter2hunter2"),
+        ("password: \"correct horse battery\"", "correct horse battery"),
+        ("client_secret = 'f00b4r-b4z'", "f00b4r-b4z"),
+        ("{\"apiKey\": \"k-12345678\"}", "k-12345678"),
+        ("secret: topsecretvalue", "topsecretvalue"),
+        ("https://api.example.com/v1?token=abc123def&page=2", "abc123def"),
+        ("export GRAFANA_API_KEY=glsa_abcdef123456", "glsa_abcdef123456"),
+        ("spring.datasource.password=Sup3rS3cret", "Sup3rS3cret"),
+    ] {
+        table.push(("secret", text.to_owned(), value.to_owned()));
+    }
+    table
+}
+
+#[test]
+fn every_kind_of_secret_is_replaced_by_a_label_and_its_context_kept() {
+    for (kind, text, secret) in must_redact() {
+        let redacted = redact(&text);
+        assert!(!redacted.contains(&secret), "{kind}: {secret:?} survived in {redacted:?}");
+        assert!(redacted.contains(&format!("[redacted: {kind}]")), "{kind}: wrong or missing label in {redacted:?}");
+        let (before, after) = text.split_once(&secret).unwrap();
+        assert!(redacted.starts_with(before) && redacted.ends_with(after), "{kind}: context lost in {redacted:?}");
+    }
+}
+
+#[test]
+fn what_is_not_a_secret_is_left_alone() {
+    let keep = [
+        "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
+        "request 6fa459ea-ee8a-3ca4-894e-db77e160355e failed",
+        "x-amzn-RequestId: 7f3a2c1e-9b4d-4e8f-a1b2-c3d4e5f60718",
+        "role arn:aws:iam::123456789012:role/slack-assistant-worker",
+        "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0",
+        "ask <@U061F7AUR> in <#C0LAN2Q65|incidents> (team T061EG9R6)",
+        "thread 1763800000.000100, event Ev0LAN670R",
+        "the docs use AKIAIOSFODNN7EXAMPLE as the example key id",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo\n-----END PUBLIC KEY-----",
+        "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\n-----END CERTIFICATE-----",
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ops@bastion",
+        "see https://docs.aws.amazon.com/bedrock/latest/userguide/conversation-inference-call.html?tab=rust#example",
+        "postgres://db.internal:5432/app and https://deploy@git.example.com/repo.git",
+        "model anthropic.claude-3-5-sonnet-20240620-v1:0 via us.anthropic.claude-sonnet-4-20250514-v1:0",
+        "max_tokens: 4096, input_tokens=1250, token_count: 3, tokens: 17",
+        "passwordless: true and the bearer of this message",
+        "password: ${DB_PASSWORD} and token: <your-token> and secret: arn:aws:secretsmanager:us-east-1:123456789012:secret:slack",
+        "pk_live_ publishable keys and sk-learn are fine",
+        "checkout-api 502 at 2025-11-22T08:26:40Z (trace 1-691f7440-2b3c4d5e6f7a8b9c0d1e2f3a)",
+    ];
+    for text in keep {
+        assert_eq!(redact(text), text, "over-eager redaction");
+        assert!(matches!(redact(text), Cow::Borrowed(_)), "no copy when nothing changed");
+    }
+}
+
+#[test]
+fn a_secret_caught_by_its_shape_is_not_wrapped_twice_by_its_name() {
+    let token = format!("xox{}-123456789012-1234567890123-{}", "b", material(24));
+    assert_eq!(redact(&format!("SLACK_BOT_TOKEN={token}")), "SLACK_BOT_TOKEN=[redacted: slack bot token]");
+}
+
+#[test]
+fn several_secrets_in_one_text_are_all_replaced() {
+    let key_id = format!("AKIA{}", "Z7Q2W5E8R1T4Y6U3");
+    let github = format!("gh{}_{}", "p", material(36));
+    let text = format!("key {key_id} and {github} and url postgres://u:pw123456@h/db");
+    assert_eq!(
+        redact(&text),
+        "key [redacted: aws access key id] and [redacted: github token] and url postgres://u:[redacted: password]@h/db"
+    );
+}
+
+#[test]
+fn json_strings_are_redacted_in_place_and_keys_kept() {
+    let token = format!("gh{}_{}", "p", material(36));
+    let mut value = serde_json::json!({
+        "token": "",
+        "results": [{"line": format!("cloned with {token}")}, 7, null],
+        "note": "nothing here"
+    });
+    Redactor::global().redact_json(&mut value);
+    assert_eq!(value["results"][0]["line"], "cloned with [redacted: github token]");
+    assert_eq!(value["note"], "nothing here");
+    assert!(value.get("token").is_some());
+}
