@@ -1,10 +1,12 @@
 //! The real `worker` binary under the Lambda Runtime Interface Emulator, fed
 //! the SQS event file in `tests/events/` and the scheduled health event, with
 //! its Bedrock client pointed at the fake Converse server through the SDK's
-//! own `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`.
+//! own `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`, and its Slack client at the fake
+//! Web API through `SLACK_API_BASE_URL`.
 
 use agent::messages::ReplyMessage;
 use e2e::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
+use e2e::fake_slack::{CONVERSATIONS_REPLIES, FakeSlack};
 use e2e::lambda::{LambdaUnderRie, Launch};
 use e2e::{Stack, emulator_config, events};
 
@@ -12,6 +14,8 @@ use e2e::{Stack, emulator_config, events};
 async fn the_binary_answers_a_queued_turn_and_its_health_check() {
     let fake = FakeBedrock::start().await;
     fake.script([Scripted::fixture(TEXT_REPLY)]);
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.replies", CONVERSATIONS_REPLIES);
     let stack = Stack::new(&emulator_config().await).await.unwrap();
     let env = vec![
         ("TURNS_TABLE", stack.table.clone()),
@@ -20,6 +24,8 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
         ("ARTIFACT_BUCKET", stack.bucket.clone()),
         ("MODEL_ID", "us.anthropic.claude-sonnet-4-20250514-v1:0".to_owned()),
         ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.url().to_owned()),
+        ("SLACK_BOT_TOKEN", "xoxb-test-token".to_owned()),
+        ("SLACK_API_BASE_URL", slack.url().to_owned()),
     ];
     let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
 
@@ -32,4 +38,6 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
     let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
     assert_eq!(health["status"], "ok", "{health}");
     assert!(lambda.logs().contains("turn started"), "{}", lambda.logs());
+    assert_eq!(slack.calls("conversations.replies").len(), 1, "read the thread");
+    assert!(!lambda.logs().contains("xoxb-test-token"), "the token never reaches the logs");
 }

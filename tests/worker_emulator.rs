@@ -10,6 +10,7 @@ use aws_adapters::bedrock::retry_config;
 use aws_adapters::dynamodb::DynamoTurns;
 use aws_adapters::provision;
 use e2e::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
+use e2e::fake_slack::{CONVERSATIONS_REPLIES, FakeSlack, SlackReply};
 use e2e::{Stack, emulator_config, events, sqs_event, unique_name};
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -19,17 +20,21 @@ const TURN: &str = "T061EG9R6-Ev0LAN670R";
 
 async fn world(fake: &FakeBedrock) -> (Stack, WorkerFunction) {
     let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
-    let function = WorkerFunction::with_clients(function_config(&stack), clients(&stack, fake).await);
+    let function = WorkerFunction::with_clients(function_config(&stack, None), clients(&stack, fake).await);
     (stack, function)
 }
 
-fn function_config(stack: &Stack) -> Config {
+/// The function's configuration; Slack is the fake when given, else an
+/// address where nothing listens (history then degrades to the question).
+fn function_config(stack: &Stack, slack: Option<&FakeSlack>) -> Config {
     Config {
         turns_table: stack.table.clone(),
         work_queue_url: stack.work_queue.queue.clone(),
         reply_queue_url: stack.reply_queue.queue.clone(),
         artifact_bucket: stack.bucket.clone(),
         model_id: "test-model".into(),
+        slack_bot_token: slack::web::BotToken::new("xoxb-test-token"),
+        slack_api_base_url: slack.map_or_else(|| "http://127.0.0.1:9/api".to_owned(), |s| s.url().to_owned()),
         limits: Default::default(),
     }
 }
@@ -41,6 +46,7 @@ async fn clients(stack: &Stack, fake: &FakeBedrock) -> Clients {
         sqs: stack.sqs.clone(),
         s3: stack.s3.clone(),
         bedrock: fake.client(&emulator_config().await, retry_config().with_initial_backoff(Duration::from_millis(5))),
+        http: worker::http_client(),
     }
 }
 
@@ -73,9 +79,61 @@ async fn the_sqs_event_file_starts_a_turn_that_is_answered_and_delivered() {
     let replies = stack.receive_replies().await.unwrap();
     assert!(matches!(&replies[..], [ReplyMessage::Deliver { turn_id, .. }] if turn_id.as_str() == TURN), "{replies:?}");
 
-    // The question reached the model as the first user message.
+    // Slack unreachable: the question alone, named, reached the model.
     let first = &fake.requests()[0].body;
-    assert_eq!(first["messages"][0]["content"][0]["text"], "<@U0LAN0Z89> why is checkout-api failing in prod?");
+    assert_eq!(
+        first["messages"][0]["content"],
+        json!([{"text": "<@U061F7AUR>: <@U0LAN0Z89> why is checkout-api failing in prod?"}])
+    );
+}
+
+#[tokio::test]
+async fn the_thread_so_far_opens_the_transcript_with_the_bot_as_assistant() {
+    // GIVEN a mention inside a thread that already has messages, and Slack
+    // rate limiting the first history call for a second
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY)]);
+    let slack = FakeSlack::start().await;
+    slack.script("conversations.replies", [SlackReply::RateLimited { retry_after_secs: 1 }]);
+    slack.default_reply("conversations.replies", CONVERSATIONS_REPLIES);
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let function = WorkerFunction::with_clients(function_config(&stack, Some(&slack)), clients(&stack, &fake).await);
+    let in_thread = events::WORKER_SQS_START_TURN
+        .replace(r#"\"thread_ts\":\"1763800000.000100\""#, r#"\"thread_ts\":\"1763799000.000050\""#)
+        .replace(
+            r#"\"text\":\"<@U0LAN0Z89> why is checkout-api failing in prod?\""#,
+            r#"\"text\":\"<@U0LAN0Z89> is it healthy again?\""#,
+        )
+        .replace(r#"\"user\":\"U061F7AUR\""#, r#"\"user\":\"U2CERLKJA\""#);
+    assert_ne!(in_thread, events::WORKER_SQS_START_TURN);
+
+    // WHEN the worker starts the turn
+    let response = function.handle(events::parse(&in_thread), deadline()).await.unwrap();
+    assert_eq!(failures(&response), Vec::<String>::new());
+
+    // THEN it read the thread with the bot token, waiting out the 429
+    let calls = slack.calls("conversations.replies");
+    assert_eq!(calls.len(), 2, "one 429, one success");
+    assert_eq!(calls[1].authorization.as_deref(), Some("Bearer xoxb-test-token"));
+    assert_eq!((calls[1].form["channel"].as_str(), calls[1].form["ts"].as_str()), ("C0LAN2Q65", "1763799000.000050"));
+
+    // AND the model saw the thread: people named, its own message as the
+    // assistant's, another bot marked, a join left out, the question last
+    let messages = &fake.requests()[0].body["messages"];
+    assert_eq!(messages[0]["role"], "user");
+    assert_eq!(
+        messages[0]["content"],
+        json!([{"text": "<@U061F7AUR>: <@U0LAN0Z89> checkout-api is throwing 502s in prod"}])
+    );
+    assert_eq!(
+        messages[1],
+        json!({"role": "assistant", "content": [{"text": "The 502s started at 14:02, right after deploy 42."}]})
+    );
+    assert_eq!(
+        messages[2]["content"],
+        json!([{"text": "(bot B0DEPLOYBOT): Rolled back deploy 42."}, {"text": "<@U2CERLKJA>: <@U0LAN0Z89> is it healthy again?"}])
+    );
+    assert_eq!(messages.as_array().unwrap().len(), 3);
 }
 
 #[tokio::test]
@@ -188,7 +246,7 @@ async fn a_two_megabyte_tool_result_goes_to_s3_and_the_turn_item_stays_small() {
         .unwrap()
     };
     let tools = agent::tools::ToolRegistry::new(vec![dump_logs], agent::tools::ToolPolicy::allow_all()).unwrap();
-    let function = WorkerFunction::with_tools(function_config(&stack), clients(&stack, &fake).await, tools);
+    let function = WorkerFunction::with_tools(function_config(&stack, None), clients(&stack, &fake).await, tools);
 
     // WHEN the turn runs
     let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();

@@ -1,8 +1,8 @@
 //! What the end-to-end tests share: the Lambda events in `tests/events/`,
 //! fresh resources in the local AWS emulator for each test, the real
 //! function binaries run under AWS's Lambda Runtime Interface Emulator, and
-//! fakes of the services that cannot run here (Bedrock), speaking their real
-//! wire formats.
+//! fakes of the services that cannot run here (Bedrock, Slack), speaking
+//! their real wire formats.
 //!
 //! `infra/test.sh` starts the emulator and exports where everything is
 //! (`AWS_ENDPOINT_URL`, `AWS_LAMBDA_RIE`, `FUNCTION_BIN_DIR`,
@@ -11,6 +11,7 @@
 
 pub mod events;
 pub mod fake_bedrock;
+pub mod fake_slack;
 pub mod lambda;
 
 use anyhow::{Context, Result};

@@ -16,9 +16,13 @@ use runtime_support::UnsupportedEvent;
 use runtime_support::env::{ConfigError, optional, required};
 use runtime_support::health::{self, HealthReport};
 use serde_json::Value;
+use slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tracing::{error, info, warn};
+
+mod slack_history;
+pub use slack_history::SlackHistory;
 
 pub const FUNCTION_NAME: &str = "worker";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -31,6 +35,8 @@ pub struct Config {
     pub reply_queue_url: String,
     pub artifact_bucket: String,
     pub model_id: String,
+    pub slack_bot_token: BotToken,
+    pub slack_api_base_url: String,
     pub limits: Limits,
 }
 
@@ -50,12 +56,14 @@ impl Config {
             reply_queue_url: required("REPLY_QUEUE_URL")?,
             artifact_bucket: required("ARTIFACT_BUCKET")?,
             model_id: required("MODEL_ID")?,
+            slack_bot_token: BotToken::new(required("SLACK_BOT_TOKEN")?),
+            slack_api_base_url: optional("SLACK_API_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
             limits,
         })
     }
 }
 
-pub type AwsWorker = Worker<DynamoTurns, BedrockModel, SqsQueue, SqsQueue, S3Artifacts, SystemClock>;
+pub type AwsWorker = Worker<DynamoTurns, BedrockModel, SqsQueue, SqsQueue, S3Artifacts, SlackHistory, SystemClock>;
 
 /// The SDK clients the worker uses, built once per process.
 #[derive(Debug, Clone)]
@@ -64,6 +72,7 @@ pub struct Clients {
     pub sqs: aws_sdk_sqs::Client,
     pub s3: aws_sdk_s3::Client,
     pub bedrock: aws_sdk_bedrockruntime::Client,
+    pub http: reqwest::Client,
 }
 
 impl Clients {
@@ -75,6 +84,7 @@ impl Clients {
             sqs: aws_sdk_sqs::Client::new(aws),
             s3: s3::client(aws),
             bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config),
+            http: http_client(),
         }
     }
 }
@@ -83,6 +93,15 @@ pub struct WorkerFunction {
     worker: AwsWorker,
     clients: Clients,
     config: Config,
+}
+
+/// The HTTP client for Slack: one per process, bounded in time.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(3))
+        .timeout(Duration::from_secs(15))
+        .build()
+        .expect("a client with rustls and timeouts builds")
 }
 
 /// The tools every deployment has.
@@ -117,6 +136,11 @@ impl WorkerFunction {
             work: SqsQueue::new(clients.sqs.clone(), &config.work_queue_url),
             replies: SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url),
             artifacts: S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket),
+            history: SlackHistory::new(WebClient::new(
+                clients.http.clone(),
+                &config.slack_api_base_url,
+                config.slack_bot_token.clone(),
+            )),
             tools,
             clock: SystemClock,
             system_prompt: agent::DEFAULT_SYSTEM_PROMPT.to_owned(),

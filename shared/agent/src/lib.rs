@@ -16,6 +16,8 @@ pub mod batch;
 #[cfg(feature = "worker")]
 pub mod builtin_tools;
 pub mod clock;
+#[cfg(feature = "worker")]
+pub mod context;
 pub mod memory;
 pub mod messages;
 pub mod model;

@@ -5,7 +5,8 @@
 use crate::messages::{ReplyMessage, WorkMessage};
 use crate::ports::{
     ArtifactStore, BOT_THREAD_TTL_SECS, ClaimOutcome, Created, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims,
-    PortError, ReplyQueue, StoreError, ThreadRule, TurnStore, WorkQueue, deserialize_turn, serialize_turn,
+    PortError, ReplyQueue, StoreError, ThreadHistory, ThreadMessage, ThreadRule, TurnStore, WorkQueue,
+    deserialize_turn, serialize_turn,
 };
 use crate::turn::{Turn, TurnId};
 use std::collections::HashMap;
@@ -104,6 +105,30 @@ impl WorkQueue for MemoryQueue<WorkMessage> {
 impl ReplyQueue for MemoryQueue<ReplyMessage> {
     async fn send(&self, message: &ReplyMessage) -> Result<(), PortError> {
         self.push(message)
+    }
+}
+
+/// A thread history that is whatever the test or runner set.
+#[derive(Debug, Default)]
+pub struct MemoryHistory {
+    messages: Mutex<Vec<ThreadMessage>>,
+}
+
+impl MemoryHistory {
+    pub fn set(&self, messages: Vec<ThreadMessage>) {
+        *self.messages.lock().expect("history lock") = messages;
+    }
+}
+
+impl ThreadHistory for MemoryHistory {
+    async fn recent(
+        &self,
+        _thread: &crate::ThreadRef,
+        _bot_user: Option<&slack::UserId>,
+        limit: usize,
+    ) -> Result<Vec<ThreadMessage>, PortError> {
+        let messages = self.messages.lock().expect("history lock");
+        Ok(messages[messages.len().saturating_sub(limit)..].to_vec())
     }
 }
 

@@ -59,6 +59,9 @@ pub struct TurnRequest {
     /// For assistant threads: the channel the user was looking at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_channel: Option<ChannelId>,
+    /// This app's bot user, to tell its own messages in the thread apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bot_user: Option<UserId>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -271,6 +274,7 @@ mod tests {
             user: UserId::new("U1"),
             text: "<@UBOT> hello".into(),
             context_channel: None,
+            bot_user: None,
         })
     }
 

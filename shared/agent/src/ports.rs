@@ -5,6 +5,7 @@
 use crate::messages::{ReplyMessage, ThreadRef, WorkMessage};
 use crate::turn::{Turn, TurnId};
 use slack::{EventId, TeamId};
+use slack::{Ts, UserId};
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
@@ -150,6 +151,35 @@ pub trait ArtifactStore: Send + Sync {
 
     /// The object, `None` when there is none under `key`.
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>, PortError>> + Send;
+}
+
+/// Who wrote a message in the thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Author {
+    /// This bot: its messages are the model's own earlier turns.
+    ThisBot,
+    Person(UserId),
+    /// Another bot or integration (`bot_id`).
+    OtherBot(String),
+}
+
+/// A message already in the thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadMessage {
+    pub ts: Ts,
+    pub author: Author,
+    pub text: String,
+}
+
+/// The thread's recent messages (Slack's `conversations.replies`).
+pub trait ThreadHistory: Send + Sync {
+    /// The last `limit` messages, oldest first.
+    fn recent(
+        &self,
+        thread: &ThreadRef,
+        bot_user: Option<&UserId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ThreadMessage>, PortError>> + Send;
 }
 
 /// The reply queue (SQS FIFO in AWS): what the responder shows in Slack.

@@ -13,10 +13,11 @@
 //! worker queues a continuation and returns, and any worker picks the turn
 //! up from the store.
 
+use crate::context;
 use crate::messages::{ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest, WorkMessage};
 use crate::model::{Model, ModelError, ModelRequest, StopReason};
 use crate::offload;
-use crate::ports::{ArtifactStore, PortError, ReplyQueue, StoreError, TurnStore, WorkQueue};
+use crate::ports::{ArtifactStore, PortError, ReplyQueue, StoreError, ThreadHistory, TurnStore, WorkQueue};
 use crate::tools::{Effect, ToolRegistry};
 use crate::turn::{
     Content, Message, PendingApproval, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Turn, TurnId, TurnStatus,
@@ -101,25 +102,27 @@ impl From<StoreError> for WorkerError {
 pub const REFUSAL: &str = "Sorry, I can't help with that request.";
 pub const FAILURE: &str = "Sorry, I couldn't answer this: the model refused the request. Please rephrase it or ask an admin to check the bot's configuration.";
 
-pub struct Worker<S, M, W, R, A, K> {
+pub struct Worker<S, M, W, R, A, H, K> {
     pub store: S,
     pub model: M,
     pub work: W,
     pub replies: R,
     pub artifacts: A,
+    pub history: H,
     pub tools: ToolRegistry,
     pub clock: K,
     pub system_prompt: String,
     pub limits: Limits,
 }
 
-impl<S, M, W, R, A, K> Worker<S, M, W, R, A, K>
+impl<S, M, W, R, A, H, K> Worker<S, M, W, R, A, H, K>
 where
     S: TurnStore,
     M: Model,
     W: WorkQueue,
     R: ReplyQueue,
     A: ArtifactStore,
+    H: ThreadHistory,
     K: Clock,
 {
     pub async fn handle(&self, message: &WorkMessage, deadline: &impl Deadline) -> Result<Outcome, WorkerError> {
@@ -131,8 +134,18 @@ where
     }
 
     async fn start(&self, request: &TurnRequest, deadline: &impl Deadline) -> Result<Outcome, WorkerError> {
+        // On a redelivery this history read is wasted: `create` then returns
+        // the stored turn. Rare, and cheaper than a read before every create.
+        let history = self
+            .history
+            .recent(&request.thread, request.bot_user.as_ref(), context::HISTORY_LIMIT)
+            .await
+            .unwrap_or_else(|err| {
+                warn!(event_id = %request.event_id, error = %err, "thread history unavailable: answering from the question alone");
+                Vec::new()
+            });
         let mut turn = Turn::start(request, self.clock.now_unix());
-        turn.transcript.push(Message::user_text(question(request)));
+        turn.transcript = context::opening(&history, request);
         match self.store.create(&mut turn).await? {
             Created::New => info!(turn_id = %turn.id, event_id = %turn.event_id, "turn started"),
             Created::Existing(stored) => {
@@ -327,14 +340,6 @@ where
         }
         Ok(())
     }
-}
-
-/// The user's question as the model first sees it.
-fn question(request: &TurnRequest) -> String {
-    if request.text.trim().is_empty() {
-        return "(The user opened a conversation with you without a question yet. Greet them briefly and say what you can help with.)".to_owned();
-    }
-    request.text.clone()
 }
 
 /// Tool results ordered as the model asked for them.

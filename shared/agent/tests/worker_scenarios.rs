@@ -2,7 +2,7 @@
 //! every path a turn can take, and the promises around redelivery, time
 //! and concurrent workers.
 
-use agent::memory::{MemoryArtifacts, MemoryQueue, MemoryTurns};
+use agent::memory::{MemoryArtifacts, MemoryHistory, MemoryQueue, MemoryTurns};
 use agent::messages::{ApprovalClick, Decision, ReplyMessage, Trigger, TurnRequest, approval_value};
 use agent::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
 use agent::ports::TurnStore;
@@ -169,8 +169,15 @@ impl Deadline for Budget {
     }
 }
 
-type TestWorker =
-    Worker<MemoryTurns, ScriptedModel, MemoryQueue, MemoryQueue<ReplyMessage>, MemoryArtifacts, FixedClock>;
+type TestWorker = Worker<
+    MemoryTurns,
+    ScriptedModel,
+    MemoryQueue,
+    MemoryQueue<ReplyMessage>,
+    MemoryArtifacts,
+    MemoryHistory,
+    FixedClock,
+>;
 
 fn worker(model: ScriptedModel, runs: &'static AtomicU32) -> TestWorker {
     Worker {
@@ -179,6 +186,7 @@ fn worker(model: ScriptedModel, runs: &'static AtomicU32) -> TestWorker {
         work: MemoryQueue::default(),
         replies: MemoryQueue::default(),
         artifacts: MemoryArtifacts::default(),
+        history: MemoryHistory::default(),
         tools: tools(runs),
         clock: FixedClock::at(1_763_800_010),
         system_prompt: "You are the on-call assistant.".into(),
@@ -200,6 +208,7 @@ fn start() -> WorkMessage {
         user: UserId::new("U1"),
         text: "<@UBOT> why is checkout-api failing?".into(),
         context_channel: None,
+        bot_user: None,
     })
 }
 
@@ -413,6 +422,7 @@ async fn a_worker_whose_save_conflicts_stops_without_overwriting() {
         work: MemoryQueue::default(),
         replies: MemoryQueue::<ReplyMessage>::default(),
         artifacts: MemoryArtifacts::default(),
+        history: MemoryHistory::default(),
         tools: tools(counter()),
         clock: FixedClock::at(1_763_800_010),
         system_prompt: String::new(),

@@ -163,6 +163,7 @@ fn route_event(callback: EventCallback) -> Route {
         user: ask.user,
         text: ask.text,
         context_channel: ask.context_channel,
+        bot_user: bot,
     });
     Route::StartTurn { claim, message }
 }

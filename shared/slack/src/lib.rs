@@ -1,6 +1,6 @@
 //! Slack's wire protocol, with no I/O: verifying that a request came from
 //! Slack, and typed views of what Slack sends (Events API callbacks and
-//! interactivity payloads).
+//! interactivity payloads), and (feature `web-api`) the Web API client.
 //!
 //! Everything here is pure so it can be tested with captured payloads and a
 //! pinned clock. The ingress function (via the `intake` crate) is the only
@@ -14,6 +14,8 @@ pub mod ids;
 pub mod interaction;
 pub mod request;
 pub mod signature;
+#[cfg(feature = "web-api")]
+pub mod web;
 
 pub use ids::{ChannelId, EventId, TeamId, Ts, UserId};
 pub use request::{ParseError, SlackRequest};
