@@ -20,7 +20,7 @@ const TURN: &str = "T061EG9R6-Ev0LAN670R";
 
 async fn world(fake: &FakeBedrock) -> (Stack, WorkerFunction) {
     let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
-    let function = WorkerFunction::with_clients(function_config(&stack, None), clients(&stack, fake).await);
+    let function = WorkerFunction::load(function_config(&stack, None), clients(&stack, fake).await).await.unwrap();
     (stack, function)
 }
 
@@ -35,6 +35,7 @@ fn function_config(stack: &Stack, slack: Option<&FakeSlack>) -> Config {
         model_id: "test-model".into(),
         slack_bot_token: slack::web::BotToken::new("xoxb-test-token"),
         slack_api_base_url: slack.map_or_else(|| "http://127.0.0.1:9/api".to_owned(), |s| s.url().to_owned()),
+        assistant_config_key: agent::config::DEFAULT_CONFIG_KEY.to_owned(),
         limits: Default::default(),
     }
 }
@@ -97,7 +98,8 @@ async fn the_thread_so_far_opens_the_transcript_with_the_bot_as_assistant() {
     slack.script("conversations.replies", [SlackReply::RateLimited { retry_after_secs: 1 }]);
     slack.default_reply("conversations.replies", CONVERSATIONS_REPLIES);
     let stack = Stack::new(&emulator_config().await).await.unwrap();
-    let function = WorkerFunction::with_clients(function_config(&stack, Some(&slack)), clients(&stack, &fake).await);
+    let function =
+        WorkerFunction::load(function_config(&stack, Some(&slack)), clients(&stack, &fake).await).await.unwrap();
     let in_thread = events::WORKER_SQS_START_TURN
         .replace(r#"\"thread_ts\":\"1763800000.000100\""#, r#"\"thread_ts\":\"1763799000.000050\""#)
         .replace(
@@ -136,26 +138,82 @@ async fn the_thread_so_far_opens_the_transcript_with_the_bot_as_assistant() {
     assert_eq!(messages.as_array().unwrap().len(), 3);
 }
 
+/// Puts an object in the stack's bucket.
+async fn put(stack: &Stack, key: &str, body: &str) {
+    let body = aws_sdk_s3::primitives::ByteStream::from(body.as_bytes().to_vec());
+    stack.s3.put_object().bucket(&stack.bucket).key(key).body(body).send().await.unwrap();
+}
+
 #[tokio::test]
-async fn a_tool_round_sends_every_result_back_to_the_model() {
-    // The model asks for search_docs (this deployment has no such tool) and
-    // current_time (built in), then answers.
+async fn a_tool_round_searches_the_runbooks_in_s3_and_sends_the_results_back() {
+    // GIVEN a runbook in the bucket, and a model that searches the docs and
+    // asks the time before answering
     let fake = FakeBedrock::start().await;
     fake.script([Scripted::fixture(TOOL_USE_REPLY), Scripted::fixture(TEXT_REPLY)]);
-    let (_stack, function) = world(&fake).await;
+    let (stack, function) = world(&fake).await;
+    put(&stack, "docs/runbooks/checkout-api.md", "# checkout-api\nConnection pool exhausted: restart the pods.\n")
+        .await;
 
     let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
     assert_eq!(failures(&response), Vec::<String>::new());
 
+    // THEN both results went back to the model in one user message
     let requests = fake.requests();
     assert_eq!(requests.len(), 2);
     let results = &requests[1].body["messages"][2]["content"];
     assert_eq!(results[0]["toolResult"]["toolUseId"], "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q");
-    assert_eq!(results[0]["toolResult"]["status"], "error");
-    assert!(results[0]["toolResult"]["content"][0]["text"].as_str().unwrap().contains("no tool named \"search_docs\""));
+    assert_eq!(results[0]["toolResult"]["status"], "success");
+    let found = &results[0]["toolResult"]["content"][0]["json"]["matches"];
+    assert_eq!(
+        found[0],
+        json!({"path": "runbooks/checkout-api.md", "line": 2, "text": "Connection pool exhausted: restart the pods."}),
+        "the best line first"
+    );
     assert_eq!(results[1]["toolResult"]["status"], "success");
     let now = results[1]["toolResult"]["content"][0]["json"]["unix"].as_i64().unwrap();
     assert!(now > 1_763_800_000, "current_time read the real clock: {now}");
+    // AND the tools were advertised
+    let advertised: Vec<_> = requests[0].body["toolConfig"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["toolSpec"]["name"].as_str())
+        .collect();
+    assert_eq!(advertised, ["current_time", "list_docs", "read_doc", "search_docs"]);
+}
+
+#[tokio::test]
+async fn the_assistant_configuration_in_s3_sets_the_prompt_and_the_allowed_tools() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY)]);
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    put(&stack, "config/assistant.json", r#"{"system_prompt_key": "config/prompt.md", "tool_policy": [{"channels": "C0LAN2Q65", "tools": ["current_time"]}]}"#).await;
+    put(&stack, "config/prompt.md", "You are Payments' on-call helper.").await;
+    let function = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await).await.unwrap();
+
+    function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
+    let request = &fake.requests()[0].body;
+    assert_eq!(request["system"][0]["text"], "You are Payments' on-call helper.");
+    let advertised: Vec<_> = request["toolConfig"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["toolSpec"]["name"].as_str())
+        .collect();
+    assert_eq!(advertised, ["current_time"]);
+}
+
+#[tokio::test]
+async fn a_broken_assistant_configuration_stops_the_function_from_starting() {
+    let fake = FakeBedrock::start().await;
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    put(&stack, "config/assistant.json", r#"{"tool_polcy": []}"#).await;
+    let err = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await).await.err().unwrap();
+    assert!(err.to_string().contains("config/assistant.json is not a valid assistant configuration"), "{err}");
+
+    put(&stack, "config/assistant.json", r#"{"system_prompt_key": "config/missing.md"}"#).await;
+    let err = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await).await.err().unwrap();
+    assert!(err.to_string().contains("config/missing.md"), "{err}");
 }
 
 #[tokio::test]
@@ -246,7 +304,12 @@ async fn a_two_megabyte_tool_result_goes_to_s3_and_the_turn_item_stays_small() {
         .unwrap()
     };
     let tools = agent::tools::ToolRegistry::new(vec![dump_logs], agent::tools::ToolPolicy::allow_all()).unwrap();
-    let function = WorkerFunction::with_tools(function_config(&stack, None), clients(&stack, &fake).await, tools);
+    let function = WorkerFunction::assemble(
+        function_config(&stack, None),
+        clients(&stack, &fake).await,
+        tools,
+        agent::DEFAULT_SYSTEM_PROMPT.to_owned(),
+    );
 
     // WHEN the turn runs
     let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();

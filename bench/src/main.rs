@@ -123,6 +123,11 @@ impl<T: ArtifactStore> ArtifactStore for Counting<T> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.inner.get(key).await
     }
+
+    async fn list(&self, prefix: &str, max: usize) -> Result<Vec<(String, u64)>, PortError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.list(prefix, max).await
+    }
 }
 
 const STEPS_PER_TURN: u32 = 10;

@@ -4,7 +4,9 @@
 //! to calls and back.
 
 use agent::batch::{Handled, Record, handle_in_order};
-use agent::tools::{ToolPolicy, ToolRegistry};
+use agent::config::{AssistantConfig, DEFAULT_CONFIG_KEY};
+use agent::ports::ArtifactStore;
+use agent::tools::ToolRegistry;
 use agent::worker::{Deadline, Limits, Worker};
 use agent::{SystemClock, WorkMessage};
 use aws_adapters::bedrock::{self, BedrockModel};
@@ -37,6 +39,8 @@ pub struct Config {
     pub model_id: String,
     pub slack_bot_token: BotToken,
     pub slack_api_base_url: String,
+    /// Where the assistant configuration lives in the artifact bucket.
+    pub assistant_config_key: String,
     pub limits: Limits,
 }
 
@@ -58,6 +62,7 @@ impl Config {
             model_id: required("MODEL_ID")?,
             slack_bot_token: BotToken::new(required("SLACK_BOT_TOKEN")?),
             slack_api_base_url: optional("SLACK_API_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
+            assistant_config_key: optional("ASSISTANT_CONFIG_KEY").unwrap_or_else(|| DEFAULT_CONFIG_KEY.to_owned()),
             limits,
         })
     }
@@ -104,10 +109,32 @@ pub fn http_client() -> reqwest::Client {
         .expect("a client with rustls and timeouts builds")
 }
 
-/// The tools every deployment has.
-pub fn default_tools() -> ToolRegistry {
-    ToolRegistry::new(vec![agent::builtin_tools::current_time(Arc::new(SystemClock))], ToolPolicy::allow_all())
-        .expect("built-in tools have distinct names")
+/// Why the function could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("cannot read {key} from the artifact bucket: {source}")]
+    Read {
+        key: String,
+        #[source]
+        source: agent::ports::PortError,
+    },
+    #[error("{key} is not a valid assistant configuration: {source}")]
+    Config {
+        key: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the system prompt {0} named in the assistant configuration does not exist")]
+    MissingPrompt(String),
+    #[error("the tools cannot be defined: {0}")]
+    Tools(#[from] agent::tools::ToolDefinitionError),
+}
+
+/// The built-in tools and the docs tools, under the configured policy.
+pub fn tools_for(assistant: &AssistantConfig, artifacts: Arc<S3Artifacts>) -> Result<ToolRegistry, StartupError> {
+    let mut tools = vec![agent::builtin_tools::current_time(Arc::new(SystemClock))];
+    tools.extend(agent::docs_tools::docs_tools(artifacts, &assistant.docs_prefix)?);
+    Ok(ToolRegistry::new(tools, assistant.policy())?)
 }
 
 /// Time left before Lambda's deadline (milliseconds since the epoch).
@@ -121,15 +148,38 @@ impl Deadline for LambdaDeadline {
 }
 
 impl WorkerFunction {
-    pub fn new(config: Config, aws: &aws_config::SdkConfig) -> Self {
-        Self::with_clients(config, Clients::new(aws))
+    /// Reads the assistant configuration (and the system prompt it names)
+    /// from the artifact bucket and assembles the function.
+    pub async fn load(config: Config, clients: Clients) -> Result<Self, StartupError> {
+        let artifacts = Arc::new(S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket));
+        let read = |key: String| {
+            let artifacts = artifacts.clone();
+            async move { artifacts.get(&key).await.map_err(|source| StartupError::Read { key: key.clone(), source }) }
+        };
+        let assistant = match read(config.assistant_config_key.clone()).await? {
+            Some(json) => AssistantConfig::parse(&json)
+                .map_err(|source| StartupError::Config { key: config.assistant_config_key.clone(), source })?,
+            None => AssistantConfig::default(),
+        };
+        let system_prompt = match &assistant.system_prompt_key {
+            Some(key) => {
+                let prompt = read(key.clone()).await?.ok_or_else(|| StartupError::MissingPrompt(key.clone()))?;
+                String::from_utf8_lossy(&prompt).into_owned()
+            }
+            None => agent::DEFAULT_SYSTEM_PROMPT.to_owned(),
+        };
+        let tools = tools_for(&assistant, artifacts)?;
+        info!(
+            config = %config.assistant_config_key,
+            prompt = assistant.system_prompt_key.as_deref().unwrap_or("bundled"),
+            docs = %assistant.docs_prefix,
+            "assistant configured"
+        );
+        Ok(Self::assemble(config, clients, tools, system_prompt))
     }
 
-    pub fn with_clients(config: Config, clients: Clients) -> Self {
-        Self::with_tools(config, clients, default_tools())
-    }
-
-    pub fn with_tools(config: Config, clients: Clients, tools: ToolRegistry) -> Self {
+    /// The function with these tools and prompt (tests give their own).
+    pub fn assemble(config: Config, clients: Clients, tools: ToolRegistry, system_prompt: String) -> Self {
         let worker = Worker {
             store: DynamoTurns::new(clients.dynamodb.clone(), &config.turns_table),
             model: BedrockModel::new(clients.bedrock.clone(), &config.model_id),
@@ -143,7 +193,7 @@ impl WorkerFunction {
             )),
             tools,
             clock: SystemClock,
-            system_prompt: agent::DEFAULT_SYSTEM_PROMPT.to_owned(),
+            system_prompt,
             limits: config.limits,
         };
         Self { worker, clients, config }

@@ -3,13 +3,15 @@
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use serde_json::Value;
-use worker::{Config, WorkerFunction};
+use worker::{Clients, Config, WorkerFunction};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
     let aws = aws_adapters::config::load(aws_adapters::config::worker_timeouts()).await;
-    let function = WorkerFunction::new(config, &aws);
+    let function = WorkerFunction::load(config, Clients::new(&aws))
+        .await
+        .inspect_err(|err| tracing::error!("cannot start: {err}"))?;
     run(service_fn(|event: LambdaEvent<Value>| function.handle(event.payload, event.context.deadline))).await
 }

@@ -8,6 +8,8 @@
 //! - [`worker`]: the durable step loop that drives a turn to its answer.
 //! - [`batch`]: handling an SQS batch in FIFO order with partial failures.
 //! - [`offload`]: keeping a turn's item small (large results in S3).
+//! - [`config`], [`context`], [`builtin_tools`], [`docs_tools`]: what the
+//!   worker starts a turn with.
 //! - [`ports`]: what the domain needs from storage and queues; adapters for
 //!   DynamoDB and SQS live in `aws-adapters`, in-memory ones in [`memory`].
 //! - [`clock`]: time, injected so tests pin it.
@@ -17,7 +19,11 @@ pub mod batch;
 pub mod builtin_tools;
 pub mod clock;
 #[cfg(feature = "worker")]
+pub mod config;
+#[cfg(feature = "worker")]
 pub mod context;
+#[cfg(feature = "worker")]
+pub mod docs_tools;
 pub mod memory;
 pub mod messages;
 pub mod model;

@@ -155,6 +155,18 @@ impl ArtifactStore for MemoryArtifacts {
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, PortError> {
         Ok(self.objects.lock().expect("artifacts lock").get(key).cloned())
     }
+
+    async fn list(&self, prefix: &str, max: usize) -> Result<Vec<(String, u64)>, PortError> {
+        let objects = self.objects.lock().expect("artifacts lock");
+        let mut found: Vec<_> = objects
+            .iter()
+            .filter(|(key, _)| key.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.len() as u64))
+            .collect();
+        found.sort();
+        found.truncate(max);
+        Ok(found)
+    }
 }
 
 /// Turns kept as serialized state, as a real store keeps them, so what does

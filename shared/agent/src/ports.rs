@@ -151,6 +151,9 @@ pub trait ArtifactStore: Send + Sync {
 
     /// The object, `None` when there is none under `key`.
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>, PortError>> + Send;
+
+    /// Keys and sizes under `prefix`, in key order, at most `max`.
+    fn list(&self, prefix: &str, max: usize) -> impl Future<Output = Result<Vec<(String, u64)>, PortError>> + Send;
 }
 
 /// Who wrote a message in the thread.

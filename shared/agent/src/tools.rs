@@ -90,7 +90,7 @@ pub struct ToolPolicy {
     rules: Vec<ChannelRule>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct ChannelRule {
     pub channels: String,
     pub tools: Vec<String>,

@@ -55,6 +55,41 @@ impl ArtifactStore for S3Artifacts {
             .map_err(|err| PortError::new("S3 GetObject (artifact body)", err.to_string()).with_source(err))?;
         Ok(Some(body.into_bytes().to_vec()))
     }
+
+    async fn list(&self, prefix: &str, max: usize) -> Result<Vec<(String, u64)>, PortError> {
+        let mut found = Vec::new();
+        let mut token = None;
+        loop {
+            let page = self.list_page(prefix, token).await?;
+            for object in page.contents() {
+                if let Some(key) = object.key() {
+                    found.push((key.to_owned(), object.size().unwrap_or_default().max(0) as u64));
+                }
+            }
+            token = page.next_continuation_token().map(str::to_owned);
+            if found.len() >= max || token.is_none() {
+                found.truncate(max);
+                return Ok(found);
+            }
+        }
+    }
+}
+
+impl S3Artifacts {
+    async fn list_page(
+        &self,
+        prefix: &str,
+        token: Option<String>,
+    ) -> Result<aws_sdk_s3::operation::list_objects_v2::ListObjectsV2Output, PortError> {
+        self.client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(prefix)
+            .set_continuation_token(token)
+            .send()
+            .await
+            .map_err(|err| port_error("S3 ListObjectsV2", err))
+    }
 }
 
 /// Health: the bucket exists and we may reach it.
