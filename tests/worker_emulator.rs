@@ -187,7 +187,7 @@ async fn the_assistant_configuration_in_s3_sets_the_prompt_and_the_allowed_tools
     let fake = FakeBedrock::start().await;
     fake.script([Scripted::fixture(TEXT_REPLY)]);
     let stack = Stack::new(&emulator_config().await).await.unwrap();
-    put(&stack, "config/assistant.json", r#"{"system_prompt_key": "config/prompt.md", "tool_policy": [{"channels": "C0LAN2Q65", "tools": ["current_time"]}]}"#).await;
+    put(&stack, "config/assistant.json", r#"{"system_prompt_key": "config/prompt.md", "tool_policy": [{"channels": "C0LAN2Q65", "tools": ["current_time", "service_*"]}], "http_tools": [{"name": "service_status", "description": "Status of a service.", "input_schema": {"type": "object", "properties": {"service": {"type": "string"}}, "required": ["service"]}, "url": "https://status.example.com/api/{service}"}]}"#).await;
     put(&stack, "config/prompt.md", "You are Payments' on-call helper.").await;
     let function = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await).await.unwrap();
 
@@ -200,7 +200,7 @@ async fn the_assistant_configuration_in_s3_sets_the_prompt_and_the_allowed_tools
         .iter()
         .filter_map(|t| t["toolSpec"]["name"].as_str())
         .collect();
-    assert_eq!(advertised, ["current_time"]);
+    assert_eq!(advertised, ["current_time", "service_status"], "docs tools not allowed here, the HTTP tool is");
 }
 
 #[tokio::test]

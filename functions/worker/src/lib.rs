@@ -128,12 +128,24 @@ pub enum StartupError {
     MissingPrompt(String),
     #[error("the tools cannot be defined: {0}")]
     Tools(#[from] agent::tools::ToolDefinitionError),
+    #[error("the http_tools in the assistant configuration are not valid: {0}")]
+    HttpToolsConfig(#[source] serde_json::Error),
+    #[error(transparent)]
+    HttpTools(#[from] http_tools::HttpToolError),
 }
 
-/// The built-in tools and the docs tools, under the configured policy.
-pub fn tools_for(assistant: &AssistantConfig, artifacts: Arc<S3Artifacts>) -> Result<ToolRegistry, StartupError> {
+/// The built-in tools, the docs tools and the declared HTTP tools, under
+/// the configured policy. Header secrets come from the environment.
+pub fn tools_for(
+    assistant: &AssistantConfig,
+    artifacts: Arc<S3Artifacts>,
+    http: reqwest::Client,
+) -> Result<ToolRegistry, StartupError> {
+    let declared: Vec<http_tools::HttpToolConfig> =
+        serde_json::from_value(assistant.http_tools.clone().into()).map_err(StartupError::HttpToolsConfig)?;
     let mut tools = vec![agent::builtin_tools::current_time(Arc::new(SystemClock))];
     tools.extend(agent::docs_tools::docs_tools(artifacts, &assistant.docs_prefix)?);
+    tools.extend(http_tools::http_tools(&declared, http, |name| std::env::var(name).ok())?);
     Ok(ToolRegistry::new(tools, assistant.policy())?)
 }
 
@@ -168,7 +180,7 @@ impl WorkerFunction {
             }
             None => agent::DEFAULT_SYSTEM_PROMPT.to_owned(),
         };
-        let tools = tools_for(&assistant, artifacts)?;
+        let tools = tools_for(&assistant, artifacts, clients.http.clone())?;
         info!(
             config = %config.assistant_config_key,
             prompt = assistant.system_prompt_key.as_deref().unwrap_or("bundled"),

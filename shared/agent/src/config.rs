@@ -10,7 +10,8 @@
 //!   "tool_policy": [
 //!     { "channels": "C0INCIDENTS*", "tools": ["*"] },
 //!     { "channels": "*", "tools": ["current_time", "*_docs", "read_doc"] }
-//!   ]
+//!   ],
+//!   "http_tools": [ … see the http-tools crate … ]
 //! }
 //! ```
 //!
@@ -34,6 +35,9 @@ pub struct AssistantConfig {
     /// Which tools which channels may use (first matching rule decides).
     #[serde(default)]
     pub tool_policy: Option<Vec<ChannelRule>>,
+    /// HTTP API tools, as the `http-tools` crate reads them.
+    #[serde(default)]
+    pub http_tools: Vec<serde_json::Value>,
 }
 
 fn default_docs_prefix() -> String {
@@ -42,7 +46,7 @@ fn default_docs_prefix() -> String {
 
 impl Default for AssistantConfig {
     fn default() -> Self {
-        Self { system_prompt_key: None, docs_prefix: default_docs_prefix(), tool_policy: None }
+        Self { system_prompt_key: None, docs_prefix: default_docs_prefix(), tool_policy: None, http_tools: Vec::new() }
     }
 }
 
