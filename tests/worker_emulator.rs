@@ -338,3 +338,47 @@ async fn a_two_megabyte_tool_result_goes_to_s3_and_the_turn_item_stays_small() {
     assert!(sent.starts_with("2025-11-22T08:26:40Z checkout-api ERROR"), "{}", &sent[..80]);
     assert!(sent.contains(&format!("{} bytes in all", logs.len())), "{}", &sent[sent.len() - 120..]);
 }
+
+#[tokio::test]
+async fn a_redelivered_message_calls_no_model_and_sqs_drops_the_repeated_delivery_request() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY)]);
+    let (stack, function) = world(&fake).await;
+    let event = events::parse(events::WORKER_SQS_START_TURN);
+
+    // As if the first invocation crashed after its save, before SQS's delete.
+    function.handle(event.clone(), deadline()).await.unwrap();
+    let response = function.handle(event, deadline()).await.unwrap();
+
+    assert_eq!(failures(&response), Vec::<String>::new());
+    assert_eq!(fake.requests().len(), 1, "no second model call");
+    let replies = stack.receive_replies().await.unwrap();
+    assert_eq!(replies.len(), 1, "the repeated delivery request shares its deduplication id");
+}
+
+#[tokio::test]
+async fn a_turn_continues_across_invocations_through_the_work_queue() {
+    // GIVEN a worker that never has time for a second step in one invocation
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TOOL_USE_REPLY), Scripted::fixture(TEXT_REPLY)]);
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let mut config = function_config(&stack, None);
+    config.limits.step_time = Duration::from_secs(86_400);
+    let function = WorkerFunction::load(config, clients(&stack, &fake).await).await.unwrap();
+
+    // WHEN the first invocation makes one step
+    function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
+    assert_eq!(fake.requests().len(), 1);
+    let continuation = stack.receive_work().await.unwrap();
+    assert_eq!(continuation.len(), 1);
+    assert!(matches!(e2e::decode_work(&continuation[0]), agent::WorkMessage::Continue(ref c) if c.after_step == 1));
+
+    // THEN the next invocation, fed the continuation from the queue, finishes
+    let queue_arn = "arn:aws:sqs:us-east-1:123456789012:work.fifo";
+    let response = function.handle(sqs_event(&continuation, queue_arn), deadline()).await.unwrap();
+    assert_eq!(failures(&response), Vec::<String>::new());
+    assert_eq!(fake.requests().len(), 2, "the saved step was not repeated");
+    let turn = DynamoTurns::new(stack.dynamodb.clone(), &stack.table).load(&TurnId::new(TURN)).await.unwrap().unwrap();
+    assert_eq!((turn.status, turn.steps), (TurnStatus::Answered, 2));
+    assert_eq!(stack.receive_replies().await.unwrap().len(), 1);
+}
