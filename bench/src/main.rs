@@ -47,6 +47,10 @@ fn main() -> Result<()> {
     println!("ingress benchmark ({profile} build)");
     warm_handling(&runtime)?;
     runtime.block_on(worker_overhead())?;
+    if let Ok(worker) = std::env::var("WORKER_BIN") {
+        let size = std::fs::metadata(&worker).with_context(|| format!("{worker} missing"))?.len();
+        println!("\nshipped binary {worker}\n  size {:.1} MiB (budget: < 10 MB)", size as f64 / (1024.0 * 1024.0));
+    }
     match std::env::var("INGRESS_BIN") {
         Ok(binary) => runtime.block_on(shipped_binary(&binary))?,
         Err(_) => println!("\nINGRESS_BIN not set: cold start, size and RSS skipped (infra/bench.sh sets it)"),
