@@ -6,7 +6,7 @@
 
 use agent::messages::ReplyMessage;
 use e2e::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
-use e2e::fake_slack::{CONVERSATIONS_REPLIES, FakeSlack};
+use e2e::fake_slack::{CONVERSATIONS_INFO, CONVERSATIONS_REPLIES, FakeSlack};
 use e2e::lambda::{LambdaUnderRie, Launch};
 use e2e::{Stack, emulator_config, events};
 
@@ -16,6 +16,7 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
     fake.script([Scripted::fixture(TEXT_REPLY)]);
     let slack = FakeSlack::start().await;
     slack.default_reply("conversations.replies", CONVERSATIONS_REPLIES);
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
     let stack = Stack::new(&emulator_config().await).await.unwrap();
     let env = vec![
         ("TURNS_TABLE", stack.table.clone()),
@@ -39,5 +40,6 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
     assert_eq!(health["status"], "ok", "{health}");
     assert!(lambda.logs().contains("turn started"), "{}", lambda.logs());
     assert_eq!(slack.calls("conversations.replies").len(), 1, "read the thread");
+    assert_eq!(slack.calls("conversations.info").len(), 1, "read the channel");
     assert!(!lambda.logs().contains("xoxb-test-token"), "the token never reaches the logs");
 }

@@ -10,7 +10,7 @@ use aws_adapters::bedrock::retry_config;
 use aws_adapters::dynamodb::DynamoTurns;
 use aws_adapters::provision;
 use e2e::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
-use e2e::fake_slack::{CONVERSATIONS_REPLIES, FakeSlack, SlackReply};
+use e2e::fake_slack::{CONVERSATIONS_INFO, CONVERSATIONS_REPLIES, FakeSlack, SlackReply};
 use e2e::{Stack, emulator_config, events, sqs_event, unique_name};
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -97,6 +97,7 @@ async fn the_thread_so_far_opens_the_transcript_with_the_bot_as_assistant() {
     let slack = FakeSlack::start().await;
     slack.script("conversations.replies", [SlackReply::RateLimited { retry_after_secs: 1 }]);
     slack.default_reply("conversations.replies", CONVERSATIONS_REPLIES);
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
     let stack = Stack::new(&emulator_config().await).await.unwrap();
     let function =
         WorkerFunction::load(function_config(&stack, Some(&slack)), clients(&stack, &fake).await).await.unwrap();
@@ -136,6 +137,13 @@ async fn the_thread_so_far_opens_the_transcript_with_the_bot_as_assistant() {
         json!([{"text": "(bot B0DEPLOYBOT): Rolled back deploy 42."}, {"text": "<@U2CERLKJA>: <@U0LAN0Z89> is it healthy again?"}])
     );
     assert_eq!(messages.as_array().unwrap().len(), 3);
+
+    // AND the system prompt says where the conversation is
+    let system = fake.requests()[0].body["system"][0]["text"].as_str().unwrap().to_owned();
+    assert!(
+        system.ends_with("You are answering in the Slack channel #incidents. Its topic: Production incidents. SEV1: page on-call. Its purpose: Coordinating incident response."),
+        "{system}"
+    );
 }
 
 /// Puts an object in the stack's bucket.

@@ -15,7 +15,7 @@
 //!    in-memory store (which serializes state as DynamoDB's adapter does),
 //!    and the calls each step makes to the store and queues.
 
-use agent::memory::{MemoryArtifacts, MemoryClaims, MemoryHistory, MemoryQueue, MemoryTurns};
+use agent::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemorySlack, MemoryTurns};
 use agent::messages::{ReplyMessage, Trigger, TurnRequest};
 use agent::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
 use agent::ports::{
@@ -187,7 +187,7 @@ async fn worker_overhead() -> Result<()> {
         work: Counting::<MemoryQueue>::default(),
         replies: Counting::<MemoryQueue<ReplyMessage>>::default(),
         artifacts: Counting::<MemoryArtifacts>::default(),
-        history: MemoryHistory::default(),
+        slack: MemorySlack::default(),
         tools: ToolRegistry::new(vec![search], ToolPolicy::allow_all())?,
         clock: FixedClock::at(NOW),
         system_prompt: agent::DEFAULT_SYSTEM_PROMPT.to_owned(),

@@ -13,6 +13,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 pub const CONVERSATIONS_REPLIES: &str = include_str!("../fixtures/slack/conversations-replies.json");
+pub const CONVERSATIONS_INFO: &str = include_str!("../fixtures/slack/conversations-info.json");
 
 #[derive(Debug, Clone)]
 pub enum SlackReply {

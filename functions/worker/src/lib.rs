@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tracing::{error, info, warn};
 
-mod slack_history;
-pub use slack_history::SlackHistory;
+mod slack_reader;
+pub use slack_reader::SlackWebReader;
 
 pub const FUNCTION_NAME: &str = "worker";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -68,7 +68,7 @@ impl Config {
     }
 }
 
-pub type AwsWorker = Worker<DynamoTurns, BedrockModel, SqsQueue, SqsQueue, S3Artifacts, SlackHistory, SystemClock>;
+pub type AwsWorker = Worker<DynamoTurns, BedrockModel, SqsQueue, SqsQueue, S3Artifacts, SlackWebReader, SystemClock>;
 
 /// The SDK clients the worker uses, built once per process.
 #[derive(Debug, Clone)]
@@ -198,7 +198,7 @@ impl WorkerFunction {
             work: SqsQueue::new(clients.sqs.clone(), &config.work_queue_url),
             replies: SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url),
             artifacts: S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket),
-            history: SlackHistory::new(WebClient::new(
+            slack: SlackWebReader::new(WebClient::new(
                 clients.http.clone(),
                 &config.slack_api_base_url,
                 config.slack_bot_token.clone(),

@@ -8,7 +8,7 @@
 //! alternate, starting and ending with the user.
 
 use crate::messages::TurnRequest;
-use crate::ports::{Author, ThreadMessage};
+use crate::ports::{Author, ChannelInfo, ThreadMessage};
 use crate::turn::{Content, Message, Role};
 use slack::Ts;
 
@@ -36,6 +36,20 @@ fn push_merged(messages: &mut Vec<Message>, role: Role, text: String) {
         Some(last) if last.role == role => last.content.push(Content::Text(text)),
         _ => messages.push(Message { role, content: vec![Content::Text(text)] }),
     }
+}
+
+/// A line for the system prompt saying where the conversation is.
+pub fn channel_context(info: &ChannelInfo) -> String {
+    let Some(name) = &info.name else {
+        return "You are in a direct message with the user.".to_owned();
+    };
+    let mut line = format!("You are answering in the Slack channel #{name}.");
+    for (what, value) in [("topic", &info.topic), ("purpose", &info.purpose)] {
+        if !value.trim().is_empty() {
+            line.push_str(&format!(" Its {what}: {}.", value.trim().trim_end_matches('.')));
+        }
+    }
+    line
 }
 
 /// The messages a turn starts with.
@@ -124,6 +138,20 @@ mod tests {
         assert_eq!(messages[0].role, Role::User);
         assert_eq!(messages[1].role, Role::Assistant);
         assert_eq!(messages.last().map(|m| m.role), Some(Role::User));
+    }
+
+    #[test]
+    fn the_channel_is_described_for_the_system_prompt() {
+        let info = ChannelInfo {
+            name: Some("incidents".into()),
+            topic: "SEV1 only.".into(),
+            purpose: "Coordinating incident response".into(),
+        };
+        assert_eq!(
+            channel_context(&info),
+            "You are answering in the Slack channel #incidents. Its topic: SEV1 only. Its purpose: Coordinating incident response."
+        );
+        assert_eq!(channel_context(&ChannelInfo::default()), "You are in a direct message with the user.");
     }
 
     #[test]

@@ -4,8 +4,8 @@
 
 use crate::messages::{ReplyMessage, WorkMessage};
 use crate::ports::{
-    ArtifactStore, BOT_THREAD_TTL_SECS, ClaimOutcome, Created, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims,
-    PortError, ReplyQueue, StoreError, ThreadHistory, ThreadMessage, ThreadRule, TurnStore, WorkQueue,
+    ArtifactStore, BOT_THREAD_TTL_SECS, ChannelInfo, ClaimOutcome, Created, EVENT_CLAIM_TTL_SECS, EventClaim,
+    EventClaims, PortError, ReplyQueue, SlackReader, StoreError, ThreadMessage, ThreadRule, TurnStore, WorkQueue,
     deserialize_turn, serialize_turn,
 };
 use crate::turn::{Turn, TurnId};
@@ -108,20 +108,29 @@ impl ReplyQueue for MemoryQueue<ReplyMessage> {
     }
 }
 
-/// A thread history that is whatever the test or runner set.
+/// Slack as whatever the test or runner set: one channel, one thread.
 #[derive(Debug, Default)]
-pub struct MemoryHistory {
+pub struct MemorySlack {
     messages: Mutex<Vec<ThreadMessage>>,
+    channel: Mutex<ChannelInfo>,
 }
 
-impl MemoryHistory {
-    pub fn set(&self, messages: Vec<ThreadMessage>) {
+impl MemorySlack {
+    pub fn set_history(&self, messages: Vec<ThreadMessage>) {
         *self.messages.lock().expect("history lock") = messages;
+    }
+
+    pub fn set_channel(&self, info: ChannelInfo) {
+        *self.channel.lock().expect("channel lock") = info;
     }
 }
 
-impl ThreadHistory for MemoryHistory {
-    async fn recent(
+impl SlackReader for MemorySlack {
+    async fn channel_info(&self, _channel: &slack::ChannelId) -> Result<ChannelInfo, PortError> {
+        Ok(self.channel.lock().expect("channel lock").clone())
+    }
+
+    async fn thread_history(
         &self,
         _thread: &crate::ThreadRef,
         _bot_user: Option<&slack::UserId>,

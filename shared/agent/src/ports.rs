@@ -4,8 +4,8 @@
 
 use crate::messages::{ReplyMessage, ThreadRef, WorkMessage};
 use crate::turn::{Turn, TurnId};
+use slack::{ChannelId, Ts, UserId};
 use slack::{EventId, TeamId};
-use slack::{Ts, UserId};
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
@@ -174,10 +174,23 @@ pub struct ThreadMessage {
     pub text: String,
 }
 
-/// The thread's recent messages (Slack's `conversations.replies`).
-pub trait ThreadHistory: Send + Sync {
-    /// The last `limit` messages, oldest first.
-    fn recent(
+/// Where a turn takes place (Slack's `conversations.info`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChannelInfo {
+    /// `None` for direct messages.
+    pub name: Option<String>,
+    pub topic: String,
+    pub purpose: String,
+}
+
+/// What the worker reads from Slack when a turn starts.
+pub trait SlackReader: Send + Sync {
+    /// The channel the thread is in.
+    fn channel_info(&self, channel: &ChannelId) -> impl Future<Output = Result<ChannelInfo, PortError>> + Send;
+
+    /// The thread's last `limit` messages, oldest first
+    /// (`conversations.replies`).
+    fn thread_history(
         &self,
         thread: &ThreadRef,
         bot_user: Option<&UserId>,

@@ -226,6 +226,10 @@ pub struct Turn {
     pub usage: Usage,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Where the turn takes place, for the system prompt (read once, at the
+    /// start, so every step sends the same prompt prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_context: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,6 +252,7 @@ impl Turn {
             usage: Usage::default(),
             created_at: now_unix,
             updated_at: now_unix,
+            channel_context: None,
             answer: None,
             pending_approval: None,
         }

@@ -17,7 +17,7 @@ use crate::context;
 use crate::messages::{ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest, WorkMessage};
 use crate::model::{Model, ModelError, ModelRequest, StopReason};
 use crate::offload;
-use crate::ports::{ArtifactStore, PortError, ReplyQueue, StoreError, ThreadHistory, TurnStore, WorkQueue};
+use crate::ports::{ArtifactStore, PortError, ReplyQueue, SlackReader, StoreError, TurnStore, WorkQueue};
 use crate::tools::{Effect, ToolRegistry};
 use crate::turn::{
     Content, Message, PendingApproval, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Turn, TurnId, TurnStatus,
@@ -108,7 +108,7 @@ pub struct Worker<S, M, W, R, A, H, K> {
     pub work: W,
     pub replies: R,
     pub artifacts: A,
-    pub history: H,
+    pub slack: H,
     pub tools: ToolRegistry,
     pub clock: K,
     pub system_prompt: String,
@@ -122,7 +122,7 @@ where
     W: WorkQueue,
     R: ReplyQueue,
     A: ArtifactStore,
-    H: ThreadHistory,
+    H: SlackReader,
     K: Clock,
 {
     pub async fn handle(&self, message: &WorkMessage, deadline: &impl Deadline) -> Result<Outcome, WorkerError> {
@@ -136,16 +136,20 @@ where
     async fn start(&self, request: &TurnRequest, deadline: &impl Deadline) -> Result<Outcome, WorkerError> {
         // On a redelivery this history read is wasted: `create` then returns
         // the stored turn. Rare, and cheaper than a read before every create.
-        let history = self
-            .history
-            .recent(&request.thread, request.bot_user.as_ref(), context::HISTORY_LIMIT)
-            .await
-            .unwrap_or_else(|err| {
-                warn!(event_id = %request.event_id, error = %err, "thread history unavailable: answering from the question alone");
-                Vec::new()
-            });
+        let (channel, history) = tokio::join!(
+            self.slack.channel_info(&request.thread.channel),
+            self.slack.thread_history(&request.thread, request.bot_user.as_ref(), context::HISTORY_LIMIT),
+        );
+        let history = history.unwrap_or_else(|err| {
+            warn!(event_id = %request.event_id, error = %err, "thread history unavailable: answering from the question alone");
+            Vec::new()
+        });
         let mut turn = Turn::start(request, self.clock.now_unix());
         turn.transcript = context::opening(&history, request);
+        match channel {
+            Ok(info) => turn.channel_context = Some(context::channel_context(&info)),
+            Err(err) => warn!(event_id = %request.event_id, error = %err, "channel info unavailable"),
+        }
         match self.store.create(&mut turn).await? {
             Created::New => info!(turn_id = %turn.id, event_id = %turn.event_id, "turn started"),
             Created::Existing(stored) => {
@@ -276,8 +280,12 @@ where
     async fn step(&self, turn: &mut Turn) -> Result<(), WorkerError> {
         let channel = turn.thread.channel.clone();
         let tools = self.tools.advertised(&channel);
+        let system = match &turn.channel_context {
+            Some(where_) => format!("{}\n\n{where_}", self.system_prompt),
+            None => self.system_prompt.clone(),
+        };
         let request = ModelRequest {
-            system: &self.system_prompt,
+            system: &system,
             tools: &tools,
             messages: &turn.transcript,
             max_tokens: self.limits.max_output_tokens,

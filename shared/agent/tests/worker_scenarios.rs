@@ -2,7 +2,7 @@
 //! every path a turn can take, and the promises around redelivery, time
 //! and concurrent workers.
 
-use agent::memory::{MemoryArtifacts, MemoryHistory, MemoryQueue, MemoryTurns};
+use agent::memory::{MemoryArtifacts, MemoryQueue, MemorySlack, MemoryTurns};
 use agent::messages::{ApprovalClick, Decision, ReplyMessage, Trigger, TurnRequest, approval_value};
 use agent::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
 use agent::ports::TurnStore;
@@ -175,7 +175,7 @@ type TestWorker = Worker<
     MemoryQueue,
     MemoryQueue<ReplyMessage>,
     MemoryArtifacts,
-    MemoryHistory,
+    MemorySlack,
     FixedClock,
 >;
 
@@ -186,7 +186,7 @@ fn worker(model: ScriptedModel, runs: &'static AtomicU32) -> TestWorker {
         work: MemoryQueue::default(),
         replies: MemoryQueue::default(),
         artifacts: MemoryArtifacts::default(),
-        history: MemoryHistory::default(),
+        slack: MemorySlack::default(),
         tools: tools(runs),
         clock: FixedClock::at(1_763_800_010),
         system_prompt: "You are the on-call assistant.".into(),
@@ -422,7 +422,7 @@ async fn a_worker_whose_save_conflicts_stops_without_overwriting() {
         work: MemoryQueue::default(),
         replies: MemoryQueue::<ReplyMessage>::default(),
         artifacts: MemoryArtifacts::default(),
-        history: MemoryHistory::default(),
+        slack: MemorySlack::default(),
         tools: tools(counter()),
         clock: FixedClock::at(1_763_800_010),
         system_prompt: String::new(),

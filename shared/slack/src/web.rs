@@ -194,6 +194,38 @@ impl WebClient {
     }
 }
 
+impl WebClient {
+    /// A channel's name, topic and purpose.
+    pub async fn conversations_info(&self, channel: &ChannelId) -> Result<ConversationInfo, WebError> {
+        #[derive(Deserialize)]
+        struct Info {
+            channel: ConversationInfo,
+        }
+        let info: Info = self.call("conversations.info", &[("channel", channel.as_str())]).await?;
+        Ok(info.channel)
+    }
+}
+
+/// A channel as `conversations.info` returns it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ConversationInfo {
+    pub id: ChannelId,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub is_im: bool,
+    #[serde(default)]
+    pub topic: Option<TextValue>,
+    #[serde(default)]
+    pub purpose: Option<TextValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TextValue {
+    #[serde(default)]
+    pub value: String,
+}
+
 /// A message as `conversations.replies` returns it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct HistoryMessage {

@@ -1,17 +1,18 @@
-//! The thread's history from Slack (`conversations.replies`) as the agent's
-//! [`ThreadHistory`] port: who wrote each message, this bot or not.
+//! Slack's Web API as the agent's [`SlackReader`] port: the channel a turn
+//! is in (`conversations.info`), and the thread so far
+//! (`conversations.replies`) with who wrote each message, this bot or not.
 
 use agent::ThreadRef;
-use agent::ports::{Author, PortError, ThreadHistory, ThreadMessage};
-use slack::UserId;
+use agent::ports::{Author, ChannelInfo, PortError, SlackReader, ThreadMessage};
 use slack::web::{HistoryMessage, WebClient};
+use slack::{ChannelId, UserId};
 
 #[derive(Debug, Clone)]
-pub struct SlackHistory {
+pub struct SlackWebReader {
     client: WebClient,
 }
 
-impl SlackHistory {
+impl SlackWebReader {
     pub fn new(client: WebClient) -> Self {
         Self { client }
     }
@@ -31,8 +32,21 @@ fn author(message: &HistoryMessage, bot_user: Option<&UserId>) -> Option<Author>
     }
 }
 
-impl ThreadHistory for SlackHistory {
-    async fn recent(
+impl SlackReader for SlackWebReader {
+    async fn channel_info(&self, channel: &ChannelId) -> Result<ChannelInfo, PortError> {
+        let info = self
+            .client
+            .conversations_info(channel)
+            .await
+            .map_err(|err| PortError::new("Slack conversations.info", err.to_string()).with_source(err))?;
+        Ok(ChannelInfo {
+            name: (!info.is_im).then_some(info.name).flatten(),
+            topic: info.topic.map(|t| t.value).unwrap_or_default(),
+            purpose: info.purpose.map(|p| p.value).unwrap_or_default(),
+        })
+    }
+
+    async fn thread_history(
         &self,
         thread: &ThreadRef,
         bot_user: Option<&UserId>,
