@@ -70,7 +70,7 @@ impl Config {
 
 pub type AwsWorker = Worker<DynamoTurns, BedrockModel, SqsQueue, SqsQueue, S3Artifacts, SlackWebReader, SystemClock>;
 
-/// The SDK clients the worker uses, built once per process.
+/// The clients the worker uses, built once per process.
 #[derive(Debug, Clone)]
 pub struct Clients {
     pub dynamodb: aws_sdk_dynamodb::Client,
@@ -100,13 +100,14 @@ pub struct WorkerFunction {
     config: Config,
 }
 
-/// The HTTP client for Slack: one per process, bounded in time.
+/// The HTTP client for Slack and the HTTP tools, one per process. Each
+/// use bounds its own requests: Slack calls per request, tools by their
+/// declared timeout.
 pub fn http_client() -> reqwest::Client {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(3))
-        .timeout(Duration::from_secs(15))
         .build()
-        .expect("a client with rustls and timeouts builds")
+        .expect("a client with rustls and a connect timeout builds")
 }
 
 /// Why the function could not start.

@@ -15,6 +15,8 @@ use std::time::Duration;
 use tracing::warn;
 
 pub const DEFAULT_BASE_URL: &str = "https://slack.com/api";
+/// One Web API request, connection included, at most.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A bot token (`xoxb-…`). Its `Debug` never prints it.
 #[derive(Clone)]
@@ -137,6 +139,7 @@ impl WebClient {
             .http
             .post(format!("{}/{method}", self.base_url))
             .bearer_auth(&self.token.0)
+            .timeout(REQUEST_TIMEOUT)
             .form(params)
             .send()
             .await
