@@ -30,6 +30,8 @@ pub mod model;
 #[cfg(feature = "worker")]
 pub mod offload;
 pub mod ports;
+#[cfg(feature = "worker")]
+pub mod schema;
 #[cfg(any(test, feature = "contract-tests"))]
 pub mod store_contract;
 #[cfg(feature = "worker")]

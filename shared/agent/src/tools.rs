@@ -11,6 +11,7 @@
 //! included, is redacted before anything else sees it.
 
 use crate::model::ToolSpec;
+use crate::schema::Schema;
 use crate::turn::{ToolOutput, ToolResult, ToolStatus, ToolUse};
 use futures_util::future::join_all;
 use slack::ChannelId;
@@ -49,13 +50,13 @@ pub struct Tool {
     spec: ToolSpec,
     effect: Effect,
     timeout: Duration,
-    validator: jsonschema::Validator,
+    schema: Schema,
     runner: Arc<dyn RunTool>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ToolDefinitionError {
-    #[error("tool {name}: input schema is not a valid JSON Schema: {reason}")]
+    #[error("tool {name}: input schema cannot be used: {reason}")]
     InvalidSchema { name: String, reason: String },
     #[error("two tools are named {0}")]
     DuplicateName(String),
@@ -68,9 +69,9 @@ impl Tool {
         timeout: Duration,
         runner: impl RunTool + 'static,
     ) -> Result<Self, ToolDefinitionError> {
-        let validator = jsonschema::validator_for(&spec.input_schema)
-            .map_err(|err| ToolDefinitionError::InvalidSchema { name: spec.name.clone(), reason: err.to_string() })?;
-        Ok(Self { spec, effect, timeout, validator, runner: Arc::new(runner) })
+        let schema = Schema::compile(&spec.input_schema)
+            .map_err(|reason| ToolDefinitionError::InvalidSchema { name: spec.name.clone(), reason })?;
+        Ok(Self { spec, effect, timeout, schema, runner: Arc::new(runner) })
     }
 
     pub fn spec(&self) -> &ToolSpec {
@@ -206,15 +207,8 @@ impl ToolRegistry {
         if !self.policy.allows(channel, &call.name) {
             return error(format!("The tool {:?} is not allowed in this channel.", call.name));
         }
-        let violations: Vec<String> = tool
-            .validator
-            .iter_errors(&call.input)
-            .take(MAX_REPORTED_VIOLATIONS)
-            .map(|violation| {
-                let at = violation.instance_path().to_string();
-                format!("{}: {violation}", if at.is_empty() { "input" } else { &at })
-            })
-            .collect();
+        let violations: Vec<String> =
+            tool.schema.violations(&call.input).into_iter().take(MAX_REPORTED_VIOLATIONS).collect();
         if !violations.is_empty() {
             return error(format!("The input does not match the tool's schema: {}", violations.join("; ")));
         }
