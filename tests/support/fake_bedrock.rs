@@ -6,6 +6,7 @@
 //! Errors are sent as AWS's restJson1 protocol sends them: the HTTP status,
 //! an `x-amzn-ErrorType` header and a `{"message": …}` body.
 
+use crate::local_server::LocalServer;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -54,9 +55,8 @@ struct Shared {
 }
 
 pub struct FakeBedrock {
-    url: String,
+    server: LocalServer,
     shared: Arc<Shared>,
-    server: tokio::task::JoinHandle<()>,
 }
 
 impl FakeBedrock {
@@ -64,16 +64,11 @@ impl FakeBedrock {
     pub async fn start() -> Self {
         let shared = Arc::new(Shared::default());
         let app = Router::new().route("/model/{model_id}/converse", post(converse)).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
-        let url = format!("http://{}", listener.local_addr().expect("local address"));
-        let server = tokio::spawn(async move {
-            axum::serve(listener, app).await.expect("fake Bedrock serves");
-        });
-        Self { url, shared, server }
+        Self { server: LocalServer::start(app).await, shared }
     }
 
     pub fn url(&self) -> &str {
-        &self.url
+        &self.server.base_url
     }
 
     /// Queues the answers to the next calls, in order.
@@ -92,14 +87,8 @@ impl FakeBedrock {
         retry: aws_config::retry::RetryConfig,
     ) -> aws_sdk_bedrockruntime::Client {
         let config =
-            aws_sdk_bedrockruntime::config::Builder::from(aws).endpoint_url(&self.url).retry_config(retry).build();
+            aws_sdk_bedrockruntime::config::Builder::from(aws).endpoint_url(self.url()).retry_config(retry).build();
         aws_sdk_bedrockruntime::Client::from_conf(config)
-    }
-}
-
-impl Drop for FakeBedrock {
-    fn drop(&mut self) {
-        self.server.abort();
     }
 }
 

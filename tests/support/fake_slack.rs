@@ -3,6 +3,7 @@
 //! Each method answers from its script, in order, then from its default;
 //! every call is recorded.
 
+use crate::local_server::LocalServer;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -42,19 +43,15 @@ struct Shared {
 pub struct FakeSlack {
     url: String,
     shared: Arc<Shared>,
-    server: tokio::task::JoinHandle<()>,
+    _server: LocalServer,
 }
 
 impl FakeSlack {
     pub async fn start() -> Self {
         let shared = Arc::new(Shared::default());
         let app = Router::new().route("/api/{method}", post(call)).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
-        let url = format!("http://{}/api", listener.local_addr().expect("local address"));
-        let server = tokio::spawn(async move {
-            axum::serve(listener, app).await.expect("fake Slack serves");
-        });
-        Self { url, shared, server }
+        let server = LocalServer::start(app).await;
+        Self { url: format!("{}/api", server.base_url), shared, _server: server }
     }
 
     /// The Web API base URL (`SLACK_API_BASE_URL`).
@@ -75,12 +72,6 @@ impl FakeSlack {
 
     pub fn calls(&self, method: &str) -> Vec<Call> {
         self.shared.calls.lock().expect("calls lock").iter().filter(|c| c.method == method).cloned().collect()
-    }
-}
-
-impl Drop for FakeSlack {
-    fn drop(&mut self) {
-        self.server.abort();
     }
 }
 

@@ -13,6 +13,7 @@ pub mod events;
 pub mod fake_bedrock;
 pub mod fake_slack;
 pub mod lambda;
+pub mod local_server;
 
 use anyhow::{Context, Result};
 use aws_adapters::provision::{self, QueueUrls};
