@@ -187,7 +187,7 @@ async fn worker_overhead() -> Result<()> {
         work: Counting::<MemoryQueue>::default(),
         replies: Counting::<MemoryQueue<ReplyMessage>>::default(),
         artifacts: Counting::<MemoryArtifacts>::default(),
-        slack: MemorySlack::default(),
+        slack: MemorySlack,
         tools: ToolRegistry::new(vec![search], ToolPolicy::allow_all())?,
         clock: FixedClock::at(NOW),
         system_prompt: agent::DEFAULT_SYSTEM_PROMPT.to_owned(),

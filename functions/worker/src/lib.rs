@@ -212,10 +212,6 @@ impl WorkerFunction {
         Self { worker, clients, config }
     }
 
-    pub fn worker(&self) -> &AwsWorker {
-        &self.worker
-    }
-
     /// One invocation: a health check or a batch from the work queue.
     /// `deadline_ms` is the invocation's deadline (Unix milliseconds).
     pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {

@@ -108,36 +108,22 @@ impl ReplyQueue for MemoryQueue<ReplyMessage> {
     }
 }
 
-/// Slack as whatever the test or runner set: one channel, one thread.
+/// Slack as a direct message with no earlier messages.
 #[derive(Debug, Default)]
-pub struct MemorySlack {
-    messages: Mutex<Vec<ThreadMessage>>,
-    channel: Mutex<ChannelInfo>,
-}
-
-impl MemorySlack {
-    pub fn set_history(&self, messages: Vec<ThreadMessage>) {
-        *self.messages.lock().expect("history lock") = messages;
-    }
-
-    pub fn set_channel(&self, info: ChannelInfo) {
-        *self.channel.lock().expect("channel lock") = info;
-    }
-}
+pub struct MemorySlack;
 
 impl SlackReader for MemorySlack {
     async fn channel_info(&self, _channel: &slack::ChannelId) -> Result<ChannelInfo, PortError> {
-        Ok(self.channel.lock().expect("channel lock").clone())
+        Ok(ChannelInfo::default())
     }
 
     async fn thread_history(
         &self,
         _thread: &crate::ThreadRef,
         _bot_user: Option<&slack::UserId>,
-        limit: usize,
+        _limit: usize,
     ) -> Result<Vec<ThreadMessage>, PortError> {
-        let messages = self.messages.lock().expect("history lock");
-        Ok(messages[messages.len().saturating_sub(limit)..].to_vec())
+        Ok(Vec::new())
     }
 }
 

@@ -221,10 +221,6 @@ impl PortError {
         self.source = Some(Box::new(source));
         self
     }
-
-    pub fn operation(&self) -> &'static str {
-        self.operation
-    }
 }
 
 impl fmt::Display for PortError {

@@ -63,11 +63,6 @@ impl TurnStatus {
             TurnStatus::Delivered => "delivered",
         }
     }
-
-    /// No more model calls or tool runs belong to this turn.
-    pub fn is_settled(self) -> bool {
-        matches!(self, TurnStatus::Answered | TurnStatus::Failed | TurnStatus::Delivered)
-    }
 }
 
 #[cfg(test)]
