@@ -1,7 +1,6 @@
 //! Wall-clock time as Unix seconds, behind a trait so tests and benchmarks
 //! can pin it (signature windows and record expiry both depend on it).
 
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub trait Clock: Send + Sync {
@@ -17,23 +16,19 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that reads what the test set.
-#[derive(Debug, Default)]
-pub struct FixedClock(AtomicI64);
+/// A clock stopped at one instant, for tests and benchmarks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FixedClock(i64);
 
 impl FixedClock {
     pub fn at(unix: i64) -> Self {
-        Self(AtomicI64::new(unix))
-    }
-
-    pub fn set(&self, unix: i64) {
-        self.0.store(unix, Ordering::SeqCst);
+        Self(unix)
     }
 }
 
 impl Clock for FixedClock {
     fn now_unix(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
+        self.0
     }
 }
 

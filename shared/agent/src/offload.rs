@@ -1,12 +1,12 @@
 //! Keeping a turn's item small: large tool results live in the artifact
 //! store and the transcript keeps a pointer and a preview.
 //!
-//! Two rules, applied before every save:
+//! Two rules:
 //! 1. a tool result over [`INLINE_RESULT_BYTES`] is stored as an artifact
 //!    as soon as it arrives;
-//! 2. if the whole state still exceeds [`STATE_BUDGET_BYTES`] (many
-//!    medium-sized results), older inline results are moved out too,
-//!    oldest first, until it fits.
+//! 2. when the store refuses a state as too large (many medium-sized
+//!    results), older inline results are moved out too, oldest first,
+//!    until it is under [`STATE_BUDGET_BYTES`], and the save is retried.
 //!
 //! The model then sees the preview and a note saying how much there was.
 

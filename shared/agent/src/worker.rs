@@ -207,8 +207,7 @@ where
             turn.status = TurnStatus::Running;
         }
         turn.updated_at = self.clock.now_unix();
-        offload::compact(&self.artifacts, &mut turn).await.map_err(WorkerError::Artifacts)?;
-        match self.store.save(&mut turn).await {
+        match self.save(&mut turn).await {
             Ok(()) => self.run(turn, deadline).await,
             Err(StoreError::Conflict { id, .. }) => Ok(Outcome::Superseded { id }),
             Err(err) => Err(err.into()),
@@ -264,8 +263,7 @@ where
                 stepped_here = true;
             }
 
-            offload::compact(&self.artifacts, &mut turn).await.map_err(WorkerError::Artifacts)?;
-            match self.store.save(&mut turn).await {
+            match self.save(&mut turn).await {
                 Ok(()) => {}
                 Err(StoreError::Conflict { id, .. }) => {
                     warn!(turn_id = %id, "another worker saved this turn first: stopping");
@@ -273,6 +271,20 @@ where
                 }
                 Err(err) => return Err(err.into()),
             }
+        }
+    }
+
+    /// One conditional save. A state grown past the item limit is compacted
+    /// (older tool results moved to the artifact store) and saved again, so
+    /// the usual save serializes the turn once.
+    async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
+        match self.store.save(turn).await {
+            Err(StoreError::TooLarge { bytes, .. }) => {
+                info!(turn_id = %turn.id, bytes, "turn state over the item limit: compacting");
+                offload::compact(&self.artifacts, turn).await?;
+                self.store.save(turn).await
+            }
+            other => other,
         }
     }
 

@@ -528,3 +528,33 @@ async fn refusals_cut_answers_and_rejected_requests_settle_honestly() {
 fn worker_with(model: ScriptedModel) -> TestWorker {
     worker(model, counter())
 }
+
+#[tokio::test]
+async fn a_step_whose_results_outgrow_the_item_is_compacted_and_saved() {
+    // Thirty 15 KB results in one step: each under the inline limit, together
+    // over the store's item limit.
+    let excerpt = "x".repeat(15_000);
+    let bulky = Tool::new(spec("search_logs"), Effect::ReadOnly, Duration::from_secs(1), move |_| {
+        let excerpt = excerpt.clone();
+        async move { Ok(ToolOutput::Text(excerpt)) }
+    })
+    .unwrap();
+    let many: Vec<(String, &str, serde_json::Value)> =
+        (0..30).map(|i| (format!("t{i}"), "search_logs", json!({"query": format!("q{i}")}))).collect();
+    let many: Vec<(&str, &str, serde_json::Value)> =
+        many.iter().map(|(id, n, i)| (id.as_str(), *n, i.clone())).collect();
+    let mut worker = worker(ScriptedModel::new([calls(&many), text("Logs read.")]), counter());
+    worker.tools = ToolRegistry::new(vec![bulky], ToolPolicy::allow_all()).unwrap();
+
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    let turn = stored(&worker).await;
+    let stored_results = turn.transcript[2]
+        .content
+        .iter()
+        .filter(|c| matches!(c, Content::ToolResult(r) if matches!(r.output, ToolOutput::Stored { .. })))
+        .count();
+    assert!(stored_results > 0, "the oldest results moved to the artifact store");
+    assert_eq!(worker.artifacts.keys().len(), stored_results);
+}

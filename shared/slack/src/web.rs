@@ -104,11 +104,6 @@ impl WebClient {
         Self { http, base_url: base_url.into().trim_end_matches('/').to_owned(), token, retry: RetryPolicy::default() }
     }
 
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
     /// Calls `method` with form parameters; retries as the module says.
     pub async fn call<T: DeserializeOwned>(&self, method: &str, params: &[(&str, &str)]) -> Result<T, WebError> {
         let mut backoff = self.retry.backoff;
