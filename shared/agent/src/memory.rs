@@ -4,9 +4,9 @@
 
 use crate::messages::{ReplyMessage, WorkMessage};
 use crate::ports::{
-    ArtifactStore, BOT_THREAD_TTL_SECS, ChannelInfo, ClaimOutcome, Created, EVENT_CLAIM_TTL_SECS, EventClaim,
-    EventClaims, PortError, ReplyQueue, SlackReader, StoreError, ThreadMessage, ThreadRule, TurnStore, WorkQueue,
-    deserialize_turn, serialize_turn,
+    ArtifactStore, BOT_THREAD_TTL_SECS, ChannelInfo, ClaimOutcome, Created, DeliveryLog, DeliveryRecord,
+    EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims, PortError, ReplyQueue, SlackReader, StoreError, ThreadMessage,
+    ThreadRule, TurnStore, WorkQueue, deserialize_turn, serialize_turn,
 };
 use crate::turn::{Turn, TurnId};
 use std::collections::HashMap;
@@ -201,6 +201,35 @@ impl TurnStore for MemoryTurns {
             }
             _ => Err(StoreError::Conflict { id: turn.id.clone(), expected: turn.version }),
         }
+    }
+}
+
+/// Delivery records kept as serialized JSON, like [`MemoryTurns`].
+#[derive(Debug, Default)]
+pub struct MemoryDeliveries {
+    records: Mutex<HashMap<TurnId, (u64, String)>>,
+}
+
+impl DeliveryLog for MemoryDeliveries {
+    async fn load(&self, id: &TurnId) -> Result<DeliveryRecord, StoreError> {
+        let records = self.records.lock().expect("deliveries lock");
+        let Some((version, state)) = records.get(id) else { return Ok(DeliveryRecord::default()) };
+        let mut record: DeliveryRecord = serde_json::from_str(state)
+            .map_err(|err| PortError::new("read delivery record", format!("does not parse: {err}")))?;
+        record.version = *version;
+        Ok(record)
+    }
+
+    async fn save(&self, id: &TurnId, record: &mut DeliveryRecord) -> Result<(), StoreError> {
+        let state = serde_json::to_string(record).expect("delivery records are JSON-safe");
+        let mut records = self.records.lock().expect("deliveries lock");
+        let stored = records.get(id).map_or(0, |(version, _)| *version);
+        if stored != record.version {
+            return Err(StoreError::Conflict { id: id.clone(), expected: record.version });
+        }
+        records.insert(id.clone(), (stored + 1, state));
+        record.version = stored + 1;
+        Ok(())
     }
 }
 

@@ -4,8 +4,10 @@
 
 use crate::messages::{ReplyMessage, ThreadRef, WorkMessage};
 use crate::turn::{Turn, TurnId};
+use serde::{Deserialize, Serialize};
 use slack::{ChannelId, Ts, UserId};
 use slack::{EventId, TeamId};
+use std::collections::{BTreeMap, BTreeSet};
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
@@ -137,6 +139,43 @@ impl<T: TurnStore> TurnStore for std::sync::Arc<T> {
     fn save(&self, turn: &mut Turn) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).save(turn)
     }
+}
+
+/// What the responder showed in a turn's thread, kept beside the turn (and
+/// written only by the responder, so it never races the worker's saves).
+///
+/// Every message the responder posts has a key (`answer 1/2`,
+/// `approval tooluse_…`, `apology`, `placeholder`). A key is marked attempted before
+/// `chat.postMessage` and posted (with the message's `ts`) after: a key
+/// still attempted on a later delivery means the outcome is unknown, and
+/// the thread is searched for the message (its metadata carries the turn
+/// and the key) before anything is posted again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryRecord {
+    /// Owned by the store, as [`Turn::version`]; 0 before the first save.
+    #[serde(skip)]
+    pub version: u64,
+    /// The last progress step shown (a redelivered older one is skipped).
+    #[serde(default)]
+    pub progress_step: u32,
+    /// Keys whose post began and whose outcome was not recorded.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub attempted: BTreeSet<String>,
+    /// Keys posted, and where.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub posted: BTreeMap<String, Ts>,
+    pub updated_at: i64,
+}
+
+/// Durable [`DeliveryRecord`]s with optimistic locking, one per turn.
+pub trait DeliveryLog: Send + Sync {
+    /// The turn's record (a fresh one, version 0, when there is none).
+    fn load(&self, id: &TurnId) -> impl Future<Output = Result<DeliveryRecord, StoreError>> + Send;
+
+    /// Saves `record` if the stored version is still `record.version` (or
+    /// none is stored and it is 0), then bumps `record.version`. Otherwise
+    /// [`StoreError::Conflict`] and nothing is written.
+    fn save(&self, id: &TurnId, record: &mut DeliveryRecord) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// Objects too large for a turn's item (large tool results), and

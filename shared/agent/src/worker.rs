@@ -151,7 +151,10 @@ where
             Err(err) => warn!(event_id = %request.event_id, error = %err, "channel info unavailable"),
         }
         match self.store.create(&mut turn).await? {
-            Created::New => info!(turn_id = %turn.id, event_id = %turn.event_id, "turn started"),
+            Created::New => {
+                info!(turn_id = %turn.id, event_id = %turn.event_id, "turn started");
+                self.show_progress(&turn, THINKING.to_owned()).await;
+            }
             Created::Existing(stored) => {
                 info!(turn_id = %stored.id, step = stored.steps, "turn already stored: resuming");
                 turn = *stored;
@@ -274,6 +277,16 @@ where
         }
     }
 
+    /// Asks the responder to show what the turn is doing. Best effort: a
+    /// status line is not worth failing (and repeating) a step for.
+    async fn show_progress(&self, turn: &Turn, text: String) {
+        let progress =
+            ReplyMessage::Progress { turn_id: turn.id.clone(), thread: turn.thread.clone(), step: turn.steps, text };
+        if let Err(err) = self.replies.send(&progress).await {
+            warn!(turn_id = %turn.id, step = turn.steps, error = %err, "progress not sent");
+        }
+    }
+
     /// One conditional save. A state grown past the item limit is compacted
     /// (older tool results moved to the artifact store) and saved again, so
     /// the usual save serializes the turn once.
@@ -323,6 +336,7 @@ where
 
         match reply.stop_reason {
             StopReason::ToolUse if !calls.is_empty() => {
+                self.show_progress(turn, running(&calls)).await;
                 turn.transcript.push(reply.message);
                 let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) = calls
                     .iter()
@@ -360,6 +374,16 @@ where
         }
         Ok(())
     }
+}
+
+/// The thread's status line while the first model call runs.
+pub const THINKING: &str = "is thinking…";
+
+/// The status line while a step's tools run.
+fn running(calls: &[ToolUse]) -> String {
+    let mut names: Vec<&str> = calls.iter().map(|call| call.name.as_str()).collect();
+    names.dedup();
+    format!("is running {}…", names.join(", "))
 }
 
 /// Tool results ordered as the model asked for them.

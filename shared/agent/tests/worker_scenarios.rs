@@ -235,6 +235,24 @@ fn deliveries(worker: &TestWorker) -> usize {
     worker.replies.messages().iter().filter(|m| matches!(m, ReplyMessage::Deliver { .. })).count()
 }
 
+/// What the worker asked the responder for, status lines left out.
+fn requests(replies: &MemoryQueue<ReplyMessage>) -> Vec<ReplyMessage> {
+    replies.messages().into_iter().filter(|m| !matches!(m, ReplyMessage::Progress { .. })).collect()
+}
+
+/// The status lines the worker asked for: (step, text).
+fn progress(worker: &TestWorker) -> Vec<(u32, String)> {
+    worker
+        .replies
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::Progress { step, text, .. } => Some((step, text)),
+            _ => None,
+        })
+        .collect()
+}
+
 // --- Scenarios ----------------------------------------------------------------
 
 #[tokio::test]
@@ -271,6 +289,16 @@ async fn two_tool_rounds_then_an_answer_save_once_per_step() {
     assert_eq!(results(&turn.transcript[2])[0].1, ToolStatus::Success);
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert_eq!(turn.usage.output_tokens, 60);
+    assert_eq!(
+        progress(&worker),
+        [
+            (0, "is thinking…".to_owned()),
+            (1, "is running search_docs…".to_owned()),
+            (2, "is running search_docs…".to_owned())
+        ],
+        "a status line at the start and before each step's tools"
+    );
+    assert!(matches!(worker.replies.messages().last(), Some(ReplyMessage::Deliver { .. })), "the answer comes last");
 }
 
 #[tokio::test]
@@ -434,7 +462,7 @@ async fn a_worker_whose_save_conflicts_stops_without_overwriting() {
     let turn = store.load(&turn_id()).await.unwrap().unwrap();
     assert_eq!(turn.transcript.last().unwrap().text(), "from the other worker", "the winner's state stands");
     assert_eq!((turn.status, turn.answer), (TurnStatus::Running, None));
-    assert!(worker.replies.messages().is_empty(), "the loser asks for nothing");
+    assert!(requests(&worker.replies).is_empty(), "the loser asks for nothing");
 }
 
 #[tokio::test]
@@ -457,7 +485,7 @@ async fn a_tool_that_changes_things_waits_for_approval_and_runs_once_approved() 
     assert_eq!(pending.completed[0].tool_use_id, "s1", "the read-only call ran");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert!(
-        matches!(worker.replies.messages()[..], [ReplyMessage::ApprovalPrompt { ref tool_use, .. }] if tool_use.id == "r1")
+        matches!(requests(&worker.replies)[..], [ReplyMessage::ApprovalPrompt { ref tool_use, .. }] if tool_use.id == "r1")
     );
 
     let click = ApprovalClick {

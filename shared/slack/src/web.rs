@@ -176,7 +176,12 @@ impl WebClient {
         let mut messages: Vec<HistoryMessage> = Vec::new();
         let mut cursor = String::new();
         for _ in 0..MAX_PAGES {
-            let mut params = vec![("channel", channel.as_str()), ("ts", thread_ts.as_str()), ("limit", PAGE)];
+            let mut params = vec![
+                ("channel", channel.as_str()),
+                ("ts", thread_ts.as_str()),
+                ("limit", PAGE),
+                ("include_all_metadata", "true"),
+            ];
             if !cursor.is_empty() {
                 params.push(("cursor", cursor.as_str()));
             }
@@ -202,6 +207,105 @@ impl WebClient {
         let info: Info = self.call("conversations.info", &[("channel", channel.as_str())]).await?;
         Ok(info.channel)
     }
+}
+
+/// A message to post or to put in place of another.
+#[derive(Debug, Clone, Default)]
+pub struct OutgoingMessage<'a> {
+    /// mrkdwn; with blocks, what notifications and screen readers show.
+    pub text: &'a str,
+    /// A JSON array of blocks, if any.
+    pub blocks: Option<&'a str>,
+    /// A JSON [`MessageMetadata`] object, if any.
+    pub metadata: Option<&'a str>,
+    /// Let Slack unfurl links and media in it.
+    pub unfurl: bool,
+}
+
+impl OutgoingMessage<'_> {
+    fn params<'p>(&'p self, params: &mut Vec<(&'p str, &'p str)>) {
+        params.push(("text", self.text));
+        if let Some(blocks) = self.blocks {
+            params.push(("blocks", blocks));
+        }
+        if let Some(metadata) = self.metadata {
+            params.push(("metadata", metadata));
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Posted {
+    ts: Ts,
+}
+
+impl WebClient {
+    /// Posts in a thread (`chat.postMessage`); the new message's `ts`.
+    pub async fn post_message(
+        &self,
+        channel: &ChannelId,
+        thread_ts: &Ts,
+        message: &OutgoingMessage<'_>,
+    ) -> Result<Ts, WebError> {
+        let unfurl = if message.unfurl { "true" } else { "false" };
+        let mut params = vec![
+            ("channel", channel.as_str()),
+            ("thread_ts", thread_ts.as_str()),
+            ("unfurl_links", unfurl),
+            ("unfurl_media", unfurl),
+        ];
+        message.params(&mut params);
+        let posted: Posted = self.call("chat.postMessage", &params).await?;
+        Ok(posted.ts)
+    }
+
+    /// Replaces a message the bot posted (`chat.update`).
+    pub async fn update_message(
+        &self,
+        channel: &ChannelId,
+        ts: &Ts,
+        message: &OutgoingMessage<'_>,
+    ) -> Result<(), WebError> {
+        let mut params = vec![("channel", channel.as_str()), ("ts", ts.as_str())];
+        message.params(&mut params);
+        // Without blocks, an update must clear the old message's blocks.
+        if message.blocks.is_none() {
+            params.push(("blocks", "[]"));
+        }
+        let _: serde_json::Value = self.call("chat.update", &params).await?;
+        Ok(())
+    }
+
+    /// The "is thinking…" line under a thread (`assistant.threads.setStatus`);
+    /// an empty status clears it.
+    pub async fn set_thread_status(&self, channel: &ChannelId, thread_ts: &Ts, status: &str) -> Result<(), WebError> {
+        let params = [("channel_id", channel.as_str()), ("thread_ts", thread_ts.as_str()), ("status", status)];
+        let _: serde_json::Value = self.call("assistant.threads.setStatus", &params).await?;
+        Ok(())
+    }
+
+    /// Whether the token works (`auth.test`): the bot user it belongs to.
+    pub async fn auth_test(&self) -> Result<AuthTest, WebError> {
+        self.call("auth.test", &[]).await
+    }
+}
+
+/// What `auth.test` says about the token.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AuthTest {
+    #[serde(default)]
+    pub team_id: Option<String>,
+    #[serde(default)]
+    pub user_id: Option<UserId>,
+}
+
+/// App-defined data attached to a message
+/// (<https://docs.slack.dev/messaging/message-metadata>).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct MessageMetadata {
+    pub event_type: String,
+    #[serde(default)]
+    pub event_payload: serde_json::Value,
 }
 
 /// A channel as `conversations.info` returns it.
@@ -236,6 +340,9 @@ pub struct HistoryMessage {
     pub subtype: Option<String>,
     #[serde(default)]
     pub text: String,
+    /// Present when the poster attached some (and it was asked for).
+    #[serde(default)]
+    pub metadata: Option<MessageMetadata>,
 }
 
 #[derive(Deserialize)]

@@ -1,0 +1,169 @@
+//! Everything the bot shows, as Slack messages: the answer (redacted, as
+//! mrkdwn, split under Slack's limits), the approval prompt, the
+//! placeholder shown while tools run, and the apology for a turn that
+//! failed. Redaction happens here, before rendering, so what Slack gets
+//! never held a secret and each marker reads cleanly.
+
+use crate::poster::Outgoing;
+use agent::messages::approval_value;
+use agent::turn::{ToolUse, TurnId};
+use redact::Redactor;
+use serde_json::{Value, json};
+use slack::interaction::{APPROVE_ACTION_ID, DENY_ACTION_ID};
+use slack::mrkdwn;
+use slack::split::{self, Limits, SECTION_SEPARATOR};
+
+pub const PLACEHOLDER_KEY: &str = "placeholder";
+pub const APOLOGY_KEY: &str = "apology";
+/// How much of a tool call's input an approval prompt shows.
+const PROMPT_INPUT_CHARS: usize = 2_500;
+
+fn section(text: &str) -> Value {
+    json!({"type": "section", "text": {"type": "mrkdwn", "text": text}})
+}
+
+/// The answer's keys start with this.
+pub fn is_answer_key(key: &str) -> bool {
+    key.starts_with("answer ")
+}
+
+/// The answer as one message, or several when Slack's limits require:
+/// keyed `answer 1/n` … `answer n/n`, each a run of section blocks.
+pub fn answer(markdown: &str) -> Vec<Outgoing> {
+    let redacted = Redactor::global().redact(markdown);
+    let rendered = mrkdwn::render(&redacted);
+    let messages = split::split(&rendered, &Limits::default());
+    let count = messages.len();
+    messages
+        .into_iter()
+        .enumerate()
+        .map(|(index, sections)| Outgoing {
+            key: format!("answer {}/{count}", index + 1),
+            text: sections.join(SECTION_SEPARATOR),
+            blocks: sections.iter().map(|text| section(text)).collect(),
+        })
+        .collect()
+}
+
+/// The key of the approval prompt for one tool call.
+pub fn approval_key(tool_use: &ToolUse) -> String {
+    format!("approval {}", tool_use.id)
+}
+
+/// Approve / Deny buttons for a tool call that changes things, with what
+/// it would do (input redacted, shortened when long).
+pub fn approval(turn: &TurnId, tool_use: &ToolUse) -> Outgoing {
+    // As text, so secrets assigned to secret-sounding keys are found too.
+    let input = serde_json::to_string_pretty(&tool_use.input).expect("JSON values serialize");
+    let mut shown = Redactor::global().redact(&input).into_owned();
+    if shown.chars().count() > PROMPT_INPUT_CHARS {
+        shown = shown.chars().take(PROMPT_INPUT_CHARS).collect::<String>() + "\n…";
+    }
+    let name = mrkdwn::escape(&tool_use.name);
+    let text = format!("I'd like to run `{name}`, which changes things. Approve?");
+    let value = approval_value(turn, &tool_use.id);
+    let button = |label: &str, action_id: &str, style: &str| {
+        json!({
+            "type": "button",
+            "text": {"type": "plain_text", "text": label},
+            "action_id": action_id,
+            "value": value,
+            "style": style,
+        })
+    };
+    Outgoing {
+        key: approval_key(tool_use),
+        blocks: vec![
+            section(&format!("{text}\n```\n{}\n```", mrkdwn::escape(&shown))),
+            json!({
+                "type": "actions",
+                "elements": [button("Approve", APPROVE_ACTION_ID, "primary"), button("Deny", DENY_ACTION_ID, "danger")],
+            }),
+        ],
+        text,
+    }
+}
+
+/// The message that stands in for the answer while tools run.
+pub fn placeholder(status: &str) -> Outgoing {
+    let status = mrkdwn::escape(&Redactor::global().redact(status));
+    Outgoing { key: PLACEHOLDER_KEY.to_owned(), text: format!("_Working on it: {status}_"), blocks: Vec::new() }
+}
+
+/// A short reference for a turn, to quote to an admin: the Slack event id
+/// part of the turn id, which every log line of the turn carries.
+pub fn reference(turn: &TurnId) -> &str {
+    turn.as_str().split_once('-').map_or(turn.as_str(), |(_, event)| event)
+}
+
+/// What the thread is told when a turn's work ended in a dead-letter queue.
+pub fn apology_text(turn: &TurnId) -> String {
+    format!(
+        "Sorry, something went wrong and I couldn't finish answering this. Please try again in a moment; \
+         if it keeps happening, give your admin this reference: `{}`.",
+        reference(turn)
+    )
+}
+
+pub fn apology(turn: &TurnId) -> Outgoing {
+    Outgoing { key: APOLOGY_KEY.to_owned(), text: mrkdwn::escape(&apology_text(turn)), blocks: Vec::new() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_answer_is_one_redacted_mrkdwn_message() {
+        let token = format!("xoxb-{}-{}", "1234567890", "abcdefghijklmnopqrstuvwx");
+        let messages = answer(&format!("**Fixed.** The token was `{token}` & it leaked."));
+        assert_eq!(messages.len(), 1);
+        let message = &messages[0];
+        assert_eq!(message.key, "answer 1/1");
+        assert_eq!(message.text, "*Fixed.* The token was `[redacted: slack bot token]` &amp; it leaked.");
+        assert_eq!(message.blocks, [section(&message.text)]);
+        assert!(!serde_json::to_string(&message.blocks).unwrap().contains(&token));
+    }
+
+    #[test]
+    fn a_long_answer_becomes_numbered_messages_within_limits() {
+        let paragraph = format!("{}\n\n", "word ".repeat(500));
+        let messages = answer(&paragraph.repeat(40));
+        assert!(messages.len() > 1);
+        let count = messages.len();
+        for (index, message) in messages.iter().enumerate() {
+            assert_eq!(message.key, format!("answer {}/{count}", index + 1));
+            assert!(message.blocks.len() <= 50);
+            assert!(message.text.chars().count() <= 40_000);
+            for block in &message.blocks {
+                assert!(block["text"]["text"].as_str().unwrap().chars().count() <= 3_000);
+            }
+        }
+    }
+
+    #[test]
+    fn the_approval_prompt_carries_the_turn_and_call_and_no_secret() {
+        let password = ["hunter", "2-", "correct-horse"].concat();
+        let call = ToolUse {
+            id: "tooluse_1".into(),
+            name: "restart_service".into(),
+            input: json!({"service": "checkout-api", "password": password}),
+        };
+        let prompt = approval(&TurnId::new("T1-Ev1"), &call);
+        assert_eq!(prompt.key, "approval tooluse_1");
+        let json = serde_json::to_string(&prompt.blocks).unwrap();
+        assert!(!json.contains(&password), "{json}");
+        assert!(json.contains("checkout-api"));
+        let buttons = &prompt.blocks[1]["elements"];
+        assert_eq!(buttons[0]["action_id"], APPROVE_ACTION_ID);
+        assert_eq!(buttons[1]["action_id"], DENY_ACTION_ID);
+        assert_eq!(buttons[0]["value"], "T1-Ev1:tooluse_1");
+    }
+
+    #[test]
+    fn the_apology_quotes_the_event_id_as_reference() {
+        let turn = TurnId::new("T061EG9R6-Ev0LAN670R");
+        assert_eq!(reference(&turn), "Ev0LAN670R");
+        assert!(apology(&turn).text.contains("`Ev0LAN670R`"));
+    }
+}

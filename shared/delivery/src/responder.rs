@@ -1,0 +1,372 @@
+//! What the responder does with a reply-queue message or a dead letter.
+//!
+//! **Exactly once.** Each message of a turn has a key. Before posting, the
+//! key is saved as attempted in the turn's [`DeliveryRecord`] (a
+//! conditional write); after, as posted with its `ts`. A delivery that finds
+//! a key attempted but not posted does not know whether the earlier post
+//! reached Slack, so it looks in the thread for a message whose metadata
+//! names the turn and the key, and posts only if there is none.
+//!
+//! **Failures.** A 429 Slack wants waited out longer than the Web API
+//! client waits, a 5xx or a timeout fail the record, so SQS retries it
+//! later. A refusal (`not_in_channel`, `invalid_auth`, `msg_too_long`…)
+//! is logged with what to fix, and the turn is marked failed: retrying
+//! would fail the same way. Progress is best effort and never retried.
+//!
+//! **Dead letters.** Work that ended in a dead-letter queue becomes an
+//! apology in its thread with a reference, and its turn is marked failed;
+//! an answer whose delivery ended there is delivered (it is the best
+//! apology). A dead letter that cannot be read is logged and dropped: it
+//! is already where failed messages end.
+
+use crate::poster::{Outgoing, PostError, SlackPoster};
+use crate::render;
+use agent::Clock;
+use agent::ThreadRef;
+use agent::messages::{ReplyMessage, WorkMessage};
+use agent::ports::{DeliveryLog, DeliveryRecord, StoreError, TurnStore};
+use agent::turn::{ToolUse, Turn, TurnId, TurnStatus};
+use tracing::{error, info, warn};
+
+/// How a message was handled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The turn's messages are in the thread (`posted` of them by this call).
+    Delivered { id: TurnId, posted: usize },
+    /// The thread's status line (or the placeholder) shows the progress.
+    ProgressShown { id: TurnId },
+    /// Slack refused; logged, and the turn marked failed.
+    Refused { id: TurnId, code: String },
+    /// Nothing to do (a stale or duplicate message, or an unknown turn).
+    Skipped { reason: &'static str },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResponderError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Slack(PostError),
+}
+
+impl ResponderError {
+    /// Whether redelivering the message may succeed.
+    pub fn is_retryable(&self) -> bool {
+        !matches!(
+            self,
+            ResponderError::Store(StoreError::TooLarge { .. }) | ResponderError::Slack(PostError::Rejected { .. })
+        )
+    }
+}
+
+/// A message from one of the dead-letter queues, read as whichever
+/// envelope it is (their kinds do not overlap).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeadLetter {
+    Work(WorkMessage),
+    Reply(ReplyMessage),
+}
+
+impl DeadLetter {
+    pub fn decode(body: &str) -> Option<Self> {
+        WorkMessage::decode(body)
+            .map(DeadLetter::Work)
+            .or_else(|_| ReplyMessage::decode(body).map(DeadLetter::Reply))
+            .ok()
+    }
+}
+
+pub struct Responder<S, D, P, K> {
+    pub turns: S,
+    pub deliveries: D,
+    pub slack: P,
+    pub clock: K,
+}
+
+impl<S, D, P, K> Responder<S, D, P, K>
+where
+    S: TurnStore,
+    D: DeliveryLog,
+    P: SlackPoster,
+    K: Clock,
+{
+    pub async fn handle(&self, message: &ReplyMessage) -> Result<Outcome, ResponderError> {
+        match message {
+            ReplyMessage::Deliver { turn_id, .. } => self.deliver(turn_id).await,
+            ReplyMessage::ApprovalPrompt { turn_id, thread, tool_use } => self.prompt(turn_id, thread, tool_use).await,
+            ReplyMessage::Progress { turn_id, thread, step, text } => self.progress(turn_id, thread, *step, text).await,
+        }
+    }
+
+    /// A message that ended in a dead-letter queue.
+    pub async fn handle_dead_letter(&self, letter: &DeadLetter) -> Result<Outcome, ResponderError> {
+        let (turn_id, thread) = match letter {
+            DeadLetter::Work(WorkMessage::StartTurn(request)) => {
+                (TurnId::for_event(&request.thread, &request.event_id), &request.thread)
+            }
+            DeadLetter::Work(WorkMessage::Continue(continuation)) => {
+                (continuation.turn_id.clone(), &continuation.thread)
+            }
+            DeadLetter::Work(WorkMessage::Approval(click)) => match click.target() {
+                Some((turn_id, _)) => (turn_id, &click.thread),
+                None => return Ok(Outcome::Skipped { reason: "unreadable_approval" }),
+            },
+            DeadLetter::Reply(ReplyMessage::Progress { .. }) => {
+                return Ok(Outcome::Skipped { reason: "stale_progress" });
+            }
+            DeadLetter::Reply(ReplyMessage::Deliver { turn_id, thread })
+            | DeadLetter::Reply(ReplyMessage::ApprovalPrompt { turn_id, thread, .. }) => (turn_id.clone(), thread),
+        };
+        self.apologize(&turn_id, thread).await
+    }
+
+    async fn deliver(&self, turn_id: &TurnId) -> Result<Outcome, ResponderError> {
+        let Some(turn) = self.turns.load(turn_id).await? else {
+            warn!(turn_id = %turn_id, "delivery for a turn that does not exist");
+            return Ok(Outcome::Skipped { reason: "unknown_turn" });
+        };
+        match turn.status {
+            TurnStatus::Delivered => return Ok(Outcome::Skipped { reason: "already_delivered" }),
+            TurnStatus::Running | TurnStatus::AwaitingApproval => {
+                warn!(turn_id = %turn.id, status = turn.status.as_str(), "delivery for a turn that is not settled");
+                return Ok(Outcome::Skipped { reason: "not_settled" });
+            }
+            TurnStatus::Answered | TurnStatus::Failed => {}
+        }
+        let answer = turn.answer.as_deref().unwrap_or("I have nothing to add.");
+        let messages = render::answer(answer);
+        let posted = match self.post_all(&turn.thread, &turn.id, &messages).await {
+            Ok(posted) => posted,
+            Err(ResponderError::Slack(PostError::Rejected { code })) => return self.refused(turn, code).await,
+            Err(err) => return Err(err),
+        };
+        info!(turn_id = %turn.id, posted, parts = messages.len(), "answer delivered");
+        if turn.status == TurnStatus::Answered {
+            self.settle(turn, TurnStatus::Delivered, None).await?;
+        }
+        Ok(Outcome::Delivered { id: turn_id.clone(), posted })
+    }
+
+    async fn prompt(
+        &self,
+        turn_id: &TurnId,
+        thread: &ThreadRef,
+        tool_use: &ToolUse,
+    ) -> Result<Outcome, ResponderError> {
+        let message = render::approval(turn_id, tool_use);
+        match self.post_all(thread, turn_id, std::slice::from_ref(&message)).await {
+            Ok(posted) => Ok(Outcome::Delivered { id: turn_id.clone(), posted }),
+            Err(ResponderError::Slack(PostError::Rejected { code })) => match self.turns.load(turn_id).await? {
+                Some(turn) => self.refused(turn, code).await,
+                None => Ok(Outcome::Refused { id: turn_id.clone(), code }),
+            },
+            Err(err) => Err(err),
+        }
+    }
+
+    /// The thread's status line; where Slack refuses one, a placeholder
+    /// message updated in place (and later replaced by the answer).
+    async fn progress(
+        &self,
+        turn_id: &TurnId,
+        thread: &ThreadRef,
+        step: u32,
+        text: &str,
+    ) -> Result<Outcome, ResponderError> {
+        let code = match self.slack.set_status(thread, &redact::redact(text)).await {
+            Ok(()) => return Ok(Outcome::ProgressShown { id: turn_id.clone() }),
+            Err(PostError::Rejected { code }) => code,
+            Err(err) => {
+                warn!(turn_id = %turn_id, step, error = %err, "progress not shown");
+                return Ok(Outcome::Skipped { reason: "slack_unavailable" });
+            }
+        };
+        info!(turn_id = %turn_id, step, code = %code, "thread status refused: showing a placeholder message");
+        match self.placeholder(turn_id, thread, step, text).await {
+            Ok(outcome) => Ok(outcome),
+            Err(err) => {
+                warn!(turn_id = %turn_id, step, error = %err, "progress not shown");
+                Ok(Outcome::Skipped { reason: "placeholder_failed" })
+            }
+        }
+    }
+
+    async fn placeholder(
+        &self,
+        turn_id: &TurnId,
+        thread: &ThreadRef,
+        step: u32,
+        text: &str,
+    ) -> Result<Outcome, ResponderError> {
+        let mut record = self.deliveries.load(turn_id).await?;
+        if record.posted.keys().any(|key| render::is_answer_key(key)) || step < record.progress_step {
+            return Ok(Outcome::Skipped { reason: "stale_progress" });
+        }
+        let message = render::placeholder(text);
+        match record.posted.get(render::PLACEHOLDER_KEY).cloned() {
+            Some(ts) => self.slack.update(thread, &ts, turn_id, &message).await.map_err(ResponderError::Slack)?,
+            None => self.post_once(thread, turn_id, &message, &mut record).await?,
+        }
+        record.progress_step = step;
+        self.save_record(turn_id, &mut record).await?;
+        Ok(Outcome::ProgressShown { id: turn_id.clone() })
+    }
+
+    async fn apologize(&self, turn_id: &TurnId, thread: &ThreadRef) -> Result<Outcome, ResponderError> {
+        let turn = self.turns.load(turn_id).await?;
+        match turn.as_ref().map(|turn| turn.status) {
+            Some(TurnStatus::Delivered) => return Ok(Outcome::Skipped { reason: "already_delivered" }),
+            // The answer exists: delivering it is the best apology.
+            Some(TurnStatus::Answered | TurnStatus::Failed) => return self.deliver(turn_id).await,
+            Some(TurnStatus::Running | TurnStatus::AwaitingApproval) | None => {}
+        }
+        let reference = render::reference(turn_id);
+        error!(turn_id = %turn_id, reference, "the turn's work ended in a dead-letter queue: telling the thread");
+        if let Some(turn) = turn {
+            // The apology becomes the failed turn's answer, delivered once
+            // like any answer.
+            self.settle(turn, TurnStatus::Failed, Some(render::apology_text(turn_id))).await?;
+            return self.deliver(turn_id).await;
+        }
+        match self.post_all(thread, turn_id, &[render::apology(turn_id)]).await {
+            Ok(posted) => Ok(Outcome::Delivered { id: turn_id.clone(), posted }),
+            Err(ResponderError::Slack(PostError::Rejected { code })) => {
+                log_refusal(turn_id, &code);
+                Ok(Outcome::Refused { id: turn_id.clone(), code })
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Posts the messages not yet in the thread, in order; how many it
+    /// posted. The first replaces the placeholder, if one was shown.
+    async fn post_all(
+        &self,
+        thread: &ThreadRef,
+        turn_id: &TurnId,
+        messages: &[Outgoing],
+    ) -> Result<usize, ResponderError> {
+        let mut record = self.deliveries.load(turn_id).await?;
+        let mut posted = 0;
+        for (index, message) in messages.iter().enumerate() {
+            if record.posted.contains_key(&message.key) {
+                continue;
+            }
+            let placeholder = record.posted.get(render::PLACEHOLDER_KEY).cloned();
+            match placeholder {
+                // Replacing is idempotent: no attempt to record first.
+                Some(ts) if index == 0 && render::is_answer_key(&message.key) => {
+                    self.slack.update(thread, &ts, turn_id, message).await.map_err(ResponderError::Slack)?;
+                    record.posted.insert(message.key.clone(), ts);
+                    self.save_record(turn_id, &mut record).await?;
+                }
+                _ => self.post_once(thread, turn_id, message, &mut record).await?,
+            }
+            posted += 1;
+        }
+        if posted > 0 && render::is_answer_key(&messages[0].key) && !record.posted.contains_key(render::PLACEHOLDER_KEY)
+        {
+            // Slack clears the status line when the bot replies; say so
+            // anyway, in case the answer landed as an update.
+            if let Err(err) = self.slack.set_status(thread, "").await {
+                info!(turn_id = %turn_id, error = %err, "status line not cleared");
+            }
+        }
+        Ok(posted)
+    }
+
+    /// Posts one message unless an earlier attempt already did.
+    async fn post_once(
+        &self,
+        thread: &ThreadRef,
+        turn_id: &TurnId,
+        message: &Outgoing,
+        record: &mut DeliveryRecord,
+    ) -> Result<(), ResponderError> {
+        if record.attempted.contains(&message.key) {
+            let found = self.slack.find_posted(thread, turn_id).await.map_err(ResponderError::Slack)?;
+            if let Some(ts) = found.get(&message.key) {
+                info!(turn_id = %turn_id, key = %message.key, "an earlier attempt posted this: not posting again");
+                record.attempted.remove(&message.key);
+                record.posted.insert(message.key.clone(), ts.clone());
+                return self.save_record(turn_id, record).await;
+            }
+        } else {
+            record.attempted.insert(message.key.clone());
+            self.save_record(turn_id, record).await?;
+        }
+        match self.slack.post(thread, turn_id, message).await {
+            Ok(ts) => {
+                record.attempted.remove(&message.key);
+                record.posted.insert(message.key.clone(), ts);
+                self.save_record(turn_id, record).await
+            }
+            Err(err @ PostError::Rejected { .. }) => {
+                // Slack said no: nothing was posted, the outcome is known.
+                record.attempted.remove(&message.key);
+                if let Err(save) = self.save_record(turn_id, record).await {
+                    warn!(turn_id = %turn_id, error = %save, "refused post not recorded");
+                }
+                Err(ResponderError::Slack(err))
+            }
+            Err(err) => Err(ResponderError::Slack(err)),
+        }
+    }
+
+    async fn save_record(&self, turn_id: &TurnId, record: &mut DeliveryRecord) -> Result<(), ResponderError> {
+        record.updated_at = self.clock.now_unix();
+        Ok(self.deliveries.save(turn_id, record).await?)
+    }
+
+    async fn refused(&self, turn: Turn, code: String) -> Result<Outcome, ResponderError> {
+        log_refusal(&turn.id, &code);
+        let id = turn.id.clone();
+        if turn.status != TurnStatus::Failed {
+            self.settle(turn, TurnStatus::Failed, None).await?;
+        }
+        Ok(Outcome::Refused { id, code })
+    }
+
+    /// Sets the turn's final status (and answer), re-reading it if it
+    /// changed meanwhile.
+    async fn settle(&self, mut turn: Turn, status: TurnStatus, answer: Option<String>) -> Result<(), ResponderError> {
+        const ATTEMPTS: usize = 3;
+        for _ in 0..ATTEMPTS {
+            turn.status = status;
+            if let Some(answer) = &answer {
+                turn.answer = Some(answer.clone());
+            }
+            turn.updated_at = self.clock.now_unix();
+            match self.turns.save(&mut turn).await {
+                Ok(()) => return Ok(()),
+                Err(StoreError::Conflict { .. }) => match self.turns.load(&turn.id).await? {
+                    Some(fresh) => turn = fresh,
+                    None => return Ok(()),
+                },
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Err(StoreError::Conflict { id: turn.id.clone(), expected: turn.version }.into())
+    }
+}
+
+/// What an admin should do about a refusal, by Slack's error code.
+pub fn remedy(code: &str) -> &'static str {
+    match code {
+        "not_in_channel" => "invite the bot to the channel (/invite @bot)",
+        "channel_not_found" => "the channel was deleted, or is private and the bot is not in it",
+        "is_archived" => "the channel is archived",
+        "invalid_auth" | "not_authed" | "token_revoked" | "token_expired" | "account_inactive" => {
+            "the bot token is wrong or revoked: reinstall the app and update the SLACK_BOT_TOKEN secret"
+        }
+        "missing_scope" => "add the missing scope in the app manifest (infra/slack-app-manifest.yaml) and reinstall",
+        "msg_too_long" | "invalid_blocks" | "invalid_metadata" => "a rendering bug: report it with the turn id",
+        "restricted_action" | "ekm_access_denied" => "a workspace policy blocks the bot from posting here",
+        "ratelimited" => "Slack is rate limiting the bot",
+        _ => "see https://docs.slack.dev/reference/methods/chat.postMessage#errors",
+    }
+}
+
+fn log_refusal(turn_id: &TurnId, code: &str) {
+    error!(turn_id = %turn_id, code, remedy = remedy(code), "Slack refused the bot's message: the turn is marked failed");
+}

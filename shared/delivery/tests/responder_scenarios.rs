@@ -1,0 +1,317 @@
+//! The responder on in-memory ports: exactly-once posting through crashes
+//! and lost responses, Slack's refusals and rate limits, progress, approval
+//! prompts and dead letters.
+
+use agent::memory::{MemoryDeliveries, MemoryTurns};
+use agent::messages::{ReplyMessage, WorkMessage};
+use agent::ports::{DeliveryLog, DeliveryRecord, StoreError, TurnStore};
+use agent::store_contract::new_turn;
+use agent::turn::{ToolUse, Turn, TurnId, TurnStatus};
+use agent::{FixedClock, ThreadRef};
+use delivery::memory::{MemoryPoster, POST, REPLIES, SET_STATUS, Scripted, UPDATE};
+use delivery::{DeadLetter, Outcome, PostError, Responder};
+use serde_json::json;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// A delivery log that can be told to lose its next saves, as a crash
+/// between two writes would.
+#[derive(Default)]
+struct CrashingLog {
+    inner: MemoryDeliveries,
+    /// Saves to let through before failing the rest.
+    fail_after: AtomicUsize,
+}
+
+impl CrashingLog {
+    fn crash_after(&self, saves: usize) {
+        self.fail_after.store(saves + 1, Ordering::SeqCst);
+    }
+
+    fn recover(&self) {
+        self.fail_after.store(0, Ordering::SeqCst);
+    }
+}
+
+impl DeliveryLog for CrashingLog {
+    async fn load(&self, id: &TurnId) -> Result<DeliveryRecord, StoreError> {
+        self.inner.load(id).await
+    }
+
+    async fn save(&self, id: &TurnId, record: &mut DeliveryRecord) -> Result<(), StoreError> {
+        match self.fail_after.load(Ordering::SeqCst) {
+            0 => self.inner.save(id, record).await,
+            1 => Err(agent::ports::PortError::new("save delivery", "process crashed").into()),
+            n => {
+                self.fail_after.store(n - 1, Ordering::SeqCst);
+                self.inner.save(id, record).await
+            }
+        }
+    }
+}
+
+type TestResponder = Responder<MemoryTurns, CrashingLog, MemoryPoster, FixedClock>;
+
+fn responder() -> TestResponder {
+    Responder {
+        turns: MemoryTurns::default(),
+        deliveries: CrashingLog::default(),
+        slack: MemoryPoster::default(),
+        clock: FixedClock::at(1_763_800_100),
+    }
+}
+
+/// A stored turn in `status`, with `answer`.
+async fn stored(responder: &TestResponder, status: TurnStatus, answer: Option<&str>) -> Turn {
+    let mut turn = new_turn("Ev0LAN670R");
+    turn.status = status;
+    turn.answer = answer.map(str::to_owned);
+    responder.turns.create(&mut turn).await.unwrap();
+    turn
+}
+
+fn deliver(turn: &Turn) -> ReplyMessage {
+    ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() }
+}
+
+async fn status_of(responder: &TestResponder, turn: &Turn) -> TurnStatus {
+    responder.turns.load(&turn.id).await.unwrap().unwrap().status
+}
+
+fn texts(responder: &TestResponder) -> Vec<String> {
+    responder.slack.messages().into_iter().map(|p| p.message.text).collect()
+}
+
+#[tokio::test]
+async fn an_answer_is_posted_once_in_its_thread_and_the_turn_marked_delivered() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("The pool is **exhausted**.")).await;
+
+    let outcome = responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(outcome, Outcome::Delivered { id: turn.id.clone(), posted: 1 });
+    let posted = responder.slack.messages();
+    assert_eq!(posted.len(), 1);
+    assert_eq!(posted[0].thread, turn.thread);
+    assert_eq!(posted[0].message.text, "The pool is *exhausted*.");
+    assert_eq!(status_of(&responder, &turn).await, TurnStatus::Delivered);
+
+    // A redelivery posts nothing.
+    let again = responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(again, Outcome::Skipped { reason: "already_delivered" });
+    assert_eq!(responder.slack.calls(POST), 1);
+}
+
+#[tokio::test]
+async fn a_crash_after_the_post_and_before_the_record_does_not_post_twice() {
+    // GIVEN the process dies right after Slack accepted the post: the
+    // attempt was saved, the post landed, the record of it was not saved
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Restart the pool.")).await;
+    responder.deliveries.crash_after(1);
+    let err = responder.handle(&deliver(&turn)).await.unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    assert_eq!(responder.slack.messages().len(), 1, "the post landed");
+
+    // WHEN SQS redelivers the message
+    responder.deliveries.recover();
+    let outcome = responder.handle(&deliver(&turn)).await.unwrap();
+
+    // THEN the thread was searched, the message found, nothing posted again
+    assert_eq!(outcome, Outcome::Delivered { id: turn.id.clone(), posted: 1 });
+    assert_eq!(responder.slack.calls(REPLIES), 1);
+    assert_eq!(responder.slack.calls(POST), 1);
+    assert_eq!(texts(&responder), ["Restart the pool."]);
+    assert_eq!(status_of(&responder, &turn).await, TurnStatus::Delivered);
+}
+
+#[tokio::test]
+async fn a_lost_response_is_found_in_the_thread_and_a_failed_one_posted_again() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Done.")).await;
+    // Slack took the first post but the response was lost (a timeout).
+    responder.slack.script(POST, [Scripted::LandThenFail(PostError::Unavailable("timeout".into()))]);
+    assert!(responder.handle(&deliver(&turn)).await.unwrap_err().is_retryable());
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(texts(&responder), ["Done."], "found, not posted again");
+
+    // Slack answered 5xx and did not post: the retry posts.
+    let responder = self::responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Done.")).await;
+    responder.slack.script(POST, [Scripted::Fail(PostError::Unavailable("HTTP 503".into()))]);
+    assert!(responder.handle(&deliver(&turn)).await.unwrap_err().is_retryable());
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(texts(&responder), ["Done."]);
+    assert_eq!((responder.slack.calls(REPLIES), responder.slack.calls(POST)), (1, 2));
+}
+
+#[tokio::test]
+async fn a_long_rate_limit_fails_the_record_for_a_later_retry() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Later.")).await;
+    responder.slack.script(POST, [Scripted::Fail(PostError::RateLimited { retry_after: Duration::from_secs(60) })]);
+    let err = responder.handle(&deliver(&turn)).await.unwrap_err();
+    assert!(err.is_retryable());
+    assert_eq!(status_of(&responder, &turn).await, TurnStatus::Answered);
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(texts(&responder), ["Later."]);
+}
+
+#[tokio::test]
+async fn a_refusal_marks_the_turn_failed_and_is_not_retried() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Hello.")).await;
+    responder.slack.script(POST, [Scripted::Fail(PostError::Rejected { code: "not_in_channel".into() })]);
+
+    let outcome = responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(outcome, Outcome::Refused { id: turn.id.clone(), code: "not_in_channel".into() });
+    assert_eq!(status_of(&responder, &turn).await, TurnStatus::Failed);
+    assert!(responder.slack.messages().is_empty());
+    assert_eq!(delivery::responder::remedy("not_in_channel"), "invite the bot to the channel (/invite @bot)");
+}
+
+#[tokio::test]
+async fn a_long_answer_is_posted_in_parts_and_a_retry_posts_only_the_missing_ones() {
+    let responder = responder();
+    let paragraph = format!("{}\n\n", "lorem ipsum ".repeat(240));
+    let turn = stored(&responder, TurnStatus::Answered, Some(&paragraph.repeat(30))).await;
+    let parts = delivery::render::answer(turn.answer.as_deref().unwrap()).len();
+    assert!(parts >= 2, "{parts}");
+    responder.slack.script(POST, [Scripted::LandThenFail(PostError::Unavailable("no".into()))]);
+    // The first post lands and is reported lost; later ones never happen.
+    assert!(responder.handle(&deliver(&turn)).await.is_err());
+    responder.handle(&deliver(&turn)).await.unwrap();
+
+    let keys: Vec<String> = responder.slack.messages().into_iter().map(|p| p.message.key).collect();
+    let expected: Vec<String> = (1..=parts).map(|i| format!("answer {i}/{parts}")).collect();
+    assert_eq!(keys, expected, "every part once, in order");
+}
+
+#[tokio::test]
+async fn progress_shows_as_the_thread_status_and_clears_with_the_answer() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Running, None).await;
+    let progress = ReplyMessage::Progress {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        step: 1,
+        text: "is running search_docs…".into(),
+    };
+    assert_eq!(responder.handle(&progress).await.unwrap(), Outcome::ProgressShown { id: turn.id.clone() });
+
+    let mut answered = responder.turns.load(&turn.id).await.unwrap().unwrap();
+    answered.settle("Found it.".into(), TurnStatus::Answered, 1_763_800_200);
+    responder.turns.save(&mut answered).await.unwrap();
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(responder.slack.statuses(), ["is running search_docs…", ""]);
+    assert_eq!(texts(&responder), ["Found it."]);
+}
+
+#[tokio::test]
+async fn where_status_is_refused_a_placeholder_is_updated_then_replaced_by_the_answer() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Running, None).await;
+    let refused = || Scripted::Fail(PostError::Rejected { code: "not_allowed_token_type".into() });
+    responder.slack.script(SET_STATUS, [refused(), refused(), refused()]);
+    let progress = |step: u32, text: &str| ReplyMessage::Progress {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        step,
+        text: text.into(),
+    };
+    responder.handle(&progress(0, "is thinking…")).await.unwrap();
+    responder.handle(&progress(1, "is running fetch_logs…")).await.unwrap();
+    assert_eq!(texts(&responder), ["_Working on it: is running fetch_logs…_"], "one placeholder, updated");
+    // A redelivered older step does not go back.
+    responder.handle(&progress(0, "is thinking…")).await.unwrap();
+    assert_eq!(texts(&responder), ["_Working on it: is running fetch_logs…_"]);
+
+    let mut answered = responder.turns.load(&turn.id).await.unwrap().unwrap();
+    answered.settle("The logs show a deploy at 14:02.".into(), TurnStatus::Answered, 1_763_800_200);
+    responder.turns.save(&mut answered).await.unwrap();
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(texts(&responder), ["The logs show a deploy at 14:02."], "the answer took the placeholder's place");
+    assert_eq!((responder.slack.calls(POST), responder.slack.calls(UPDATE)), (1, 2));
+}
+
+#[tokio::test]
+async fn progress_that_slack_cannot_take_is_dropped_not_retried() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Running, None).await;
+    responder.slack.script(SET_STATUS, [Scripted::Fail(PostError::Unavailable("503".into()))]);
+    let progress =
+        ReplyMessage::Progress { turn_id: turn.id.clone(), thread: turn.thread.clone(), step: 0, text: "x".into() };
+    assert_eq!(responder.handle(&progress).await.unwrap(), Outcome::Skipped { reason: "slack_unavailable" });
+}
+
+#[tokio::test]
+async fn an_approval_prompt_is_posted_once_with_its_buttons() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::AwaitingApproval, None).await;
+    let prompt = ReplyMessage::ApprovalPrompt {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        tool_use: ToolUse { id: "tooluse_9".into(), name: "restart_service".into(), input: json!({"name": "api"}) },
+    };
+    responder.handle(&prompt).await.unwrap();
+    responder.handle(&prompt).await.unwrap();
+    let posted = responder.slack.messages();
+    assert_eq!(posted.len(), 1);
+    assert_eq!(posted[0].message.key, "approval tooluse_9");
+    assert_eq!(posted[0].message.blocks[1]["elements"][0]["value"], format!("{}:tooluse_9", turn.id));
+}
+
+fn dead_start(thread: &ThreadRef) -> DeadLetter {
+    let body = include_str!("../../../tests/events/worker-sqs-start-turn.json");
+    let event: serde_json::Value = serde_json::from_str(body).unwrap();
+    let mut message = WorkMessage::decode(event["Records"][0]["body"].as_str().unwrap()).unwrap();
+    if let WorkMessage::StartTurn(request) = &mut message {
+        request.thread = thread.clone();
+        request.event_id = slack::EventId::new("Ev0LAN670R");
+    }
+    DeadLetter::decode(&message.encode()).expect("a work envelope")
+}
+
+#[tokio::test]
+async fn work_that_died_becomes_one_apology_with_a_reference_and_a_failed_turn() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Running, None).await;
+    let letter = dead_start(&turn.thread);
+
+    let outcome = responder.handle_dead_letter(&letter).await.unwrap();
+    assert_eq!(outcome, Outcome::Delivered { id: turn.id.clone(), posted: 1 });
+    let texts = texts(&responder);
+    assert_eq!(texts.len(), 1);
+    assert!(texts[0].starts_with("Sorry, something went wrong"), "{}", texts[0]);
+    assert!(texts[0].contains("`Ev0LAN670R`"), "{}", texts[0]);
+    assert_eq!(status_of(&responder, &turn).await, TurnStatus::Failed);
+
+    // The same dead letter again (a redelivery from the dead-letter queue).
+    responder.handle_dead_letter(&letter).await.unwrap();
+    assert_eq!(responder.slack.calls(POST), 1, "one apology");
+}
+
+#[tokio::test]
+async fn a_dead_letter_for_work_that_never_stored_a_turn_still_apologizes_once() {
+    let responder = responder();
+    let thread = new_turn("Ev0LAN670R").thread;
+    let letter = dead_start(&thread);
+    responder.handle_dead_letter(&letter).await.unwrap();
+    responder.handle_dead_letter(&letter).await.unwrap();
+    assert_eq!(responder.slack.calls(POST), 1);
+    assert_eq!(responder.slack.messages()[0].thread, thread);
+}
+
+#[tokio::test]
+async fn a_dead_delivery_delivers_the_answer_and_stale_progress_is_dropped() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("The answer.")).await;
+    let letter = DeadLetter::decode(&deliver(&turn).encode()).unwrap();
+    responder.handle_dead_letter(&letter).await.unwrap();
+    assert_eq!(texts(&responder), ["The answer."]);
+
+    let progress =
+        ReplyMessage::Progress { turn_id: turn.id.clone(), thread: turn.thread.clone(), step: 1, text: "x".into() };
+    let letter = DeadLetter::decode(&progress.encode()).unwrap();
+    assert_eq!(responder.handle_dead_letter(&letter).await.unwrap(), Outcome::Skipped { reason: "stale_progress" });
+    assert_eq!(DeadLetter::decode("{\"v\":1,\"kind\":\"teleport\"}"), None);
+}
