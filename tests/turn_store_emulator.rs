@@ -1,9 +1,10 @@
 //! The DynamoDB turn store, through the real SDK against the local AWS
 //! emulator, keeps the same contract as the in-memory one
-//! (`agent::store_contract`): create once, optimistic locking, item limit.
+//! (`agent::store_contract`): create once, optimistic locking, item limit;
+//! and so does the responder's delivery log beside it.
 
 use agent::store_contract;
-use aws_adapters::dynamodb::DynamoTurns;
+use aws_adapters::dynamodb::{DynamoDeliveries, DynamoTurns};
 use e2e::{Stack, emulator_config};
 
 async fn store() -> (Stack, DynamoTurns) {
@@ -34,6 +35,13 @@ async fn missing_turns_load_as_none_and_cannot_be_saved() {
 async fn state_over_the_item_limit_is_refused_before_dynamodb_sees_it() {
     let (_stack, store) = store().await;
     store_contract::oversized_state_is_refused(&store, "Ev0LARGE01").await;
+}
+
+#[tokio::test]
+async fn delivery_records_are_versioned_beside_the_turn() {
+    let (stack, _store) = store().await;
+    let log = DynamoDeliveries::new(stack.dynamodb.clone(), &stack.table);
+    store_contract::delivery_records_are_versioned(&log, "Ev0DELIVER").await;
 }
 
 #[tokio::test]

@@ -33,7 +33,7 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
     let response = lambda.invoke(&events::parse(events::WORKER_SQS_START_TURN)).await.unwrap();
     assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}\n{}", lambda.logs());
     assert_eq!(fake.requests()[0].model_id, "us.anthropic.claude-sonnet-4-20250514-v1:0");
-    let replies = stack.receive_replies().await.unwrap();
+    let replies = stack.receive_requests().await.unwrap();
     assert!(matches!(replies[..], [ReplyMessage::Deliver { .. }]), "{replies:?}");
 
     let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();

@@ -12,7 +12,7 @@ use aws_adapters::provision;
 use e2e::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
 use e2e::fake_slack::{CONVERSATIONS_INFO, CONVERSATIONS_REPLIES, FakeSlack, SlackReply};
 use e2e::{Stack, emulator_config, events, sqs_event, unique_name};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use worker::{Clients, Config, WorkerFunction};
 
@@ -27,17 +27,7 @@ async fn world(fake: &FakeBedrock) -> (Stack, WorkerFunction) {
 /// The function's configuration; Slack is the fake when given, else an
 /// address where nothing listens (history then degrades to the question).
 fn function_config(stack: &Stack, slack: Option<&FakeSlack>) -> Config {
-    Config {
-        turns_table: stack.table.clone(),
-        work_queue_url: stack.work_queue.queue.clone(),
-        reply_queue_url: stack.reply_queue.queue.clone(),
-        artifact_bucket: stack.bucket.clone(),
-        model_id: "test-model".into(),
-        slack_bot_token: slack::web::BotToken::new("xoxb-test-token"),
-        slack_api_base_url: slack.map_or_else(|| "http://127.0.0.1:9/api".to_owned(), |s| s.url().to_owned()),
-        assistant_config_key: agent::config::DEFAULT_CONFIG_KEY.to_owned(),
-        limits: Default::default(),
-    }
+    e2e::worker_config(stack, slack.map_or("http://127.0.0.1:9/api", |s| s.url()))
 }
 
 /// The stack's clients, with Bedrock's pointed at the fake.
@@ -56,14 +46,7 @@ fn deadline() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000
 }
 
-fn failures(response: &Value) -> Vec<String> {
-    response["batchItemFailures"]
-        .as_array()
-        .expect("a batch response")
-        .iter()
-        .map(|f| f["itemIdentifier"].as_str().unwrap().to_owned())
-        .collect()
-}
+use e2e::batch_failures as failures;
 
 #[tokio::test]
 async fn the_sqs_event_file_starts_a_turn_that_is_answered_and_delivered() {
@@ -77,7 +60,7 @@ async fn the_sqs_event_file_starts_a_turn_that_is_answered_and_delivered() {
     let turn = DynamoTurns::new(stack.dynamodb.clone(), &stack.table).load(&TurnId::new(TURN)).await.unwrap().unwrap();
     assert_eq!((turn.status, turn.steps), (TurnStatus::Answered, 1));
     assert!(turn.answer.unwrap().contains("connection pool is exhausted"));
-    let replies = stack.receive_replies().await.unwrap();
+    let replies = stack.receive_requests().await.unwrap();
     assert!(matches!(&replies[..], [ReplyMessage::Deliver { turn_id, .. }] if turn_id.as_str() == TURN), "{replies:?}");
 
     // Slack unreachable: the question alone, named, reached the model.
@@ -232,7 +215,7 @@ async fn persistent_throttling_reports_the_record_for_redelivery() {
 
     let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
     assert_eq!(failures(&response), ["059f36b4-87a3-44ab-83d2-661975830a7d"]);
-    assert!(stack.receive_replies().await.unwrap().is_empty());
+    assert!(stack.receive_requests().await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -360,7 +343,7 @@ async fn a_redelivered_message_calls_no_model_and_sqs_drops_the_repeated_deliver
 
     assert_eq!(failures(&response), Vec::<String>::new());
     assert_eq!(fake.requests().len(), 1, "no second model call");
-    let replies = stack.receive_replies().await.unwrap();
+    let replies = stack.receive_requests().await.unwrap();
     assert_eq!(replies.len(), 1, "the repeated delivery request shares its deduplication id");
 }
 
@@ -388,5 +371,5 @@ async fn a_turn_continues_across_invocations_through_the_work_queue() {
     assert_eq!(fake.requests().len(), 2, "the saved step was not repeated");
     let turn = DynamoTurns::new(stack.dynamodb.clone(), &stack.table).load(&TurnId::new(TURN)).await.unwrap().unwrap();
     assert_eq!((turn.status, turn.steps), (TurnStatus::Answered, 2));
-    assert_eq!(stack.receive_replies().await.unwrap().len(), 1);
+    assert_eq!(stack.receive_requests().await.unwrap().len(), 1);
 }

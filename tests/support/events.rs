@@ -16,6 +16,10 @@ pub const BAD_SIGNATURE: &str = include_str!("../events/ingress-bad-signature.js
 pub const APPROVAL_CLICK: &str = include_str!("../events/ingress-approval-click.json");
 pub const BOT_MESSAGE: &str = include_str!("../events/ingress-bot-message.json");
 pub const WORKER_SQS_START_TURN: &str = include_str!("../events/worker-sqs-start-turn.json");
+pub const RESPONDER_SQS_DELIVER: &str = include_str!("../events/responder-sqs-deliver.json");
+pub const RESPONDER_SQS_DEAD_LETTER: &str = include_str!("../events/responder-sqs-dead-letter.json");
+/// The queue the dead-letter event file says it came from.
+pub const WORK_DEAD_LETTER_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work-dlq.fifo";
 pub const SCHEDULED_HEALTH_CHECK: &str = include_str!("../events/scheduled-health-check.json");
 
 const LOCAL_ENV: &str = include_str!("../../infra/env.local.json");

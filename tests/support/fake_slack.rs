@@ -2,6 +2,11 @@
 //! JSON with `ok`), so the real `reqwest` client is what the tests exercise.
 //! Each method answers from its script, in order, then from its default;
 //! every call is recorded.
+//!
+//! Without a default, it behaves as Slack does for what the bot uses:
+//! `chat.postMessage` adds a message (with its metadata) to the thread,
+//! `chat.update` replaces one, `conversations.replies` returns the thread,
+//! `assistant.threads.setStatus` and `auth.test` answer ok.
 
 use crate::local_server::LocalServer;
 use axum::Router;
@@ -24,6 +29,20 @@ pub enum SlackReply {
         retry_after_secs: u64,
     },
     Status(u16),
+    /// `chat.postMessage` only: the message is posted, but the answer is
+    /// this HTTP status (Slack did the work; the response was lost).
+    PostedThenStatus(u16),
+}
+
+/// A message in a fake thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Posted {
+    pub channel: String,
+    pub thread_ts: String,
+    pub ts: String,
+    pub text: String,
+    pub blocks: Option<Value>,
+    pub metadata: Option<Value>,
 }
 
 #[derive(Debug, Clone)]
@@ -38,6 +57,7 @@ struct Shared {
     scripts: Mutex<HashMap<String, VecDeque<SlackReply>>>,
     defaults: Mutex<HashMap<String, Value>>,
     calls: Mutex<Vec<Call>>,
+    posted: Mutex<Vec<Posted>>,
 }
 
 pub struct FakeSlack {
@@ -73,6 +93,71 @@ impl FakeSlack {
     pub fn calls(&self, method: &str) -> Vec<Call> {
         self.shared.calls.lock().expect("calls lock").iter().filter(|c| c.method == method).cloned().collect()
     }
+
+    /// Every message the bot posted, in order, as it now stands.
+    pub fn posted(&self) -> Vec<Posted> {
+        self.shared.posted.lock().expect("posted lock").clone()
+    }
+}
+
+impl Shared {
+    fn post(&self, form: &HashMap<String, String>) -> Value {
+        let mut posted = self.posted.lock().expect("posted lock");
+        let ts = format!("1763800200.{:06}", posted.len() + 1);
+        let json = |name: &str| form.get(name).and_then(|v| serde_json::from_str::<Value>(v).ok());
+        let message = Posted {
+            channel: form.get("channel").cloned().unwrap_or_default(),
+            thread_ts: form.get("thread_ts").cloned().unwrap_or_else(|| ts.clone()),
+            ts: ts.clone(),
+            text: form.get("text").cloned().unwrap_or_default(),
+            blocks: json("blocks"),
+            metadata: json("metadata"),
+        };
+        let channel = message.channel.clone();
+        posted.push(message);
+        serde_json::json!({"ok": true, "channel": channel, "ts": ts})
+    }
+
+    /// What Slack does for `method` when no script or default says otherwise.
+    fn behave(&self, method: &str, form: &HashMap<String, String>) -> Value {
+        let field = |name: &str| form.get(name).cloned().unwrap_or_default();
+        match method {
+            "chat.postMessage" => self.post(form),
+            "chat.update" => {
+                let mut posted = self.posted.lock().expect("posted lock");
+                let Some(message) = posted.iter_mut().find(|m| m.channel == field("channel") && m.ts == field("ts"))
+                else {
+                    return serde_json::json!({"ok": false, "error": "message_not_found"});
+                };
+                message.text = field("text");
+                message.blocks = form.get("blocks").and_then(|v| serde_json::from_str(v).ok());
+                message.metadata = form.get("metadata").and_then(|v| serde_json::from_str(v).ok());
+                serde_json::json!({"ok": true, "channel": message.channel, "ts": message.ts})
+            }
+            "conversations.replies" => {
+                let with_metadata = field("include_all_metadata") == "true";
+                let posted = self.posted.lock().expect("posted lock");
+                let messages: Vec<Value> = posted
+                    .iter()
+                    .filter(|m| m.channel == field("channel") && m.thread_ts == field("ts"))
+                    .map(|m| {
+                        let mut message = serde_json::json!({
+                            "type": "message", "ts": m.ts, "thread_ts": m.thread_ts,
+                            "bot_id": "B0LAN0Z89", "user": "U0LAN0Z89", "text": m.text,
+                        });
+                        if let (true, Some(metadata)) = (with_metadata, &m.metadata) {
+                            message["metadata"] = metadata.clone();
+                        }
+                        message
+                    })
+                    .collect();
+                serde_json::json!({"ok": true, "messages": messages, "has_more": false})
+            }
+            "assistant.threads.setStatus" => serde_json::json!({"ok": true}),
+            "auth.test" => serde_json::json!({"ok": true, "team_id": "T061EG9R6", "user_id": "U0LAN0Z89"}),
+            _ => serde_json::json!({"ok": false, "error": "unknown_method"}),
+        }
+    }
 }
 
 async fn call(
@@ -83,15 +168,18 @@ async fn call(
 ) -> Response {
     let form: HashMap<String, String> = serde_urlencoded::from_str(&body).unwrap_or_default();
     let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    shared.calls.lock().expect("calls lock").push(Call { method: method.clone(), form, authorization });
+    shared.calls.lock().expect("calls lock").push(Call { method: method.clone(), form: form.clone(), authorization });
 
     let scripted = shared.scripts.lock().expect("scripts lock").get_mut(&method).and_then(VecDeque::pop_front);
     let reply = scripted.unwrap_or_else(|| {
-        let defaults = shared.defaults.lock().expect("defaults lock");
-        let fallback = serde_json::json!({"ok": false, "error": "unknown_method"});
-        SlackReply::Json(defaults.get(&method).cloned().unwrap_or(fallback))
+        let default = shared.defaults.lock().expect("defaults lock").get(&method).cloned();
+        SlackReply::Json(default.unwrap_or_else(|| shared.behave(&method, &form)))
     });
     match reply {
+        SlackReply::PostedThenStatus(status) => {
+            shared.post(&form);
+            StatusCode::from_u16(status).expect("valid status").into_response()
+        }
         SlackReply::Json(value) => axum::Json(value).into_response(),
         SlackReply::RateLimited { retry_after_secs } => {
             (StatusCode::TOO_MANY_REQUESTS, [("retry-after", retry_after_secs.to_string())], "").into_response()

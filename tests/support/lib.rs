@@ -93,6 +93,12 @@ impl Stack {
             .collect()
     }
 
+    /// Every reply-queue message now visible, decoded, status lines left out.
+    pub async fn receive_requests(&self) -> Result<Vec<agent::messages::ReplyMessage>> {
+        let replies = self.receive_replies().await?;
+        Ok(replies.into_iter().filter(|m| !matches!(m, agent::messages::ReplyMessage::Progress { .. })).collect())
+    }
+
     /// Every message now visible on `queue_url`, with its system attributes.
     pub async fn receive(&self, queue_url: &str) -> Result<Vec<Message>> {
         let mut received = Vec::new();
@@ -154,6 +160,52 @@ pub fn sqs_event(messages: &[Message], queue_arn: &str) -> serde_json::Value {
         })
         .collect();
     serde_json::json!({ "Records": records })
+}
+
+/// The message ids an SQS batch response reports as failed.
+pub fn batch_failures(response: &serde_json::Value) -> Vec<String> {
+    response["batchItemFailures"]
+        .as_array()
+        .expect("a batch response")
+        .iter()
+        .map(|f| f["itemIdentifier"].as_str().expect("an item identifier").to_owned())
+        .collect()
+}
+
+/// The worker's configuration for `stack`, calling Slack at `slack_api_base_url`.
+pub fn worker_config(stack: &Stack, slack_api_base_url: &str) -> worker::Config {
+    worker::Config {
+        turns_table: stack.table.clone(),
+        work_queue_url: stack.work_queue.queue.clone(),
+        reply_queue_url: stack.reply_queue.queue.clone(),
+        artifact_bucket: stack.bucket.clone(),
+        model_id: "test-model".into(),
+        slack_bot_token: slack::web::BotToken::new("xoxb-test-token"),
+        slack_api_base_url: slack_api_base_url.to_owned(),
+        assistant_config_key: agent::config::DEFAULT_CONFIG_KEY.to_owned(),
+        limits: Default::default(),
+    }
+}
+
+/// The responder's configuration for `stack`, posting to `slack_api_base_url`.
+pub fn responder_config(
+    stack: &Stack,
+    slack_api_base_url: &str,
+    dead_letter_queue_arns: Vec<String>,
+) -> responder::Config {
+    responder::Config {
+        turns_table: stack.table.clone(),
+        reply_queue_url: stack.reply_queue.queue.clone(),
+        slack_bot_token: slack::web::BotToken::new("xoxb-test-token"),
+        slack_api_base_url: slack_api_base_url.to_owned(),
+        dead_letter_queue_arns,
+        unfurl_links: false,
+    }
+}
+
+/// The responder's clients for `stack`.
+pub fn responder_clients(stack: &Stack) -> responder::Clients {
+    responder::Clients { dynamodb: stack.dynamodb.clone(), sqs: stack.sqs.clone(), http: responder::http_client() }
 }
 
 /// A message's body as a work envelope.

@@ -3,7 +3,6 @@
 //! events (an SQS batch from the work queue, or the scheduled health check)
 //! to calls and back.
 
-use agent::batch::{Handled, Record, handle_in_order};
 use agent::config::{AssistantConfig, DEFAULT_CONFIG_KEY};
 use agent::ports::ArtifactStore;
 use agent::tools::ToolRegistry;
@@ -13,10 +12,11 @@ use aws_adapters::bedrock::{self, BedrockModel};
 use aws_adapters::dynamodb::{self, DynamoTurns};
 use aws_adapters::s3::{self, S3Artifacts};
 use aws_adapters::sqs::{self, SqsQueue};
-use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use runtime_support::UnsupportedEvent;
 use runtime_support::env::{ConfigError, optional, required};
 use runtime_support::health::{self, HealthReport};
+use runtime_support::sqs_batch::{self, Handled, Record};
 use serde_json::Value;
 use slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use std::sync::Arc;
@@ -225,26 +225,7 @@ impl WorkerFunction {
     }
 
     async fn handle_batch(&self, batch: &SqsEvent, deadline: &impl Deadline) -> SqsBatchResponse {
-        let records: Vec<Record<'_>> = batch
-            .records
-            .iter()
-            .map(|message| Record {
-                message_id: message.message_id.as_deref().unwrap_or_default(),
-                body: message.body.as_deref().unwrap_or_default(),
-                group: message.attributes.get("MessageGroupId").map(String::as_str),
-            })
-            .collect();
-        let failures = handle_in_order(&records, |record| self.handle_record(record, deadline)).await;
-        let mut response = SqsBatchResponse::default();
-        response.batch_item_failures = failures
-            .into_iter()
-            .map(|id| {
-                let mut failure = BatchItemFailure::default();
-                failure.item_identifier = id;
-                failure
-            })
-            .collect();
-        response
+        sqs_batch::handle_event(batch, |record| self.handle_record(record, deadline)).await
     }
 
     async fn handle_record(&self, record: Record<'_>, deadline: &impl Deadline) -> Handled {

@@ -6,7 +6,6 @@
 //! - [`model`]: the model call the turn loop makes, as a port.
 //! - [`tools`]: the tool registry, allow-lists and safe execution of calls.
 //! - [`worker`]: the durable step loop that drives a turn to its answer.
-//! - [`batch`]: handling an SQS batch in FIFO order with partial failures.
 //! - [`offload`]: keeping a turn's item small (large results in S3).
 //! - [`config`], [`context`], [`builtin_tools`], [`docs_tools`]: what the
 //!   worker starts a turn with.
@@ -14,7 +13,6 @@
 //!   DynamoDB and SQS live in `aws-adapters`, in-memory ones in [`memory`].
 //! - [`clock`]: time, injected so tests pin it.
 
-pub mod batch;
 #[cfg(feature = "worker")]
 pub mod builtin_tools;
 pub mod clock;

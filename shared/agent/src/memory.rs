@@ -213,15 +213,14 @@ pub struct MemoryDeliveries {
 impl DeliveryLog for MemoryDeliveries {
     async fn load(&self, id: &TurnId) -> Result<DeliveryRecord, StoreError> {
         let records = self.records.lock().expect("deliveries lock");
-        let Some((version, state)) = records.get(id) else { return Ok(DeliveryRecord::default()) };
-        let mut record: DeliveryRecord = serde_json::from_str(state)
-            .map_err(|err| PortError::new("read delivery record", format!("does not parse: {err}")))?;
-        record.version = *version;
-        Ok(record)
+        match records.get(id) {
+            Some((version, state)) => DeliveryRecord::from_state(state, *version),
+            None => Ok(DeliveryRecord::default()),
+        }
     }
 
     async fn save(&self, id: &TurnId, record: &mut DeliveryRecord) -> Result<(), StoreError> {
-        let state = serde_json::to_string(record).expect("delivery records are JSON-safe");
+        let state = record.to_state();
         let mut records = self.records.lock().expect("deliveries lock");
         let stored = records.get(id).map_or(0, |(version, _)| *version);
         if stored != record.version {
@@ -245,5 +244,10 @@ mod tests {
         store_contract::stale_writer_loses(&store, "Ev2").await;
         store_contract::missing_turns(&store, "Ev3").await;
         store_contract::oversized_state_is_refused(&store, "Ev4").await;
+    }
+
+    #[tokio::test]
+    async fn memory_deliveries_keep_the_contract() {
+        store_contract::delivery_records_are_versioned(&super::MemoryDeliveries::default(), "Ev5").await;
     }
 }

@@ -167,6 +167,21 @@ pub struct DeliveryRecord {
     pub updated_at: i64,
 }
 
+impl DeliveryRecord {
+    /// The record as stored (JSON).
+    pub fn to_state(&self) -> String {
+        serde_json::to_string(self).expect("delivery records contain only strings and numbers")
+    }
+
+    /// A stored state back into a record at `version`.
+    pub fn from_state(state: &str, version: u64) -> Result<Self, StoreError> {
+        let mut record: DeliveryRecord = serde_json::from_str(state)
+            .map_err(|err| PortError::new("read delivery record", format!("stored state does not parse: {err}")))?;
+        record.version = version;
+        Ok(record)
+    }
+}
+
 /// Durable [`DeliveryRecord`]s with optimistic locking, one per turn.
 pub trait DeliveryLog: Send + Sync {
     /// The turn's record (a fresh one, version 0, when there is none).

@@ -84,3 +84,30 @@ pub async fn oversized_state_is_refused(store: &impl TurnStore, event_id: &str) 
     assert!(matches!(store.save(&mut turn).await, Err(StoreError::TooLarge { .. })));
     assert_eq!(store.load(&turn.id).await.expect("load").expect("stored").transcript, vec![]);
 }
+
+/// A delivery record starts empty at version 0, saves conditionally on its
+/// version, and comes back as saved.
+pub async fn delivery_records_are_versioned(log: &impl crate::ports::DeliveryLog, event_id: &str) {
+    use crate::ports::DeliveryRecord;
+    let id = new_turn(event_id).id;
+    let mut record = log.load(&id).await.expect("load missing");
+    assert_eq!(record, DeliveryRecord::default(), "a turn with no record has an empty one");
+
+    record.attempted.insert("answer 1/1".into());
+    record.updated_at = 1_763_800_100;
+    log.save(&id, &mut record).await.expect("first save");
+    assert_eq!(record.version, 1);
+
+    let mut stale = DeliveryRecord::default();
+    assert!(
+        matches!(log.save(&id, &mut stale).await, Err(StoreError::Conflict { .. })),
+        "a second first save must conflict"
+    );
+
+    record.attempted.clear();
+    record.posted.insert("answer 1/1".into(), Ts::new("1763800100.000200"));
+    log.save(&id, &mut record).await.expect("second save");
+    let loaded = log.load(&id).await.expect("load");
+    assert_eq!(loaded, record, "as saved, version included");
+    assert_eq!(loaded.version, 2);
+}

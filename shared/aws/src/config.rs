@@ -27,6 +27,15 @@ pub fn worker_timeouts() -> TimeoutConfig {
         .build()
 }
 
+/// For the responder: short calls, retried by SQS when they fail.
+pub fn responder_timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .operation_attempt_timeout(Duration::from_secs(5))
+        .operation_timeout(Duration::from_secs(15))
+        .build()
+}
+
 pub async fn load(timeouts: TimeoutConfig) -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts).load().await
 }

@@ -173,6 +173,11 @@ where
         step: u32,
         text: &str,
     ) -> Result<Outcome, ResponderError> {
+        // A redelivered status line must not come back over the answer.
+        let record = self.deliveries.load(turn_id).await?;
+        if is_stale(&record, step) {
+            return Ok(Outcome::Skipped { reason: "stale_progress" });
+        }
         let code = match self.slack.set_status(thread, &redact::redact(text)).await {
             Ok(()) => return Ok(Outcome::ProgressShown { id: turn_id.clone() }),
             Err(PostError::Rejected { code }) => code,
@@ -182,7 +187,7 @@ where
             }
         };
         info!(turn_id = %turn_id, step, code = %code, "thread status refused: showing a placeholder message");
-        match self.placeholder(turn_id, thread, step, text).await {
+        match self.placeholder(turn_id, thread, step, text, record).await {
             Ok(outcome) => Ok(outcome),
             Err(err) => {
                 warn!(turn_id = %turn_id, step, error = %err, "progress not shown");
@@ -197,11 +202,8 @@ where
         thread: &ThreadRef,
         step: u32,
         text: &str,
+        mut record: DeliveryRecord,
     ) -> Result<Outcome, ResponderError> {
-        let mut record = self.deliveries.load(turn_id).await?;
-        if record.posted.keys().any(|key| render::is_answer_key(key)) || step < record.progress_step {
-            return Ok(Outcome::Skipped { reason: "stale_progress" });
-        }
         let message = render::placeholder(text);
         match record.posted.get(render::PLACEHOLDER_KEY).cloned() {
             Some(ts) => self.slack.update(thread, &ts, turn_id, &message).await.map_err(ResponderError::Slack)?,
@@ -348,6 +350,12 @@ where
         }
         Err(StoreError::Conflict { id: turn.id.clone(), expected: turn.version }.into())
     }
+}
+
+/// Whether a progress step comes too late: the answer is in the thread, or
+/// a later step is already shown.
+fn is_stale(record: &DeliveryRecord, step: u32) -> bool {
+    record.posted.keys().any(|key| render::is_answer_key(key)) || step < record.progress_step
 }
 
 /// What an admin should do about a refusal, by Slack's error code.

@@ -4,10 +4,13 @@
 //!   start-up, failing fast with the name of what is missing;
 //! - [`health`]: recognising the scheduled EventBridge health event and
 //!   building the health report DESIGN.md specifies;
+//! - [`sqs_batch`]: handling an SQS batch in FIFO order with partial
+//!   failures (`ReportBatchItemFailures`);
 //! - [`UnsupportedEvent`]: the error for an event a function does not take.
 
 pub mod env;
 pub mod health;
+pub mod sqs_batch;
 
 /// An invocation whose event this function does not take (a misconfigured
 /// trigger): the invocation fails with this, and nothing else happens.

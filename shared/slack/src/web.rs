@@ -84,6 +84,16 @@ impl WebError {
     }
 }
 
+/// Which failures a call may be retried after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    Everything,
+    /// Only a 429, which Slack answers without doing anything. For calls
+    /// that are not idempotent (`chat.postMessage`): after a 5xx or a lost
+    /// response the message may be posted, and only the caller can look.
+    RateLimitOnly,
+}
+
 #[derive(Debug, Clone)]
 pub struct WebClient {
     http: reqwest::Client,
@@ -106,6 +116,15 @@ impl WebClient {
 
     /// Calls `method` with form parameters; retries as the module says.
     pub async fn call<T: DeserializeOwned>(&self, method: &str, params: &[(&str, &str)]) -> Result<T, WebError> {
+        self.call_retrying(method, params, Retry::Everything).await
+    }
+
+    async fn call_retrying<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &[(&str, &str)],
+        retry: Retry,
+    ) -> Result<T, WebError> {
         let mut backoff = self.retry.backoff;
         let mut attempt = 1;
         loop {
@@ -115,7 +134,9 @@ impl WebClient {
             };
             let wait = match &err {
                 WebError::RateLimited { retry_after, .. } if *retry_after <= self.retry.max_wait => *retry_after,
-                WebError::Transport { .. } | WebError::Http { status: 500.., .. } => backoff,
+                WebError::Transport { .. } | WebError::Http { status: 500.., .. } if retry == Retry::Everything => {
+                    backoff
+                }
                 _ => return Err(err),
             };
             if attempt >= self.retry.attempts {
@@ -240,7 +261,9 @@ struct Posted {
 }
 
 impl WebClient {
-    /// Posts in a thread (`chat.postMessage`); the new message's `ts`.
+    /// Posts in a thread (`chat.postMessage`); the new message's `ts`. A
+    /// 5xx or transport error is returned at once, not retried: the message
+    /// may have been posted (see the responder's exactly-once delivery).
     pub async fn post_message(
         &self,
         channel: &ChannelId,
@@ -255,7 +278,7 @@ impl WebClient {
             ("unfurl_media", unfurl),
         ];
         message.params(&mut params);
-        let posted: Posted = self.call("chat.postMessage", &params).await?;
+        let posted: Posted = self.call_retrying("chat.postMessage", &params, Retry::RateLimitOnly).await?;
         Ok(posted.ts)
     }
 

@@ -7,15 +7,18 @@
 //! | event claim | `EVENT#{team}#{event_id}` | `EVENT` | [`claims::DynamoClaims`] |
 //! | bot thread | `THREAD#{team}#{channel}#{thread_ts}` | `THREAD` | [`claims::DynamoClaims`] |
 //! | turn state | `TURN#{turn_id}` | `STATE` | [`turns::DynamoTurns`] |
+//! | what the responder posted | `TURN#{turn_id}` | `DELIVERY` | [`deliveries::DynamoDeliveries`] |
 //!
 //! Items carry `expires_at` (Unix seconds), the table's TTL attribute.
 //! DynamoDB deletes expired items late (up to days), so conditions on claims
 //! also treat an item past `expires_at` as absent.
 
 pub mod claims;
+pub mod deliveries;
 pub mod turns;
 
 pub use claims::DynamoClaims;
+pub use deliveries::DynamoDeliveries;
 pub use turns::DynamoTurns;
 
 use crate::summarize;

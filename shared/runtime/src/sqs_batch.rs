@@ -6,6 +6,7 @@
 //! are not handled and are reported failed too, so they come back after it.
 //! Records of other groups go on.
 
+use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use std::collections::HashSet;
 use std::future::Future;
 
@@ -15,6 +16,40 @@ pub struct Record<'a> {
     pub body: &'a str,
     /// The FIFO message group, `None` on a standard queue.
     pub group: Option<&'a str>,
+    /// The queue it came from (`eventSourceARN`).
+    pub source: &'a str,
+}
+
+impl<'a> From<&'a SqsMessage> for Record<'a> {
+    fn from(message: &'a SqsMessage) -> Self {
+        Record {
+            message_id: message.message_id.as_deref().unwrap_or_default(),
+            body: message.body.as_deref().unwrap_or_default(),
+            group: message.attributes.get("MessageGroupId").map(String::as_str),
+            source: message.event_source_arn.as_deref().unwrap_or_default(),
+        }
+    }
+}
+
+/// Handles an SQS event's records in order (see [`handle_in_order`]); the
+/// response that names the failed ones.
+pub async fn handle_event<'a, F, Fut>(event: &'a SqsEvent, handle: F) -> SqsBatchResponse
+where
+    F: FnMut(Record<'a>) -> Fut,
+    Fut: Future<Output = Handled>,
+{
+    let records: Vec<Record<'a>> = event.records.iter().map(Record::from).collect();
+    let failures = handle_in_order(&records, handle).await;
+    let mut response = SqsBatchResponse::default();
+    response.batch_item_failures = failures
+        .into_iter()
+        .map(|id| {
+            let mut failure = BatchItemFailure::default();
+            failure.item_identifier = id;
+            failure
+        })
+        .collect();
+    response
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +87,7 @@ mod tests {
     use super::*;
 
     fn record<'a>(id: &'a str, group: Option<&'a str>) -> Record<'a> {
-        Record { message_id: id, body: id, group }
+        Record { message_id: id, body: id, group, source: "arn:aws:sqs:us-east-1:123456789012:work.fifo" }
     }
 
     #[tokio::test]

@@ -1,0 +1,114 @@
+//! The whole pipeline end to end: a signed Slack event through the ingress
+//! handler, the work queue, the worker handler (the fake Bedrock calls a
+//! tool, then answers with a secret in the text), the reply queue and the
+//! responder handler, to the fake Slack: exactly one reply, redacted, in
+//! the right thread. Real SQS queues and DynamoDB (the local emulator)
+//! between the handlers, as Lambda's event source mappings would feed them.
+
+use agent::FixedClock;
+use agent::ports::TurnStore;
+use agent::turn::TurnStatus;
+use aws_adapters::bedrock::retry_config;
+use aws_adapters::dynamodb::DynamoTurns;
+use e2e::events::{self, SIGNED_AT};
+use e2e::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
+use e2e::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
+use e2e::{Stack, decode_work, emulator_config, sqs_event};
+use serde_json::{Value, json};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const WORK_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
+const REPLY_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
+
+/// The model's final answer, leaking a bot token it saw in a tool result.
+/// The token is made here, at test time: nothing real-looking is committed.
+fn answer_with_a_secret() -> (String, String) {
+    let token = format!("xoxb-{}-{}-{}", "2024061715", "7342811937", "q8Xv2LmN4pR7sT1wY9zK3bC6");
+    let mut reply: Value = serde_json::from_str(TEXT_REPLY).unwrap();
+    reply["output"]["message"]["content"] = json!([{
+        "text": format!("The pool is **exhausted**. The deploy config also holds `{token}`: rotate it.")
+    }]);
+    (reply.to_string(), token)
+}
+
+fn no_failures(response: &Value) {
+    assert_eq!(e2e::batch_failures(response), Vec::<String>::new(), "{response}");
+}
+
+#[tokio::test]
+async fn a_mention_gets_exactly_one_redacted_answer_in_its_thread() {
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    let (answer, token) = answer_with_a_secret();
+    bedrock.script([Scripted::fixture(TOOL_USE_REPLY), Scripted::fixture(&answer)]);
+
+    let ingress = ingress::Ingress::new(
+        ingress::Config {
+            signing_secret: slack::SigningSecret::new(events::signing_secret()).unwrap(),
+            turns_table: stack.table.clone(),
+            work_queue_url: stack.work_queue.queue.clone(),
+        },
+        &aws,
+        FixedClock::at(SIGNED_AT + 1),
+    );
+    let worker = worker::WorkerFunction::load(
+        e2e::worker_config(&stack, slack.url()),
+        worker::Clients {
+            dynamodb: stack.dynamodb.clone(),
+            sqs: stack.sqs.clone(),
+            s3: stack.s3.clone(),
+            bedrock: bedrock.client(&aws, retry_config().with_initial_backoff(Duration::from_millis(5))),
+            http: worker::http_client(),
+        },
+    )
+    .await
+    .unwrap();
+    let responder = responder::ResponderFunction::new(
+        e2e::responder_config(&stack, slack.url(), vec![]),
+        e2e::responder_clients(&stack),
+    );
+
+    // Slack → ingress: acknowledged at once, one message queued.
+    let response = ingress.handle(events::parse(events::APP_MENTION)).await.unwrap();
+    assert_eq!(response["statusCode"], 200);
+    let work = stack.receive_work().await.unwrap();
+    assert_eq!(work.len(), 1);
+    let agent::WorkMessage::StartTurn(request) = decode_work(&work[0]) else { panic!("a start_turn") };
+
+    // Work queue → worker: a tool round, then the answer.
+    let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
+    no_failures(&worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline).await.unwrap());
+    assert_eq!(bedrock.requests().len(), 2, "tool use, then the answer");
+
+    // Reply queue → responder, in FIFO order: status lines, then the answer.
+    let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
+    assert!(replies.len() >= 2, "{replies:?}");
+    no_failures(&responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)).await.unwrap());
+    // SQS delivers the whole batch again: nothing more is posted.
+    no_failures(&responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)).await.unwrap());
+
+    let posted = slack.posted();
+    assert_eq!(posted.len(), 1, "exactly one reply: {posted:?}");
+    let reply = &posted[0];
+    assert_eq!(reply.channel, request.thread.channel.as_str());
+    assert_eq!(reply.thread_ts, request.thread.thread_ts.as_str());
+    assert_eq!(
+        reply.text,
+        "The pool is *exhausted*. The deploy config also holds `[redacted: slack bot token]`: rotate it."
+    );
+    let payload = serde_json::to_string(&slack.calls("chat.postMessage")[0].form).unwrap();
+    assert!(!payload.contains(&token), "the secret never reaches Slack, blocks included");
+
+    let statuses: Vec<String> =
+        slack.calls("assistant.threads.setStatus").iter().map(|c| c.form["status"].clone()).collect();
+    assert_eq!(statuses.first().map(String::as_str), Some("is thinking…"));
+    assert!(statuses.iter().any(|s| s.starts_with("is running search_docs")), "{statuses:?}");
+    assert_eq!(statuses.last().map(String::as_str), Some(""), "cleared when the answer landed");
+
+    let turn_id = agent::turn::TurnId::for_event(&request.thread, &request.event_id);
+    let turn = DynamoTurns::new(stack.dynamodb.clone(), &stack.table).load(&turn_id).await.unwrap().unwrap();
+    assert_eq!(turn.status, TurnStatus::Delivered);
+}

@@ -1,0 +1,64 @@
+//! The real `responder` binary under the Lambda Runtime Interface Emulator,
+//! fed the SQS event files in `tests/events/` (a delivery from the reply
+//! queue, a dead letter from the work queue's DLQ) and the scheduled health
+//! event, with its Slack client pointed at the fake Web API.
+
+use agent::ports::TurnStore;
+use agent::store_contract::new_turn;
+use agent::turn::TurnStatus;
+use aws_adapters::dynamodb::DynamoTurns;
+use e2e::fake_slack::FakeSlack;
+use e2e::lambda::{LambdaUnderRie, Launch};
+use e2e::{Stack, emulator_config, events};
+use serde_json::json;
+
+#[tokio::test]
+async fn the_binary_posts_a_delivery_apologizes_for_a_dead_letter_and_reports_health() {
+    let slack = FakeSlack::start().await;
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let turns = DynamoTurns::new(stack.dynamodb.clone(), &stack.table);
+    let mut answered = new_turn("Ev0LAN670R");
+    answered.status = TurnStatus::Answered;
+    answered.answer = Some("The pool is **exhausted**.".into());
+    turns.create(&mut answered).await.unwrap();
+    let env = vec![
+        ("TURNS_TABLE", stack.table.clone()),
+        ("REPLY_QUEUE_URL", stack.reply_queue.queue.clone()),
+        ("DEAD_LETTER_QUEUE_ARNS", events::WORK_DEAD_LETTER_QUEUE_ARN.to_owned()),
+        ("SLACK_BOT_TOKEN", "xoxb-test-token".to_owned()),
+        ("SLACK_API_BASE_URL", slack.url().to_owned()),
+    ];
+    let lambda = LambdaUnderRie::start("responder", Launch { env, clock: None }).unwrap();
+
+    let response = lambda.invoke(&events::parse(events::RESPONDER_SQS_DELIVER)).await.unwrap();
+    assert_eq!(response["batchItemFailures"], json!([]), "{response}\n{}", lambda.logs());
+    let posted = slack.posted();
+    assert_eq!(posted.len(), 1);
+    assert_eq!(posted[0].text, "The pool is *exhausted*.");
+
+    // The same turn's work in the dead-letter queue: it was answered and
+    // delivered, so there is nothing to apologize for.
+    let response = lambda.invoke(&events::parse(events::RESPONDER_SQS_DEAD_LETTER)).await.unwrap();
+    assert_eq!(response["batchItemFailures"], json!([]), "{response}\n{}", lambda.logs());
+    assert_eq!(slack.posted().len(), 1);
+
+    // A turn still running when its work died gets the apology.
+    let dead_letter = events::RESPONDER_SQS_DEAD_LETTER.replace("Ev0LAN670R", "Ev0DEAD0001");
+    let mut running = new_turn("Ev0DEAD0001");
+    turns.create(&mut running).await.unwrap();
+    let response = lambda.invoke(&events::parse(&dead_letter)).await.unwrap();
+    assert_eq!(response["batchItemFailures"], json!([]), "{response}\n{}", lambda.logs());
+    let posted = slack.posted();
+    assert_eq!(posted.len(), 2);
+    assert!(posted[1].text.contains("`Ev0DEAD0001`"), "{}", posted[1].text);
+    assert_eq!(turns.load(&running.id).await.unwrap().unwrap().status, TurnStatus::Failed);
+
+    let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
+    assert_eq!(health["status"], "ok", "{health}");
+    assert_eq!(health["function"], "responder");
+    let checks: Vec<&str> = health["checks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(checks, ["dynamodb", "sqs_reply", "slack"]);
+    assert_eq!(slack.calls("auth.test").len(), 1);
+    assert!(lambda.logs().contains("answer delivered"), "{}", lambda.logs());
+    assert!(!lambda.logs().contains("xoxb-test-token"), "the token never reaches the logs");
+}

@@ -1,0 +1,191 @@
+//! The responder handler with the real AWS SDK against the local AWS
+//! emulator and the real `reqwest` client against the fake Slack Web API:
+//! the deliver event file posts once through redelivery and lost responses,
+//! 429s are waited out or retried, refusals fail the turn, and work that
+//! SQS moved to a dead-letter queue becomes an apology.
+
+use agent::ports::TurnStore;
+use agent::store_contract::new_turn;
+use agent::turn::{Turn, TurnId, TurnStatus};
+use aws_adapters::dynamodb::DynamoTurns;
+use aws_adapters::provision;
+use e2e::fake_slack::{FakeSlack, SlackReply};
+use e2e::{Stack, emulator_config, events, sqs_event, unique_name};
+use responder::ResponderFunction;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const TURN: &str = "T061EG9R6-Ev0LAN670R";
+const CHANNEL: &str = "C0LAN2Q65";
+const THREAD_TS: &str = "1763800000.000100";
+const DELIVER_MESSAGE_ID: &str = "7b0c2a1e-5d6f-4c8e-9a3b-1f2e3d4c5b6a";
+
+struct World {
+    stack: Stack,
+    slack: FakeSlack,
+    function: ResponderFunction,
+}
+
+impl World {
+    async fn new(dead_letter_queue_arns: Vec<String>) -> Self {
+        let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
+        let slack = FakeSlack::start().await;
+        let config = e2e::responder_config(&stack, slack.url(), dead_letter_queue_arns);
+        let clients = e2e::responder_clients(&stack);
+        let function = ResponderFunction::new(config, clients);
+        Self { stack, slack, function }
+    }
+
+    fn turns(&self) -> DynamoTurns {
+        DynamoTurns::new(self.stack.dynamodb.clone(), &self.stack.table)
+    }
+
+    /// The event files' turn, stored in `status` with `answer`.
+    async fn store_turn(&self, status: TurnStatus, answer: Option<&str>) -> Turn {
+        let mut turn = new_turn("Ev0LAN670R");
+        assert_eq!(turn.id.as_str(), TURN, "the event files name this turn");
+        turn.status = status;
+        turn.answer = answer.map(str::to_owned);
+        self.turns().create(&mut turn).await.unwrap();
+        turn
+    }
+
+    async fn status(&self) -> TurnStatus {
+        self.turns().load(&TurnId::new(TURN)).await.unwrap().unwrap().status
+    }
+
+    async fn handle(&self, event: Value) -> Vec<String> {
+        e2e::batch_failures(&self.function.handle(event).await.unwrap())
+    }
+}
+
+fn deliver_event() -> Value {
+    events::parse(events::RESPONDER_SQS_DELIVER)
+}
+
+#[tokio::test]
+async fn the_deliver_event_file_posts_the_answer_once_in_its_thread() {
+    let world = World::new(vec![]).await;
+    world.store_turn(TurnStatus::Answered, Some("## Cause\nThe pool is **exhausted** since the 14:02 deploy.")).await;
+
+    assert_eq!(world.handle(deliver_event()).await, Vec::<String>::new());
+    // SQS delivers the same message again (at-least-once).
+    assert_eq!(world.handle(deliver_event()).await, Vec::<String>::new());
+
+    let posted = world.slack.posted();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert_eq!((posted[0].channel.as_str(), posted[0].thread_ts.as_str()), (CHANNEL, THREAD_TS));
+    assert_eq!(posted[0].text, "*Cause*\nThe pool is *exhausted* since the 14:02 deploy.");
+    assert_eq!(posted[0].metadata.as_ref().unwrap()["event_payload"], json!({"turn_id": TURN, "key": "answer 1/1"}));
+    let call = &world.slack.calls("chat.postMessage")[0];
+    assert_eq!(call.form["unfurl_links"], "false");
+    assert_eq!(call.authorization.as_deref(), Some("Bearer xoxb-test-token"));
+    assert_eq!(world.status().await, TurnStatus::Delivered);
+}
+
+#[tokio::test]
+async fn a_post_whose_response_was_lost_is_found_in_the_thread_on_redelivery() {
+    // GIVEN Slack posts the message but the response is a 503
+    let world = World::new(vec![]).await;
+    world.store_turn(TurnStatus::Answered, Some("Restart the pool.")).await;
+    world.slack.script("chat.postMessage", [SlackReply::PostedThenStatus(503)]);
+
+    // WHEN the first delivery fails and SQS redelivers the message
+    assert_eq!(world.handle(deliver_event()).await, [DELIVER_MESSAGE_ID], "outcome unknown: retry later");
+    assert_eq!(world.handle(deliver_event()).await, Vec::<String>::new());
+
+    // THEN the thread was searched by metadata and nothing posted twice
+    assert_eq!(world.slack.posted().len(), 1);
+    assert_eq!(world.slack.calls("chat.postMessage").len(), 1, "a 5xx post is not retried blindly");
+    let search = world.slack.calls("conversations.replies");
+    assert_eq!(search.len(), 1);
+    assert_eq!(search[0].form["include_all_metadata"], "true");
+    assert_eq!(world.status().await, TurnStatus::Delivered);
+}
+
+#[tokio::test]
+async fn a_short_rate_limit_is_waited_out_and_a_long_one_retried_by_sqs() {
+    let world = World::new(vec![]).await;
+    world.store_turn(TurnStatus::Answered, Some("Later.")).await;
+    world.slack.script(
+        "chat.postMessage",
+        [SlackReply::RateLimited { retry_after_secs: 30 }, SlackReply::RateLimited { retry_after_secs: 1 }],
+    );
+
+    assert_eq!(world.handle(deliver_event()).await, [DELIVER_MESSAGE_ID], "30 s is SQS's to wait");
+    assert!(world.slack.posted().is_empty());
+    assert_eq!(world.handle(deliver_event()).await, Vec::<String>::new(), "1 s waited, then posted");
+    assert_eq!(world.slack.posted().len(), 1);
+    assert_eq!(world.slack.calls("chat.postMessage").len(), 3);
+}
+
+#[tokio::test]
+async fn a_refusal_fails_the_turn_without_retrying() {
+    let world = World::new(vec![]).await;
+    world.store_turn(TurnStatus::Answered, Some("Hello.")).await;
+    world.slack.script("chat.postMessage", [SlackReply::Json(json!({"ok": false, "error": "not_in_channel"}))]);
+
+    assert_eq!(world.handle(deliver_event()).await, Vec::<String>::new(), "retrying cannot help");
+    assert_eq!(world.status().await, TurnStatus::Failed);
+    assert_eq!(world.slack.calls("chat.postMessage").len(), 1);
+}
+
+#[tokio::test]
+async fn a_malformed_reply_is_left_for_the_dead_letter_queue() {
+    let world = World::new(vec![]).await;
+    let mut event = deliver_event();
+    event["Records"][0]["body"] = json!("{\"v\":1,\"kind\":\"teleport\"}");
+    assert_eq!(world.handle(event).await, [DELIVER_MESSAGE_ID]);
+    assert!(world.slack.calls("chat.postMessage").is_empty());
+}
+
+#[tokio::test]
+async fn work_moved_to_the_dead_letter_queue_becomes_one_apology_and_a_failed_turn() {
+    // GIVEN a turn whose work message SQS gave up on: a queue that moves a
+    // message to its dead-letter queue after one receive
+    let sqs = aws_sdk_sqs::Client::new(&emulator_config().await);
+    let queue = provision::fifo_queue_with_dlq(&sqs, &unique_name("work"), 1, 1).await.unwrap();
+    let dead_letter_arn =
+        format!("arn:aws:sqs:us-east-1:123456789012:{}", queue.dead_letter.rsplit('/').next().unwrap());
+    let world = World::new(vec![dead_letter_arn.clone()]).await;
+    world.store_turn(TurnStatus::Running, None).await;
+    let start = events::parse(events::WORKER_SQS_START_TURN)["Records"][0]["body"].as_str().unwrap().to_owned();
+    sqs.send_message()
+        .queue_url(&queue.queue)
+        .message_body(&start)
+        .message_group_id(format!("{CHANNEL}:{THREAD_TS}"))
+        .message_deduplication_id("Ev0LAN670R")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(world.stack.receive(&queue.queue).await.unwrap().len(), 1, "received, never deleted");
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    assert!(world.stack.receive(&queue.queue).await.unwrap().is_empty(), "moved on");
+    let dead = world.stack.receive(&queue.dead_letter).await.unwrap();
+    assert_eq!(dead.len(), 1);
+
+    // WHEN the responder gets it from the dead-letter queue, twice
+    assert_eq!(world.handle(sqs_event(&dead, &dead_letter_arn)).await, Vec::<String>::new());
+    assert_eq!(world.handle(sqs_event(&dead, &dead_letter_arn)).await, Vec::<String>::new());
+
+    // THEN one apology with the reference is in the thread; the turn failed
+    let posted = world.slack.posted();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert_eq!((posted[0].channel.as_str(), posted[0].thread_ts.as_str()), (CHANNEL, THREAD_TS));
+    assert!(posted[0].text.starts_with("Sorry, something went wrong"), "{}", posted[0].text);
+    assert!(posted[0].text.contains("`Ev0LAN670R`"), "{}", posted[0].text);
+    assert_eq!(world.status().await, TurnStatus::Failed);
+}
+
+#[tokio::test]
+async fn the_dead_letter_event_file_apologizes_and_unreadable_dead_letters_are_dropped() {
+    let world = World::new(vec![events::WORK_DEAD_LETTER_QUEUE_ARN.to_owned()]).await;
+    world.store_turn(TurnStatus::Running, None).await;
+    assert_eq!(world.handle(events::parse(events::RESPONDER_SQS_DEAD_LETTER)).await, Vec::<String>::new());
+    assert_eq!(world.slack.posted().len(), 1);
+
+    let mut unreadable = events::parse(events::RESPONDER_SQS_DEAD_LETTER);
+    unreadable["Records"][0]["body"] = json!("not json");
+    assert_eq!(world.handle(unreadable).await, Vec::<String>::new(), "dropped: it cannot go further");
+    assert_eq!(world.slack.posted().len(), 1);
+}
