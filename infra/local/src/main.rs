@@ -1,0 +1,149 @@
+//! The local runner: the bot's whole pipeline (ingress, worker, responder)
+//! in one process, on embedded defaults, with no AWS account.
+//!
+//! ```text
+//! cargo run -p local -- "why is checkout-api failing?"   one question, each stage printed, then exit
+//! cargo run -p local -- --serve [--port 3000]            serve Slack's requests on 127.0.0.1 until stopped
+//! ```
+//!
+//! What it talks to comes from the environment (see README.md): with no
+//! variables, an embedded store and queues, the console as Slack, and an
+//! offline model replaying recorded Converse responses. `MODEL_ID` (and AWS
+//! credentials) selects Bedrock; `SLACK_BOT_TOKEN` and `SLACK_SIGNING_SECRET`
+//! real Slack; `AWS_ENDPOINT_URL` with `TURNS_TABLE` the local AWS emulator's
+//! table.
+
+mod offline;
+mod pipeline;
+mod ports;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use pipeline::{Pipeline, Settings};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::Notify;
+
+const USAGE: &str = "usage: local [--replay FILE] \"QUESTION\"\n       local [--replay FILE] --serve [--port PORT]";
+
+enum Mode {
+    Ask(String),
+    Serve(u16),
+}
+
+fn parse_args() -> Result<(Mode, Option<String>), String> {
+    let mut args = std::env::args().skip(1);
+    let (mut serve, mut port, mut replay, mut words) = (false, 3000, None, Vec::new());
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--serve" => serve = true,
+            "--port" => port = args.next().and_then(|p| p.parse().ok()).ok_or("--port takes a number")?,
+            "--replay" => replay = Some(args.next().ok_or("--replay takes a file")?),
+            "-h" | "--help" => return Err(String::new()),
+            _ => words.push(arg),
+        }
+    }
+    let mode = match (serve, words.is_empty()) {
+        (true, true) => Mode::Serve(port),
+        (false, false) => Mode::Ask(words.join(" ")),
+        (true, false) => return Err("--serve takes no question".into()),
+        (false, true) => Mode::Ask("why is checkout-api failing in prod?".into()),
+    };
+    Ok((mode, replay))
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let (mode, replay) = match parse_args() {
+        Ok(parsed) => parsed,
+        Err(problem) => {
+            if !problem.is_empty() {
+                eprintln!("{problem}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let pipeline = match Pipeline::new(Settings::from_env(replay)).await {
+        Ok(pipeline) => Arc::new(pipeline),
+        Err(err) => {
+            eprintln!("cannot start: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match mode {
+        Mode::Ask(question) => ask(&pipeline, &question).await,
+        Mode::Serve(port) => serve(pipeline, port).await,
+    }
+}
+
+async fn ask(pipeline: &Pipeline, question: &str) -> ExitCode {
+    println!("question: {question}\n");
+    let started = Instant::now();
+    let (headers, body) = pipeline::mention(&pipeline.secret, question);
+    let reply = pipeline.receive(&headers, &body).await;
+    if reply.status != 200 {
+        return ExitCode::FAILURE;
+    }
+    let posted = pipeline.process().await;
+    println!("\ndone in {:.0} ms: {posted} message(s) posted", started.elapsed().as_secs_f64() * 1_000.0);
+    if posted > 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+struct Served {
+    pipeline: Arc<Pipeline>,
+    work: Arc<Notify>,
+}
+
+/// Serves Slack's requests (events and interactivity) on 127.0.0.1:`port`,
+/// for a tunnel; work is processed in the background, as the queues would.
+async fn serve(pipeline: Arc<Pipeline>, port: u16) -> ExitCode {
+    let work = Arc::new(Notify::new());
+    let background = {
+        let (pipeline, work) = (pipeline.clone(), work.clone());
+        tokio::spawn(async move {
+            loop {
+                work.notified().await;
+                pipeline.process().await;
+            }
+        })
+    };
+    let app = Router::new().fallback(slack_request).with_state(Arc::new(Served { pipeline, work }));
+    let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+        Ok(listener) => listener,
+        Err(err) => {
+            eprintln!("cannot listen on 127.0.0.1:{port}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("listening on http://127.0.0.1:{port}/ (Slack request URL: your tunnel's https address); Ctrl-C stops");
+    let server = axum::serve(listener, app).with_graceful_shutdown(async {
+        let _ = tokio::signal::ctrl_c().await;
+    });
+    let result = server.await;
+    background.abort();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("server failed: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn slack_request(State(served): State<Arc<Served>>, headers: HeaderMap, body: String) -> Response {
+    let reply = served.pipeline.receive(&headers, &body).await;
+    served.work.notify_one();
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = match reply.json {
+        Some(json) => (status, [("content-type", "application/json")], json).into_response(),
+        None => status.into_response(),
+    };
+    if reply.no_retry {
+        response.headers_mut().insert("x-slack-no-retry", "1".parse().expect("valid header"));
+    }
+    response
+}
