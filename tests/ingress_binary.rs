@@ -36,6 +36,10 @@ async fn the_binary_answers_each_event_file() {
     let click = lambda.invoke(&events::parse(events::APPROVAL_CLICK)).await.unwrap();
     assert_eq!(click["statusCode"], 200, "{click}");
 
+    // Another bot's message is acknowledged and starts nothing.
+    let bot = lambda.invoke(&events::parse(events::BOT_MESSAGE)).await.unwrap();
+    assert_eq!(bot["statusCode"], 200, "{bot}");
+
     let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
     assert_eq!(health["status"], "ok", "{health}");
     assert_eq!(health["checks"].as_array().map(Vec::len), Some(2));

@@ -81,5 +81,6 @@ async fn serve_mode_answers_slack_and_posts_to_the_console() {
         }
     }
     child.kill().unwrap();
+    child.wait().unwrap();
     assert!(posted, "the answer was posted to the console");
 }

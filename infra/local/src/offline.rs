@@ -60,11 +60,7 @@ fn reply_from_converse(response: &Value) -> Result<ModelReply, RecordingError> {
     Ok(ModelReply {
         message: Message { role: Role::Assistant, content },
         stop_reason,
-        usage: Usage {
-            input_tokens: tokens("inputTokens"),
-            output_tokens: tokens("outputTokens"),
-            ..Usage::default()
-        },
+        usage: Usage { input_tokens: tokens("inputTokens"), output_tokens: tokens("outputTokens"), ..Usage::default() },
     })
 }
 
@@ -85,7 +81,9 @@ mod tests {
     #[tokio::test]
     async fn the_recording_calls_tools_then_answers_and_says_it_is_offline() {
         let model = OfflineModel::from_json(DEFAULT_RECORDING).unwrap();
-        let request = |messages: &[Message]| ModelRequest { system: "", tools: &[], messages, max_tokens: 100 };
+        fn request(messages: &[Message]) -> ModelRequest<'_> {
+            ModelRequest { system: "", tools: &[], messages, max_tokens: 100 }
+        }
         let first = model.converse(request(&[Message::user_text("hi")])).await.unwrap();
         assert_eq!(first.stop_reason, StopReason::ToolUse);
         let names: Vec<&str> = first.message.tool_uses().map(|call| call.name.as_str()).collect();

@@ -8,8 +8,8 @@ use agent::ThreadRef;
 use agent::memory::{MemoryClaims, MemoryDeliveries, MemorySlack, MemoryTurns};
 use agent::model::{Model, ModelError, ModelReply, ModelRequest};
 use agent::ports::{
-    ChannelInfo, ClaimOutcome, Created, DeliveryLog, DeliveryRecord, EventClaim, EventClaims, PortError,
-    SlackReader, StoreError, ThreadMessage, TurnStore,
+    ChannelInfo, ClaimOutcome, Created, DeliveryLog, DeliveryRecord, EventClaim, EventClaims, PortError, SlackReader,
+    StoreError, ThreadMessage, TurnStore,
 };
 use agent::turn::{Turn, TurnId};
 use aws_adapters::bedrock::BedrockModel;
