@@ -84,22 +84,41 @@ async fn the_deliver_event_file_posts_the_answer_once_in_its_thread() {
 }
 
 #[tokio::test]
-async fn a_post_whose_response_was_lost_is_found_in_the_thread_on_redelivery() {
-    // GIVEN Slack posts the message but the response is a 503
+async fn a_post_whose_response_was_lost_is_found_in_the_thread_not_posted_again() {
+    // GIVEN Slack posts the message but answers 503
     let world = World::new(vec![]).await;
     world.store_turn(TurnStatus::Answered, Some("Restart the pool.")).await;
     world.slack.script("chat.postMessage", [SlackReply::PostedThenStatus(503)]);
 
-    // WHEN the first delivery fails and SQS redelivers the message
-    assert_eq!(world.handle(deliver_event()).await, [DELIVER_MESSAGE_ID], "outcome unknown: retry later");
+    // WHEN the responder delivers
     assert_eq!(world.handle(deliver_event()).await, Vec::<String>::new());
 
-    // THEN the thread was searched by metadata and nothing posted twice
+    // THEN it looked in the thread by metadata, found it, and did not post twice
     assert_eq!(world.slack.posted().len(), 1);
     assert_eq!(world.slack.calls("chat.postMessage").len(), 1, "a 5xx post is not retried blindly");
     let search = world.slack.calls("conversations.replies");
     assert_eq!(search.len(), 1);
     assert_eq!(search[0].form["include_all_metadata"], "true");
+    assert_eq!(world.status().await, TurnStatus::Delivered);
+}
+
+#[tokio::test]
+async fn a_crash_after_the_post_and_before_its_record_does_not_post_twice_on_redelivery() {
+    // GIVEN the post landed, its response was lost, and the invocation
+    // ended before it could look (Slack's history failing stands in for
+    // the crash: the delivery record still says "attempted")
+    let world = World::new(vec![]).await;
+    world.store_turn(TurnStatus::Answered, Some("Restart the pool.")).await;
+    world.slack.script("chat.postMessage", [SlackReply::PostedThenStatus(503)]);
+    world.slack.script("conversations.replies", std::iter::repeat_n(SlackReply::Status(503), 3));
+    assert_eq!(world.handle(deliver_event()).await, [DELIVER_MESSAGE_ID], "outcome unknown: SQS retries");
+
+    // WHEN SQS redelivers the message
+    assert_eq!(world.handle(deliver_event()).await, Vec::<String>::new());
+
+    // THEN the thread was searched and nothing posted again
+    assert_eq!(world.slack.posted().len(), 1);
+    assert_eq!(world.slack.calls("chat.postMessage").len(), 1);
     assert_eq!(world.status().await, TurnStatus::Delivered);
 }
 

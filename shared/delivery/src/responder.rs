@@ -7,9 +7,10 @@
 //! reached Slack, so it looks in the thread for a message whose metadata
 //! names the turn and the key, and posts only if there is none.
 //!
-//! **Failures.** A 429 Slack wants waited out longer than the Web API
-//! client waits, a 5xx or a timeout fail the record, so SQS retries it
-//! later. A refusal (`not_in_channel`, `invalid_auth`, `msg_too_long`…)
+//! **Failures.** A 5xx or a lost response is retried here with backoff,
+//! looking in the thread before each new post. A 429 Slack wants waited out
+//! longer than the Web API client waits, or Slack failing on every try,
+//! fail the record, so SQS retries it later. A refusal (`not_in_channel`, `invalid_auth`, `msg_too_long`…)
 //! is logged with what to fix, and the turn is marked failed: retrying
 //! would fail the same way. Progress is best effort and never retried.
 //!
@@ -26,7 +27,14 @@ use agent::ThreadRef;
 use agent::messages::{ReplyMessage, WorkMessage};
 use agent::ports::{DeliveryLog, DeliveryRecord, StoreError, TurnStore};
 use agent::turn::{ToolUse, Turn, TurnId, TurnStatus};
+use std::time::Duration;
 use tracing::{error, info, warn};
+
+/// Posts tried per message in one invocation when Slack fails (5xx, lost
+/// responses); after that, SQS redelivers the message.
+const POST_ATTEMPTS: u32 = 3;
+/// The first wait before looking and posting again; doubles each time.
+const POST_RETRY_BACKOFF: Duration = Duration::from_millis(250);
 
 /// How a message was handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -285,34 +293,48 @@ where
         message: &Outgoing,
         record: &mut DeliveryRecord,
     ) -> Result<(), ResponderError> {
-        if record.attempted.contains(&message.key) {
-            let found = self.slack.find_posted(thread, turn_id).await.map_err(ResponderError::Slack)?;
-            if let Some(ts) = found.get(&message.key) {
-                info!(turn_id = %turn_id, key = %message.key, "an earlier attempt posted this: not posting again");
-                record.attempted.remove(&message.key);
-                record.posted.insert(message.key.clone(), ts.clone());
-                return self.save_record(turn_id, record).await;
-            }
-        } else {
+        let mut look_first = record.attempted.contains(&message.key);
+        if !look_first {
             record.attempted.insert(message.key.clone());
             self.save_record(turn_id, record).await?;
         }
-        match self.slack.post(thread, turn_id, message).await {
-            Ok(ts) => {
-                record.attempted.remove(&message.key);
-                record.posted.insert(message.key.clone(), ts);
-                self.save_record(turn_id, record).await
-            }
-            Err(err @ PostError::Rejected { .. }) => {
-                // Slack said no: nothing was posted, the outcome is known.
-                record.attempted.remove(&message.key);
-                if let Err(save) = self.save_record(turn_id, record).await {
-                    warn!(turn_id = %turn_id, error = %save, "refused post not recorded");
+        let mut backoff = POST_RETRY_BACKOFF;
+        for attempt in 1..=POST_ATTEMPTS {
+            if look_first {
+                let found = self.slack.find_posted(thread, turn_id).await.map_err(ResponderError::Slack)?;
+                if let Some(ts) = found.get(&message.key) {
+                    info!(turn_id = %turn_id, key = %message.key, "an earlier attempt posted this: not posting again");
+                    record.attempted.remove(&message.key);
+                    record.posted.insert(message.key.clone(), ts.clone());
+                    return self.save_record(turn_id, record).await;
                 }
-                Err(ResponderError::Slack(err))
             }
-            Err(err) => Err(ResponderError::Slack(err)),
+            match self.slack.post(thread, turn_id, message).await {
+                Ok(ts) => {
+                    record.attempted.remove(&message.key);
+                    record.posted.insert(message.key.clone(), ts);
+                    return self.save_record(turn_id, record).await;
+                }
+                Err(err @ PostError::Rejected { .. }) => {
+                    // Slack said no: nothing was posted, the outcome is known.
+                    record.attempted.remove(&message.key);
+                    if let Err(save) = self.save_record(turn_id, record).await {
+                        warn!(turn_id = %turn_id, error = %save, "refused post not recorded");
+                    }
+                    return Err(ResponderError::Slack(err));
+                }
+                // A 5xx or a lost response: it may have been posted. Wait,
+                // look, and post again only if it is not there.
+                Err(err @ PostError::Unavailable(_)) if attempt < POST_ATTEMPTS => {
+                    warn!(turn_id = %turn_id, key = %message.key, attempt, error = %err, "post outcome unknown; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 2;
+                    look_first = true;
+                }
+                Err(err) => return Err(ResponderError::Slack(err)),
+            }
         }
+        unreachable!("the last attempt returns")
     }
 
     async fn save_record(&self, turn_id: &TurnId, record: &mut DeliveryRecord) -> Result<(), ResponderError> {

@@ -128,20 +128,36 @@ async fn a_crash_after_the_post_and_before_the_record_does_not_post_twice() {
 async fn a_lost_response_is_found_in_the_thread_and_a_failed_one_posted_again() {
     let responder = responder();
     let turn = stored(&responder, TurnStatus::Answered, Some("Done.")).await;
-    // Slack took the first post but the response was lost (a timeout).
+    // Slack took the post but the response was lost (a timeout): the
+    // responder waits, looks, finds it, and does not post again.
     responder.slack.script(POST, [Scripted::LandThenFail(PostError::Unavailable("timeout".into()))]);
-    assert!(responder.handle(&deliver(&turn)).await.unwrap_err().is_retryable());
     responder.handle(&deliver(&turn)).await.unwrap();
     assert_eq!(texts(&responder), ["Done."], "found, not posted again");
+    assert_eq!((responder.slack.calls(REPLIES), responder.slack.calls(POST)), (1, 1));
 
-    // Slack answered 5xx and did not post: the retry posts.
+    // Slack answered 503 and did not post: after a look, it posts again.
     let responder = self::responder();
     let turn = stored(&responder, TurnStatus::Answered, Some("Done.")).await;
     responder.slack.script(POST, [Scripted::Fail(PostError::Unavailable("HTTP 503".into()))]);
-    assert!(responder.handle(&deliver(&turn)).await.unwrap_err().is_retryable());
     responder.handle(&deliver(&turn)).await.unwrap();
     assert_eq!(texts(&responder), ["Done."]);
     assert_eq!((responder.slack.calls(REPLIES), responder.slack.calls(POST)), (1, 2));
+    assert_eq!(status_of(&responder, &turn).await, TurnStatus::Delivered);
+}
+
+#[tokio::test]
+async fn slack_failing_on_every_try_leaves_the_record_to_sqs_and_the_redelivery_looks_first() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Eventually.")).await;
+    let down = || Scripted::Fail(PostError::Unavailable("HTTP 503".into()));
+    responder.slack.script(POST, [down(), down(), down()]);
+    let err = responder.handle(&deliver(&turn)).await.unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    assert_eq!(responder.slack.calls(POST), 3, "three tries, with backoff");
+
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(texts(&responder), ["Eventually."]);
+    assert_eq!(responder.slack.calls(REPLIES), 3, "a look before every post after the first");
 }
 
 #[tokio::test]
@@ -176,8 +192,10 @@ async fn a_long_answer_is_posted_in_parts_and_a_retry_posts_only_the_missing_one
     let turn = stored(&responder, TurnStatus::Answered, Some(&paragraph.repeat(30))).await;
     let parts = delivery::render::answer(turn.answer.as_deref().unwrap()).len();
     assert!(parts >= 2, "{parts}");
+    // The first part lands and its response is lost; the process dies
+    // before it looks (the record keeps the attempt).
     responder.slack.script(POST, [Scripted::LandThenFail(PostError::Unavailable("no".into()))]);
-    // The first post lands and is reported lost; later ones never happen.
+    responder.slack.script(REPLIES, [Scripted::Fail(PostError::Unavailable("no".into()))]);
     assert!(responder.handle(&deliver(&turn)).await.is_err());
     responder.handle(&deliver(&turn)).await.unwrap();
 
