@@ -1,4 +1,4 @@
-//! The ingress benchmark: prints the figures DESIGN.md budgets. Run it with
+//! The benchmark: prints the figures DESIGN.md budgets. Run it with
 //! `infra/bench.sh`, which builds the shipped binary (`--profile lambda`)
 //! first. It asserts nothing: it measures and prints.
 //!
@@ -15,7 +15,7 @@
 //!    in-memory store (which serializes state as DynamoDB's adapter does),
 //!    and the calls each step makes to the store and queues.
 //! 5. The responder's CPU per answer: redact, render to mrkdwn and split a
-//!    typical answer (a heading, a list, code, links; about 2 KB).
+//!    typical answer (a heading, a list, code, a table, links, mentions).
 
 use agent::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemorySlack, MemoryTurns};
 use agent::messages::{ReplyMessage, Trigger, TurnRequest};
@@ -46,7 +46,7 @@ const COLD_RUNS: usize = 15;
 fn main() -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let profile = if cfg!(debug_assertions) { "debug: figures not representative" } else { "optimised" };
-    println!("ingress benchmark ({profile} build)");
+    println!("benchmark ({profile} build)");
     warm_handling(&runtime)?;
     runtime.block_on(worker_overhead())?;
     responder_rendering();
