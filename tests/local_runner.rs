@@ -36,6 +36,25 @@ fn one_question_runs_every_stage_and_prints_the_answer() {
 }
 
 #[test]
+fn with_the_local_aws_emulator_configured_it_keeps_turns_in_its_table() {
+    let table = e2e::unique_name("local-turns");
+    let output = runner()
+        .env("AWS_ENDPOINT_URL", env_from_test_command("AWS_ENDPOINT_URL"))
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("TURNS_TABLE", &table)
+        .arg("hello")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains(&format!("created table {table} at the local AWS emulator")), "{stdout}");
+    assert!(stdout.contains(&format!("store: DynamoDB table {table}")), "{stdout}");
+    assert!(stdout.contains("1 message(s) posted"), "{stdout}");
+}
+
+#[test]
 fn a_broken_recording_refuses_to_start() {
     let output = runner().args(["--replay", "/nonexistent/recording.json", "hi"]).output().unwrap();
     assert!(!output.status.success());

@@ -74,6 +74,8 @@ pub enum SetupError {
     BadRecording(#[from] crate::offline::RecordingError),
     #[error("SLACK_SIGNING_SECRET is empty")]
     EmptySecret,
+    #[error("cannot create the table at the local AWS emulator: {0}")]
+    Table(#[source] agent::ports::PortError),
     #[error("the tools cannot be defined: {0}")]
     Tools(#[from] agent::tools::ToolDefinitionError),
 }
@@ -103,6 +105,11 @@ impl Pipeline {
         let (claims, turns, deliveries, store_label) = match &settings.table {
             Some(table) => {
                 let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
+                // A fresh emulator has no table yet: make it as the template does.
+                if aws_adapters::dynamodb::check_table(&dynamodb, table).await.is_err() {
+                    aws_adapters::provision::turns_table(&dynamodb, table).await.map_err(SetupError::Table)?;
+                    println!("created table {table} at the local AWS emulator");
+                }
                 (
                     Claims::Emulator(DynamoClaims::new(dynamodb.clone(), table)),
                     Turns::Emulator(DynamoTurns::new(dynamodb.clone(), table)),
