@@ -241,6 +241,9 @@ impl Pipeline {
                     ReplyMessage::Deliver { .. } => "deliver".to_owned(),
                     ReplyMessage::ApprovalPrompt { tool_use, .. } => format!("approval prompt for {}", tool_use.name),
                     ReplyMessage::Progress { text, .. } => format!("status \"{text}\""),
+                    ReplyMessage::ApprovalDecided { tool_use, decision, .. } => {
+                        format!("{} {decision:?}d", tool_use.name)
+                    }
                 };
                 stage("responder", started.elapsed(), &format!("{what}: {outcome:?}"));
             }

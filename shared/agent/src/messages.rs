@@ -159,6 +159,9 @@ pub enum ReplyMessage {
     ApprovalPrompt { turn_id: TurnId, thread: ThreadRef, tool_use: ToolUse },
     /// A status line while tools run ("running search_docs…").
     Progress { turn_id: TurnId, thread: ThreadRef, step: u32, text: String },
+    /// Someone clicked Approve or Deny: the prompt shows who decided what,
+    /// and its buttons go.
+    ApprovalDecided { turn_id: TurnId, thread: ThreadRef, tool_use: ToolUse, decision: Decision, user: UserId },
 }
 
 impl ReplyMessage {
@@ -166,7 +169,8 @@ impl ReplyMessage {
         match self {
             ReplyMessage::Deliver { thread, .. }
             | ReplyMessage::ApprovalPrompt { thread, .. }
-            | ReplyMessage::Progress { thread, .. } => thread,
+            | ReplyMessage::Progress { thread, .. }
+            | ReplyMessage::ApprovalDecided { thread, .. } => thread,
         }
     }
 
@@ -176,6 +180,7 @@ impl ReplyMessage {
             ReplyMessage::Deliver { turn_id, .. } => format!("deliver:{turn_id}"),
             ReplyMessage::ApprovalPrompt { turn_id, tool_use, .. } => format!("approval:{turn_id}:{}", tool_use.id),
             ReplyMessage::Progress { turn_id, step, .. } => format!("progress:{turn_id}:{step}"),
+            ReplyMessage::ApprovalDecided { turn_id, tool_use, .. } => format!("decided:{turn_id}:{}", tool_use.id),
         }
     }
 

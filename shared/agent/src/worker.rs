@@ -190,6 +190,14 @@ where
         };
         let call = pending.waiting.remove(index);
         info!(turn_id = %turn.id, tool = %call.name, decision = ?click.decision, user = %click.user, "approval decided");
+        let decided = ReplyMessage::ApprovalDecided {
+            turn_id: turn.id.clone(),
+            thread: turn.thread.clone(),
+            tool_use: call.clone(),
+            decision: click.decision,
+            user: click.user.clone(),
+        };
+
         let mut result = match click.decision {
             Decision::Approve => self.tools.run(&call, &turn.thread.channel).await,
             Decision::Deny => ToolResult {
@@ -211,7 +219,14 @@ where
         }
         turn.updated_at = self.clock.now_unix();
         match self.save(&mut turn).await {
-            Ok(()) => self.run(turn, deadline).await,
+            Ok(()) => {
+                // The prompt's update is for people; the decision stands
+                // without it.
+                if let Err(err) = self.replies.send(&decided).await {
+                    warn!(turn_id = %turn.id, error = %err, "approval prompt not updated");
+                }
+                self.run(turn, deadline).await
+            }
             Err(StoreError::Conflict { id, .. }) => Ok(Outcome::Superseded { id }),
             Err(err) => Err(err.into()),
         }

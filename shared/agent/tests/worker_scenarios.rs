@@ -502,6 +502,20 @@ async fn a_tool_that_changes_things_waits_for_approval_and_runs_once_approved() 
     let ids: Vec<_> = results(&turn.transcript[2]).into_iter().map(|(id, status, _)| (id, status)).collect();
     assert_eq!(ids, [("r1".to_owned(), ToolStatus::Success), ("s1".to_owned(), ToolStatus::Success)]);
     assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let decided: Vec<_> = worker
+        .replies
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ApprovalDecided { tool_use, decision, user, .. } => Some((tool_use.id, decision, user)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [("r1".to_owned(), Decision::Approve, UserId::new("U2"))],
+        "the prompt is to show who approved"
+    );
 
     // A second click on the same button changes nothing.
     let again = worker.handle(&WorkMessage::Approval(click), &Budget::plenty()).await.unwrap();

@@ -5,10 +5,11 @@
 //! never held a secret and each marker reads cleanly.
 
 use crate::poster::Outgoing;
-use agent::messages::approval_value;
+use agent::messages::{Decision, approval_value};
 use agent::turn::{ToolUse, TurnId};
 use redact::Redactor;
 use serde_json::{Value, json};
+use slack::UserId;
 use slack::interaction::{APPROVE_ACTION_ID, DENY_ACTION_ID};
 use slack::mrkdwn;
 use slack::split::{self, Limits, SECTION_SEPARATOR};
@@ -82,6 +83,16 @@ pub fn approval(turn: &TurnId, tool_use: &ToolUse) -> Outgoing {
         ],
         text,
     }
+}
+
+/// The approval prompt once decided: who decided what, and no buttons.
+pub fn approval_decided(tool_use: &ToolUse, decision: Decision, user: &UserId) -> Outgoing {
+    let (mark, verb) = match decision {
+        Decision::Approve => ("✅", "approved"),
+        Decision::Deny => ("🚫", "denied"),
+    };
+    let text = format!("{mark} <@{user}> {verb} running `{}`.", mrkdwn::escape(&tool_use.name));
+    Outgoing { key: approval_key(tool_use), blocks: vec![section(&text)], text }
 }
 
 /// The message that stands in for the answer while tools run.
@@ -158,6 +169,15 @@ mod tests {
         assert_eq!(buttons[0]["action_id"], APPROVE_ACTION_ID);
         assert_eq!(buttons[1]["action_id"], DENY_ACTION_ID);
         assert_eq!(buttons[0]["value"], "T1-Ev1:tooluse_1");
+    }
+
+    #[test]
+    fn a_decided_prompt_says_who_decided_and_has_no_buttons() {
+        let call = ToolUse { id: "tooluse_1".into(), name: "restart_service".into(), input: json!({}) };
+        let decided = approval_decided(&call, Decision::Deny, &UserId::new("U2"));
+        assert_eq!(decided.key, approval_key(&call), "it replaces the prompt");
+        assert_eq!(decided.text, "🚫 <@U2> denied running `restart_service`.");
+        assert!(decided.blocks.iter().all(|block| block["type"] != "actions"));
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub enum Outcome {
     Delivered { id: TurnId, posted: usize },
     /// The thread's status line (or the placeholder) shows the progress.
     ProgressShown { id: TurnId },
+    /// The approval prompt now says who decided what.
+    PromptUpdated { id: TurnId },
     /// Slack refused; logged, and the turn marked failed.
     Refused { id: TurnId, code: String },
     /// Nothing to do (a stale or duplicate message, or an unknown turn).
@@ -103,6 +105,9 @@ where
             ReplyMessage::Deliver { turn_id, .. } => self.deliver(turn_id).await,
             ReplyMessage::ApprovalPrompt { turn_id, thread, tool_use } => self.prompt(turn_id, thread, tool_use).await,
             ReplyMessage::Progress { turn_id, thread, step, text } => self.progress(turn_id, thread, *step, text).await,
+            ReplyMessage::ApprovalDecided { turn_id, thread, tool_use, decision, user } => {
+                self.decided(turn_id, thread, &render::approval_decided(tool_use, *decision, user)).await
+            }
         }
     }
 
@@ -119,8 +124,12 @@ where
                 Some((turn_id, _)) => (turn_id, &click.thread),
                 None => return Ok(Outcome::Skipped { reason: "unreadable_approval" }),
             },
+            // Only what people see of work that goes on: nothing to apologize for.
             DeadLetter::Reply(ReplyMessage::Progress { .. }) => {
                 return Ok(Outcome::Skipped { reason: "stale_progress" });
+            }
+            DeadLetter::Reply(ReplyMessage::ApprovalDecided { .. }) => {
+                return Ok(Outcome::Skipped { reason: "stale_decision" });
             }
             DeadLetter::Reply(ReplyMessage::Deliver { turn_id, thread })
             | DeadLetter::Reply(ReplyMessage::ApprovalPrompt { turn_id, thread, .. }) => (turn_id.clone(), thread),
@@ -169,6 +178,29 @@ where
                 None => Ok(Outcome::Refused { id: turn_id.clone(), code }),
             },
             Err(err) => Err(err),
+        }
+    }
+
+    /// Puts the decided prompt in place of the prompt with buttons (an
+    /// update: repeating it is harmless).
+    async fn decided(
+        &self,
+        turn_id: &TurnId,
+        thread: &ThreadRef,
+        message: &Outgoing,
+    ) -> Result<Outcome, ResponderError> {
+        let record = self.deliveries.load(turn_id).await?;
+        let Some(ts) = record.posted.get(&message.key) else {
+            warn!(turn_id = %turn_id, key = %message.key, "decision for a prompt this responder did not post");
+            return Ok(Outcome::Skipped { reason: "prompt_not_posted" });
+        };
+        match self.slack.update(thread, ts, turn_id, message).await {
+            Ok(()) => Ok(Outcome::PromptUpdated { id: turn_id.clone() }),
+            Err(PostError::Rejected { code }) => {
+                warn!(turn_id = %turn_id, code, remedy = remedy(&code), "approval prompt not updated");
+                Ok(Outcome::Skipped { reason: "prompt_update_refused" })
+            }
+            Err(err) => Err(ResponderError::Slack(err)),
         }
     }
 

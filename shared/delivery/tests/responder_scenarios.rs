@@ -276,6 +276,20 @@ async fn an_approval_prompt_is_posted_once_with_its_buttons() {
     assert_eq!(posted.len(), 1);
     assert_eq!(posted[0].message.key, "approval tooluse_9");
     assert_eq!(posted[0].message.blocks[1]["elements"][0]["value"], format!("{}:tooluse_9", turn.id));
+
+    // Someone approves: the prompt says so and loses its buttons.
+    let ReplyMessage::ApprovalPrompt { tool_use, .. } = prompt else { unreachable!() };
+    let decided = ReplyMessage::ApprovalDecided {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        tool_use,
+        decision: agent::messages::Decision::Approve,
+        user: slack::UserId::new("U2"),
+    };
+    assert_eq!(responder.handle(&decided).await.unwrap(), Outcome::PromptUpdated { id: turn.id.clone() });
+    assert_eq!(texts(&responder), ["✅ <@U2> approved running `restart_service`."]);
+    assert_eq!(responder.slack.messages()[0].message.blocks.len(), 1, "no actions block");
+    assert_eq!(responder.slack.calls(POST), 1, "updated in place");
 }
 
 fn dead_start(thread: &ThreadRef) -> DeadLetter {

@@ -5,7 +5,9 @@
 //! `Retry-After` when that is short, a 5xx or a transport error after a
 //! backoff. What is left is a [`WebError`] that says whether a later retry
 //! could succeed. `ok: false` errors (`channel_not_found`, `invalid_auth`…)
-//! are never retried: the same call fails the same way.
+//! are never retried: the same call fails the same way. `chat.postMessage`
+//! is retried only after a 429: after a 5xx the message may be posted, and
+//! only the caller can look (the responder does, by message metadata).
 
 use crate::ids::{ChannelId, Ts, UserId};
 use serde::Deserialize;
