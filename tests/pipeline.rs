@@ -61,7 +61,7 @@ async fn a_mention_gets_exactly_one_redacted_answer_in_its_thread() {
             sqs: stack.sqs.clone(),
             s3: stack.s3.clone(),
             bedrock: bedrock.client(&aws, retry_config().with_initial_backoff(Duration::from_millis(5))),
-            http: worker::http_client(),
+            http: slack::web::http_client(),
         },
     )
     .await

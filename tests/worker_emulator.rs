@@ -37,7 +37,7 @@ async fn clients(stack: &Stack, fake: &FakeBedrock) -> Clients {
         sqs: stack.sqs.clone(),
         s3: stack.s3.clone(),
         bedrock: fake.client(&emulator_config().await, retry_config().with_initial_backoff(Duration::from_millis(5))),
-        http: worker::http_client(),
+        http: slack::web::http_client(),
     }
 }
 

@@ -205,7 +205,7 @@ pub fn responder_config(
 
 /// The responder's clients for `stack`.
 pub fn responder_clients(stack: &Stack) -> responder::Clients {
-    responder::Clients { dynamodb: stack.dynamodb.clone(), sqs: stack.sqs.clone(), http: responder::http_client() }
+    responder::Clients { dynamodb: stack.dynamodb.clone(), sqs: stack.sqs.clone(), http: slack::web::http_client() }
 }
 
 /// A message's body as a work envelope.

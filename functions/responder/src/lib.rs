@@ -15,7 +15,6 @@ use runtime_support::health::{self, HealthReport};
 use runtime_support::sqs_batch::{self, Handled, Record};
 use serde_json::Value;
 use slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
-use std::time::Duration;
 use tracing::{error, info, warn};
 
 pub const FUNCTION_NAME: &str = "responder";
@@ -70,16 +69,12 @@ pub struct Clients {
 
 impl Clients {
     pub fn new(aws: &aws_config::SdkConfig) -> Self {
-        Self { dynamodb: aws_sdk_dynamodb::Client::new(aws), sqs: aws_sdk_sqs::Client::new(aws), http: http_client() }
+        Self {
+            dynamodb: aws_sdk_dynamodb::Client::new(aws),
+            sqs: aws_sdk_sqs::Client::new(aws),
+            http: slack::web::http_client(),
+        }
     }
-}
-
-/// The HTTP client for Slack, one per process (each call bounds itself).
-pub fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(3))
-        .build()
-        .expect("a client with rustls and a connect timeout builds")
 }
 
 pub type AwsResponder = Responder<DynamoTurns, DynamoDeliveries, WebPoster, SystemClock>;

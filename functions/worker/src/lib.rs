@@ -89,7 +89,7 @@ impl Clients {
             sqs: aws_sdk_sqs::Client::new(aws),
             s3: s3::client(aws),
             bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config),
-            http: http_client(),
+            http: slack::web::http_client(),
         }
     }
 }
@@ -98,16 +98,6 @@ pub struct WorkerFunction {
     worker: AwsWorker,
     clients: Clients,
     config: Config,
-}
-
-/// The HTTP client for Slack and the HTTP tools, one per process. Each
-/// use bounds its own requests: Slack calls per request, tools by their
-/// declared timeout.
-pub fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(3))
-        .build()
-        .expect("a client with rustls and a connect timeout builds")
 }
 
 /// Why the function could not start.

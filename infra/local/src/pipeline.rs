@@ -46,7 +46,7 @@ pub struct Settings {
 
 impl Settings {
     pub fn from_env(recording: Option<String>) -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
+        let var = runtime_support::env::optional;
         let emulator = var("AWS_ENDPOINT_URL").is_some();
         Self {
             signing_secret: var("SLACK_SIGNING_SECRET").unwrap_or_else(|| LOCAL_SIGNING_SECRET.to_owned()),
@@ -151,7 +151,7 @@ impl Pipeline {
 
         let (reader, poster, slack_label) = match &settings.slack {
             Some((token, base_url)) => {
-                let client = WebClient::new(worker::http_client(), base_url, token.clone());
+                let client = WebClient::new(slack::web::http_client(), base_url, token.clone());
                 (
                     Reader::Slack(SlackWebReader::new(client.clone())),
                     Poster::Slack(WebPoster::new(client, false)),

@@ -31,7 +31,7 @@ pub enum Scripted {
 #[derive(Debug, Default)]
 pub struct MemoryPoster {
     messages: Mutex<Vec<Posted>>,
-    calls: Mutex<Vec<(&'static str, String)>>,
+    calls: Mutex<Vec<&'static str>>,
     scripts: Mutex<HashMap<&'static str, VecDeque<Scripted>>>,
     statuses: Mutex<Vec<(ThreadRef, String)>>,
     /// Also print each message, as the local runner shows Slack.
@@ -61,7 +61,7 @@ impl MemoryPoster {
 
     /// How many times `method` was called.
     pub fn calls(&self, method: &str) -> usize {
-        self.calls.lock().expect("calls lock").iter().filter(|(m, _)| *m == method).count()
+        self.calls.lock().expect("calls lock").iter().filter(|m| **m == method).count()
     }
 
     /// Every status line set, in order (empty: cleared).
@@ -70,8 +70,8 @@ impl MemoryPoster {
     }
 
     /// Records the call; the scripted outcome, if any.
-    fn called(&self, method: &'static str, detail: String) -> Option<Scripted> {
-        self.calls.lock().expect("calls lock").push((method, detail));
+    fn called(&self, method: &'static str) -> Option<Scripted> {
+        self.calls.lock().expect("calls lock").push(method);
         self.scripts.lock().expect("scripts lock").get_mut(method).and_then(VecDeque::pop_front)
     }
 
@@ -88,7 +88,7 @@ impl MemoryPoster {
 
 impl SlackPoster for MemoryPoster {
     async fn post(&self, thread: &ThreadRef, turn: &TurnId, message: &Outgoing) -> Result<Ts, PostError> {
-        let scripted = self.called(POST, message.key.clone());
+        let scripted = self.called(POST);
         if let Some(Scripted::Fail(err)) = scripted {
             return Err(err);
         }
@@ -104,7 +104,7 @@ impl SlackPoster for MemoryPoster {
     }
 
     async fn update(&self, thread: &ThreadRef, ts: &Ts, turn: &TurnId, message: &Outgoing) -> Result<(), PostError> {
-        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(UPDATE, message.key.clone()) {
+        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(UPDATE) {
             return Err(err);
         }
         let mut messages = self.messages.lock().expect("messages lock");
@@ -118,7 +118,7 @@ impl SlackPoster for MemoryPoster {
     }
 
     async fn set_status(&self, thread: &ThreadRef, status: &str) -> Result<(), PostError> {
-        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(SET_STATUS, status.to_owned()) {
+        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(SET_STATUS) {
             return Err(err);
         }
         if self.echo && !status.is_empty() {
@@ -129,7 +129,7 @@ impl SlackPoster for MemoryPoster {
     }
 
     async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<String, Ts>, PostError> {
-        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(REPLIES, turn.to_string()) {
+        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(REPLIES) {
             return Err(err);
         }
         let messages = self.messages.lock().expect("messages lock");

@@ -43,14 +43,17 @@ pub fn split(text: &str, limits: &Limits) -> Vec<Vec<String>> {
     let mut current: Vec<String> = Vec::new();
     let mut current_chars = 0;
     for section in sections {
-        let added = chars(&section) + if current.is_empty() { 0 } else { SECTION_SEPARATOR.len() };
         if !current.is_empty()
-            && (current.len() == limits.blocks_per_message || current_chars + added > limits.message_chars)
+            && (current.len() == limits.blocks_per_message
+                || current_chars + SECTION_SEPARATOR.len() + chars(&section) > limits.message_chars)
         {
             messages.push(std::mem::take(&mut current));
             current_chars = 0;
         }
-        current_chars += chars(&section) + if current.is_empty() { 0 } else { SECTION_SEPARATOR.len() };
+        if !current.is_empty() {
+            current_chars += SECTION_SEPARATOR.len();
+        }
+        current_chars += chars(&section);
         current.push(section);
     }
     if !current.is_empty() {

@@ -53,6 +53,17 @@ impl Default for RetryPolicy {
     }
 }
 
+/// The process's HTTP client for Slack (and, in the worker, the HTTP
+/// tools): built once. Only the connection is bounded here; each use bounds
+/// its own requests (Slack calls by [`REQUEST_TIMEOUT`], tools by their
+/// declared timeout).
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(3))
+        .build()
+        .expect("a client with rustls and a connect timeout builds")
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum WebError {
     #[error("Slack rate limited {method}; retry after {} s", retry_after.as_secs())]
@@ -233,7 +244,7 @@ impl WebClient {
 }
 
 /// A message to post or to put in place of another.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct OutgoingMessage<'a> {
     /// mrkdwn; with blocks, what notifications and screen readers show.
     pub text: &'a str,
