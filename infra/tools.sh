@@ -1,4 +1,4 @@
-# Sourced by infra/test.sh and infra/bench.sh: installs, idempotently and
+# Sourced by every script in infra/ (test, run, bench, build, emulator): installs, idempotently and
 # outside the clone, the tools they need, and exports where they are.
 #
 #   SLACK_ASSISTANT_CACHE  where the virtualenv and cargo target live
@@ -43,4 +43,45 @@ ensure_faketime() {
   fi
   FAKETIME_LIB=$(find_faketime)
   export FAKETIME_LIB
+}
+
+# Starts the local AWS emulator (moto) on 127.0.0.1:$1, logging to $2, waits
+# until it answers, and points the AWS SDK at it through its own variables.
+# Sets moto_pid; stop it with stop_emulator.
+start_emulator() {
+  local port="$1" log="$2"
+  "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+  moto_pid=$!
+  for _ in $(seq 1 100); do
+    if python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/moto-api/')" 2>/dev/null; then
+      break
+    fi
+    kill -0 "$moto_pid" 2>/dev/null || { cat "$log" >&2; return 1; }
+    sleep 0.1
+  done
+  echo "moto listening on 127.0.0.1:$port"
+  unset AWS_PROFILE AWS_SESSION_TOKEN AWS_DEFAULT_PROFILE
+  export AWS_ENDPOINT_URL="http://127.0.0.1:$port"
+  export AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
+  export AWS_EC2_METADATA_DISABLED=true
+}
+
+stop_emulator() {
+  if [ -n "${moto_pid:-}" ]; then
+    kill "$moto_pid" 2>/dev/null || true
+    wait "$moto_pid" 2>/dev/null || true
+  fi
+}
+
+# A free loopback port.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# The emulator for the rest of this script's run, on a free port: stopped,
+# and its log directory ($emulator_logs) removed, when the script exits.
+emulator_for_this_run() {
+  emulator_logs=$(mktemp -d)
+  trap 'stop_emulator; rm -rf "$emulator_logs"' EXIT
+  start_emulator "$(free_port)" "$emulator_logs/moto.log"
 }

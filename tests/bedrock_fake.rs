@@ -3,13 +3,13 @@
 //! transcript), what is read back (text, tool calls, stop reason, usage), and
 //! how throttling, 5xx, refusals and malformed output end up.
 
-use agent::model::{Model, ModelError, ModelRequest, StopReason, ToolSpec};
-use agent::turn::{Content, Message, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Usage};
-use aws_adapters::bedrock::{BedrockModel, retry_config};
-use e2e::emulator_config;
-use e2e::fake_bedrock::{FakeBedrock, GUARDRAIL_REPLY, Recorded, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
+use adapters_bedrock::{BedrockModel, retry_config};
+use assistant_core::model::{Model, ModelError, ModelRequest, StopReason, ToolSpec};
+use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Usage};
 use serde_json::json;
 use std::time::Duration;
+use tests::emulator_config;
+use tests::fake_bedrock::{FakeBedrock, GUARDRAIL_REPLY, Recorded, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
 
 const MODEL_ID: &str = "us.anthropic.claude-sonnet-4-20250514-v1:0";
 
@@ -27,7 +27,7 @@ fn tools() -> Vec<ToolSpec> {
     }]
 }
 
-async fn ask(model: &BedrockModel, messages: &[Message]) -> Result<agent::model::ModelReply, ModelError> {
+async fn ask(model: &BedrockModel, messages: &[Message]) -> Result<assistant_core::model::ModelReply, ModelError> {
     let tools = tools();
     model
         .converse(ModelRequest { system: "You are the on-call assistant.", tools: &tools, messages, max_tokens: 2048 })

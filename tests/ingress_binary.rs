@@ -2,9 +2,9 @@
 //! fed the event files in `tests/events/` (as `sam local invoke -e` would),
 //! with its wall clock pinned by faketime to when they were signed.
 
-use e2e::events::{self, SIGNED_AT_FAKETIME};
-use e2e::lambda::{LambdaUnderRie, Launch};
-use e2e::{Stack, emulator_config};
+use tests::events::{self, SIGNED_AT_FAKETIME};
+use tests::lambda::{LambdaUnderRie, Launch};
+use tests::{Stack, emulator_config};
 
 fn contract_env(stack: &Stack) -> Vec<(&'static str, String)> {
     vec![
@@ -45,7 +45,7 @@ async fn the_binary_answers_each_event_file() {
     assert_eq!(health["checks"].as_array().map(Vec::len), Some(2));
 
     // The mention and the click are on the queue; the forgery is not.
-    let kinds: Vec<_> = stack.receive_work().await.unwrap().iter().map(|m| e2e::decode_work(m).dedupe_id()).collect();
+    let kinds: Vec<_> = stack.receive_work().await.unwrap().iter().map(|m| tests::decode_work(m).dedupe_id()).collect();
     assert_eq!(kinds.len(), 2, "{kinds:?}");
     assert!(kinds.contains(&"Ev0LAN670R".to_owned()));
 

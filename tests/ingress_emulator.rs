@@ -3,17 +3,17 @@
 //! starts nothing, approvals and the health check. Events come from
 //! `tests/events/`; the handler's clock is pinned to when they were signed.
 
-use agent::FixedClock;
+use assistant_core::FixedClock;
 use aws_sdk_sqs::types::MessageSystemAttributeName as Attribute;
-use e2e::events::{self, SIGNED_AT, with_body, with_header};
-use e2e::{Stack, decode_work, emulator_config};
 use ingress::{Config, Ingress};
 use serde_json::Value;
 use slack::SigningSecret;
+use tests::events::{self, SIGNED_AT, with_body, with_header};
+use tests::{Stack, decode_work, emulator_config};
 
 struct World {
     stack: Stack,
-    ingress: Ingress<FixedClock>,
+    ingress: Ingress,
 }
 
 async fn world() -> World {
@@ -23,16 +23,16 @@ async fn world() -> World {
     World { stack, ingress }
 }
 
-fn ingress_for(aws: &aws_config::SdkConfig, table: &str, queue_url: &str) -> Ingress<FixedClock> {
+fn ingress_for(aws: &aws_config::SdkConfig, table: &str, queue_url: &str) -> Ingress {
     let config = Config {
         signing_secret: SigningSecret::new(events::signing_secret()).unwrap(),
         turns_table: table.to_owned(),
         work_queue_url: queue_url.to_owned(),
     };
-    Ingress::new(config, aws, FixedClock::at(SIGNED_AT + 2))
+    Ingress::new(config, aws, std::sync::Arc::new(FixedClock::at(SIGNED_AT + 2)))
 }
 
-async fn status_of(ingress: &Ingress<FixedClock>, event: &Value) -> i64 {
+async fn status_of(ingress: &Ingress, event: &Value) -> i64 {
     let response = ingress.handle(event.clone()).await.expect("an HTTP response");
     response["statusCode"].as_i64().expect("statusCode")
 }
@@ -85,8 +85,8 @@ async fn sqs_drops_a_second_send_of_the_same_event_even_without_the_claim() {
     // or expired), sending to the same queue
     let World { stack, ingress } = world().await;
     let aws = emulator_config().await;
-    let other_table = e2e::unique_name("turns-other");
-    aws_adapters::provision::turns_table(&stack.dynamodb, &other_table).await.unwrap();
+    let other_table = tests::unique_name("turns-other");
+    adapters_aws::provision::turns_table(&stack.dynamodb, &other_table).await.unwrap();
     let forgetful = ingress_for(&aws, &other_table, &stack.work_queue.queue);
 
     // WHEN both enqueue the same event
@@ -123,7 +123,7 @@ async fn a_failed_enqueue_leaves_no_claim_so_slacks_retry_starts_the_turn() {
 async fn bot_messages_and_bad_signatures_store_and_enqueue_nothing() {
     let World { stack, ingress } = world().await;
     assert_eq!(status_of(&ingress, &events::parse(events::BOT_MESSAGE)).await, 200);
-    let own = with_body(&events::parse(events::APP_MENTION), slack::fixtures::MESSAGE_OWN);
+    let own = with_body(&events::parse(events::APP_MENTION), testkit::fixtures::MESSAGE_OWN);
     assert_eq!(status_of(&ingress, &own).await, 200);
     assert_eq!(status_of(&ingress, &events::parse(events::BAD_SIGNATURE)).await, 401);
 
@@ -135,7 +135,7 @@ async fn bot_messages_and_bad_signatures_store_and_enqueue_nothing() {
 async fn thread_replies_start_turns_only_in_threads_the_bot_is_in() {
     let World { stack, ingress } = world().await;
     let template = events::parse(events::APP_MENTION);
-    let reply = with_body(&template, slack::fixtures::MESSAGE_THREAD_REPLY);
+    let reply = with_body(&template, testkit::fixtures::MESSAGE_THREAD_REPLY);
 
     // A reply in a thread the bot was never in: acknowledged, nothing kept.
     assert_eq!(status_of(&ingress, &reply).await, 200);
@@ -162,8 +162,8 @@ async fn an_approval_click_in_a_base64_form_body_is_enqueued() {
     assert_eq!(status_of(&ingress, &events::parse(events::APPROVAL_CLICK)).await, 200);
     let work = stack.receive_work().await.unwrap();
     assert_eq!(work.len(), 1);
-    let agent::WorkMessage::Approval(click) = decode_work(&work[0]) else { panic!("expected an approval") };
-    assert_eq!(click.value, "turn-7f3a:call-1");
+    let assistant_core::WorkMessage::Approval(click) = decode_work(&work[0]) else { panic!("expected an approval") };
+    assert_eq!((click.button.turn_id.as_str(), click.button.tool_use_id.as_str()), ("turn-7f3a", "call-1"));
 }
 
 #[tokio::test]

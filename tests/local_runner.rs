@@ -2,11 +2,15 @@
 //! defaults (no AWS, no Slack, the offline model), asked one question, and
 //! serving Slack's requests on a port.
 
-use e2e::env_from_test_command;
+use axum::Router;
+use axum::routing::get;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tests::env_from_test_command;
+use tests::local_server::LocalServer;
 
 fn runner() -> Command {
     let binary = PathBuf::from(env_from_test_command("FUNCTION_BIN_DIR")).join("local");
@@ -37,7 +41,7 @@ fn one_question_runs_every_stage_and_prints_the_answer() {
 
 #[test]
 fn with_the_local_aws_emulator_configured_it_keeps_turns_in_its_table() {
-    let table = e2e::unique_name("local-turns");
+    let table = tests::unique_name("local-turns");
     let output = runner()
         .env("AWS_ENDPOINT_URL", env_from_test_command("AWS_ENDPOINT_URL"))
         .env("AWS_REGION", "us-east-1")
@@ -52,6 +56,79 @@ fn with_the_local_aws_emulator_configured_it_keeps_turns_in_its_table() {
     assert!(stdout.contains(&format!("created table {table} at the local AWS emulator")), "{stdout}");
     assert!(stdout.contains(&format!("store: DynamoDB table {table}")), "{stdout}");
     assert!(stdout.contains("1 message(s) posted"), "{stdout}");
+}
+
+/// The runner is the same bot as the worker: with `--config` it reads the
+/// assistant configuration the worker reads from S3, and runs its declared
+/// HTTP tools exactly as the worker does.
+#[tokio::test]
+async fn with_a_config_file_it_runs_a_declared_http_tool_against_a_local_api() {
+    // GIVEN a team's status API on a loopback port, and a configuration that declares it
+    // (path and query, Authorization header) of each request.
+    type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+    let seen: Seen = Arc::default();
+    let app = {
+        let seen = seen.clone();
+        Router::new().route(
+            "/api/{env}/services/{service}",
+            get(move |request: axum::extract::Request| {
+                let seen = seen.clone();
+                async move {
+                    let auth = request.headers().get("authorization").map(|v| v.to_str().unwrap().to_owned());
+                    seen.lock().unwrap().push((request.uri().to_string(), auth));
+                    axum::Json(serde_json::json!({"status": "degraded", "since": "14:02"}))
+                }
+            }),
+        )
+    };
+    let api = LocalServer::start(app).await;
+    let port = api.base_url.rsplit(':').next().unwrap().to_owned();
+    let dir = std::env::temp_dir().join(tests::unique_name("runner-config"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("assistant.json");
+    std::fs::write(&config, include_str!("fixtures/local-runner/assistant.json").replace("{{PORT}}", &port)).unwrap();
+    let recording = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/local-runner/service-status-recording.json");
+
+    // WHEN the runner is asked, with the configuration and a recording that calls the tool
+    let output = tokio::task::spawn_blocking(move || {
+        runner()
+            .env("STATUS_API_TOKEN", "status-token-for-tests")
+            .args(["--config", config.to_str().unwrap(), "--replay", recording, "is checkout-api ok?"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+
+    // THEN the API got exactly the call the model asked for, with its secret header
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("/api/prod/services/checkout-api".to_owned(), Some("Bearer status-token-for-tests".to_owned()))]
+    );
+    // AND its result reached the model, and the answer was posted
+    for expected in [
+        "config: ",
+        "step 1: tool calls service_status",
+        r#"result  tooluse_status_1 Success: {"since":"14:02","status":"degraded"}"#,
+        "checkout-api is *degraded* in prod since 14:02.",
+        "1 message(s) posted",
+    ] {
+        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+    }
+}
+
+#[test]
+fn a_config_file_with_a_misspelt_field_refuses_to_start() {
+    let dir = std::env::temp_dir().join(tests::unique_name("runner-config"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("assistant.json");
+    std::fs::write(&config, r#"{"tool_polcy": []}"#).unwrap();
+    let output = runner().args(["--config", config.to_str().unwrap(), "hi"]).output().unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("is not a valid assistant configuration") && stderr.contains("tool_polcy"), "{stderr}");
 }
 
 #[test]

@@ -5,17 +5,18 @@
 //! the right thread. Real SQS queues and DynamoDB (the local emulator)
 //! between the handlers, as Lambda's event source mappings would feed them.
 
-use agent::FixedClock;
-use agent::ports::TurnStore;
-use agent::turn::TurnStatus;
-use aws_adapters::bedrock::retry_config;
-use aws_adapters::dynamodb::DynamoTurns;
-use e2e::events::{self, SIGNED_AT};
-use e2e::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
-use e2e::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
-use e2e::{Stack, decode_work, emulator_config, sqs_event};
+use adapters_bedrock::retry_config;
+use assistant_core::FixedClock;
+use assistant_core::delivery::Settled;
+use assistant_core::ports::DeliveryLog;
+use assistant_core::ports::TurnStore;
+use assistant_core::turn::TurnStatus;
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tests::events::{self, SIGNED_AT};
+use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
+use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
+use tests::{Stack, decode_work, emulator_config, sqs_event};
 
 const WORK_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
 const REPLY_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
@@ -32,7 +33,7 @@ fn answer_with_a_secret() -> (String, String) {
 }
 
 fn no_failures(response: &Value) {
-    assert_eq!(e2e::batch_failures(response), Vec::<String>::new(), "{response}");
+    assert_eq!(tests::batch_failures(response), Vec::<String>::new(), "{response}");
 }
 
 #[tokio::test]
@@ -52,23 +53,23 @@ async fn a_mention_gets_exactly_one_redacted_answer_in_its_thread() {
             work_queue_url: stack.work_queue.queue.clone(),
         },
         &aws,
-        FixedClock::at(SIGNED_AT + 1),
+        std::sync::Arc::new(FixedClock::at(SIGNED_AT + 1)),
     );
     let worker = worker::WorkerFunction::load(
-        e2e::worker_config(&stack, slack.url()),
+        tests::worker_config(&stack, slack.url()),
         worker::Clients {
             dynamodb: stack.dynamodb.clone(),
             sqs: stack.sqs.clone(),
             s3: stack.s3.clone(),
             bedrock: bedrock.client(&aws, retry_config().with_initial_backoff(Duration::from_millis(5))),
-            http: slack::web::http_client(),
+            http: adapters_slack::web::http_client(),
         },
     )
     .await
     .unwrap();
     let responder = responder::ResponderFunction::new(
-        e2e::responder_config(&stack, slack.url(), vec![]),
-        e2e::responder_clients(&stack),
+        tests::responder_config(&stack, slack.url(), vec![]),
+        tests::responder_clients(&stack),
     );
 
     // Slack → ingress: acknowledged at once, one message queued.
@@ -76,7 +77,7 @@ async fn a_mention_gets_exactly_one_redacted_answer_in_its_thread() {
     assert_eq!(response["statusCode"], 200);
     let work = stack.receive_work().await.unwrap();
     assert_eq!(work.len(), 1);
-    let agent::WorkMessage::StartTurn(request) = decode_work(&work[0]) else { panic!("a start_turn") };
+    let assistant_core::WorkMessage::StartTurn(request) = decode_work(&work[0]) else { panic!("a start_turn") };
 
     // Work queue → worker: a tool round, then the answer.
     let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
@@ -108,7 +109,9 @@ async fn a_mention_gets_exactly_one_redacted_answer_in_its_thread() {
     assert!(statuses.iter().any(|s| s.starts_with("is running search_docs")), "{statuses:?}");
     assert_eq!(statuses.last().map(String::as_str), Some(""), "cleared when the answer landed");
 
-    let turn_id = agent::turn::TurnId::for_event(&request.thread, &request.event_id);
-    let turn = DynamoTurns::new(stack.dynamodb.clone(), &stack.table).load(&turn_id).await.unwrap().unwrap();
-    assert_eq!(turn.status, TurnStatus::Delivered);
+    let turn_id = assistant_core::turn::TurnId::for_event(&request.thread, &request.event_id);
+    let turn = stack.turns().load(&turn_id).await.unwrap().unwrap();
+    assert_eq!(turn.status, TurnStatus::Answered, "the worker's record of the turn");
+    let delivery = stack.deliveries().load(&turn_id).await.unwrap();
+    assert_eq!(delivery.settled, Some(Settled::Delivered), "the responder's record of the thread");
 }

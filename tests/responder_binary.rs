@@ -3,20 +3,21 @@
 //! queue, a dead letter from the work queue's DLQ) and the scheduled health
 //! event, with its Slack client pointed at the fake Web API.
 
-use agent::ports::TurnStore;
-use agent::store_contract::new_turn;
-use agent::turn::TurnStatus;
-use aws_adapters::dynamodb::DynamoTurns;
-use e2e::fake_slack::FakeSlack;
-use e2e::lambda::{LambdaUnderRie, Launch};
-use e2e::{Stack, emulator_config, events};
+use assistant_core::delivery::Settled;
+use assistant_core::ports::DeliveryLog;
+use assistant_core::ports::TurnStore;
+use assistant_core::turn::TurnStatus;
 use serde_json::json;
+use testkit::store_contract::new_turn;
+use tests::fake_slack::FakeSlack;
+use tests::lambda::{LambdaUnderRie, Launch};
+use tests::{Stack, emulator_config, events};
 
 #[tokio::test]
 async fn the_binary_posts_a_delivery_apologizes_for_a_dead_letter_and_reports_health() {
     let slack = FakeSlack::start().await;
     let stack = Stack::new(&emulator_config().await).await.unwrap();
-    let turns = DynamoTurns::new(stack.dynamodb.clone(), &stack.table);
+    let turns = stack.turns();
     let mut answered = new_turn("Ev0LAN670R");
     answered.status = TurnStatus::Answered;
     answered.answer = Some("The pool is **exhausted**.".into());
@@ -51,7 +52,9 @@ async fn the_binary_posts_a_delivery_apologizes_for_a_dead_letter_and_reports_he
     let posted = slack.posted();
     assert_eq!(posted.len(), 2);
     assert!(posted[1].text.contains("`Ev0DEAD0001`"), "{}", posted[1].text);
-    assert_eq!(turns.load(&running.id).await.unwrap().unwrap().status, TurnStatus::Failed);
+    let delivery = stack.deliveries().load(&running.id).await.unwrap();
+    assert_eq!(delivery.settled, Some(Settled::Apologized { reference: "Ev0DEAD0001".into() }));
+    assert_eq!(turns.load(&running.id).await.unwrap().unwrap().status, TurnStatus::Running, "the worker's record");
 
     let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
     assert_eq!(health["status"], "ok", "{health}");

@@ -4,16 +4,18 @@
 //! 429s are waited out or retried, refusals fail the turn, and work that
 //! SQS moved to a dead-letter queue becomes an apology.
 
-use agent::ports::TurnStore;
-use agent::store_contract::new_turn;
-use agent::turn::{Turn, TurnId, TurnStatus};
-use aws_adapters::dynamodb::DynamoTurns;
-use aws_adapters::provision;
-use e2e::fake_slack::{FakeSlack, SlackReply};
-use e2e::{Stack, emulator_config, events, sqs_event, unique_name};
+use adapters_aws::provision;
+use assistant_core::delivery::Settled;
+use assistant_core::ports::DeliveryLog;
+use assistant_core::ports::TurnStore;
+use assistant_core::store::RecordTurns;
+use assistant_core::turn::{Turn, TurnId, TurnStatus};
 use responder::ResponderFunction;
 use serde_json::{Value, json};
 use std::time::Duration;
+use testkit::store_contract::new_turn;
+use tests::fake_slack::{FakeSlack, SlackReply};
+use tests::{Stack, emulator_config, events, sqs_event, unique_name};
 
 const TURN: &str = "T061EG9R6-Ev0LAN670R";
 const CHANNEL: &str = "C0LAN2Q65";
@@ -30,14 +32,15 @@ impl World {
     async fn new(dead_letter_queue_arns: Vec<String>) -> Self {
         let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
         let slack = FakeSlack::start().await;
-        let config = e2e::responder_config(&stack, slack.url(), dead_letter_queue_arns);
-        let clients = e2e::responder_clients(&stack);
+        let config = tests::responder_config(&stack, slack.url(), dead_letter_queue_arns);
+        let clients = tests::responder_clients(&stack);
         let function = ResponderFunction::new(config, clients);
         Self { stack, slack, function }
     }
 
-    fn turns(&self) -> DynamoTurns {
-        DynamoTurns::new(self.stack.dynamodb.clone(), &self.stack.table)
+    /// The turns, written here as the worker would write them.
+    fn turns(&self) -> RecordTurns {
+        self.stack.turns()
     }
 
     /// The event files' turn, stored in `status` with `answer`.
@@ -50,12 +53,13 @@ impl World {
         turn
     }
 
-    async fn status(&self) -> TurnStatus {
-        self.turns().load(&TurnId::new(TURN)).await.unwrap().unwrap().status
+    /// How the turn ended for its thread, as the responder recorded it.
+    async fn settled(&self) -> Option<Settled> {
+        self.stack.deliveries().load(&TurnId::new(TURN)).await.unwrap().settled
     }
 
     async fn handle(&self, event: Value) -> Vec<String> {
-        e2e::batch_failures(&self.function.handle(event).await.unwrap())
+        tests::batch_failures(&self.function.handle(event).await.unwrap())
     }
 }
 
@@ -76,11 +80,14 @@ async fn the_deliver_event_file_posts_the_answer_once_in_its_thread() {
     assert_eq!(posted.len(), 1, "{posted:?}");
     assert_eq!((posted[0].channel.as_str(), posted[0].thread_ts.as_str()), (CHANNEL, THREAD_TS));
     assert_eq!(posted[0].text, "*Cause*\nThe pool is *exhausted* since the 14:02 deploy.");
-    assert_eq!(posted[0].metadata.as_ref().unwrap()["event_payload"], json!({"turn_id": TURN, "key": "answer 1/1"}));
+    assert_eq!(
+        posted[0].metadata.as_ref().unwrap()["event_payload"],
+        json!({"v": 1, "turn_id": TURN, "key": "answer 1/1"})
+    );
     let call = &world.slack.calls("chat.postMessage")[0];
     assert_eq!(call.form["unfurl_links"], "false");
     assert_eq!(call.authorization.as_deref(), Some("Bearer xoxb-test-token"));
-    assert_eq!(world.status().await, TurnStatus::Delivered);
+    assert_eq!(world.settled().await, Some(Settled::Delivered));
 }
 
 #[tokio::test]
@@ -99,7 +106,7 @@ async fn a_post_whose_response_was_lost_is_found_in_the_thread_not_posted_again(
     let search = world.slack.calls("conversations.replies");
     assert_eq!(search.len(), 1);
     assert_eq!(search[0].form["include_all_metadata"], "true");
-    assert_eq!(world.status().await, TurnStatus::Delivered);
+    assert_eq!(world.settled().await, Some(Settled::Delivered));
 }
 
 #[tokio::test]
@@ -119,7 +126,7 @@ async fn a_crash_after_the_post_and_before_its_record_does_not_post_twice_on_red
     // THEN the thread was searched and nothing posted again
     assert_eq!(world.slack.posted().len(), 1);
     assert_eq!(world.slack.calls("chat.postMessage").len(), 1);
-    assert_eq!(world.status().await, TurnStatus::Delivered);
+    assert_eq!(world.settled().await, Some(Settled::Delivered));
 }
 
 #[tokio::test]
@@ -139,13 +146,13 @@ async fn a_short_rate_limit_is_waited_out_and_a_long_one_retried_by_sqs() {
 }
 
 #[tokio::test]
-async fn a_refusal_fails_the_turn_without_retrying() {
+async fn a_refusal_ends_the_turn_without_retrying() {
     let world = World::new(vec![]).await;
     world.store_turn(TurnStatus::Answered, Some("Hello.")).await;
     world.slack.script("chat.postMessage", [SlackReply::Json(json!({"ok": false, "error": "not_in_channel"}))]);
 
     assert_eq!(world.handle(deliver_event()).await, Vec::<String>::new(), "retrying cannot help");
-    assert_eq!(world.status().await, TurnStatus::Failed);
+    assert_eq!(world.settled().await, Some(Settled::Refused { code: "not_in_channel".into() }));
     assert_eq!(world.slack.calls("chat.postMessage").len(), 1);
 }
 
@@ -187,13 +194,13 @@ async fn work_moved_to_the_dead_letter_queue_becomes_one_apology_and_a_failed_tu
     assert_eq!(world.handle(sqs_event(&dead, &dead_letter_arn)).await, Vec::<String>::new());
     assert_eq!(world.handle(sqs_event(&dead, &dead_letter_arn)).await, Vec::<String>::new());
 
-    // THEN one apology with the reference is in the thread; the turn failed
+    // THEN one apology with the reference is in the thread, recorded as the turn's end
     let posted = world.slack.posted();
     assert_eq!(posted.len(), 1, "{posted:?}");
     assert_eq!((posted[0].channel.as_str(), posted[0].thread_ts.as_str()), (CHANNEL, THREAD_TS));
     assert!(posted[0].text.starts_with("Sorry, something went wrong"), "{}", posted[0].text);
     assert!(posted[0].text.contains("`Ev0LAN670R`"), "{}", posted[0].text);
-    assert_eq!(world.status().await, TurnStatus::Failed);
+    assert_eq!(world.settled().await, Some(Settled::Apologized { reference: "Ev0LAN670R".into() }));
 }
 
 #[tokio::test]

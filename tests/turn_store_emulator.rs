@@ -1,15 +1,15 @@
-//! The DynamoDB turn store, through the real SDK against the local AWS
-//! emulator, keeps the same contract as the in-memory one
-//! (`agent::store_contract`): create once, optimistic locking, item limit;
+//! The turn store on DynamoDB's versioned records, through the real SDK
+//! against the local AWS emulator, keeps the same contract as on memory
+//! (`testkit::store_contract`): create once, optimistic locking, item limit;
 //! and so does the responder's delivery log beside it.
 
-use agent::store_contract;
-use aws_adapters::dynamodb::{DynamoDeliveries, DynamoTurns};
-use e2e::{Stack, emulator_config};
+use assistant_core::store::RecordTurns;
+use testkit::store_contract;
+use tests::{Stack, emulator_config};
 
-async fn store() -> (Stack, DynamoTurns) {
+async fn store() -> (Stack, RecordTurns) {
     let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
-    let store = DynamoTurns::new(stack.dynamodb.clone(), &stack.table);
+    let store = stack.turns();
     (stack, store)
 }
 
@@ -40,15 +40,15 @@ async fn state_over_the_item_limit_is_refused_before_dynamodb_sees_it() {
 #[tokio::test]
 async fn delivery_records_are_versioned_beside_the_turn() {
     let (stack, _store) = store().await;
-    let log = DynamoDeliveries::new(stack.dynamodb.clone(), &stack.table);
+    let log = stack.deliveries();
     store_contract::delivery_records_are_versioned(&log, "Ev0DELIVER").await;
 }
 
 #[tokio::test]
-async fn the_item_keeps_version_status_and_ttl_beside_the_state() {
+async fn the_item_keeps_version_and_ttl_beside_the_state() {
     let (stack, store) = store().await;
     let mut turn = store_contract::new_turn("Ev0ITEM001");
-    agent::ports::TurnStore::create(&store, &mut turn).await.unwrap();
+    assistant_core::ports::TurnStore::create(&store, &mut turn).await.unwrap();
     let item = stack
         .dynamodb
         .get_item()
@@ -61,8 +61,7 @@ async fn the_item_keeps_version_status_and_ttl_beside_the_state() {
         .item
         .expect("stored item");
     assert_eq!(item["version"].as_n().unwrap(), "1");
-    assert_eq!(item["status"].as_s().unwrap(), "running");
     let expires: i64 = item["expires_at"].as_n().unwrap().parse().unwrap();
-    assert_eq!(expires, turn.updated_at + agent::ports::TURN_TTL_SECS);
+    assert_eq!(expires, turn.updated_at + assistant_core::store::TURN_TTL_SECS);
     assert!(!item["state"].as_s().unwrap().contains("\"version\""), "the version lives beside the state");
 }

@@ -4,11 +4,11 @@
 //! own `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`, and its Slack client at the fake
 //! Web API through `SLACK_API_BASE_URL`.
 
-use agent::messages::ReplyMessage;
-use e2e::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
-use e2e::fake_slack::{CONVERSATIONS_INFO, CONVERSATIONS_REPLIES, FakeSlack};
-use e2e::lambda::{LambdaUnderRie, Launch};
-use e2e::{Stack, emulator_config, events};
+use assistant_core::messages::ReplyMessage;
+use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
+use tests::fake_slack::{CONVERSATIONS_INFO, CONVERSATIONS_REPLIES, FakeSlack};
+use tests::lambda::{LambdaUnderRie, Launch};
+use tests::{Stack, emulator_config, events};
 
 #[tokio::test]
 async fn the_binary_answers_a_queued_turn_and_its_health_check() {

@@ -3,17 +3,16 @@
 //! event file starts a turn that is answered and delivered, tool rounds,
 //! throttling, and a bad message reaching the dead-letter queue.
 
-use agent::messages::ReplyMessage;
-use agent::ports::TurnStore;
-use agent::turn::{TurnId, TurnStatus};
-use aws_adapters::bedrock::retry_config;
-use aws_adapters::dynamodb::DynamoTurns;
-use aws_adapters::provision;
-use e2e::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
-use e2e::fake_slack::{CONVERSATIONS_INFO, CONVERSATIONS_REPLIES, FakeSlack, SlackReply};
-use e2e::{Stack, emulator_config, events, sqs_event, unique_name};
+use adapters_aws::provision;
+use adapters_bedrock::retry_config;
+use assistant_core::messages::ReplyMessage;
+use assistant_core::ports::TurnStore;
+use assistant_core::turn::{TurnId, TurnStatus};
 use serde_json::json;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
+use tests::fake_slack::{CONVERSATIONS_INFO, CONVERSATIONS_REPLIES, FakeSlack, SlackReply};
+use tests::{Stack, emulator_config, events, sqs_event, unique_name};
 use worker::{Clients, Config, WorkerFunction};
 
 const TURN: &str = "T061EG9R6-Ev0LAN670R";
@@ -27,7 +26,7 @@ async fn world(fake: &FakeBedrock) -> (Stack, WorkerFunction) {
 /// The function's configuration; Slack is the fake when given, else an
 /// address where nothing listens (history then degrades to the question).
 fn function_config(stack: &Stack, slack: Option<&FakeSlack>) -> Config {
-    e2e::worker_config(stack, slack.map_or("http://127.0.0.1:9/api", |s| s.url()))
+    tests::worker_config(stack, slack.map_or("http://127.0.0.1:9/api", |s| s.url()))
 }
 
 /// The stack's clients, with Bedrock's pointed at the fake.
@@ -37,7 +36,7 @@ async fn clients(stack: &Stack, fake: &FakeBedrock) -> Clients {
         sqs: stack.sqs.clone(),
         s3: stack.s3.clone(),
         bedrock: fake.client(&emulator_config().await, retry_config().with_initial_backoff(Duration::from_millis(5))),
-        http: slack::web::http_client(),
+        http: adapters_slack::web::http_client(),
     }
 }
 
@@ -46,7 +45,7 @@ fn deadline() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000
 }
 
-use e2e::batch_failures as failures;
+use tests::batch_failures as failures;
 
 #[tokio::test]
 async fn the_sqs_event_file_starts_a_turn_that_is_answered_and_delivered() {
@@ -57,7 +56,7 @@ async fn the_sqs_event_file_starts_a_turn_that_is_answered_and_delivered() {
     let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
     assert_eq!(failures(&response), Vec::<String>::new());
 
-    let turn = DynamoTurns::new(stack.dynamodb.clone(), &stack.table).load(&TurnId::new(TURN)).await.unwrap().unwrap();
+    let turn = stack.turns().load(&TurnId::new(TURN)).await.unwrap().unwrap();
     assert_eq!((turn.status, turn.steps), (TurnStatus::Answered, 1));
     assert!(turn.answer.unwrap().contains("connection pool is exhausted"));
     let replies = stack.receive_requests().await.unwrap();
@@ -279,28 +278,27 @@ async fn a_two_megabyte_tool_result_goes_to_s3_and_the_turn_item_stays_small() {
     assert!(logs.len() > 2_000_000);
     let dump_logs = {
         let logs = logs.clone();
-        agent::tools::Tool::new(
-            agent::model::ToolSpec {
+        worker_logic::tools::Tool::new(
+            assistant_core::model::ToolSpec {
                 name: "dump_logs".into(),
                 description: "All of today's logs.".into(),
                 input_schema: json!({"type": "object"}),
             },
-            agent::tools::Effect::ReadOnly,
+            worker_logic::tools::Effect::ReadOnly,
             Duration::from_secs(5),
             move |_| {
                 let logs = logs.clone();
-                async move { Ok(agent::turn::ToolOutput::Text(logs)) }
+                async move { Ok(assistant_core::turn::ToolOutput::Text(logs)) }
             },
         )
         .unwrap()
     };
-    let tools = agent::tools::ToolRegistry::new(vec![dump_logs], agent::tools::ToolPolicy::allow_all()).unwrap();
-    let function = WorkerFunction::assemble(
-        function_config(&stack, None),
-        clients(&stack, &fake).await,
-        tools,
-        agent::DEFAULT_SYSTEM_PROMPT.to_owned(),
-    );
+    let tools =
+        worker_logic::tools::ToolRegistry::new(vec![dump_logs], worker_logic::tools::ToolPolicy::allow_all()).unwrap();
+    let function = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await)
+        .await
+        .unwrap()
+        .with_tools(tools);
 
     // WHEN the turn runs
     let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
@@ -318,7 +316,7 @@ async fn a_two_megabyte_tool_result_goes_to_s3_and_the_turn_item_stays_small() {
     assert_eq!(object.body.collect().await.unwrap().into_bytes().len(), logs.len());
 
     // AND the turn's item holds a pointer and a preview, far under 400 KB
-    let turn = DynamoTurns::new(stack.dynamodb.clone(), &stack.table).load(&TurnId::new(TURN)).await.unwrap().unwrap();
+    let turn = stack.turns().load(&TurnId::new(TURN)).await.unwrap().unwrap();
     let state = serde_json::to_string(&turn).unwrap();
     assert!(state.len() < 40_000, "state is {} bytes", state.len());
     assert_eq!(turn.status, TurnStatus::Answered);
@@ -362,14 +360,16 @@ async fn a_turn_continues_across_invocations_through_the_work_queue() {
     assert_eq!(fake.requests().len(), 1);
     let continuation = stack.receive_work().await.unwrap();
     assert_eq!(continuation.len(), 1);
-    assert!(matches!(e2e::decode_work(&continuation[0]), agent::WorkMessage::Continue(ref c) if c.after_step == 1));
+    assert!(
+        matches!(tests::decode_work(&continuation[0]), assistant_core::WorkMessage::Continue(ref c) if c.after_step == 1)
+    );
 
     // THEN the next invocation, fed the continuation from the queue, finishes
     let queue_arn = "arn:aws:sqs:us-east-1:123456789012:work.fifo";
     let response = function.handle(sqs_event(&continuation, queue_arn), deadline()).await.unwrap();
     assert_eq!(failures(&response), Vec::<String>::new());
     assert_eq!(fake.requests().len(), 2, "the saved step was not repeated");
-    let turn = DynamoTurns::new(stack.dynamodb.clone(), &stack.table).load(&TurnId::new(TURN)).await.unwrap().unwrap();
+    let turn = stack.turns().load(&TurnId::new(TURN)).await.unwrap().unwrap();
     assert_eq!((turn.status, turn.steps), (TurnStatus::Answered, 2));
     assert_eq!(stack.receive_requests().await.unwrap().len(), 1);
 }

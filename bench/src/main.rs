@@ -6,10 +6,13 @@
 //!    parse, route) on a signed app mention, many times; median and p99.
 //!    Also the whole request path with in-memory ports, and how many calls
 //!    it makes to them (each is one AWS call in production).
-//! 2. Cold start: the shipped binary under AWS's Lambda Runtime Interface
-//!    Emulator, from the invoke that starts the process to its response
-//!    (the emulator's own INIT duration too), then a warm invoke.
-//! 3. Size of the shipped binary and the function process's peak RSS.
+//! 2. Start-up: each shipped binary, and the floor (a hello-world
+//!    `lambda_runtime` binary built with the same profile, `bench/floor`),
+//!    under AWS's Lambda Runtime Interface Emulator in fresh processes:
+//!    INIT (process start → ready, the emulator's figure) and the first
+//!    invoke (from the invoke that starts the process to its response), each
+//!    also as a ratio to the floor's; then a warm invoke.
+//! 3. Size of the shipped binaries and each function process's peak RSS.
 //! 4. The worker's overhead per step, excluding model and tool time: whole
 //!    10-step turns against an instant model and instant tools, with the
 //!    in-memory store (which serializes state as DynamoDB's adapter does),
@@ -17,26 +20,25 @@
 //! 5. The responder's CPU per answer: redact, render to mrkdwn and split a
 //!    typical answer (a heading, a list, code, a table, links, mentions).
 
-use agent::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemorySlack, MemoryTurns};
-use agent::messages::{ReplyMessage, Trigger, TurnRequest};
-use agent::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
-use agent::ports::{
+use anyhow::{Context, Result};
+use assistant_core::messages::{ReplyMessage, TurnRequest};
+use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
+use assistant_core::ports::{
     ArtifactStore, ClaimOutcome, Created, EventClaim, EventClaims, PortError, ReplyQueue, StoreError, TurnStore,
     WorkQueue,
 };
-use agent::tools::{Effect, Tool, ToolPolicy, ToolRegistry};
-use agent::turn::{Content, Message, Role, ToolOutput, ToolUse, Turn, TurnId, Usage};
-use agent::worker::{Deadline, Limits, Outcome, Worker};
-use agent::{Clock, FixedClock, SystemClock, WorkMessage};
-use anyhow::{Context, Result};
-use e2e::lambda::{LambdaUnderRie, Launch};
-use http::{HeaderMap, HeaderValue};
-use intake::Intake;
-use intake::service::Request;
-use slack::SigningSecret;
-use slack::signature::{SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolUse, Turn, TurnId, Usage};
+use assistant_core::{Clock, FixedClock, SystemClock, WorkMessage};
+use async_trait::async_trait;
+use http::HeaderMap;
+use ingress_logic::{Intake, Request};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use testkit::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemorySlack};
+use tests::lambda::{LambdaUnderRie, Launch};
+use worker_logic::tools::{Effect, Tool, ToolPolicy, ToolRegistry};
+use worker_logic::worker::{Deadline, Limits, Outcome, Worker};
 
 const SECRET: &str = "bench-signing-secret";
 const NOW: i64 = 1_763_800_000;
@@ -50,26 +52,15 @@ fn main() -> Result<()> {
     warm_handling(&runtime)?;
     runtime.block_on(worker_overhead())?;
     responder_rendering();
-    for variable in ["WORKER_BIN", "RESPONDER_BIN"] {
-        if let Ok(binary) = std::env::var(variable) {
-            let size = std::fs::metadata(&binary).with_context(|| format!("{binary} missing"))?.len();
-            println!("\nshipped binary {binary}\n  size {:.1} MiB (budget: < 10 MB)", size as f64 / (1024.0 * 1024.0));
-        }
-    }
-    match std::env::var("INGRESS_BIN") {
-        Ok(binary) => runtime.block_on(shipped_binary(&binary))?,
-        Err(_) => println!("\nINGRESS_BIN not set: cold start, size and RSS skipped (infra/bench.sh sets it)"),
+    match std::env::var("FLOOR_BIN") {
+        Ok(_) => runtime.block_on(start_up())?,
+        Err(_) => println!("\nFLOOR_BIN not set: start-up, size and RSS skipped (infra/bench.sh sets them)"),
     }
     Ok(())
 }
 
 fn signed_request(body: &str, signed_at: i64) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    let signature = SigningSecret::new(SECRET).expect("secret").sign(signed_at, body.as_bytes());
-    headers.insert(TIMESTAMP_HEADER, HeaderValue::from_str(&signed_at.to_string()).expect("digits"));
-    headers.insert(SIGNATURE_HEADER, HeaderValue::from_str(&signature).expect("hex"));
-    headers.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers
+    testkit::signed::headers(SECRET, signed_at, body, "application/json")
 }
 
 /// Counts the calls that would be AWS calls in production.
@@ -79,6 +70,7 @@ struct Counting<T> {
     calls: AtomicUsize,
 }
 
+#[async_trait]
 impl<T: EventClaims> EventClaims for Counting<T> {
     async fn claim(&self, claim: &EventClaim, now_unix: i64) -> Result<ClaimOutcome, PortError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
@@ -91,6 +83,7 @@ impl<T: EventClaims> EventClaims for Counting<T> {
     }
 }
 
+#[async_trait]
 impl<T: WorkQueue> WorkQueue for Counting<T> {
     async fn enqueue(&self, message: &WorkMessage) -> Result<(), PortError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
@@ -98,6 +91,7 @@ impl<T: WorkQueue> WorkQueue for Counting<T> {
     }
 }
 
+#[async_trait]
 impl<T: TurnStore> TurnStore for Counting<T> {
     async fn create(&self, turn: &mut Turn) -> Result<Created, StoreError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
@@ -115,6 +109,7 @@ impl<T: TurnStore> TurnStore for Counting<T> {
     }
 }
 
+#[async_trait]
 impl<T: ReplyQueue> ReplyQueue for Counting<T> {
     async fn send(&self, message: &ReplyMessage) -> Result<(), PortError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
@@ -122,6 +117,7 @@ impl<T: ReplyQueue> ReplyQueue for Counting<T> {
     }
 }
 
+#[async_trait]
 impl<T: ArtifactStore> ArtifactStore for Counting<T> {
     async fn put(&self, key: &str, body: Vec<u8>, content_type: &'static str) -> Result<(), PortError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
@@ -146,6 +142,7 @@ const TURNS: usize = 200;
 /// an answer, like a model would, minus the wait.
 struct InstantModel;
 
+#[async_trait]
 impl Model for InstantModel {
     async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
         let step = request.messages.len() / 2;
@@ -186,24 +183,28 @@ async fn worker_overhead() -> Result<()> {
         let excerpt = excerpt.clone();
         async move { Ok(ToolOutput::Text(excerpt)) }
     })?;
+    let (turns, deliveries) = testkit::memory::stores();
+    let store = Arc::new(Counting { inner: turns, calls: AtomicUsize::new(0) });
+    let work = Arc::new(Counting::<MemoryQueue>::default());
+    let replies = Arc::new(Counting::<MemoryQueue<ReplyMessage>>::default());
+    let artifacts = Arc::new(Counting::<MemoryArtifacts>::default());
     let worker = Worker {
-        store: Counting::<MemoryTurns>::default(),
-        model: InstantModel,
-        work: Counting::<MemoryQueue>::default(),
-        replies: Counting::<MemoryQueue<ReplyMessage>>::default(),
-        artifacts: Counting::<MemoryArtifacts>::default(),
-        slack: MemorySlack,
+        store: store.clone(),
+        deliveries: Arc::new(deliveries),
+        model: Arc::new(InstantModel),
+        work: work.clone(),
+        replies: replies.clone(),
+        artifacts: artifacts.clone(),
+        slack: Arc::new(MemorySlack),
         tools: ToolRegistry::new(vec![search], ToolPolicy::allow_all())?,
-        clock: FixedClock::at(NOW),
-        system_prompt: agent::DEFAULT_SYSTEM_PROMPT.to_owned(),
+        clock: Arc::new(FixedClock::at(NOW)),
+        system_prompt: worker_logic::assembly::DEFAULT_SYSTEM_PROMPT.to_owned(),
         limits: Limits { max_steps: STEPS_PER_TURN, ..Limits::default() },
     };
     let request = |i: usize| {
         WorkMessage::StartTurn(TurnRequest {
             event_id: slack::EventId::new(format!("Ev{i:08}")),
-            event_time: NOW,
-            trigger: Trigger::AppMention,
-            thread: agent::ThreadRef {
+            thread: assistant_core::ThreadRef {
                 team: slack::TeamId::new("T061EG9R6"),
                 channel: slack::ChannelId::new("C0LAN2Q65"),
                 thread_ts: slack::Ts::new(format!("1763800000.{i:06}")),
@@ -225,16 +226,16 @@ async fn worker_overhead() -> Result<()> {
     }
     report_ms("per step, averaged over a 10-step turn", per_step);
     let per_turn = |calls: &AtomicUsize| calls.load(Ordering::Relaxed) as f64 / TURNS as f64;
-    let store_calls = per_turn(&worker.store.calls);
+    let store_calls = per_turn(&store.calls);
     println!(
         "  state store calls per turn: {store_calls:.0} (1 create + {:.0} saves = 1 write per step)",
         store_calls - 1.0
     );
     println!(
         "  other AWS calls per turn: {:.0} reply message, {:.0} work messages, {:.0} S3 objects",
-        per_turn(&worker.replies.calls),
-        per_turn(&worker.work.calls),
-        per_turn(&worker.artifacts.calls)
+        per_turn(&replies.calls),
+        per_turn(&work.calls),
+        per_turn(&artifacts.calls)
     );
     Ok(())
 }
@@ -253,7 +254,7 @@ fn responder_rendering() {
     let mut samples: Vec<Duration> = Vec::with_capacity(WARM_ITERATIONS / 4);
     for _ in 0..WARM_ITERATIONS / 4 {
         let started = Instant::now();
-        let messages = delivery::render::answer(std::hint::black_box(ANSWER));
+        let messages = responder_logic::render::answer(std::hint::black_box(ANSWER));
         samples.push(started.elapsed());
         assert_eq!(messages.len(), 1);
     }
@@ -281,13 +282,11 @@ fn report(label: &str, mut samples: Vec<Duration>) {
 
 fn warm_handling(runtime: &tokio::runtime::Runtime) -> Result<()> {
     println!("\nwarm handling, CPU only (budget: < 200 µs excluding AWS calls)");
-    let intake = Intake::new(
-        SigningSecret::new(SECRET)?,
-        Counting::<MemoryClaims>::default(),
-        Counting::<MemoryQueue>::default(),
-        FixedClock::at(NOW),
-    );
-    let body = slack::fixtures::APP_MENTION;
+    let claims = Arc::new(Counting::<MemoryClaims>::default());
+    let queue = Arc::new(Counting::<MemoryQueue>::default());
+    let intake =
+        Intake::new(slack::SigningSecret::new(SECRET)?, claims.clone(), queue.clone(), Arc::new(FixedClock::at(NOW)));
+    let body = testkit::fixtures::APP_MENTION;
     let headers = signed_request(body, NOW);
     let request = Request { headers: &headers, body: Some(body), is_base64_encoded: false };
 
@@ -317,7 +316,7 @@ fn warm_handling(runtime: &tokio::runtime::Runtime) -> Result<()> {
         }
     });
     report("whole request, in-memory claim + enqueue", samples);
-    let calls = intake.claims().calls.load(Ordering::Relaxed) + intake.queue().calls.load(Ordering::Relaxed);
+    let calls = claims.calls.load(Ordering::Relaxed) + queue.calls.load(Ordering::Relaxed);
     println!(
         "  port calls per new event (= AWS calls on the ack path): {} (budget: ≤ 2)",
         calls as f64 / WARM_ITERATIONS as f64
@@ -325,54 +324,152 @@ fn warm_handling(runtime: &tokio::runtime::Runtime) -> Result<()> {
     Ok(())
 }
 
-async fn shipped_binary(binary: &str) -> Result<()> {
-    let size = std::fs::metadata(binary).with_context(|| format!("{binary} missing"))?.len();
-    println!("\nshipped binary {binary}");
-    println!("  size {:.1} MiB (budget: < 10 MB)", size as f64 / (1024.0 * 1024.0));
+/// One binary's start-up, over fresh processes.
+#[derive(Default)]
+struct StartUp {
+    init: Vec<Duration>,
+    first: Vec<Duration>,
+    warm: Vec<Duration>,
+    peak_rss_kib: u64,
+}
 
-    // url_verification needs no AWS call: this is the function's own start.
-    let body = slack::fixtures::URL_VERIFICATION;
-    let (dir, name) = binary.rsplit_once('/').context("INGRESS_BIN must be a path")?;
-    // SAFETY: set before any thread that reads the environment is started.
+fn median(samples: &[Duration]) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+}
+
+/// `binary` under the Runtime Interface Emulator, `COLD_RUNS` fresh
+/// processes, each invoked twice with `event`.
+async fn measure(
+    binary: &str,
+    env: &[(&'static str, String)],
+    event: impl Fn() -> serde_json::Value,
+) -> Result<StartUp> {
+    let (dir, name) = binary.rsplit_once('/').context("binary paths are absolute")?;
+    // SAFETY: the benchmark is single-threaded here; nothing reads the
+    // environment concurrently.
     unsafe { std::env::set_var("FUNCTION_BIN_DIR", dir) };
-
-    let mut cold = Vec::new();
-    let mut init = Vec::new();
-    let mut warm = Vec::new();
-    let mut peak_rss_kib = 0;
+    let mut figures = StartUp::default();
     for _ in 0..COLD_RUNS {
-        let env = vec![
-            ("SLACK_SIGNING_SECRET", SECRET.to_owned()),
-            ("TURNS_TABLE", "bench-table".to_owned()),
-            ("WORK_QUEUE_URL", "http://127.0.0.1:9/000000000000/bench.fifo".to_owned()),
-            ("AWS_REGION", "us-east-1".to_owned()),
-            ("AWS_ACCESS_KEY_ID", "bench".to_owned()),
-            ("AWS_SECRET_ACCESS_KEY", "bench".to_owned()),
-        ];
-        let lambda = LambdaUnderRie::start(name, Launch { env, clock: None })?;
-        let event = http_event(body, SystemClock.now_unix());
+        let lambda = LambdaUnderRie::start(name, Launch { env: env.to_vec(), clock: None })?;
         let started = Instant::now();
-        let first = lambda.invoke(&event).await?;
-        cold.push(started.elapsed());
-        anyhow::ensure!(first["statusCode"] == 200, "cold invoke failed: {first}");
-
-        let event = http_event(body, SystemClock.now_unix());
+        let first = lambda.invoke(&event()).await?;
+        figures.first.push(started.elapsed());
+        anyhow::ensure!(
+            first["statusCode"] == 200 || first["status"].is_string(),
+            "{name}: first invoke failed: {first}\n{}",
+            lambda.logs()
+        );
         let started = Instant::now();
-        lambda.invoke(&event).await?;
-        warm.push(started.elapsed());
-
+        lambda.invoke(&event()).await?;
+        figures.warm.push(started.elapsed());
         if let Some(ms) = init_duration_ms(&lambda.logs()) {
-            init.push(Duration::from_secs_f64(ms / 1e3));
+            figures.init.push(Duration::from_secs_f64(ms / 1e3));
         }
         if let Some(rss) = lambda.function_pid().and_then(peak_rss_kib_of) {
-            peak_rss_kib = peak_rss_kib.max(rss);
+            figures.peak_rss_kib = figures.peak_rss_kib.max(rss);
         }
     }
-    println!("cold start through the Runtime Interface Emulator (budget: < 30 ms), {COLD_RUNS} fresh processes");
-    report_ms("first invoke: process start → response", cold);
-    report_ms("emulator's INIT phase (process start → ready)", init);
-    report_ms("second invoke of the same process", warm);
-    println!("  peak RSS of the function process {:.1} MiB (budget: < 40 MB)", peak_rss_kib as f64 / 1024.0);
+    Ok(figures)
+}
+
+/// A binary to start: where `infra/bench.sh` says it is, its environment,
+/// and the event its first invoke gets.
+struct Subject<'a> {
+    label: &'static str,
+    variable: &'static str,
+    env: Vec<(&'static str, String)>,
+    event: &'a dyn Fn() -> serde_json::Value,
+    what: &'static str,
+}
+
+/// The variables `infra/bench.sh` exported for the functions (the local
+/// AWS emulator's table, queues and bucket), passed on.
+fn function_env(names: &[&'static str]) -> Vec<(&'static str, String)> {
+    names.iter().filter_map(|name| std::env::var(name).ok().map(|value| (*name, value))).collect()
+}
+
+async fn start_up() -> Result<()> {
+    let aws = ["AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "TURNS_TABLE"];
+    let mut ingress_env = function_env(&aws);
+    ingress_env.extend([("SLACK_SIGNING_SECRET", SECRET.to_owned())]);
+    ingress_env.extend(function_env(&["WORK_QUEUE_URL"]));
+    let mut worker_env = function_env(&aws);
+    worker_env.extend(function_env(&["WORK_QUEUE_URL", "REPLY_QUEUE_URL", "ARTIFACT_BUCKET", "MODEL_ID"]));
+    let mut responder_env = function_env(&aws);
+    responder_env.extend(function_env(&["REPLY_QUEUE_URL", "DEAD_LETTER_QUEUE_ARNS"]));
+    for env in [&mut worker_env, &mut responder_env] {
+        // Slack answers nothing here: refused at once, never a timeout.
+        env.extend([
+            ("SLACK_BOT_TOKEN", "xoxb-bench".to_owned()),
+            ("SLACK_API_BASE_URL", "http://127.0.0.1:9/api".to_owned()),
+        ]);
+    }
+    let url_verification = || http_event(testkit::fixtures::URL_VERIFICATION, SystemClock.now_unix());
+    let health = || tests::events::parse(tests::events::SCHEDULED_HEALTH_CHECK);
+    let subjects: [Subject; 4] = [
+        Subject {
+            label: "floor",
+            variable: "FLOOR_BIN",
+            env: vec![],
+            event: &url_verification,
+            what: "url_verification (echoed)",
+        },
+        Subject {
+            label: "ingress",
+            variable: "INGRESS_BIN",
+            env: ingress_env,
+            event: &url_verification,
+            what: "url_verification",
+        },
+        Subject {
+            label: "worker",
+            variable: "WORKER_BIN",
+            env: worker_env,
+            event: &health,
+            what: "health check (4 AWS calls)",
+        },
+        Subject {
+            label: "responder",
+            variable: "RESPONDER_BIN",
+            env: responder_env,
+            event: &health,
+            what: "health check (2 AWS calls, Slack refused)",
+        },
+    ];
+
+    println!(
+        "\nstart-up through the Runtime Interface Emulator, {COLD_RUNS} fresh processes each; medians, and the ratio to the floor's"
+    );
+    println!("  (budgets: ingress first invoke < 30 ms and ≤ 1.5× the floor's; worker and responder ≤ 3×)");
+    println!(
+        "  {:<10} {:>9} {:>12} {:>7} {:>14} {:>7} {:>9} {:>9} {:>9}  first event",
+        "binary", "size MiB", "INIT ms", "×", "first ms", "×", "warm ms", "RSS MiB", ""
+    );
+    let mut floor: Option<(Duration, Duration)> = None;
+    for Subject { label, variable, env, event, what } in subjects {
+        let Ok(binary) = std::env::var(variable) else {
+            println!("  {label:<10} {variable} not set: skipped");
+            continue;
+        };
+        let size = std::fs::metadata(&binary).with_context(|| format!("{binary} missing"))?.len();
+        let figures = measure(&binary, &env, event).await?;
+        let (init, first) = (median(&figures.init), median(&figures.first));
+        let (floor_init, floor_first) = *floor.get_or_insert((init, first));
+        let ratio = |value: Duration, base: Duration| value.as_secs_f64() / base.as_secs_f64().max(1e-9);
+        println!(
+            "  {label:<10} {:>9.1} {:>12.2} {:>7.2} {:>14.2} {:>7.2} {:>9.2} {:>9.1}            {what}",
+            size as f64 / (1024.0 * 1024.0),
+            init.as_secs_f64() * 1e3,
+            ratio(init, floor_init),
+            first.as_secs_f64() * 1e3,
+            ratio(first, floor_first),
+            median(&figures.warm).as_secs_f64() * 1e3,
+            figures.peak_rss_kib as f64 / 1024.0,
+        );
+    }
+    println!("  (binary budget: < 10 MB each; peak RSS < 40 MB)");
     Ok(())
 }
 
@@ -392,12 +489,11 @@ fn report_ms(label: &str, mut samples: Vec<Duration>) {
 
 /// A Function URL event carrying `body`, signed now.
 fn http_event(body: &str, now: i64) -> serde_json::Value {
-    let template = e2e::events::parse(e2e::events::URL_VERIFICATION);
+    let template = tests::events::parse(tests::events::URL_VERIFICATION);
     let mut event = template.clone();
     event["body"] = body.into();
     event["headers"]["x-slack-request-timestamp"] = now.to_string().into();
-    event["headers"]["x-slack-signature"] =
-        SigningSecret::new(SECRET).expect("secret").sign(now, body.as_bytes()).into();
+    event["headers"]["x-slack-signature"] = testkit::signed::signature(SECRET, now, body).into();
     event
 }
 

@@ -15,11 +15,14 @@ pub mod fake_slack;
 pub mod lambda;
 pub mod local_server;
 
+use adapters_aws::dynamodb::DynamoRecords;
+use adapters_aws::provision::{self, QueueUrls};
 use anyhow::{Context, Result};
-use aws_adapters::provision::{self, QueueUrls};
+use assistant_core::store::{RecordDeliveries, RecordTurns};
 use aws_config::retry::RetryConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A variable `infra/test.sh` exports, or a failure that says to use it.
@@ -63,6 +66,16 @@ pub struct Stack {
 }
 
 impl Stack {
+    /// The table's turns, through the same store the functions use.
+    pub fn turns(&self) -> RecordTurns {
+        RecordTurns::new(Arc::new(DynamoRecords::new(self.dynamodb.clone(), &self.table)))
+    }
+
+    /// The table's delivery records, through the same log the functions use.
+    pub fn deliveries(&self) -> RecordDeliveries {
+        RecordDeliveries::new(Arc::new(DynamoRecords::new(self.dynamodb.clone(), &self.table)))
+    }
+
     pub async fn new(aws: &SdkConfig) -> Result<Self> {
         let dynamodb = aws_sdk_dynamodb::Client::new(aws);
         let sqs = aws_sdk_sqs::Client::new(aws);
@@ -72,9 +85,9 @@ impl Stack {
             provision::fifo_queue_with_dlq(&sqs, &unique_name("work"), 5, 30).await.context("create work queue")?;
         let reply_queue =
             provision::fifo_queue_with_dlq(&sqs, &unique_name("reply"), 5, 30).await.context("create reply queue")?;
-        let s3 = aws_adapters::s3::client(aws);
+        let s3 = adapters_s3::client(aws);
         let bucket = unique_name("artifacts").to_lowercase();
-        provision::artifact_bucket(&s3, &bucket).await.context("create bucket")?;
+        adapters_s3::provision_bucket(&s3, &bucket).await.context("create bucket")?;
         Ok(Self { dynamodb, sqs, table, work_queue, reply_queue, s3, bucket })
     }
 
@@ -85,18 +98,23 @@ impl Stack {
     }
 
     /// Every reply-queue message now visible, decoded.
-    pub async fn receive_replies(&self) -> Result<Vec<agent::messages::ReplyMessage>> {
+    pub async fn receive_replies(&self) -> Result<Vec<assistant_core::messages::ReplyMessage>> {
         let messages = self.receive(&self.reply_queue.queue).await?;
         messages
             .iter()
-            .map(|m| agent::messages::ReplyMessage::decode(m.body().unwrap_or_default()).context("reply envelope"))
+            .map(|m| {
+                assistant_core::messages::ReplyMessage::decode(m.body().unwrap_or_default()).context("reply envelope")
+            })
             .collect()
     }
 
     /// Every reply-queue message now visible, decoded, status lines left out.
-    pub async fn receive_requests(&self) -> Result<Vec<agent::messages::ReplyMessage>> {
+    pub async fn receive_requests(&self) -> Result<Vec<assistant_core::messages::ReplyMessage>> {
         let replies = self.receive_replies().await?;
-        Ok(replies.into_iter().filter(|m| !matches!(m, agent::messages::ReplyMessage::Progress { .. })).collect())
+        Ok(replies
+            .into_iter()
+            .filter(|m| !matches!(m, assistant_core::messages::ReplyMessage::Progress { .. }))
+            .collect())
     }
 
     /// Every message now visible on `queue_url`, with its system attributes.
@@ -180,9 +198,9 @@ pub fn worker_config(stack: &Stack, slack_api_base_url: &str) -> worker::Config 
         reply_queue_url: stack.reply_queue.queue.clone(),
         artifact_bucket: stack.bucket.clone(),
         model_id: "test-model".into(),
-        slack_bot_token: slack::web::BotToken::new("xoxb-test-token"),
+        slack_bot_token: adapters_slack::web::BotToken::new("xoxb-test-token"),
         slack_api_base_url: slack_api_base_url.to_owned(),
-        assistant_config_key: agent::config::DEFAULT_CONFIG_KEY.to_owned(),
+        assistant_config_key: worker_logic::config::DEFAULT_CONFIG_KEY.to_owned(),
         limits: Default::default(),
     }
 }
@@ -196,7 +214,7 @@ pub fn responder_config(
     responder::Config {
         turns_table: stack.table.clone(),
         reply_queue_url: stack.reply_queue.queue.clone(),
-        slack_bot_token: slack::web::BotToken::new("xoxb-test-token"),
+        slack_bot_token: adapters_slack::web::BotToken::new("xoxb-test-token"),
         slack_api_base_url: slack_api_base_url.to_owned(),
         dead_letter_queue_arns,
         unfurl_links: false,
@@ -205,10 +223,14 @@ pub fn responder_config(
 
 /// The responder's clients for `stack`.
 pub fn responder_clients(stack: &Stack) -> responder::Clients {
-    responder::Clients { dynamodb: stack.dynamodb.clone(), sqs: stack.sqs.clone(), http: slack::web::http_client() }
+    responder::Clients {
+        dynamodb: stack.dynamodb.clone(),
+        sqs: stack.sqs.clone(),
+        http: adapters_slack::web::http_client(),
+    }
 }
 
 /// A message's body as a work envelope.
-pub fn decode_work(message: &Message) -> agent::WorkMessage {
-    agent::WorkMessage::decode(message.body().expect("message has a body")).expect("body is a work envelope")
+pub fn decode_work(message: &Message) -> assistant_core::WorkMessage {
+    assistant_core::WorkMessage::decode(message.body().expect("message has a body")).expect("body is a work envelope")
 }

@@ -1,21 +1,21 @@
-//! The ingress function between Lambda and the `intake` logic: its
+//! The ingress function between Lambda and `ingress-logic`: its
 //! configuration, and the mapping from Lambda events (HTTP payload 2.0 from a
 //! Function URL or API Gateway, or the scheduled health event) to calls and
 //! back to responses.
 
-use agent::Clock;
-use aws_adapters::dynamodb::{self, DynamoClaims};
-use aws_adapters::sqs::{self, SqsQueue};
+use adapters_aws::dynamodb::{self, DynamoClaims};
+use adapters_aws::sqs::{self, SqsQueue};
+use assistant_core::Clock;
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
 use http::{HeaderMap, HeaderValue, header};
-use intake::service::Request;
-use intake::{Intake, Reply};
-use runtime_support::UnsupportedEvent;
-use runtime_support::env::{ConfigError, required};
-use runtime_support::health::{self, HealthReport};
+use ingress_logic::{Intake, Reply, Request};
+use lambda_support::UnsupportedEvent;
+use lambda_support::env::{ConfigError, required};
+use lambda_support::health::{self, HealthReport};
 use serde_json::Value;
 use slack::SigningSecret;
+use std::sync::Arc;
 
 pub const FUNCTION_NAME: &str = "ingress";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -36,21 +36,24 @@ impl Config {
     }
 }
 
-pub struct Ingress<K> {
-    intake: Intake<DynamoClaims, SqsQueue, K>,
+pub struct Ingress {
+    intake: Intake,
     dynamodb: aws_sdk_dynamodb::Client,
     sqs: aws_sdk_sqs::Client,
     config: Config,
 }
 
-impl<K: Clock> Ingress<K> {
-    pub fn new(config: Config, aws: &aws_config::SdkConfig, clock: K) -> Self {
+impl Ingress {
+    /// The function's one assembly: the ingress logic on DynamoDB claims and
+    /// the SQS work queue (the local runner puts the same logic on its own
+    /// ports).
+    pub fn new(config: Config, aws: &aws_config::SdkConfig, clock: Arc<dyn Clock>) -> Self {
         let dynamodb = aws_sdk_dynamodb::Client::new(aws);
         let sqs = aws_sdk_sqs::Client::new(aws);
         let intake = Intake::new(
             config.signing_secret.clone(),
-            DynamoClaims::new(dynamodb.clone(), &config.turns_table),
-            SqsQueue::new(sqs.clone(), &config.work_queue_url),
+            Arc::new(DynamoClaims::new(dynamodb.clone(), &config.turns_table)),
+            Arc::new(SqsQueue::new(sqs.clone(), &config.work_queue_url)),
             clock,
         );
         Self { intake, dynamodb, sqs, config }

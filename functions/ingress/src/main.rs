@@ -1,10 +1,11 @@
 //! The ingress Lambda: builds configuration and AWS clients once, then hands
 //! every invocation to [`ingress::Ingress`].
 
-use agent::SystemClock;
+use assistant_core::SystemClock;
 use ingress::{Config, Ingress};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use serde_json::Value;
+use std::sync::Arc;
 
 // One invocation at a time per process: a single-threaded runtime starts
 // faster and is all Lambda gives us a use for.
@@ -12,7 +13,7 @@ use serde_json::Value;
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
-    let aws = aws_adapters::config::load(aws_adapters::config::ack_path_timeouts()).await;
-    let ingress = Ingress::new(config, &aws, SystemClock);
+    let aws = adapters_aws::config::load(adapters_aws::config::ack_path_timeouts()).await;
+    let ingress = Ingress::new(config, &aws, Arc::new(SystemClock));
     run(service_fn(|event: LambdaEvent<Value>| ingress.handle(event.payload))).await
 }

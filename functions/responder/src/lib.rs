@@ -1,21 +1,25 @@
-//! The responder function between Lambda and `delivery::Responder`: its
+//! The responder function between Lambda and `responder-logic`: its
 //! configuration, the wiring of the adapters, and the mapping of Lambda
 //! events (an SQS batch from the reply queue or a dead-letter queue, or the
 //! scheduled health check) to calls and back.
 
-use agent::SystemClock;
-use agent::messages::ReplyMessage;
-use aws_adapters::dynamodb::{self, DynamoDeliveries, DynamoTurns};
-use aws_adapters::sqs;
+use adapters_aws::dynamodb::{self, DynamoRecords};
+use adapters_aws::sqs;
+use adapters_slack::WebPoster;
+use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
+use assistant_core::SystemClock;
+use assistant_core::messages::ReplyMessage;
+use assistant_core::ports::VersionedRecords;
+use assistant_core::store::{RecordDeliveries, RecordTurns};
 use aws_lambda_events::sqs::SqsEvent;
-use delivery::{DeadLetter, Responder, WebPoster};
-use runtime_support::UnsupportedEvent;
-use runtime_support::env::{ConfigError, optional, required};
-use runtime_support::health::{self, HealthReport};
-use runtime_support::sqs_batch::{self, Handled, Record};
+use lambda_support::UnsupportedEvent;
+use lambda_support::env::{ConfigError, optional, required};
+use lambda_support::health::{self, HealthReport};
+use lambda_support::sqs_batch::{self, Handled, Permanent, Record};
+use responder_logic::{DeadLetter, Responder};
 use serde_json::Value;
-use slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
-use tracing::{error, info, warn};
+use std::sync::Arc;
+use tracing::error;
 
 pub const FUNCTION_NAME: &str = "responder";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -72,29 +76,33 @@ impl Clients {
         Self {
             dynamodb: aws_sdk_dynamodb::Client::new(aws),
             sqs: aws_sdk_sqs::Client::new(aws),
-            http: slack::web::http_client(),
+            http: adapters_slack::http_client(),
         }
     }
 }
 
-pub type AwsResponder = Responder<DynamoTurns, DynamoDeliveries, WebPoster, SystemClock>;
-
 pub struct ResponderFunction {
-    responder: AwsResponder,
+    responder: Responder,
+    /// The same client the poster uses, for the health check's `auth.test`.
+    slack: WebClient,
     clients: Clients,
     config: Config,
 }
 
 impl ResponderFunction {
+    /// The function's one assembly: the responder logic on the turns table
+    /// and Slack's Web API.
     pub fn new(config: Config, clients: Clients) -> Self {
-        let web = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
+        let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
+        let records: Arc<dyn VersionedRecords> =
+            Arc::new(DynamoRecords::new(clients.dynamodb.clone(), &config.turns_table));
         let responder = Responder {
-            turns: DynamoTurns::new(clients.dynamodb.clone(), &config.turns_table),
-            deliveries: DynamoDeliveries::new(clients.dynamodb.clone(), &config.turns_table),
-            slack: WebPoster::new(web, config.unfurl_links),
-            clock: SystemClock,
+            turns: Arc::new(RecordTurns::new(records.clone())),
+            deliveries: Arc::new(RecordDeliveries::new(records)),
+            slack: Arc::new(WebPoster::new(slack.clone(), config.unfurl_links)),
+            clock: Arc::new(SystemClock),
         };
-        Self { responder, clients, config }
+        Self { responder, slack, clients, config }
     }
 
     /// One invocation: a health check, or a batch from the reply queue or
@@ -111,53 +119,30 @@ impl ResponderFunction {
 
     async fn handle_record(&self, record: Record<'_>) -> Handled {
         let dead_letter = self.config.dead_letter_queue_arns.iter().any(|arn| arn == record.source);
-        let result = if dead_letter {
-            let Some(letter) = DeadLetter::decode(record.body) else {
+        if !dead_letter {
+            return match ReplyMessage::decode(record.body) {
+                Ok(message) => sqs_batch::settle(self.responder.handle(&message).await, Permanent::ToDeadLetterQueue),
+                Err(err) => sqs_batch::malformed(&err),
+            };
+        }
+        match DeadLetter::decode(record.body) {
+            // A dead letter ends here: retrying cannot help once SQS gave up.
+            Some(letter) => sqs_batch::settle(self.responder.handle_dead_letter(&letter).await, Permanent::Drop),
+            None => {
                 // Already where failed messages end: retrying cannot help.
                 error!(
-                    message_id = record.message_id,
                     queue = record.source,
                     body = %redact::redact(&preview(record.body)),
                     "unreadable message in a dead-letter queue: dropped"
                 );
-                return Handled::Done;
-            };
-            self.responder.handle_dead_letter(&letter).await
-        } else {
-            match ReplyMessage::decode(record.body) {
-                Ok(message) => self.responder.handle(&message).await,
-                Err(err) => {
-                    error!(message_id = record.message_id, error = %err, "malformed reply message: left for the dead-letter queue");
-                    return Handled::Failed;
-                }
-            }
-        };
-        match result {
-            Ok(outcome) => {
-                info!(message_id = record.message_id, dead_letter, ?outcome, "reply handled");
                 Handled::Done
-            }
-            Err(err) if err.is_retryable() => {
-                warn!(message_id = record.message_id, error = %err, "reply failed; SQS will redeliver it");
-                Handled::Failed
-            }
-            // From the reply queue it goes on to its dead-letter queue (and
-            // comes back as a dead letter); a dead letter ends here.
-            Err(err) if dead_letter => {
-                error!(message_id = record.message_id, error = %err, "dead letter cannot be handled: dropped");
-                Handled::Done
-            }
-            Err(err) => {
-                error!(message_id = record.message_id, error = %err, "reply cannot succeed: left for the dead-letter queue");
-                Handled::Failed
             }
         }
     }
 
     /// Checks the table, the reply queue and the Slack token.
     pub async fn health(&self) -> HealthReport {
-        let slack =
-            async { self.responder.slack.client().auth_test().await.map(|_| ()).map_err(|err| err.to_string()) };
+        let slack = async { self.slack.auth_test().await.map(|_| ()).map_err(|err| err.to_string()) };
         let (table, replies, slack) = tokio::join!(
             health::check("dynamodb", dynamodb::check_table(&self.clients.dynamodb, &self.config.turns_table)),
             health::check("sqs_reply", sqs::check_queue(&self.clients.sqs, &self.config.reply_queue_url)),

@@ -9,7 +9,7 @@ use serde_json::Value;
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
-    let aws = aws_adapters::config::load(aws_adapters::config::responder_timeouts()).await;
+    let aws = adapters_aws::config::load(adapters_aws::config::responder_timeouts()).await;
     let function = ResponderFunction::new(config, Clients::new(&aws));
     run(service_fn(|event: LambdaEvent<Value>| function.handle(event.payload))).await
 }

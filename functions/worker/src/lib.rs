@@ -1,30 +1,29 @@
-//! The worker function between Lambda and `agent::worker`: its
-//! configuration, the wiring of the AWS adapters, and the mapping of Lambda
-//! events (an SQS batch from the work queue, or the scheduled health check)
-//! to calls and back.
+//! The worker function between Lambda and `worker-logic`: its
+//! configuration, the AWS and Slack adapters behind the worker's ports, and
+//! the mapping of Lambda events (an SQS batch from the work queue, or the
+//! scheduled health check) to calls and back. The worker itself is built by
+//! `worker_logic::assemble`, as in the local runner.
 
-use agent::config::{AssistantConfig, DEFAULT_CONFIG_KEY};
-use agent::ports::ArtifactStore;
-use agent::tools::ToolRegistry;
-use agent::worker::{Deadline, Limits, Worker};
-use agent::{SystemClock, WorkMessage};
-use aws_adapters::bedrock::{self, BedrockModel};
-use aws_adapters::dynamodb::{self, DynamoTurns};
-use aws_adapters::s3::{self, S3Artifacts};
-use aws_adapters::sqs::{self, SqsQueue};
+use adapters_aws::dynamodb::{self, DynamoRecords};
+use adapters_aws::sqs::{self, SqsQueue};
+use adapters_bedrock::BedrockModel;
+use adapters_s3::S3Artifacts;
+use adapters_slack::SlackWebReader;
+use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
+use assistant_core::ports::VersionedRecords;
+use assistant_core::store::{RecordDeliveries, RecordTurns};
+use assistant_core::{SystemClock, WorkMessage};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
-use runtime_support::UnsupportedEvent;
-use runtime_support::env::{ConfigError, optional, required};
-use runtime_support::health::{self, HealthReport};
-use runtime_support::sqs_batch::{self, Handled, Record};
+use lambda_support::UnsupportedEvent;
+use lambda_support::env::{ConfigError, optional, required};
+use lambda_support::health::{self, HealthReport};
+use lambda_support::sqs_batch::{self, Handled, Permanent, Record};
 use serde_json::Value;
-use slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tracing::{error, info, warn};
-
-mod slack_reader;
-pub use slack_reader::SlackWebReader;
+use worker_logic::config::DEFAULT_CONFIG_KEY;
+use worker_logic::tools::ToolRegistry;
+use worker_logic::{Deadline, Limits, StartupError, Worker, WorkerPorts};
 
 pub const FUNCTION_NAME: &str = "worker";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -68,8 +67,6 @@ impl Config {
     }
 }
 
-pub type AwsWorker = Worker<DynamoTurns, BedrockModel, SqsQueue, SqsQueue, S3Artifacts, SlackWebReader, SystemClock>;
-
 /// The clients the worker uses, built once per process.
 #[derive(Debug, Clone)]
 pub struct Clients {
@@ -83,61 +80,21 @@ pub struct Clients {
 impl Clients {
     pub fn new(aws: &aws_config::SdkConfig) -> Self {
         let bedrock_config =
-            aws_sdk_bedrockruntime::config::Builder::from(aws).retry_config(bedrock::retry_config()).build();
+            aws_sdk_bedrockruntime::config::Builder::from(aws).retry_config(adapters_bedrock::retry_config()).build();
         Self {
             dynamodb: aws_sdk_dynamodb::Client::new(aws),
             sqs: aws_sdk_sqs::Client::new(aws),
-            s3: s3::client(aws),
+            s3: adapters_s3::client(aws),
             bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config),
-            http: slack::web::http_client(),
+            http: adapters_slack::http_client(),
         }
     }
 }
 
 pub struct WorkerFunction {
-    worker: AwsWorker,
+    worker: Worker,
     clients: Clients,
     config: Config,
-}
-
-/// Why the function could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartupError {
-    #[error("cannot read {key} from the artifact bucket: {source}")]
-    Read {
-        key: String,
-        #[source]
-        source: agent::ports::PortError,
-    },
-    #[error("{key} is not a valid assistant configuration: {source}")]
-    Config {
-        key: String,
-        #[source]
-        source: serde_json::Error,
-    },
-    #[error("the system prompt {0} named in the assistant configuration does not exist")]
-    MissingPrompt(String),
-    #[error("the tools cannot be defined: {0}")]
-    Tools(#[from] agent::tools::ToolDefinitionError),
-    #[error("the http_tools in the assistant configuration are not valid: {0}")]
-    HttpToolsConfig(#[source] serde_json::Error),
-    #[error(transparent)]
-    HttpTools(#[from] http_tools::HttpToolError),
-}
-
-/// The built-in tools, the docs tools and the declared HTTP tools, under
-/// the configured policy. Header secrets come from the environment.
-pub fn tools_for(
-    assistant: &AssistantConfig,
-    artifacts: Arc<S3Artifacts>,
-    http: reqwest::Client,
-) -> Result<ToolRegistry, StartupError> {
-    let declared: Vec<http_tools::HttpToolConfig> =
-        serde_json::from_value(assistant.http_tools.clone().into()).map_err(StartupError::HttpToolsConfig)?;
-    let mut tools = vec![agent::builtin_tools::current_time(Arc::new(SystemClock))];
-    tools.extend(agent::docs_tools::docs_tools(artifacts, &assistant.docs_prefix)?);
-    tools.extend(http_tools::http_tools(&declared, http, |name| std::env::var(name).ok())?);
-    Ok(ToolRegistry::new(tools, assistant.policy())?)
 }
 
 /// Time left before Lambda's deadline (milliseconds since the epoch).
@@ -151,55 +108,35 @@ impl Deadline for LambdaDeadline {
 }
 
 impl WorkerFunction {
-    /// Reads the assistant configuration (and the system prompt it names)
-    /// from the artifact bucket and assembles the function.
+    /// Reads the assistant configuration from the artifact bucket and
+    /// assembles the worker on the AWS and Slack adapters. HTTP tools'
+    /// `${env:NAME}` come from this process's environment.
     pub async fn load(config: Config, clients: Clients) -> Result<Self, StartupError> {
         let artifacts = Arc::new(S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket));
-        let read = |key: String| {
-            let artifacts = artifacts.clone();
-            async move { artifacts.get(&key).await.map_err(|source| StartupError::Read { key: key.clone(), source }) }
+        let assistant = worker_logic::assembly::load_config(artifacts.as_ref(), &config.assistant_config_key).await?;
+        let records: Arc<dyn VersionedRecords> =
+            Arc::new(DynamoRecords::new(clients.dynamodb.clone(), &config.turns_table));
+        let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
+        let ports = WorkerPorts {
+            store: Arc::new(RecordTurns::new(records.clone())),
+            deliveries: Arc::new(RecordDeliveries::new(records)),
+            model: Arc::new(BedrockModel::new(clients.bedrock.clone(), &config.model_id)),
+            work: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.work_queue_url)),
+            replies: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url)),
+            artifacts,
+            slack: Arc::new(SlackWebReader::new(slack)),
+            clock: Arc::new(SystemClock),
+            http: clients.http.clone(),
         };
-        let assistant = match read(config.assistant_config_key.clone()).await? {
-            Some(json) => AssistantConfig::parse(&json)
-                .map_err(|source| StartupError::Config { key: config.assistant_config_key.clone(), source })?,
-            None => AssistantConfig::default(),
-        };
-        let system_prompt = match &assistant.system_prompt_key {
-            Some(key) => {
-                let prompt = read(key.clone()).await?.ok_or_else(|| StartupError::MissingPrompt(key.clone()))?;
-                String::from_utf8_lossy(&prompt).into_owned()
-            }
-            None => agent::DEFAULT_SYSTEM_PROMPT.to_owned(),
-        };
-        let tools = tools_for(&assistant, artifacts, clients.http.clone())?;
-        info!(
-            config = %config.assistant_config_key,
-            prompt = assistant.system_prompt_key.as_deref().unwrap_or("bundled"),
-            docs = %assistant.docs_prefix,
-            "assistant configured"
-        );
-        Ok(Self::assemble(config, clients, tools, system_prompt))
+        let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;
+        tracing::info!(config = %config.assistant_config_key, "worker assembled");
+        Ok(Self { worker, clients, config })
     }
 
-    /// The function with these tools and prompt (tests give their own).
-    pub fn assemble(config: Config, clients: Clients, tools: ToolRegistry, system_prompt: String) -> Self {
-        let worker = Worker {
-            store: DynamoTurns::new(clients.dynamodb.clone(), &config.turns_table),
-            model: BedrockModel::new(clients.bedrock.clone(), &config.model_id),
-            work: SqsQueue::new(clients.sqs.clone(), &config.work_queue_url),
-            replies: SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url),
-            artifacts: S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket),
-            slack: SlackWebReader::new(WebClient::new(
-                clients.http.clone(),
-                &config.slack_api_base_url,
-                config.slack_bot_token.clone(),
-            )),
-            tools,
-            clock: SystemClock,
-            system_prompt,
-            limits: config.limits,
-        };
-        Self { worker, clients, config }
+    /// The same function with other tools (tests bring their own).
+    pub fn with_tools(mut self, tools: ToolRegistry) -> Self {
+        self.worker.tools = tools;
+        self
     }
 
     /// One invocation: a health check or a batch from the work queue.
@@ -214,31 +151,16 @@ impl WorkerFunction {
         Ok(serde_json::to_value(response).expect("batch response serializes"))
     }
 
-    async fn handle_batch(&self, batch: &SqsEvent, deadline: &impl Deadline) -> SqsBatchResponse {
+    async fn handle_batch(&self, batch: &SqsEvent, deadline: &dyn Deadline) -> SqsBatchResponse {
         sqs_batch::handle_event(batch, |record| self.handle_record(record, deadline)).await
     }
 
-    async fn handle_record(&self, record: Record<'_>, deadline: &impl Deadline) -> Handled {
-        let message = match WorkMessage::decode(record.body) {
-            Ok(message) => message,
-            Err(err) => {
-                error!(message_id = record.message_id, error = %err, "malformed work message: left for the dead-letter queue");
-                return Handled::Failed;
+    async fn handle_record(&self, record: Record<'_>, deadline: &dyn Deadline) -> Handled {
+        match WorkMessage::decode(record.body) {
+            Ok(message) => {
+                sqs_batch::settle(self.worker.handle(&message, deadline).await, Permanent::ToDeadLetterQueue)
             }
-        };
-        match self.worker.handle(&message, deadline).await {
-            Ok(outcome) => {
-                info!(message_id = record.message_id, ?outcome, "work handled");
-                Handled::Done
-            }
-            Err(err) if err.is_retryable() => {
-                warn!(message_id = record.message_id, error = %err, "work failed; SQS will redeliver it");
-                Handled::Failed
-            }
-            Err(err) => {
-                error!(message_id = record.message_id, error = %err, "work cannot succeed: left for the dead-letter queue");
-                Handled::Failed
-            }
+            Err(err) => sqs_batch::malformed(&err),
         }
     }
 
@@ -248,7 +170,7 @@ impl WorkerFunction {
             health::check("dynamodb", dynamodb::check_table(&self.clients.dynamodb, &self.config.turns_table)),
             health::check("sqs_work", sqs::check_queue(&self.clients.sqs, &self.config.work_queue_url)),
             health::check("sqs_reply", sqs::check_queue(&self.clients.sqs, &self.config.reply_queue_url)),
-            health::check("s3", s3::check_bucket(&self.clients.s3, &self.config.artifact_bucket)),
+            health::check("s3", adapters_s3::check_bucket(&self.clients.s3, &self.config.artifact_bucket)),
         );
         HealthReport::new(FUNCTION_NAME, VERSION, vec![table, work, replies, bucket])
     }

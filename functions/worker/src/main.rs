@@ -9,7 +9,7 @@ use worker::{Clients, Config, WorkerFunction};
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
-    let aws = aws_adapters::config::load(aws_adapters::config::worker_timeouts()).await;
+    let aws = adapters_aws::config::load(adapters_aws::config::worker_timeouts()).await;
     let function = WorkerFunction::load(config, Clients::new(&aws))
         .await
         .inspect_err(|err| tracing::error!("cannot start: {err}"))?;

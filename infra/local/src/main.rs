@@ -4,6 +4,8 @@
 //! ```text
 //! cargo run -p local -- "why is checkout-api failing?"   one question, each stage printed, then exit
 //! cargo run -p local -- --serve [--port 3000]            serve Slack's requests on 127.0.0.1 until stopped
+//! cargo run -p local -- --config FILE "question"         with an assistant configuration (as in S3)
+//! cargo run -p local -- --provision                      the stack's resources at a local AWS emulator
 //! ```
 //!
 //! What it talks to comes from the environment (see README.md): with no
@@ -15,7 +17,7 @@
 
 mod offline;
 mod pipeline;
-mod ports;
+mod provision;
 
 use axum::Router;
 use axum::extract::State;
@@ -27,37 +29,49 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
 
-const USAGE: &str = "usage: local [--replay FILE] \"QUESTION\"\n       local [--replay FILE] --serve [--port PORT]";
+const USAGE: &str = "usage: local [--config FILE] [--replay FILE] \"QUESTION\"\n       local [--config FILE] [--replay FILE] --serve [--port PORT]\n       local --provision";
 
 enum Mode {
     Ask(String),
     Serve(u16),
+    Provision,
 }
 
-fn parse_args() -> Result<(Mode, Option<String>), String> {
+struct Args {
+    mode: Mode,
+    replay: Option<String>,
+    config: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
-    let (mut serve, mut port, mut replay, mut words) = (false, 3000, None, Vec::new());
+    let (mut serve, mut port, mut replay, mut config, mut words) = (false, 3000, None, None, Vec::new());
+    let mut provision = false;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--serve" => serve = true,
             "--port" => port = args.next().and_then(|p| p.parse().ok()).ok_or("--port takes a number")?,
             "--replay" => replay = Some(args.next().ok_or("--replay takes a file")?),
+            "--config" => config = Some(args.next().ok_or("--config takes a file")?),
+            "--provision" => provision = true,
             "-h" | "--help" => return Err(String::new()),
             _ => words.push(arg),
         }
     }
     let mode = match (serve, words.is_empty()) {
+        _ if provision && (serve || !words.is_empty()) => return Err("--provision takes nothing else".into()),
+        _ if provision => Mode::Provision,
         (true, true) => Mode::Serve(port),
         (false, false) => Mode::Ask(words.join(" ")),
         (true, false) => return Err("--serve takes no question".into()),
         (false, true) => Mode::Ask("why is checkout-api failing in prod?".into()),
     };
-    Ok((mode, replay))
+    Ok(Args { mode, replay, config })
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let (mode, replay) = match parse_args() {
+    let Args { mode, replay, config } = match parse_args() {
         Ok(parsed) => parsed,
         Err(problem) => {
             if !problem.is_empty() {
@@ -67,7 +81,16 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let pipeline = match Pipeline::new(Settings::from_env(replay)).await {
+    if let Mode::Provision = mode {
+        return match provision::provision().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("cannot provision: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let pipeline = match Pipeline::new(Settings::from_env(replay, config)).await {
         Ok(pipeline) => Arc::new(pipeline),
         Err(err) => {
             eprintln!("cannot start: {err}");
@@ -77,13 +100,14 @@ async fn main() -> ExitCode {
     match mode {
         Mode::Ask(question) => ask(&pipeline, &question).await,
         Mode::Serve(port) => serve(pipeline, port).await,
+        Mode::Provision => unreachable!("handled above"),
     }
 }
 
 async fn ask(pipeline: &Pipeline, question: &str) -> ExitCode {
     println!("question: {question}\n");
     let started = Instant::now();
-    let (headers, body) = pipeline::mention(&pipeline.secret, question);
+    let (headers, body) = pipeline::mention(&pipeline.signing_secret, question);
     let reply = pipeline.receive(&headers, &body).await;
     if reply.status != 200 {
         return ExitCode::FAILURE;

@@ -3,8 +3,8 @@
 //! a turn, so the whole pipeline runs with no AWS account. It says what it
 //! is wherever it appears.
 
-use agent::model::{Model, ModelError, ModelReply, ModelRequest, StopReason};
-use agent::turn::{Content, Message, Role, ToolUse, Usage};
+use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason};
+use assistant_core::turn::{Content, Message, Role, ToolUse, Usage};
 use serde_json::Value;
 
 /// The recording the runner replays unless told otherwise.
@@ -64,6 +64,7 @@ fn reply_from_converse(response: &Value) -> Result<ModelReply, RecordingError> {
     })
 }
 
+#[async_trait::async_trait]
 impl Model for OfflineModel {
     /// The recording's next reply for this turn: the n-th model call of a
     /// turn gets the n-th response (the last one again past the end).

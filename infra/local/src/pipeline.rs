@@ -1,30 +1,32 @@
 //! The three handlers in one process: Slack's request goes through the
-//! ingress logic (`intake`), the work queue and reply queue are in-process
-//! queues the runner drains, and the worker and responder handle what is on
-//! them, exactly as in Lambda. Each stage is printed with its timing.
+//! ingress logic, the work queue and reply queue are in-process queues the
+//! runner drains, and the worker and responder handle what is on them,
+//! exactly as in Lambda. The worker is built by `worker_logic::assemble`,
+//! as the Lambda function builds it, from the same assistant configuration
+//! (`--config FILE`). Each stage is printed with its timing.
 
 use crate::offline::{DEFAULT_RECORDING, DEFAULT_RECORDING_PATH, OfflineModel};
-use crate::ports::{Claims, Deliveries, LocalModel, Poster, Reader, Turns};
-use agent::memory::{MemoryArtifacts, MemoryClaims, MemoryDeliveries, MemoryQueue, MemorySlack, MemoryTurns};
-use agent::messages::ReplyMessage;
-use agent::model::{Model, ModelError, ModelReply, ModelRequest};
-use agent::ports::ArtifactStore;
-use agent::tools::ToolRegistry;
-use agent::turn::{Content, Role, ToolOutput};
-use agent::worker::{Deadline, Limits, Worker};
-use agent::{SystemClock, WorkMessage};
-use aws_adapters::bedrock::{self, BedrockModel};
-use aws_adapters::dynamodb::{DynamoClaims, DynamoDeliveries, DynamoTurns};
-use delivery::memory::MemoryPoster;
-use delivery::{Responder, WebPoster};
+use adapters_aws::dynamodb::{DynamoClaims, DynamoRecords};
+use adapters_bedrock::BedrockModel;
+use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
+use adapters_slack::{SlackWebReader, WebPoster};
+use assistant_core::messages::ReplyMessage;
+use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest};
+use assistant_core::ports::{ArtifactStore, EventClaims, SlackPoster, SlackReader, VersionedRecords};
+use assistant_core::store::{RecordDeliveries, RecordTurns};
+use assistant_core::turn::{Content, Role, ToolOutput};
+use assistant_core::{SystemClock, WorkMessage};
+use async_trait::async_trait;
 use http::HeaderMap;
-use intake::Intake;
-use intake::service::{Reply, Request};
+use ingress_logic::{Intake, Reply, Request};
+use responder_logic::Responder;
 use slack::SigningSecret;
-use slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use worker::SlackWebReader;
+use testkit::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemoryRecords, MemorySlack};
+use testkit::slack_memory::MemoryPoster;
+use worker_logic::config::AssistantConfig;
+use worker_logic::{Deadline, Limits, StartupError, Worker, WorkerPorts};
 
 /// The signing secret of requests the runner makes itself (and accepts in
 /// `--serve` mode when no `SLACK_SIGNING_SECRET` is set).
@@ -42,11 +44,14 @@ pub struct Settings {
     pub table: Option<String>,
     /// Converse responses for the offline model.
     pub recording: Option<String>,
+    /// The assistant configuration file (`--config`), as the worker reads
+    /// it from S3.
+    pub config: Option<String>,
 }
 
 impl Settings {
-    pub fn from_env(recording: Option<String>) -> Self {
-        let var = runtime_support::env::optional;
+    pub fn from_env(recording: Option<String>, config: Option<String>) -> Self {
+        let var = lambda_support::env::optional;
         let emulator = var("AWS_ENDPOINT_URL").is_some();
         Self {
             signing_secret: var("SLACK_SIGNING_SECRET").unwrap_or_else(|| LOCAL_SIGNING_SECRET.to_owned()),
@@ -56,6 +61,7 @@ impl Settings {
             model_id: var("MODEL_ID"),
             table: var("TURNS_TABLE").filter(|_| emulator),
             recording,
+            config,
         }
     }
 }
@@ -75,19 +81,27 @@ pub enum SetupError {
     #[error("SLACK_SIGNING_SECRET is empty")]
     EmptySecret,
     #[error("cannot create the table at the local AWS emulator: {0}")]
-    Table(#[source] agent::ports::PortError),
-    #[error("the tools cannot be defined: {0}")]
-    Tools(#[from] agent::tools::ToolDefinitionError),
+    Table(#[source] assistant_core::PortError),
+    #[error("cannot read the assistant configuration {path}: {source}")]
+    Config {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Worker(#[from] StartupError),
 }
 
-type LocalWorker =
-    Worker<Turns, Narrated<LocalModel>, MemoryQueue, MemoryQueue<ReplyMessage>, MemoryArtifacts, Reader, SystemClock>;
-
 pub struct Pipeline {
-    pub secret: SigningSecret,
-    intake: Intake<Claims, MemoryQueue, SystemClock>,
-    worker: LocalWorker,
-    responder: Responder<Turns, Deliveries, Poster, SystemClock>,
+    /// What requests to this runner are signed with.
+    pub signing_secret: String,
+    intake: Intake,
+    worker: Worker,
+    responder: Responder,
+    /// The in-process queues the handlers write to and the runner drains.
+    incoming: Arc<MemoryQueue>,
+    work: Arc<MemoryQueue>,
+    replies: Arc<MemoryQueue<ReplyMessage>>,
     /// Serializes processing: one drain of the queues at a time.
     processing: tokio::sync::Mutex<()>,
 }
@@ -99,42 +113,42 @@ pub fn stage(label: &str, took: Duration, detail: &str) {
 
 impl Pipeline {
     pub async fn new(settings: Settings) -> Result<Self, SetupError> {
-        let secret = SigningSecret::new(settings.signing_secret).map_err(|_| SetupError::EmptySecret)?;
-        let aws = aws_adapters::config::load(aws_adapters::config::worker_timeouts()).await;
+        let secret = SigningSecret::new(settings.signing_secret.clone()).map_err(|_| SetupError::EmptySecret)?;
+        let aws = adapters_aws::config::load(adapters_aws::config::worker_timeouts()).await;
 
-        let (claims, turns, deliveries, store_label) = match &settings.table {
-            Some(table) => {
-                let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
-                // A fresh emulator has no table yet: make it as the template does.
-                if aws_adapters::dynamodb::check_table(&dynamodb, table).await.is_err() {
-                    aws_adapters::provision::turns_table(&dynamodb, table).await.map_err(SetupError::Table)?;
-                    println!("created table {table} at the local AWS emulator");
+        let (claims, records, store_label): (Arc<dyn EventClaims>, Arc<dyn VersionedRecords>, String) =
+            match &settings.table {
+                Some(table) => {
+                    let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
+                    // A fresh emulator has no table yet: make it as the template does.
+                    if adapters_aws::dynamodb::check_table(&dynamodb, table).await.is_err() {
+                        adapters_aws::provision::turns_table(&dynamodb, table).await.map_err(SetupError::Table)?;
+                        println!("created table {table} at the local AWS emulator");
+                    }
+                    (
+                        Arc::new(DynamoClaims::new(dynamodb.clone(), table)),
+                        Arc::new(DynamoRecords::new(dynamodb, table)),
+                        format!("DynamoDB table {table} at the local AWS emulator"),
+                    )
                 }
-                (
-                    Claims::Emulator(DynamoClaims::new(dynamodb.clone(), table)),
-                    Turns::Emulator(DynamoTurns::new(dynamodb.clone(), table)),
-                    Deliveries::Emulator(DynamoDeliveries::new(dynamodb, table)),
-                    format!("DynamoDB table {table} at the local AWS emulator"),
-                )
-            }
-            None => (
-                Claims::Embedded(MemoryClaims::default()),
-                Turns::Embedded(Arc::new(MemoryTurns::default())),
-                Deliveries::Embedded(MemoryDeliveries::default()),
-                "embedded (in memory); queues in process".to_owned(),
-            ),
-        };
+                None => (
+                    Arc::new(MemoryClaims::default()),
+                    Arc::new(MemoryRecords::default()),
+                    "embedded (in memory); queues in process".to_owned(),
+                ),
+            };
 
-        let (model, model_label) = match &settings.model_id {
+        let (model, model_label): (Arc<dyn Model>, String) = match &settings.model_id {
             Some(model_id) => {
                 let credentials = aws.credentials_provider().ok_or_else(|| SetupError::NoCredentials("none".into()))?;
                 aws_credential_types::provider::ProvideCredentials::provide_credentials(&credentials)
                     .await
                     .map_err(|err| SetupError::NoCredentials(err.to_string()))?;
-                let config =
-                    aws_sdk_bedrockruntime::config::Builder::from(&aws).retry_config(bedrock::retry_config()).build();
+                let config = aws_sdk_bedrockruntime::config::Builder::from(&aws)
+                    .retry_config(adapters_bedrock::retry_config())
+                    .build();
                 let client = aws_sdk_bedrockruntime::Client::from_conf(config);
-                (LocalModel::Bedrock(BedrockModel::new(client, model_id)), format!("Bedrock {model_id}"))
+                (Arc::new(Narrated(BedrockModel::new(client, model_id))), format!("Bedrock {model_id}"))
             }
             None => {
                 let (json, path) = match &settings.recording {
@@ -145,51 +159,69 @@ impl Pipeline {
                     ),
                     None => (DEFAULT_RECORDING.to_owned(), DEFAULT_RECORDING_PATH.to_owned()),
                 };
-                (LocalModel::Offline(OfflineModel::from_json(&json)?), format!("OFFLINE replay of {path}"))
+                (Arc::new(Narrated(OfflineModel::from_json(&json)?)), format!("OFFLINE replay of {path}"))
             }
         };
 
-        let (reader, poster, slack_label) = match &settings.slack {
+        let http = adapters_slack::http_client();
+        let (reader, poster, slack_label): (Arc<dyn SlackReader>, Arc<dyn SlackPoster>, String) = match &settings.slack
+        {
             Some((token, base_url)) => {
-                let client = WebClient::new(slack::web::http_client(), base_url, token.clone());
+                let client = WebClient::new(http.clone(), base_url, token.clone());
                 (
-                    Reader::Slack(SlackWebReader::new(client.clone())),
-                    Poster::Slack(WebPoster::new(client, false)),
+                    Arc::new(SlackWebReader::new(client.clone())),
+                    Arc::new(WebPoster::new(client, false)),
                     format!("real Slack at {base_url}"),
                 )
             }
             None => (
-                Reader::Console(MemorySlack),
-                Poster::Console(MemoryPoster::echoing()),
+                Arc::new(MemorySlack),
+                Arc::new(MemoryPoster::echoing()),
                 "the console (prints what would be posted)".to_owned(),
             ),
         };
-        println!("store: {store_label}\nmodel: {model_label}\nslack: {slack_label}\n");
 
-        let docs = Arc::new(MemoryArtifacts::default());
+        let (assistant, config_label) = match &settings.config {
+            Some(path) => {
+                let json = std::fs::read(path).map_err(|source| SetupError::Config { path: path.clone(), source })?;
+                (worker_logic::assembly::parse_config(&json, path)?, path.clone())
+            }
+            None => (AssistantConfig::default(), "defaults (no --config)".to_owned()),
+        };
+        println!("store: {store_label}\nmodel: {model_label}\nslack: {slack_label}\nconfig: {config_label}\n");
+
+        // The artifact bucket: the bundled runbook under docs/, and room
+        // for large tool results.
+        let artifacts = Arc::new(MemoryArtifacts::default());
         for (key, body) in DOCS {
-            docs.put(key, body.as_bytes().to_vec(), "text/markdown").await.expect("memory store");
+            artifacts.put(key, body.as_bytes().to_vec(), "text/markdown").await.expect("memory store");
         }
-        let mut tools = vec![agent::builtin_tools::current_time(Arc::new(SystemClock))];
-        tools.extend(agent::docs_tools::docs_tools(docs, "docs/")?);
-        let tools = ToolRegistry::new(tools, agent::tools::ToolPolicy::allow_all())?;
+        let (incoming, work, replies) =
+            (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
+        let turns = Arc::new(RecordTurns::new(records.clone()));
+        let deliveries = Arc::new(RecordDeliveries::new(records));
+        let ports = WorkerPorts {
+            store: turns.clone(),
+            deliveries: deliveries.clone(),
+            model,
+            work: work.clone(),
+            replies: replies.clone(),
+            artifacts,
+            slack: reader,
+            clock: Arc::new(SystemClock),
+            http,
+        };
+        let worker =
+            worker_logic::assemble(ports, &assistant, Limits::default(), &|name| std::env::var(name).ok()).await?;
 
         Ok(Self {
-            intake: Intake::new(secret.clone(), claims, MemoryQueue::default(), SystemClock),
-            worker: Worker {
-                store: turns.clone(),
-                model: Narrated(model),
-                work: MemoryQueue::default(),
-                replies: MemoryQueue::default(),
-                artifacts: MemoryArtifacts::default(),
-                slack: reader,
-                tools,
-                clock: SystemClock,
-                system_prompt: agent::DEFAULT_SYSTEM_PROMPT.to_owned(),
-                limits: Limits::default(),
-            },
-            responder: Responder { turns, deliveries, slack: poster, clock: SystemClock },
-            secret,
+            intake: Intake::new(secret, claims, incoming.clone(), Arc::new(SystemClock)),
+            worker,
+            responder: Responder { turns, deliveries, slack: poster, clock: Arc::new(SystemClock) },
+            signing_secret: settings.signing_secret,
+            incoming,
+            work,
+            replies,
             processing: tokio::sync::Mutex::new(()),
         })
     }
@@ -199,7 +231,7 @@ impl Pipeline {
     pub async fn receive(&self, headers: &HeaderMap, body: &str) -> Reply {
         let started = Instant::now();
         let reply = self.intake.handle(Request { headers, body: Some(body), is_base64_encoded: false }).await;
-        let queued = self.intake.queue().messages().len();
+        let queued = self.incoming.messages().len();
         let detail = match reply.status {
             200 if queued > 0 => "signature verified; work enqueued".to_owned(),
             200 => "signature verified; nothing to do".to_owned(),
@@ -215,9 +247,9 @@ impl Pipeline {
         let _one_at_a_time = self.processing.lock().await;
         let mut posted = 0;
         loop {
-            let mut work = self.intake.queue().drain();
-            work.extend(self.worker.work.drain());
-            let replies = self.worker.replies.drain();
+            let mut work = self.incoming.drain();
+            work.extend(self.work.drain());
+            let replies = self.replies.drain();
             if work.is_empty() && replies.is_empty() {
                 return posted;
             }
@@ -234,7 +266,7 @@ impl Pipeline {
             for reply in replies {
                 let started = Instant::now();
                 let outcome = self.responder.handle(&reply).await;
-                if let Ok(delivery::Outcome::Delivered { posted: count, .. }) = &outcome {
+                if let Ok(responder_logic::Outcome::Delivered { posted: count, .. }) = &outcome {
                     posted += count;
                 }
                 let what = match &reply {
@@ -264,6 +296,7 @@ impl Deadline for Plenty {
 /// it answers.
 pub struct Narrated<M>(M);
 
+#[async_trait]
 impl<M: Model> Model for Narrated<M> {
     async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
         if let Some(last) = request.messages.last().filter(|m| m.role == Role::User) {
@@ -301,7 +334,7 @@ impl<M: Model> Model for Narrated<M> {
 
 /// A signed `app_mention` of the bot with `question`, as Slack would send
 /// it: the body and its headers.
-pub fn mention(secret: &SigningSecret, question: &str) -> (HeaderMap, String) {
+pub fn mention(secret: &str, question: &str) -> (HeaderMap, String) {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     let ts = format!("{}.{:06}", now.as_secs(), now.subsec_micros());
     let body = serde_json::json!({
@@ -318,11 +351,6 @@ pub fn mention(secret: &SigningSecret, question: &str) -> (HeaderMap, String) {
         "authorizations": [{"team_id": "T0LOCAL", "user_id": "U0LOCALBOT", "is_bot": true}],
     })
     .to_string();
-    let timestamp = now.as_secs() as i64;
-    let mut headers = HeaderMap::new();
-    headers.insert("content-type", "application/json".parse().expect("valid header"));
-    headers.insert(slack::signature::TIMESTAMP_HEADER, timestamp.to_string().parse().expect("digits"));
-    let signature = secret.sign(timestamp, body.as_bytes());
-    headers.insert(slack::signature::SIGNATURE_HEADER, signature.parse().expect("hex"));
+    let headers = testkit::signed::headers(secret, now.as_secs() as i64, &body, "application/json");
     (headers, body)
 }

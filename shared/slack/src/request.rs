@@ -58,8 +58,8 @@ pub fn parse(content_type: Option<&str>, body: &[u8]) -> Result<SlackRequest, Pa
 mod tests {
     use super::*;
     use crate::events::{Event, EventsPayload};
-    use crate::fixtures;
     use crate::interaction::{APPROVE_ACTION_ID, Interaction};
+    use testkit::fixtures;
 
     const JSON: Option<&str> = Some("application/json");
     const FORM: Option<&str> = Some("application/x-www-form-urlencoded");

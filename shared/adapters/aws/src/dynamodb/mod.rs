@@ -1,0 +1,44 @@
+//! The turns table (DynamoDB). One table holds dedupe records, bot-thread
+//! records and turn state, keyed by a string partition key `pk` and sort key
+//! `sk`:
+//!
+//! | item | pk | sk | adapter |
+//! |---|---|---|---|
+//! | event claim | `EVENT#{team}#{event_id}` | `EVENT` | [`claims::DynamoClaims`] |
+//! | bot thread | `THREAD#{team}#{channel}#{thread_ts}` | `THREAD` | [`claims::DynamoClaims`] |
+//! | turn state | `TURN#{turn_id}` | `STATE` | [`records::DynamoRecords`] |
+//! | what the responder posted | `TURN#{turn_id}` | `DELIVERY` | [`records::DynamoRecords`] |
+//!
+//! Turn state and delivery records are versioned records: which key and
+//! what JSON is decided once, in `assistant_core::store`.
+//!
+//! Items carry `expires_at` (Unix seconds), the table's TTL attribute.
+//! DynamoDB deletes expired items late (up to days), so conditions on claims
+//! also treat an item past `expires_at` as absent.
+
+pub mod claims;
+pub mod records;
+
+pub use claims::DynamoClaims;
+pub use records::DynamoRecords;
+
+use crate::summarize;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::AttributeValue;
+use std::collections::HashMap;
+
+pub const PARTITION_KEY: &str = "pk";
+pub const SORT_KEY: &str = "sk";
+pub const TTL_ATTRIBUTE: &str = "expires_at";
+
+fn key(pk: String, sk: &str) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        (PARTITION_KEY.to_owned(), AttributeValue::S(pk)),
+        (SORT_KEY.to_owned(), AttributeValue::S(sk.to_owned())),
+    ])
+}
+
+/// Health: the table exists and we may describe it.
+pub async fn check_table(client: &Client, table: &str) -> Result<(), String> {
+    client.describe_table().table_name(table).send().await.map(|_| ()).map_err(|err| summarize(&err))
+}

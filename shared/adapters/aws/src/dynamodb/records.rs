@@ -1,0 +1,94 @@
+//! Versioned records (turn state, delivery records) as the
+//! [`VersionedRecords`] port: one item per record holding the JSON `state`,
+//! its `version` and a TTL, written by a conditional `PutItem`: where no
+//! item exists for version 0, where the stored version is the expected one
+//! otherwise. A refused put returns the stored item in the same call
+//! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so a redelivered start
+//! finds the turn already begun without a second read.
+
+use super::{TTL_ATTRIBUTE, key};
+use crate::port_error;
+use assistant_core::ports::{PortError, Put, RecordKey, StoredRecord, VersionedRecords};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use std::collections::HashMap;
+
+const VERSION: &str = "version";
+const STATE: &str = "state";
+
+type Item = HashMap<String, AttributeValue>;
+
+#[derive(Debug, Clone)]
+pub struct DynamoRecords {
+    client: Client,
+    table: String,
+}
+
+impl DynamoRecords {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self { client, table: table.into() }
+    }
+}
+
+fn item_key(record: &RecordKey) -> Item {
+    key(record.partition.clone(), record.kind)
+}
+
+fn stored(item: &Item) -> Result<StoredRecord, PortError> {
+    let unreadable = |what: &str| PortError::new("read record item", format!("item has no readable {what}"));
+    let version = item
+        .get(VERSION)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| unreadable(VERSION))?;
+    let state = item.get(STATE).and_then(|v| v.as_s().ok()).ok_or_else(|| unreadable(STATE))?;
+    Ok(StoredRecord { version, state: state.clone() })
+}
+
+#[async_trait]
+impl VersionedRecords for DynamoRecords {
+    async fn get(&self, record: &RecordKey) -> Result<Option<StoredRecord>, PortError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(item_key(record)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|err| port_error("DynamoDB GetItem (record)", err))?;
+        output.item.as_ref().map(stored).transpose()
+    }
+
+    async fn put(&self, record: &RecordKey, expected: u64, state: String, expires_at: i64) -> Result<Put, PortError> {
+        let mut item = item_key(record);
+        item.insert(VERSION.to_owned(), AttributeValue::N((expected + 1).to_string()));
+        item.insert(STATE.to_owned(), AttributeValue::S(state));
+        item.insert(TTL_ATTRIBUTE.to_owned(), AttributeValue::N(expires_at.to_string()));
+        let request = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let request = if expected == 0 {
+            request.condition_expression("attribute_not_exists(pk)")
+        } else {
+            request
+                .condition_expression("#version = :expected")
+                .expression_attribute_names("#version", VERSION)
+                .expression_attribute_values(":expected", AttributeValue::N(expected.to_string()))
+        };
+        match request.send().await {
+            Ok(_) => Ok(Put::Written),
+            Err(err) => match err.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                    Ok(Put::Conflict { current: failed.item().map(stored).transpose()? })
+                }
+                _ => Err(port_error("DynamoDB PutItem (record)", err)),
+            },
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! Amazon Bedrock's Converse API as the [`Model`] port.
+//!
+//! Translates the turn's transcript and tools into Converse's types and
+//! back. The system prompt and the tool list are the same on every step of
+//! a turn, so each ends with a cache point: later steps read that prefix
+//! from Bedrock's prompt cache instead of paying for it again.
+//!
+//! Throttling and 5xx are retried by the SDK's standard retry strategy
+//! (bounded, exponential backoff with jitter, see [`retry_config`]); what is
+//! left after that comes back as a retryable [`ModelError`].
+
+use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
+use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolStatus, ToolUse, Usage};
+use aws_config::retry::RetryConfig;
+use aws_sdk_bedrockruntime::Client;
+use aws_sdk_bedrockruntime::config::http::HttpResponse;
+use aws_sdk_bedrockruntime::error::SdkError;
+use aws_sdk_bedrockruntime::operation::converse::ConverseError;
+use aws_sdk_bedrockruntime::types::{
+    self as bedrock, CachePointBlock, CachePointType, ContentBlock, ConversationRole, ConverseOutput,
+    InferenceConfiguration, SystemContentBlock, Tool, ToolConfiguration, ToolInputSchema, ToolResultBlock,
+    ToolResultContentBlock, ToolResultStatus, ToolSpecification, ToolUseBlock,
+};
+use aws_smithy_types::{Document, Number};
+use std::time::Duration;
+
+/// Four attempts, backing off from half a second: rides out a burst of
+/// throttling without holding a worker for long.
+pub fn retry_config() -> RetryConfig {
+    RetryConfig::standard().with_max_attempts(4).with_initial_backoff(Duration::from_millis(500))
+}
+
+#[derive(Debug, Clone)]
+pub struct BedrockModel {
+    client: Client,
+    model_id: String,
+}
+
+impl BedrockModel {
+    pub fn new(client: Client, model_id: impl Into<String>) -> Self {
+        Self { client, model_id: model_id.into() }
+    }
+}
+
+#[async_trait::async_trait]
+impl Model for BedrockModel {
+    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        let built = |what: &str, err: aws_smithy_types::error::operation::BuildError| {
+            ModelError::Rejected(format!("cannot build {what}: {err}"))
+        };
+        let cache_point =
+            CachePointBlock::builder().r#type(CachePointType::Default).build().map_err(|e| built("cache point", e))?;
+
+        let mut tools = request.tools.iter().map(tool).collect::<Result<Vec<_>, _>>().map_err(|e| built("tool", e))?;
+        let mut call = self
+            .client
+            .converse()
+            .model_id(&self.model_id)
+            .system(SystemContentBlock::Text(request.system.to_owned()))
+            .system(SystemContentBlock::CachePoint(cache_point.clone()))
+            .set_messages(Some(
+                request.messages.iter().map(message).collect::<Result<_, _>>().map_err(|e| built("message", e))?,
+            ))
+            .inference_config(InferenceConfiguration::builder().max_tokens(clamp_i32(request.max_tokens)).build());
+        if !tools.is_empty() {
+            tools.push(Tool::CachePoint(cache_point));
+            call = call.tool_config(
+                ToolConfiguration::builder().set_tools(Some(tools)).build().map_err(|e| built("tool config", e))?,
+            );
+        }
+
+        let output = call.send().await.map_err(model_error)?;
+        let message = match output.output {
+            Some(ConverseOutput::Message(message)) => from_bedrock_message(message)?,
+            other => return Err(ModelError::Malformed(format!("no message in the reply: {other:?}"))),
+        };
+        let usage = output.usage.map(|u| Usage {
+            input_tokens: u.input_tokens.max(0) as u64,
+            output_tokens: u.output_tokens.max(0) as u64,
+            cache_read_tokens: u.cache_read_input_tokens.unwrap_or_default().max(0) as u64,
+            cache_write_tokens: u.cache_write_input_tokens.unwrap_or_default().max(0) as u64,
+        });
+        Ok(ModelReply { message, stop_reason: stop_reason(&output.stop_reason), usage: usage.unwrap_or_default() })
+    }
+}
+
+fn clamp_i32(value: u32) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
+}
+
+fn tool(spec: &ToolSpec) -> Result<Tool, aws_smithy_types::error::operation::BuildError> {
+    Ok(Tool::ToolSpec(
+        ToolSpecification::builder()
+            .name(&spec.name)
+            .description(&spec.description)
+            .input_schema(ToolInputSchema::Json(to_document(&spec.input_schema)))
+            .build()?,
+    ))
+}
+
+fn message(message: &Message) -> Result<bedrock::Message, aws_smithy_types::error::operation::BuildError> {
+    let role = match message.role {
+        Role::User => ConversationRole::User,
+        Role::Assistant => ConversationRole::Assistant,
+    };
+    let content = message.content.iter().map(content_block).collect::<Result<Vec<_>, _>>()?;
+    bedrock::Message::builder().role(role).set_content(Some(content)).build()
+}
+
+fn content_block(content: &Content) -> Result<ContentBlock, aws_smithy_types::error::operation::BuildError> {
+    Ok(match content {
+        Content::Text(text) => ContentBlock::Text(text.clone()),
+        Content::ToolUse(tool_use) => ContentBlock::ToolUse(
+            ToolUseBlock::builder()
+                .tool_use_id(&tool_use.id)
+                .name(&tool_use.name)
+                .input(to_document(&tool_use.input))
+                .build()?,
+        ),
+        Content::ToolResult(result) => {
+            let output = match &result.output {
+                ToolOutput::Text(text) => ToolResultContentBlock::Text(text.clone()),
+                ToolOutput::Json(json) => ToolResultContentBlock::Json(to_document(json)),
+                ToolOutput::Stored { bytes, preview, .. } => ToolResultContentBlock::Text(format!(
+                    "{preview}\n[result truncated: {bytes} bytes in all; ask for a narrower query to see more]"
+                )),
+            };
+            let status = match result.status {
+                ToolStatus::Success => ToolResultStatus::Success,
+                ToolStatus::Error => ToolResultStatus::Error,
+            };
+            ContentBlock::ToolResult(
+                ToolResultBlock::builder().tool_use_id(&result.tool_use_id).content(output).status(status).build()?,
+            )
+        }
+    })
+}
+
+/// The model's message: its text and tool calls. Reasoning, citations and
+/// the like are not part of the answer and are left out.
+fn from_bedrock_message(message: bedrock::Message) -> Result<Message, ModelError> {
+    if message.role != ConversationRole::Assistant {
+        return Err(ModelError::Malformed(format!("reply has role {:?}, not assistant", message.role)));
+    }
+    let content = message
+        .content
+        .into_iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(text) => Some(Content::Text(text)),
+            ContentBlock::ToolUse(tool_use) => Some(Content::ToolUse(ToolUse {
+                id: tool_use.tool_use_id,
+                name: tool_use.name,
+                input: from_document(&tool_use.input),
+            })),
+            _ => None,
+        })
+        .collect();
+    Ok(Message { role: Role::Assistant, content })
+}
+
+fn stop_reason(reason: &bedrock::StopReason) -> StopReason {
+    match reason {
+        bedrock::StopReason::EndTurn => StopReason::EndTurn,
+        bedrock::StopReason::ToolUse => StopReason::ToolUse,
+        bedrock::StopReason::MaxTokens => StopReason::MaxTokens,
+        bedrock::StopReason::StopSequence => StopReason::StopSequence,
+        bedrock::StopReason::GuardrailIntervened | bedrock::StopReason::ContentFiltered => StopReason::Refused,
+        other => StopReason::Other(other.as_str().to_owned()),
+    }
+}
+
+fn model_error(err: SdkError<ConverseError, HttpResponse>) -> ModelError {
+    let detail = adapters_aws::summarize(&err);
+    match &err {
+        SdkError::ServiceError(service) => match service.err() {
+            ConverseError::ThrottlingException(_) => ModelError::Throttled(detail),
+            ConverseError::ServiceUnavailableException(_)
+            | ConverseError::InternalServerException(_)
+            | ConverseError::ModelNotReadyException(_)
+            | ConverseError::ModelTimeoutException(_) => ModelError::Unavailable(detail),
+            ConverseError::ModelErrorException(_) => ModelError::Malformed(detail),
+            ConverseError::AccessDeniedException(_)
+            | ConverseError::ResourceNotFoundException(_)
+            | ConverseError::ValidationException(_) => ModelError::Rejected(detail),
+            // An error this SDK version does not model: judge by the status.
+            // A 2xx here is a body the client could not read.
+            _ => match service.raw().status().as_u16() {
+                200..=299 => ModelError::Malformed(format!("unreadable 2xx reply ({detail})")),
+                429 => ModelError::Throttled(detail),
+                500.. => ModelError::Unavailable(detail),
+                _ => ModelError::Rejected(detail),
+            },
+        },
+        SdkError::ResponseError(_) => ModelError::Malformed(detail),
+        _ => ModelError::Unavailable(detail),
+    }
+}
+
+/// JSON into Smithy's document type (tool inputs and schemas).
+pub fn to_document(value: &serde_json::Value) -> Document {
+    match value {
+        serde_json::Value::Null => Document::Null,
+        serde_json::Value::Bool(b) => Document::Bool(*b),
+        serde_json::Value::Number(n) => Document::Number(if let Some(u) = n.as_u64() {
+            Number::PosInt(u)
+        } else if let Some(i) = n.as_i64() {
+            Number::NegInt(i)
+        } else {
+            Number::Float(n.as_f64().unwrap_or_default())
+        }),
+        serde_json::Value::String(s) => Document::String(s.clone()),
+        serde_json::Value::Array(items) => Document::Array(items.iter().map(to_document).collect()),
+        serde_json::Value::Object(map) => {
+            Document::Object(map.iter().map(|(k, v)| (k.clone(), to_document(v))).collect())
+        }
+    }
+}
+
+/// Smithy's document type back into JSON.
+pub fn from_document(document: &Document) -> serde_json::Value {
+    match document {
+        Document::Null => serde_json::Value::Null,
+        Document::Bool(b) => serde_json::Value::Bool(*b),
+        Document::Number(Number::PosInt(u)) => serde_json::Value::from(*u),
+        Document::Number(Number::NegInt(i)) => serde_json::Value::from(*i),
+        Document::Number(Number::Float(f)) => serde_json::Value::from(*f),
+        Document::String(s) => serde_json::Value::String(s.clone()),
+        Document::Array(items) => serde_json::Value::Array(items.iter().map(from_document).collect()),
+        Document::Object(map) => {
+            serde_json::Value::Object(map.iter().map(|(k, v)| (k.clone(), from_document(v))).collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_survives_the_document_round_trip() {
+        let value = serde_json::json!({
+            "query": "checkout-api", "limit": 20, "offset": -3, "ratio": 0.5,
+            "flags": [true, false, null], "nested": {"a": ["b"]}
+        });
+        assert_eq!(from_document(&to_document(&value)), value);
+    }
+}

@@ -1,0 +1,107 @@
+//! The artifact bucket (S3) as the [`ArtifactStore`] port: large tool
+//! results, and configuration such as the system prompt.
+
+use adapters_aws::{port_error, summarize};
+use assistant_core::ports::{ArtifactStore, PortError};
+use async_trait::async_trait;
+use aws_sdk_s3::Client;
+use aws_sdk_s3::operation::get_object::GetObjectError;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::ServerSideEncryption;
+
+/// An S3 client for this process. With an endpoint override (a local
+/// emulator), path-style addressing: `bucket.localhost` does not resolve.
+pub fn client(aws: &aws_config::SdkConfig) -> Client {
+    let local = std::env::var_os("AWS_ENDPOINT_URL_S3").or_else(|| std::env::var_os("AWS_ENDPOINT_URL")).is_some();
+    Client::from_conf(aws_sdk_s3::config::Builder::from(aws).force_path_style(local).build())
+}
+
+#[derive(Debug, Clone)]
+pub struct S3Artifacts {
+    client: Client,
+    bucket: String,
+}
+
+impl S3Artifacts {
+    pub fn new(client: Client, bucket: impl Into<String>) -> Self {
+        Self { client, bucket: bucket.into() }
+    }
+}
+
+#[async_trait]
+impl ArtifactStore for S3Artifacts {
+    async fn put(&self, key: &str, body: Vec<u8>, content_type: &'static str) -> Result<(), PortError> {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type)
+            .server_side_encryption(ServerSideEncryption::Aes256)
+            .body(ByteStream::from(body))
+            .send()
+            .await
+            .map_err(|err| port_error("S3 PutObject (artifact)", err))?;
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, PortError> {
+        let output = match self.client.get_object().bucket(&self.bucket).key(key).send().await {
+            Ok(output) => output,
+            Err(err) if matches!(err.as_service_error(), Some(GetObjectError::NoSuchKey(_))) => return Ok(None),
+            Err(err) => return Err(port_error("S3 GetObject (artifact)", err)),
+        };
+        let body = output
+            .body
+            .collect()
+            .await
+            .map_err(|err| PortError::new("S3 GetObject (artifact body)", err.to_string()).with_source(err))?;
+        Ok(Some(body.into_bytes().to_vec()))
+    }
+
+    async fn list(&self, prefix: &str, max: usize) -> Result<Vec<(String, u64)>, PortError> {
+        let mut found = Vec::new();
+        let mut token = None;
+        loop {
+            let page = self.list_page(prefix, token).await?;
+            for object in page.contents() {
+                if let Some(key) = object.key() {
+                    found.push((key.to_owned(), object.size().unwrap_or_default().max(0) as u64));
+                }
+            }
+            token = page.next_continuation_token().map(str::to_owned);
+            if found.len() >= max || token.is_none() {
+                found.truncate(max);
+                return Ok(found);
+            }
+        }
+    }
+}
+
+impl S3Artifacts {
+    async fn list_page(
+        &self,
+        prefix: &str,
+        token: Option<String>,
+    ) -> Result<aws_sdk_s3::operation::list_objects_v2::ListObjectsV2Output, PortError> {
+        self.client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(prefix)
+            .set_continuation_token(token)
+            .send()
+            .await
+            .map_err(|err| port_error("S3 ListObjectsV2", err))
+    }
+}
+
+/// Health: the bucket exists and we may reach it.
+pub async fn check_bucket(client: &Client, bucket: &str) -> Result<(), String> {
+    client.head_bucket().bucket(bucket).send().await.map(|_| ()).map_err(|err| summarize(&err))
+}
+
+/// The artifact bucket, for tests and local runs against a local emulator
+/// (production's comes from `template.yaml`).
+pub async fn provision_bucket(client: &Client, name: &str) -> Result<(), PortError> {
+    client.create_bucket().bucket(name).send().await.map_err(|err| port_error("S3 CreateBucket", err))?;
+    Ok(())
+}

@@ -1,0 +1,16 @@
+//! Slack's Web API, the one place the functions talk to it:
+//!
+//! - [`web`]: the client (form-encoded POSTs with the bot token, bounded
+//!   retries, typed replies);
+//! - [`reader`]: the worker's [`SlackReader`](assistant_core::ports::SlackReader)
+//!   (the channel, the thread so far);
+//! - [`poster`]: the responder's [`SlackPoster`](assistant_core::ports::SlackPoster)
+//!   (post, update, status line, find what was posted by its metadata).
+
+pub mod poster;
+pub mod reader;
+pub mod web;
+
+pub use poster::WebPoster;
+pub use reader::SlackWebReader;
+pub use web::{BotToken, DEFAULT_BASE_URL, WebClient, WebError, http_client};

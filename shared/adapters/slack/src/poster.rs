@@ -1,0 +1,94 @@
+//! The Slack Web API as the responder's [`SlackPoster`] port. Every post
+//! carries [`MessageMetadata`] naming the turn and the message's key, which
+//! [`SlackPoster::find_posted`] reads back from the thread.
+
+use crate::web::{OutgoingMessage, WebClient, WebError};
+use assistant_core::ThreadRef;
+use assistant_core::delivery::{MessageKey, MessageMetadata, Outgoing, PostError};
+use assistant_core::ports::SlackPoster;
+use assistant_core::turn::TurnId;
+use async_trait::async_trait;
+use serde_json::Value;
+use slack::Ts;
+use std::collections::BTreeMap;
+
+/// A Web API failure as the responder sees it: whether waiting, looking
+/// again or giving up is right.
+pub fn post_error(err: WebError) -> PostError {
+    match err {
+        WebError::RateLimited { retry_after, .. } => PostError::RateLimited { retry_after },
+        WebError::Api { error, .. } => PostError::Rejected { code: error },
+        WebError::Http { status, .. } if status < 500 => PostError::Rejected { code: format!("http_{status}") },
+        other => PostError::Unavailable(other.to_string()),
+    }
+}
+
+/// The Slack Web API as the poster.
+#[derive(Debug, Clone)]
+pub struct WebPoster {
+    client: WebClient,
+    /// Let Slack unfurl links in the bot's messages (off by default: an
+    /// answer citing five links should not grow five previews).
+    unfurl: bool,
+}
+
+/// How far back a thread is searched for a turn's messages.
+const THREAD_SEARCH_LIMIT: usize = 1_000;
+
+impl WebPoster {
+    pub fn new(client: WebClient, unfurl: bool) -> Self {
+        Self { client, unfurl }
+    }
+
+    /// The message's blocks and metadata as the JSON strings Slack takes.
+    fn encode(message: &Outgoing, turn: &TurnId) -> (Option<String>, String) {
+        let blocks = (!message.blocks.is_empty()).then(|| Value::Array(message.blocks.clone()).to_string());
+        let metadata = MessageMetadata::new(turn, &message.key);
+        (blocks, serde_json::to_string(&metadata).expect("metadata is strings"))
+    }
+
+    fn outgoing<'a>(&self, message: &'a Outgoing, encoded: &'a (Option<String>, String)) -> OutgoingMessage<'a> {
+        OutgoingMessage {
+            text: &message.text,
+            blocks: encoded.0.as_deref(),
+            metadata: Some(&encoded.1),
+            unfurl: self.unfurl,
+        }
+    }
+}
+
+#[async_trait]
+impl SlackPoster for WebPoster {
+    async fn post(&self, thread: &ThreadRef, turn: &TurnId, message: &Outgoing) -> Result<Ts, PostError> {
+        let encoded = Self::encode(message, turn);
+        self.client
+            .post_message(&thread.channel, &thread.thread_ts, &self.outgoing(message, &encoded))
+            .await
+            .map_err(post_error)
+    }
+
+    async fn update(&self, thread: &ThreadRef, ts: &Ts, turn: &TurnId, message: &Outgoing) -> Result<(), PostError> {
+        let encoded = Self::encode(message, turn);
+        self.client.update_message(&thread.channel, ts, &self.outgoing(message, &encoded)).await.map_err(post_error)
+    }
+
+    async fn set_status(&self, thread: &ThreadRef, status: &str) -> Result<(), PostError> {
+        self.client.set_thread_status(&thread.channel, &thread.thread_ts, status).await.map_err(post_error)
+    }
+
+    async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<MessageKey, Ts>, PostError> {
+        let messages = self
+            .client
+            .conversations_replies(&thread.channel, &thread.thread_ts, THREAD_SEARCH_LIMIT)
+            .await
+            .map_err(post_error)?;
+        Ok(messages
+            .into_iter()
+            .filter_map(|message| {
+                let metadata = message.metadata?;
+                let ours = MessageMetadata::read(&metadata.event_type, &metadata.event_payload)?;
+                (&ours.turn_id == turn).then_some((ours.key, message.ts))
+            })
+            .collect())
+    }
+}

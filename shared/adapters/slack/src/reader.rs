@@ -1,0 +1,71 @@
+//! Slack's Web API as the worker's [`SlackReader`] port: the channel a turn
+//! is in (`conversations.info`), and the thread so far
+//! (`conversations.replies`) with who wrote each message, this bot or not.
+
+use crate::web::{HistoryMessage, WebClient};
+use assistant_core::ThreadRef;
+use assistant_core::ports::{Author, ChannelInfo, PortError, SlackReader, ThreadMessage};
+use async_trait::async_trait;
+use slack::{ChannelId, UserId};
+
+#[derive(Debug, Clone)]
+pub struct SlackWebReader {
+    client: WebClient,
+}
+
+impl SlackWebReader {
+    pub fn new(client: WebClient) -> Self {
+        Self { client }
+    }
+}
+
+/// Subtypes that are not someone saying something (joins, topic changes…).
+fn is_conversation(message: &HistoryMessage) -> bool {
+    matches!(message.subtype.as_deref(), None | Some("bot_message" | "file_share" | "thread_broadcast"))
+}
+
+fn author(message: &HistoryMessage, bot_user: Option<&UserId>) -> Option<Author> {
+    match (&message.user, &message.bot_id) {
+        (Some(user), _) if Some(user) == bot_user => Some(Author::ThisBot),
+        (_, Some(bot_id)) => Some(Author::OtherBot(bot_id.clone())),
+        (Some(user), None) => Some(Author::Person(user.clone())),
+        (None, None) => None,
+    }
+}
+
+#[async_trait]
+impl SlackReader for SlackWebReader {
+    async fn channel_info(&self, channel: &ChannelId) -> Result<ChannelInfo, PortError> {
+        let info = self
+            .client
+            .conversations_info(channel)
+            .await
+            .map_err(|err| PortError::new("Slack conversations.info", err.to_string()).with_source(err))?;
+        Ok(ChannelInfo {
+            name: (!info.is_im).then_some(info.name).flatten(),
+            topic: info.topic.map(|t| t.value).unwrap_or_default(),
+            purpose: info.purpose.map(|p| p.value).unwrap_or_default(),
+        })
+    }
+
+    async fn thread_history(
+        &self,
+        thread: &ThreadRef,
+        bot_user: Option<&UserId>,
+        limit: usize,
+    ) -> Result<Vec<ThreadMessage>, PortError> {
+        let messages = self
+            .client
+            .conversations_replies(&thread.channel, &thread.thread_ts, limit)
+            .await
+            .map_err(|err| PortError::new("Slack conversations.replies", err.to_string()).with_source(err))?;
+        Ok(messages
+            .into_iter()
+            .filter(is_conversation)
+            .filter_map(|message| {
+                let author = author(&message, bot_user)?;
+                Some(ThreadMessage { ts: message.ts, author, text: message.text })
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,398 @@
+//! The Slack Web API client (<https://api.slack.com/web>): form-encoded POSTs
+//! to `{base}/{method}` with the bot token, JSON replies with `ok`.
+//!
+//! Failures are retried a bounded number of times: a 429 after its
+//! `Retry-After` when that is short, a 5xx or a transport error after a
+//! backoff. What is left is a [`WebError`] that says whether a later retry
+//! could succeed. `ok: false` errors (`channel_not_found`, `invalid_auth`…)
+//! are never retried: the same call fails the same way. `chat.postMessage`
+//! is retried only after a 429: after a 5xx the message may be posted, and
+//! only the caller can look (the responder does, by message metadata).
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use slack::{ChannelId, Ts, UserId};
+use std::fmt;
+use std::time::Duration;
+use tracing::warn;
+
+pub const DEFAULT_BASE_URL: &str = "https://slack.com/api";
+/// One Web API request, connection included, at most.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A bot token (`xoxb-…`). Its `Debug` never prints it.
+#[derive(Clone)]
+pub struct BotToken(String);
+
+impl BotToken {
+    pub fn new(token: impl Into<String>) -> Self {
+        Self(token.into())
+    }
+}
+
+impl fmt::Debug for BotToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BotToken(<redacted>)")
+    }
+}
+
+/// How hard to try before giving up.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    pub attempts: u32,
+    /// The first backoff after a 5xx or transport error; doubles each time.
+    pub backoff: Duration,
+    /// A 429 whose `Retry-After` is longer than this is returned, not waited
+    /// out (the caller's queue retries later instead).
+    pub max_wait: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self { attempts: 3, backoff: Duration::from_millis(300), max_wait: Duration::from_secs(5) }
+    }
+}
+
+/// The process's HTTP client for Slack (and, in the worker, the HTTP
+/// tools): built once. Only the connection is bounded here; each use bounds
+/// its own requests (Slack calls by [`REQUEST_TIMEOUT`], tools by their
+/// declared timeout).
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(3))
+        .build()
+        .expect("a client with rustls and a connect timeout builds")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    #[error("Slack rate limited {method}; retry after {} s", retry_after.as_secs())]
+    RateLimited { method: String, retry_after: Duration },
+    #[error("Slack {method} answered ok:false: {error}")]
+    Api { method: String, error: String },
+    #[error("Slack {method} answered HTTP {status}")]
+    Http { method: String, status: u16 },
+    #[error("Slack {method} could not be reached: {source}")]
+    Transport {
+        method: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("Slack {method} answered something unreadable: {source}")]
+    Malformed {
+        method: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl WebError {
+    /// Whether the same call may succeed later.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            WebError::RateLimited { .. } | WebError::Transport { .. } => true,
+            WebError::Http { status, .. } => *status >= 500,
+            WebError::Api { .. } | WebError::Malformed { .. } => false,
+        }
+    }
+}
+
+/// Which failures a call may be retried after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    Everything,
+    /// Only a 429, which Slack answers without doing anything. For calls
+    /// that are not idempotent (`chat.postMessage`): after a 5xx or a lost
+    /// response the message may be posted, and only the caller can look.
+    RateLimitOnly,
+}
+
+#[derive(Debug, Clone)]
+pub struct WebClient {
+    http: reqwest::Client,
+    base_url: String,
+    token: BotToken,
+    retry: RetryPolicy,
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    ok: bool,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+impl WebClient {
+    pub fn new(http: reqwest::Client, base_url: impl Into<String>, token: BotToken) -> Self {
+        Self { http, base_url: base_url.into().trim_end_matches('/').to_owned(), token, retry: RetryPolicy::default() }
+    }
+
+    /// Calls `method` with form parameters; retries as the module says.
+    pub async fn call<T: DeserializeOwned>(&self, method: &str, params: &[(&str, &str)]) -> Result<T, WebError> {
+        self.call_retrying(method, params, Retry::Everything).await
+    }
+
+    async fn call_retrying<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &[(&str, &str)],
+        retry: Retry,
+    ) -> Result<T, WebError> {
+        let mut backoff = self.retry.backoff;
+        let mut attempt = 1;
+        loop {
+            let err = match self.call_once(method, params).await {
+                Ok(value) => return Ok(value),
+                Err(err) => err,
+            };
+            let wait = match &err {
+                WebError::RateLimited { retry_after, .. } if *retry_after <= self.retry.max_wait => *retry_after,
+                WebError::Transport { .. } | WebError::Http { status: 500.., .. } if retry == Retry::Everything => {
+                    backoff
+                }
+                _ => return Err(err),
+            };
+            if attempt >= self.retry.attempts {
+                return Err(err);
+            }
+            warn!(method, attempt, wait_ms = wait.as_millis() as u64, error = %err, "Slack call failed; retrying");
+            tokio::time::sleep(wait).await;
+            backoff *= 2;
+            attempt += 1;
+        }
+    }
+
+    async fn call_once<T: DeserializeOwned>(&self, method: &str, params: &[(&str, &str)]) -> Result<T, WebError> {
+        let transport = |source| WebError::Transport { method: method.to_owned(), source };
+        let response = self
+            .http
+            .post(format!("{}/{method}", self.base_url))
+            .bearer_auth(&self.token.0)
+            .timeout(REQUEST_TIMEOUT)
+            .form(params)
+            .send()
+            .await
+            .map_err(transport)?;
+        let status = response.status().as_u16();
+        if status == 429 {
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse().ok())
+                .map(Duration::from_secs)
+                .unwrap_or(Duration::from_secs(30));
+            return Err(WebError::RateLimited { method: method.to_owned(), retry_after });
+        }
+        if !(200..300).contains(&status) {
+            return Err(WebError::Http { method: method.to_owned(), status });
+        }
+        let body = response.bytes().await.map_err(transport)?;
+        let malformed = |source| WebError::Malformed { method: method.to_owned(), source };
+        let envelope: Envelope = serde_json::from_slice(&body).map_err(malformed)?;
+        if !envelope.ok {
+            let error = envelope.error.unwrap_or_else(|| "unknown_error".to_owned());
+            return Err(WebError::Api { method: method.to_owned(), error });
+        }
+        serde_json::from_slice(&body).map_err(malformed)
+    }
+
+    /// The messages of a thread, oldest first, the parent included; at most
+    /// the last `limit` of them (pages through long threads).
+    pub async fn conversations_replies(
+        &self,
+        channel: &ChannelId,
+        thread_ts: &Ts,
+        limit: usize,
+    ) -> Result<Vec<HistoryMessage>, WebError> {
+        const PAGE: &str = "200";
+        const MAX_PAGES: usize = 10;
+        let mut messages: Vec<HistoryMessage> = Vec::new();
+        let mut cursor = String::new();
+        for _ in 0..MAX_PAGES {
+            let mut params = vec![
+                ("channel", channel.as_str()),
+                ("ts", thread_ts.as_str()),
+                ("limit", PAGE),
+                ("include_all_metadata", "true"),
+            ];
+            if !cursor.is_empty() {
+                params.push(("cursor", cursor.as_str()));
+            }
+            let page: RepliesPage = self.call("conversations.replies", &params).await?;
+            messages.extend(page.messages);
+            cursor = page.response_metadata.map(|m| m.next_cursor).unwrap_or_default();
+            if !page.has_more || cursor.is_empty() {
+                break;
+            }
+        }
+        let skip = messages.len().saturating_sub(limit);
+        Ok(messages.split_off(skip))
+    }
+}
+
+impl WebClient {
+    /// A channel's name, topic and purpose.
+    pub async fn conversations_info(&self, channel: &ChannelId) -> Result<ConversationInfo, WebError> {
+        #[derive(Deserialize)]
+        struct Info {
+            channel: ConversationInfo,
+        }
+        let info: Info = self.call("conversations.info", &[("channel", channel.as_str())]).await?;
+        Ok(info.channel)
+    }
+}
+
+/// A message to post or to put in place of another.
+#[derive(Debug, Clone)]
+pub struct OutgoingMessage<'a> {
+    /// mrkdwn; with blocks, what notifications and screen readers show.
+    pub text: &'a str,
+    /// A JSON array of blocks, if any.
+    pub blocks: Option<&'a str>,
+    /// A JSON [`MessageMetadata`] object, if any.
+    pub metadata: Option<&'a str>,
+    /// Let Slack unfurl links and media in it.
+    pub unfurl: bool,
+}
+
+impl OutgoingMessage<'_> {
+    fn params<'p>(&'p self, params: &mut Vec<(&'p str, &'p str)>) {
+        params.push(("text", self.text));
+        if let Some(blocks) = self.blocks {
+            params.push(("blocks", blocks));
+        }
+        if let Some(metadata) = self.metadata {
+            params.push(("metadata", metadata));
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Posted {
+    ts: Ts,
+}
+
+impl WebClient {
+    /// Posts in a thread (`chat.postMessage`); the new message's `ts`. A
+    /// 5xx or transport error is returned at once, not retried: the message
+    /// may have been posted (see the responder's exactly-once delivery).
+    pub async fn post_message(
+        &self,
+        channel: &ChannelId,
+        thread_ts: &Ts,
+        message: &OutgoingMessage<'_>,
+    ) -> Result<Ts, WebError> {
+        let unfurl = if message.unfurl { "true" } else { "false" };
+        let mut params = vec![
+            ("channel", channel.as_str()),
+            ("thread_ts", thread_ts.as_str()),
+            ("unfurl_links", unfurl),
+            ("unfurl_media", unfurl),
+        ];
+        message.params(&mut params);
+        let posted: Posted = self.call_retrying("chat.postMessage", &params, Retry::RateLimitOnly).await?;
+        Ok(posted.ts)
+    }
+
+    /// Replaces a message the bot posted (`chat.update`).
+    pub async fn update_message(
+        &self,
+        channel: &ChannelId,
+        ts: &Ts,
+        message: &OutgoingMessage<'_>,
+    ) -> Result<(), WebError> {
+        let mut params = vec![("channel", channel.as_str()), ("ts", ts.as_str())];
+        message.params(&mut params);
+        // Without blocks, an update must clear the old message's blocks.
+        if message.blocks.is_none() {
+            params.push(("blocks", "[]"));
+        }
+        let _: serde_json::Value = self.call("chat.update", &params).await?;
+        Ok(())
+    }
+
+    /// The "is thinking…" line under a thread (`assistant.threads.setStatus`);
+    /// an empty status clears it.
+    pub async fn set_thread_status(&self, channel: &ChannelId, thread_ts: &Ts, status: &str) -> Result<(), WebError> {
+        let params = [("channel_id", channel.as_str()), ("thread_ts", thread_ts.as_str()), ("status", status)];
+        let _: serde_json::Value = self.call("assistant.threads.setStatus", &params).await?;
+        Ok(())
+    }
+
+    /// Whether the token works (`auth.test`): the bot user it belongs to.
+    pub async fn auth_test(&self) -> Result<AuthTest, WebError> {
+        self.call("auth.test", &[]).await
+    }
+}
+
+/// What `auth.test` says about the token.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AuthTest {
+    #[serde(default)]
+    pub team_id: Option<String>,
+    #[serde(default)]
+    pub user_id: Option<UserId>,
+}
+
+/// App-defined data attached to a message
+/// (<https://docs.slack.dev/messaging/message-metadata>).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct MessageMetadata {
+    pub event_type: String,
+    #[serde(default)]
+    pub event_payload: serde_json::Value,
+}
+
+/// A channel as `conversations.info` returns it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ConversationInfo {
+    pub id: ChannelId,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub is_im: bool,
+    #[serde(default)]
+    pub topic: Option<TextValue>,
+    #[serde(default)]
+    pub purpose: Option<TextValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TextValue {
+    #[serde(default)]
+    pub value: String,
+}
+
+/// A message as `conversations.replies` returns it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct HistoryMessage {
+    pub ts: Ts,
+    #[serde(default)]
+    pub user: Option<UserId>,
+    #[serde(default)]
+    pub bot_id: Option<String>,
+    #[serde(default)]
+    pub subtype: Option<String>,
+    #[serde(default)]
+    pub text: String,
+    /// Present when the poster attached some (and it was asked for).
+    #[serde(default)]
+    pub metadata: Option<MessageMetadata>,
+}
+
+#[derive(Deserialize)]
+struct RepliesPage {
+    #[serde(default)]
+    messages: Vec<HistoryMessage>,
+    #[serde(default)]
+    has_more: bool,
+    #[serde(default)]
+    response_metadata: Option<ResponseMetadata>,
+}
+
+#[derive(Deserialize)]
+struct ResponseMetadata {
+    #[serde(default)]
+    next_cursor: String,
+}

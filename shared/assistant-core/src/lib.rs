@@ -1,0 +1,29 @@
+//! The core every function shares, free of AWS SDK types so that the
+//! domain can be tested with in-memory ports and run by the local runner
+//! without an AWS account.
+//!
+//! - [`messages`]: the versioned JSON envelopes that travel on the queues,
+//!   and the typed value an approval button carries.
+//! - [`turn`]: a turn's durable state (written by the worker only).
+//! - [`delivery`]: what the responder showed in a turn's thread (written by
+//!   the responder only), the typed keys and metadata of its messages.
+//! - [`ports`]: what the functions need from the outside world, as object-safe
+//!   traits (`Arc<dyn TurnStore>`); adapters live in `shared/adapters/*`,
+//!   in-memory doubles in `testkit`.
+//! - [`store`]: the turn store and delivery log on one versioned-record
+//!   table port, so every backend writes a record the same way.
+//! - [`model`]: the model call, as a port.
+//! - [`clock`]: time, injected so tests pin it.
+
+pub mod clock;
+pub mod delivery;
+pub mod messages;
+pub mod model;
+pub mod ports;
+pub mod store;
+pub mod turn;
+
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use messages::{ThreadRef, WorkMessage};
+pub use ports::{PortError, Retryable, StoreError};
+pub use turn::TurnId;

@@ -1,0 +1,348 @@
+//! Messages on the queues, as versioned JSON envelopes `{"v":1,"kind":"…",…}`:
+//! [`WorkMessage`] on the work queue (ingress → worker, and the worker's own
+//! continuations), [`ReplyMessage`] on the reply queue (worker → responder).
+//!
+//! A deploy can happen while messages are in flight, so a reader accepts
+//! every version it knows and refuses the rest with a clear error; the
+//! caller sends those to the dead-letter queue instead of retrying them.
+
+use crate::turn::{ToolUse, TurnId};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use slack::{ChannelId, EventId, TeamId, Ts, UserId};
+
+/// The envelope version this build writes.
+pub const ENVELOPE_VERSION: u32 = 1;
+
+/// A Slack thread: where a turn's conversation lives and where its answer
+/// goes. Work for one thread is processed in order (it is the FIFO group).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ThreadRef {
+    pub team: TeamId,
+    pub channel: ChannelId,
+    pub thread_ts: Ts,
+}
+
+impl ThreadRef {
+    /// The SQS FIFO message group: one per thread, so a thread's work is
+    /// ordered while different threads run in parallel.
+    pub fn queue_group(&self) -> String {
+        format!("{}:{}", self.channel, self.thread_ts)
+    }
+}
+
+/// A person asked the bot something: the worker starts a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnRequest {
+    pub event_id: EventId,
+    pub thread: ThreadRef,
+    /// The message that asked (equals `thread.thread_ts` for a thread's
+    /// first message).
+    pub message_ts: Ts,
+    pub user: UserId,
+    pub text: String,
+    /// For assistant threads: the channel the user was looking at; the
+    /// worker tells the model about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_channel: Option<ChannelId>,
+    /// This app's bot user, to tell its own messages in the thread apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bot_user: Option<UserId>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    Deny,
+}
+
+/// Someone clicked Approve or Deny on a tool call that waits for a human.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalClick {
+    pub thread: ThreadRef,
+    /// The message holding the buttons.
+    pub message_ts: Ts,
+    pub user: UserId,
+    pub decision: Decision,
+    /// What the button carried: the paused turn and tool call.
+    pub button: ApprovalButton,
+    pub action_ts: Ts,
+}
+
+/// What an Approve / Deny button carries in Slack's `value`: the turn and
+/// the tool call it decides. Versioned, because buttons stay in Slack
+/// across deploys: a click on a button an older build posted must still
+/// name its call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalButton {
+    pub turn_id: TurnId,
+    pub tool_use_id: String,
+}
+
+impl ApprovalButton {
+    /// The version this build writes.
+    pub const VERSION: u32 = 1;
+
+    /// The button's `value`: `{"v":1,"turn_id":…,"tool_use_id":…}`.
+    pub fn encode(&self) -> String {
+        encode_envelope_at(Self::VERSION, self)
+    }
+
+    /// A button's `value` back, `None` when it is not one of ours. Reads
+    /// v1, and the unversioned `turn:call` form the first builds posted.
+    pub fn decode(value: &str) -> Option<Self> {
+        if value.starts_with('{') {
+            return decode_envelope_at(Self::VERSION, value).ok();
+        }
+        let (turn, call) = value.split_once(':')?;
+        (!turn.is_empty() && !call.is_empty())
+            .then(|| Self { turn_id: TurnId::new(turn), tool_use_id: call.to_owned() })
+    }
+}
+
+/// The worker ran out of time before the turn was done: the next worker
+/// picks it up from the stored state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Continuation {
+    pub turn_id: TurnId,
+    pub thread: ThreadRef,
+    /// Steps completed when it was sent.
+    pub after_step: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkMessage {
+    StartTurn(TurnRequest),
+    Approval(ApprovalClick),
+    Continue(Continuation),
+}
+
+impl WorkMessage {
+    pub fn thread(&self) -> &ThreadRef {
+        match self {
+            WorkMessage::StartTurn(request) => &request.thread,
+            WorkMessage::Approval(click) => &click.thread,
+            WorkMessage::Continue(continuation) => &continuation.thread,
+        }
+    }
+
+    /// The SQS FIFO deduplication id: equal for redeliveries of the same
+    /// thing, so SQS drops copies sent within its five-minute window.
+    pub fn dedupe_id(&self) -> String {
+        match self {
+            WorkMessage::StartTurn(request) => request.event_id.to_string(),
+            WorkMessage::Approval(click) => {
+                format!("approval:{}:{}:{}", click.thread.channel, click.message_ts, click.action_ts)
+            }
+            WorkMessage::Continue(continuation) => {
+                format!("continue:{}:{}", continuation.turn_id, continuation.after_step)
+            }
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        encode_envelope(self)
+    }
+
+    pub fn decode(body: &str) -> Result<Self, EnvelopeError> {
+        decode_envelope(body)
+    }
+}
+
+/// What the worker asks the responder to show in the thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReplyMessage {
+    /// The turn is answered (or failed): post its answer, once.
+    Deliver { turn_id: TurnId, thread: ThreadRef },
+    /// A tool call that changes things waits for Approve / Deny buttons.
+    ApprovalPrompt { turn_id: TurnId, thread: ThreadRef, tool_use: ToolUse },
+    /// A status line while tools run ("running search_docs…").
+    Progress { turn_id: TurnId, thread: ThreadRef, step: u32, text: String },
+    /// Someone clicked Approve or Deny: the prompt shows who decided what,
+    /// and its buttons go.
+    ApprovalDecided { turn_id: TurnId, thread: ThreadRef, tool_use: ToolUse, decision: Decision, user: UserId },
+}
+
+impl ReplyMessage {
+    pub fn thread(&self) -> &ThreadRef {
+        match self {
+            ReplyMessage::Deliver { thread, .. }
+            | ReplyMessage::ApprovalPrompt { thread, .. }
+            | ReplyMessage::Progress { thread, .. }
+            | ReplyMessage::ApprovalDecided { thread, .. } => thread,
+        }
+    }
+
+    /// Equal for repeats of the same request to the responder.
+    pub fn dedupe_id(&self) -> String {
+        match self {
+            ReplyMessage::Deliver { turn_id, .. } => format!("deliver:{turn_id}"),
+            ReplyMessage::ApprovalPrompt { turn_id, tool_use, .. } => format!("approval:{turn_id}:{}", tool_use.id),
+            ReplyMessage::Progress { turn_id, step, .. } => format!("progress:{turn_id}:{step}"),
+            ReplyMessage::ApprovalDecided { turn_id, tool_use, .. } => format!("decided:{turn_id}:{}", tool_use.id),
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        encode_envelope(self)
+    }
+
+    pub fn decode(body: &str) -> Result<Self, EnvelopeError> {
+        decode_envelope(body)
+    }
+}
+
+/// What a queue adapter needs of any message it carries.
+pub trait QueueMessage {
+    fn encode(&self) -> String;
+    /// The FIFO message group: the thread.
+    fn group(&self) -> String;
+    /// Equal for repeats of the same message.
+    fn dedupe_id(&self) -> String;
+}
+
+impl QueueMessage for WorkMessage {
+    fn encode(&self) -> String {
+        WorkMessage::encode(self)
+    }
+
+    fn group(&self) -> String {
+        self.thread().queue_group()
+    }
+
+    fn dedupe_id(&self) -> String {
+        WorkMessage::dedupe_id(self)
+    }
+}
+
+impl QueueMessage for ReplyMessage {
+    fn encode(&self) -> String {
+        ReplyMessage::encode(self)
+    }
+
+    fn group(&self) -> String {
+        self.thread().queue_group()
+    }
+
+    fn dedupe_id(&self) -> String {
+        ReplyMessage::dedupe_id(self)
+    }
+}
+
+fn encode_envelope<T: Serialize>(message: &T) -> String {
+    encode_envelope_at(ENVELOPE_VERSION, message)
+}
+
+fn encode_envelope_at<T: Serialize>(v: u32, message: &T) -> String {
+    #[derive(Serialize)]
+    struct Outgoing<'a, T> {
+        v: u32,
+        #[serde(flatten)]
+        message: &'a T,
+    }
+    serde_json::to_string(&Outgoing { v, message })
+        .expect("queue messages contain only strings, numbers, enums and JSON values")
+}
+
+fn decode_envelope<T: DeserializeOwned>(body: &str) -> Result<T, EnvelopeError> {
+    decode_envelope_at(ENVELOPE_VERSION, body)
+}
+
+fn decode_envelope_at<T: DeserializeOwned>(version: u32, body: &str) -> Result<T, EnvelopeError> {
+    #[derive(Deserialize)]
+    struct Version {
+        v: u32,
+    }
+    let Version { v } = serde_json::from_str(body).map_err(EnvelopeError::Malformed)?;
+    if v != version {
+        return Err(EnvelopeError::UnsupportedVersion(v));
+    }
+    serde_json::from_str(body).map_err(EnvelopeError::Malformed)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EnvelopeError {
+    #[error("message is not a v{ENVELOPE_VERSION} envelope: {0}")]
+    Malformed(#[source] serde_json::Error),
+    #[error("message envelope version {0} is not supported (this build reads v{ENVELOPE_VERSION})")]
+    UnsupportedVersion(u32),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> WorkMessage {
+        WorkMessage::StartTurn(TurnRequest {
+            event_id: EventId::new("Ev01"),
+            thread: ThreadRef {
+                team: TeamId::new("T1"),
+                channel: ChannelId::new("C1"),
+                thread_ts: Ts::new("1700000000.000100"),
+            },
+            message_ts: Ts::new("1700000000.000100"),
+            user: UserId::new("U1"),
+            text: "<@UBOT> hello".into(),
+            context_channel: None,
+            bot_user: None,
+        })
+    }
+
+    #[test]
+    fn envelope_round_trips_with_version_and_kind() {
+        let message = request();
+        let encoded = message.encode();
+        let json: serde_json::Value = serde_json::from_str(&encoded).unwrap();
+        assert_eq!(json["v"], 1);
+        assert_eq!(json["kind"], "start_turn");
+        assert_eq!(WorkMessage::decode(&encoded).unwrap(), message);
+    }
+
+    #[test]
+    fn a_message_sent_before_a_deploy_that_dropped_fields_still_reads() {
+        // Written by a build that still sent `event_time` and `trigger`.
+        let older = r#"{"v":1,"kind":"start_turn","event_id":"Ev01","event_time":1700000000,"trigger":"app_mention","thread":{"team":"T1","channel":"C1","thread_ts":"1700000000.000100"},"message_ts":"1700000000.000100","user":"U1","text":"<@UBOT> hello"}"#;
+        assert_eq!(WorkMessage::decode(older).unwrap(), request());
+    }
+
+    #[test]
+    fn unknown_version_and_kind_are_refused() {
+        let future = request().encode().replacen("\"v\":1", "\"v\":2", 1);
+        assert!(matches!(WorkMessage::decode(&future), Err(EnvelopeError::UnsupportedVersion(2))));
+        let unknown = r#"{"v":1,"kind":"teleport"}"#;
+        assert!(matches!(WorkMessage::decode(unknown), Err(EnvelopeError::Malformed(_))));
+        assert!(matches!(WorkMessage::decode("not json"), Err(EnvelopeError::Malformed(_))));
+    }
+
+    #[test]
+    fn reply_messages_use_the_same_envelope() {
+        let thread = request().thread().clone();
+        let deliver = ReplyMessage::Deliver { turn_id: TurnId::new("T1-Ev01"), thread };
+        let encoded = deliver.encode();
+        assert!(encoded.starts_with(r#"{"v":1,"kind":"deliver""#), "{encoded}");
+        assert_eq!(ReplyMessage::decode(&encoded).unwrap(), deliver);
+        assert_eq!(deliver.dedupe_id(), "deliver:T1-Ev01");
+    }
+
+    #[test]
+    fn approval_buttons_are_versioned_and_old_ones_still_read() {
+        let button = ApprovalButton { turn_id: TurnId::new("T1-Ev01"), tool_use_id: "tooluse_abc".into() };
+        let value = button.encode();
+        assert_eq!(value, r#"{"v":1,"turn_id":"T1-Ev01","tool_use_id":"tooluse_abc"}"#);
+        assert_eq!(ApprovalButton::decode(&value), Some(button.clone()));
+        assert_eq!(ApprovalButton::decode("T1-Ev01:tooluse_abc"), Some(button), "buttons posted before v1");
+        for hostile in ["", "no-separator", ":x", "x:", r#"{"v":2,"turn_id":"a","tool_use_id":"b"}"#, "{not json"] {
+            assert_eq!(ApprovalButton::decode(hostile), None, "{hostile:?}");
+        }
+    }
+
+    #[test]
+    fn queue_keys_follow_thread_and_event() {
+        let message = request();
+        assert_eq!(message.thread().queue_group(), "C1:1700000000.000100");
+        assert_eq!(message.dedupe_id(), "Ev01");
+    }
+}

@@ -1,0 +1,284 @@
+//! What the functions need from the outside world, as small object-safe
+//! traits: a function holds `Arc<dyn TurnStore>` and never knows whether
+//! DynamoDB (`shared/adapters/aws`), Slack's Web API
+//! (`shared/adapters/slack`) or an in-memory double (`testkit`) is behind
+//! it. Each call costs one boxed future, nothing next to the I/O it does.
+
+use crate::delivery::{DeliveryRecord, MessageKey, Outgoing, PostError};
+use crate::messages::{ReplyMessage, ThreadRef, WorkMessage};
+use crate::turn::{Turn, TurnId};
+use async_trait::async_trait;
+use slack::{ChannelId, Ts, UserId};
+use slack::{EventId, TeamId};
+use std::collections::BTreeMap;
+use std::error::Error as StdError;
+use std::fmt;
+
+/// How long an event id is remembered: Slack retries for about an hour, so
+/// a few days is generous.
+pub const EVENT_CLAIM_TTL_SECS: i64 = 3 * 24 * 3600;
+/// How long a thread counts as one the bot takes part in after its last turn.
+pub const BOT_THREAD_TTL_SECS: i64 = 30 * 24 * 3600;
+
+/// Whether a turn may start in a thread the bot has not been part of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadRule {
+    /// The event itself addresses the bot (a mention, a DM): the thread
+    /// becomes one the bot takes part in.
+    Opens,
+    /// A plain reply: only in a thread the bot already takes part in.
+    MustBeKnown,
+}
+
+/// A request to be the one delivery of an event that starts work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventClaim {
+    pub team: TeamId,
+    pub event_id: EventId,
+    pub thread: ThreadRef,
+    pub rule: ThreadRule,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// First delivery: go on and enqueue.
+    Claimed,
+    /// Seen before (a Slack retry, or a concurrent delivery won).
+    Duplicate,
+    /// A reply in a thread the bot takes no part in.
+    NotABotThread,
+}
+
+/// Remembers which Slack events already started work (and which threads the
+/// bot takes part in), so Slack's retries never start a second turn.
+#[async_trait]
+pub trait EventClaims: Send + Sync {
+    /// Atomically records the event if it is new (and, per `claim.rule`,
+    /// records or checks the thread).
+    async fn claim(&self, claim: &EventClaim, now_unix: i64) -> Result<ClaimOutcome, PortError>;
+
+    /// Forgets a claim whose work could not be enqueued, so Slack's retry of
+    /// the same event is not mistaken for a duplicate.
+    async fn release(&self, claim: &EventClaim) -> Result<(), PortError>;
+}
+
+/// The work queue (SQS FIFO in AWS).
+#[async_trait]
+pub trait WorkQueue: Send + Sync {
+    async fn enqueue(&self, message: &WorkMessage) -> Result<(), PortError>;
+}
+
+/// What [`TurnStore::create`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Created {
+    /// Stored at version 1.
+    New,
+    /// A turn with this id was already stored (a redelivered request): here
+    /// it is, as stored.
+    Existing(Box<Turn>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Someone saved the turn since this copy was read: re-read, never
+    /// overwrite.
+    #[error("turn {id} changed since version {expected}; re-read it")]
+    Conflict { id: TurnId, expected: u64 },
+    /// The state would not fit one item. Large tool results belong in the
+    /// artifact store before the turn is saved.
+    #[error("turn {id} state is {bytes} bytes, over the {limit} byte limit")]
+    TooLarge { id: TurnId, bytes: usize, limit: usize },
+    #[error(transparent)]
+    Port(#[from] PortError),
+}
+
+/// Durable turn state with optimistic locking. The worker is its one
+/// writer; the responder only reads.
+#[async_trait]
+pub trait TurnStore: Send + Sync {
+    /// Stores a new turn (its `version` becomes 1), unless one with the same
+    /// id exists.
+    async fn create(&self, turn: &mut Turn) -> Result<Created, StoreError>;
+
+    /// The stored turn, with its current version.
+    async fn load(&self, id: &TurnId) -> Result<Option<Turn>, StoreError>;
+
+    /// Saves `turn` if the stored version is still `turn.version`, and then
+    /// bumps `turn.version`. Otherwise [`StoreError::Conflict`] and nothing
+    /// is written.
+    async fn save(&self, turn: &mut Turn) -> Result<(), StoreError>;
+}
+
+/// Durable [`DeliveryRecord`]s with optimistic locking, one per turn. The
+/// responder is its one writer; the worker only reads.
+#[async_trait]
+pub trait DeliveryLog: Send + Sync {
+    /// The turn's record (a fresh one, version 0, when there is none).
+    async fn load(&self, id: &TurnId) -> Result<DeliveryRecord, StoreError>;
+
+    /// Saves `record` if the stored version is still `record.version` (or
+    /// none is stored and it is 0), then bumps `record.version`. Otherwise
+    /// [`StoreError::Conflict`] and nothing is written.
+    async fn save(&self, id: &TurnId, record: &mut DeliveryRecord) -> Result<(), StoreError>;
+}
+
+/// A record as stored: its JSON state and the version kept beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    pub version: u64,
+    pub state: String,
+}
+
+/// Where a versioned record lives: a partition and a kind within it (a
+/// turn's state and its delivery record share the partition).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RecordKey {
+    pub partition: String,
+    pub kind: &'static str,
+}
+
+/// What a conditional put found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Put {
+    Written,
+    /// The stored version was not the expected one; nothing was written.
+    /// `current` is what is stored, when the store returned it with the
+    /// refusal (DynamoDB does, at no extra cost).
+    Conflict {
+        current: Option<StoredRecord>,
+    },
+}
+
+/// The one primitive both stores stand on: JSON records with a version,
+/// written only where the stored version is the expected one. DynamoDB
+/// (a conditional `PutItem`) and memory implement it; [`crate::store`]
+/// builds the turn store and the delivery log on it.
+#[async_trait]
+pub trait VersionedRecords: Send + Sync {
+    /// The record, read consistently.
+    async fn get(&self, key: &RecordKey) -> Result<Option<StoredRecord>, PortError>;
+
+    /// Stores `state` at version `expected + 1` if the stored version is
+    /// `expected` (0: nothing stored). The record expires after `expires_at`
+    /// (Unix seconds).
+    async fn put(&self, key: &RecordKey, expected: u64, state: String, expires_at: i64) -> Result<Put, PortError>;
+}
+
+/// Objects too large for a turn's item (large tool results), and
+/// configuration (S3 in AWS).
+#[async_trait]
+pub trait ArtifactStore: Send + Sync {
+    async fn put(&self, key: &str, body: Vec<u8>, content_type: &'static str) -> Result<(), PortError>;
+
+    /// The object, `None` when there is none under `key`.
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, PortError>;
+
+    /// Keys and sizes under `prefix`, in key order, at most `max`.
+    async fn list(&self, prefix: &str, max: usize) -> Result<Vec<(String, u64)>, PortError>;
+}
+
+/// Who wrote a message in the thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Author {
+    /// This bot: its messages are the model's own earlier turns.
+    ThisBot,
+    Person(UserId),
+    /// Another bot or integration (`bot_id`).
+    OtherBot(String),
+}
+
+/// A message already in the thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadMessage {
+    pub ts: Ts,
+    pub author: Author,
+    pub text: String,
+}
+
+/// Where a turn takes place (Slack's `conversations.info`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChannelInfo {
+    /// `None` for direct messages.
+    pub name: Option<String>,
+    pub topic: String,
+    pub purpose: String,
+}
+
+/// What the worker reads from Slack when a turn starts.
+#[async_trait]
+pub trait SlackReader: Send + Sync {
+    /// The channel the thread is in.
+    async fn channel_info(&self, channel: &ChannelId) -> Result<ChannelInfo, PortError>;
+
+    /// The thread's last `limit` messages, oldest first
+    /// (`conversations.replies`).
+    async fn thread_history(
+        &self,
+        thread: &ThreadRef,
+        bot_user: Option<&UserId>,
+        limit: usize,
+    ) -> Result<Vec<ThreadMessage>, PortError>;
+}
+
+/// What the responder does in Slack: post in a thread, replace a message,
+/// set the thread's status line, and find the messages this bot already
+/// posted for a turn.
+#[async_trait]
+pub trait SlackPoster: Send + Sync {
+    /// Posts `message` in the thread, with metadata naming the turn and the
+    /// message's key; its `ts`.
+    async fn post(&self, thread: &ThreadRef, turn: &TurnId, message: &Outgoing) -> Result<Ts, PostError>;
+
+    /// Puts `message` in place of the bot's message `ts`.
+    async fn update(&self, thread: &ThreadRef, ts: &Ts, turn: &TurnId, message: &Outgoing) -> Result<(), PostError>;
+
+    /// Sets the thread's status line ("is thinking…"); empty clears it.
+    async fn set_status(&self, thread: &ThreadRef, status: &str) -> Result<(), PostError>;
+
+    /// The turn's messages already in the thread: key → `ts`.
+    async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<MessageKey, Ts>, PostError>;
+}
+
+/// The reply queue (SQS FIFO in AWS): what the responder shows in Slack.
+#[async_trait]
+pub trait ReplyQueue: Send + Sync {
+    async fn send(&self, message: &ReplyMessage) -> Result<(), PortError>;
+}
+
+/// An error that knows whether handling the same message again may
+/// succeed: what decides between an SQS retry and the dead-letter queue.
+pub trait Retryable: fmt::Display {
+    fn is_retryable(&self) -> bool;
+}
+
+/// A storage or queue operation failed. Carries the operation and the
+/// adapter's error, so logs say what failed and why.
+#[derive(Debug)]
+pub struct PortError {
+    operation: &'static str,
+    detail: String,
+    source: Option<Box<dyn StdError + Send + Sync>>,
+}
+
+impl PortError {
+    pub fn new(operation: &'static str, detail: impl Into<String>) -> Self {
+        Self { operation, detail: detail.into(), source: None }
+    }
+
+    pub fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+}
+
+impl fmt::Display for PortError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: {}", self.operation, self.detail)
+    }
+}
+
+impl StdError for PortError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source.as_deref().map(|s| s as &(dyn StdError + 'static))
+    }
+}

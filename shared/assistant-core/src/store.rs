@@ -1,0 +1,128 @@
+//! The turn store and the delivery log, built once on the
+//! [`VersionedRecords`] port: every backend (DynamoDB, memory) only knows
+//! how to read a record and put one conditionally on its version; how a
+//! turn or a delivery record becomes a record, how big it may be and how
+//! long it is kept is decided here, once.
+//!
+//! | record | partition | kind | writer |
+//! |---|---|---|---|
+//! | turn state | `TURN#{turn_id}` | `STATE` | worker |
+//! | what the responder posted | `TURN#{turn_id}` | `DELIVERY` | responder |
+
+use crate::delivery::DeliveryRecord;
+use crate::ports::{
+    Created, DeliveryLog, PortError, Put, RecordKey, StoreError, StoredRecord, TurnStore, VersionedRecords,
+};
+use crate::turn::{Turn, TurnId};
+use async_trait::async_trait;
+use std::sync::Arc;
+
+/// How long a turn (and its delivery record) is kept after its last change.
+pub const TURN_TTL_SECS: i64 = 30 * 24 * 3600;
+/// The largest serialized turn state any store accepts: under DynamoDB's
+/// 400 KB item limit with room for the item's other attributes.
+pub const MAX_TURN_STATE_BYTES: usize = 380_000;
+
+fn turn_key(id: &TurnId) -> RecordKey {
+    RecordKey { partition: format!("TURN#{id}"), kind: "STATE" }
+}
+
+fn delivery_key(id: &TurnId) -> RecordKey {
+    RecordKey { partition: format!("TURN#{id}"), kind: "DELIVERY" }
+}
+
+/// The turn as stored (JSON), refused when over [`MAX_TURN_STATE_BYTES`].
+pub fn serialize_turn(turn: &Turn) -> Result<String, StoreError> {
+    let state = serde_json::to_string(turn).expect("turn state contains only JSON-safe values");
+    if state.len() > MAX_TURN_STATE_BYTES {
+        return Err(StoreError::TooLarge { id: turn.id.clone(), bytes: state.len(), limit: MAX_TURN_STATE_BYTES });
+    }
+    Ok(state)
+}
+
+fn parse<T: serde::de::DeserializeOwned>(what: &'static str, stored: &StoredRecord) -> Result<T, StoreError> {
+    serde_json::from_str(&stored.state)
+        .map_err(|err| PortError::new(what, format!("stored state does not parse: {err}")).into())
+}
+
+fn turn_from(stored: &StoredRecord) -> Result<Turn, StoreError> {
+    let mut turn: Turn = parse("read turn state", stored)?;
+    turn.version = stored.version;
+    Ok(turn)
+}
+
+/// Turns on any [`VersionedRecords`].
+#[derive(Clone)]
+pub struct RecordTurns(Arc<dyn VersionedRecords>);
+
+impl RecordTurns {
+    pub fn new(records: Arc<dyn VersionedRecords>) -> Self {
+        Self(records)
+    }
+}
+
+#[async_trait]
+impl TurnStore for RecordTurns {
+    async fn create(&self, turn: &mut Turn) -> Result<Created, StoreError> {
+        let state = serialize_turn(turn)?;
+        let key = turn_key(&turn.id);
+        match self.0.put(&key, 0, state, turn.updated_at + TURN_TTL_SECS).await? {
+            Put::Written => {
+                turn.version = 1;
+                Ok(Created::New)
+            }
+            Put::Conflict { current: Some(stored) } => Ok(Created::Existing(Box::new(turn_from(&stored)?))),
+            Put::Conflict { current: None } => match self.0.get(&key).await? {
+                Some(stored) => Ok(Created::Existing(Box::new(turn_from(&stored)?))),
+                // Refused, then gone before the read: let the caller retry.
+                None => Err(StoreError::Conflict { id: turn.id.clone(), expected: 0 }),
+            },
+        }
+    }
+
+    async fn load(&self, id: &TurnId) -> Result<Option<Turn>, StoreError> {
+        self.0.get(&turn_key(id)).await?.as_ref().map(turn_from).transpose()
+    }
+
+    async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
+        let state = serialize_turn(turn)?;
+        match self.0.put(&turn_key(&turn.id), turn.version, state, turn.updated_at + TURN_TTL_SECS).await? {
+            Put::Written => {
+                turn.version += 1;
+                Ok(())
+            }
+            Put::Conflict { .. } => Err(StoreError::Conflict { id: turn.id.clone(), expected: turn.version }),
+        }
+    }
+}
+
+/// Delivery records on any [`VersionedRecords`].
+#[derive(Clone)]
+pub struct RecordDeliveries(Arc<dyn VersionedRecords>);
+
+impl RecordDeliveries {
+    pub fn new(records: Arc<dyn VersionedRecords>) -> Self {
+        Self(records)
+    }
+}
+
+#[async_trait]
+impl DeliveryLog for RecordDeliveries {
+    async fn load(&self, id: &TurnId) -> Result<DeliveryRecord, StoreError> {
+        let Some(stored) = self.0.get(&delivery_key(id)).await? else { return Ok(DeliveryRecord::default()) };
+        let mut record: DeliveryRecord = parse("read delivery record", &stored)?;
+        record.version = stored.version;
+        Ok(record)
+    }
+
+    async fn save(&self, id: &TurnId, record: &mut DeliveryRecord) -> Result<(), StoreError> {
+        let state = serde_json::to_string(record).expect("delivery records contain only strings and numbers");
+        match self.0.put(&delivery_key(id), record.version, state, record.updated_at + TURN_TTL_SECS).await? {
+            Put::Written => {
+                record.version += 1;
+                Ok(())
+            }
+            Put::Conflict { .. } => Err(StoreError::Conflict { id: id.clone(), expected: record.version }),
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! A turn: one question to the bot and all the work to answer it, saved
+//! after every step so any worker can pick it up where the last one stopped.
+//!
+//! The transcript is the model conversation in our own types (text, tool
+//! calls, tool results), translated to Bedrock's at the adapter. `version`
+//! belongs to the store: every save is conditional on it, so of two workers
+//! holding the same turn only the first to save wins; the other re-reads.
+
+use crate::messages::{ThreadRef, TurnRequest};
+use serde::{Deserialize, Serialize};
+use slack::{EventId, Ts, UserId};
+use std::fmt;
+
+/// Derived from the Slack event, so every delivery of the same request
+/// names the same turn and a redelivery finds the work already begun.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TurnId(String);
+
+impl TurnId {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn for_event(thread: &ThreadRef, event_id: &EventId) -> Self {
+        Self(format!("{}-{}", thread.team, event_id))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TurnId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// Steps remain: a worker holds it or a continuation is queued.
+    Running,
+    /// Paused on a tool call that changes things until a human decides.
+    AwaitingApproval,
+    /// The answer is saved; delivery is queued.
+    Answered,
+    /// Gave up (the user is told why); delivery is queued. Whether the
+    /// answer reached the thread is the responder's record, not the turn's.
+    Failed,
+}
+
+impl TurnStatus {
+    /// The name used in logs (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnStatus::Running => "running",
+            TurnStatus::AwaitingApproval => "awaiting_approval",
+            TurnStatus::Answered => "answered",
+            TurnStatus::Failed => "failed",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TurnStatus;
+
+    #[test]
+    fn status_names_match_their_serialized_form() {
+        for status in [TurnStatus::Running, TurnStatus::AwaitingApproval, TurnStatus::Answered, TurnStatus::Failed] {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<Content>,
+}
+
+impl Message {
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self { role: Role::User, content: vec![Content::Text(text.into())] }
+    }
+
+    /// The tool calls this (assistant) message asks for.
+    pub fn tool_uses(&self) -> impl Iterator<Item = &ToolUse> {
+        self.content.iter().filter_map(|content| match content {
+            Content::ToolUse(tool_use) => Some(tool_use),
+            _ => None,
+        })
+    }
+
+    /// The message's text blocks, joined.
+    pub fn text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(|content| match content {
+                Content::Text(text) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        texts.join("\n\n")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Content {
+    Text(String),
+    ToolUse(ToolUse),
+    ToolResult(ToolResult),
+}
+
+/// The model asked for a tool to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolUse {
+    pub id: String,
+    pub name: String,
+    pub input: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Success,
+    /// The model sees the error and may try again differently.
+    Error,
+}
+
+/// What a tool returned, as the model will see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub tool_use_id: String,
+    pub status: ToolStatus,
+    pub output: ToolOutput,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolOutput {
+    Text(String),
+    Json(serde_json::Value),
+    /// Too large for the turn's item: kept in the artifact store under `key`;
+    /// `preview` is what stays inline.
+    Stored {
+        key: String,
+        bytes: u64,
+        preview: String,
+    },
+}
+
+/// Tokens the model read and wrote over the whole turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Self) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+}
+
+/// A step whose tool calls include some that change things: those wait
+/// for Approve or Deny; the results of the others are kept until all are
+/// decided, because the model must get every result of a step together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// Calls still waiting for a decision, in the order the model made them.
+    pub waiting: Vec<ToolUse>,
+    /// Results of the step's other calls, and of decided ones.
+    pub completed: Vec<ToolResult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    pub id: TurnId,
+    pub thread: ThreadRef,
+    pub user: UserId,
+    /// The message that asked.
+    pub message_ts: Ts,
+    pub event_id: EventId,
+    pub status: TurnStatus,
+    /// Owned by the store (kept beside the state, not in it): the version
+    /// this copy was read or last saved at; 0 before the first save.
+    #[serde(skip)]
+    pub version: u64,
+    /// Model calls completed.
+    pub steps: u32,
+    pub transcript: Vec<Message>,
+    pub usage: Usage,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// Where the turn takes place, for the system prompt (read once, at the
+    /// start, so every step sends the same prompt prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_context: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_approval: Option<PendingApproval>,
+}
+
+impl Turn {
+    /// A new turn for a request, before any step (version 0: not stored).
+    pub fn start(request: &TurnRequest, now_unix: i64) -> Self {
+        Self {
+            id: TurnId::for_event(&request.thread, &request.event_id),
+            thread: request.thread.clone(),
+            user: request.user.clone(),
+            message_ts: request.message_ts.clone(),
+            event_id: request.event_id.clone(),
+            status: TurnStatus::Running,
+            version: 0,
+            steps: 0,
+            transcript: Vec::new(),
+            usage: Usage::default(),
+            created_at: now_unix,
+            updated_at: now_unix,
+            channel_context: None,
+            answer: None,
+            pending_approval: None,
+        }
+    }
+
+    /// Ends the turn's work with what the user will be shown.
+    pub fn settle(&mut self, answer: String, status: TurnStatus, now_unix: i64) {
+        self.answer = Some(answer);
+        self.status = status;
+        self.updated_at = now_unix;
+    }
+}

@@ -1,0 +1,15 @@
+//! The ingress function's logic, kept out of the Lambda binary so it can be
+//! tested and benchmarked with in-memory ports:
+//!
+//! 1. [`service::Intake`] takes the raw request (headers and body bytes),
+//!    checks the size, verifies Slack's signature, then parses;
+//! 2. [`route`] decides, without I/O, what the request asks for: an answer
+//!    (the URL challenge), nothing (bots, edits, unrelated messages) or work;
+//! 3. work is claimed once per Slack event (dedupe) and put on the work
+//!    queue; the reply tells Slack whether to retry.
+
+pub mod http_body;
+pub mod route;
+pub mod service;
+
+pub use service::{Intake, Reply, Request};

@@ -1,0 +1,382 @@
+//! Which verified Slack requests start work, decided without I/O.
+//!
+//! A turn starts on: a mention of the bot, a direct message to it, a reply in
+//! a thread the bot takes part in, and the assistant panel being opened.
+//! Nothing starts on: the bot's own messages or any other bot's (that is how
+//! two bots never talk to each other forever), edits, deletions and other
+//! message subtypes, and channel messages not addressed to the bot.
+
+use assistant_core::messages::{ApprovalButton, ApprovalClick, Decision, TurnRequest};
+use assistant_core::ports::{EventClaim, ThreadRule};
+use assistant_core::{ThreadRef, WorkMessage};
+use slack::events::{Event, EventCallback, EventsPayload, MessageEvent};
+use slack::interaction::{APPROVE_ACTION_ID, BlockActions, DENY_ACTION_ID, Interaction};
+use slack::{ChannelId, SlackRequest, Ts, UserId};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Route {
+    /// Answer Slack's `url_verification` with its challenge.
+    Challenge(String),
+    /// Acknowledge with 200 and do nothing else.
+    Ignore(Ignored),
+    /// Claim the event (so Slack's retries start nothing), then enqueue.
+    StartTurn { claim: EventClaim, message: WorkMessage },
+    /// Enqueue without a claim. Button clicks are not retried by Slack; the
+    /// FIFO deduplication id and the worker's versioned turn state make a
+    /// double click harmless.
+    Enqueue(WorkMessage),
+}
+
+/// Why a request was acknowledged without work, for the log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ignored {
+    SslCheck,
+    RateLimitNotice,
+    UnknownPayload,
+    UnknownEvent,
+    /// Written by a bot (including this one): never answered.
+    BotMessage,
+    OwnMessage,
+    /// An edit, deletion, join or other message subtype.
+    MessageSubtype,
+    /// No human author on the event.
+    NoUser,
+    /// A channel message neither mentioning the bot nor in a thread.
+    NotAddressed,
+    /// A channel message mentioning the bot: Slack also sends it as an
+    /// `app_mention`, which is the one that starts the turn.
+    MentionDeliveredSeparately,
+    UnknownInteraction,
+    /// A click on something that is not an approval button.
+    OtherAction,
+    /// An approval click missing the channel, message or button value.
+    IncompleteApproval,
+    /// An approval button whose value is none of ours (a forged or foreign
+    /// payload, or a version this build does not read).
+    UnreadableApproval,
+    OtherForm,
+}
+
+impl Ignored {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ignored::SslCheck => "ssl_check",
+            Ignored::RateLimitNotice => "app_rate_limited",
+            Ignored::UnknownPayload => "unknown_payload_type",
+            Ignored::UnknownEvent => "unknown_event_type",
+            Ignored::BotMessage => "bot_message",
+            Ignored::OwnMessage => "own_message",
+            Ignored::MessageSubtype => "message_subtype",
+            Ignored::NoUser => "no_user",
+            Ignored::NotAddressed => "not_addressed_to_bot",
+            Ignored::MentionDeliveredSeparately => "mention_delivered_as_app_mention",
+            Ignored::UnknownInteraction => "unknown_interaction_type",
+            Ignored::OtherAction => "not_an_approval_action",
+            Ignored::IncompleteApproval => "incomplete_approval_click",
+            Ignored::UnreadableApproval => "unreadable_approval_button",
+            Ignored::OtherForm => "unsupported_form",
+        }
+    }
+}
+
+/// Message subtypes that are still a person writing to the channel.
+const AUTHORED_SUBTYPES: &[&str] = &["file_share", "thread_broadcast"];
+
+pub fn route(request: SlackRequest) -> Route {
+    match request {
+        SlackRequest::Events(EventsPayload::UrlVerification { challenge }) => Route::Challenge(challenge),
+        SlackRequest::Events(EventsPayload::EventCallback(callback)) => route_event(*callback),
+        SlackRequest::Events(EventsPayload::AppRateLimited { .. }) => Route::Ignore(Ignored::RateLimitNotice),
+        SlackRequest::Events(EventsPayload::Unknown) => Route::Ignore(Ignored::UnknownPayload),
+        SlackRequest::Interaction(Interaction::BlockActions(actions)) => route_block_actions(&actions),
+        SlackRequest::Interaction(Interaction::Unknown) => Route::Ignore(Ignored::UnknownInteraction),
+        SlackRequest::SslCheck => Route::Ignore(Ignored::SslCheck),
+        SlackRequest::OtherForm => Route::Ignore(Ignored::OtherForm),
+    }
+}
+
+/// What a turn-starting event says, before it becomes a [`TurnRequest`].
+struct Ask {
+    rule: ThreadRule,
+    channel: ChannelId,
+    thread_ts: Ts,
+    message_ts: Ts,
+    user: UserId,
+    text: String,
+    context_channel: Option<ChannelId>,
+}
+
+fn route_event(callback: EventCallback) -> Route {
+    let bot = callback.bot_user_id().cloned();
+    let ask = match callback.event {
+        Event::AppMention(mention) => {
+            if mention.bot_id.is_some() {
+                return Route::Ignore(Ignored::BotMessage);
+            }
+            let Some(user) = mention.user else {
+                return Route::Ignore(Ignored::NoUser);
+            };
+            if Some(&user) == bot.as_ref() {
+                return Route::Ignore(Ignored::OwnMessage);
+            }
+            Ask {
+                rule: ThreadRule::Opens,
+                channel: mention.channel,
+                thread_ts: mention.thread_ts.unwrap_or_else(|| mention.ts.clone()),
+                message_ts: mention.ts,
+                user,
+                text: mention.text,
+                context_channel: None,
+            }
+        }
+        Event::Message(message) => match ask_from_message(message, bot.as_ref()) {
+            Ok(ask) => ask,
+            Err(ignored) => return Route::Ignore(ignored),
+        },
+        Event::AssistantThreadStarted(started) => {
+            let thread = started.assistant_thread;
+            Ask {
+                rule: ThreadRule::Opens,
+                channel: thread.channel_id,
+                message_ts: thread.thread_ts.clone(),
+                thread_ts: thread.thread_ts,
+                user: thread.user_id,
+                text: String::new(),
+                context_channel: thread.context.channel_id,
+            }
+        }
+        Event::Unknown => return Route::Ignore(Ignored::UnknownEvent),
+    };
+
+    let thread = ThreadRef { team: callback.team_id.clone(), channel: ask.channel, thread_ts: ask.thread_ts };
+    let claim = EventClaim {
+        team: callback.team_id,
+        event_id: callback.event_id.clone(),
+        thread: thread.clone(),
+        rule: ask.rule,
+    };
+    let message = WorkMessage::StartTurn(TurnRequest {
+        event_id: callback.event_id,
+        thread,
+        message_ts: ask.message_ts,
+        user: ask.user,
+        text: ask.text,
+        context_channel: ask.context_channel,
+        bot_user: bot,
+    });
+    Route::StartTurn { claim, message }
+}
+
+fn ask_from_message(message: MessageEvent, bot: Option<&UserId>) -> Result<Ask, Ignored> {
+    if message.subtype.as_deref().is_some_and(|subtype| !AUTHORED_SUBTYPES.contains(&subtype)) {
+        return Err(Ignored::MessageSubtype);
+    }
+    if message.bot_id.is_some() {
+        return Err(Ignored::BotMessage);
+    }
+    let user = message.user.clone().ok_or(Ignored::NoUser)?;
+    if Some(&user) == bot {
+        return Err(Ignored::OwnMessage);
+    }
+    let text = message.text.clone().unwrap_or_default();
+
+    let rule = if message.is_direct_message() {
+        ThreadRule::Opens
+    } else if bot.is_some_and(|bot| text.contains(&format!("<@{bot}>"))) {
+        return Err(Ignored::MentionDeliveredSeparately);
+    } else if !message.is_thread_reply() {
+        return Err(Ignored::NotAddressed);
+    } else if message.parent_user_id.as_ref().is_some_and(|parent| Some(parent) == bot) {
+        // The bot wrote the thread's first message: it is the bot's thread.
+        ThreadRule::Opens
+    } else {
+        ThreadRule::MustBeKnown
+    };
+
+    Ok(Ask {
+        rule,
+        channel: message.channel,
+        thread_ts: message.thread_ts.unwrap_or_else(|| message.ts.clone()),
+        message_ts: message.ts,
+        user,
+        text,
+        context_channel: None,
+    })
+}
+
+fn route_block_actions(actions: &BlockActions) -> Route {
+    let Some((action, decision)) = actions.actions.iter().find_map(|action| match action.action_id.as_str() {
+        APPROVE_ACTION_ID => Some((action, Decision::Approve)),
+        DENY_ACTION_ID => Some((action, Decision::Deny)),
+        _ => None,
+    }) else {
+        return Route::Ignore(Ignored::OtherAction);
+    };
+    let (Some(channel), Some(message_ts), Some(value)) =
+        (actions.channel_id(), actions.message_ts(), action.value.as_ref().filter(|v| !v.is_empty()))
+    else {
+        return Route::Ignore(Ignored::IncompleteApproval);
+    };
+    let Some(button) = ApprovalButton::decode(value) else {
+        return Route::Ignore(Ignored::UnreadableApproval);
+    };
+    Route::Enqueue(WorkMessage::Approval(ApprovalClick {
+        thread: ThreadRef {
+            team: actions.team.id.clone(),
+            channel: channel.clone(),
+            thread_ts: actions.thread_ts().unwrap_or(message_ts).clone(),
+        },
+        message_ts: message_ts.clone(),
+        user: actions.user.id.clone(),
+        decision,
+        button,
+        action_ts: action.action_ts.clone(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assistant_core::TurnId;
+    use testkit::fixtures;
+
+    fn route_fixture(fixture: &str) -> Route {
+        route(slack::request::parse(Some("application/json"), fixture.as_bytes()).unwrap())
+    }
+
+    fn started(fixture: &str) -> (EventClaim, TurnRequest) {
+        match route_fixture(fixture) {
+            Route::StartTurn { claim, message: WorkMessage::StartTurn(request) } => (claim, request),
+            other => panic!("expected a turn to start, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_mention_starts_a_turn_in_a_new_thread_under_the_message() {
+        let (claim, request) = started(fixtures::APP_MENTION);
+        assert_eq!(claim.rule, ThreadRule::Opens);
+        assert_eq!(claim.event_id.as_str(), "Ev0LAN670R");
+        assert_eq!(request.thread.channel.as_str(), "C0LAN2Q65");
+        assert_eq!(request.thread.thread_ts, request.message_ts);
+        assert_eq!(request.user.as_str(), "U061F7AUR");
+    }
+
+    #[test]
+    fn a_mention_inside_a_thread_answers_in_that_thread() {
+        let (_, request) = started(fixtures::APP_MENTION_IN_THREAD);
+        assert_eq!(request.thread.thread_ts.as_str(), "1763799000.000050");
+        assert_eq!(request.message_ts.as_str(), "1763800000.000200");
+    }
+
+    #[test]
+    fn a_direct_message_starts_a_turn() {
+        let (claim, request) = started(fixtures::MESSAGE_IM);
+        assert_eq!(claim.rule, ThreadRule::Opens);
+        assert_eq!(request.thread.thread_ts.as_str(), "1763800100.000300");
+    }
+
+    #[test]
+    fn a_thread_reply_starts_a_turn_only_in_a_known_bot_thread() {
+        let (claim, request) = started(fixtures::MESSAGE_THREAD_REPLY);
+        assert_eq!(claim.rule, ThreadRule::MustBeKnown);
+        assert_eq!(request.thread.thread_ts.as_str(), "1763800000.000100");
+        // A reply under the bot's own message needs no earlier record.
+        let (claim, _) = started(fixtures::MESSAGE_THREAD_REPLY_TO_BOT);
+        assert_eq!(claim.rule, ThreadRule::Opens);
+    }
+
+    #[test]
+    fn opening_the_assistant_panel_starts_a_turn_with_its_context() {
+        let (claim, request) = started(fixtures::ASSISTANT_THREAD_STARTED);
+        assert_eq!(claim.rule, ThreadRule::Opens);
+        assert!(request.text.is_empty(), "no question yet");
+        assert_eq!(request.thread.channel.as_str(), "D0LAN2Q66");
+        assert_eq!(request.context_channel.as_ref().map(|c| c.as_str()), Some("C0LAN2Q65"));
+    }
+
+    #[test]
+    fn nothing_starts_for_bots_edits_deletions_and_unaddressed_messages() {
+        let cases = [
+            (fixtures::MESSAGE_BOT, Ignored::MessageSubtype),
+            (fixtures::MESSAGE_OWN, Ignored::BotMessage),
+            (fixtures::MESSAGE_CHANGED, Ignored::MessageSubtype),
+            (fixtures::MESSAGE_DELETED, Ignored::MessageSubtype),
+            (fixtures::MESSAGE_CHANNEL_TOP_LEVEL, Ignored::NotAddressed),
+            (fixtures::MESSAGE_CHANNEL_MENTION, Ignored::MentionDeliveredSeparately),
+            (fixtures::UNKNOWN_EVENT, Ignored::UnknownEvent),
+            (fixtures::UNKNOWN_PAYLOAD, Ignored::UnknownPayload),
+            (fixtures::APP_RATE_LIMITED, Ignored::RateLimitNotice),
+        ];
+        for (fixture, reason) in cases {
+            assert_eq!(route_fixture(fixture), Route::Ignore(reason), "{fixture}");
+        }
+    }
+
+    #[test]
+    fn our_own_bot_user_is_recognised_without_a_bot_id() {
+        // A message by the bot user (say, posted through a user token) with
+        // no bot_id must still start nothing, in a mention or a reply.
+        let reply = fixtures::MESSAGE_THREAD_REPLY.replace("\"user\": \"U061F7AUR\"", "\"user\": \"U0LAN0Z89\"");
+        assert_eq!(route_fixture(&reply), Route::Ignore(Ignored::OwnMessage));
+        let mention = fixtures::APP_MENTION.replace("\"user\": \"U061F7AUR\"", "\"user\": \"U0LAN0Z89\"");
+        assert_eq!(route_fixture(&mention), Route::Ignore(Ignored::OwnMessage));
+    }
+
+    #[test]
+    fn a_mention_written_by_another_bot_starts_nothing() {
+        let from_bot = fixtures::APP_MENTION.replace("\"user\": \"U061F7AUR\",", "\"bot_id\": \"B0OTHERBOT\",");
+        assert_eq!(route_fixture(&from_bot), Route::Ignore(Ignored::BotMessage));
+    }
+
+    #[test]
+    fn file_shares_and_thread_broadcasts_are_still_people_talking() {
+        let shared = fixtures::MESSAGE_IM
+            .replace("\"type\": \"message\",", "\"type\": \"message\", \"subtype\": \"file_share\",");
+        assert!(matches!(route_fixture(&shared), Route::StartTurn { .. }));
+    }
+
+    #[test]
+    fn the_url_challenge_is_echoed() {
+        assert_eq!(
+            route_fixture(fixtures::URL_VERIFICATION),
+            Route::Challenge("3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P".into())
+        );
+    }
+
+    fn route_form(payload: &str) -> Route {
+        let body = fixtures::interaction_form(payload);
+        route(slack::request::parse(Some("application/x-www-form-urlencoded"), body.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn an_approval_click_is_enqueued_as_its_own_kind() {
+        let Route::Enqueue(WorkMessage::Approval(click)) = route_form(fixtures::BLOCK_ACTIONS_APPROVE) else {
+            panic!("expected an approval")
+        };
+        assert_eq!(click.decision, Decision::Approve);
+        // The fixture's button was posted before values were versioned.
+        assert_eq!(click.button.turn_id.as_str(), "turn-7f3a");
+        assert_eq!(click.button.tool_use_id, "call-1");
+        assert_eq!(click.thread.queue_group(), "C0LAN2Q65:1763800000.000100");
+        assert_eq!(click.user.as_str(), "U061F7AUR");
+        let deny = fixtures::BLOCK_ACTIONS_APPROVE.replace(APPROVE_ACTION_ID, DENY_ACTION_ID);
+        assert!(matches!(route_form(&deny), Route::Enqueue(WorkMessage::Approval(c)) if c.decision == Decision::Deny));
+
+        let button = ApprovalButton { turn_id: TurnId::new("T1-Ev1"), tool_use_id: "tooluse_1".into() };
+        let encoded = serde_json::to_string(&button.encode()).unwrap();
+        let v1 = fixtures::BLOCK_ACTIONS_APPROVE.replace("\"turn-7f3a:call-1\"", &encoded);
+        let Route::Enqueue(WorkMessage::Approval(click)) = route_form(&v1) else { panic!("expected an approval") };
+        assert_eq!(click.button, button);
+    }
+
+    #[test]
+    fn other_clicks_and_incomplete_approvals_start_nothing() {
+        assert_eq!(route_form(fixtures::BLOCK_ACTIONS_OTHER), Route::Ignore(Ignored::OtherAction));
+        let no_value = fixtures::BLOCK_ACTIONS_APPROVE.replace("\"value\": \"turn-7f3a:call-1\",", "");
+        assert_eq!(route_form(&no_value), Route::Ignore(Ignored::IncompleteApproval));
+        for foreign in ["\"x\"", "\"{\\\"v\\\":9}\""] {
+            let value = fixtures::BLOCK_ACTIONS_APPROVE.replace("\"turn-7f3a:call-1\"", foreign);
+            assert_eq!(route_form(&value), Route::Ignore(Ignored::UnreadableApproval), "{foreign}");
+        }
+    }
+}

@@ -1,0 +1,370 @@
+//! The request path of the ingress function: size → signature → parse →
+//! route → claim → enqueue → reply, with at most two AWS calls (the claim and
+//! the enqueue) and nothing written for a request that fails verification.
+//!
+//! Replies follow what Slack does with them: 2xx is done; anything else makes
+//! Slack retry the event (up to three times), so only a failure on our side
+//! that a retry can fix (AWS unavailable) answers 500. Requests that will
+//! never succeed answer 4xx with `X-Slack-No-Retry: 1`.
+
+use crate::http_body::{BodyError, raw_body};
+use crate::route::{Route, route};
+use assistant_core::Clock;
+use assistant_core::WorkMessage;
+use assistant_core::ports::{ClaimOutcome, EventClaim, EventClaims, WorkQueue};
+use http::HeaderMap;
+use slack::SigningSecret;
+use slack::signature::{SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use std::sync::Arc;
+use tracing::{error, info, warn};
+
+/// Slack's event payloads are a few KiB; 1 MiB leaves room for large
+/// messages and blocks while refusing anything absurd early.
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+
+const RETRY_NUM_HEADER: &str = "x-slack-retry-num";
+const RETRY_REASON_HEADER: &str = "x-slack-retry-reason";
+
+/// An HTTP request as the Lambda event gives it: the body still as a string,
+/// possibly base64-encoded.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub headers: &'a HeaderMap,
+    pub body: Option<&'a str>,
+    pub is_base64_encoded: bool,
+}
+
+/// The HTTP answer to Slack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    /// A JSON body, or none (Slack wants an empty 200 for events).
+    pub json: Option<String>,
+    /// Ask Slack not to retry: the same request would fail the same way.
+    pub no_retry: bool,
+}
+
+impl Reply {
+    fn ok() -> Self {
+        Self { status: 200, json: None, no_retry: false }
+    }
+
+    fn error(status: u16, code: &str) -> Self {
+        Self { status, json: Some(serde_json::json!({ "error": code }).to_string()), no_retry: status < 500 }
+    }
+}
+
+pub struct Intake {
+    secret: SigningSecret,
+    claims: Arc<dyn EventClaims>,
+    queue: Arc<dyn WorkQueue>,
+    clock: Arc<dyn Clock>,
+    body_limit: usize,
+}
+
+impl Intake {
+    pub fn new(
+        secret: SigningSecret,
+        claims: Arc<dyn EventClaims>,
+        queue: Arc<dyn WorkQueue>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self { secret, claims, queue, clock, body_limit: DEFAULT_BODY_LIMIT }
+    }
+
+    pub fn with_body_limit(mut self, limit: usize) -> Self {
+        self.body_limit = limit;
+        self
+    }
+
+    pub async fn handle(&self, request: Request<'_>) -> Reply {
+        match self.decide(request) {
+            Ok(route) => self.act(route, request.headers).await,
+            Err(reply) => reply,
+        }
+    }
+
+    /// Everything up to the first I/O: what the benchmark measures as the
+    /// warm CPU cost of a request.
+    pub fn decide(&self, request: Request<'_>) -> Result<Route, Reply> {
+        let body = raw_body(request.body, request.is_base64_encoded, self.body_limit).map_err(|err| {
+            warn!(error = %err, "refused request body");
+            match err {
+                BodyError::TooLarge(..) => Reply::error(413, "payload_too_large"),
+                BodyError::NotBase64 => Reply::error(400, "malformed_body"),
+            }
+        })?;
+
+        let header = |name: &str| request.headers.get(name).map(|value| value.as_bytes());
+        self.secret.verify(header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER), &body, self.clock.now_unix()).map_err(
+            |err| {
+                warn!(reason = %err, "refused request: bad Slack signature");
+                // Let Slack retry: during a secret rotation or a clock step a
+                // retry can verify, and a forger gains nothing from one.
+                Reply { no_retry: false, ..Reply::error(401, "invalid_signature") }
+            },
+        )?;
+
+        let content_type = request.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+        let parsed = slack::request::parse(content_type, &body).map_err(|err| {
+            warn!(error = %err, "refused signed request: payload does not parse");
+            Reply::error(400, "malformed_payload")
+        })?;
+        Ok(route(parsed))
+    }
+
+    async fn act(&self, route: Route, headers: &HeaderMap) -> Reply {
+        match route {
+            Route::Challenge(challenge) => Reply {
+                status: 200,
+                json: Some(serde_json::json!({ "challenge": challenge }).to_string()),
+                no_retry: false,
+            },
+            Route::Ignore(reason) => {
+                info!(reason = reason.as_str(), "acknowledged without work");
+                Reply::ok()
+            }
+            Route::StartTurn { claim, message } => self.claim_and_enqueue(&claim, &message, headers).await,
+            Route::Enqueue(message) => self.enqueue(&message).await,
+        }
+    }
+
+    async fn claim_and_enqueue(&self, claim: &EventClaim, message: &WorkMessage, headers: &HeaderMap) -> Reply {
+        let retry_num = headers.get(RETRY_NUM_HEADER).and_then(|v| v.to_str().ok());
+        let retry_reason = headers.get(RETRY_REASON_HEADER).and_then(|v| v.to_str().ok());
+        let event_id = claim.event_id.as_str();
+        match self.claims.claim(claim, self.clock.now_unix()).await {
+            Ok(ClaimOutcome::Claimed) => {}
+            Ok(ClaimOutcome::Duplicate) => {
+                info!(event_id, retry_num, retry_reason, "duplicate delivery: already claimed");
+                return Reply::ok();
+            }
+            Ok(ClaimOutcome::NotABotThread) => {
+                info!(event_id, reason = "not_a_bot_thread", "acknowledged without work");
+                return Reply::ok();
+            }
+            Err(err) => {
+                error!(event_id, error = %err, "could not claim event; Slack will retry");
+                return Reply::error(500, "unavailable");
+            }
+        }
+
+        let reply = self.enqueue(message).await;
+        if reply.status != 200 {
+            // Without this, Slack's retry would find the claim and be
+            // dropped as a duplicate: the question would be lost.
+            if let Err(err) = self.claims.release(claim).await {
+                error!(event_id, error = %err, "could not release claim after failed enqueue; the retry will be taken for a duplicate");
+            }
+        } else {
+            info!(event_id, retry_num, group = %message.thread().queue_group(), "turn enqueued");
+        }
+        reply
+    }
+
+    async fn enqueue(&self, message: &WorkMessage) -> Reply {
+        match self.queue.enqueue(message).await {
+            Ok(()) => Reply::ok(),
+            Err(err) => {
+                error!(error = %err, group = %message.thread().queue_group(), "could not enqueue work; Slack will retry");
+                Reply::error(500, "unavailable")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assistant_core::FixedClock;
+    use base64::Engine;
+    use http::HeaderValue;
+    use testkit::fixtures;
+    use testkit::memory::{MemoryClaims, MemoryQueue};
+
+    const SECRET: &str = "test-signing-secret";
+    const NOW: i64 = 1_763_800_001;
+
+    /// The intake on in-memory ports, and those ports to look at.
+    struct TestIntake {
+        intake: Intake,
+        claims: Arc<MemoryClaims>,
+        queue: Arc<MemoryQueue>,
+    }
+
+    impl TestIntake {
+        fn claims(&self) -> &MemoryClaims {
+            &self.claims
+        }
+
+        fn queue(&self) -> &MemoryQueue {
+            &self.queue
+        }
+
+        async fn handle(&self, request: Request<'_>) -> Reply {
+            self.intake.handle(request).await
+        }
+
+        fn with_body_limit(self, limit: usize) -> Self {
+            Self { intake: self.intake.with_body_limit(limit), ..self }
+        }
+    }
+
+    fn intake() -> TestIntake {
+        let (claims, queue) = (Arc::new(MemoryClaims::default()), Arc::new(MemoryQueue::default()));
+        let intake = Intake::new(
+            SigningSecret::new(SECRET).unwrap(),
+            claims.clone(),
+            queue.clone(),
+            Arc::new(FixedClock::at(NOW)),
+        );
+        TestIntake { intake, claims, queue }
+    }
+
+    fn headers_for(body: &str, content_type: &'static str, signed_at: i64) -> HeaderMap {
+        testkit::signed::headers(SECRET, signed_at, body, content_type)
+    }
+
+    async fn post(intake: &TestIntake, body: &str) -> Reply {
+        let headers = headers_for(body, "application/json", NOW);
+        intake.handle(Request { headers: &headers, body: Some(body), is_base64_encoded: false }).await
+    }
+
+    #[tokio::test]
+    async fn a_signed_mention_is_claimed_enqueued_and_answered_with_an_empty_200() {
+        let intake = intake();
+        let reply = post(&intake, fixtures::APP_MENTION).await;
+        assert_eq!(reply, Reply { status: 200, json: None, no_retry: false });
+        let queued = intake.queue().messages();
+        assert_eq!(queued.len(), 1);
+        assert_eq!(queued[0].dedupe_id(), "Ev0LAN670R");
+        assert!(!intake.claims().is_empty());
+    }
+
+    #[tokio::test]
+    async fn slack_retries_of_one_event_enqueue_it_once() {
+        let intake = intake();
+        for _ in 0..4 {
+            assert_eq!(post(&intake, fixtures::APP_MENTION).await.status, 200);
+        }
+        assert_eq!(intake.queue().messages().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_bad_signature_is_401_and_touches_nothing() {
+        let intake = intake();
+        let body = fixtures::APP_MENTION;
+        let mut headers = headers_for(body, "application/json", NOW);
+        headers.insert(
+            SIGNATURE_HEADER,
+            HeaderValue::from_static("v0=0000000000000000000000000000000000000000000000000000000000000000"),
+        );
+        let reply = intake.handle(Request { headers: &headers, body: Some(body), is_base64_encoded: false }).await;
+        assert_eq!(reply.status, 401);
+        assert_eq!(reply.json.as_deref(), Some(r#"{"error":"invalid_signature"}"#));
+
+        let stale = headers_for(body, "application/json", NOW - 301);
+        let reply = intake.handle(Request { headers: &stale, body: Some(body), is_base64_encoded: false }).await;
+        assert_eq!(reply.status, 401);
+
+        let unsigned = HeaderMap::new();
+        let reply = intake.handle(Request { headers: &unsigned, body: Some(body), is_base64_encoded: false }).await;
+        assert_eq!(reply.status, 401);
+
+        assert!(intake.claims().is_empty());
+        assert!(intake.queue().messages().is_empty());
+    }
+
+    #[tokio::test]
+    async fn base64_bodies_are_verified_over_the_decoded_bytes() {
+        let intake = intake();
+        let body = fixtures::APP_MENTION;
+        let headers = headers_for(body, "application/json", NOW);
+        let encoded = base64::engine::general_purpose::STANDARD.encode(body);
+        let reply = intake.handle(Request { headers: &headers, body: Some(&encoded), is_base64_encoded: true }).await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(intake.queue().messages().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_signed_body_that_does_not_parse_is_400_without_retry() {
+        let intake = intake();
+        let reply = post(&intake, "{\"type\":\"event_callback\"").await;
+        assert_eq!((reply.status, reply.no_retry), (400, true));
+        assert_eq!(reply.json.as_deref(), Some(r#"{"error":"malformed_payload"}"#));
+        assert!(intake.claims().is_empty());
+    }
+
+    #[tokio::test]
+    async fn bodies_over_the_limit_are_413_before_verification() {
+        let intake = intake().with_body_limit(100);
+        let reply = post(&intake, fixtures::APP_MENTION).await;
+        assert_eq!((reply.status, reply.no_retry), (413, true));
+        assert!(intake.queue().messages().is_empty());
+    }
+
+    #[tokio::test]
+    async fn url_verification_answers_the_challenge_and_ssl_check_a_200() {
+        let intake = intake();
+        let reply = post(&intake, fixtures::URL_VERIFICATION).await;
+        assert_eq!(reply.status, 200);
+        let json: serde_json::Value = serde_json::from_str(reply.json.as_deref().unwrap()).unwrap();
+        assert_eq!(json["challenge"], "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P");
+
+        let form = "ssl_check=1&token=x";
+        let headers = headers_for(form, "application/x-www-form-urlencoded", NOW);
+        let reply = intake.handle(Request { headers: &headers, body: Some(form), is_base64_encoded: false }).await;
+        assert_eq!(reply, Reply { status: 200, json: None, no_retry: false });
+        assert!(intake.queue().messages().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_failed_enqueue_is_500_and_slacks_retry_still_starts_the_turn() {
+        let intake = intake();
+        intake.queue().set_failing(true);
+        let reply = post(&intake, fixtures::APP_MENTION).await;
+        assert_eq!((reply.status, reply.no_retry), (500, false));
+        assert!(intake.queue().messages().is_empty());
+
+        intake.queue().set_failing(false);
+        assert_eq!(post(&intake, fixtures::APP_MENTION).await.status, 200);
+        assert_eq!(intake.queue().messages().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn thread_replies_start_turns_only_once_the_bot_is_in_the_thread() {
+        let intake = intake();
+        assert_eq!(post(&intake, fixtures::MESSAGE_THREAD_REPLY).await.status, 200);
+        assert!(intake.queue().messages().is_empty(), "reply in a thread the bot is not part of");
+
+        // The mention opened thread 1763800000.000100; a later reply in it counts.
+        post(&intake, fixtures::APP_MENTION).await;
+        let later_reply = fixtures::MESSAGE_THREAD_REPLY.replace("Ev0REPLY001", "Ev0REPLY009");
+        post(&intake, &later_reply).await;
+        let queued = intake.queue().drain();
+        assert_eq!(queued.len(), 2);
+        assert_eq!(queued[1].dedupe_id(), "Ev0REPLY009");
+        assert_eq!(queued[0].thread(), queued[1].thread());
+    }
+
+    #[tokio::test]
+    async fn bot_messages_store_and_enqueue_nothing() {
+        let intake = intake();
+        for fixture in [fixtures::MESSAGE_BOT, fixtures::MESSAGE_OWN, fixtures::MESSAGE_CHANGED] {
+            assert_eq!(post(&intake, fixture).await.status, 200);
+        }
+        assert!(intake.claims().is_empty());
+        assert!(intake.queue().messages().is_empty());
+    }
+
+    #[tokio::test]
+    async fn approval_clicks_are_enqueued_without_a_claim() {
+        let intake = intake();
+        let form = fixtures::interaction_form(fixtures::BLOCK_ACTIONS_APPROVE);
+        let headers = headers_for(&form, "application/x-www-form-urlencoded", NOW);
+        let reply = intake.handle(Request { headers: &headers, body: Some(&form), is_base64_encoded: false }).await;
+        assert_eq!(reply.status, 200);
+        assert!(matches!(intake.queue().messages()[..], [WorkMessage::Approval(_)]));
+        assert!(intake.claims().is_empty());
+    }
+}

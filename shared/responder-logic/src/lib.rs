@@ -1,0 +1,15 @@
+//! The responder function's logic: everything a person sees from the bot
+//! passes through here on its way to Slack.
+//!
+//! - [`render`]: answers, approval prompts, placeholders and apologies as
+//!   Slack messages: redacted, mrkdwn, split under Slack's limits.
+//! - [`responder`]: exactly-once posting, progress, refusals and dead
+//!   letters, recorded in the turn's delivery record.
+//!
+//! Slack itself is behind the core's `SlackPoster` port: the Web API in
+//! `shared/adapters/slack`, an in-memory Slack in `testkit`.
+
+pub mod render;
+pub mod responder;
+
+pub use responder::{DeadLetter, Outcome, Responder, ResponderError, remedy};

@@ -1,0 +1,437 @@
+//! What the responder does with a reply-queue message or a dead letter.
+//!
+//! **Exactly once.** Each message of a turn has a key. Before posting, the
+//! key is saved as attempted in the turn's [`DeliveryRecord`] (a
+//! conditional write); after, as posted with its `ts`. A delivery that finds
+//! a key attempted but not posted does not know whether the earlier post
+//! reached Slack, so it looks in the thread for a message whose metadata
+//! names the turn and the key, and posts only if there is none.
+//!
+//! **Failures.** A 5xx or a lost response is retried here with backoff,
+//! looking in the thread before each new post. A 429 Slack wants waited out
+//! longer than the Web API client waits, or Slack failing on every try,
+//! fail the record, so SQS retries it later. A refusal (`not_in_channel`,
+//! `invalid_auth`, `msg_too_long`…) is logged with what to fix, and the
+//! delivery record says the turn failed: retrying would fail the same way.
+//! Progress is best effort and never retried.
+//!
+//! **Dead letters.** Work that ended in a dead-letter queue becomes an
+//! apology in its thread with a reference, and the delivery record says so
+//! (the worker then leaves the turn alone); an answer whose delivery ended
+//! there is delivered (it is the best apology). A dead letter that cannot
+//! be read is logged and dropped: it is already where failed messages end.
+//!
+//! **One writer each.** The responder reads the turn and never writes it:
+//! everything it learns goes into the turn's [`DeliveryRecord`].
+
+use crate::render;
+use assistant_core::delivery::{DeliveryRecord, MessageKey, Outgoing, PostError, Settled};
+use assistant_core::messages::{ReplyMessage, WorkMessage};
+use assistant_core::ports::{DeliveryLog, SlackPoster, StoreError, TurnStore};
+use assistant_core::turn::{ToolUse, TurnId, TurnStatus};
+use assistant_core::{Clock, Retryable, ThreadRef};
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::{Instrument, error, info, info_span, warn};
+
+/// Posts tried per message in one invocation when Slack fails (5xx, lost
+/// responses); after that, SQS redelivers the message.
+const POST_ATTEMPTS: u32 = 3;
+/// The first wait before looking and posting again; doubles each time.
+const POST_RETRY_BACKOFF: Duration = Duration::from_millis(250);
+
+/// How a message was handled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The turn's messages are in the thread (`posted` of them by this call).
+    Delivered { id: TurnId, posted: usize },
+    /// The thread's status line (or the placeholder) shows the progress.
+    ProgressShown { id: TurnId },
+    /// The approval prompt now says who decided what.
+    PromptUpdated { id: TurnId },
+    /// Slack refused; logged, and the delivery record says the turn failed.
+    Refused { id: TurnId, code: String },
+    /// Nothing to do (a stale or duplicate message, or an unknown turn).
+    Skipped { reason: &'static str },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResponderError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Slack(PostError),
+}
+
+impl Retryable for ResponderError {
+    fn is_retryable(&self) -> bool {
+        !matches!(
+            self,
+            ResponderError::Store(StoreError::TooLarge { .. }) | ResponderError::Slack(PostError::Rejected { .. })
+        )
+    }
+}
+
+/// A message from one of the dead-letter queues, read as whichever
+/// envelope it is (their kinds do not overlap).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeadLetter {
+    Work(WorkMessage),
+    Reply(ReplyMessage),
+}
+
+impl DeadLetter {
+    pub fn decode(body: &str) -> Option<Self> {
+        WorkMessage::decode(body)
+            .map(DeadLetter::Work)
+            .or_else(|_| ReplyMessage::decode(body).map(DeadLetter::Reply))
+            .ok()
+    }
+}
+
+pub struct Responder {
+    /// Read only: the worker writes turns.
+    pub turns: Arc<dyn TurnStore>,
+    pub deliveries: Arc<dyn DeliveryLog>,
+    pub slack: Arc<dyn SlackPoster>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Responder {
+    /// One reply-queue message, inside a `turn` span naming its turn.
+    pub async fn handle(&self, message: &ReplyMessage) -> Result<Outcome, ResponderError> {
+        let turn_id = match message {
+            ReplyMessage::Deliver { turn_id, .. }
+            | ReplyMessage::ApprovalPrompt { turn_id, .. }
+            | ReplyMessage::Progress { turn_id, .. }
+            | ReplyMessage::ApprovalDecided { turn_id, .. } => turn_id,
+        };
+        self.handle_in_turn(message).instrument(info_span!("turn", %turn_id)).await
+    }
+
+    async fn handle_in_turn(&self, message: &ReplyMessage) -> Result<Outcome, ResponderError> {
+        match message {
+            ReplyMessage::Deliver { turn_id, .. } => self.deliver(turn_id).await,
+            ReplyMessage::ApprovalPrompt { turn_id, thread, tool_use } => self.prompt(turn_id, thread, tool_use).await,
+            ReplyMessage::Progress { turn_id, thread, step, text } => self.progress(turn_id, thread, *step, text).await,
+            ReplyMessage::ApprovalDecided { turn_id, thread, tool_use, decision, user } => {
+                self.decided(turn_id, thread, &render::approval_decided(tool_use, *decision, user)).await
+            }
+        }
+    }
+
+    /// A message that ended in a dead-letter queue.
+    pub async fn handle_dead_letter(&self, letter: &DeadLetter) -> Result<Outcome, ResponderError> {
+        let turn = match letter {
+            DeadLetter::Work(WorkMessage::StartTurn(request)) => TurnId::for_event(&request.thread, &request.event_id),
+            DeadLetter::Work(WorkMessage::Continue(continuation)) => continuation.turn_id.clone(),
+            DeadLetter::Work(WorkMessage::Approval(click)) => click.button.turn_id.clone(),
+            DeadLetter::Reply(reply) => match reply {
+                ReplyMessage::Deliver { turn_id, .. }
+                | ReplyMessage::ApprovalPrompt { turn_id, .. }
+                | ReplyMessage::Progress { turn_id, .. }
+                | ReplyMessage::ApprovalDecided { turn_id, .. } => turn_id.clone(),
+            },
+        };
+        self.dead_letter_in_turn(letter).instrument(info_span!("turn", turn_id = %turn)).await
+    }
+
+    async fn dead_letter_in_turn(&self, letter: &DeadLetter) -> Result<Outcome, ResponderError> {
+        let (turn_id, thread) = match letter {
+            DeadLetter::Work(WorkMessage::StartTurn(request)) => {
+                (TurnId::for_event(&request.thread, &request.event_id), &request.thread)
+            }
+            DeadLetter::Work(WorkMessage::Continue(continuation)) => {
+                (continuation.turn_id.clone(), &continuation.thread)
+            }
+            DeadLetter::Work(WorkMessage::Approval(click)) => (click.button.turn_id.clone(), &click.thread),
+            // Only what people see of work that goes on: nothing to apologize for.
+            DeadLetter::Reply(ReplyMessage::Progress { .. }) => {
+                return Ok(Outcome::Skipped { reason: "stale_progress" });
+            }
+            DeadLetter::Reply(ReplyMessage::ApprovalDecided { .. }) => {
+                return Ok(Outcome::Skipped { reason: "stale_decision" });
+            }
+            DeadLetter::Reply(ReplyMessage::Deliver { turn_id, thread })
+            | DeadLetter::Reply(ReplyMessage::ApprovalPrompt { turn_id, thread, .. }) => (turn_id.clone(), thread),
+        };
+        self.apologize(&turn_id, thread).await
+    }
+
+    async fn deliver(&self, turn_id: &TurnId) -> Result<Outcome, ResponderError> {
+        let Some(turn) = self.turns.load(turn_id).await? else {
+            warn!("delivery for a turn that does not exist");
+            return Ok(Outcome::Skipped { reason: "unknown_turn" });
+        };
+        let mut record = self.deliveries.load(turn_id).await?;
+        if record.settled.is_some() {
+            return Ok(Outcome::Skipped { reason: "already_settled" });
+        }
+        if matches!(turn.status, TurnStatus::Running | TurnStatus::AwaitingApproval) {
+            warn!(status = turn.status.as_str(), "delivery for a turn that is not settled");
+            return Ok(Outcome::Skipped { reason: "not_settled" });
+        }
+        let answer = turn.answer.as_deref().unwrap_or("I have nothing to add.");
+        let messages = render::answer(answer);
+        let posted = match self.post_all(&turn.thread, turn_id, &messages, &mut record).await {
+            Ok(posted) => posted,
+            Err(ResponderError::Slack(PostError::Rejected { code })) => {
+                return self.refused(turn_id, code, &mut record).await;
+            }
+            Err(err) => return Err(err),
+        };
+        info!(posted, parts = messages.len(), "answer delivered");
+        record.settled = Some(Settled::Delivered);
+        self.save_record(turn_id, &mut record).await?;
+        Ok(Outcome::Delivered { id: turn_id.clone(), posted })
+    }
+
+    async fn prompt(
+        &self,
+        turn_id: &TurnId,
+        thread: &ThreadRef,
+        tool_use: &ToolUse,
+    ) -> Result<Outcome, ResponderError> {
+        let message = render::approval(turn_id, tool_use);
+        let mut record = self.deliveries.load(turn_id).await?;
+        match self.post_all(thread, turn_id, std::slice::from_ref(&message), &mut record).await {
+            Ok(posted) => Ok(Outcome::Delivered { id: turn_id.clone(), posted }),
+            Err(ResponderError::Slack(PostError::Rejected { code })) => self.refused(turn_id, code, &mut record).await,
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Puts the decided prompt in place of the prompt with buttons (an
+    /// update: repeating it is harmless).
+    async fn decided(
+        &self,
+        turn_id: &TurnId,
+        thread: &ThreadRef,
+        message: &Outgoing,
+    ) -> Result<Outcome, ResponderError> {
+        let record = self.deliveries.load(turn_id).await?;
+        let Some(ts) = record.posted.get(&message.key) else {
+            warn!(key = %message.key, "decision for a prompt this responder did not post");
+            return Ok(Outcome::Skipped { reason: "prompt_not_posted" });
+        };
+        match self.slack.update(thread, ts, turn_id, message).await {
+            Ok(()) => Ok(Outcome::PromptUpdated { id: turn_id.clone() }),
+            Err(PostError::Rejected { code }) => {
+                warn!(code, remedy = remedy(&code), "approval prompt not updated");
+                Ok(Outcome::Skipped { reason: "prompt_update_refused" })
+            }
+            Err(err) => Err(ResponderError::Slack(err)),
+        }
+    }
+
+    /// The thread's status line; where Slack refuses one, a placeholder
+    /// message updated in place (and later replaced by the answer).
+    async fn progress(
+        &self,
+        turn_id: &TurnId,
+        thread: &ThreadRef,
+        step: u32,
+        text: &str,
+    ) -> Result<Outcome, ResponderError> {
+        // A redelivered status line must not come back over the answer.
+        let record = self.deliveries.load(turn_id).await?;
+        if is_stale(&record, step) {
+            return Ok(Outcome::Skipped { reason: "stale_progress" });
+        }
+        let code = match self.slack.set_status(thread, &redact::redact(text)).await {
+            Ok(()) => return Ok(Outcome::ProgressShown { id: turn_id.clone() }),
+            Err(PostError::Rejected { code }) => code,
+            Err(err) => {
+                warn!(step, error = %err, "progress not shown");
+                return Ok(Outcome::Skipped { reason: "slack_unavailable" });
+            }
+        };
+        info!(step, code = %code, "thread status refused: showing a placeholder message");
+        match self.placeholder(turn_id, thread, step, text, record).await {
+            Ok(outcome) => Ok(outcome),
+            Err(err) => {
+                warn!(step, error = %err, "progress not shown");
+                Ok(Outcome::Skipped { reason: "placeholder_failed" })
+            }
+        }
+    }
+
+    async fn placeholder(
+        &self,
+        turn_id: &TurnId,
+        thread: &ThreadRef,
+        step: u32,
+        text: &str,
+        mut record: DeliveryRecord,
+    ) -> Result<Outcome, ResponderError> {
+        let message = render::placeholder(text);
+        match record.posted.get(&MessageKey::Placeholder).cloned() {
+            Some(ts) => self.slack.update(thread, &ts, turn_id, &message).await.map_err(ResponderError::Slack)?,
+            None => self.post_once(thread, turn_id, &message, &mut record).await?,
+        }
+        record.progress_step = step;
+        self.save_record(turn_id, &mut record).await?;
+        Ok(Outcome::ProgressShown { id: turn_id.clone() })
+    }
+
+    async fn apologize(&self, turn_id: &TurnId, thread: &ThreadRef) -> Result<Outcome, ResponderError> {
+        let mut record = self.deliveries.load(turn_id).await?;
+        if record.settled.is_some() {
+            return Ok(Outcome::Skipped { reason: "already_settled" });
+        }
+        let turn = self.turns.load(turn_id).await?;
+        if turn.is_some_and(|turn| matches!(turn.status, TurnStatus::Answered | TurnStatus::Failed)) {
+            // The answer exists: delivering it is the best apology.
+            return self.deliver(turn_id).await;
+        }
+        let reference = render::reference(turn_id).to_owned();
+        error!(reference, "the turn's work ended in a dead-letter queue: telling the thread");
+        match self.post_all(thread, turn_id, &[render::apology(turn_id)], &mut record).await {
+            Ok(posted) => {
+                record.settled = Some(Settled::Apologized { reference });
+                self.save_record(turn_id, &mut record).await?;
+                Ok(Outcome::Delivered { id: turn_id.clone(), posted })
+            }
+            Err(ResponderError::Slack(PostError::Rejected { code })) => self.refused(turn_id, code, &mut record).await,
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Posts the messages not yet in the thread, in order; how many it
+    /// posted. The first replaces the placeholder, if one was shown and the
+    /// message ends the turn (an answer or an apology).
+    async fn post_all(
+        &self,
+        thread: &ThreadRef,
+        turn_id: &TurnId,
+        messages: &[Outgoing],
+        record: &mut DeliveryRecord,
+    ) -> Result<usize, ResponderError> {
+        let ends_turn = |key: &MessageKey| key.is_answer() || *key == MessageKey::Apology;
+        let mut posted = 0;
+        for (index, message) in messages.iter().enumerate() {
+            if record.posted.contains_key(&message.key) {
+                continue;
+            }
+            let placeholder = record.posted.get(&MessageKey::Placeholder).cloned();
+            match placeholder {
+                // Replacing is idempotent: no attempt to record first.
+                Some(ts) if index == 0 && ends_turn(&message.key) => {
+                    self.slack.update(thread, &ts, turn_id, message).await.map_err(ResponderError::Slack)?;
+                    record.posted.insert(message.key.clone(), ts);
+                    self.save_record(turn_id, record).await?;
+                }
+                _ => self.post_once(thread, turn_id, message, record).await?,
+            }
+            posted += 1;
+        }
+        if posted > 0 && ends_turn(&messages[0].key) && !record.posted.contains_key(&MessageKey::Placeholder) {
+            // Slack clears the status line when the bot replies; say so
+            // anyway, in case the answer landed as an update.
+            if let Err(err) = self.slack.set_status(thread, "").await {
+                info!(error = %err, "status line not cleared");
+            }
+        }
+        Ok(posted)
+    }
+
+    /// Posts one message unless an earlier attempt already did.
+    async fn post_once(
+        &self,
+        thread: &ThreadRef,
+        turn_id: &TurnId,
+        message: &Outgoing,
+        record: &mut DeliveryRecord,
+    ) -> Result<(), ResponderError> {
+        let mut look_first = record.attempted.contains(&message.key);
+        if !look_first {
+            record.attempted.insert(message.key.clone());
+            self.save_record(turn_id, record).await?;
+        }
+        let mut backoff = POST_RETRY_BACKOFF;
+        for attempt in 1..=POST_ATTEMPTS {
+            if look_first {
+                let found = self.slack.find_posted(thread, turn_id).await.map_err(ResponderError::Slack)?;
+                if let Some(ts) = found.get(&message.key) {
+                    info!(key = %message.key, "an earlier attempt posted this: not posting again");
+                    record.attempted.remove(&message.key);
+                    record.posted.insert(message.key.clone(), ts.clone());
+                    return self.save_record(turn_id, record).await;
+                }
+            }
+            match self.slack.post(thread, turn_id, message).await {
+                Ok(ts) => {
+                    record.attempted.remove(&message.key);
+                    record.posted.insert(message.key.clone(), ts);
+                    return self.save_record(turn_id, record).await;
+                }
+                Err(err @ PostError::Rejected { .. }) => {
+                    // Slack said no: nothing was posted, the outcome is known.
+                    record.attempted.remove(&message.key);
+                    if let Err(save) = self.save_record(turn_id, record).await {
+                        warn!(error = %save, "refused post not recorded");
+                    }
+                    return Err(ResponderError::Slack(err));
+                }
+                // A 5xx or a lost response: it may have been posted. Wait,
+                // look, and post again only if it is not there.
+                Err(err @ PostError::Unavailable(_)) if attempt < POST_ATTEMPTS => {
+                    warn!(key = %message.key, attempt, error = %err, "post outcome unknown; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 2;
+                    look_first = true;
+                }
+                Err(err) => return Err(ResponderError::Slack(err)),
+            }
+        }
+        unreachable!("the last attempt returns")
+    }
+
+    async fn save_record(&self, turn_id: &TurnId, record: &mut DeliveryRecord) -> Result<(), ResponderError> {
+        record.updated_at = self.clock.now_unix();
+        Ok(self.deliveries.save(turn_id, record).await?)
+    }
+
+    /// Slack refused the bot's message: logged with what to fix, and the
+    /// delivery record says the turn failed (the worker leaves it alone).
+    async fn refused(
+        &self,
+        turn_id: &TurnId,
+        code: String,
+        record: &mut DeliveryRecord,
+    ) -> Result<Outcome, ResponderError> {
+        log_refusal(&code);
+        if record.settled.is_none() {
+            record.settled = Some(Settled::Refused { code: code.clone() });
+            self.save_record(turn_id, record).await?;
+        }
+        Ok(Outcome::Refused { id: turn_id.clone(), code })
+    }
+}
+
+/// Whether a progress step comes too late: the answer is in the thread, or
+/// a later step is already shown.
+fn is_stale(record: &DeliveryRecord, step: u32) -> bool {
+    record.settled.is_some() || record.has_answer() || step < record.progress_step
+}
+
+/// What an admin should do about a refusal, by Slack's error code.
+pub fn remedy(code: &str) -> &'static str {
+    match code {
+        "not_in_channel" => "invite the bot to the channel (/invite @bot)",
+        "channel_not_found" => "the channel was deleted, or is private and the bot is not in it",
+        "is_archived" => "the channel is archived",
+        "invalid_auth" | "not_authed" | "token_revoked" | "token_expired" | "account_inactive" => {
+            "the bot token is wrong or revoked: reinstall the app and update the SLACK_BOT_TOKEN secret"
+        }
+        "missing_scope" => "add the missing scope in the app manifest (infra/slack-app-manifest.yaml) and reinstall",
+        "msg_too_long" | "invalid_blocks" | "invalid_metadata" => "a rendering bug: report it with the turn id",
+        "restricted_action" | "ekm_access_denied" => "a workspace policy blocks the bot from posting here",
+        "ratelimited" => "Slack is rate limiting the bot",
+        _ => "see https://docs.slack.dev/reference/methods/chat.postMessage#errors",
+    }
+}
+
+fn log_refusal(code: &str) {
+    error!(code, remedy = remedy(code), "Slack refused the bot's message: the turn is marked failed");
+}

@@ -1,0 +1,380 @@
+//! The responder on in-memory ports: exactly-once posting through crashes
+//! and lost responses, Slack's refusals and rate limits, progress, approval
+//! prompts and dead letters.
+
+use assistant_core::delivery::{DeliveryRecord, MessageKey, PostError, Settled};
+use assistant_core::messages::{ApprovalButton, ReplyMessage, WorkMessage};
+use assistant_core::ports::{DeliveryLog, StoreError, TurnStore};
+use assistant_core::store::{RecordDeliveries, RecordTurns};
+use assistant_core::turn::{ToolUse, Turn, TurnId, TurnStatus};
+use assistant_core::{FixedClock, Retryable, ThreadRef};
+use async_trait::async_trait;
+use responder_logic::{DeadLetter, Outcome, Responder};
+use serde_json::json;
+use std::ops::Deref;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use testkit::slack_memory::{MemoryPoster, POST, REPLIES, SET_STATUS, Scripted, UPDATE};
+use testkit::store_contract::new_turn;
+
+/// A delivery log that can be told to lose its next saves, as a crash
+/// between two writes would.
+struct CrashingLog {
+    inner: RecordDeliveries,
+    /// Saves to let through before failing the rest.
+    fail_after: AtomicUsize,
+}
+
+impl CrashingLog {
+    fn crash_after(&self, saves: usize) {
+        self.fail_after.store(saves + 1, Ordering::SeqCst);
+    }
+
+    fn recover(&self) {
+        self.fail_after.store(0, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl DeliveryLog for CrashingLog {
+    async fn load(&self, id: &TurnId) -> Result<DeliveryRecord, StoreError> {
+        self.inner.load(id).await
+    }
+
+    async fn save(&self, id: &TurnId, record: &mut DeliveryRecord) -> Result<(), StoreError> {
+        match self.fail_after.load(Ordering::SeqCst) {
+            0 => self.inner.save(id, record).await,
+            1 => Err(assistant_core::PortError::new("save delivery", "process crashed").into()),
+            n => {
+                self.fail_after.store(n - 1, Ordering::SeqCst);
+                self.inner.save(id, record).await
+            }
+        }
+    }
+}
+
+/// The responder on in-memory ports, and those ports to look at. The
+/// turns are the worker's: the tests write them as the worker would.
+struct TestResponder {
+    responder: Responder,
+    turns: RecordTurns,
+    deliveries: Arc<CrashingLog>,
+    slack: Arc<MemoryPoster>,
+}
+
+impl Deref for TestResponder {
+    type Target = Responder;
+
+    fn deref(&self) -> &Responder {
+        &self.responder
+    }
+}
+
+fn responder() -> TestResponder {
+    let (turns, deliveries) = testkit::memory::stores();
+    let deliveries = Arc::new(CrashingLog { inner: deliveries, fail_after: AtomicUsize::new(0) });
+    let slack = Arc::new(MemoryPoster::default());
+    let responder = Responder {
+        turns: Arc::new(turns.clone()),
+        deliveries: deliveries.clone(),
+        slack: slack.clone(),
+        clock: Arc::new(FixedClock::at(1_763_800_100)),
+    };
+    TestResponder { responder, turns, deliveries, slack }
+}
+
+/// A stored turn in `status`, with `answer`.
+async fn stored(responder: &TestResponder, status: TurnStatus, answer: Option<&str>) -> Turn {
+    let mut turn = new_turn("Ev0LAN670R");
+    turn.status = status;
+    turn.answer = answer.map(str::to_owned);
+    responder.turns.create(&mut turn).await.unwrap();
+    turn
+}
+
+fn deliver(turn: &Turn) -> ReplyMessage {
+    ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() }
+}
+
+/// How the turn ended for its thread, as the responder recorded it.
+async fn settled(responder: &TestResponder, turn: &Turn) -> Option<Settled> {
+    responder.deliveries.load(&turn.id).await.unwrap().settled
+}
+
+fn texts(responder: &TestResponder) -> Vec<String> {
+    responder.slack.messages().into_iter().map(|p| p.message.text).collect()
+}
+
+#[tokio::test]
+async fn an_answer_is_posted_once_in_its_thread_and_the_turn_marked_delivered() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("The pool is **exhausted**.")).await;
+
+    let outcome = responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(outcome, Outcome::Delivered { id: turn.id.clone(), posted: 1 });
+    let posted = responder.slack.messages();
+    assert_eq!(posted.len(), 1);
+    assert_eq!(posted[0].thread, turn.thread);
+    assert_eq!(posted[0].message.text, "The pool is *exhausted*.");
+    assert_eq!(settled(&responder, &turn).await, Some(Settled::Delivered));
+
+    // A redelivery posts nothing.
+    let again = responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(again, Outcome::Skipped { reason: "already_settled" });
+    assert_eq!(responder.slack.calls(POST), 1);
+}
+
+#[tokio::test]
+async fn a_crash_after_the_post_and_before_the_record_does_not_post_twice() {
+    // GIVEN the process dies right after Slack accepted the post: the
+    // attempt was saved, the post landed, the record of it was not saved
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Restart the pool.")).await;
+    responder.deliveries.crash_after(1);
+    let err = responder.handle(&deliver(&turn)).await.unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    assert_eq!(responder.slack.messages().len(), 1, "the post landed");
+
+    // WHEN SQS redelivers the message
+    responder.deliveries.recover();
+    let outcome = responder.handle(&deliver(&turn)).await.unwrap();
+
+    // THEN the thread was searched, the message found, nothing posted again
+    assert_eq!(outcome, Outcome::Delivered { id: turn.id.clone(), posted: 1 });
+    assert_eq!(responder.slack.calls(REPLIES), 1);
+    assert_eq!(responder.slack.calls(POST), 1);
+    assert_eq!(texts(&responder), ["Restart the pool."]);
+    assert_eq!(settled(&responder, &turn).await, Some(Settled::Delivered));
+}
+
+#[tokio::test]
+async fn a_lost_response_is_found_in_the_thread_and_a_failed_one_posted_again() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Done.")).await;
+    // Slack took the post but the response was lost (a timeout): the
+    // responder waits, looks, finds it, and does not post again.
+    responder.slack.script(POST, [Scripted::LandThenFail(PostError::Unavailable("timeout".into()))]);
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(texts(&responder), ["Done."], "found, not posted again");
+    assert_eq!((responder.slack.calls(REPLIES), responder.slack.calls(POST)), (1, 1));
+
+    // Slack answered 503 and did not post: after a look, it posts again.
+    let responder = self::responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Done.")).await;
+    responder.slack.script(POST, [Scripted::Fail(PostError::Unavailable("HTTP 503".into()))]);
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(texts(&responder), ["Done."]);
+    assert_eq!((responder.slack.calls(REPLIES), responder.slack.calls(POST)), (1, 2));
+    assert_eq!(settled(&responder, &turn).await, Some(Settled::Delivered));
+}
+
+#[tokio::test]
+async fn slack_failing_on_every_try_leaves_the_record_to_sqs_and_the_redelivery_looks_first() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Eventually.")).await;
+    let down = || Scripted::Fail(PostError::Unavailable("HTTP 503".into()));
+    responder.slack.script(POST, [down(), down(), down()]);
+    let err = responder.handle(&deliver(&turn)).await.unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    assert_eq!(responder.slack.calls(POST), 3, "three tries, with backoff");
+
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(texts(&responder), ["Eventually."]);
+    assert_eq!(responder.slack.calls(REPLIES), 3, "a look before every post after the first");
+}
+
+#[tokio::test]
+async fn a_long_rate_limit_fails_the_record_for_a_later_retry() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Later.")).await;
+    responder.slack.script(POST, [Scripted::Fail(PostError::RateLimited { retry_after: Duration::from_secs(60) })]);
+    let err = responder.handle(&deliver(&turn)).await.unwrap_err();
+    assert!(err.is_retryable());
+    assert_eq!(settled(&responder, &turn).await, None);
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(texts(&responder), ["Later."]);
+}
+
+#[tokio::test]
+async fn a_refusal_is_recorded_as_the_turns_end_and_is_not_retried() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Hello.")).await;
+    responder.slack.script(POST, [Scripted::Fail(PostError::Rejected { code: "not_in_channel".into() })]);
+
+    let outcome = responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(outcome, Outcome::Refused { id: turn.id.clone(), code: "not_in_channel".into() });
+    assert_eq!(settled(&responder, &turn).await, Some(Settled::Refused { code: "not_in_channel".into() }));
+    assert_eq!(responder.turns.load(&turn.id).await.unwrap().unwrap(), turn, "the turn is the worker's: untouched");
+    assert!(responder.slack.messages().is_empty());
+    assert_eq!(responder_logic::remedy("not_in_channel"), "invite the bot to the channel (/invite @bot)");
+}
+
+#[tokio::test]
+async fn a_long_answer_is_posted_in_parts_and_a_retry_posts_only_the_missing_ones() {
+    let responder = responder();
+    let paragraph = format!("{}\n\n", "lorem ipsum ".repeat(240));
+    let turn = stored(&responder, TurnStatus::Answered, Some(&paragraph.repeat(30))).await;
+    let parts = responder_logic::render::answer(turn.answer.as_deref().unwrap()).len();
+    assert!(parts >= 2, "{parts}");
+    // The first part lands and its response is lost; the process dies
+    // before it looks (the record keeps the attempt).
+    responder.slack.script(POST, [Scripted::LandThenFail(PostError::Unavailable("no".into()))]);
+    responder.slack.script(REPLIES, [Scripted::Fail(PostError::Unavailable("no".into()))]);
+    assert!(responder.handle(&deliver(&turn)).await.is_err());
+    responder.handle(&deliver(&turn)).await.unwrap();
+
+    let keys: Vec<MessageKey> = responder.slack.messages().into_iter().map(|p| p.message.key).collect();
+    let expected: Vec<MessageKey> =
+        (1..=parts as u32).map(|part| MessageKey::Answer { part, of: parts as u32 }).collect();
+    assert_eq!(keys, expected, "every part once, in order");
+}
+
+#[tokio::test]
+async fn progress_shows_as_the_thread_status_and_clears_with_the_answer() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Running, None).await;
+    let progress = ReplyMessage::Progress {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        step: 1,
+        text: "is running search_docs…".into(),
+    };
+    assert_eq!(responder.handle(&progress).await.unwrap(), Outcome::ProgressShown { id: turn.id.clone() });
+
+    let mut answered = responder.turns.load(&turn.id).await.unwrap().unwrap();
+    answered.settle("Found it.".into(), TurnStatus::Answered, 1_763_800_200);
+    responder.turns.save(&mut answered).await.unwrap();
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(responder.slack.statuses(), ["is running search_docs…", ""]);
+    assert_eq!(texts(&responder), ["Found it."]);
+}
+
+#[tokio::test]
+async fn where_status_is_refused_a_placeholder_is_updated_then_replaced_by_the_answer() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Running, None).await;
+    let refused = || Scripted::Fail(PostError::Rejected { code: "not_allowed_token_type".into() });
+    responder.slack.script(SET_STATUS, [refused(), refused(), refused()]);
+    let progress = |step: u32, text: &str| ReplyMessage::Progress {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        step,
+        text: text.into(),
+    };
+    responder.handle(&progress(0, "is thinking…")).await.unwrap();
+    responder.handle(&progress(1, "is running fetch_logs…")).await.unwrap();
+    assert_eq!(texts(&responder), ["_Working on it: is running fetch_logs…_"], "one placeholder, updated");
+    // A redelivered older step does not go back.
+    responder.handle(&progress(0, "is thinking…")).await.unwrap();
+    assert_eq!(texts(&responder), ["_Working on it: is running fetch_logs…_"]);
+
+    let mut answered = responder.turns.load(&turn.id).await.unwrap().unwrap();
+    answered.settle("The logs show a deploy at 14:02.".into(), TurnStatus::Answered, 1_763_800_200);
+    responder.turns.save(&mut answered).await.unwrap();
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(texts(&responder), ["The logs show a deploy at 14:02."], "the answer took the placeholder's place");
+    assert_eq!((responder.slack.calls(POST), responder.slack.calls(UPDATE)), (1, 2));
+}
+
+#[tokio::test]
+async fn progress_that_slack_cannot_take_is_dropped_not_retried() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Running, None).await;
+    responder.slack.script(SET_STATUS, [Scripted::Fail(PostError::Unavailable("503".into()))]);
+    let progress =
+        ReplyMessage::Progress { turn_id: turn.id.clone(), thread: turn.thread.clone(), step: 0, text: "x".into() };
+    assert_eq!(responder.handle(&progress).await.unwrap(), Outcome::Skipped { reason: "slack_unavailable" });
+}
+
+#[tokio::test]
+async fn an_approval_prompt_is_posted_once_with_its_buttons() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::AwaitingApproval, None).await;
+    let prompt = ReplyMessage::ApprovalPrompt {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        tool_use: ToolUse { id: "tooluse_9".into(), name: "restart_service".into(), input: json!({"name": "api"}) },
+    };
+    responder.handle(&prompt).await.unwrap();
+    responder.handle(&prompt).await.unwrap();
+    let posted = responder.slack.messages();
+    assert_eq!(posted.len(), 1);
+    assert_eq!(posted[0].message.key, MessageKey::Approval { tool_use_id: "tooluse_9".into() });
+    let value = posted[0].message.blocks[1]["elements"][0]["value"].as_str().unwrap();
+    assert_eq!(
+        ApprovalButton::decode(value),
+        Some(ApprovalButton { turn_id: turn.id.clone(), tool_use_id: "tooluse_9".into() })
+    );
+
+    // Someone approves: the prompt says so and loses its buttons.
+    let ReplyMessage::ApprovalPrompt { tool_use, .. } = prompt else { unreachable!() };
+    let decided = ReplyMessage::ApprovalDecided {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        tool_use,
+        decision: assistant_core::messages::Decision::Approve,
+        user: slack::UserId::new("U2"),
+    };
+    assert_eq!(responder.handle(&decided).await.unwrap(), Outcome::PromptUpdated { id: turn.id.clone() });
+    assert_eq!(texts(&responder), ["✅ <@U2> approved running `restart_service`."]);
+    assert_eq!(responder.slack.messages()[0].message.blocks.len(), 1, "no actions block");
+    assert_eq!(responder.slack.calls(POST), 1, "updated in place");
+}
+
+fn dead_start(thread: &ThreadRef) -> DeadLetter {
+    let body = include_str!("../../../tests/events/worker-sqs-start-turn.json");
+    let event: serde_json::Value = serde_json::from_str(body).unwrap();
+    let mut message = WorkMessage::decode(event["Records"][0]["body"].as_str().unwrap()).unwrap();
+    if let WorkMessage::StartTurn(request) = &mut message {
+        request.thread = thread.clone();
+        request.event_id = slack::EventId::new("Ev0LAN670R");
+    }
+    DeadLetter::decode(&message.encode()).expect("a work envelope")
+}
+
+#[tokio::test]
+async fn work_that_died_becomes_one_apology_with_a_reference_recorded_as_the_turns_end() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Running, None).await;
+    let letter = dead_start(&turn.thread);
+
+    let outcome = responder.handle_dead_letter(&letter).await.unwrap();
+    assert_eq!(outcome, Outcome::Delivered { id: turn.id.clone(), posted: 1 });
+    let texts = texts(&responder);
+    assert_eq!(texts.len(), 1);
+    assert!(texts[0].starts_with("Sorry, something went wrong"), "{}", texts[0]);
+    assert!(texts[0].contains("`Ev0LAN670R`"), "{}", texts[0]);
+    assert_eq!(settled(&responder, &turn).await, Some(Settled::Apologized { reference: "Ev0LAN670R".into() }));
+    assert_eq!(responder.turns.load(&turn.id).await.unwrap().unwrap(), turn, "the turn is the worker's: untouched");
+
+    // The same dead letter again (a redelivery from the dead-letter queue).
+    responder.handle_dead_letter(&letter).await.unwrap();
+    assert_eq!(responder.slack.calls(POST), 1, "one apology");
+}
+
+#[tokio::test]
+async fn a_dead_letter_for_work_that_never_stored_a_turn_still_apologizes_once() {
+    let responder = responder();
+    let thread = new_turn("Ev0LAN670R").thread;
+    let letter = dead_start(&thread);
+    responder.handle_dead_letter(&letter).await.unwrap();
+    responder.handle_dead_letter(&letter).await.unwrap();
+    assert_eq!(responder.slack.calls(POST), 1);
+    assert_eq!(responder.slack.messages()[0].thread, thread);
+}
+
+#[tokio::test]
+async fn a_dead_delivery_delivers_the_answer_and_stale_progress_is_dropped() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("The answer.")).await;
+    let letter = DeadLetter::decode(&deliver(&turn).encode()).unwrap();
+    responder.handle_dead_letter(&letter).await.unwrap();
+    assert_eq!(texts(&responder), ["The answer."]);
+
+    let progress =
+        ReplyMessage::Progress { turn_id: turn.id.clone(), thread: turn.thread.clone(), step: 1, text: "x".into() };
+    let letter = DeadLetter::decode(&progress.encode()).unwrap();
+    assert_eq!(responder.handle_dead_letter(&letter).await.unwrap(), Outcome::Skipped { reason: "stale_progress" });
+    assert_eq!(DeadLetter::decode("{\"v\":1,\"kind\":\"teleport\"}"), None);
+}

@@ -1,0 +1,37 @@
+//! Captured-shape Slack payloads from `fixtures/`, for tests and the
+//! benchmark. Ids are Slack's documentation ids.
+
+macro_rules! fixtures {
+    ($($name:ident => $file:literal),* $(,)?) => {
+        $(pub const $name: &str = include_str!(concat!("../fixtures/", $file));)*
+    };
+}
+
+fixtures! {
+    URL_VERIFICATION => "url_verification.json",
+    APP_MENTION => "app_mention.json",
+    APP_MENTION_IN_THREAD => "app_mention_in_thread.json",
+    MESSAGE_IM => "message_im.json",
+    MESSAGE_THREAD_REPLY => "message_thread_reply.json",
+    MESSAGE_THREAD_REPLY_TO_BOT => "message_thread_reply_to_bot.json",
+    MESSAGE_CHANNEL_TOP_LEVEL => "message_channel_top_level.json",
+    MESSAGE_CHANNEL_MENTION => "message_channel_mention.json",
+    MESSAGE_BOT => "message_bot.json",
+    MESSAGE_OWN => "message_own.json",
+    MESSAGE_CHANGED => "message_changed.json",
+    MESSAGE_DELETED => "message_deleted.json",
+    ASSISTANT_THREAD_STARTED => "assistant_thread_started.json",
+    UNKNOWN_EVENT => "unknown_event.json",
+    UNKNOWN_PAYLOAD => "unknown_payload.json",
+    APP_RATE_LIMITED => "app_rate_limited.json",
+    BLOCK_ACTIONS_APPROVE => "block_actions_approve.json",
+    BLOCK_ACTIONS_OTHER => "block_actions_other.json",
+}
+
+/// The bot user the fixtures are addressed to.
+pub const BOT_USER: &str = "U0LAN0Z89";
+
+/// An interactivity payload as Slack sends it: `payload=<url-encoded JSON>`.
+pub fn interaction_form(payload_json: &str) -> String {
+    serde_urlencoded::to_string([("payload", payload_json)]).expect("a string pair encodes")
+}

@@ -1,0 +1,18 @@
+//! What tests (and the local runner, which is no Lambda binary) use in
+//! place of the outside world. Functions never depend on this crate.
+//!
+//! - [`memory`]: in-memory doubles of the core's ports, keeping the
+//!   semantics of the real adapters (claims expire and are atomic, records
+//!   are versioned and serialized as a real store keeps them).
+//! - [`slack_memory`]: Slack as the responder sees it, in memory, with
+//!   scripted failures.
+//! - [`store_contract`]: what every turn store and delivery log must do,
+//!   run against memory here and against DynamoDB in `tests/`.
+//! - [`signed`]: a request signed as Slack signs it.
+//! - [`fixtures`]: captured-shape Slack payloads.
+
+pub mod fixtures;
+pub mod memory;
+pub mod signed;
+pub mod slack_memory;
+pub mod store_contract;

@@ -1,0 +1,224 @@
+//! In-memory adapters for the ports: for domain tests, the benchmark and the
+//! local runner. They keep the semantics of the AWS adapters (claims expire,
+//! claim is atomic, records are versioned JSON), not their performance
+//! characteristics.
+
+use assistant_core::ThreadRef;
+use assistant_core::messages::{ReplyMessage, WorkMessage};
+use assistant_core::ports::{
+    ArtifactStore, BOT_THREAD_TTL_SECS, ChannelInfo, ClaimOutcome, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims,
+    PortError, Put, RecordKey, ReplyQueue, SlackReader, StoredRecord, ThreadMessage, ThreadRule, VersionedRecords,
+    WorkQueue,
+};
+use assistant_core::store::{RecordDeliveries, RecordTurns};
+use async_trait::async_trait;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, Default)]
+pub struct MemoryClaims {
+    /// key → expires at (Unix seconds)
+    records: Mutex<HashMap<String, i64>>,
+}
+
+impl MemoryClaims {
+    fn event_key(claim: &EventClaim) -> String {
+        format!("event:{}:{}", claim.team, claim.event_id)
+    }
+
+    fn thread_key(claim: &EventClaim) -> String {
+        format!("thread:{}:{}", claim.thread.team, claim.thread.queue_group())
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.lock().expect("claims lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[async_trait]
+impl EventClaims for MemoryClaims {
+    async fn claim(&self, claim: &EventClaim, now_unix: i64) -> Result<ClaimOutcome, PortError> {
+        let mut records = self.records.lock().expect("claims lock");
+        let live = |key: &str| records.get(key).is_some_and(|expires| *expires >= now_unix);
+        let (event_key, thread_key) = (Self::event_key(claim), Self::thread_key(claim));
+        if live(&event_key) {
+            return Ok(ClaimOutcome::Duplicate);
+        }
+        if claim.rule == ThreadRule::MustBeKnown && !live(&thread_key) {
+            return Ok(ClaimOutcome::NotABotThread);
+        }
+        records.insert(event_key, now_unix + EVENT_CLAIM_TTL_SECS);
+        records.insert(thread_key, now_unix + BOT_THREAD_TTL_SECS);
+        Ok(ClaimOutcome::Claimed)
+    }
+
+    async fn release(&self, claim: &EventClaim) -> Result<(), PortError> {
+        self.records.lock().expect("claims lock").remove(&Self::event_key(claim));
+        Ok(())
+    }
+}
+
+/// A queue that keeps what was sent, in order, and can be told to fail:
+/// the work queue by default, the reply queue as `MemoryQueue<ReplyMessage>`.
+#[derive(Debug)]
+pub struct MemoryQueue<T = WorkMessage> {
+    messages: Mutex<Vec<T>>,
+    failing: AtomicBool,
+}
+
+impl<T> Default for MemoryQueue<T> {
+    fn default() -> Self {
+        Self { messages: Mutex::new(Vec::new()), failing: AtomicBool::new(false) }
+    }
+}
+
+impl<T: Clone> MemoryQueue<T> {
+    /// While set, every enqueue fails as an unreachable queue would.
+    pub fn set_failing(&self, failing: bool) {
+        self.failing.store(failing, Ordering::SeqCst);
+    }
+
+    pub fn messages(&self) -> Vec<T> {
+        self.messages.lock().expect("queue lock").clone()
+    }
+
+    pub fn drain(&self) -> Vec<T> {
+        std::mem::take(&mut *self.messages.lock().expect("queue lock"))
+    }
+
+    fn push(&self, message: &T) -> Result<(), PortError> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(PortError::new("send", "memory queue set to fail"));
+        }
+        self.messages.lock().expect("queue lock").push(message.clone());
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl WorkQueue for MemoryQueue<WorkMessage> {
+    async fn enqueue(&self, message: &WorkMessage) -> Result<(), PortError> {
+        self.push(message)
+    }
+}
+
+#[async_trait]
+impl ReplyQueue for MemoryQueue<ReplyMessage> {
+    async fn send(&self, message: &ReplyMessage) -> Result<(), PortError> {
+        self.push(message)
+    }
+}
+
+/// Slack as a direct message with no earlier messages.
+#[derive(Debug, Default)]
+pub struct MemorySlack;
+
+#[async_trait]
+impl SlackReader for MemorySlack {
+    async fn channel_info(&self, _channel: &slack::ChannelId) -> Result<ChannelInfo, PortError> {
+        Ok(ChannelInfo::default())
+    }
+
+    async fn thread_history(
+        &self,
+        _thread: &ThreadRef,
+        _bot_user: Option<&slack::UserId>,
+        _limit: usize,
+    ) -> Result<Vec<ThreadMessage>, PortError> {
+        Ok(Vec::new())
+    }
+}
+
+/// Artifacts kept in a map.
+#[derive(Debug, Default)]
+pub struct MemoryArtifacts {
+    objects: Mutex<HashMap<String, Vec<u8>>>,
+}
+
+impl MemoryArtifacts {
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<_> = self.objects.lock().expect("artifacts lock").keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+}
+
+#[async_trait]
+impl ArtifactStore for MemoryArtifacts {
+    async fn put(&self, key: &str, body: Vec<u8>, _content_type: &'static str) -> Result<(), PortError> {
+        self.objects.lock().expect("artifacts lock").insert(key.to_owned(), body);
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, PortError> {
+        Ok(self.objects.lock().expect("artifacts lock").get(key).cloned())
+    }
+
+    async fn list(&self, prefix: &str, max: usize) -> Result<Vec<(String, u64)>, PortError> {
+        let objects = self.objects.lock().expect("artifacts lock");
+        let mut found: Vec<_> = objects
+            .iter()
+            .filter(|(key, _)| key.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.len() as u64))
+            .collect();
+        found.sort();
+        found.truncate(max);
+        Ok(found)
+    }
+}
+
+/// Versioned records kept as serialized JSON, as a real store keeps them,
+/// so what does not survive serialization does not survive here either.
+#[derive(Debug, Default)]
+pub struct MemoryRecords {
+    records: Mutex<HashMap<RecordKey, StoredRecord>>,
+}
+
+#[async_trait]
+impl VersionedRecords for MemoryRecords {
+    async fn get(&self, key: &RecordKey) -> Result<Option<StoredRecord>, PortError> {
+        Ok(self.records.lock().expect("records lock").get(key).cloned())
+    }
+
+    async fn put(&self, key: &RecordKey, expected: u64, state: String, _expires_at: i64) -> Result<Put, PortError> {
+        let mut records = self.records.lock().expect("records lock");
+        let stored = records.get(key).map_or(0, |record| record.version);
+        if stored != expected {
+            return Ok(Put::Conflict { current: records.get(key).cloned() });
+        }
+        records.insert(key.clone(), StoredRecord { version: expected + 1, state });
+        Ok(Put::Written)
+    }
+}
+
+/// A turn store and a delivery log sharing one in-memory table, as the
+/// DynamoDB ones share the turns table.
+pub fn stores() -> (RecordTurns, RecordDeliveries) {
+    let records: Arc<dyn VersionedRecords> = Arc::new(MemoryRecords::default());
+    (RecordTurns::new(records.clone()), RecordDeliveries::new(records))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store_contract;
+
+    #[tokio::test]
+    async fn memory_turns_keep_the_store_contract() {
+        let (turns, _) = super::stores();
+        store_contract::create_is_once(&turns, "Ev1").await;
+        store_contract::stale_writer_loses(&turns, "Ev2").await;
+        store_contract::missing_turns(&turns, "Ev3").await;
+        store_contract::oversized_state_is_refused(&turns, "Ev4").await;
+    }
+
+    #[tokio::test]
+    async fn memory_deliveries_keep_the_contract() {
+        let (_, deliveries) = super::stores();
+        store_contract::delivery_records_are_versioned(&deliveries, "Ev5").await;
+    }
+}

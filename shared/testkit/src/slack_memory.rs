@@ -1,0 +1,145 @@
+//! Slack kept in memory: threads of posted messages (with their metadata,
+//! so [`SlackPoster::find_posted`] works as on Slack), every call recorded,
+//! and failures scripted per method. For the responder's tests and the
+//! local runner, which prints what it would post.
+
+use assistant_core::ThreadRef;
+use assistant_core::delivery::{MessageKey, Outgoing, PostError};
+use assistant_core::ports::SlackPoster;
+use assistant_core::turn::TurnId;
+use async_trait::async_trait;
+use slack::Ts;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Mutex;
+
+/// A message in a thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Posted {
+    pub thread: ThreadRef,
+    pub ts: Ts,
+    pub turn: TurnId,
+    pub message: Outgoing,
+}
+
+/// What a scripted call does instead of succeeding.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scripted {
+    Fail(PostError),
+    /// The post lands in the thread, but the caller sees this error (a
+    /// response lost on the way back).
+    LandThenFail(PostError),
+}
+
+#[derive(Debug, Default)]
+pub struct MemoryPoster {
+    messages: Mutex<Vec<Posted>>,
+    calls: Mutex<Vec<&'static str>>,
+    scripts: Mutex<HashMap<&'static str, VecDeque<Scripted>>>,
+    statuses: Mutex<Vec<(ThreadRef, String)>>,
+    /// Also print each message, as the local runner shows Slack.
+    echo: bool,
+}
+
+pub const POST: &str = "chat.postMessage";
+pub const UPDATE: &str = "chat.update";
+pub const SET_STATUS: &str = "assistant.threads.setStatus";
+pub const REPLIES: &str = "conversations.replies";
+
+impl MemoryPoster {
+    /// A poster that prints what it posts to standard output.
+    pub fn echoing() -> Self {
+        Self { echo: true, ..Self::default() }
+    }
+
+    /// The next calls of `method` (one of the constants here) do these.
+    pub fn script(&self, method: &'static str, outcomes: impl IntoIterator<Item = Scripted>) {
+        self.scripts.lock().expect("scripts lock").entry(method).or_default().extend(outcomes);
+    }
+
+    /// Every message now in any thread, oldest first.
+    pub fn messages(&self) -> Vec<Posted> {
+        self.messages.lock().expect("messages lock").clone()
+    }
+
+    /// How many times `method` was called.
+    pub fn calls(&self, method: &str) -> usize {
+        self.calls.lock().expect("calls lock").iter().filter(|m| **m == method).count()
+    }
+
+    /// Every status line set, in order (empty: cleared).
+    pub fn statuses(&self) -> Vec<String> {
+        self.statuses.lock().expect("statuses lock").iter().map(|(_, status)| status.clone()).collect()
+    }
+
+    /// Records the call; the scripted outcome, if any.
+    fn called(&self, method: &'static str) -> Option<Scripted> {
+        self.calls.lock().expect("calls lock").push(method);
+        self.scripts.lock().expect("scripts lock").get_mut(method).and_then(VecDeque::pop_front)
+    }
+
+    fn show(&self, verb: &str, posted: &Posted) {
+        if self.echo {
+            let thread = &posted.thread;
+            println!(
+                "── Slack {verb} in {} (thread {}) ──\n{}\n",
+                thread.channel, thread.thread_ts, posted.message.text
+            );
+        }
+    }
+}
+
+#[async_trait]
+impl SlackPoster for MemoryPoster {
+    async fn post(&self, thread: &ThreadRef, turn: &TurnId, message: &Outgoing) -> Result<Ts, PostError> {
+        let scripted = self.called(POST);
+        if let Some(Scripted::Fail(err)) = scripted {
+            return Err(err);
+        }
+        let mut messages = self.messages.lock().expect("messages lock");
+        let ts = Ts::new(format!("1763800100.{:06}", messages.len() + 1));
+        let posted = Posted { thread: thread.clone(), ts: ts.clone(), turn: turn.clone(), message: message.clone() };
+        self.show("post", &posted);
+        messages.push(posted);
+        match scripted {
+            Some(Scripted::LandThenFail(err)) => Err(err),
+            _ => Ok(ts),
+        }
+    }
+
+    async fn update(&self, thread: &ThreadRef, ts: &Ts, turn: &TurnId, message: &Outgoing) -> Result<(), PostError> {
+        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(UPDATE) {
+            return Err(err);
+        }
+        let mut messages = self.messages.lock().expect("messages lock");
+        let Some(posted) = messages.iter_mut().find(|p| &p.thread == thread && &p.ts == ts) else {
+            return Err(PostError::Rejected { code: "message_not_found".into() });
+        };
+        posted.turn = turn.clone();
+        posted.message = message.clone();
+        self.show("update", posted);
+        Ok(())
+    }
+
+    async fn set_status(&self, thread: &ThreadRef, status: &str) -> Result<(), PostError> {
+        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(SET_STATUS) {
+            return Err(err);
+        }
+        if self.echo && !status.is_empty() {
+            println!("── Slack status in {}: {status}", thread.channel);
+        }
+        self.statuses.lock().expect("statuses lock").push((thread.clone(), status.to_owned()));
+        Ok(())
+    }
+
+    async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<MessageKey, Ts>, PostError> {
+        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(REPLIES) {
+            return Err(err);
+        }
+        let messages = self.messages.lock().expect("messages lock");
+        Ok(messages
+            .iter()
+            .filter(|p| &p.thread == thread && &p.turn == turn)
+            .map(|p| (p.message.key.clone(), p.ts.clone()))
+            .collect())
+    }
+}

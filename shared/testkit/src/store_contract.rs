@@ -1,0 +1,112 @@
+//! What every [`TurnStore`] and [`DeliveryLog`] must do, written once and
+//! run against each backend: memory here, DynamoDB in `tests/`. Each
+//! function panics on a broken promise.
+
+use assistant_core::delivery::{DeliveryRecord, MessageKey, Settled};
+use assistant_core::messages::{ThreadRef, TurnRequest};
+use assistant_core::ports::{Created, DeliveryLog, StoreError, TurnStore};
+use assistant_core::turn::{Message, Turn, TurnStatus};
+use slack::{ChannelId, EventId, TeamId, Ts, UserId};
+
+/// A fresh turn whose id no other call of this function returns.
+pub fn new_turn(event_id: &str) -> Turn {
+    let request = TurnRequest {
+        event_id: EventId::new(event_id),
+        thread: ThreadRef {
+            team: TeamId::new("T061EG9R6"),
+            channel: ChannelId::new("C0LAN2Q65"),
+            thread_ts: Ts::new("1763800000.000100"),
+        },
+        message_ts: Ts::new("1763800000.000100"),
+        user: UserId::new("U061F7AUR"),
+        text: "why is checkout-api failing?".into(),
+        context_channel: None,
+        bot_user: None,
+    };
+    Turn::start(&request, 1_763_800_001)
+}
+
+/// Create stores version 1 once; a second create returns what is stored.
+pub async fn create_is_once(store: &dyn TurnStore, event_id: &str) {
+    let mut turn = new_turn(event_id);
+    turn.transcript.push(Message::user_text("first"));
+    assert_eq!(store.create(&mut turn).await.expect("create"), Created::New);
+    assert_eq!(turn.version, 1);
+
+    let mut again = new_turn(event_id);
+    let Created::Existing(stored) = store.create(&mut again).await.expect("second create") else {
+        panic!("a second create must find the first turn")
+    };
+    assert_eq!(stored.version, 1);
+    assert_eq!(stored.transcript, turn.transcript, "the stored turn, not the new copy");
+    assert_eq!(store.load(&turn.id).await.expect("load").expect("stored"), turn);
+}
+
+/// Of two writers holding the same version, the first save wins and the
+/// second is refused without writing.
+pub async fn stale_writer_loses(store: &dyn TurnStore, event_id: &str) {
+    let mut turn = new_turn(event_id);
+    store.create(&mut turn).await.expect("create");
+    let mut first = store.load(&turn.id).await.expect("load").expect("stored");
+    let mut second = first.clone();
+
+    first.steps = 1;
+    first.transcript.push(Message::user_text("from the first worker"));
+    store.save(&mut first).await.expect("first save");
+    assert_eq!(first.version, 2);
+
+    second.steps = 1;
+    second.status = TurnStatus::Failed;
+    match store.save(&mut second).await {
+        Err(StoreError::Conflict { expected: 1, .. }) => {}
+        other => panic!("a stale save must conflict, got {other:?}"),
+    }
+    assert_eq!(second.version, 1, "a refused save leaves the copy's version");
+
+    let stored = store.load(&turn.id).await.expect("load").expect("stored");
+    assert_eq!(stored, first, "the winner's state, untouched by the loser");
+}
+
+/// Missing turns load as none; saving one that was never created conflicts.
+pub async fn missing_turns(store: &dyn TurnStore, event_id: &str) {
+    let mut never_created = new_turn(event_id);
+    assert_eq!(store.load(&never_created.id).await.expect("load"), None);
+    never_created.version = 1;
+    assert!(matches!(store.save(&mut never_created).await, Err(StoreError::Conflict { .. })));
+}
+
+/// State over the item limit is refused, not truncated.
+pub async fn oversized_state_is_refused(store: &dyn TurnStore, event_id: &str) {
+    let mut turn = new_turn(event_id);
+    store.create(&mut turn).await.expect("create");
+    turn.transcript.push(Message::user_text("x".repeat(500_000)));
+    assert!(matches!(store.save(&mut turn).await, Err(StoreError::TooLarge { .. })));
+    assert_eq!(store.load(&turn.id).await.expect("load").expect("stored").transcript, vec![]);
+}
+
+/// A delivery record starts empty at version 0, saves conditionally on its
+/// version, and comes back as saved.
+pub async fn delivery_records_are_versioned(log: &dyn DeliveryLog, event_id: &str) {
+    let id = new_turn(event_id).id;
+    let mut record = log.load(&id).await.expect("load missing");
+    assert_eq!(record, DeliveryRecord::default(), "a turn with no record has an empty one");
+
+    record.attempted.insert(MessageKey::Answer { part: 1, of: 1 });
+    record.updated_at = 1_763_800_100;
+    log.save(&id, &mut record).await.expect("first save");
+    assert_eq!(record.version, 1);
+
+    let mut stale = DeliveryRecord::default();
+    assert!(
+        matches!(log.save(&id, &mut stale).await, Err(StoreError::Conflict { .. })),
+        "a second first save must conflict"
+    );
+
+    record.attempted.clear();
+    record.posted.insert(MessageKey::Answer { part: 1, of: 1 }, Ts::new("1763800100.000200"));
+    record.settled = Some(Settled::Delivered);
+    log.save(&id, &mut record).await.expect("second save");
+    let loaded = log.load(&id).await.expect("load");
+    assert_eq!(loaded, record, "as saved, version included");
+    assert_eq!(loaded.version, 2);
+}

@@ -1,0 +1,173 @@
+//! The opening of a turn's transcript: the thread so far, then the question.
+//!
+//! This bot's earlier messages become assistant turns, so the model sees
+//! its own answers as its own; people are named by their Slack mention
+//! (`<@U…>`, which Slack renders as their name, and which the model can
+//! use to address them); other bots are marked as bots. Consecutive
+//! messages of one role are merged, because Converse wants roles to
+//! alternate, starting and ending with the user.
+
+use assistant_core::messages::TurnRequest;
+use assistant_core::ports::{Author, ChannelInfo, ThreadMessage};
+use assistant_core::turn::{Content, Message, Role};
+use slack::{ChannelId, Ts};
+
+/// How many earlier thread messages a turn starts with.
+pub const HISTORY_LIMIT: usize = 30;
+
+const GREETING_REQUEST: &str = "(The user opened a conversation with you without a question yet. Greet them briefly and say what you can help with.)";
+
+/// `1763800000.000100` as (seconds, microseconds), for ordering.
+fn order(ts: &Ts) -> (u64, u64) {
+    let (secs, micros) = ts.as_str().split_once('.').unwrap_or((ts.as_str(), "0"));
+    (secs.parse().unwrap_or(0), micros.parse().unwrap_or(0))
+}
+
+fn line(author: &Author, text: &str) -> (Role, String) {
+    match author {
+        Author::ThisBot => (Role::Assistant, text.to_owned()),
+        Author::Person(user) => (Role::User, format!("<@{user}>: {text}")),
+        Author::OtherBot(bot) => (Role::User, format!("(bot {bot}): {text}")),
+    }
+}
+
+fn push_merged(messages: &mut Vec<Message>, role: Role, text: String) {
+    match messages.last_mut() {
+        Some(last) if last.role == role => last.content.push(Content::Text(text)),
+        _ => messages.push(Message { role, content: vec![Content::Text(text)] }),
+    }
+}
+
+/// A line for the system prompt saying where the conversation is.
+pub fn channel_context(info: &ChannelInfo) -> String {
+    let Some(name) = &info.name else {
+        return "You are in a direct message with the user.".to_owned();
+    };
+    let mut line = format!("You are answering in the Slack channel #{name}.");
+    for (what, value) in [("topic", &info.topic), ("purpose", &info.purpose)] {
+        if !value.trim().is_empty() {
+            line.push_str(&format!(" Its {what}: {}.", value.trim().trim_end_matches('.')));
+        }
+    }
+    line
+}
+
+/// A line for the system prompt saying which channel the user had open in
+/// the assistant panel when they asked (Slack's `context.channel_id`).
+pub fn viewing_context(channel: &ChannelId) -> String {
+    format!("The user has the channel <#{channel}> open beside this conversation; \"this channel\" means that one.")
+}
+
+/// The messages a turn starts with.
+pub fn opening(history: &[ThreadMessage], request: &TurnRequest) -> Vec<Message> {
+    let asked_at = order(&request.message_ts);
+    let mut messages = Vec::new();
+    for message in history.iter().filter(|m| order(&m.ts) < asked_at && !m.text.trim().is_empty()) {
+        let (role, text) = line(&message.author, &message.text);
+        push_merged(&mut messages, role, text);
+    }
+    if messages.first().is_some_and(|first| first.role == Role::Assistant) {
+        messages.insert(0, Message::user_text("(Earlier in this thread:)"));
+    }
+    let question = if request.text.trim().is_empty() {
+        GREETING_REQUEST.to_owned()
+    } else {
+        line(&Author::Person(request.user.clone()), &request.text).1
+    };
+    push_merged(&mut messages, Role::User, question);
+    messages
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use slack::UserId;
+    use testkit::store_contract;
+
+    fn request(text: &str) -> TurnRequest {
+        let turn = store_contract::new_turn("Ev1");
+        TurnRequest {
+            event_id: turn.event_id,
+            thread: turn.thread,
+            message_ts: Ts::new("1763800300.000300"),
+            user: UserId::new("U2"),
+            text: text.into(),
+            context_channel: None,
+            bot_user: Some(UserId::new("UBOT")),
+        }
+    }
+
+    fn said(ts: &str, author: Author, text: &str) -> ThreadMessage {
+        ThreadMessage { ts: Ts::new(ts), author, text: text.into() }
+    }
+
+    fn texts(message: &Message) -> Vec<String> {
+        message.content.iter().map(|c| if let Content::Text(t) = c { t.clone() } else { String::new() }).collect()
+    }
+
+    #[test]
+    fn without_history_the_question_is_the_only_message() {
+        let messages = opening(&[], &request("why is it failing?"));
+        assert_eq!(messages, vec![Message::user_text("<@U2>: why is it failing?")]);
+    }
+
+    #[test]
+    fn the_thread_alternates_with_the_bot_as_assistant_and_people_named() {
+        let history = [
+            said("1763800000.000100", Author::Person(UserId::new("U1")), "<@UBOT> why is checkout failing?"),
+            said("1763800100.000100", Author::ThisBot, "The pool is exhausted."),
+            said("1763800150.000100", Author::OtherBot("B0DEPLOY".into()), "deploy 42 finished"),
+            said("1763800200.000100", Author::Person(UserId::new("U1")), "since when?"),
+            said("1763800250.000100", Author::ThisBot, ""),
+            // The question itself and anything after it are not history.
+            said("1763800300.000300", Author::Person(UserId::new("U2")), "and in staging?"),
+            said("1763800400.000100", Author::Person(UserId::new("U3")), "later"),
+        ];
+        let messages = opening(&history, &request("and in staging?"));
+        let roles: Vec<Role> = messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::User]);
+        assert_eq!(texts(&messages[0]), ["<@U1>: <@UBOT> why is checkout failing?"]);
+        assert_eq!(texts(&messages[1]), ["The pool is exhausted."]);
+        assert_eq!(
+            texts(&messages[2]),
+            ["(bot B0DEPLOY): deploy 42 finished", "<@U1>: since when?", "<@U2>: and in staging?"]
+        );
+    }
+
+    #[test]
+    fn a_thread_the_bot_started_still_opens_with_the_user() {
+        let history = [said("1763800000.000100", Author::ThisBot, "Daily report: all green.")];
+        let messages = opening(&history, &request("why green?"));
+        assert_eq!(messages[0].role, Role::User);
+        assert_eq!(messages[1].role, Role::Assistant);
+        assert_eq!(messages.last().map(|m| m.role), Some(Role::User));
+    }
+
+    #[test]
+    fn the_channel_is_described_for_the_system_prompt() {
+        let info = ChannelInfo {
+            name: Some("incidents".into()),
+            topic: "SEV1 only.".into(),
+            purpose: "Coordinating incident response".into(),
+        };
+        assert_eq!(
+            channel_context(&info),
+            "You are answering in the Slack channel #incidents. Its topic: SEV1 only. Its purpose: Coordinating incident response."
+        );
+        assert_eq!(channel_context(&ChannelInfo::default()), "You are in a direct message with the user.");
+    }
+
+    #[test]
+    fn the_channel_open_in_the_assistant_panel_is_named() {
+        assert_eq!(
+            viewing_context(&ChannelId::new("C0LAN2Q65")),
+            "The user has the channel <#C0LAN2Q65> open beside this conversation; \"this channel\" means that one."
+        );
+    }
+
+    #[test]
+    fn an_opened_assistant_panel_asks_for_a_greeting() {
+        let messages = opening(&[], &request(""));
+        assert!(texts(&messages[0])[0].contains("Greet them"));
+    }
+}

@@ -1,0 +1,237 @@
+//! HTTP API tools declared in the assistant configuration (`http_tools`),
+//! so a team adds its own APIs without code:
+//!
+//! ```json
+//! {
+//!   "name": "service_status",
+//!   "description": "Current status of one service in one environment.",
+//!   "input_schema": {"type": "object", "properties": {"service": {"type": "string"},
+//!                    "env": {"enum": ["prod", "staging"]}}, "required": ["service", "env"]},
+//!   "method": "GET",
+//!   "url": "https://status.internal.example.com/api/{env}/services/{service}",
+//!   "query": {"verbose": "true"},
+//!   "headers": {"Authorization": "Bearer ${env:STATUS_API_TOKEN}"},
+//!   "max_response_bytes": 65536,
+//!   "timeout_secs": 10
+//! }
+//! ```
+//!
+//! The model only fills placeholders. Values are percent-encoded as single
+//! path segments (or query values), and the URL that results must keep the
+//! template's scheme, host and port: no tool can reach a URL the model chose.
+//! Header values may name environment variables (`${env:NAME}`), resolved
+//! once at start-up; in AWS those variables come from Secrets Manager
+//! through the template. `GET` and `HEAD` tools only read; any other method
+//! changes things and waits for a human's approval. For those, the input
+//! object is sent as the JSON body.
+
+use crate::tools::{Effect, Tool, ToolDefinitionError};
+use assistant_core::model::ToolSpec;
+use assistant_core::turn::ToolOutput;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use url::Url;
+
+const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024;
+const DEFAULT_TIMEOUT_SECS: u64 = 10;
+
+/// Characters left as they are in a path segment or query value.
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
+/// One tool as declared.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpToolConfig {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// With `{field}` placeholders filled from the input.
+    pub url: String,
+    #[serde(default)]
+    pub query: BTreeMap<String, String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub max_response_bytes: Option<usize>,
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+fn default_method() -> String {
+    "GET".to_owned()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HttpToolError {
+    #[error("http tool {name}: {reason}")]
+    Invalid { name: String, reason: String },
+    #[error("http tool {name}: environment variable {variable} is not set")]
+    MissingVariable { name: String, variable: String },
+    #[error(transparent)]
+    Definition(#[from] ToolDefinitionError),
+}
+
+/// What one declared tool needs at run time.
+struct Endpoint {
+    method: reqwest::Method,
+    url: String,
+    /// scheme, host and port every call must keep.
+    origin: url::Origin,
+    query: BTreeMap<String, String>,
+    headers: Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
+    max_response_bytes: usize,
+}
+
+/// The declared tools, checked and ready; `env` resolves `${env:NAME}`.
+pub fn http_tools(
+    configs: &[HttpToolConfig],
+    http: reqwest::Client,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<Tool>, HttpToolError> {
+    configs.iter().map(|config| http_tool(config, http.clone(), &env)).collect()
+}
+
+fn http_tool(
+    config: &HttpToolConfig,
+    http: reqwest::Client,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<Tool, HttpToolError> {
+    let invalid = |reason: String| HttpToolError::Invalid { name: config.name.clone(), reason };
+    let method = reqwest::Method::from_bytes(config.method.to_uppercase().as_bytes())
+        .map_err(|_| invalid(format!("{:?} is not an HTTP method", config.method)))?;
+    let template = Url::parse(&config.url).map_err(|err| invalid(format!("url {:?}: {err}", config.url)))?;
+    if !matches!(template.scheme(), "https" | "http") || template.host_str().is_none_or(|h| h.contains('{')) {
+        return Err(invalid("url must be http(s) with a fixed host".into()));
+    }
+    let mut headers = Vec::new();
+    for (name, value) in &config.headers {
+        let value = resolve_env(value, env)
+            .map_err(|variable| HttpToolError::MissingVariable { name: config.name.clone(), variable })?;
+        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| invalid(format!("{name:?} is not a header name")))?;
+        let mut value = reqwest::header::HeaderValue::from_str(&value)
+            .map_err(|_| invalid(format!("header {name} has an invalid value")))?;
+        value.set_sensitive(true);
+        headers.push((name, value));
+    }
+    let effect = if matches!(method, reqwest::Method::GET | reqwest::Method::HEAD) {
+        Effect::ReadOnly
+    } else {
+        Effect::ChangesThings
+    };
+    let endpoint = Arc::new(Endpoint {
+        method,
+        url: config.url.clone(),
+        origin: template.origin(),
+        query: config.query.clone(),
+        headers,
+        max_response_bytes: config.max_response_bytes.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES),
+    });
+    let spec = ToolSpec {
+        name: config.name.clone(),
+        description: config.description.clone(),
+        input_schema: config.input_schema.clone(),
+    };
+    let timeout = Duration::from_secs(config.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS));
+    Ok(Tool::new(spec, effect, timeout, move |input: Value| {
+        let (endpoint, http) = (endpoint.clone(), http.clone());
+        async move { endpoint.call(&http, &input).await }
+    })?)
+}
+
+/// `Bearer ${env:TOKEN}` with the variable's value; the name when missing.
+fn resolve_env(template: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut resolved = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("${env:") {
+        let end = rest[start..].find('}').map(|end| start + end).ok_or_else(|| rest[start..].to_owned())?;
+        let variable = &rest[start + 6..end];
+        resolved.push_str(&rest[..start]);
+        resolved.push_str(&env(variable).ok_or_else(|| variable.to_owned())?);
+        rest = &rest[end + 1..];
+    }
+    resolved.push_str(rest);
+    Ok(resolved)
+}
+
+/// `{field}` placeholders filled from the input, each value encoded.
+fn fill(template: &str, input: &Value) -> Result<String, String> {
+    let mut filled = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        let end = rest[start..].find('}').map(|end| start + end).ok_or("unclosed placeholder in the template")?;
+        let field = &rest[start + 1..end];
+        let value = match &input[field] {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Null => return Err(format!("the input has no {field:?}")),
+            _ => return Err(format!("{field:?} must be a string, number or boolean")),
+        };
+        filled.push_str(&rest[..start]);
+        filled.push_str(&utf8_percent_encode(&value, UNRESERVED).to_string());
+        rest = &rest[end + 1..];
+    }
+    filled.push_str(rest);
+    Ok(filled)
+}
+
+impl Endpoint {
+    async fn call(&self, http: &reqwest::Client, input: &Value) -> Result<ToolOutput, String> {
+        let mut url = Url::parse(&fill(&self.url, input)?).map_err(|err| format!("the URL does not parse: {err}"))?;
+        if url.origin() != self.origin {
+            return Err("the input would change the tool's host; refused".into());
+        }
+        for (name, value) in &self.query {
+            let value = fill(value, input)?;
+            // Values were encoded by `fill`; decode once so the URL encodes once.
+            let value = percent_encoding::percent_decode_str(&value).decode_utf8_lossy().into_owned();
+            url.query_pairs_mut().append_pair(name, &value);
+        }
+        let mut request = http.request(self.method.clone(), url);
+        for (name, value) in &self.headers {
+            request = request.header(name, value);
+        }
+        if !matches!(self.method, reqwest::Method::GET | reqwest::Method::HEAD) {
+            request = request.json(input);
+        }
+        let mut response = request.send().await.map_err(|err| format!("the request failed: {err}"))?;
+        let status = response.status();
+        let is_json = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.contains("json"));
+        let mut body = Vec::new();
+        let mut truncated = false;
+        while let Some(chunk) = response.chunk().await.map_err(|err| format!("reading the response failed: {err}"))? {
+            let room = self.max_response_bytes - body.len();
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                truncated = true;
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8_lossy(&body).into_owned();
+        if !status.is_success() {
+            return Err(format!("the API answered {status}: {}", text.chars().take(500).collect::<String>()));
+        }
+        if truncated {
+            return Ok(ToolOutput::Text(format!("{text}\n[response cut at {} bytes]", self.max_response_bytes)));
+        }
+        if is_json && let Ok(json) = serde_json::from_str(&text) {
+            return Ok(ToolOutput::Json(json));
+        }
+        Ok(ToolOutput::Text(text))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,143 @@
+//! The declared tools against a real local HTTP server, through the real
+//! reqwest client and the tool registry (validation, redaction).
+
+use super::*;
+use crate::tools::{ToolPolicy, ToolRegistry};
+use assistant_core::turn::{ToolStatus, ToolUse};
+use axum::Router;
+use axum::extract::Request;
+use axum::routing::{get, post};
+use serde_json::json;
+use std::sync::Mutex;
+
+const TOOLS: &str = include_str!("../../fixtures/http-tools.json");
+
+/// The requests the fake API saw: (method, path and query, authorization, body).
+type Seen = Arc<Mutex<Vec<(String, String, Option<String>, String)>>>;
+
+async fn api() -> (String, Seen) {
+    let seen: Seen = Arc::default();
+    let record = |seen: Seen| {
+        move |request: Request| {
+            let seen = seen.clone();
+            async move {
+                let (parts, body) = request.into_parts();
+                let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+                let auth = parts.headers.get("authorization").map(|v| v.to_str().unwrap().to_owned());
+                seen.lock().unwrap().push((
+                    parts.method.to_string(),
+                    parts.uri.to_string(),
+                    auth,
+                    String::from_utf8_lossy(&body).into_owned(),
+                ));
+                axum::Json(json!({"status": "degraded", "since": "14:02"}))
+            }
+        }
+    };
+    let app = Router::new()
+        .route("/api/{env}/services/{service}", get(record(seen.clone())))
+        .route("/restart", post(record(seen.clone())))
+        .route("/big", get(|| async { "x".repeat(200_000) }))
+        .route("/down", get(|| async { (axum::http::StatusCode::SERVICE_UNAVAILABLE, "upstream down") }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (port.to_string(), seen)
+}
+
+fn configs(port: &str) -> Vec<HttpToolConfig> {
+    serde_json::from_str(&TOOLS.replace("PORT", port)).unwrap()
+}
+
+fn env(name: &str) -> Option<String> {
+    (name == "STATUS_API_TOKEN").then(|| "status-token-123".to_owned())
+}
+
+async fn registry(port: &str) -> ToolRegistry {
+    let tools = http_tools(&configs(port), reqwest::Client::new(), env).unwrap();
+    ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap()
+}
+
+async fn run(registry: &ToolRegistry, name: &str, input: Value) -> (ToolStatus, ToolOutput) {
+    let call = ToolUse { id: "t".into(), name: name.into(), input };
+    let result = registry.run(&call, &slack::ChannelId::new("C1")).await;
+    (result.status, result.output)
+}
+
+#[tokio::test]
+async fn a_call_fills_the_template_and_sends_the_secret_header() {
+    let (port, seen) = api().await;
+    let registry = registry(&port).await;
+    let (status, output) = run(&registry, "service_status", json!({"service": "checkout-api", "env": "prod"})).await;
+    assert_eq!(status, ToolStatus::Success);
+    assert_eq!(output, ToolOutput::Json(json!({"status": "degraded", "since": "14:02"})));
+    let (method, uri, auth, _) = seen.lock().unwrap()[0].clone();
+    assert_eq!(method, "GET");
+    assert_eq!(uri, "/api/prod/services/checkout-api?caller=checkout-api&verbose=true");
+    assert_eq!(auth.as_deref(), Some("Bearer status-token-123"));
+}
+
+#[tokio::test]
+async fn model_input_cannot_change_the_path_or_the_host() {
+    let (port, seen) = api().await;
+    let registry = registry(&port).await;
+    for sneaky in ["../../admin", "x/../../admin?all=1#", "@evil.example.com", "a b&c=d"] {
+        let (status, _) = run(&registry, "service_status", json!({"service": sneaky, "env": "prod"})).await;
+        assert_eq!(status, ToolStatus::Success, "{sneaky}");
+    }
+    for (_, uri, _, _) in seen.lock().unwrap().iter() {
+        assert!(uri.starts_with("/api/prod/services/"), "{uri}");
+        let segment = uri.trim_start_matches("/api/prod/services/").split('?').next().unwrap();
+        assert!(!segment.contains('/') && !segment.contains('#'), "one encoded segment: {uri}");
+    }
+    // Input outside the schema never reaches the API at all.
+    let (status, _) = run(&registry, "service_status", json!({"service": "x", "env": "evil.example.com"})).await;
+    assert_eq!(status, ToolStatus::Error);
+}
+
+#[tokio::test]
+async fn large_responses_are_cut_and_failures_are_error_results() {
+    let (port, _) = api().await;
+    let registry = registry(&port).await;
+    let (status, output) = run(&registry, "fetch_big_report", json!({})).await;
+    assert_eq!(status, ToolStatus::Success);
+    let ToolOutput::Text(text) = output else { panic!("text") };
+    assert!(text.len() < 1_100 && text.ends_with("[response cut at 1024 bytes]"), "{}", text.len());
+
+    let (status, output) = run(&registry, "flaky_api", json!({})).await;
+    assert_eq!(status, ToolStatus::Error);
+    assert_eq!(output, ToolOutput::Text("the API answered 503 Service Unavailable: upstream down".into()));
+}
+
+#[tokio::test]
+async fn a_post_tool_changes_things_and_sends_the_input_as_json() {
+    let (port, seen) = api().await;
+    let tools = http_tools(&configs(&port), reqwest::Client::new(), env).unwrap();
+    let restart = tools.iter().find(|t| t.spec().name == "restart_service").unwrap();
+    assert_eq!(restart.effect(), Effect::ChangesThings);
+    assert_eq!(tools[0].effect(), Effect::ReadOnly);
+
+    let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
+    run(&registry, "restart_service", json!({"service": "checkout-api"})).await;
+    let (method, _, _, body) = seen.lock().unwrap()[0].clone();
+    assert_eq!((method.as_str(), body.as_str()), ("POST", r#"{"service":"checkout-api"}"#));
+}
+
+#[test]
+fn declarations_that_cannot_be_safe_are_refused_at_start_up() {
+    let mut config = configs("1")[0].clone();
+    let err = http_tools(std::slice::from_ref(&config), reqwest::Client::new(), |_| None).err().unwrap();
+    assert!(matches!(err, HttpToolError::MissingVariable { ref variable, .. } if variable == "STATUS_API_TOKEN"));
+
+    config.headers.clear();
+    for url in ["ftp://files.example.com/{path}", "https://{host}.example.com/x", "not a url"] {
+        config.url = url.into();
+        assert!(
+            matches!(
+                http_tools(std::slice::from_ref(&config), reqwest::Client::new(), |_| None),
+                Err(HttpToolError::Invalid { .. })
+            ),
+            "{url}"
+        );
+    }
+}

@@ -1,0 +1,29 @@
+//! The worker function's logic: the durable tool loop and its tools.
+//!
+//! - [`worker`]: the step loop that drives a turn to its answer, one saved
+//!   step at a time; approvals; continuations.
+//! - [`assembly`]: building the worker from its ports and the assistant
+//!   configuration; `functions/worker` and the local runner both call it.
+//! - [`config`]: the assistant configuration (S3 JSON, or the runner's
+//!   `--config` file).
+//! - [`tools`]: the registry, per-channel allow-lists, schema-checked input,
+//!   timeouts, redaction of every result; [`schema`] is its JSON Schema
+//!   checker.
+//! - The tools themselves: [`builtin_tools`], [`docs_tools`] (runbooks in
+//!   the artifact bucket), [`http_tools`] (a team's APIs, declared).
+//! - [`context`]: what a turn opens with (the thread so far, the channel).
+//! - [`offload`]: keeping a turn's item small (large results in S3).
+
+pub mod assembly;
+pub mod builtin_tools;
+pub mod config;
+pub mod context;
+pub mod docs_tools;
+pub mod http_tools;
+pub mod offload;
+pub mod schema;
+pub mod tools;
+pub mod worker;
+
+pub use assembly::{StartupError, WorkerPorts, assemble};
+pub use worker::{Deadline, Limits, Outcome, Worker, WorkerError};

@@ -1,0 +1,397 @@
+//! The tools the model may call: what each is, who may use it where, and
+//! running a batch of calls safely.
+//!
+//! Models invent tool names and inputs, so nothing the model asks for is
+//! trusted: a call to an unknown tool, to a tool not allowed in the channel,
+//! or with input that does not match the tool's JSON Schema becomes an error
+//! result the model can read and correct, never a failure of the turn.
+//! Allow-lists are enforced twice: only allowed tools are advertised, and a
+//! call to any other is refused. Each call runs with its own timeout; the
+//! calls of one step run concurrently. Every result, error messages
+//! included, is redacted before anything else sees it.
+
+use crate::schema::Schema;
+use assistant_core::model::ToolSpec;
+use assistant_core::turn::{ToolOutput, ToolResult, ToolStatus, ToolUse};
+use futures_util::future::join_all;
+use slack::ChannelId;
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, String>> + Send + 'a>>;
+
+/// A tool's implementation: input in, output or an error message out.
+pub trait RunTool: Send + Sync {
+    fn run(&self, input: serde_json::Value) -> ToolFuture<'_>;
+}
+
+impl<F, Fut> RunTool for F
+where
+    F: Fn(serde_json::Value) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<ToolOutput, String>> + Send + 'static,
+{
+    fn run(&self, input: serde_json::Value) -> ToolFuture<'_> {
+        Box::pin(self(input))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Reads only: runs as soon as the model asks.
+    ReadOnly,
+    /// Changes something: waits for a human's Approve.
+    ChangesThings,
+}
+
+pub struct Tool {
+    spec: ToolSpec,
+    effect: Effect,
+    timeout: Duration,
+    schema: Schema,
+    runner: Arc<dyn RunTool>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolDefinitionError {
+    #[error("tool {name}: input schema cannot be used: {reason}")]
+    InvalidSchema { name: String, reason: String },
+    #[error("two tools are named {0}")]
+    DuplicateName(String),
+}
+
+impl Tool {
+    pub fn new(
+        spec: ToolSpec,
+        effect: Effect,
+        timeout: Duration,
+        runner: impl RunTool + 'static,
+    ) -> Result<Self, ToolDefinitionError> {
+        let schema = Schema::compile(&spec.input_schema)
+            .map_err(|reason| ToolDefinitionError::InvalidSchema { name: spec.name.clone(), reason })?;
+        Ok(Self { spec, effect, timeout, schema, runner: Arc::new(runner) })
+    }
+
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    pub fn effect(&self) -> Effect {
+        self.effect
+    }
+}
+
+/// Which tools may be used in which channels: ordered rules, the first
+/// whose channel pattern matches decides; no matching rule, no tools.
+/// Patterns are globs (`*` any run of characters, `?` one character).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolPolicy {
+    rules: Vec<ChannelRule>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct ChannelRule {
+    pub channels: String,
+    pub tools: Vec<String>,
+}
+
+impl ToolPolicy {
+    pub fn new(rules: Vec<ChannelRule>) -> Self {
+        Self { rules }
+    }
+
+    /// Every tool everywhere (the local runner's default).
+    pub fn allow_all() -> Self {
+        Self::new(vec![ChannelRule { channels: "*".into(), tools: vec!["*".into()] }])
+    }
+
+    pub fn allows(&self, channel: &ChannelId, tool: &str) -> bool {
+        self.rules
+            .iter()
+            .find(|rule| glob_matches(&rule.channels, channel.as_str()))
+            .is_some_and(|rule| rule.tools.iter().any(|pattern| glob_matches(pattern, tool)))
+    }
+}
+
+/// `*` matches any run of characters (also none), `?` exactly one.
+pub fn glob_matches(pattern: &str, text: &str) -> bool {
+    let (pattern, text): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut p, mut t) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some('*') => {
+                backtrack = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == '?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match backtrack {
+                Some((star, matched)) => {
+                    p = star + 1;
+                    t = matched + 1;
+                    backtrack = Some((star, matched + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == '*')
+}
+
+pub struct ToolRegistry {
+    tools: Vec<Tool>,
+    policy: ToolPolicy,
+}
+
+/// How many schema violations an error result lists.
+const MAX_REPORTED_VIOLATIONS: usize = 3;
+
+impl ToolRegistry {
+    pub fn new(tools: Vec<Tool>, policy: ToolPolicy) -> Result<Self, ToolDefinitionError> {
+        let mut names = HashSet::new();
+        for tool in &tools {
+            if !names.insert(tool.spec.name.clone()) {
+                return Err(ToolDefinitionError::DuplicateName(tool.spec.name.clone()));
+            }
+        }
+        Ok(Self { tools, policy })
+    }
+
+    fn allowed<'a>(&'a self, channel: &'a ChannelId) -> impl Iterator<Item = &'a Tool> + 'a {
+        self.tools.iter().filter(move |tool| self.policy.allows(channel, &tool.spec.name))
+    }
+
+    /// What the model is told it may call in this channel.
+    pub fn advertised(&self, channel: &ChannelId) -> Vec<ToolSpec> {
+        self.allowed(channel).map(|tool| tool.spec.clone()).collect()
+    }
+
+    /// The effect of an allowed tool, `None` for unknown or disallowed ones
+    /// (their calls are refused, never held for approval).
+    pub fn effect(&self, channel: &ChannelId, name: &str) -> Option<Effect> {
+        self.allowed(channel).find(|tool| tool.spec.name == name).map(|tool| tool.effect)
+    }
+
+    /// Runs one call; whatever goes wrong is an error result. Secrets in the
+    /// result are redacted.
+    pub async fn run(&self, call: &ToolUse, channel: &ChannelId) -> ToolResult {
+        let mut result = self.run_unredacted(call, channel).await;
+        let redactor = redact::Redactor::global();
+        match &mut result.output {
+            ToolOutput::Text(text) => {
+                if let std::borrow::Cow::Owned(redacted) = redactor.redact(text) {
+                    *text = redacted;
+                }
+            }
+            ToolOutput::Json(json) => redactor.redact_json(json),
+            ToolOutput::Stored { preview, .. } => *preview = redactor.redact(preview).into_owned(),
+        }
+        result
+    }
+
+    async fn run_unredacted(&self, call: &ToolUse, channel: &ChannelId) -> ToolResult {
+        let error = |message: String| ToolResult {
+            tool_use_id: call.id.clone(),
+            status: ToolStatus::Error,
+            output: ToolOutput::Text(message),
+        };
+        let Some(tool) = self.tools.iter().find(|tool| tool.spec.name == call.name) else {
+            let known: Vec<_> = self.allowed(channel).map(|tool| tool.spec.name.as_str()).collect();
+            return error(format!("There is no tool named {:?}. Available tools: {}.", call.name, known.join(", ")));
+        };
+        if !self.policy.allows(channel, &call.name) {
+            return error(format!("The tool {:?} is not allowed in this channel.", call.name));
+        }
+        let violations: Vec<String> =
+            tool.schema.violations(&call.input).into_iter().take(MAX_REPORTED_VIOLATIONS).collect();
+        if !violations.is_empty() {
+            return error(format!("The input does not match the tool's schema: {}", violations.join("; ")));
+        }
+        match tokio::time::timeout(tool.timeout, tool.runner.run(call.input.clone())).await {
+            Ok(Ok(output)) => ToolResult { tool_use_id: call.id.clone(), status: ToolStatus::Success, output },
+            Ok(Err(message)) => error(message),
+            Err(_) => error(format!("The tool did not finish within {} s.", tool.timeout.as_secs_f64())),
+        }
+    }
+
+    /// Runs calls concurrently; results in the order of the calls.
+    pub async fn run_all(&self, calls: &[&ToolUse], channel: &ChannelId) -> Vec<ToolResult> {
+        join_all(calls.iter().map(|call| self.run(call, channel))).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: format!("{name} for tests"),
+            input_schema: json!({
+                "type": "object",
+                "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1}},
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn echo(name: &str, timeout: Duration) -> Tool {
+        Tool::new(spec(name), Effect::ReadOnly, timeout, |input: serde_json::Value| async move {
+            Ok(ToolOutput::Json(input))
+        })
+        .unwrap()
+    }
+
+    fn call(id: &str, name: &str, input: serde_json::Value) -> ToolUse {
+        ToolUse { id: id.into(), name: name.into(), input }
+    }
+
+    fn channel(id: &str) -> ChannelId {
+        ChannelId::new(id)
+    }
+
+    #[test]
+    fn globs_match_whole_names() {
+        assert!(glob_matches("*", ""));
+        assert!(glob_matches("search_*", "search_docs"));
+        assert!(glob_matches("C0*", "C0LAN2Q65"));
+        assert!(glob_matches("*_docs", "search_docs"));
+        assert!(glob_matches("a*b*c", "axxbyyc"));
+        assert!(glob_matches("C?LAN*", "C0LAN2Q65"));
+        assert!(!glob_matches("search_*", "restart_service"));
+        assert!(!glob_matches("search", "search_docs"));
+        assert!(!glob_matches("a*b", "a"));
+    }
+
+    #[test]
+    fn the_first_matching_channel_rule_decides() {
+        let policy = ToolPolicy::new(vec![
+            ChannelRule { channels: "C0INCIDENT*".into(), tools: vec!["search_*".into(), "restart_service".into()] },
+            ChannelRule { channels: "*".into(), tools: vec!["search_docs".into()] },
+        ]);
+        assert!(policy.allows(&channel("C0INCIDENT1"), "restart_service"));
+        assert!(!policy.allows(&channel("C0GENERAL"), "restart_service"));
+        assert!(policy.allows(&channel("C0GENERAL"), "search_docs"));
+        assert!(!ToolPolicy::default().allows(&channel("C0GENERAL"), "search_docs"), "no rule, no tools");
+    }
+
+    #[test]
+    fn an_invalid_schema_or_a_duplicate_name_is_refused_at_start_up() {
+        let bad = ToolSpec { input_schema: json!({"type": "no-such-type"}), ..spec("bad") };
+        let runner = |_: serde_json::Value| async { Ok(ToolOutput::Text(String::new())) };
+        assert!(matches!(
+            Tool::new(bad, Effect::ReadOnly, Duration::from_secs(1), runner),
+            Err(ToolDefinitionError::InvalidSchema { .. })
+        ));
+        let twice = vec![echo("a", Duration::from_secs(1)), echo("a", Duration::from_secs(1))];
+        assert!(matches!(
+            ToolRegistry::new(twice, ToolPolicy::allow_all()),
+            Err(ToolDefinitionError::DuplicateName(_))
+        ));
+    }
+
+    fn registry() -> ToolRegistry {
+        let policy = ToolPolicy::new(vec![ChannelRule { channels: "*".into(), tools: vec!["search_*".into()] }]);
+        ToolRegistry::new(
+            vec![echo("search_docs", Duration::from_secs(1)), echo("restart", Duration::from_secs(1))],
+            policy,
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn only_allowed_tools_are_advertised_and_run() {
+        let registry = registry();
+        let names: Vec<_> = registry.advertised(&channel("C1")).into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["search_docs"]);
+        let refused = registry.run(&call("1", "restart", json!({"query": "x"})), &channel("C1")).await;
+        assert_eq!(refused.status, ToolStatus::Error);
+        assert_eq!(refused.output, ToolOutput::Text("The tool \"restart\" is not allowed in this channel.".into()));
+        assert_eq!(registry.effect(&channel("C1"), "restart"), None);
+    }
+
+    #[tokio::test]
+    async fn an_invented_tool_name_gets_an_error_listing_the_real_ones() {
+        let result = registry().run(&call("1", "search_web", json!({})), &channel("C1")).await;
+        assert_eq!(result.status, ToolStatus::Error);
+        let ToolOutput::Text(message) = result.output else { panic!() };
+        assert!(message.contains("no tool named \"search_web\"") && message.contains("search_docs"), "{message}");
+        assert!(!message.contains("restart"), "disallowed tools are not listed: {message}");
+    }
+
+    #[tokio::test]
+    async fn input_that_breaks_the_schema_is_refused_with_the_reasons() {
+        let result = registry().run(&call("1", "search_docs", json!({"limit": 0, "extra": 1})), &channel("C1")).await;
+        assert_eq!(result.status, ToolStatus::Error);
+        let ToolOutput::Text(message) = result.output else { panic!() };
+        assert!(message.contains("query"), "names the missing field: {message}");
+        assert!(message.contains("/limit"), "names the bad field: {message}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_call_has_its_own_timeout_and_calls_run_concurrently() {
+        let slow = Tool::new(spec("search_slow"), Effect::ReadOnly, Duration::from_secs(5), |_| async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(ToolOutput::Text("too late".into()))
+        })
+        .unwrap();
+        let waits = Tool::new(spec("search_wait"), Effect::ReadOnly, Duration::from_secs(10), |_| async {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            Ok(ToolOutput::Text("done".into()))
+        })
+        .unwrap();
+        let registry = ToolRegistry::new(vec![slow, waits], ToolPolicy::allow_all()).unwrap();
+        let (a, b) = (call("a", "search_slow", json!({"query": "x"})), call("b", "search_wait", json!({"query": "y"})));
+
+        let started = tokio::time::Instant::now();
+        let results = registry.run_all(&[&a, &b], &channel("C1")).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(5), "concurrent: the longest timeout, not the sum");
+        assert_eq!(results[0].tool_use_id, "a");
+        assert_eq!(results[0].output, ToolOutput::Text("The tool did not finish within 5 s.".into()));
+        assert_eq!((results[1].status, &results[1].output), (ToolStatus::Success, &ToolOutput::Text("done".into())));
+    }
+
+    #[tokio::test]
+    async fn secrets_in_results_and_error_messages_are_redacted() {
+        let key = format!("AKIA{}", "Z7Q2W5E8R1T4Y6U3");
+        let (in_text, in_error) = (key.clone(), key.clone());
+        let leaky = Tool::new(spec("search_env"), Effect::ReadOnly, Duration::from_secs(1), move |_| {
+            let key = in_text.clone();
+            async move { Ok(ToolOutput::Json(json!({"env": {"AWS_ACCESS_KEY_ID": key}}))) }
+        })
+        .unwrap();
+        let failing = Tool::new(spec("search_fail"), Effect::ReadOnly, Duration::from_secs(1), move |_| {
+            let key = in_error.clone();
+            async move { Err(format!("403 for key {key}")) }
+        })
+        .unwrap();
+        let registry = ToolRegistry::new(vec![leaky, failing], ToolPolicy::allow_all()).unwrap();
+        let input = json!({"query": "x"});
+        let ok = registry.run(&call("1", "search_env", input.clone()), &channel("C1")).await;
+        assert_eq!(ok.output, ToolOutput::Json(json!({"env": {"AWS_ACCESS_KEY_ID": "[redacted: aws access key id]"}})));
+        let failed = registry.run(&call("2", "search_fail", input), &channel("C1")).await;
+        assert_eq!(failed.output, ToolOutput::Text("403 for key [redacted: aws access key id]".into()));
+    }
+
+    #[tokio::test]
+    async fn a_failing_tool_is_an_error_result() {
+        let failing = Tool::new(spec("search_broken"), Effect::ReadOnly, Duration::from_secs(1), |_| async {
+            Err("upstream answered 502".to_owned())
+        })
+        .unwrap();
+        let registry = ToolRegistry::new(vec![failing], ToolPolicy::allow_all()).unwrap();
+        let result = registry.run(&call("1", "search_broken", json!({"query": "x"})), &channel("C1")).await;
+        assert_eq!(
+            (result.status, result.output),
+            (ToolStatus::Error, ToolOutput::Text("upstream answered 502".into()))
+        );
+    }
+}

@@ -1,0 +1,489 @@
+//! What the worker does with a work message: drive a turn to its answer one
+//! durable step at a time.
+//!
+//! A step is one model call, then the tools it asked for (concurrently,
+//! each with its own timeout), then one conditional save of the turn. A
+//! crash or timeout anywhere inside a step loses only that step: the next
+//! delivery resumes from the last save. A redelivery of work already saved
+//! does no model call and runs no tool; a settled turn only has its reply
+//! requested again (the responder posts exactly once). Of two workers on the
+//! same turn, the one whose save conflicts stops at once.
+//!
+//! Steps continue while the invocation has time for another; otherwise the
+//! worker queues a continuation and returns, and any worker picks the turn
+//! up from the store.
+//!
+//! The worker is the turn's one writer. What the responder learned (the
+//! thread got an apology, Slack refused the bot) is in the delivery record,
+//! which the worker reads before it acts on a click or a continuation.
+//!
+//! Every message is handled inside a `turn` span (`turn_id`, `event_id`,
+//! `step`), so every log line of a turn, the adapters' included, can be
+//! found by its id.
+
+use crate::context;
+use crate::offload;
+use crate::tools::{Effect, ToolRegistry};
+use assistant_core::Clock;
+use assistant_core::messages::{ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest, WorkMessage};
+use assistant_core::model::{Model, ModelError, ModelRequest, StopReason};
+use assistant_core::ports::{
+    ArtifactStore, Created, DeliveryLog, PortError, ReplyQueue, SlackReader, StoreError, TurnStore, WorkQueue,
+};
+use assistant_core::turn::{
+    Content, Message, PendingApproval, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Turn, TurnId, TurnStatus,
+};
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::{Instrument, Span, field, info, info_span, warn};
+
+/// What one turn may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Model calls per turn; at the limit the turn ends with a partial
+    /// answer that says so.
+    pub max_steps: u32,
+    /// Output tokens per model call.
+    pub max_output_tokens: u32,
+    /// Input + output tokens over the whole turn.
+    pub max_turn_tokens: u64,
+    /// Time one step may need (a model call and the slowest tool); with less
+    /// left in the invocation the turn continues in the next one.
+    pub step_time: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_steps: 10, max_output_tokens: 4096, max_turn_tokens: 400_000, step_time: Duration::from_secs(90) }
+    }
+}
+
+/// How long the current invocation has left (the Lambda context's deadline).
+pub trait Deadline: Send + Sync {
+    fn time_left(&self) -> Duration;
+}
+
+/// How a message was handled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The turn is settled (answered or failed) and its delivery requested.
+    Settled { id: TurnId, status: TurnStatus, steps: u32 },
+    /// Waiting for a human to approve a tool call; the prompt is requested.
+    AwaitingApproval { id: TurnId },
+    /// Out of time: a continuation is queued.
+    Continued { id: TurnId, after_step: u32 },
+    /// Another worker saved this turn first; it carries on from there.
+    Superseded { id: TurnId },
+    /// Nothing to do: a click or continuation for a turn that is not
+    /// waiting for it (stale, duplicate, unknown, or already told failed).
+    Ignored { reason: &'static str },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The model is throttled or down: retry the message later.
+    #[error(transparent)]
+    Model(ModelError),
+    #[error(transparent)]
+    Store(StoreError),
+    #[error(transparent)]
+    Queue(PortError),
+    #[error(transparent)]
+    Artifacts(PortError),
+}
+
+impl assistant_core::Retryable for WorkerError {
+    fn is_retryable(&self) -> bool {
+        WorkerError::is_retryable(self)
+    }
+}
+
+impl WorkerError {
+    /// Whether redelivering the message may succeed (otherwise it belongs in
+    /// the dead-letter queue).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            WorkerError::Model(err) => err.is_retryable(),
+            WorkerError::Store(StoreError::TooLarge { .. }) => false,
+            WorkerError::Store(_) | WorkerError::Queue(_) | WorkerError::Artifacts(_) => true,
+        }
+    }
+}
+
+impl From<StoreError> for WorkerError {
+    fn from(err: StoreError) -> Self {
+        WorkerError::Store(err)
+    }
+}
+
+pub const REFUSAL: &str = "Sorry, I can't help with that request.";
+pub const FAILURE: &str = "Sorry, I couldn't answer this: the model refused the request. Please rephrase it or ask an admin to check the bot's configuration.";
+
+/// The worker's loop and everything it talks to. Built by
+/// [`crate::assembly::assemble`], the same way in Lambda and in the local
+/// runner.
+pub struct Worker {
+    pub store: Arc<dyn TurnStore>,
+    /// Read only: the responder writes it.
+    pub deliveries: Arc<dyn DeliveryLog>,
+    pub model: Arc<dyn Model>,
+    pub work: Arc<dyn WorkQueue>,
+    pub replies: Arc<dyn ReplyQueue>,
+    pub artifacts: Arc<dyn ArtifactStore>,
+    pub slack: Arc<dyn SlackReader>,
+    pub tools: ToolRegistry,
+    pub clock: Arc<dyn Clock>,
+    pub system_prompt: String,
+    pub limits: Limits,
+}
+
+impl Worker {
+    pub async fn handle(&self, message: &WorkMessage, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
+        let span = info_span!("turn", turn_id = field::Empty, event_id = field::Empty, step = field::Empty);
+        match message {
+            WorkMessage::StartTurn(request) => {
+                span.record("turn_id", field::display(TurnId::for_event(&request.thread, &request.event_id)));
+                span.record("event_id", field::display(&request.event_id));
+                self.start(request, deadline).instrument(span).await
+            }
+            WorkMessage::Continue(continuation) => {
+                span.record("turn_id", field::display(&continuation.turn_id));
+                self.resume(continuation, deadline).instrument(span).await
+            }
+            WorkMessage::Approval(click) => {
+                span.record("turn_id", field::display(&click.button.turn_id));
+                self.decide(click, deadline).instrument(span).await
+            }
+        }
+    }
+
+    /// Whether the thread was already told the turn failed (an apology, or
+    /// Slack refusing the bot): then nothing more is to happen in it.
+    async fn thread_told_failed(&self, id: &TurnId) -> Result<bool, WorkerError> {
+        let record = self.deliveries.load(id).await?;
+        Ok(record.settled.is_some_and(|settled| settled.is_failure()))
+    }
+
+    async fn start(&self, request: &TurnRequest, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
+        // On a redelivery this history read is wasted: `create` then returns
+        // the stored turn. Rare, and cheaper than a read before every create.
+        let (channel, history) = tokio::join!(
+            self.slack.channel_info(&request.thread.channel),
+            self.slack.thread_history(&request.thread, request.bot_user.as_ref(), context::HISTORY_LIMIT),
+        );
+        let history = history.unwrap_or_else(|err| {
+            warn!(error = %err, "thread history unavailable: answering from the question alone");
+            Vec::new()
+        });
+        let mut turn = Turn::start(request, self.clock.now_unix());
+        turn.transcript = context::opening(&history, request);
+        let channel = channel
+            .inspect_err(|err| warn!(error = %err, "channel info unavailable"))
+            .ok()
+            .map(|info| context::channel_context(&info));
+        let viewing = request.context_channel.as_ref().map(context::viewing_context);
+        turn.channel_context = match (channel, viewing) {
+            (Some(channel), Some(viewing)) => Some(format!("{channel} {viewing}")),
+            (channel, viewing) => channel.or(viewing),
+        };
+        match self.store.create(&mut turn).await? {
+            Created::New => {
+                info!("turn started");
+                self.show_progress(&turn, THINKING.to_owned()).await;
+            }
+            Created::Existing(stored) => {
+                info!(step = stored.steps, "turn already stored: resuming");
+                turn = *stored;
+            }
+        }
+        self.run(turn, deadline).await
+    }
+
+    async fn resume(&self, continuation: &Continuation, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
+        let Some(turn) = self.store.load(&continuation.turn_id).await? else {
+            warn!("continuation for a turn that does not exist");
+            return Ok(Outcome::Ignored { reason: "unknown_turn" });
+        };
+        if self.thread_told_failed(&turn.id).await? {
+            info!("continuation for a turn whose thread was told it failed: nothing to do");
+            return Ok(Outcome::Ignored { reason: "thread_told_failed" });
+        }
+        self.run(turn, deadline).await
+    }
+
+    /// Applies an Approve or Deny click to the call it was for.
+    async fn decide(&self, click: &ApprovalClick, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
+        let tool_use_id = &click.button.tool_use_id;
+        let Some(mut turn) = self.store.load(&click.button.turn_id).await? else {
+            return Ok(Outcome::Ignored { reason: "unknown_turn" });
+        };
+        if self.thread_told_failed(&turn.id).await? {
+            info!(user = %click.user, "click on a turn whose thread was told it failed: nothing runs");
+            return Ok(Outcome::Ignored { reason: "thread_told_failed" });
+        }
+        let Some(pending) = turn.pending_approval.as_mut() else {
+            return Ok(Outcome::Ignored { reason: "not_awaiting_approval" });
+        };
+        let Some(index) = pending.waiting.iter().position(|call| &call.id == tool_use_id) else {
+            return Ok(Outcome::Ignored { reason: "already_decided" });
+        };
+        let call = pending.waiting.remove(index);
+        info!(tool = %call.name, decision = ?click.decision, user = %click.user, "approval decided");
+        let decided = ReplyMessage::ApprovalDecided {
+            turn_id: turn.id.clone(),
+            thread: turn.thread.clone(),
+            tool_use: call.clone(),
+            decision: click.decision,
+            user: click.user.clone(),
+        };
+
+        let mut result = match click.decision {
+            Decision::Approve => self.tools.run(&call, &turn.thread.channel).await,
+            Decision::Deny => ToolResult {
+                tool_use_id: call.id.clone(),
+                status: ToolStatus::Error,
+                output: ToolOutput::Text(format!("{} denied this action; do not retry it.", click.user)),
+            },
+        };
+        offload::offload_large(self.artifacts.as_ref(), &turn.id, std::slice::from_mut(&mut result))
+            .await
+            .map_err(WorkerError::Artifacts)?;
+        let pending = turn.pending_approval.as_mut().expect("checked above");
+        pending.completed.push(result);
+        if pending.waiting.is_empty() {
+            let pending = turn.pending_approval.take().expect("checked above");
+            let results = in_call_order(&turn, pending.completed);
+            turn.transcript.push(Message { role: Role::User, content: results });
+            turn.status = TurnStatus::Running;
+        }
+        turn.updated_at = self.clock.now_unix();
+        match self.save(&mut turn).await {
+            Ok(()) => {
+                // The prompt's update is for people; the decision stands
+                // without it.
+                if let Err(err) = self.replies.send(&decided).await {
+                    warn!(error = %err, "approval prompt not updated");
+                }
+                self.run(turn, deadline).await
+            }
+            Err(StoreError::Conflict { id, .. }) => Ok(Outcome::Superseded { id }),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// Steps the turn until it settles, waits for a human, or runs out of
+    /// time; each step ends in one conditional save.
+    async fn run(&self, mut turn: Turn, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
+        Span::current().record("step", turn.steps);
+        // At least one step per invocation, so the turn always progresses
+        // (even if the function's timeout is set shorter than a step).
+        let mut stepped_here = false;
+        loop {
+            match turn.status {
+                TurnStatus::Answered | TurnStatus::Failed => {
+                    let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
+                    self.replies.send(&reply).await.map_err(WorkerError::Queue)?;
+                    return Ok(Outcome::Settled { id: turn.id, status: turn.status, steps: turn.steps });
+                }
+                TurnStatus::AwaitingApproval => {
+                    let waiting = turn.pending_approval.as_ref().and_then(|pending| pending.waiting.first());
+                    if let Some(call) = waiting {
+                        let prompt = ReplyMessage::ApprovalPrompt {
+                            turn_id: turn.id.clone(),
+                            thread: turn.thread.clone(),
+                            tool_use: call.clone(),
+                        };
+                        self.replies.send(&prompt).await.map_err(WorkerError::Queue)?;
+                    }
+                    return Ok(Outcome::AwaitingApproval { id: turn.id });
+                }
+                TurnStatus::Running => {}
+            }
+
+            let now = self.clock.now_unix();
+            if turn.steps >= self.limits.max_steps {
+                let answer = partial_answer(&turn, "the step limit");
+                turn.settle(answer, TurnStatus::Answered, now);
+            } else if turn.usage.input_tokens + turn.usage.output_tokens >= self.limits.max_turn_tokens {
+                let answer = partial_answer(&turn, "the token budget");
+                turn.settle(answer, TurnStatus::Answered, now);
+            } else if stepped_here && deadline.time_left() < self.limits.step_time {
+                let continuation =
+                    Continuation { turn_id: turn.id.clone(), thread: turn.thread.clone(), after_step: turn.steps };
+                self.work.enqueue(&WorkMessage::Continue(continuation)).await.map_err(WorkerError::Queue)?;
+                info!("out of time: continuation queued");
+                return Ok(Outcome::Continued { id: turn.id, after_step: turn.steps });
+            } else {
+                self.step(&mut turn).await?;
+                stepped_here = true;
+            }
+
+            match self.save(&mut turn).await {
+                Ok(()) => {}
+                Err(StoreError::Conflict { id, .. }) => {
+                    warn!("another worker saved this turn first: stopping");
+                    return Ok(Outcome::Superseded { id });
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    /// Asks the responder to show what the turn is doing. Best effort: a
+    /// status line is not worth failing (and repeating) a step for.
+    async fn show_progress(&self, turn: &Turn, text: String) {
+        let progress =
+            ReplyMessage::Progress { turn_id: turn.id.clone(), thread: turn.thread.clone(), step: turn.steps, text };
+        if let Err(err) = self.replies.send(&progress).await {
+            warn!(error = %err, "progress not sent");
+        }
+    }
+
+    /// One conditional save. A state grown past the item limit is compacted
+    /// (older tool results moved to the artifact store) and saved again, so
+    /// the usual save serializes the turn once.
+    async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
+        match self.store.save(turn).await {
+            Err(StoreError::TooLarge { bytes, .. }) => {
+                info!(bytes, "turn state over the item limit: compacting");
+                offload::compact(self.artifacts.as_ref(), turn).await?;
+                self.store.save(turn).await
+            }
+            other => other,
+        }
+    }
+
+    /// One model call and the tools it asks for, applied to `turn` in memory.
+    async fn step(&self, turn: &mut Turn) -> Result<(), WorkerError> {
+        let channel = turn.thread.channel.clone();
+        let tools = self.tools.advertised(&channel);
+        let system = match &turn.channel_context {
+            Some(where_) => format!("{}\n\n{where_}", self.system_prompt),
+            None => self.system_prompt.clone(),
+        };
+        let request = ModelRequest {
+            system: &system,
+            tools: &tools,
+            messages: &turn.transcript,
+            max_tokens: self.limits.max_output_tokens,
+        };
+        let reply = match self.model.converse(request).await {
+            Ok(reply) => reply,
+            Err(err) if err.is_retryable() || matches!(err, ModelError::Malformed(_)) => {
+                // SQS redelivers; after its maximum receives the message goes
+                // to the dead-letter queue and the user is told.
+                return Err(WorkerError::Model(err));
+            }
+            Err(err) => {
+                warn!(error = %err, "model refused the request: turn failed");
+                turn.settle(FAILURE.to_owned(), TurnStatus::Failed, self.clock.now_unix());
+                return Ok(());
+            }
+        };
+        turn.steps += 1;
+        Span::current().record("step", turn.steps);
+        turn.usage += reply.usage;
+        turn.updated_at = self.clock.now_unix();
+        let calls: Vec<ToolUse> = reply.message.tool_uses().cloned().collect();
+        info!(stop = ?reply.stop_reason, tool_calls = calls.len(), "model step");
+
+        match reply.stop_reason {
+            StopReason::ToolUse if !calls.is_empty() => {
+                self.show_progress(turn, running(&calls)).await;
+                turn.transcript.push(reply.message);
+                let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) = calls
+                    .iter()
+                    .partition(|call| self.tools.effect(&channel, &call.name) == Some(Effect::ChangesThings));
+                let mut results = self.tools.run_all(&now, &channel).await;
+                offload::offload_large(self.artifacts.as_ref(), &turn.id, &mut results)
+                    .await
+                    .map_err(WorkerError::Artifacts)?;
+                if held.is_empty() {
+                    turn.transcript.push(Message {
+                        role: Role::User,
+                        content: results.into_iter().map(Content::ToolResult).collect(),
+                    });
+                } else {
+                    turn.status = TurnStatus::AwaitingApproval;
+                    turn.pending_approval =
+                        Some(PendingApproval { waiting: held.into_iter().cloned().collect(), completed: results });
+                }
+            }
+            StopReason::Refused => turn.settle(REFUSAL.to_owned(), TurnStatus::Answered, turn.updated_at),
+            StopReason::MaxTokens => {
+                let text = reply.message.text();
+                let answer = format!("{text}\n\n_(My answer was cut off at the length limit.)_");
+                turn.settle(answer.trim_start().to_owned(), TurnStatus::Answered, turn.updated_at);
+            }
+            _ => {
+                let text = reply.message.text();
+                turn.transcript.push(reply.message);
+                let answer = if text.trim().is_empty() { "I have nothing to add.".to_owned() } else { text };
+                turn.settle(answer, TurnStatus::Answered, turn.updated_at);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The thread's status line while the first model call runs.
+pub const THINKING: &str = "is thinking…";
+
+/// The status line while a step's tools run.
+fn running(calls: &[ToolUse]) -> String {
+    let mut names: Vec<&str> = calls.iter().map(|call| call.name.as_str()).collect();
+    names.dedup();
+    format!("is running {}…", names.join(", "))
+}
+
+/// Tool results ordered as the model asked for them.
+fn in_call_order(turn: &Turn, mut results: Vec<ToolResult>) -> Vec<Content> {
+    let order: Vec<&str> = turn
+        .transcript
+        .last()
+        .map(|message| message.tool_uses().map(|call| call.id.as_str()).collect())
+        .unwrap_or_default();
+    results.sort_by_key(|result| order.iter().position(|id| *id == result.tool_use_id).unwrap_or(usize::MAX));
+    results.into_iter().map(Content::ToolResult).collect()
+}
+
+/// An honest answer for a turn stopped before the model finished: what
+/// was tried, and the last thing the model said.
+fn partial_answer(turn: &Turn, limit: &str) -> String {
+    let tried: Vec<String> = turn
+        .transcript
+        .iter()
+        .flat_map(|message| message.tool_uses())
+        .map(|call| {
+            let outcome =
+                turn.transcript.iter().flat_map(|message| &message.content).find_map(|content| match content {
+                    Content::ToolResult(result) if result.tool_use_id == call.id => Some(result.status),
+                    _ => None,
+                });
+            let outcome = match outcome {
+                Some(ToolStatus::Success) => "ok",
+                Some(ToolStatus::Error) => "failed",
+                None => "not run",
+            };
+            format!("• `{}` {} ({outcome})", call.name, call.input)
+        })
+        .collect();
+    let last_said = turn
+        .transcript
+        .iter()
+        .rev()
+        .filter(|message| message.role == Role::Assistant)
+        .map(Message::text)
+        .find(|text| !text.trim().is_empty());
+
+    let mut answer = format!("I stopped before finishing: this question reached {limit} ({} steps).", turn.steps);
+    if !tried.is_empty() {
+        answer.push_str("\n\nWhat I tried:\n");
+        answer.push_str(&tried.join("\n"));
+    }
+    if let Some(said) = last_said {
+        answer.push_str("\n\nWhere I got to: ");
+        answer.push_str(&said);
+    }
+    answer
+}

@@ -1,0 +1,676 @@
+//! The turn loop's scenarios with in-memory ports and a scripted model:
+//! every path a turn can take, and the promises around redelivery, time
+//! and concurrent workers.
+
+use assistant_core::delivery::{DeliveryRecord, Settled};
+use assistant_core::messages::{ApprovalButton, ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest};
+use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
+use assistant_core::ports::{DeliveryLog, TurnStore};
+use assistant_core::store::{RecordDeliveries, RecordTurns};
+use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolStatus, ToolUse, Turn, TurnId, TurnStatus, Usage};
+use assistant_core::{FixedClock, ThreadRef, WorkMessage};
+use async_trait::async_trait;
+use serde_json::json;
+use slack::{ChannelId, EventId, TeamId, Ts, UserId};
+use std::collections::VecDeque;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use testkit::memory::{MemoryArtifacts, MemoryQueue, MemorySlack};
+use worker_logic::tools::{ChannelRule, Effect, Tool, ToolPolicy, ToolRegistry};
+use worker_logic::worker::{Deadline, Limits, Outcome, REFUSAL, Worker};
+
+// --- A scripted model -------------------------------------------------------
+
+#[derive(Default)]
+struct ScriptedModel {
+    replies: Mutex<VecDeque<Result<ModelReply, ModelError>>>,
+    /// For each call: the transcript length and the advertised tool names.
+    calls: Mutex<Vec<(usize, Vec<String>)>>,
+    /// The system prompt of each call.
+    systems: Mutex<Vec<String>>,
+}
+
+impl ScriptedModel {
+    fn new(replies: impl IntoIterator<Item = Result<ModelReply, ModelError>>) -> Self {
+        Self { replies: Mutex::new(replies.into_iter().collect()), ..Self::default() }
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.lock().unwrap().len()
+    }
+
+    fn advertised(&self, call: usize) -> Vec<String> {
+        self.calls.lock().unwrap()[call].1.clone()
+    }
+}
+
+#[async_trait]
+impl Model for ScriptedModel {
+    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        let tools = request.tools.iter().map(|t| t.name.clone()).collect();
+        self.calls.lock().unwrap().push((request.messages.len(), tools));
+        self.systems.lock().unwrap().push(request.system.to_owned());
+        self.replies.lock().unwrap().pop_front().expect("the test scripted fewer model replies than were asked for")
+    }
+}
+
+fn usage() -> Usage {
+    Usage { input_tokens: 100, output_tokens: 20, ..Usage::default() }
+}
+
+fn text(answer: &str) -> Result<ModelReply, ModelError> {
+    Ok(ModelReply {
+        message: Message { role: Role::Assistant, content: vec![Content::Text(answer.into())] },
+        stop_reason: StopReason::EndTurn,
+        usage: usage(),
+    })
+}
+
+fn calls(tools: &[(&str, &str, serde_json::Value)]) -> Result<ModelReply, ModelError> {
+    let content = tools
+        .iter()
+        .map(|(id, name, input)| {
+            Content::ToolUse(ToolUse { id: (*id).into(), name: (*name).into(), input: input.clone() })
+        })
+        .collect();
+    Ok(ModelReply {
+        message: Message { role: Role::Assistant, content },
+        stop_reason: StopReason::ToolUse,
+        usage: usage(),
+    })
+}
+
+fn stop(reason: StopReason, said: &str) -> Result<ModelReply, ModelError> {
+    Ok(ModelReply {
+        message: Message { role: Role::Assistant, content: vec![Content::Text(said.into())] },
+        stop_reason: reason,
+        usage: usage(),
+    })
+}
+
+// --- Tools ------------------------------------------------------------------
+
+fn schema() -> serde_json::Value {
+    json!({"type": "object", "properties": {"query": {"type": "string"}}, "additionalProperties": false})
+}
+
+fn spec(name: &str) -> ToolSpec {
+    ToolSpec { name: name.into(), description: format!("{name} (test)"), input_schema: schema() }
+}
+
+/// Tools that count their runs: `search_docs` echoes, `fetch_logs` fails,
+/// `slow_query` outlives its timeout, `restart_service` changes things,
+/// `admin_only` is not allowed in the test channels.
+fn tools(runs: &'static AtomicU32) -> ToolRegistry {
+    let counted = move |output: Result<ToolOutput, String>| {
+        move |input: serde_json::Value| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            let output = output.clone().map(|o| match o {
+                ToolOutput::Text(t) => ToolOutput::Text(format!("{t} {input}")),
+                other => other,
+            });
+            async move { output }
+        }
+    };
+    let slow = move |_: serde_json::Value| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(ToolOutput::Text("never".into()))
+        }
+    };
+    let second = Duration::from_secs(1);
+    let tools = vec![
+        Tool::new(spec("search_docs"), Effect::ReadOnly, second, counted(Ok(ToolOutput::Text("found".into()))))
+            .unwrap(),
+        Tool::new(spec("fetch_logs"), Effect::ReadOnly, second, counted(Err("log service answered 502".into())))
+            .unwrap(),
+        Tool::new(spec("slow_query"), Effect::ReadOnly, second, slow).unwrap(),
+        Tool::new(
+            spec("restart_service"),
+            Effect::ChangesThings,
+            second,
+            counted(Ok(ToolOutput::Text("restarted".into()))),
+        )
+        .unwrap(),
+        Tool::new(spec("admin_only"), Effect::ReadOnly, second, counted(Ok(ToolOutput::Text("secret".into()))))
+            .unwrap(),
+    ];
+    let policy = ToolPolicy::new(vec![ChannelRule {
+        channels: "C*".into(),
+        tools: ["search_docs", "fetch_logs", "slow_query", "restart_service"].map(String::from).to_vec(),
+    }]);
+    ToolRegistry::new(tools, policy).unwrap()
+}
+
+fn counter() -> &'static AtomicU32 {
+    Box::leak(Box::new(AtomicU32::new(0)))
+}
+
+// --- The world ----------------------------------------------------------------
+
+/// Plenty of time, unless told otherwise: `steps` checks pass, then none.
+struct Budget {
+    checks_with_time: AtomicU32,
+}
+
+impl Budget {
+    fn plenty() -> Self {
+        Self { checks_with_time: AtomicU32::new(u32::MAX) }
+    }
+
+    fn steps(n: u32) -> Self {
+        Self { checks_with_time: AtomicU32::new(n) }
+    }
+}
+
+impl Deadline for Budget {
+    fn time_left(&self) -> Duration {
+        let left = self.checks_with_time.load(Ordering::SeqCst);
+        if left == 0 {
+            return Duration::from_secs(5);
+        }
+        self.checks_with_time.store(left - 1, Ordering::SeqCst);
+        Duration::from_secs(600)
+    }
+}
+
+/// The worker on in-memory ports, and those ports, kept to look at.
+struct TestWorker<M = ScriptedModel> {
+    worker: Worker,
+    store: RecordTurns,
+    deliveries: RecordDeliveries,
+    model: Arc<M>,
+    work: Arc<MemoryQueue>,
+    replies: Arc<MemoryQueue<ReplyMessage>>,
+    artifacts: Arc<MemoryArtifacts>,
+}
+
+impl<M> Deref for TestWorker<M> {
+    type Target = Worker;
+
+    fn deref(&self) -> &Worker {
+        &self.worker
+    }
+}
+
+impl<M> DerefMut for TestWorker<M> {
+    fn deref_mut(&mut self) -> &mut Worker {
+        &mut self.worker
+    }
+}
+
+fn build<M: Model + 'static>(
+    model: M,
+    runs: &'static AtomicU32,
+    (store, deliveries): (RecordTurns, RecordDeliveries),
+) -> TestWorker<M> {
+    let model = Arc::new(model);
+    let (work, replies) = (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
+    let artifacts = Arc::new(MemoryArtifacts::default());
+    let worker = Worker {
+        store: Arc::new(store.clone()),
+        deliveries: Arc::new(deliveries.clone()),
+        model: model.clone(),
+        work: work.clone(),
+        replies: replies.clone(),
+        artifacts: artifacts.clone(),
+        slack: Arc::new(MemorySlack),
+        tools: tools(runs),
+        clock: Arc::new(FixedClock::at(1_763_800_010)),
+        system_prompt: "You are the on-call assistant.".into(),
+        limits: Limits::default(),
+    };
+    TestWorker { worker, store, deliveries, model, work, replies, artifacts }
+}
+
+fn worker(model: ScriptedModel, runs: &'static AtomicU32) -> TestWorker {
+    build(model, runs, testkit::memory::stores())
+}
+
+fn thread() -> ThreadRef {
+    ThreadRef { team: TeamId::new("T1"), channel: ChannelId::new("C1"), thread_ts: Ts::new("1763800000.000100") }
+}
+
+fn start() -> WorkMessage {
+    WorkMessage::StartTurn(TurnRequest {
+        event_id: EventId::new("Ev01"),
+        thread: thread(),
+        message_ts: Ts::new("1763800000.000100"),
+        user: UserId::new("U1"),
+        text: "<@UBOT> why is checkout-api failing?".into(),
+        context_channel: None,
+        bot_user: None,
+    })
+}
+
+fn turn_id() -> TurnId {
+    TurnId::new("T1-Ev01")
+}
+
+async fn stored<M>(worker: &TestWorker<M>) -> Turn {
+    worker.store.load(&turn_id()).await.unwrap().expect("turn stored")
+}
+
+fn results(message: &Message) -> Vec<(String, ToolStatus, String)> {
+    message
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            Content::ToolResult(r) => Some((r.tool_use_id.clone(), r.status, format!("{:?}", r.output))),
+            _ => None,
+        })
+        .collect()
+}
+
+fn deliveries<M>(worker: &TestWorker<M>) -> usize {
+    worker.replies.messages().iter().filter(|m| matches!(m, ReplyMessage::Deliver { .. })).count()
+}
+
+/// What the worker asked the responder for, status lines left out.
+fn requests(replies: &MemoryQueue<ReplyMessage>) -> Vec<ReplyMessage> {
+    replies.messages().into_iter().filter(|m| !matches!(m, ReplyMessage::Progress { .. })).collect()
+}
+
+/// The status lines the worker asked for: (step, text).
+fn progress<M>(worker: &TestWorker<M>) -> Vec<(u32, String)> {
+    worker
+        .replies
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::Progress { step, text, .. } => Some((step, text)),
+            _ => None,
+        })
+        .collect()
+}
+
+// --- Scenarios ----------------------------------------------------------------
+
+#[tokio::test]
+async fn a_direct_answer_is_saved_and_delivery_requested() {
+    let runs = counter();
+    let worker = worker(ScriptedModel::new([text("The pool is exhausted.")]), runs);
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 1 });
+    let turn = stored(&worker).await;
+    assert_eq!(turn.answer.as_deref(), Some("The pool is exhausted."));
+    assert_eq!(turn.version, 2, "created, then one save for the step (answer included)");
+    assert_eq!(turn.usage.input_tokens, 100);
+    assert_eq!(deliveries(&worker), 1);
+    assert_eq!(worker.model.advertised(0), ["search_docs", "fetch_logs", "slow_query", "restart_service"]);
+}
+
+#[tokio::test]
+async fn two_tool_rounds_then_an_answer_save_once_per_step() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "pool"}))]),
+        calls(&[("t2", "search_docs", json!({"query": "deploy"}))]),
+        text("Since the 14:02 deploy."),
+    ]);
+    let worker = worker(model, runs);
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 3 });
+    let turn = stored(&worker).await;
+    assert_eq!(turn.version, 1 + 3, "one save per step");
+    // question, call, results, call, results, answer
+    assert_eq!(turn.transcript.len(), 6);
+    assert_eq!(results(&turn.transcript[2])[0].1, ToolStatus::Success);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(turn.usage.output_tokens, 60);
+    assert_eq!(
+        progress(&worker),
+        [
+            (0, "is thinking…".to_owned()),
+            (1, "is running search_docs…".to_owned()),
+            (2, "is running search_docs…".to_owned())
+        ],
+        "a status line at the start and before each step's tools"
+    );
+    assert!(matches!(worker.replies.messages().last(), Some(ReplyMessage::Deliver { .. })), "the answer comes last");
+}
+
+#[tokio::test]
+async fn parallel_calls_error_timeout_unknown_and_disallowed_all_become_results() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[
+            ("a", "search_docs", json!({"query": "pool"})),
+            ("b", "fetch_logs", json!({"query": "checkout"})),
+            ("c", "slow_query", json!({})),
+            ("d", "search_web", json!({"query": "x"})),
+            ("e", "admin_only", json!({})),
+            ("f", "search_docs", json!({"query": 7})),
+        ]),
+        text("Here is what I found."),
+    ]);
+    let worker = worker(model, runs);
+    tokio::time::pause();
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    let turn = stored(&worker).await;
+    let results = results(&turn.transcript[2]);
+    let ids: Vec<_> = results.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c", "d", "e", "f"], "every call answered, in order");
+    assert_eq!(results[0].1, ToolStatus::Success);
+    for (id, status, output) in &results[1..] {
+        assert_eq!(*status, ToolStatus::Error, "{id}: {output}");
+    }
+    assert!(results[1].2.contains("502"));
+    assert!(results[2].2.contains("did not finish within 1 s"));
+    assert!(results[3].2.contains("no tool named"));
+    assert!(results[4].2.contains("not allowed"));
+    assert!(results[5].2.contains("schema"));
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "refused calls never run");
+    assert_eq!(turn.answer.as_deref(), Some("Here is what I found."));
+}
+
+#[tokio::test]
+async fn the_step_limit_ends_with_an_honest_partial_answer() {
+    let runs = counter();
+    let model = ScriptedModel::new(
+        (0..3).map(|i| calls(&[(&*format!("t{i}"), "search_docs", json!({"query": format!("q{i}")}))])),
+    );
+    let mut worker = worker(model, runs);
+    worker.limits.max_steps = 3;
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 3 });
+    assert_eq!(worker.model.calls(), 3);
+    let answer = stored(&worker).await.answer.unwrap();
+    assert!(answer.contains("step limit"), "{answer}");
+    assert!(answer.contains("`search_docs` {\"query\":\"q2\"} (ok)"), "{answer}");
+}
+
+#[tokio::test]
+async fn throttling_fails_the_message_for_redelivery_and_the_retry_picks_up() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "pool"}))]),
+        Err(ModelError::Throttled("slow down".into())),
+        text("Done."),
+    ]);
+    let worker = worker(model, runs);
+    let err = worker.handle(&start(), &Budget::plenty()).await.unwrap_err();
+    assert!(err.is_retryable());
+    assert_eq!(stored(&worker).await.steps, 1, "the first step was saved before the throttle");
+
+    // SQS redelivers the same message: the saved step is not repeated.
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(worker.model.calls(), 3);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the tool ran once");
+}
+
+#[tokio::test]
+async fn a_redelivered_message_for_a_settled_turn_calls_nothing_and_asks_delivery_again() {
+    let runs = counter();
+    let worker = worker(ScriptedModel::new([text("Answer.")]), runs);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let version = stored(&worker).await.version;
+
+    // As if the worker crashed after its save and before SQS's delete.
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 1 });
+    assert_eq!(worker.model.calls(), 1, "no second model call");
+    assert_eq!(stored(&worker).await.version, version, "nothing written");
+    assert_eq!(deliveries(&worker), 2, "delivery asked again; the responder posts once");
+}
+
+#[tokio::test]
+async fn out_of_time_queues_a_continuation_that_resumes_in_a_later_invocation() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "a"}))]),
+        calls(&[("t2", "search_docs", json!({"query": "b"}))]),
+        text("Finished across invocations."),
+    ]);
+    let worker = worker(model, runs);
+
+    // Never enough time for another step: each invocation makes one (the
+    // guaranteed one) and hands the turn on.
+    let outcome = worker.handle(&start(), &Budget::steps(0)).await.unwrap();
+    assert_eq!(outcome, Outcome::Continued { id: turn_id(), after_step: 1 });
+    let mut invocations = 1;
+    while let Some(next) = worker.work.drain().pop() {
+        invocations += 1;
+        worker.handle(&next, &Budget::steps(0)).await.unwrap();
+    }
+    assert_eq!(invocations, 3);
+    let turn = stored(&worker).await;
+    assert_eq!((turn.status, turn.steps), (TurnStatus::Answered, 3));
+    assert_eq!(turn.answer.as_deref(), Some("Finished across invocations."));
+    assert_eq!(worker.model.calls(), 3);
+}
+
+/// A model during whose call another worker saves the same turn.
+struct RacedModel {
+    store: RecordTurns,
+}
+
+#[async_trait]
+impl Model for RacedModel {
+    async fn converse(&self, _: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        let mut other = self.store.load(&turn_id()).await.unwrap().unwrap();
+        other.transcript.push(Message::user_text("from the other worker"));
+        self.store.save(&mut other).await.unwrap();
+        text("mine")
+    }
+}
+
+#[tokio::test]
+async fn with_time_for_two_steps_an_invocation_makes_two() {
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "a"}))]),
+        calls(&[("t2", "search_docs", json!({"query": "b"}))]),
+        text("unused in this invocation"),
+    ]);
+    let worker = worker(model, counter());
+    let outcome = worker.handle(&start(), &Budget::steps(1)).await.unwrap();
+    assert_eq!(outcome, Outcome::Continued { id: turn_id(), after_step: 2 });
+    assert!(matches!(worker.work.messages()[..], [WorkMessage::Continue(ref c)] if c.after_step == 2));
+}
+
+#[tokio::test]
+async fn a_worker_whose_save_conflicts_stops_without_overwriting() {
+    let stores = testkit::memory::stores();
+    let store = stores.0.clone();
+    let worker = build(RacedModel { store: store.clone() }, counter(), stores);
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Superseded { id: turn_id() });
+    let turn = store.load(&turn_id()).await.unwrap().unwrap();
+    assert_eq!(turn.transcript.last().unwrap().text(), "from the other worker", "the winner's state stands");
+    assert_eq!((turn.status, turn.answer), (TurnStatus::Running, None));
+    assert!(requests(&worker.replies).is_empty(), "the loser asks for nothing");
+}
+
+#[tokio::test]
+async fn a_tool_that_changes_things_waits_for_approval_and_runs_once_approved() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[
+            ("r1", "restart_service", json!({"query": "checkout-api"})),
+            ("s1", "search_docs", json!({"query": "x"})),
+        ]),
+        text("Restarted; it is healthy again."),
+    ]);
+    let worker = worker(model, runs);
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: turn_id() });
+    let turn = stored(&worker).await;
+    assert_eq!(turn.status, TurnStatus::AwaitingApproval);
+    let pending = turn.pending_approval.as_ref().unwrap();
+    assert_eq!(pending.waiting[0].id, "r1");
+    assert_eq!(pending.completed[0].tool_use_id, "s1", "the read-only call ran");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(
+        matches!(requests(&worker.replies)[..], [ReplyMessage::ApprovalPrompt { ref tool_use, .. }] if tool_use.id == "r1")
+    );
+
+    let click = ApprovalClick {
+        thread: thread(),
+        message_ts: Ts::new("1763800900.001200"),
+        user: UserId::new("U2"),
+        decision: Decision::Approve,
+        button: ApprovalButton { turn_id: turn_id(), tool_use_id: "r1".into() },
+        action_ts: Ts::new("1763800950.001300"),
+    };
+    let outcome = worker.handle(&WorkMessage::Approval(click.clone()), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    let turn = stored(&worker).await;
+    let ids: Vec<_> = results(&turn.transcript[2]).into_iter().map(|(id, status, _)| (id, status)).collect();
+    assert_eq!(ids, [("r1".to_owned(), ToolStatus::Success), ("s1".to_owned(), ToolStatus::Success)]);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let decided: Vec<_> = worker
+        .replies
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ApprovalDecided { tool_use, decision, user, .. } => Some((tool_use.id, decision, user)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [("r1".to_owned(), Decision::Approve, UserId::new("U2"))],
+        "the prompt is to show who approved"
+    );
+
+    // A second click on the same button changes nothing.
+    let again = worker.handle(&WorkMessage::Approval(click), &Budget::plenty()).await.unwrap();
+    assert_eq!(again, Outcome::Ignored { reason: "not_awaiting_approval" });
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_denied_call_is_an_error_result_and_never_runs() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))]),
+        text("Understood, I won't restart it."),
+    ]);
+    let worker = worker(model, runs);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let click = ApprovalClick {
+        thread: thread(),
+        message_ts: Ts::new("1.1"),
+        user: UserId::new("U2"),
+        decision: Decision::Deny,
+        button: ApprovalButton { turn_id: turn_id(), tool_use_id: "r1".into() },
+        action_ts: Ts::new("1.2"),
+    };
+    worker.handle(&WorkMessage::Approval(click), &Budget::plenty()).await.unwrap();
+    let turn = stored(&worker).await;
+    let (_, status, output) = results(&turn.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("denied"), "{output}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(turn.status, TurnStatus::Answered);
+}
+
+#[tokio::test]
+async fn refusals_cut_answers_and_rejected_requests_settle_honestly() {
+    let runs = counter();
+    let worker = worker(ScriptedModel::new([stop(StopReason::Refused, "blocked")]), runs);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some(REFUSAL));
+
+    let worker = worker_with(ScriptedModel::new([stop(StopReason::MaxTokens, "The cause is")]));
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let answer = stored(&worker).await.answer.unwrap();
+    assert!(answer.starts_with("The cause is") && answer.contains("cut off"), "{answer}");
+
+    let worker = worker_with(ScriptedModel::new([Err(ModelError::Rejected("ValidationException".into()))]));
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Failed, steps: 0 });
+    assert_eq!(deliveries(&worker), 1, "the user is told");
+}
+
+fn worker_with(model: ScriptedModel) -> TestWorker {
+    worker(model, counter())
+}
+
+#[tokio::test]
+async fn a_step_whose_results_outgrow_the_item_is_compacted_and_saved() {
+    // Thirty 15 KB results in one step: each under the inline limit, together
+    // over the store's item limit.
+    let excerpt = "x".repeat(15_000);
+    let bulky = Tool::new(spec("search_logs"), Effect::ReadOnly, Duration::from_secs(1), move |_| {
+        let excerpt = excerpt.clone();
+        async move { Ok(ToolOutput::Text(excerpt)) }
+    })
+    .unwrap();
+    let many: Vec<(String, &str, serde_json::Value)> =
+        (0..30).map(|i| (format!("t{i}"), "search_logs", json!({"query": format!("q{i}")}))).collect();
+    let many: Vec<(&str, &str, serde_json::Value)> =
+        many.iter().map(|(id, n, i)| (id.as_str(), *n, i.clone())).collect();
+    let mut worker = worker(ScriptedModel::new([calls(&many), text("Logs read.")]), counter());
+    worker.tools = ToolRegistry::new(vec![bulky], ToolPolicy::allow_all()).unwrap();
+
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    let turn = stored(&worker).await;
+    let stored_results = turn.transcript[2]
+        .content
+        .iter()
+        .filter(|c| matches!(c, Content::ToolResult(r) if matches!(r.output, ToolOutput::Stored { .. })))
+        .count();
+    assert!(stored_results > 0, "the oldest results moved to the artifact store");
+    assert_eq!(worker.artifacts.keys().len(), stored_results);
+}
+
+#[tokio::test]
+async fn after_the_thread_was_told_the_turn_failed_clicks_and_continuations_do_nothing() {
+    // GIVEN a turn waiting for approval, whose work then ended in a
+    // dead-letter queue: the responder posted an apology and recorded it
+    let runs = counter();
+    let model = ScriptedModel::new([calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))])]);
+    let worker = worker(model, runs);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let mut record = DeliveryRecord {
+        settled: Some(Settled::Apologized { reference: "Ev01".into() }),
+        updated_at: 1_763_800_500,
+        ..DeliveryRecord::default()
+    };
+    worker.deliveries.save(&turn_id(), &mut record).await.unwrap();
+    let before = stored(&worker).await;
+
+    // WHEN the requester approves, and a continuation arrives
+    let click = ApprovalClick {
+        thread: thread(),
+        message_ts: Ts::new("1.1"),
+        user: UserId::new("U1"),
+        decision: Decision::Approve,
+        button: ApprovalButton { turn_id: turn_id(), tool_use_id: "r1".into() },
+        action_ts: Ts::new("1.2"),
+    };
+    let clicked = worker.handle(&WorkMessage::Approval(click), &Budget::plenty()).await.unwrap();
+    let continuation = Continuation { turn_id: turn_id(), thread: thread(), after_step: 1 };
+    let continued = worker.handle(&WorkMessage::Continue(continuation), &Budget::plenty()).await.unwrap();
+
+    // THEN nothing runs, the model is not called again, the turn is as it was
+    assert_eq!(clicked, Outcome::Ignored { reason: "thread_told_failed" });
+    assert_eq!(continued, Outcome::Ignored { reason: "thread_told_failed" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the side effect never ran");
+    assert_eq!(worker.model.calls(), 1);
+    assert_eq!(stored(&worker).await, before);
+}
+
+#[tokio::test]
+async fn the_channel_open_in_the_assistant_panel_reaches_the_system_prompt() {
+    let worker = worker(ScriptedModel::new([text("Here is what #deploys says.")]), counter());
+    let WorkMessage::StartTurn(mut request) = start() else { unreachable!() };
+    request.context_channel = Some(ChannelId::new("C0DEPLOYS"));
+    worker.handle(&WorkMessage::StartTurn(request), &Budget::plenty()).await.unwrap();
+
+    let system = worker.model.systems.lock().unwrap()[0].clone();
+    assert!(system.starts_with("You are the on-call assistant."), "{system}");
+    assert!(system.contains("<#C0DEPLOYS>"), "{system}");
+}
