@@ -26,7 +26,7 @@ cargo build --quiet --profile lambda -p bench
 
 step "local AWS emulator with the stack's resources (the worker reads its configuration at start-up)"
 emulator_for_this_run
-cargo run --quiet -p local -- --provision >"$emulator_logs/stack.env"
+local_runner --provision >"$emulator_logs/stack.env"
 set -a
 # shellcheck disable=SC1091
 source "$emulator_logs/stack.env"

@@ -19,8 +19,8 @@ step "local AWS emulator on 127.0.0.1:$port"
 trap stop_emulator EXIT
 start_emulator "$port" "$cache/emulator.log"
 
-step "the stack's table, queues and bucket (cargo run -p local -- --provision)"
-cargo run --quiet -p local -- --provision >"$cache/emulator.env"
+step "the stack's table, queues and bucket (the local runner's --provision)"
+local_runner --provision >"$cache/emulator.env"
 cat "$cache/emulator.env"
 printf '\nThe environment above is in %s.\nCtrl-C stops the emulator.\n' "$cache/emulator.env"
 wait "$moto_pid"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The README's first command: the local runner (`cargo run -p local --`),
-# building into the same target directory as the test command, so the two
-# share one build. The first build takes a few minutes (the AWS SDK crates);
-# later ones take seconds.
+# The README's first command: the local runner (infra/local), built exactly
+# as the test command builds the binaries (same target directory, same
+# selection), so the two share one build. The first build takes a few
+# minutes (the AWS SDK crates); later ones take seconds.
 #
 #   infra/run.sh "why is checkout-api failing?"
 #   infra/run.sh --config my-assistant.json "is checkout-api healthy?"
@@ -10,4 +10,4 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/tools.sh"
 cd "$root"
-exec cargo run --quiet -p local -- "$@"
+local_runner "$@"

@@ -85,3 +85,11 @@ emulator_for_this_run() {
   trap 'stop_emulator; rm -rf "$emulator_logs"' EXIT
   start_emulator "$(free_port)" "$emulator_logs/moto.log"
 }
+
+# The local runner, built with the same selection as the test command's
+# build of the binaries (`--workspace --bins`), so the two share every
+# artifact instead of compiling the AWS SDK twice for two feature sets.
+local_runner() {
+  cargo build --quiet --workspace --bins
+  "$CARGO_TARGET_DIR/debug/local" "$@"
+}

@@ -1,10 +1,14 @@
 //! The real `worker` binary under the Lambda Runtime Interface Emulator, fed
-//! the SQS event file in `tests/events/` and the scheduled health event, with
+//! the SQS event file in `tests/events/`, the approval sweep and the
+//! scheduled health event, with
 //! its Bedrock client pointed at the fake Converse server through the SDK's
 //! own `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`, and its Slack client at the fake
 //! Web API through `SLACK_API_BASE_URL`.
 
+use adapters_aws::dynamodb::DynamoTimers;
 use assistant_core::messages::ReplyMessage;
+use assistant_core::ports::{ApprovalTimer, ApprovalTimers};
+use assistant_core::{ThreadRef, TurnId, WorkMessage};
 use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
 use tests::fake_slack::{CONVERSATIONS_INFO, CONVERSATIONS_REPLIES, FakeSlack};
 use tests::lambda::{LambdaUnderRie, Launch};
@@ -35,6 +39,33 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
     assert_eq!(fake.requests()[0].model_id, "us.anthropic.claude-sonnet-4-20250514-v1:0");
     let replies = stack.receive_requests().await.unwrap();
     assert!(matches!(replies[..], [ReplyMessage::Deliver { .. }]), "{replies:?}");
+
+    // The approval sweep: a deadline long past, in the table, becomes a
+    // timeout on the work queue, once.
+    let timers = DynamoTimers::new(stack.dynamodb.clone(), &stack.table);
+    let timer = ApprovalTimer {
+        due_at: 1_763_800_000,
+        turn_id: TurnId::new("T061EG9R6-Ev0WAITING1"),
+        thread: ThreadRef {
+            team: slack::TeamId::new("T061EG9R6"),
+            channel: slack::ChannelId::new("C0LAN2Q65"),
+            thread_ts: slack::Ts::new("1763799000.000050"),
+        },
+        tool_use_id: "tooluse_restart".into(),
+    };
+    timers.set(&timer).await.unwrap();
+    let later = ApprovalTimer { due_at: 4_000_000_000, tool_use_id: "tooluse_later".into(), ..timer.clone() };
+    timers.set(&later).await.unwrap();
+    let swept = lambda.invoke(&events::parse(events::WORKER_APPROVAL_SWEEP)).await.unwrap();
+    assert_eq!(swept, serde_json::json!({"swept": 1}), "{}", lambda.logs());
+    let work = stack.receive_work().await.unwrap();
+    assert!(
+        matches!(tests::decode_work(&work[0]), WorkMessage::ApprovalTimeout(ref t) if t.tool_use_id == "tooluse_restart"),
+        "{work:?}"
+    );
+    let again = lambda.invoke(&events::parse(events::WORKER_APPROVAL_SWEEP)).await.unwrap();
+    assert_eq!(again, serde_json::json!({"swept": 0}), "the due deadline is gone; the later one waits");
+    assert_eq!(timers.due(4_000_000_000, 10).await.unwrap(), [later]);
 
     let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
     assert_eq!(health["status"], "ok", "{health}");

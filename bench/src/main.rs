@@ -35,8 +35,10 @@ use ingress_logic::{Intake, Request};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use testkit::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemorySlack};
+use testkit::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemorySlack, MemoryTimers};
 use tests::lambda::{LambdaUnderRie, Launch};
+use worker_logic::approvals::Approvals;
+use worker_logic::config::ApprovalsConfig;
 use worker_logic::tools::{Effect, Tool, ToolPolicy, ToolRegistry};
 use worker_logic::worker::{Deadline, Limits, Outcome, Worker};
 
@@ -195,8 +197,10 @@ async fn worker_overhead() -> Result<()> {
         work: work.clone(),
         replies: replies.clone(),
         artifacts: artifacts.clone(),
-        slack: Arc::new(MemorySlack),
+        slack: Arc::new(MemorySlack::default()),
+        timers: Arc::new(MemoryTimers::default()),
         tools: ToolRegistry::new(vec![search], ToolPolicy::allow_all())?,
+        approvals: Approvals::new(ApprovalsConfig::default()),
         clock: Arc::new(FixedClock::at(NOW)),
         system_prompt: worker_logic::assembly::DEFAULT_SYSTEM_PROMPT.to_owned(),
         limits: Limits { max_steps: STEPS_PER_TURN, ..Limits::default() },

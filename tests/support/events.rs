@@ -21,6 +21,7 @@ pub const RESPONDER_SQS_DEAD_LETTER: &str = include_str!("../events/responder-sq
 /// The queue the dead-letter event file says it came from.
 pub const WORK_DEAD_LETTER_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work-dlq.fifo";
 pub const SCHEDULED_HEALTH_CHECK: &str = include_str!("../events/scheduled-health-check.json");
+pub const WORKER_APPROVAL_SWEEP: &str = include_str!("../events/worker-approval-sweep.json");
 
 const LOCAL_ENV: &str = include_str!("../../infra/env.local.json");
 

@@ -6,7 +6,10 @@
 //! Without a default, it behaves as Slack does for what the bot uses:
 //! `chat.postMessage` adds a message (with its metadata) to the thread,
 //! `chat.update` replaces one, `conversations.replies` returns the thread,
-//! `assistant.threads.setStatus` and `auth.test` answer ok.
+//! `assistant.threads.setStatus` and `auth.test` answer ok,
+//! `chat.postEphemeral` records the note (only to a user in the channel's
+//! fake membership: any user here), and `usergroups.users.list` answers the
+//! groups given with [`FakeSlack::user_group`] (`no_such_subteam` for others).
 
 use crate::local_server::LocalServer;
 use axum::Router;
@@ -58,6 +61,8 @@ struct Shared {
     defaults: Mutex<HashMap<String, Value>>,
     calls: Mutex<Vec<Call>>,
     posted: Mutex<Vec<Posted>>,
+    ephemerals: Mutex<Vec<(String, String)>>,
+    groups: Mutex<HashMap<String, Vec<String>>>,
 }
 
 pub struct FakeSlack {
@@ -95,12 +100,28 @@ impl FakeSlack {
     }
 
     /// Every message the bot posted, in order, as it now stands.
+    /// Gives `usergroups.users.list` a group and its members.
+    pub fn user_group(&self, group: &str, members: &[&str]) {
+        self.shared.add_group(group, members);
+    }
+
+    /// Every ephemeral message: (the one user who saw it, its text).
+    pub fn ephemerals(&self) -> Vec<(String, String)> {
+        self.shared.ephemerals.lock().expect("ephemerals lock").clone()
+    }
+
     pub fn posted(&self) -> Vec<Posted> {
         self.shared.posted.lock().expect("posted lock").clone()
     }
 }
 
 impl Shared {
+    /// A user group and its members, as `usergroups.users.list` answers.
+    fn add_group(&self, group: &str, members: &[&str]) {
+        let members = members.iter().map(|m| m.to_string()).collect();
+        self.groups.lock().expect("groups lock").insert(group.to_owned(), members);
+    }
+
     fn post(&self, form: &HashMap<String, String>) -> Value {
         let mut posted = self.posted.lock().expect("posted lock");
         let ts = format!("1763800200.{:06}", posted.len() + 1);
@@ -154,6 +175,17 @@ impl Shared {
                 serde_json::json!({"ok": true, "messages": messages, "has_more": false})
             }
             "assistant.threads.setStatus" => serde_json::json!({"ok": true}),
+            "chat.postEphemeral" => {
+                if field("user").is_empty() || field("channel").is_empty() {
+                    return serde_json::json!({"ok": false, "error": "invalid_arguments"});
+                }
+                self.ephemerals.lock().expect("ephemerals lock").push((field("user"), field("text")));
+                serde_json::json!({"ok": true, "message_ts": "1763800300.000001"})
+            }
+            "usergroups.users.list" => match self.groups.lock().expect("groups lock").get(&field("usergroup")) {
+                Some(users) => serde_json::json!({"ok": true, "users": users}),
+                None => serde_json::json!({"ok": false, "error": "no_such_subteam"}),
+            },
             "auth.test" => serde_json::json!({"ok": true, "team_id": "T061EG9R6", "user_id": "U0LAN0Z89"}),
             _ => serde_json::json!({"ok": false, "error": "unknown_method"}),
         }

@@ -139,6 +139,21 @@ impl Stack {
         }
     }
 
+    /// Deletes handled messages, as Lambda's event source mapping does after
+    /// a batch without failures (a FIFO group stays locked until then).
+    pub async fn acknowledge(&self, queue_url: &str, messages: &[Message]) -> Result<()> {
+        for message in messages {
+            self.sqs
+                .delete_message()
+                .queue_url(queue_url)
+                .receipt_handle(message.receipt_handle().unwrap_or_default())
+                .send()
+                .await
+                .context("delete")?;
+        }
+        Ok(())
+    }
+
     /// The partition keys of every item in the table, sorted
     /// (`EVENT#…` dedupe records, `THREAD#…` bot threads).
     pub async fn table_keys(&self) -> Result<Vec<String>> {

@@ -6,11 +6,15 @@
 use adapters_aws::dynamodb::{self, DynamoClaims};
 use adapters_aws::sqs::{self, SqsQueue};
 use assistant_core::Clock;
+use assistant_core::WorkMessage;
+use assistant_core::ports::{ClaimOutcome, EventClaim, EventClaims, PortError, WorkQueue};
+use async_trait::async_trait;
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
 use http::{HeaderMap, HeaderValue, header};
 use ingress_logic::{Intake, Reply, Request};
 use lambda_support::UnsupportedEvent;
+use lambda_support::deferred::Deferred;
 use lambda_support::env::{ConfigError, required};
 use lambda_support::health::{self, HealthReport};
 use serde_json::Value;
@@ -36,27 +40,81 @@ impl Config {
     }
 }
 
-pub struct Ingress {
-    intake: Intake,
+/// The AWS side of the ingress: its two clients and the two ports on them.
+pub struct Aws {
     dynamodb: aws_sdk_dynamodb::Client,
     sqs: aws_sdk_sqs::Client,
+    claims: DynamoClaims,
+    queue: SqsQueue,
+}
+
+impl Aws {
+    pub fn new(config: &Config, aws: &aws_config::SdkConfig) -> Self {
+        let dynamodb = aws_sdk_dynamodb::Client::new(aws);
+        let sqs = aws_sdk_sqs::Client::new(aws);
+        let claims = DynamoClaims::new(dynamodb.clone(), &config.turns_table);
+        let queue = SqsQueue::new(sqs.clone(), &config.work_queue_url);
+        Self { dynamodb, sqs, claims, queue }
+    }
+}
+
+/// The claims and the work queue, once the clients are built: what the
+/// ingress logic holds, so that a request which needs no AWS call never
+/// waits for them.
+#[derive(Clone)]
+struct DeferredAws(Arc<Deferred<Aws>>);
+
+#[async_trait]
+impl EventClaims for DeferredAws {
+    async fn claim(&self, claim: &EventClaim, now_unix: i64) -> Result<ClaimOutcome, PortError> {
+        self.0.get().await.claims.claim(claim, now_unix).await
+    }
+
+    async fn release(&self, claim: &EventClaim) -> Result<(), PortError> {
+        self.0.get().await.claims.release(claim).await
+    }
+}
+
+#[async_trait]
+impl WorkQueue for DeferredAws {
+    async fn enqueue(&self, message: &WorkMessage) -> Result<(), PortError> {
+        self.0.get().await.queue.enqueue(message).await
+    }
+}
+
+pub struct Ingress {
+    intake: Intake,
+    aws: DeferredAws,
     config: Config,
 }
 
 impl Ingress {
+    /// The function as Lambda runs it: the AWS configuration is loaded and
+    /// the clients built on their own thread from now on (see
+    /// [`Deferred`]), so the runtime starts at once and a request that needs
+    /// no AWS call never waits for them.
+    pub fn start(config: Config, clock: Arc<dyn Clock>) -> Self {
+        let for_clients = config.clone();
+        let aws = Deferred::spawn(move || async move {
+            let sdk = adapters_aws::config::load(adapters_aws::config::ack_path_timeouts()).await;
+            Aws::new(&for_clients, &sdk)
+        });
+        Self::assemble(config, aws, clock)
+    }
+
+    /// The function on clients built already (tests bring the emulator's).
+    pub fn new(config: Config, aws: &aws_config::SdkConfig, clock: Arc<dyn Clock>) -> Self {
+        let clients = Aws::new(&config, aws);
+        Self::assemble(config, Deferred::ready(clients), clock)
+    }
+
     /// The function's one assembly: the ingress logic on DynamoDB claims and
     /// the SQS work queue (the local runner puts the same logic on its own
     /// ports).
-    pub fn new(config: Config, aws: &aws_config::SdkConfig, clock: Arc<dyn Clock>) -> Self {
-        let dynamodb = aws_sdk_dynamodb::Client::new(aws);
-        let sqs = aws_sdk_sqs::Client::new(aws);
-        let intake = Intake::new(
-            config.signing_secret.clone(),
-            Arc::new(DynamoClaims::new(dynamodb.clone(), &config.turns_table)),
-            Arc::new(SqsQueue::new(sqs.clone(), &config.work_queue_url)),
-            clock,
-        );
-        Self { intake, dynamodb, sqs, config }
+    fn assemble(config: Config, aws: Deferred<Aws>, clock: Arc<dyn Clock>) -> Self {
+        let aws = DeferredAws(Arc::new(aws));
+        let intake = Intake::new(config.signing_secret.clone(), Arc::new(aws.clone()), Arc::new(aws.clone()), clock);
+        Self { intake, aws, config }
     }
 
     /// One invocation: a health check or an HTTP request from Slack.
@@ -80,9 +138,10 @@ impl Ingress {
     /// Checks the table and the queue this function writes to, and nothing
     /// else.
     pub async fn health(&self) -> HealthReport {
+        let aws = self.aws.0.get().await;
         let (table, queue) = tokio::join!(
-            health::check("dynamodb", dynamodb::check_table(&self.dynamodb, &self.config.turns_table)),
-            health::check("sqs", sqs::check_queue(&self.sqs, &self.config.work_queue_url)),
+            health::check("dynamodb", dynamodb::check_table(&aws.dynamodb, &self.config.turns_table)),
+            health::check("sqs", sqs::check_queue(&aws.sqs, &self.config.work_queue_url)),
         );
         HealthReport::new(FUNCTION_NAME, VERSION, vec![table, queue])
     }

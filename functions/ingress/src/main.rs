@@ -13,7 +13,7 @@ use std::sync::Arc;
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
-    let aws = adapters_aws::config::load(adapters_aws::config::ack_path_timeouts()).await;
-    let ingress = Ingress::new(config, &aws, Arc::new(SystemClock));
+    // The AWS clients are built beside the runtime's start, not before it.
+    let ingress = Ingress::start(config, Arc::new(SystemClock));
     run(service_fn(|event: LambdaEvent<Value>| ingress.handle(event.payload))).await
 }

@@ -4,7 +4,7 @@
 //! scheduled health check) to calls and back. The worker itself is built by
 //! `worker_logic::assemble`, as in the local runner.
 
-use adapters_aws::dynamodb::{self, DynamoRecords};
+use adapters_aws::dynamodb::{self, DynamoRecords, DynamoTimers};
 use adapters_aws::sqs::{self, SqsQueue};
 use adapters_bedrock::BedrockModel;
 use adapters_s3::S3Artifacts;
@@ -97,6 +97,13 @@ pub struct WorkerFunction {
     config: Config,
 }
 
+/// The scheduled event that sweeps due approval deadlines
+/// (`template.yaml`, `ApprovalSweep`).
+fn is_approval_sweep(event: &Value) -> bool {
+    event.get("source").and_then(Value::as_str) == Some("slack-assistant")
+        && event.get("detail-type").and_then(Value::as_str) == Some("Approval Sweep")
+}
+
 /// Time left before Lambda's deadline (milliseconds since the epoch).
 struct LambdaDeadline(u64);
 
@@ -125,6 +132,7 @@ impl WorkerFunction {
             replies: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url)),
             artifacts,
             slack: Arc::new(SlackWebReader::new(slack)),
+            timers: Arc::new(DynamoTimers::new(clients.dynamodb.clone(), &config.turns_table)),
             clock: Arc::new(SystemClock),
             http: clients.http.clone(),
         };
@@ -139,11 +147,21 @@ impl WorkerFunction {
         self
     }
 
-    /// One invocation: a health check or a batch from the work queue.
-    /// `deadline_ms` is the invocation's deadline (Unix milliseconds).
+    /// One invocation: a health check, the approval sweep, or a batch from
+    /// the work queue. `deadline_ms` is the invocation's deadline (Unix
+    /// milliseconds).
     pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
         if health::is_scheduled_event(&event) {
             return Ok(serde_json::to_value(self.health().await).expect("health report serializes"));
+        }
+        if is_approval_sweep(&event) {
+            // A failed sweep is logged; the next one, a minute later, finds
+            // the same deadlines.
+            let swept = self.worker.sweep_approvals().await.unwrap_or_else(|err| {
+                tracing::error!(error = %err, "approval sweep failed");
+                0
+            });
+            return Ok(serde_json::json!({ "swept": swept }));
         }
         let batch: SqsEvent =
             serde_json::from_value(event).map_err(|source| UnsupportedEvent { expected: "an SQS batch", source })?;

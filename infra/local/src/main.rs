@@ -98,9 +98,9 @@ async fn main() -> ExitCode {
         }
     };
     match mode {
-        Mode::Ask(question) => ask(&pipeline, &question).await,
         Mode::Serve(port) => serve(pipeline, port).await,
-        Mode::Provision => unreachable!("handled above"),
+        Mode::Ask(question) => ask(&pipeline, &question).await,
+        Mode::Provision => unreachable!("provisioning returned above"),
     }
 }
 
@@ -130,7 +130,8 @@ async fn serve(pipeline: Arc<Pipeline>, port: u16) -> ExitCode {
         let (pipeline, work) = (pipeline.clone(), work.clone());
         tokio::spawn(async move {
             loop {
-                work.notified().await;
+                // New work, or a minute passed (approvals may have expired).
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(60), work.notified()).await;
                 pipeline.process().await;
             }
         })

@@ -23,7 +23,7 @@ use responder_logic::Responder;
 use slack::SigningSecret;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use testkit::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemoryRecords, MemorySlack};
+use testkit::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemoryRecords, MemorySlack, MemoryTimers};
 use testkit::slack_memory::MemoryPoster;
 use worker_logic::config::AssistantConfig;
 use worker_logic::{Deadline, Limits, StartupError, Worker, WorkerPorts};
@@ -175,7 +175,7 @@ impl Pipeline {
                 )
             }
             None => (
-                Arc::new(MemorySlack),
+                Arc::new(MemorySlack::default()),
                 Arc::new(MemoryPoster::echoing()),
                 "the console (prints what would be posted)".to_owned(),
             ),
@@ -208,6 +208,7 @@ impl Pipeline {
             replies: replies.clone(),
             artifacts,
             slack: reader,
+            timers: Arc::new(MemoryTimers::default()),
             clock: Arc::new(SystemClock),
             http,
         };
@@ -245,6 +246,11 @@ impl Pipeline {
     /// responder posted.
     pub async fn process(&self) -> usize {
         let _one_at_a_time = self.processing.lock().await;
+        // As the worker's schedule does in AWS: approvals past their time
+        // become timeouts on the work queue.
+        if let Err(err) = self.worker.sweep_approvals().await {
+            eprintln!("approval sweep failed: {err}");
+        }
         let mut posted = 0;
         loop {
             let mut work = self.incoming.drain();
@@ -260,6 +266,7 @@ impl Pipeline {
                     WorkMessage::StartTurn(_) => "start",
                     WorkMessage::Approval(_) => "approval",
                     WorkMessage::Continue(_) => "continue",
+                    WorkMessage::ApprovalTimeout(_) => "approval timeout",
                 };
                 stage("worker", started.elapsed(), &format!("{what}: {outcome:?}"));
             }
@@ -276,6 +283,8 @@ impl Pipeline {
                     ReplyMessage::ApprovalDecided { tool_use, decision, .. } => {
                         format!("{} {decision:?}d", tool_use.name)
                     }
+                    ReplyMessage::ApprovalExpired { tool_use, .. } => format!("{} expired", tool_use.name),
+                    ReplyMessage::ApprovalRefused { user, .. } => format!("click by {user} refused"),
                 };
                 stage("responder", started.elapsed(), &format!("{what}: {outcome:?}"));
             }

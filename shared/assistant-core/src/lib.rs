@@ -2,8 +2,9 @@
 //! domain can be tested with in-memory ports and run by the local runner
 //! without an AWS account.
 //!
-//! - [`messages`]: the versioned JSON envelopes that travel on the queues,
-//!   and the typed value an approval button carries.
+//! - [`messages`]: the versioned JSON envelopes that travel on the queues.
+//! - [`approval`]: who may approve a call that changes things, and the
+//!   button that names that call exactly.
 //! - [`turn`]: a turn's durable state (written by the worker only).
 //! - [`delivery`]: what the responder showed in a turn's thread (written by
 //!   the responder only), the typed keys and metadata of its messages.
@@ -15,6 +16,7 @@
 //! - [`model`]: the model call, as a port.
 //! - [`clock`]: time, injected so tests pin it.
 
+pub mod approval;
 pub mod clock;
 pub mod delivery;
 pub mod messages;

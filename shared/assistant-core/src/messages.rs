@@ -6,6 +6,8 @@
 //! every version it knows and refuses the rest with a clear error; the
 //! caller sends those to the dead-letter queue instead of retrying them.
 
+pub use crate::approval::ApprovalButton;
+use crate::approval::Approver;
 use crate::turn::{ToolUse, TurnId};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -70,37 +72,6 @@ pub struct ApprovalClick {
     pub action_ts: Ts,
 }
 
-/// What an Approve / Deny button carries in Slack's `value`: the turn and
-/// the tool call it decides. Versioned, because buttons stay in Slack
-/// across deploys: a click on a button an older build posted must still
-/// name its call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApprovalButton {
-    pub turn_id: TurnId,
-    pub tool_use_id: String,
-}
-
-impl ApprovalButton {
-    /// The version this build writes.
-    pub const VERSION: u32 = 1;
-
-    /// The button's `value`: `{"v":1,"turn_id":…,"tool_use_id":…}`.
-    pub fn encode(&self) -> String {
-        encode_envelope_at(Self::VERSION, self)
-    }
-
-    /// A button's `value` back, `None` when it is not one of ours. Reads
-    /// v1, and the unversioned `turn:call` form the first builds posted.
-    pub fn decode(value: &str) -> Option<Self> {
-        if value.starts_with('{') {
-            return decode_envelope_at(Self::VERSION, value).ok();
-        }
-        let (turn, call) = value.split_once(':')?;
-        (!turn.is_empty() && !call.is_empty())
-            .then(|| Self { turn_id: TurnId::new(turn), tool_use_id: call.to_owned() })
-    }
-}
-
 /// The worker ran out of time before the turn was done: the next worker
 /// picks it up from the stored state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,12 +82,23 @@ pub struct Continuation {
     pub after_step: u32,
 }
 
+/// A call waited for approval past its time: found by the worker's sweep
+/// of due approvals, it turns the call into an error result the model can
+/// read, and the turn goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalTimeout {
+    pub turn_id: TurnId,
+    pub thread: ThreadRef,
+    pub tool_use_id: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkMessage {
     StartTurn(TurnRequest),
     Approval(ApprovalClick),
     Continue(Continuation),
+    ApprovalTimeout(ApprovalTimeout),
 }
 
 impl WorkMessage {
@@ -125,6 +107,17 @@ impl WorkMessage {
             WorkMessage::StartTurn(request) => &request.thread,
             WorkMessage::Approval(click) => &click.thread,
             WorkMessage::Continue(continuation) => &continuation.thread,
+            WorkMessage::ApprovalTimeout(timeout) => &timeout.thread,
+        }
+    }
+
+    /// The turn the message is about (a start names the turn it begins).
+    pub fn turn_id(&self) -> TurnId {
+        match self {
+            WorkMessage::StartTurn(request) => TurnId::for_event(&request.thread, &request.event_id),
+            WorkMessage::Approval(click) => click.button.turn_id.clone(),
+            WorkMessage::Continue(continuation) => continuation.turn_id.clone(),
+            WorkMessage::ApprovalTimeout(timeout) => timeout.turn_id.clone(),
         }
     }
 
@@ -139,6 +132,7 @@ impl WorkMessage {
             WorkMessage::Continue(continuation) => {
                 format!("continue:{}:{}", continuation.turn_id, continuation.after_step)
             }
+            WorkMessage::ApprovalTimeout(timeout) => format!("timeout:{}:{}", timeout.turn_id, timeout.tool_use_id),
         }
     }
 
@@ -158,12 +152,44 @@ pub enum ReplyMessage {
     /// The turn is answered (or failed): post its answer, once.
     Deliver { turn_id: TurnId, thread: ThreadRef },
     /// A tool call that changes things waits for Approve / Deny buttons.
-    ApprovalPrompt { turn_id: TurnId, thread: ThreadRef, tool_use: ToolUse },
+    ApprovalPrompt {
+        turn_id: TurnId,
+        thread: ThreadRef,
+        tool_use: ToolUse,
+        /// Who asked (the turn's requester); absent in prompts sent before
+        /// the field existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requester: Option<UserId>,
+        /// Who may approve.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        approvers: Vec<Approver>,
+        /// When the buttons stop working (Unix seconds).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires_at: Option<i64>,
+        /// Deleting or overwriting: the Approve confirmation is red.
+        #[serde(default)]
+        destructive: bool,
+    },
     /// A status line while tools run ("running search_docs…").
     Progress { turn_id: TurnId, thread: ThreadRef, step: u32, text: String },
     /// Someone clicked Approve or Deny: the prompt shows who decided what,
     /// and its buttons go.
     ApprovalDecided { turn_id: TurnId, thread: ThreadRef, tool_use: ToolUse, decision: Decision, user: UserId },
+    /// Nobody decided in time: the prompt says so, and its buttons go.
+    ApprovalExpired { turn_id: TurnId, thread: ThreadRef, tool_use: ToolUse },
+    /// Someone who may not approve clicked: only they are told (an
+    /// ephemeral message) who may.
+    ApprovalRefused {
+        turn_id: TurnId,
+        thread: ThreadRef,
+        /// Who clicked.
+        user: UserId,
+        tool_name: String,
+        requester: UserId,
+        approvers: Vec<Approver>,
+        /// The requester clicked, and this team wants a second person.
+        own_request: bool,
+    },
 }
 
 impl ReplyMessage {
@@ -172,7 +198,20 @@ impl ReplyMessage {
             ReplyMessage::Deliver { thread, .. }
             | ReplyMessage::ApprovalPrompt { thread, .. }
             | ReplyMessage::Progress { thread, .. }
-            | ReplyMessage::ApprovalDecided { thread, .. } => thread,
+            | ReplyMessage::ApprovalDecided { thread, .. }
+            | ReplyMessage::ApprovalExpired { thread, .. }
+            | ReplyMessage::ApprovalRefused { thread, .. } => thread,
+        }
+    }
+
+    pub fn turn_id(&self) -> &TurnId {
+        match self {
+            ReplyMessage::Deliver { turn_id, .. }
+            | ReplyMessage::ApprovalPrompt { turn_id, .. }
+            | ReplyMessage::Progress { turn_id, .. }
+            | ReplyMessage::ApprovalDecided { turn_id, .. }
+            | ReplyMessage::ApprovalExpired { turn_id, .. }
+            | ReplyMessage::ApprovalRefused { turn_id, .. } => turn_id,
         }
     }
 
@@ -183,6 +222,10 @@ impl ReplyMessage {
             ReplyMessage::ApprovalPrompt { turn_id, tool_use, .. } => format!("approval:{turn_id}:{}", tool_use.id),
             ReplyMessage::Progress { turn_id, step, .. } => format!("progress:{turn_id}:{step}"),
             ReplyMessage::ApprovalDecided { turn_id, tool_use, .. } => format!("decided:{turn_id}:{}", tool_use.id),
+            ReplyMessage::ApprovalExpired { turn_id, tool_use, .. } => format!("expired:{turn_id}:{}", tool_use.id),
+            ReplyMessage::ApprovalRefused { turn_id, user, tool_name, .. } => {
+                format!("refused:{turn_id}:{tool_name}:{user}")
+            }
         }
     }
 
@@ -236,7 +279,7 @@ fn encode_envelope<T: Serialize>(message: &T) -> String {
     encode_envelope_at(ENVELOPE_VERSION, message)
 }
 
-fn encode_envelope_at<T: Serialize>(v: u32, message: &T) -> String {
+pub(crate) fn encode_envelope_at<T: Serialize>(v: u32, message: &T) -> String {
     #[derive(Serialize)]
     struct Outgoing<'a, T> {
         v: u32,
@@ -251,7 +294,7 @@ fn decode_envelope<T: DeserializeOwned>(body: &str) -> Result<T, EnvelopeError> 
     decode_envelope_at(ENVELOPE_VERSION, body)
 }
 
-fn decode_envelope_at<T: DeserializeOwned>(version: u32, body: &str) -> Result<T, EnvelopeError> {
+pub(crate) fn decode_envelope_at<T: DeserializeOwned>(version: u32, body: &str) -> Result<T, EnvelopeError> {
     #[derive(Deserialize)]
     struct Version {
         v: u32,
@@ -325,18 +368,6 @@ mod tests {
         assert!(encoded.starts_with(r#"{"v":1,"kind":"deliver""#), "{encoded}");
         assert_eq!(ReplyMessage::decode(&encoded).unwrap(), deliver);
         assert_eq!(deliver.dedupe_id(), "deliver:T1-Ev01");
-    }
-
-    #[test]
-    fn approval_buttons_are_versioned_and_old_ones_still_read() {
-        let button = ApprovalButton { turn_id: TurnId::new("T1-Ev01"), tool_use_id: "tooluse_abc".into() };
-        let value = button.encode();
-        assert_eq!(value, r#"{"v":1,"turn_id":"T1-Ev01","tool_use_id":"tooluse_abc"}"#);
-        assert_eq!(ApprovalButton::decode(&value), Some(button.clone()));
-        assert_eq!(ApprovalButton::decode("T1-Ev01:tooluse_abc"), Some(button), "buttons posted before v1");
-        for hostile in ["", "no-separator", ":x", "x:", r#"{"v":2,"turn_id":"a","tool_use_id":"b"}"#, "{not json"] {
-            assert_eq!(ApprovalButton::decode(hostile), None, "{hostile:?}");
-        }
     }
 
     #[test]

@@ -218,6 +218,10 @@ pub trait SlackReader: Send + Sync {
         bot_user: Option<&UserId>,
         limit: usize,
     ) -> Result<Vec<ThreadMessage>, PortError>;
+
+    /// The members of a user group (`usergroups.users.list`), for approvers
+    /// given as a group.
+    async fn usergroup_members(&self, group: &str) -> Result<Vec<UserId>, PortError>;
 }
 
 /// What the responder does in Slack: post in a thread, replace a message,
@@ -235,8 +239,35 @@ pub trait SlackPoster: Send + Sync {
     /// Sets the thread's status line ("is thinking…"); empty clears it.
     async fn set_status(&self, thread: &ThreadRef, status: &str) -> Result<(), PostError>;
 
+    /// A message in the thread that only `user` sees (`chat.postEphemeral`).
+    async fn post_ephemeral(&self, thread: &ThreadRef, user: &UserId, text: &str) -> Result<(), PostError>;
+
     /// The turn's messages already in the thread: key → `ts`.
     async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<MessageKey, Ts>, PostError>;
+}
+
+/// When a call waiting for approval expires: set when the worker asks,
+/// found by its sweep once due.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ApprovalTimer {
+    /// Unix seconds.
+    pub due_at: i64,
+    pub turn_id: TurnId,
+    pub thread: ThreadRef,
+    pub tool_use_id: String,
+}
+
+/// Approval deadlines, so a call nobody decides on still ends: the worker
+/// sets one per waiting call and sweeps the due ones on a schedule (one
+/// partition of the turns table in AWS, ordered by due time).
+#[async_trait]
+pub trait ApprovalTimers: Send + Sync {
+    async fn set(&self, timer: &ApprovalTimer) -> Result<(), PortError>;
+
+    /// Timers due at `now` or before, earliest first, at most `max`.
+    async fn due(&self, now_unix: i64, max: usize) -> Result<Vec<ApprovalTimer>, PortError>;
+
+    async fn clear(&self, timer: &ApprovalTimer) -> Result<(), PortError>;
 }
 
 /// The reply queue (SQS FIFO in AWS): what the responder shows in Slack.

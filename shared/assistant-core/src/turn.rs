@@ -190,6 +190,24 @@ pub struct PendingApproval {
     pub waiting: Vec<ToolUse>,
     /// Results of the step's other calls, and of decided ones.
     pub completed: Vec<ToolResult>,
+    /// When approval was asked (Unix seconds): unanswered calls expire a
+    /// configured time after it.
+    #[serde(default)]
+    pub asked_at: i64,
+    /// Approved calls, recorded as running before they were made. One still
+    /// here on a later delivery may or may not have run (the process died
+    /// between the call and the save): it is never made again, and the model
+    /// is told its outcome is unknown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running: Vec<ToolUse>,
+}
+
+impl PendingApproval {
+    /// Nothing left to decide or to finish: the step's results can go to
+    /// the model.
+    pub fn is_done(&self) -> bool {
+        self.waiting.is_empty() && self.running.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -362,7 +362,12 @@ mod tests {
         let deny = fixtures::BLOCK_ACTIONS_APPROVE.replace(APPROVE_ACTION_ID, DENY_ACTION_ID);
         assert!(matches!(route_form(&deny), Route::Enqueue(WorkMessage::Approval(c)) if c.decision == Decision::Deny));
 
-        let button = ApprovalButton { turn_id: TurnId::new("T1-Ev1"), tool_use_id: "tooluse_1".into() };
+        let call = assistant_core::turn::ToolUse {
+            id: "tooluse_1".into(),
+            name: "restart".into(),
+            input: serde_json::json!({}),
+        };
+        let button = ApprovalButton::for_call(&TurnId::new("T1-Ev1"), &call);
         let encoded = serde_json::to_string(&button.encode()).unwrap();
         let v1 = fixtures::BLOCK_ACTIONS_APPROVE.replace("\"turn-7f3a:call-1\"", &encoded);
         let Route::Enqueue(WorkMessage::Approval(click)) = route_form(&v1) else { panic!("expected an approval") };

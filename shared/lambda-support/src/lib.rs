@@ -6,8 +6,11 @@
 //!   building the health report DESIGN.md specifies;
 //! - [`sqs_batch`]: handling an SQS batch in FIFO order with partial
 //!   failures (`ReportBatchItemFailures`);
+//! - [`deferred`]: start-up work (AWS clients) built beside the runtime's
+//!   start instead of before it;
 //! - [`UnsupportedEvent`]: the error for an event a function does not take.
 
+pub mod deferred;
 pub mod env;
 pub mod health;
 pub mod sqs_batch;

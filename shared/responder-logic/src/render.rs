@@ -4,6 +4,7 @@
 //! failed. Redaction happens here, before rendering, so what Slack gets
 //! never held a secret and each marker reads cleanly.
 
+use assistant_core::approval::Approver;
 use assistant_core::delivery::{MessageKey, Outgoing};
 use assistant_core::messages::{ApprovalButton, Decision};
 use assistant_core::turn::{ToolUse, TurnId};
@@ -14,8 +15,13 @@ use slack::interaction::{APPROVE_ACTION_ID, DENY_ACTION_ID};
 use slack::mrkdwn;
 use slack::split::{self, Limits, SECTION_SEPARATOR};
 
-/// How much of a tool call's input an approval prompt shows.
-const PROMPT_INPUT_CHARS: usize = 2_500;
+/// Slack's limit on a section's text, counted after escaping.
+const SECTION_CHARS: usize = 3_000;
+/// Slack's limit on a confirmation dialog's text and title.
+const CONFIRM_TEXT_CHARS: usize = 300;
+const CONFIRM_TITLE_CHARS: usize = 100;
+/// Approvers named in a prompt before "and N more".
+const NAMED_APPROVERS: usize = 10;
 
 fn section(text: &str) -> Value {
     json!({"type": "section", "text": {"type": "mrkdwn", "text": text}})
@@ -44,37 +50,170 @@ pub fn approval_key(tool_use: &ToolUse) -> MessageKey {
     MessageKey::Approval { tool_use_id: tool_use.id.clone() }
 }
 
-/// Approve / Deny buttons for a tool call that changes things, with what
-/// it would do (input redacted, shortened when long).
-pub fn approval(turn: &TurnId, tool_use: &ToolUse) -> Outgoing {
+/// What an approval prompt says besides the call itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ask<'a> {
+    /// Who asked; unknown for prompts requested by an older build.
+    pub requester: Option<&'a UserId>,
+    pub approvers: &'a [Approver],
+    /// When the buttons stop working (Unix seconds).
+    pub expires_at: Option<i64>,
+    /// Deletes or overwrites: the confirmation is red.
+    pub destructive: bool,
+}
+
+/// `text` escaped for mrkdwn and cut to at most `max` characters of
+/// escaped text, never inside an entity (`&amp;`); whether it was cut.
+fn fit_escaped(text: &str, max: usize) -> (String, bool) {
+    let mut fitted = String::new();
+    let mut count = 0;
+    for c in text.chars() {
+        let piece = mrkdwn::escape(c.encode_utf8(&mut [0; 4]));
+        let width = piece.chars().count();
+        if count + width > max {
+            return (fitted, true);
+        }
+        fitted.push_str(&piece);
+        count += width;
+    }
+    (fitted, false)
+}
+
+/// Plain text cut to `max` characters, with an ellipsis when cut.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    text.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+}
+
+/// Who may approve, as the prompt names them. Groups are named, never
+/// mentioned: a prompt must not ping a whole group.
+fn who_may_approve(requester: Option<&UserId>, approvers: &[Approver]) -> String {
+    let mut named: Vec<String> = approvers
+        .iter()
+        .take(NAMED_APPROVERS)
+        .map(|approver| match (approver, requester) {
+            (Approver::Requester, Some(requester)) => format!("<@{requester}> (who asked)"),
+            (Approver::Requester, None) => "the person who asked".to_owned(),
+            (Approver::User(user), _) => format!("<@{user}>"),
+            (Approver::Group(group), _) => format!("members of user group `{}`", mrkdwn::escape(group)),
+        })
+        .collect();
+    if approvers.len() > NAMED_APPROVERS {
+        named.push(format!("{} more", approvers.len() - NAMED_APPROVERS));
+    }
+    named.join(", ")
+}
+
+/// The call's input as a short line for the confirmation dialog: its
+/// top-level fields, redacted, each shortened.
+fn key_inputs(input: &Value) -> String {
+    let line = match input {
+        Value::Object(fields) => fields
+            .iter()
+            .map(|(name, value)| {
+                let value = match value {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                format!("{name}: {}", shorten(&value, 60))
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => shorten(&other.to_string(), 120),
+    };
+    Redactor::global().redact(&line).into_owned()
+}
+
+/// Approve / Deny buttons for a tool call that changes things: who asked,
+/// what will run (input redacted, shortened so every block stays under
+/// Slack's limits after escaping, with a note when it was), who may
+/// approve and until when. Approve opens a confirmation dialog naming the
+/// tool and its key inputs (red for destructive tools).
+pub fn approval(turn: &TurnId, tool_use: &ToolUse, ask: &Ask<'_>) -> Outgoing {
+    let name = mrkdwn::escape(&tool_use.name);
+    let headline = match ask.requester {
+        Some(requester) => format!("<@{requester}> asked me to run `{name}`, which changes things."),
+        None => format!("I'd like to run `{name}`, which changes things."),
+    };
     // As text, so secrets assigned to secret-sounding keys are found too.
     let input = serde_json::to_string_pretty(&tool_use.input).expect("JSON values serialize");
-    let mut shown = Redactor::global().redact(&input).into_owned();
-    if shown.chars().count() > PROMPT_INPUT_CHARS {
-        shown = shown.chars().take(PROMPT_INPUT_CHARS).collect::<String>() + "\n…";
+    let input = Redactor::global().redact(&input).into_owned();
+    const FENCES: usize = "```\n\n```".len();
+    const NOTE_ROOM: usize = 80;
+    let (shown, cut) = fit_escaped(&input, SECTION_CHARS - FENCES - NOTE_ROOM);
+    let mut input_block = format!("```\n{shown}\n```");
+    if cut {
+        input_block.push_str(&format!(
+            "\n_(Input shortened for Slack: the first {} of {} characters.)_",
+            shown.chars().count(),
+            input.chars().count()
+        ));
     }
-    let name = mrkdwn::escape(&tool_use.name);
-    let text = format!("I'd like to run `{name}`, which changes things. Approve?");
-    let value = ApprovalButton { turn_id: turn.clone(), tool_use_id: tool_use.id.clone() }.encode();
-    let button = |label: &str, action_id: &str, style: &str| {
-        json!({
-            "type": "button",
-            "text": {"type": "plain_text", "text": label},
-            "action_id": action_id,
-            "value": value,
-            "style": style,
-        })
-    };
+    let mut who = format!("Who may approve: {}.", who_may_approve(ask.requester, ask.approvers));
+    if let Some(expires_at) = ask.expires_at {
+        who.push_str(&format!(" The buttons expire <!date^{expires_at}^{{date_short_pretty}} at {{time}}|soon>."));
+    }
+    // `who` holds only ids (checked when the configuration was read) and at
+    // most NAMED_APPROVERS of them: far under the section limit.
+    let value = ApprovalButton::for_call(turn, tool_use).encode();
+    let (short_name, _) = fit_escaped(&tool_use.name, 80);
+    let prefix = format!("`{short_name}` with ");
+    let (inputs, cut) =
+        fit_escaped(&key_inputs(&tool_use.input), CONFIRM_TEXT_CHARS.saturating_sub(prefix.chars().count() + 1));
+    let confirm_text = format!("{prefix}{inputs}{}", if cut { "…" } else { "" });
+    let confirm = json!({
+        "title": {"type": "plain_text", "text": shorten(&format!("Run {}?", tool_use.name), CONFIRM_TITLE_CHARS)},
+        "text": {"type": "mrkdwn", "text": confirm_text},
+        "confirm": {"type": "plain_text", "text": "Approve"},
+        "deny": {"type": "plain_text", "text": "Cancel"},
+        "style": if ask.destructive { "danger" } else { "primary" },
+    });
+    let mut approve = json!({
+        "type": "button",
+        "text": {"type": "plain_text", "text": "Approve"},
+        "action_id": APPROVE_ACTION_ID,
+        "value": value,
+        "style": "primary",
+    });
+    approve["confirm"] = confirm;
+    let deny = json!({
+        "type": "button",
+        "text": {"type": "plain_text", "text": "Deny"},
+        "action_id": DENY_ACTION_ID,
+        "value": value,
+        "style": "danger",
+    });
     Outgoing {
         key: approval_key(tool_use),
         blocks: vec![
-            section(&format!("{text}\n```\n{}\n```", mrkdwn::escape(&shown))),
-            json!({
-                "type": "actions",
-                "elements": [button("Approve", APPROVE_ACTION_ID, "primary"), button("Deny", DENY_ACTION_ID, "danger")],
-            }),
+            section(&headline),
+            section(&input_block),
+            json!({"type": "context", "elements": [{"type": "mrkdwn", "text": who}]}),
+            json!({"type": "actions", "elements": [approve, deny]}),
         ],
-        text,
+        text: format!("{headline} Approve?"),
+    }
+}
+
+/// The prompt of a call nobody decided on in time: no buttons.
+pub fn approval_expired(tool_use: &ToolUse) -> Outgoing {
+    let text = format!("⌛ Nobody approved running `{}` in time: it did not run.", mrkdwn::escape(&tool_use.name));
+    Outgoing { key: approval_key(tool_use), blocks: vec![section(&text)], text }
+}
+
+/// What someone who may not approve is told, and only they.
+pub fn approval_refused(tool_name: &str, requester: &UserId, approvers: &[Approver], own_request: bool) -> String {
+    let name = mrkdwn::escape(tool_name);
+    let who = who_may_approve(Some(requester), approvers);
+    if own_request {
+        format!(
+            "This team wants a second person to approve: you can't approve your own request to run `{name}`. \
+             Who may approve: {who}. Nothing ran."
+        )
+    } else {
+        format!("Only {who} may approve running `{name}` here. Nothing ran.")
     }
 }
 
@@ -153,16 +292,87 @@ mod tests {
             name: "restart_service".into(),
             input: json!({"service": "checkout-api", "password": password}),
         };
-        let prompt = approval(&TurnId::new("T1-Ev1"), &call);
+        let requester = UserId::new("U0ASKER");
+        let approvers =
+            [Approver::Requester, Approver::User(UserId::new("U0LEAD")), Approver::Group("S0ONCALL".into())];
+        let ask = Ask {
+            requester: Some(&requester),
+            approvers: &approvers,
+            expires_at: Some(1_763_803_600),
+            destructive: false,
+        };
+        let prompt = approval(&TurnId::new("T1-Ev1"), &call, &ask);
         assert_eq!(prompt.key, MessageKey::Approval { tool_use_id: "tooluse_1".into() });
         let json = serde_json::to_string(&prompt.blocks).unwrap();
         assert!(!json.contains(&password), "{json}");
         assert!(json.contains("checkout-api"));
-        let buttons = &prompt.blocks[1]["elements"];
+        assert_eq!(
+            prompt.blocks[0]["text"]["text"],
+            "<@U0ASKER> asked me to run `restart_service`, which changes things."
+        );
+        let who = prompt.blocks[2]["elements"][0]["text"].as_str().unwrap();
+        assert!(
+            who.starts_with("Who may approve: <@U0ASKER> (who asked), <@U0LEAD>, members of user group `S0ONCALL`."),
+            "{who}"
+        );
+        assert!(who.contains("<!date^1763803600^"), "{who}");
+        assert!(!who.contains("subteam"), "a prompt never pings a group: {who}");
+        let buttons = &prompt.blocks[3]["elements"];
         assert_eq!(buttons[0]["action_id"], APPROVE_ACTION_ID);
         assert_eq!(buttons[1]["action_id"], DENY_ACTION_ID);
         let value = ApprovalButton::decode(buttons[0]["value"].as_str().unwrap()).unwrap();
-        assert_eq!((value.turn_id.as_str(), value.tool_use_id.as_str()), ("T1-Ev1", "tooluse_1"));
+        assert!(value.names(&call), "the button names this exact call");
+        let confirm = &buttons[0]["confirm"];
+        assert_eq!(confirm["title"]["text"], "Run restart_service?");
+        assert_eq!(confirm["style"], "primary");
+        let confirm_text = confirm["text"]["text"].as_str().unwrap();
+        assert!(confirm_text.starts_with("`restart_service` with ") && confirm_text.contains("service: checkout-api"));
+        assert!(!confirm_text.contains(&password), "{confirm_text}");
+        let destructive = approval(&TurnId::new("T1-Ev1"), &call, &Ask { destructive: true, ..ask });
+        assert_eq!(destructive.blocks[3]["elements"][0]["confirm"]["style"], "danger");
+    }
+
+    #[test]
+    fn a_huge_input_that_grows_when_escaped_still_fits_every_block() {
+        // `&`, `<` and `>` grow five-, four- and four-fold when escaped.
+        let hostile = "&<>".repeat(4_000);
+        let call = ToolUse {
+            id: "tooluse_2".into(),
+            name: "post_<b>&</b>".repeat(20),
+            input: json!({"body": hostile, "to": "x".repeat(500)}),
+        };
+        let prompt = approval(&TurnId::new("T1-Ev1"), &call, &Ask::default());
+        for block in &prompt.blocks {
+            for text in [&block["text"]["text"], &block["elements"][0]["text"]] {
+                if let Some(text) = text.as_str() {
+                    assert!(text.chars().count() <= SECTION_CHARS, "{} characters", text.chars().count());
+                }
+            }
+        }
+        let input = prompt.blocks[1]["text"]["text"].as_str().unwrap();
+        assert!(input.contains("(Input shortened for Slack: the first "), "{input}");
+        assert!(!input.contains("&am\n") && !input.ends_with('&'), "never cut inside an entity");
+        let confirm = &prompt.blocks[3]["elements"][0]["confirm"];
+        assert!(confirm["text"]["text"].as_str().unwrap().chars().count() <= CONFIRM_TEXT_CHARS);
+        assert!(confirm["title"]["text"].as_str().unwrap().chars().count() <= CONFIRM_TITLE_CHARS);
+        assert!(ApprovalButton::decode(prompt.blocks[3]["elements"][0]["value"].as_str().unwrap()).is_some());
+    }
+
+    #[test]
+    fn an_expired_prompt_and_a_refusal_say_what_happened() {
+        let call = ToolUse { id: "tooluse_1".into(), name: "restart_service".into(), input: json!({}) };
+        let expired = approval_expired(&call);
+        assert_eq!(expired.key, approval_key(&call), "it replaces the prompt");
+        assert_eq!(expired.text, "⌛ Nobody approved running `restart_service` in time: it did not run.");
+        let approvers = [Approver::Requester];
+        let refused = approval_refused("restart_service", &UserId::new("U0ASKER"), &approvers, false);
+        assert_eq!(refused, "Only <@U0ASKER> (who asked) may approve running `restart_service` here. Nothing ran.");
+        let own =
+            approval_refused("restart_service", &UserId::new("U0ASKER"), &[Approver::Group("S0SRE".into())], true);
+        assert!(
+            own.contains("can't approve your own request") && own.contains("members of user group `S0SRE`"),
+            "{own}"
+        );
     }
 
     #[test]

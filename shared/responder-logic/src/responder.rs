@@ -30,6 +30,7 @@ use assistant_core::messages::{ReplyMessage, WorkMessage};
 use assistant_core::ports::{DeliveryLog, SlackPoster, StoreError, TurnStore};
 use assistant_core::turn::{ToolUse, TurnId, TurnStatus};
 use assistant_core::{Clock, Retryable, ThreadRef};
+use slack::UserId;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::{Instrument, error, info, info_span, warn};
@@ -47,8 +48,10 @@ pub enum Outcome {
     Delivered { id: TurnId, posted: usize },
     /// The thread's status line (or the placeholder) shows the progress.
     ProgressShown { id: TurnId },
-    /// The approval prompt now says who decided what.
+    /// The approval prompt now says who decided what (or that nobody did).
     PromptUpdated { id: TurnId },
+    /// One person was told something only they see.
+    ToldPrivately { id: TurnId },
     /// Slack refused; logged, and the delivery record says the turn failed.
     Refused { id: TurnId, code: String },
     /// Nothing to do (a stale or duplicate message, or an unknown turn).
@@ -100,38 +103,67 @@ pub struct Responder {
 impl Responder {
     /// One reply-queue message, inside a `turn` span naming its turn.
     pub async fn handle(&self, message: &ReplyMessage) -> Result<Outcome, ResponderError> {
-        let turn_id = match message {
-            ReplyMessage::Deliver { turn_id, .. }
-            | ReplyMessage::ApprovalPrompt { turn_id, .. }
-            | ReplyMessage::Progress { turn_id, .. }
-            | ReplyMessage::ApprovalDecided { turn_id, .. } => turn_id,
-        };
-        self.handle_in_turn(message).instrument(info_span!("turn", %turn_id)).await
+        self.handle_in_turn(message).instrument(info_span!("turn", turn_id = %message.turn_id())).await
     }
 
     async fn handle_in_turn(&self, message: &ReplyMessage) -> Result<Outcome, ResponderError> {
         match message {
             ReplyMessage::Deliver { turn_id, .. } => self.deliver(turn_id).await,
-            ReplyMessage::ApprovalPrompt { turn_id, thread, tool_use } => self.prompt(turn_id, thread, tool_use).await,
+            ReplyMessage::ApprovalPrompt {
+                turn_id,
+                thread,
+                tool_use,
+                requester,
+                approvers,
+                expires_at,
+                destructive,
+            } => {
+                let ask = render::Ask {
+                    requester: requester.as_ref(),
+                    approvers,
+                    expires_at: *expires_at,
+                    destructive: *destructive,
+                };
+                self.prompt(turn_id, thread, tool_use, &ask).await
+            }
             ReplyMessage::Progress { turn_id, thread, step, text } => self.progress(turn_id, thread, *step, text).await,
             ReplyMessage::ApprovalDecided { turn_id, thread, tool_use, decision, user } => {
                 self.decided(turn_id, thread, &render::approval_decided(tool_use, *decision, user)).await
             }
+            ReplyMessage::ApprovalExpired { turn_id, thread, tool_use } => {
+                self.decided(turn_id, thread, &render::approval_expired(tool_use)).await
+            }
+            ReplyMessage::ApprovalRefused { turn_id, thread, user, tool_name, requester, approvers, own_request } => {
+                let text = render::approval_refused(tool_name, requester, approvers, *own_request);
+                self.tell_privately(turn_id, thread, user, &text).await
+            }
+        }
+    }
+
+    /// An ephemeral note to one person. Repeating one is harmless, so a
+    /// failure that may pass is retried by SQS; a refusal is logged.
+    async fn tell_privately(
+        &self,
+        turn_id: &TurnId,
+        thread: &ThreadRef,
+        user: &UserId,
+        text: &str,
+    ) -> Result<Outcome, ResponderError> {
+        match self.slack.post_ephemeral(thread, user, text).await {
+            Ok(()) => Ok(Outcome::ToldPrivately { id: turn_id.clone() }),
+            Err(PostError::Rejected { code }) => {
+                warn!(code, remedy = remedy(&code), %user, "ephemeral message refused");
+                Ok(Outcome::Skipped { reason: "ephemeral_refused" })
+            }
+            Err(err) => Err(ResponderError::Slack(err)),
         }
     }
 
     /// A message that ended in a dead-letter queue.
     pub async fn handle_dead_letter(&self, letter: &DeadLetter) -> Result<Outcome, ResponderError> {
         let turn = match letter {
-            DeadLetter::Work(WorkMessage::StartTurn(request)) => TurnId::for_event(&request.thread, &request.event_id),
-            DeadLetter::Work(WorkMessage::Continue(continuation)) => continuation.turn_id.clone(),
-            DeadLetter::Work(WorkMessage::Approval(click)) => click.button.turn_id.clone(),
-            DeadLetter::Reply(reply) => match reply {
-                ReplyMessage::Deliver { turn_id, .. }
-                | ReplyMessage::ApprovalPrompt { turn_id, .. }
-                | ReplyMessage::Progress { turn_id, .. }
-                | ReplyMessage::ApprovalDecided { turn_id, .. } => turn_id.clone(),
-            },
+            DeadLetter::Work(work) => work.turn_id(),
+            DeadLetter::Reply(reply) => reply.turn_id().clone(),
         };
         self.dead_letter_in_turn(letter).instrument(info_span!("turn", turn_id = %turn)).await
     }
@@ -149,9 +181,14 @@ impl Responder {
             DeadLetter::Reply(ReplyMessage::Progress { .. }) => {
                 return Ok(Outcome::Skipped { reason: "stale_progress" });
             }
-            DeadLetter::Reply(ReplyMessage::ApprovalDecided { .. }) => {
+            DeadLetter::Reply(
+                ReplyMessage::ApprovalDecided { .. }
+                | ReplyMessage::ApprovalExpired { .. }
+                | ReplyMessage::ApprovalRefused { .. },
+            ) => {
                 return Ok(Outcome::Skipped { reason: "stale_decision" });
             }
+            DeadLetter::Work(WorkMessage::ApprovalTimeout(timeout)) => (timeout.turn_id.clone(), &timeout.thread),
             DeadLetter::Reply(ReplyMessage::Deliver { turn_id, thread })
             | DeadLetter::Reply(ReplyMessage::ApprovalPrompt { turn_id, thread, .. }) => (turn_id.clone(), thread),
         };
@@ -191,8 +228,9 @@ impl Responder {
         turn_id: &TurnId,
         thread: &ThreadRef,
         tool_use: &ToolUse,
+        ask: &render::Ask<'_>,
     ) -> Result<Outcome, ResponderError> {
-        let message = render::approval(turn_id, tool_use);
+        let message = render::approval(turn_id, tool_use, ask);
         let mut record = self.deliveries.load(turn_id).await?;
         match self.post_all(thread, turn_id, std::slice::from_ref(&message), &mut record).await {
             Ok(posted) => Ok(Outcome::Delivered { id: turn_id.clone(), posted }),

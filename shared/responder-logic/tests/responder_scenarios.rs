@@ -2,6 +2,7 @@
 //! and lost responses, Slack's refusals and rate limits, progress, approval
 //! prompts and dead letters.
 
+use assistant_core::approval::Approver;
 use assistant_core::delivery::{DeliveryRecord, MessageKey, PostError, Settled};
 use assistant_core::messages::{ApprovalButton, ReplyMessage, WorkMessage};
 use assistant_core::ports::{DeliveryLog, StoreError, TurnStore};
@@ -291,21 +292,25 @@ async fn progress_that_slack_cannot_take_is_dropped_not_retried() {
 async fn an_approval_prompt_is_posted_once_with_its_buttons() {
     let responder = responder();
     let turn = stored(&responder, TurnStatus::AwaitingApproval, None).await;
+    let call = ToolUse { id: "tooluse_9".into(), name: "restart_service".into(), input: json!({"name": "api"}) };
     let prompt = ReplyMessage::ApprovalPrompt {
         turn_id: turn.id.clone(),
         thread: turn.thread.clone(),
-        tool_use: ToolUse { id: "tooluse_9".into(), name: "restart_service".into(), input: json!({"name": "api"}) },
+        tool_use: call.clone(),
+        requester: Some(turn.user.clone()),
+        approvers: vec![Approver::Requester],
+        expires_at: Some(1_763_803_600),
+        destructive: false,
     };
     responder.handle(&prompt).await.unwrap();
     responder.handle(&prompt).await.unwrap();
     let posted = responder.slack.messages();
     assert_eq!(posted.len(), 1);
     assert_eq!(posted[0].message.key, MessageKey::Approval { tool_use_id: "tooluse_9".into() });
-    let value = posted[0].message.blocks[1]["elements"][0]["value"].as_str().unwrap();
-    assert_eq!(
-        ApprovalButton::decode(value),
-        Some(ApprovalButton { turn_id: turn.id.clone(), tool_use_id: "tooluse_9".into() })
-    );
+    let actions = posted[0].message.blocks.iter().find(|block| block["type"] == "actions").unwrap();
+    let value = actions["elements"][0]["value"].as_str().unwrap();
+    assert_eq!(ApprovalButton::decode(value), Some(ApprovalButton::for_call(&turn.id, &call)));
+    assert!(posted[0].message.text.starts_with(&format!("<@{}> asked me to run `restart_service`", turn.user)));
 
     // Someone approves: the prompt says so and loses its buttons.
     let ReplyMessage::ApprovalPrompt { tool_use, .. } = prompt else { unreachable!() };
@@ -320,6 +325,48 @@ async fn an_approval_prompt_is_posted_once_with_its_buttons() {
     assert_eq!(texts(&responder), ["✅ <@U2> approved running `restart_service`."]);
     assert_eq!(responder.slack.messages()[0].message.blocks.len(), 1, "no actions block");
     assert_eq!(responder.slack.calls(POST), 1, "updated in place");
+}
+
+#[tokio::test]
+async fn an_expired_prompt_loses_its_buttons_and_a_refused_clicker_alone_is_told_who_may_approve() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::AwaitingApproval, None).await;
+    let call = ToolUse { id: "tooluse_9".into(), name: "restart_service".into(), input: json!({}) };
+    let prompt = ReplyMessage::ApprovalPrompt {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        tool_use: call.clone(),
+        requester: Some(turn.user.clone()),
+        approvers: vec![Approver::Requester],
+        expires_at: None,
+        destructive: true,
+    };
+    responder.handle(&prompt).await.unwrap();
+
+    let refused = ReplyMessage::ApprovalRefused {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        user: slack::UserId::new("U0BYSTANDER"),
+        tool_name: call.name.clone(),
+        requester: turn.user.clone(),
+        approvers: vec![Approver::Requester],
+        own_request: false,
+    };
+    assert_eq!(responder.handle(&refused).await.unwrap(), Outcome::ToldPrivately { id: turn.id.clone() });
+    let told = responder.slack.ephemerals();
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0].0.as_str(), "U0BYSTANDER");
+    assert_eq!(
+        told[0].1,
+        format!("Only <@{}> (who asked) may approve running `restart_service` here. Nothing ran.", turn.user)
+    );
+    assert_eq!(responder.slack.messages().len(), 1, "nothing posted for everyone");
+
+    let expired =
+        ReplyMessage::ApprovalExpired { turn_id: turn.id.clone(), thread: turn.thread.clone(), tool_use: call };
+    assert_eq!(responder.handle(&expired).await.unwrap(), Outcome::PromptUpdated { id: turn.id.clone() });
+    assert_eq!(texts(&responder), ["⌛ Nobody approved running `restart_service` in time: it did not run."]);
+    assert!(responder.slack.messages()[0].message.blocks.iter().all(|block| block["type"] != "actions"));
 }
 
 fn dead_start(thread: &ThreadRef) -> DeadLetter {

@@ -6,14 +6,15 @@
 use assistant_core::ThreadRef;
 use assistant_core::messages::{ReplyMessage, WorkMessage};
 use assistant_core::ports::{
-    ArtifactStore, BOT_THREAD_TTL_SECS, ChannelInfo, ClaimOutcome, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims,
-    PortError, Put, RecordKey, ReplyQueue, SlackReader, StoredRecord, ThreadMessage, ThreadRule, VersionedRecords,
-    WorkQueue,
+    ApprovalTimer, ApprovalTimers, ArtifactStore, BOT_THREAD_TTL_SECS, ChannelInfo, ClaimOutcome, EVENT_CLAIM_TTL_SECS,
+    EventClaim, EventClaims, PortError, Put, RecordKey, ReplyQueue, SlackReader, StoredRecord, ThreadMessage,
+    ThreadRule, VersionedRecords, WorkQueue,
 };
 use assistant_core::store::{RecordDeliveries, RecordTurns};
 use async_trait::async_trait;
+use slack::UserId;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Default)]
@@ -114,9 +115,27 @@ impl ReplyQueue for MemoryQueue<ReplyMessage> {
     }
 }
 
-/// Slack as a direct message with no earlier messages.
+/// Slack as a direct message with no earlier messages, and the user groups
+/// it is given.
 #[derive(Debug, Default)]
-pub struct MemorySlack;
+pub struct MemorySlack {
+    groups: Mutex<HashMap<String, Vec<UserId>>>,
+    group_reads: AtomicUsize,
+}
+
+impl MemorySlack {
+    /// A user group and its members.
+    pub fn with_group(self, group: &str, members: &[&str]) -> Self {
+        let members = members.iter().map(|user| UserId::new(*user)).collect();
+        self.groups.lock().expect("groups lock").insert(group.to_owned(), members);
+        self
+    }
+
+    /// How many times a group's members were read.
+    pub fn group_reads(&self) -> usize {
+        self.group_reads.load(Ordering::SeqCst)
+    }
+}
 
 #[async_trait]
 impl SlackReader for MemorySlack {
@@ -131,6 +150,48 @@ impl SlackReader for MemorySlack {
         _limit: usize,
     ) -> Result<Vec<ThreadMessage>, PortError> {
         Ok(Vec::new())
+    }
+
+    async fn usergroup_members(&self, group: &str) -> Result<Vec<UserId>, PortError> {
+        self.group_reads.fetch_add(1, Ordering::SeqCst);
+        let groups = self.groups.lock().expect("groups lock");
+        // Slack answers `no_such_subteam` for a group it does not know.
+        groups.get(group).cloned().ok_or_else(|| PortError::new("Slack usergroups.users.list", "no_such_subteam"))
+    }
+}
+
+/// Approval timers in a map ordered by due time, as the DynamoDB adapter
+/// orders them by sort key.
+#[derive(Debug, Default)]
+pub struct MemoryTimers {
+    timers: Mutex<std::collections::BTreeMap<(i64, String, String), ApprovalTimer>>,
+}
+
+impl MemoryTimers {
+    pub fn all(&self) -> Vec<ApprovalTimer> {
+        self.timers.lock().expect("timers lock").values().cloned().collect()
+    }
+}
+
+fn timer_key(timer: &ApprovalTimer) -> (i64, String, String) {
+    (timer.due_at, timer.turn_id.to_string(), timer.tool_use_id.clone())
+}
+
+#[async_trait]
+impl ApprovalTimers for MemoryTimers {
+    async fn set(&self, timer: &ApprovalTimer) -> Result<(), PortError> {
+        self.timers.lock().expect("timers lock").insert(timer_key(timer), timer.clone());
+        Ok(())
+    }
+
+    async fn due(&self, now_unix: i64, max: usize) -> Result<Vec<ApprovalTimer>, PortError> {
+        let timers = self.timers.lock().expect("timers lock");
+        Ok(timers.values().take_while(|timer| timer.due_at <= now_unix).take(max).cloned().collect())
+    }
+
+    async fn clear(&self, timer: &ApprovalTimer) -> Result<(), PortError> {
+        self.timers.lock().expect("timers lock").remove(&timer_key(timer));
+        Ok(())
     }
 }
 
@@ -201,6 +262,26 @@ impl VersionedRecords for MemoryRecords {
 pub fn stores() -> (RecordTurns, RecordDeliveries) {
     let records: Arc<dyn VersionedRecords> = Arc::new(MemoryRecords::default());
     (RecordTurns::new(records.clone()), RecordDeliveries::new(records))
+}
+
+/// A clock a test moves by hand.
+#[derive(Debug)]
+pub struct ManualClock(std::sync::atomic::AtomicI64);
+
+impl ManualClock {
+    pub fn at(unix: i64) -> Self {
+        Self(std::sync::atomic::AtomicI64::new(unix))
+    }
+
+    pub fn set(&self, unix: i64) {
+        self.0.store(unix, Ordering::SeqCst);
+    }
+}
+
+impl assistant_core::Clock for ManualClock {
+    fn now_unix(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 #[cfg(test)]

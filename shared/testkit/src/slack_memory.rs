@@ -8,7 +8,7 @@ use assistant_core::delivery::{MessageKey, Outgoing, PostError};
 use assistant_core::ports::SlackPoster;
 use assistant_core::turn::TurnId;
 use async_trait::async_trait;
-use slack::Ts;
+use slack::{Ts, UserId};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
 
@@ -36,6 +36,7 @@ pub struct MemoryPoster {
     calls: Mutex<Vec<&'static str>>,
     scripts: Mutex<HashMap<&'static str, VecDeque<Scripted>>>,
     statuses: Mutex<Vec<(ThreadRef, String)>>,
+    ephemerals: Mutex<Vec<(ThreadRef, UserId, String)>>,
     /// Also print each message, as the local runner shows Slack.
     echo: bool,
 }
@@ -44,6 +45,7 @@ pub const POST: &str = "chat.postMessage";
 pub const UPDATE: &str = "chat.update";
 pub const SET_STATUS: &str = "assistant.threads.setStatus";
 pub const REPLIES: &str = "conversations.replies";
+pub const EPHEMERAL: &str = "chat.postEphemeral";
 
 impl MemoryPoster {
     /// A poster that prints what it posts to standard output.
@@ -69,6 +71,16 @@ impl MemoryPoster {
     /// Every status line set, in order (empty: cleared).
     pub fn statuses(&self) -> Vec<String> {
         self.statuses.lock().expect("statuses lock").iter().map(|(_, status)| status.clone()).collect()
+    }
+
+    /// Every ephemeral message: (who saw it, what it said).
+    pub fn ephemerals(&self) -> Vec<(UserId, String)> {
+        self.ephemerals
+            .lock()
+            .expect("ephemerals lock")
+            .iter()
+            .map(|(_, user, text)| (user.clone(), text.clone()))
+            .collect()
     }
 
     /// Records the call; the scripted outcome, if any.
@@ -128,6 +140,17 @@ impl SlackPoster for MemoryPoster {
             println!("── Slack status in {}: {status}", thread.channel);
         }
         self.statuses.lock().expect("statuses lock").push((thread.clone(), status.to_owned()));
+        Ok(())
+    }
+
+    async fn post_ephemeral(&self, thread: &ThreadRef, user: &UserId, text: &str) -> Result<(), PostError> {
+        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(EPHEMERAL) {
+            return Err(err);
+        }
+        if self.echo {
+            println!("── Slack ephemeral to {user} in {}: {text}", thread.channel);
+        }
+        self.ephemerals.lock().expect("ephemerals lock").push((thread.clone(), user.clone(), text.to_owned()));
         Ok(())
     }
 

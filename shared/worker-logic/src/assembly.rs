@@ -3,13 +3,16 @@
 //! runner is the same bot: the same assistant configuration, system prompt,
 //! tools and policy, whatever is behind the ports.
 
+use crate::approvals::Approvals;
 use crate::config::AssistantConfig;
 use crate::tools::{ToolDefinitionError, ToolRegistry};
 use crate::worker::{Limits, Worker};
 use crate::{builtin_tools, docs_tools, http_tools};
 use assistant_core::Clock;
 use assistant_core::model::Model;
-use assistant_core::ports::{ArtifactStore, DeliveryLog, PortError, ReplyQueue, SlackReader, TurnStore, WorkQueue};
+use assistant_core::ports::{
+    ApprovalTimers, ArtifactStore, DeliveryLog, PortError, ReplyQueue, SlackReader, TurnStore, WorkQueue,
+};
 use std::sync::Arc;
 use tracing::info;
 
@@ -26,6 +29,7 @@ pub struct WorkerPorts {
     /// Large tool results, the system prompt and the docs.
     pub artifacts: Arc<dyn ArtifactStore>,
     pub slack: Arc<dyn SlackReader>,
+    pub timers: Arc<dyn ApprovalTimers>,
     pub clock: Arc<dyn Clock>,
     /// The process's HTTP client, shared by the HTTP tools.
     pub http: reqwest::Client,
@@ -109,7 +113,9 @@ pub async fn assemble(
         replies: ports.replies,
         artifacts: ports.artifacts,
         slack: ports.slack,
+        timers: ports.timers,
         tools,
+        approvals: Approvals::new(assistant.approvals.clone()),
         clock: ports.clock,
         system_prompt,
         limits,

@@ -11,7 +11,8 @@
 //!     { "channels": "C0INCIDENTS*", "tools": ["*"] },
 //!     { "channels": "*", "tools": ["current_time", "*_docs", "read_doc"] }
 //!   ],
-//!   "http_tools": [ … see [`crate::http_tools`] … ]
+//!   "http_tools": [ … see [`crate::http_tools`] … ],
+//!   "approvals": { "approvers": ["requester"], "expires_after_secs": 3600, "allow_self_approval": true }
 //! }
 //! ```
 //!
@@ -20,6 +21,7 @@
 
 use crate::http_tools::HttpToolConfig;
 use crate::tools::{ChannelRule, ToolPolicy};
+use assistant_core::approval::Approver;
 use serde::Deserialize;
 
 pub const DEFAULT_CONFIG_KEY: &str = "config/assistant.json";
@@ -39,6 +41,65 @@ pub struct AssistantConfig {
     /// HTTP API tools: a team's APIs, declared without code.
     #[serde(default)]
     pub http_tools: Vec<HttpToolConfig>,
+    /// Who may approve calls that change things, and for how long.
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
+}
+
+/// Approvals of tool calls that change things.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawApprovals")]
+pub struct ApprovalsConfig {
+    /// Who may approve (a tool may name its own): `"requester"` (who asked),
+    /// Slack user ids, user group ids. Default: the requester.
+    pub approvers: Vec<Approver>,
+    /// Unanswered calls expire after this (seconds): the model is told they
+    /// were not approved in time. Default one hour.
+    pub expires_after_secs: u64,
+    /// `false`: "four eyes", the requester may not approve their own request.
+    pub allow_self_approval: bool,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        Self { approvers: Approver::requester_only(), expires_after_secs: 3_600, allow_self_approval: true }
+    }
+}
+
+/// Expiry outside this range is a mistake: shorter than a person needs to
+/// read a prompt, or longer than a turn is worth keeping open.
+const EXPIRY_RANGE_SECS: std::ops::RangeInclusive<u64> = 60..=7 * 24 * 3600;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawApprovals {
+    approvers: Option<Vec<Approver>>,
+    expires_after_secs: Option<u64>,
+    allow_self_approval: Option<bool>,
+}
+
+impl TryFrom<RawApprovals> for ApprovalsConfig {
+    type Error = String;
+
+    fn try_from(raw: RawApprovals) -> Result<Self, String> {
+        let defaults = Self::default();
+        let config = Self {
+            approvers: raw.approvers.unwrap_or(defaults.approvers),
+            expires_after_secs: raw.expires_after_secs.unwrap_or(defaults.expires_after_secs),
+            allow_self_approval: raw.allow_self_approval.unwrap_or(defaults.allow_self_approval),
+        };
+        if config.approvers.is_empty() {
+            return Err("approvals.approvers is empty: nobody could approve anything".into());
+        }
+        if !EXPIRY_RANGE_SECS.contains(&config.expires_after_secs) {
+            return Err(format!(
+                "approvals.expires_after_secs must be from {} to {} seconds",
+                EXPIRY_RANGE_SECS.start(),
+                EXPIRY_RANGE_SECS.end()
+            ));
+        }
+        Ok(config)
+    }
 }
 
 fn default_docs_prefix() -> String {
@@ -47,7 +108,13 @@ fn default_docs_prefix() -> String {
 
 impl Default for AssistantConfig {
     fn default() -> Self {
-        Self { system_prompt_key: None, docs_prefix: default_docs_prefix(), tool_policy: None, http_tools: Vec::new() }
+        Self {
+            system_prompt_key: None,
+            docs_prefix: default_docs_prefix(),
+            tool_policy: None,
+            http_tools: Vec::new(),
+            approvals: ApprovalsConfig::default(),
+        }
     }
 }
 
@@ -86,5 +153,26 @@ mod tests {
             AssistantConfig::parse(br#"{"tool_polcy": []}"#).is_err(),
             "a misspelt field is an error, not a default"
         );
+    }
+
+    #[test]
+    fn approvals_default_to_the_requester_for_an_hour_and_bad_ones_are_refused() {
+        assert_eq!(AssistantConfig::parse(b"{}").unwrap().approvals, ApprovalsConfig::default());
+        let config = AssistantConfig::parse(
+            br#"{"approvals": {"approvers": ["requester", "U061F7AUR", "S0614TZR7"], "allow_self_approval": false}}"#,
+        )
+        .unwrap();
+        assert_eq!(config.approvals.approvers.len(), 3);
+        assert_eq!((config.approvals.expires_after_secs, config.approvals.allow_self_approval), (3_600, false));
+        for bad in [
+            r#"{"approvals": {"approvers": []}}"#,
+            r#"{"approvals": {"approvers": ["everyone"]}}"#,
+            r#"{"approvals": {"approvers": ["<!channel>"]}}"#,
+            r#"{"approvals": {"expires_after_secs": 0}}"#,
+            r#"{"approvals": {"expires_after_secs": 99999999}}"#,
+            r#"{"approvals": {"aprovers": ["requester"]}}"#,
+        ] {
+            assert!(AssistantConfig::parse(bad.as_bytes()).is_err(), "{bad}");
+        }
     }
 }

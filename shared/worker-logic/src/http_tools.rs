@@ -22,10 +22,14 @@
 //! Header values may name environment variables (`${env:NAME}`), resolved
 //! once at start-up; in AWS those variables come from Secrets Manager
 //! through the template. `GET` and `HEAD` tools only read; any other method
-//! changes things and waits for a human's approval. For those, the input
-//! object is sent as the JSON body.
+//! changes things and waits for a human's approval (`requires_approval`
+//! overrides either way; `approvers` says who, instead of the default). For
+//! those, the input object is sent as the JSON body, and an approved call
+//! carries `Idempotency-Key: {turn_id}:{tool_use_id}`, the same on every
+//! attempt.
 
-use crate::tools::{Effect, Tool, ToolDefinitionError};
+use crate::tools::{CallContext, Effect, RunTool, Tool, ToolDefinitionError, ToolFuture};
+use assistant_core::approval::Approver;
 use assistant_core::model::ToolSpec;
 use assistant_core::turn::ToolOutput;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
@@ -61,6 +65,14 @@ pub struct HttpToolConfig {
     pub max_response_bytes: Option<usize>,
     #[serde(default)]
     pub timeout_secs: Option<u64>,
+    /// Whether a call waits for a human's Approve. Default: `GET` and
+    /// `HEAD` do not, every other method does.
+    #[serde(default)]
+    pub requires_approval: Option<bool>,
+    /// Who may approve this tool's calls; default: the configuration's
+    /// `approvals.approvers`.
+    #[serde(default)]
+    pub approvers: Option<Vec<Approver>>,
 }
 
 fn default_method() -> String {
@@ -120,11 +132,12 @@ fn http_tool(
         value.set_sensitive(true);
         headers.push((name, value));
     }
-    let effect = if matches!(method, reqwest::Method::GET | reqwest::Method::HEAD) {
-        Effect::ReadOnly
-    } else {
-        Effect::ChangesThings
-    };
+    let reads_only = matches!(method, reqwest::Method::GET | reqwest::Method::HEAD);
+    let effect = if config.requires_approval.unwrap_or(!reads_only) { Effect::ChangesThings } else { Effect::ReadOnly };
+    if config.approvers.as_ref().is_some_and(Vec::is_empty) {
+        return Err(invalid("approvers is empty: nobody could approve its calls".into()));
+    }
+    let destructive = method == reqwest::Method::DELETE;
     let endpoint = Arc::new(Endpoint {
         method,
         url: config.url.clone(),
@@ -139,10 +152,20 @@ fn http_tool(
         input_schema: config.input_schema.clone(),
     };
     let timeout = Duration::from_secs(config.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS));
-    Ok(Tool::new(spec, effect, timeout, move |input: Value| {
-        let (endpoint, http) = (endpoint.clone(), http.clone());
-        async move { endpoint.call(&http, &input).await }
-    })?)
+    let tool = Tool::new(spec, effect, timeout, HttpTool { endpoint, http })?;
+    Ok(tool.with_approvers(config.approvers.clone()).destructive(destructive))
+}
+
+/// A declared tool, ready to call.
+struct HttpTool {
+    endpoint: Arc<Endpoint>,
+    http: reqwest::Client,
+}
+
+impl RunTool for HttpTool {
+    fn run(&self, input: Value, context: CallContext) -> ToolFuture<'_> {
+        Box::pin(async move { self.endpoint.call(&self.http, &input, context.idempotency_key.as_deref()).await })
+    }
 }
 
 /// `Bearer ${env:TOKEN}` with the variable's value; the name when missing.
@@ -183,7 +206,12 @@ fn fill(template: &str, input: &Value) -> Result<String, String> {
 }
 
 impl Endpoint {
-    async fn call(&self, http: &reqwest::Client, input: &Value) -> Result<ToolOutput, String> {
+    async fn call(
+        &self,
+        http: &reqwest::Client,
+        input: &Value,
+        idempotency_key: Option<&str>,
+    ) -> Result<ToolOutput, String> {
         let mut url = Url::parse(&fill(&self.url, input)?).map_err(|err| format!("the URL does not parse: {err}"))?;
         if url.origin() != self.origin {
             return Err("the input would change the tool's host; refused".into());
@@ -200,6 +228,9 @@ impl Endpoint {
         }
         if !matches!(self.method, reqwest::Method::GET | reqwest::Method::HEAD) {
             request = request.json(input);
+        }
+        if let Some(key) = idempotency_key {
+            request = request.header("idempotency-key", key);
         }
         let mut response = request.send().await.map_err(|err| format!("the request failed: {err}"))?;
         let status = response.status();

@@ -1,7 +1,8 @@
 //! The worker function's logic: the durable tool loop and its tools.
 //!
 //! - [`worker`]: the step loop that drives a turn to its answer, one saved
-//!   step at a time; approvals; continuations.
+//!   step at a time; approvals; continuations. [`approvals`]: who may
+//!   decide on a call that changes things.
 //! - [`assembly`]: building the worker from its ports and the assistant
 //!   configuration; `functions/worker` and the local runner both call it.
 //! - [`config`]: the assistant configuration (S3 JSON, or the runner's
@@ -14,6 +15,7 @@
 //! - [`context`]: what a turn opens with (the thread so far, the channel).
 //! - [`offload`]: keeping a turn's item small (large results in S3).
 
+pub mod approvals;
 pub mod assembly;
 pub mod builtin_tools;
 pub mod config;

@@ -11,6 +11,7 @@
 //! included, is redacted before anything else sees it.
 
 use crate::schema::Schema;
+use assistant_core::approval::Approver;
 use assistant_core::model::ToolSpec;
 use assistant_core::turn::{ToolOutput, ToolResult, ToolStatus, ToolUse};
 use futures_util::future::join_all;
@@ -23,17 +24,27 @@ use std::time::Duration;
 
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, String>> + Send + 'a>>;
 
-/// A tool's implementation: input in, output or an error message out.
-pub trait RunTool: Send + Sync {
-    fn run(&self, input: serde_json::Value) -> ToolFuture<'_>;
+/// What a call knows beyond its input.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallContext {
+    /// `{turn_id}:{tool_use_id}` for an approved call: the same on every
+    /// attempt of it, so a system that honours an idempotency key applies
+    /// it once (HTTP tools send it as `Idempotency-Key`).
+    pub idempotency_key: Option<String>,
 }
 
+/// A tool's implementation: input in, output or an error message out.
+pub trait RunTool: Send + Sync {
+    fn run(&self, input: serde_json::Value, context: CallContext) -> ToolFuture<'_>;
+}
+
+/// A closure over the input is a tool that needs no context.
 impl<F, Fut> RunTool for F
 where
     F: Fn(serde_json::Value) -> Fut + Send + Sync,
     Fut: Future<Output = Result<ToolOutput, String>> + Send + 'static,
 {
-    fn run(&self, input: serde_json::Value) -> ToolFuture<'_> {
+    fn run(&self, input: serde_json::Value, _context: CallContext) -> ToolFuture<'_> {
         Box::pin(self(input))
     }
 }
@@ -52,6 +63,18 @@ pub struct Tool {
     timeout: Duration,
     schema: Schema,
     runner: Arc<dyn RunTool>,
+    /// Who may approve this tool's calls, when not the configured default.
+    approvers: Option<Vec<Approver>>,
+    /// It deletes or overwrites: its confirmation dialog is red.
+    destructive: bool,
+}
+
+/// What approving a tool's call takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApprovalRule<'a> {
+    /// The tool's own approvers; `None`: the configured default.
+    pub approvers: Option<&'a [Approver]>,
+    pub destructive: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +94,19 @@ impl Tool {
     ) -> Result<Self, ToolDefinitionError> {
         let schema = Schema::compile(&spec.input_schema)
             .map_err(|reason| ToolDefinitionError::InvalidSchema { name: spec.name.clone(), reason })?;
-        Ok(Self { spec, effect, timeout, schema, runner: Arc::new(runner) })
+        Ok(Self { spec, effect, timeout, schema, runner: Arc::new(runner), approvers: None, destructive: false })
+    }
+
+    /// Who may approve this tool's calls, instead of the default.
+    pub fn with_approvers(mut self, approvers: Option<Vec<Approver>>) -> Self {
+        self.approvers = approvers;
+        self
+    }
+
+    /// Marks a tool that deletes or overwrites.
+    pub fn destructive(mut self, destructive: bool) -> Self {
+        self.destructive = destructive;
+        self
     }
 
     pub fn spec(&self) -> &ToolSpec {
@@ -177,10 +212,29 @@ impl ToolRegistry {
         self.allowed(channel).find(|tool| tool.spec.name == name).map(|tool| tool.effect)
     }
 
+    /// What approving a call of an allowed tool takes; `None` for unknown
+    /// or disallowed tools.
+    pub fn approval_rule(&self, channel: &ChannelId, name: &str) -> Option<ApprovalRule<'_>> {
+        self.tools
+            .iter()
+            .find(|tool| tool.spec.name == name && self.policy.allows(channel, name))
+            .map(|tool| ApprovalRule { approvers: tool.approvers.as_deref(), destructive: tool.destructive })
+    }
+
     /// Runs one call; whatever goes wrong is an error result. Secrets in the
     /// result are redacted.
     pub async fn run(&self, call: &ToolUse, channel: &ChannelId) -> ToolResult {
-        let mut result = self.run_unredacted(call, channel).await;
+        self.run_with(call, channel, CallContext::default()).await
+    }
+
+    /// Runs a call a human approved, with the idempotency key it keeps on
+    /// every attempt.
+    pub async fn run_approved(&self, call: &ToolUse, channel: &ChannelId, idempotency_key: String) -> ToolResult {
+        self.run_with(call, channel, CallContext { idempotency_key: Some(idempotency_key) }).await
+    }
+
+    async fn run_with(&self, call: &ToolUse, channel: &ChannelId, context: CallContext) -> ToolResult {
+        let mut result = self.run_unredacted(call, channel, context).await;
         let redactor = redact::Redactor::global();
         match &mut result.output {
             ToolOutput::Text(text) => {
@@ -194,7 +248,7 @@ impl ToolRegistry {
         result
     }
 
-    async fn run_unredacted(&self, call: &ToolUse, channel: &ChannelId) -> ToolResult {
+    async fn run_unredacted(&self, call: &ToolUse, channel: &ChannelId, context: CallContext) -> ToolResult {
         let error = |message: String| ToolResult {
             tool_use_id: call.id.clone(),
             status: ToolStatus::Error,
@@ -212,7 +266,7 @@ impl ToolRegistry {
         if !violations.is_empty() {
             return error(format!("The input does not match the tool's schema: {}", violations.join("; ")));
         }
-        match tokio::time::timeout(tool.timeout, tool.runner.run(call.input.clone())).await {
+        match tokio::time::timeout(tool.timeout, tool.runner.run(call.input.clone(), context)).await {
             Ok(Ok(output)) => ToolResult { tool_use_id: call.id.clone(), status: ToolStatus::Success, output },
             Ok(Err(message)) => error(message),
             Err(_) => error(format!("The tool did not finish within {} s.", tool.timeout.as_secs_f64())),

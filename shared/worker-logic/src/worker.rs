@@ -17,18 +17,34 @@
 //! thread got an apology, Slack refused the bot) is in the delivery record,
 //! which the worker reads before it acts on a click or a continuation.
 //!
+//! **Approvals.** Calls that change things pause the turn: one prompt at a
+//! time, with a deadline. A click counts only if its button names a waiting
+//! call exactly (turn, call id, fingerprint of tool and input) and the
+//! clicker may decide ([`crate::approvals`]); anyone else is told, only
+//! them, who may. An approved call is saved as running before it is made
+//! and carries `Idempotency-Key: {turn_id}:{tool_use_id}`; a delivery that
+//! finds it running without a result never makes it again (the model is
+//! told the outcome is unknown). Any approval message for a turn already
+//! decided carries it on, so a failure after Approve is retried like any
+//! step. A call nobody decides on expires: the worker's sweep of due
+//! deadlines puts a timeout on the work queue.
+//!
 //! Every message is handled inside a `turn` span (`turn_id`, `event_id`,
 //! `step`), so every log line of a turn, the adapters' included, can be
 //! found by its id.
 
+use crate::approvals::{Approvals, Verdict};
 use crate::context;
 use crate::offload;
 use crate::tools::{Effect, ToolRegistry};
 use assistant_core::Clock;
-use assistant_core::messages::{ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest, WorkMessage};
+use assistant_core::messages::{
+    ApprovalClick, ApprovalTimeout, Continuation, Decision, ReplyMessage, TurnRequest, WorkMessage,
+};
 use assistant_core::model::{Model, ModelError, ModelRequest, StopReason};
 use assistant_core::ports::{
-    ArtifactStore, Created, DeliveryLog, PortError, ReplyQueue, SlackReader, StoreError, TurnStore, WorkQueue,
+    ApprovalTimer, ApprovalTimers, ArtifactStore, Created, DeliveryLog, PortError, ReplyQueue, SlackReader, StoreError,
+    TurnStore, WorkQueue,
 };
 use assistant_core::turn::{
     Content, Message, PendingApproval, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Turn, TurnId, TurnStatus,
@@ -90,6 +106,8 @@ pub enum WorkerError {
     Queue(PortError),
     #[error(transparent)]
     Artifacts(PortError),
+    #[error(transparent)]
+    Timers(PortError),
 }
 
 impl assistant_core::Retryable for WorkerError {
@@ -105,7 +123,7 @@ impl WorkerError {
         match self {
             WorkerError::Model(err) => err.is_retryable(),
             WorkerError::Store(StoreError::TooLarge { .. }) => false,
-            WorkerError::Store(_) | WorkerError::Queue(_) | WorkerError::Artifacts(_) => true,
+            WorkerError::Store(_) | WorkerError::Queue(_) | WorkerError::Artifacts(_) | WorkerError::Timers(_) => true,
         }
     }
 }
@@ -131,7 +149,10 @@ pub struct Worker {
     pub replies: Arc<dyn ReplyQueue>,
     pub artifacts: Arc<dyn ArtifactStore>,
     pub slack: Arc<dyn SlackReader>,
+    /// Approval deadlines (set and swept by the worker only).
+    pub timers: Arc<dyn ApprovalTimers>,
     pub tools: ToolRegistry,
+    pub approvals: Approvals,
     pub clock: Arc<dyn Clock>,
     pub system_prompt: String,
     pub limits: Limits,
@@ -153,6 +174,10 @@ impl Worker {
             WorkMessage::Approval(click) => {
                 span.record("turn_id", field::display(&click.button.turn_id));
                 self.decide(click, deadline).instrument(span).await
+            }
+            WorkMessage::ApprovalTimeout(timeout) => {
+                span.record("turn_id", field::display(&timeout.turn_id));
+                self.time_out(timeout, deadline).instrument(span).await
             }
         }
     }
@@ -211,9 +236,9 @@ impl Worker {
         self.run(turn, deadline).await
     }
 
-    /// Applies an Approve or Deny click to the call it was for.
+    /// Applies an Approve or Deny click to the call its button names, if
+    /// the clicker may decide on it. See the module's approval rules.
     async fn decide(&self, click: &ApprovalClick, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
-        let tool_use_id = &click.button.tool_use_id;
         let Some(mut turn) = self.store.load(&click.button.turn_id).await? else {
             return Ok(Outcome::Ignored { reason: "unknown_turn" });
         };
@@ -221,14 +246,57 @@ impl Worker {
             info!(user = %click.user, "click on a turn whose thread was told it failed: nothing runs");
             return Ok(Outcome::Ignored { reason: "thread_told_failed" });
         }
-        let Some(pending) = turn.pending_approval.as_mut() else {
-            return Ok(Outcome::Ignored { reason: "not_awaiting_approval" });
+        match turn.status {
+            TurnStatus::Answered | TurnStatus::Failed => {
+                info!(user = %click.user, "click on a settled turn: nothing runs");
+                return Ok(Outcome::Ignored { reason: "turn_settled" });
+            }
+            // A decision was saved and the turn went on, then failed: any
+            // approval message for it carries it on, as a continuation would.
+            TurnStatus::Running => {
+                info!(user = %click.user, "approval message for a turn already decided: carrying the turn on");
+                return self.run(turn, deadline).await;
+            }
+            TurnStatus::AwaitingApproval => {}
+        }
+        if settle_unknown_outcomes(&mut turn) {
+            return self.save_decided(turn, None, deadline).await;
+        }
+        let pending = turn.pending_approval.as_mut().expect("a turn awaiting approval has a pending approval");
+        let Some(index) = pending.waiting.iter().position(|call| click.button.names(call)) else {
+            warn!(
+                user = %click.user,
+                tool_use_id = %click.button.tool_use_id,
+                "click on a button that names no waiting call (stale, replayed or forged): nothing runs"
+            );
+            return Ok(Outcome::Ignored { reason: "stale_button" });
         };
-        let Some(index) = pending.waiting.iter().position(|call| &call.id == tool_use_id) else {
-            return Ok(Outcome::Ignored { reason: "already_decided" });
-        };
-        let call = pending.waiting.remove(index);
-        info!(tool = %call.name, decision = ?click.decision, user = %click.user, "approval decided");
+        let now = self.clock.now_unix();
+        if now >= pending.asked_at + self.approvals.expires_after_secs() {
+            let id = pending.waiting[index].id.clone();
+            return self.expire(turn, &id, deadline).await;
+        }
+        let call = pending.waiting[index].clone();
+        let approvers = self.approvals.approvers_for(self.tools.approval_rule(&turn.thread.channel, &call.name));
+        let verdict = self.approvals.verdict(self.slack.as_ref(), &turn.user, &click.user, approvers, now).await;
+        if let Verdict::MayNot { own_request } = verdict {
+            warn!(user = %click.user, requester = %turn.user, tool = %call.name, "click by someone who may not decide: nothing runs");
+            let refused = ReplyMessage::ApprovalRefused {
+                turn_id: turn.id.clone(),
+                thread: turn.thread.clone(),
+                user: click.user.clone(),
+                tool_name: call.name.clone(),
+                requester: turn.user.clone(),
+                approvers: approvers.to_vec(),
+                own_request,
+            };
+            if let Err(err) = self.replies.send(&refused).await {
+                warn!(error = %err, "the refused clicker was not told why");
+            }
+            return Ok(Outcome::Ignored { reason: "not_an_approver" });
+        }
+
+        info!(tool = %call.name, decision = ?click.decision, user = %click.user, requester = %turn.user, "approval decided");
         let decided = ReplyMessage::ApprovalDecided {
             turn_id: turn.id.clone(),
             thread: turn.thread.clone(),
@@ -236,32 +304,132 @@ impl Worker {
             decision: click.decision,
             user: click.user.clone(),
         };
-
-        let mut result = match click.decision {
-            Decision::Approve => self.tools.run(&call, &turn.thread.channel).await,
-            Decision::Deny => ToolResult {
+        pending.waiting.remove(index);
+        match click.decision {
+            Decision::Deny => pending.completed.push(ToolResult {
                 tool_use_id: call.id.clone(),
                 status: ToolStatus::Error,
-                output: ToolOutput::Text(format!("{} denied this action; do not retry it.", click.user)),
-            },
+                output: ToolOutput::Text(format!("<@{}> denied this action; do not retry it.", click.user)),
+            }),
+            Decision::Approve => {
+                // At most once: recorded as running before it is made. A
+                // delivery that finds it running never makes it again.
+                pending.running.push(call.clone());
+                turn.updated_at = now;
+                match self.save(&mut turn).await {
+                    Ok(()) => {}
+                    Err(StoreError::Conflict { id, .. }) => return Ok(Outcome::Superseded { id }),
+                    Err(err) => return Err(err.into()),
+                }
+                let key = format!("{}:{}", turn.id, call.id);
+                let mut result = self.tools.run_approved(&call, &turn.thread.channel, key).await;
+                offload::offload_large(self.artifacts.as_ref(), &turn.id, std::slice::from_mut(&mut result))
+                    .await
+                    .map_err(WorkerError::Artifacts)?;
+                let pending = turn.pending_approval.as_mut().expect("still pending");
+                pending.running.retain(|running| running.id != call.id);
+                pending.completed.push(result);
+            }
+        }
+        self.save_decided(turn, Some(decided), deadline).await
+    }
+
+    /// A call that waited too long: the model reads that it was not
+    /// approved in time, the prompt says so, and the turn goes on.
+    async fn expire(&self, mut turn: Turn, tool_use_id: &str, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
+        let pending = turn.pending_approval.as_mut().expect("a turn awaiting approval has a pending approval");
+        let Some(index) = pending.waiting.iter().position(|call| call.id == tool_use_id) else {
+            return Ok(Outcome::Ignored { reason: "already_decided" });
         };
-        offload::offload_large(self.artifacts.as_ref(), &turn.id, std::slice::from_mut(&mut result))
-            .await
-            .map_err(WorkerError::Artifacts)?;
-        let pending = turn.pending_approval.as_mut().expect("checked above");
-        pending.completed.push(result);
-        if pending.waiting.is_empty() {
+        let call = pending.waiting.remove(index);
+        let minutes = self.approvals.expires_after_secs() / 60;
+        info!(tool = %call.name, "approval expired: the call did not run");
+        pending.completed.push(ToolResult {
+            tool_use_id: call.id.clone(),
+            status: ToolStatus::Error,
+            output: ToolOutput::Text(format!(
+                "Not approved in time: nobody approved or denied this call within {minutes} minutes, so it did not \
+                 run. Tell the user; do not retry it unless they ask again."
+            )),
+        });
+        let expired =
+            ReplyMessage::ApprovalExpired { turn_id: turn.id.clone(), thread: turn.thread.clone(), tool_use: call };
+        self.save_decided(turn, Some(expired), deadline).await
+    }
+
+    /// The sweep's notice that a call's time ran out.
+    async fn time_out(&self, timeout: &ApprovalTimeout, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
+        let Some(turn) = self.store.load(&timeout.turn_id).await? else {
+            return Ok(Outcome::Ignored { reason: "unknown_turn" });
+        };
+        let Some(pending) = turn.pending_approval.as_ref().filter(|_| turn.status == TurnStatus::AwaitingApproval)
+        else {
+            return Ok(Outcome::Ignored { reason: "not_awaiting_approval" });
+        };
+        // Only the call on show has a clock running.
+        if pending.waiting.first().is_none_or(|call| call.id != timeout.tool_use_id) {
+            return Ok(Outcome::Ignored { reason: "already_decided" });
+        }
+        if self.clock.now_unix() < pending.asked_at + self.approvals.expires_after_secs() {
+            return Ok(Outcome::Ignored { reason: "not_due" });
+        }
+        if self.thread_told_failed(&turn.id).await? {
+            return Ok(Outcome::Ignored { reason: "thread_told_failed" });
+        }
+        let id = timeout.tool_use_id.clone();
+        self.expire(turn, &id, deadline).await
+    }
+
+    /// Finds the approval deadlines that are due and puts a timeout for each
+    /// on the work queue (ordered with the thread's clicks), then forgets
+    /// them. A crash in between puts one on the queue twice; the second
+    /// finds nothing waiting. Returns how many were due.
+    pub async fn sweep_approvals(&self) -> Result<usize, WorkerError> {
+        const SWEEP_BATCH: usize = 100;
+        let due = self.timers.due(self.clock.now_unix(), SWEEP_BATCH).await.map_err(WorkerError::Timers)?;
+        for timer in &due {
+            let timeout = ApprovalTimeout {
+                turn_id: timer.turn_id.clone(),
+                thread: timer.thread.clone(),
+                tool_use_id: timer.tool_use_id.clone(),
+            };
+            self.work.enqueue(&WorkMessage::ApprovalTimeout(timeout)).await.map_err(WorkerError::Queue)?;
+            self.timers.clear(timer).await.map_err(WorkerError::Timers)?;
+        }
+        if !due.is_empty() {
+            info!(due = due.len(), "approval timeouts queued");
+        }
+        Ok(due.len())
+    }
+
+    /// After a decision: once nothing is left to decide, the step's results
+    /// go to the model; otherwise the next call's prompt is shown now and
+    /// its clock starts. Saved, the prompt's update requested, and the turn
+    /// goes on.
+    async fn save_decided(
+        &self,
+        mut turn: Turn,
+        update: Option<ReplyMessage>,
+        deadline: &dyn Deadline,
+    ) -> Result<Outcome, WorkerError> {
+        let now = self.clock.now_unix();
+        let pending = turn.pending_approval.as_mut().expect("a decided turn had a pending approval");
+        if pending.is_done() {
             let pending = turn.pending_approval.take().expect("checked above");
             let results = in_call_order(&turn, pending.completed);
             turn.transcript.push(Message { role: Role::User, content: results });
             turn.status = TurnStatus::Running;
+        } else {
+            pending.asked_at = now;
         }
-        turn.updated_at = self.clock.now_unix();
+        turn.updated_at = now;
         match self.save(&mut turn).await {
             Ok(()) => {
                 // The prompt's update is for people; the decision stands
                 // without it.
-                if let Err(err) = self.replies.send(&decided).await {
+                if let Some(update) = update
+                    && let Err(err) = self.replies.send(&update).await
+                {
                     warn!(error = %err, "approval prompt not updated");
                 }
                 self.run(turn, deadline).await
@@ -286,15 +454,7 @@ impl Worker {
                     return Ok(Outcome::Settled { id: turn.id, status: turn.status, steps: turn.steps });
                 }
                 TurnStatus::AwaitingApproval => {
-                    let waiting = turn.pending_approval.as_ref().and_then(|pending| pending.waiting.first());
-                    if let Some(call) = waiting {
-                        let prompt = ReplyMessage::ApprovalPrompt {
-                            turn_id: turn.id.clone(),
-                            thread: turn.thread.clone(),
-                            tool_use: call.clone(),
-                        };
-                        self.replies.send(&prompt).await.map_err(WorkerError::Queue)?;
-                    }
+                    self.ask(&turn).await?;
                     return Ok(Outcome::AwaitingApproval { id: turn.id });
                 }
                 TurnStatus::Running => {}
@@ -327,6 +487,33 @@ impl Worker {
                 Err(err) => return Err(err.into()),
             }
         }
+    }
+
+    /// Shows the first waiting call's prompt and starts its clock (both
+    /// idempotent: a redelivery sets the same timer and SQS drops the
+    /// repeated prompt request, as does the responder).
+    async fn ask(&self, turn: &Turn) -> Result<(), WorkerError> {
+        let Some(pending) = turn.pending_approval.as_ref() else { return Ok(()) };
+        let Some(call) = pending.waiting.first() else { return Ok(()) };
+        let expires_at = pending.asked_at + self.approvals.expires_after_secs();
+        let timer = ApprovalTimer {
+            due_at: expires_at,
+            turn_id: turn.id.clone(),
+            thread: turn.thread.clone(),
+            tool_use_id: call.id.clone(),
+        };
+        self.timers.set(&timer).await.map_err(WorkerError::Timers)?;
+        let rule = self.tools.approval_rule(&turn.thread.channel, &call.name);
+        let prompt = ReplyMessage::ApprovalPrompt {
+            turn_id: turn.id.clone(),
+            thread: turn.thread.clone(),
+            tool_use: call.clone(),
+            requester: Some(turn.user.clone()),
+            approvers: self.approvals.approvers_for(rule).to_vec(),
+            expires_at: Some(expires_at),
+            destructive: rule.is_some_and(|rule| rule.destructive),
+        };
+        self.replies.send(&prompt).await.map_err(WorkerError::Queue)
     }
 
     /// Asks the responder to show what the turn is doing. Best effort: a
@@ -405,8 +592,12 @@ impl Worker {
                     });
                 } else {
                     turn.status = TurnStatus::AwaitingApproval;
-                    turn.pending_approval =
-                        Some(PendingApproval { waiting: held.into_iter().cloned().collect(), completed: results });
+                    turn.pending_approval = Some(PendingApproval {
+                        waiting: held.into_iter().cloned().collect(),
+                        completed: results,
+                        asked_at: self.clock.now_unix(),
+                        running: Vec::new(),
+                    });
                 }
             }
             StopReason::Refused => turn.settle(REFUSAL.to_owned(), TurnStatus::Answered, turn.updated_at),
@@ -434,6 +625,29 @@ fn running(calls: &[ToolUse]) -> String {
     let mut names: Vec<&str> = calls.iter().map(|call| call.name.as_str()).collect();
     names.dedup();
     format!("is running {}…", names.join(", "))
+}
+
+/// Approved calls recorded as running whose result was never saved: the
+/// process stopped between the call and the save. They are never made
+/// again; the model is told their outcome is unknown. Whether there were
+/// any.
+fn settle_unknown_outcomes(turn: &mut Turn) -> bool {
+    let Some(pending) = turn.pending_approval.as_mut().filter(|pending| !pending.running.is_empty()) else {
+        return false;
+    };
+    for call in std::mem::take(&mut pending.running) {
+        warn!(tool = %call.name, tool_use_id = %call.id, "an approved call's outcome is unknown: not making it again");
+        pending.completed.push(ToolResult {
+            tool_use_id: call.id,
+            status: ToolStatus::Error,
+            output: ToolOutput::Text(
+                "This approved call was started, but whether it completed is unknown: the worker stopped before \
+                 recording its result. Check its effect before trying again; do not repeat it blindly."
+                    .into(),
+            ),
+        });
+    }
+    true
 }
 
 /// Tool results ordered as the model asked for them.

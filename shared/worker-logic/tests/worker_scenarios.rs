@@ -2,6 +2,7 @@
 //! every path a turn can take, and the promises around redelivery, time
 //! and concurrent workers.
 
+use assistant_core::approval::Approver;
 use assistant_core::delivery::{DeliveryRecord, Settled};
 use assistant_core::messages::{ApprovalButton, ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest};
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
@@ -17,8 +18,10 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use testkit::memory::{MemoryArtifacts, MemoryQueue, MemorySlack};
-use worker_logic::tools::{ChannelRule, Effect, Tool, ToolPolicy, ToolRegistry};
+use testkit::memory::{ManualClock, MemoryArtifacts, MemoryQueue, MemorySlack, MemoryTimers};
+use worker_logic::approvals::Approvals;
+use worker_logic::config::ApprovalsConfig;
+use worker_logic::tools::{CallContext, ChannelRule, Effect, RunTool, Tool, ToolFuture, ToolPolicy, ToolRegistry};
 use worker_logic::worker::{Deadline, Limits, Outcome, REFUSAL, Worker};
 
 // --- A scripted model -------------------------------------------------------
@@ -186,6 +189,7 @@ struct TestWorker<M = ScriptedModel> {
     work: Arc<MemoryQueue>,
     replies: Arc<MemoryQueue<ReplyMessage>>,
     artifacts: Arc<MemoryArtifacts>,
+    timers: Arc<MemoryTimers>,
 }
 
 impl<M> Deref for TestWorker<M> {
@@ -210,6 +214,7 @@ fn build<M: Model + 'static>(
     let model = Arc::new(model);
     let (work, replies) = (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
     let artifacts = Arc::new(MemoryArtifacts::default());
+    let timers = Arc::new(MemoryTimers::default());
     let worker = Worker {
         store: Arc::new(store.clone()),
         deliveries: Arc::new(deliveries.clone()),
@@ -217,18 +222,23 @@ fn build<M: Model + 'static>(
         work: work.clone(),
         replies: replies.clone(),
         artifacts: artifacts.clone(),
-        slack: Arc::new(MemorySlack),
+        slack: Arc::new(MemorySlack::default()),
+        timers: timers.clone(),
         tools: tools(runs),
-        clock: Arc::new(FixedClock::at(1_763_800_010)),
+        approvals: Approvals::new(ApprovalsConfig::default()),
+        clock: Arc::new(FixedClock::at(NOW)),
         system_prompt: "You are the on-call assistant.".into(),
         limits: Limits::default(),
     };
-    TestWorker { worker, store, deliveries, model, work, replies, artifacts }
+    TestWorker { worker, store, deliveries, model, work, replies, artifacts, timers }
 }
 
 fn worker(model: ScriptedModel, runs: &'static AtomicU32) -> TestWorker {
     build(model, runs, testkit::memory::stores())
 }
+
+/// The test clock's time: the worker's clock stands still at it.
+const NOW: i64 = 1_763_800_010;
 
 fn thread() -> ThreadRef {
     ThreadRef { team: TeamId::new("T1"), channel: ChannelId::new("C1"), thread_ts: Ts::new("1763800000.000100") }
@@ -248,6 +258,26 @@ fn start() -> WorkMessage {
 
 fn turn_id() -> TurnId {
     TurnId::new("T1-Ev01")
+}
+
+/// The requester of `start()`.
+const REQUESTER: &str = "U1";
+
+/// A click by `user` on the button shown for `call`.
+fn click_on(call: &ToolUse, user: &str, decision: Decision) -> WorkMessage {
+    WorkMessage::Approval(ApprovalClick {
+        thread: thread(),
+        message_ts: Ts::new("1763800900.001200"),
+        user: UserId::new(user),
+        decision,
+        button: ApprovalButton::for_call(&turn_id(), call),
+        action_ts: Ts::new("1763800950.001300"),
+    })
+}
+
+/// The call on show in the stored turn's prompt.
+async fn waiting_call<M>(worker: &TestWorker<M>) -> ToolUse {
+    stored(worker).await.pending_approval.expect("awaiting approval").waiting[0].clone()
 }
 
 async fn stored<M>(worker: &TestWorker<M>) -> Turn {
@@ -513,15 +543,8 @@ async fn a_tool_that_changes_things_waits_for_approval_and_runs_once_approved() 
         matches!(requests(&worker.replies)[..], [ReplyMessage::ApprovalPrompt { ref tool_use, .. }] if tool_use.id == "r1")
     );
 
-    let click = ApprovalClick {
-        thread: thread(),
-        message_ts: Ts::new("1763800900.001200"),
-        user: UserId::new("U2"),
-        decision: Decision::Approve,
-        button: ApprovalButton { turn_id: turn_id(), tool_use_id: "r1".into() },
-        action_ts: Ts::new("1763800950.001300"),
-    };
-    let outcome = worker.handle(&WorkMessage::Approval(click.clone()), &Budget::plenty()).await.unwrap();
+    let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
+    let outcome = worker.handle(&click, &Budget::plenty()).await.unwrap();
     assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
     let turn = stored(&worker).await;
     let ids: Vec<_> = results(&turn.transcript[2]).into_iter().map(|(id, status, _)| (id, status)).collect();
@@ -538,13 +561,13 @@ async fn a_tool_that_changes_things_waits_for_approval_and_runs_once_approved() 
         .collect();
     assert_eq!(
         decided,
-        [("r1".to_owned(), Decision::Approve, UserId::new("U2"))],
+        [("r1".to_owned(), Decision::Approve, UserId::new(REQUESTER))],
         "the prompt is to show who approved"
     );
 
     // A second click on the same button changes nothing.
-    let again = worker.handle(&WorkMessage::Approval(click), &Budget::plenty()).await.unwrap();
-    assert_eq!(again, Outcome::Ignored { reason: "not_awaiting_approval" });
+    let again = worker.handle(&click, &Budget::plenty()).await.unwrap();
+    assert_eq!(again, Outcome::Ignored { reason: "turn_settled" });
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
@@ -557,15 +580,8 @@ async fn a_denied_call_is_an_error_result_and_never_runs() {
     ]);
     let worker = worker(model, runs);
     worker.handle(&start(), &Budget::plenty()).await.unwrap();
-    let click = ApprovalClick {
-        thread: thread(),
-        message_ts: Ts::new("1.1"),
-        user: UserId::new("U2"),
-        decision: Decision::Deny,
-        button: ApprovalButton { turn_id: turn_id(), tool_use_id: "r1".into() },
-        action_ts: Ts::new("1.2"),
-    };
-    worker.handle(&WorkMessage::Approval(click), &Budget::plenty()).await.unwrap();
+    let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Deny);
+    worker.handle(&click, &Budget::plenty()).await.unwrap();
     let turn = stored(&worker).await;
     let (_, status, output) = results(&turn.transcript[2]).remove(0);
     assert_eq!(status, ToolStatus::Error);
@@ -643,15 +659,8 @@ async fn after_the_thread_was_told_the_turn_failed_clicks_and_continuations_do_n
     let before = stored(&worker).await;
 
     // WHEN the requester approves, and a continuation arrives
-    let click = ApprovalClick {
-        thread: thread(),
-        message_ts: Ts::new("1.1"),
-        user: UserId::new("U1"),
-        decision: Decision::Approve,
-        button: ApprovalButton { turn_id: turn_id(), tool_use_id: "r1".into() },
-        action_ts: Ts::new("1.2"),
-    };
-    let clicked = worker.handle(&WorkMessage::Approval(click), &Budget::plenty()).await.unwrap();
+    let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
+    let clicked = worker.handle(&click, &Budget::plenty()).await.unwrap();
     let continuation = Continuation { turn_id: turn_id(), thread: thread(), after_step: 1 };
     let continued = worker.handle(&WorkMessage::Continue(continuation), &Budget::plenty()).await.unwrap();
 
@@ -673,4 +682,281 @@ async fn the_channel_open_in_the_assistant_panel_reaches_the_system_prompt() {
     let system = worker.model.systems.lock().unwrap()[0].clone();
     assert!(system.starts_with("You are the on-call assistant."), "{system}");
     assert!(system.contains("<#C0DEPLOYS>"), "{system}");
+}
+
+// --- Approvals: only the right person, exactly once, never stranded ----------
+
+/// A turn waiting for approval of `restart_service` (r1), on a clock the
+/// test moves.
+async fn awaiting_restart(
+    runs: &'static AtomicU32,
+    then: Vec<Result<ModelReply, ModelError>>,
+) -> (TestWorker, Arc<ManualClock>) {
+    let mut replies = vec![calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))])];
+    replies.extend(then);
+    let mut worker = worker(ScriptedModel::new(replies), runs);
+    let clock = Arc::new(ManualClock::at(NOW));
+    worker.clock = clock.clone();
+    assert_eq!(worker.handle(&start(), &Budget::plenty()).await.unwrap(), Outcome::AwaitingApproval { id: turn_id() });
+    (worker, clock)
+}
+
+fn refusals(replies: &MemoryQueue<ReplyMessage>) -> Vec<(String, bool)> {
+    replies
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ApprovalRefused { user, own_request, .. } => Some((user.to_string(), own_request)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn someone_who_may_not_approve_changes_nothing_and_is_told_who_may() {
+    // GIVEN the default: only the requester may approve
+    let runs = counter();
+    let (worker, _) = awaiting_restart(runs, vec![]).await;
+    let before = stored(&worker).await;
+
+    // WHEN someone else clicks Approve
+    let call = waiting_call(&worker).await;
+    let outcome = worker.handle(&click_on(&call, "U2", Decision::Approve), &Budget::plenty()).await.unwrap();
+
+    // THEN nothing ran, the turn is as it was, and only U2 is told why
+    assert_eq!(outcome, Outcome::Ignored { reason: "not_an_approver" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(stored(&worker).await, before);
+    assert_eq!(refusals(&worker.replies), [("U2".to_owned(), false)]);
+    let refused = worker.replies.messages().into_iter().find(|m| matches!(m, ReplyMessage::ApprovalRefused { .. }));
+    let Some(ReplyMessage::ApprovalRefused { requester, approvers, .. }) = refused else { unreachable!() };
+    assert_eq!((requester.as_str(), approvers), (REQUESTER, vec![Approver::Requester]));
+}
+
+#[tokio::test]
+async fn members_of_an_approver_group_may_approve_and_with_four_eyes_the_requester_may_not() {
+    let runs = counter();
+    let (mut worker, _) = awaiting_restart(runs, vec![text("Restarted.")]).await;
+    worker.slack = Arc::new(MemorySlack::default().with_group("S0ONCALL", &["U3"]));
+    worker.approvals = Approvals::new(ApprovalsConfig {
+        approvers: vec![Approver::Requester, Approver::Group("S0ONCALL".into())],
+        expires_after_secs: 3_600,
+        allow_self_approval: false,
+    });
+    let call = waiting_call(&worker).await;
+
+    let own = worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert_eq!(own, Outcome::Ignored { reason: "not_an_approver" }, "four eyes: not the requester");
+    assert_eq!(refusals(&worker.replies), [(REQUESTER.to_owned(), true)]);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    let member = worker.handle(&click_on(&call, "U3", Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert_eq!(member, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn stale_replayed_and_forged_buttons_decide_nothing() {
+    let runs = counter();
+    let (worker, _) = awaiting_restart(runs, vec![text("Restarted.")]).await;
+    let call = waiting_call(&worker).await;
+    let before = stored(&worker).await;
+
+    // A button for the same call id but another input (a forged or stale value).
+    let other_input = ToolUse { input: json!({"query": "payments-api"}), ..call.clone() };
+    // A button posted before buttons named their call (no fingerprint).
+    let WorkMessage::Approval(mut unversioned) = click_on(&call, REQUESTER, Decision::Approve) else { unreachable!() };
+    unversioned.button.call = None;
+    // A button for a call that does not exist.
+    let invented = ToolUse { id: "r9".into(), ..call.clone() };
+    for click in [
+        click_on(&other_input, REQUESTER, Decision::Approve),
+        WorkMessage::Approval(unversioned),
+        click_on(&invented, REQUESTER, Decision::Approve),
+    ] {
+        let outcome = worker.handle(&click, &Budget::plenty()).await.unwrap();
+        assert_eq!(outcome, Outcome::Ignored { reason: "stale_button" });
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(stored(&worker).await, before);
+
+    // Deny, then the same button's Approve: the call never runs.
+    worker.handle(&click_on(&call, REQUESTER, Decision::Deny), &Budget::plenty()).await.unwrap();
+    let after_deny = worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert_eq!(after_deny, Outcome::Ignored { reason: "turn_settled" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn an_approval_nobody_decides_on_expires_through_the_sweep_and_the_turn_answers() {
+    let runs = counter();
+    let (worker, clock) = awaiting_restart(runs, vec![text("I could not restart it: nobody approved in time.")]).await;
+    let due_at = NOW + 3_600;
+    assert_eq!(
+        worker.timers.all().iter().map(|t| (t.due_at, t.tool_use_id.as_str())).collect::<Vec<_>>(),
+        [(due_at, "r1")]
+    );
+    let prompt = requests(&worker.replies).into_iter().find(|m| matches!(m, ReplyMessage::ApprovalPrompt { .. }));
+    assert!(matches!(prompt, Some(ReplyMessage::ApprovalPrompt { expires_at: Some(at), .. }) if at == due_at));
+
+    // Before it is due, the sweep finds nothing.
+    clock.set(due_at - 1);
+    assert_eq!(worker.sweep_approvals().await.unwrap(), 0);
+    // Once due, it queues a timeout for the thread and forgets the deadline.
+    clock.set(due_at);
+    assert_eq!(worker.sweep_approvals().await.unwrap(), 1);
+    assert!(worker.timers.all().is_empty());
+    let queued = worker.work.drain();
+    assert!(matches!(&queued[..], [WorkMessage::ApprovalTimeout(t)] if t.tool_use_id == "r1"), "{queued:?}");
+
+    let outcome = worker.handle(&queued[0], &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "it never ran");
+    let turn = stored(&worker).await;
+    let (_, status, output) = results(&turn.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("Not approved in time"), "{output}");
+    assert!(worker.replies.messages().iter().any(|m| matches!(m, ReplyMessage::ApprovalExpired { .. })));
+
+    // The same timeout again, or a late click: nothing.
+    assert_eq!(
+        worker.handle(&queued[0], &Budget::plenty()).await.unwrap(),
+        Outcome::Ignored { reason: "not_awaiting_approval" }
+    );
+    let late = click_on(&turn.transcript[1].tool_uses().next().unwrap().clone(), REQUESTER, Decision::Approve);
+    assert_eq!(worker.handle(&late, &Budget::plenty()).await.unwrap(), Outcome::Ignored { reason: "turn_settled" });
+}
+
+#[tokio::test]
+async fn a_click_after_the_deadline_but_before_the_sweep_expires_the_call() {
+    let runs = counter();
+    let (worker, clock) = awaiting_restart(runs, vec![text("Not approved in time.")]).await;
+    clock.set(NOW + 3_600);
+    let call = waiting_call(&worker).await;
+    worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let (_, _, output) = results(&stored(&worker).await.transcript[2]).remove(0);
+    assert!(output.contains("Not approved in time"), "{output}");
+}
+
+/// A tool that records the idempotency key of each run.
+struct KeyedRestart {
+    keys: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+impl RunTool for KeyedRestart {
+    fn run(&self, _input: serde_json::Value, context: CallContext) -> ToolFuture<'_> {
+        self.keys.lock().unwrap().push(context.idempotency_key);
+        Box::pin(async { Ok(ToolOutput::Text("restarted".into())) })
+    }
+}
+
+fn keyed_tools(keys: &Arc<Mutex<Vec<Option<String>>>>) -> ToolRegistry {
+    let restart = Tool::new(
+        spec("restart_service"),
+        Effect::ChangesThings,
+        Duration::from_secs(1),
+        KeyedRestart { keys: keys.clone() },
+    )
+    .unwrap();
+    ToolRegistry::new(vec![restart], ToolPolicy::allow_all()).unwrap()
+}
+
+#[tokio::test]
+async fn an_approved_call_runs_once_with_its_idempotency_key() {
+    let keys = Arc::default();
+    let (mut worker, _) = awaiting_restart(counter(), vec![text("Restarted.")]).await;
+    worker.tools = keyed_tools(&keys);
+    let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
+    worker.handle(&click, &Budget::plenty()).await.unwrap();
+    worker.handle(&click, &Budget::plenty()).await.unwrap();
+    assert_eq!(*keys.lock().unwrap(), [Some("T1-Ev01:r1".to_owned())]);
+}
+
+#[tokio::test]
+async fn a_crash_between_the_running_save_and_the_call_never_makes_the_call() {
+    // GIVEN the process died right after saving the call as running
+    let runs = counter();
+    let (worker, _) = awaiting_restart(runs, vec![text("I can't tell whether it restarted; please check.")]).await;
+    let call = waiting_call(&worker).await;
+    let mut turn = stored(&worker).await;
+    let pending = turn.pending_approval.as_mut().unwrap();
+    pending.running.push(pending.waiting.remove(0));
+    worker.store.save(&mut turn).await.unwrap();
+
+    // WHEN SQS redelivers the click
+    let outcome = worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+
+    // THEN the call is not made; the model learns its outcome is unknown
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let (_, status, output) = results(&stored(&worker).await.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("whether it completed is unknown"), "{output}");
+}
+
+/// A turn store whose saves fail from the `n`-th on, as DynamoDB failing
+/// (or the process dying) after a call would.
+struct FailingSaves {
+    inner: RecordTurns,
+    saves: AtomicU32,
+    fail_from: u32,
+}
+
+#[async_trait]
+impl TurnStore for FailingSaves {
+    async fn create(&self, turn: &mut Turn) -> Result<assistant_core::ports::Created, assistant_core::StoreError> {
+        self.inner.create(turn).await
+    }
+
+    async fn load(&self, id: &TurnId) -> Result<Option<Turn>, assistant_core::StoreError> {
+        self.inner.load(id).await
+    }
+
+    async fn save(&self, turn: &mut Turn) -> Result<(), assistant_core::StoreError> {
+        if self.saves.fetch_add(1, Ordering::SeqCst) + 1 >= self.fail_from {
+            return Err(assistant_core::PortError::new("save turn", "DynamoDB unavailable").into());
+        }
+        self.inner.save(turn).await
+    }
+}
+
+#[tokio::test]
+async fn a_crash_between_the_call_and_the_result_save_never_makes_the_call_again() {
+    let runs = counter();
+    let (mut worker, _) = awaiting_restart(runs, vec![text("Please check whether it restarted.")]).await;
+    let call = waiting_call(&worker).await;
+    // The "running" save succeeds; the save of the result after the call fails.
+    worker.worker.store =
+        Arc::new(FailingSaves { inner: worker.store.clone(), saves: AtomicU32::new(0), fail_from: 2 });
+    let err = worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap_err();
+    assert!(err.is_retryable(), "SQS redelivers the click: {err}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the call was made once");
+
+    worker.worker.store = Arc::new(worker.store.clone());
+    worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "and never again");
+    let (_, _, output) = results(&stored(&worker).await.transcript[2]).remove(0);
+    assert!(output.contains("whether it completed is unknown"), "{output}");
+}
+
+#[tokio::test]
+async fn a_turn_that_fails_after_approve_is_carried_on_by_the_redelivered_click() {
+    // GIVEN the model is throttled right after the approved call ran
+    let runs = counter();
+    let (worker, _) =
+        awaiting_restart(runs, vec![Err(ModelError::Throttled("slow down".into())), text("Restarted; healthy again.")])
+            .await;
+    let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
+    let err = worker.handle(&click, &Budget::plenty()).await.unwrap_err();
+    assert!(err.is_retryable());
+    assert_eq!(stored(&worker).await.status, TurnStatus::Running, "the decision is saved");
+
+    // WHEN SQS redelivers the click
+    let outcome = worker.handle(&click, &Budget::plenty()).await.unwrap();
+
+    // THEN the turn goes on to its answer, and the call ran once
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some("Restarted; healthy again."));
 }

@@ -68,4 +68,11 @@ impl SlackReader for SlackWebReader {
             })
             .collect())
     }
+
+    async fn usergroup_members(&self, group: &str) -> Result<Vec<UserId>, PortError> {
+        self.client
+            .usergroup_members(group)
+            .await
+            .map_err(|err| PortError::new("Slack usergroups.users.list", err.to_string()).with_source(err))
+    }
 }

@@ -320,6 +320,33 @@ impl WebClient {
         Ok(())
     }
 
+    /// A message in a thread that only `user` sees (`chat.postEphemeral`).
+    /// Retried only after a 429: after a 5xx it may have been shown, and a
+    /// second copy of a private note is worse than none.
+    pub async fn post_ephemeral(
+        &self,
+        channel: &ChannelId,
+        thread_ts: &Ts,
+        user: &UserId,
+        text: &str,
+    ) -> Result<(), WebError> {
+        let params =
+            [("channel", channel.as_str()), ("thread_ts", thread_ts.as_str()), ("user", user.as_str()), ("text", text)];
+        let _: serde_json::Value = self.call_retrying("chat.postEphemeral", &params, Retry::RateLimitOnly).await?;
+        Ok(())
+    }
+
+    /// The members of a user group (`usergroups.users.list`).
+    pub async fn usergroup_members(&self, group: &str) -> Result<Vec<UserId>, WebError> {
+        #[derive(Deserialize)]
+        struct Members {
+            #[serde(default)]
+            users: Vec<UserId>,
+        }
+        let members: Members = self.call("usergroups.users.list", &[("usergroup", group)]).await?;
+        Ok(members.users)
+    }
+
     /// Whether the token works (`auth.test`): the bot user it belongs to.
     pub async fn auth_test(&self) -> Result<AuthTest, WebError> {
         self.call("auth.test", &[]).await

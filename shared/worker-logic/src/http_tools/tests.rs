@@ -2,6 +2,7 @@
 //! reqwest client and the tool registry (validation, redaction).
 
 use super::*;
+use crate::tools::{Effect, Tool};
 use crate::tools::{ToolPolicy, ToolRegistry};
 use assistant_core::turn::{ToolStatus, ToolUse};
 use axum::Router;
@@ -12,8 +13,9 @@ use std::sync::Mutex;
 
 const TOOLS: &str = include_str!("../../fixtures/http-tools.json");
 
-/// The requests the fake API saw: (method, path and query, authorization, body).
-type Seen = Arc<Mutex<Vec<(String, String, Option<String>, String)>>>;
+/// The requests the fake API saw: (method, path and query, authorization,
+/// body, idempotency key).
+type Seen = Arc<Mutex<Vec<(String, String, Option<String>, String, Option<String>)>>>;
 
 async fn api() -> (String, Seen) {
     let seen: Seen = Arc::default();
@@ -23,12 +25,13 @@ async fn api() -> (String, Seen) {
             async move {
                 let (parts, body) = request.into_parts();
                 let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
-                let auth = parts.headers.get("authorization").map(|v| v.to_str().unwrap().to_owned());
+                let header = |name: &str| parts.headers.get(name).map(|v| v.to_str().unwrap().to_owned());
                 seen.lock().unwrap().push((
                     parts.method.to_string(),
                     parts.uri.to_string(),
-                    auth,
+                    header("authorization"),
                     String::from_utf8_lossy(&body).into_owned(),
+                    header("idempotency-key"),
                 ));
                 axum::Json(json!({"status": "degraded", "since": "14:02"}))
             }
@@ -71,10 +74,11 @@ async fn a_call_fills_the_template_and_sends_the_secret_header() {
     let (status, output) = run(&registry, "service_status", json!({"service": "checkout-api", "env": "prod"})).await;
     assert_eq!(status, ToolStatus::Success);
     assert_eq!(output, ToolOutput::Json(json!({"status": "degraded", "since": "14:02"})));
-    let (method, uri, auth, _) = seen.lock().unwrap()[0].clone();
+    let (method, uri, auth, _, key) = seen.lock().unwrap()[0].clone();
     assert_eq!(method, "GET");
     assert_eq!(uri, "/api/prod/services/checkout-api?caller=checkout-api&verbose=true");
     assert_eq!(auth.as_deref(), Some("Bearer status-token-123"));
+    assert_eq!(key, None, "only approved calls carry an idempotency key");
 }
 
 #[tokio::test]
@@ -85,7 +89,7 @@ async fn model_input_cannot_change_the_path_or_the_host() {
         let (status, _) = run(&registry, "service_status", json!({"service": sneaky, "env": "prod"})).await;
         assert_eq!(status, ToolStatus::Success, "{sneaky}");
     }
-    for (_, uri, _, _) in seen.lock().unwrap().iter() {
+    for (_, uri, _, _, _) in seen.lock().unwrap().iter() {
         assert!(uri.starts_with("/api/prod/services/"), "{uri}");
         let segment = uri.trim_start_matches("/api/prod/services/").split('?').next().unwrap();
         assert!(!segment.contains('/') && !segment.contains('#'), "one encoded segment: {uri}");
@@ -119,8 +123,39 @@ async fn a_post_tool_changes_things_and_sends_the_input_as_json() {
 
     let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
     run(&registry, "restart_service", json!({"service": "checkout-api"})).await;
-    let (method, _, _, body) = seen.lock().unwrap()[0].clone();
+    let (method, _, _, body, _) = seen.lock().unwrap()[0].clone();
     assert_eq!((method.as_str(), body.as_str()), ("POST", r#"{"service":"checkout-api"}"#));
+}
+
+#[tokio::test]
+async fn an_approved_call_carries_its_idempotency_key_and_approval_can_be_declared() {
+    let (port, seen) = api().await;
+    let registry = registry(&port).await;
+    let call = ToolUse { id: "tooluse_9".into(), name: "restart_service".into(), input: json!({"service": "api"}) };
+    registry.run_approved(&call, &slack::ChannelId::new("C1"), "T1-Ev1:tooluse_9".into()).await;
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!((seen[0].1.as_str(), seen[0].4.as_deref()), ("/restart", Some("T1-Ev1:tooluse_9")));
+
+    let mut declared = configs(&port);
+    // A GET that changes things after all, a POST that only reads, a DELETE.
+    declared[0].requires_approval = Some(true);
+    declared[3].requires_approval = Some(false);
+    declared[2].method = "DELETE".into();
+    declared[0].approvers = Some(vec![Approver::User(slack::UserId::new("U0DBA"))]);
+    let tools = http_tools(&declared, reqwest::Client::new(), env).unwrap();
+    let effects: Vec<Effect> = tools.iter().map(Tool::effect).collect();
+    assert_eq!(effects, [Effect::ChangesThings, Effect::ReadOnly, Effect::ChangesThings, Effect::ReadOnly]);
+    let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
+    let channel = slack::ChannelId::new("C1");
+    let rule = registry.approval_rule(&channel, "service_status").unwrap();
+    assert_eq!(rule.approvers, Some(&[Approver::User(slack::UserId::new("U0DBA"))][..]));
+    assert!(registry.approval_rule(&channel, "flaky_api").unwrap().destructive, "DELETE is destructive");
+
+    declared[0].approvers = Some(vec![]);
+    assert!(
+        matches!(http_tools(&declared, reqwest::Client::new(), env), Err(HttpToolError::Invalid { .. })),
+        "a tool nobody may approve is refused"
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! | bot thread | `THREAD#{team}#{channel}#{thread_ts}` | `THREAD` | [`claims::DynamoClaims`] |
 //! | turn state | `TURN#{turn_id}` | `STATE` | [`records::DynamoRecords`] |
 //! | what the responder posted | `TURN#{turn_id}` | `DELIVERY` | [`records::DynamoRecords`] |
+//! | approval deadline | `APPROVAL_TIMERS` | `{due_at}#{turn_id}#{tool_use_id}` | [`timers::DynamoTimers`] |
 //!
 //! Turn state and delivery records are versioned records: which key and
 //! what JSON is decided once, in `assistant_core::store`.
@@ -18,9 +19,11 @@
 
 pub mod claims;
 pub mod records;
+pub mod timers;
 
 pub use claims::DynamoClaims;
 pub use records::DynamoRecords;
+pub use timers::DynamoTimers;
 
 use crate::summarize;
 use aws_sdk_dynamodb::Client;

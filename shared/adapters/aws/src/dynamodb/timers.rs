@@ -1,0 +1,92 @@
+//! Approval deadlines as the [`ApprovalTimers`] port: one partition,
+//! `APPROVAL_TIMERS`, whose sort key starts with the due time (zero-padded
+//! Unix seconds), so the sweep is one `Query` for keys up to now. Few calls
+//! wait for approval at once, so one partition is never hot; each item also
+//! carries the table's TTL, a week after it was due.
+
+use super::{PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE, key};
+use crate::port_error;
+use assistant_core::ports::{ApprovalTimer, ApprovalTimers, PortError};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::AttributeValue;
+
+const PARTITION: &str = "APPROVAL_TIMERS";
+const TIMER: &str = "timer";
+const KEPT_AFTER_DUE_SECS: i64 = 7 * 24 * 3600;
+
+#[derive(Debug, Clone)]
+pub struct DynamoTimers {
+    client: Client,
+    table: String,
+}
+
+impl DynamoTimers {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self { client, table: table.into() }
+    }
+}
+
+fn sort_key(timer: &ApprovalTimer) -> String {
+    format!("{:012}#{}#{}", timer.due_at.max(0), timer.turn_id, timer.tool_use_id)
+}
+
+#[async_trait]
+impl ApprovalTimers for DynamoTimers {
+    async fn set(&self, timer: &ApprovalTimer) -> Result<(), PortError> {
+        let mut item = key(PARTITION.to_owned(), &sort_key(timer));
+        let json = serde_json::to_string(timer).expect("timers are strings and numbers");
+        item.insert(TIMER.to_owned(), AttributeValue::S(json));
+        item.insert(TTL_ATTRIBUTE.to_owned(), AttributeValue::N((timer.due_at + KEPT_AFTER_DUE_SECS).to_string()));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|err| port_error("DynamoDB PutItem (approval timer)", err))?;
+        Ok(())
+    }
+
+    async fn due(&self, now_unix: i64, max: usize) -> Result<Vec<ApprovalTimer>, PortError> {
+        // `$` sorts after `#`: every key due at `now` or before, none after.
+        let upper = format!("{:012}$", now_unix.max(0));
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND #sk <= :upper")
+            .expression_attribute_names("#pk", PARTITION_KEY)
+            .expression_attribute_names("#sk", SORT_KEY)
+            .expression_attribute_values(":pk", AttributeValue::S(PARTITION.to_owned()))
+            .expression_attribute_values(":upper", AttributeValue::S(upper))
+            .limit(i32::try_from(max).unwrap_or(i32::MAX))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|err| port_error("DynamoDB Query (due approval timers)", err))?;
+        output
+            .items()
+            .iter()
+            .map(|item| {
+                let json = item
+                    .get(TIMER)
+                    .and_then(|v| v.as_s().ok())
+                    .ok_or_else(|| PortError::new("read approval timer", "item has no readable timer"))?;
+                serde_json::from_str(json)
+                    .map_err(|err| PortError::new("read approval timer", format!("timer does not parse: {err}")))
+            })
+            .collect()
+    }
+
+    async fn clear(&self, timer: &ApprovalTimer) -> Result<(), PortError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(PARTITION.to_owned(), &sort_key(timer))))
+            .send()
+            .await
+            .map_err(|err| port_error("DynamoDB DeleteItem (approval timer)", err))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,79 @@
+//! Start-up work off the start-up path.
+//!
+//! Loading the AWS configuration and building SDK clients reads the
+//! platform's root certificates and parses every one of them (the SDK does
+//! it when a client is built, on purpose), a few milliseconds that a
+//! request which needs no AWS call (Slack's `url_verification`, a bad
+//! signature, an event that starts nothing) should not wait for. A
+//! [`Deferred`] value is built on its own thread from the moment the process
+//! starts, while the Lambda runtime registers and fetches the first event;
+//! the first request that needs it awaits it, and finds it ready or nearly
+//! so. No request waits longer than it would have had the value been built
+//! before the runtime started.
+
+use std::sync::Mutex;
+use tokio::sync::{OnceCell, oneshot};
+
+pub struct Deferred<T> {
+    value: OnceCell<T>,
+    pending: Mutex<Option<oneshot::Receiver<T>>>,
+}
+
+impl<T: Send + 'static> Deferred<T> {
+    /// Starts building the value on a new thread with its own
+    /// single-threaded Tokio runtime (what `build` creates is not tied to it:
+    /// SDK clients use the runtime of the task that calls them).
+    pub fn spawn<F, Fut>(build: F) -> Self
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = T>,
+    {
+        let (sender, receiver) = oneshot::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a single-threaded Tokio runtime builds");
+            // The receiver is gone only if the process is shutting down.
+            let _ = sender.send(runtime.block_on(build()));
+        });
+        Self { value: OnceCell::new(), pending: Mutex::new(Some(receiver)) }
+    }
+
+    /// A value already built (tests, and callers that hold one).
+    pub fn ready(value: T) -> Self {
+        Self { value: OnceCell::new_with(Some(value)), pending: Mutex::new(None) }
+    }
+
+    /// The value, once built.
+    pub async fn get(&self) -> &T {
+        self.value
+            .get_or_init(|| async {
+                let receiver = self.pending.lock().expect("deferred lock").take();
+                receiver.expect("only the first caller takes the receiver").await.expect("the builder thread panicked")
+            })
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn the_value_is_built_once_off_the_caller_thread_and_shared() {
+        let builds = Arc::new(AtomicUsize::new(0));
+        let caller = std::thread::current().id();
+        let counted = builds.clone();
+        let deferred = Arc::new(Deferred::spawn(move || async move {
+            counted.fetch_add(1, Ordering::SeqCst);
+            std::thread::current().id()
+        }));
+        let (a, b) = tokio::join!(deferred.get(), deferred.get());
+        assert_eq!(a, b);
+        assert_ne!(*a, caller, "built on its own thread");
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+    }
+}

@@ -1,0 +1,169 @@
+//! Who may decide on a call that changes things.
+//!
+//! The approvers are the tool's own or the configured default: the
+//! requester (who asked), named users, and the members of user groups (read
+//! from Slack, kept for a few minutes). With `allow_self_approval: false`
+//! the requester may not decide on their own request, whoever else they are.
+//! A group that cannot be read counts as having no members: a click is
+//! refused rather than let through.
+
+use crate::config::ApprovalsConfig;
+use crate::tools::ApprovalRule;
+use assistant_core::approval::Approver;
+use assistant_core::ports::SlackReader;
+use slack::UserId;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use tracing::warn;
+
+/// How long a user group's members are trusted before they are read again.
+pub const GROUP_CACHE_SECS: i64 = 300;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    May,
+    /// `own_request`: the requester, where the team wants a second person.
+    MayNot {
+        own_request: bool,
+    },
+}
+
+pub struct Approvals {
+    pub config: ApprovalsConfig,
+    /// group → (read at, members)
+    groups: Mutex<HashMap<String, (i64, Vec<UserId>)>>,
+}
+
+impl Approvals {
+    pub fn new(config: ApprovalsConfig) -> Self {
+        Self { config, groups: Mutex::default() }
+    }
+
+    /// Who may approve a call of a tool with this rule.
+    pub fn approvers_for<'a>(&'a self, rule: Option<ApprovalRule<'a>>) -> &'a [Approver] {
+        rule.and_then(|rule| rule.approvers).unwrap_or(&self.config.approvers)
+    }
+
+    /// Seconds a call may wait for a decision.
+    pub fn expires_after_secs(&self) -> i64 {
+        i64::try_from(self.config.expires_after_secs).unwrap_or(i64::MAX)
+    }
+
+    /// Whether `clicker` may decide on a call that `requester` asked for.
+    pub async fn verdict(
+        &self,
+        slack: &dyn SlackReader,
+        requester: &UserId,
+        clicker: &UserId,
+        approvers: &[Approver],
+        now_unix: i64,
+    ) -> Verdict {
+        let own = clicker == requester;
+        if own && !self.config.allow_self_approval {
+            return Verdict::MayNot { own_request: true };
+        }
+        for approver in approvers {
+            let may = match approver {
+                Approver::Requester => own,
+                Approver::User(user) => user == clicker,
+                Approver::Group(group) => self.members(slack, group, now_unix).await.contains(clicker),
+            };
+            if may {
+                return Verdict::May;
+            }
+        }
+        Verdict::MayNot { own_request: false }
+    }
+
+    async fn members(&self, slack: &dyn SlackReader, group: &str, now_unix: i64) -> Vec<UserId> {
+        if let Some((read_at, members)) = self.groups.lock().expect("groups lock").get(group)
+            && now_unix - read_at < GROUP_CACHE_SECS
+        {
+            return members.clone();
+        }
+        match slack.usergroup_members(group).await {
+            Ok(members) => {
+                self.groups.lock().expect("groups lock").insert(group.to_owned(), (now_unix, members.clone()));
+                members
+            }
+            Err(err) => {
+                warn!(group, error = %err, "user group not readable: its members cannot approve until it is");
+                Vec::new()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use testkit::memory::MemorySlack;
+
+    fn user(id: &str) -> UserId {
+        UserId::new(id)
+    }
+
+    fn approvals(approvers: &[&str], allow_self_approval: bool) -> Approvals {
+        let approvers = approvers.iter().map(|a| Approver::try_from(a.to_string()).unwrap()).collect();
+        Approvals::new(ApprovalsConfig { approvers, expires_after_secs: 3_600, allow_self_approval })
+    }
+
+    /// The verdict on `clicker` for a request by U0ASKER, with the default approvers.
+    async fn verdict(approvals: &Approvals, slack: &MemorySlack, clicker: &str) -> Verdict {
+        let approvers = approvals.approvers_for(None).to_vec();
+        approvals.verdict(slack, &user("U0ASKER"), &user(clicker), &approvers, 1_000).await
+    }
+
+    #[tokio::test]
+    async fn the_requester_named_users_and_group_members_may_approve_and_no_one_else() {
+        let slack = MemorySlack::default().with_group("S0ONCALL", &["U0ONCALL1", "U0ONCALL2"]);
+        let approvals = approvals(&["requester", "U0LEAD", "S0ONCALL"], true);
+        assert_eq!(verdict(&approvals, &slack, "U0ASKER").await, Verdict::May);
+        assert_eq!(verdict(&approvals, &slack, "U0LEAD").await, Verdict::May);
+        assert_eq!(verdict(&approvals, &slack, "U0ONCALL2").await, Verdict::May);
+        assert_eq!(verdict(&approvals, &slack, "U0BYSTANDER").await, Verdict::MayNot { own_request: false });
+    }
+
+    #[tokio::test]
+    async fn by_default_only_the_requester_and_with_four_eyes_never_the_requester() {
+        let slack = MemorySlack::default();
+        let only_requester = approvals(&["requester"], true);
+        assert_eq!(verdict(&only_requester, &slack, "U0ASKER").await, Verdict::May);
+        assert_eq!(verdict(&only_requester, &slack, "U0OTHER").await, Verdict::MayNot { own_request: false });
+
+        let four_eyes = approvals(&["requester", "U0ASKER", "U0LEAD"], false);
+        assert_eq!(
+            verdict(&four_eyes, &slack, "U0ASKER").await,
+            Verdict::MayNot { own_request: true },
+            "not even when named as a user"
+        );
+        assert_eq!(verdict(&four_eyes, &slack, "U0LEAD").await, Verdict::May);
+    }
+
+    #[tokio::test]
+    async fn a_tools_own_approvers_replace_the_default() {
+        let approvals = approvals(&["requester"], true);
+        let own = [Approver::User(user("U0DBA"))];
+        let rule = ApprovalRule { approvers: Some(&own), destructive: false };
+        assert_eq!(approvals.approvers_for(Some(rule)), own);
+        let slack = MemorySlack::default();
+        let verdict = approvals.verdict(&slack, &user("U0ASKER"), &user("U0ASKER"), &own, 0).await;
+        assert_eq!(verdict, Verdict::MayNot { own_request: false }, "the requester is not among the tool's approvers");
+    }
+
+    #[tokio::test]
+    async fn groups_are_read_once_for_a_while_and_an_unreadable_group_lets_no_one_in() {
+        let slack = MemorySlack::default().with_group("S0ONCALL", &["U0ONCALL1"]);
+        let approvals = approvals(&["S0ONCALL", "S0MISSING"], true);
+        let approvers = approvals.approvers_for(None).to_vec();
+        for now in [0, 100, GROUP_CACHE_SECS - 1] {
+            let verdict = approvals.verdict(&slack, &user("U0ASKER"), &user("U0ONCALL1"), &approvers, now).await;
+            assert_eq!(verdict, Verdict::May);
+        }
+        assert_eq!(slack.group_reads(), 1, "cached");
+        let stranger = approvals.verdict(&slack, &user("U0ASKER"), &user("U0STRANGER"), &approvers, 10).await;
+        assert_eq!(stranger, Verdict::MayNot { own_request: false });
+        approvals.verdict(&slack, &user("U0ASKER"), &user("U0ONCALL1"), &approvers, GROUP_CACHE_SECS).await;
+        assert!(slack.group_reads() >= 3, "read again once stale (and the missing group each time)");
+    }
+}

@@ -1,0 +1,193 @@
+//! Approvals end to end, through the real handlers and the local AWS
+//! emulator, from the click: a mention → the worker asks to run a declared
+//! POST tool → the responder posts the prompt with buttons in the fake
+//! Slack thread → someone else clicks (refused: only they are told who may
+//! approve) → the requester clicks → the tool is called exactly once, with
+//! its `Idempotency-Key` → the answer lands in the thread; the same click
+//! again does nothing more.
+
+use adapters_bedrock::retry_config;
+use assistant_core::FixedClock;
+use assistant_core::WorkMessage;
+use assistant_core::messages::ReplyMessage;
+use axum::Router;
+use axum::routing::post;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tests::events::{self, SIGNED_AT};
+use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
+use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
+use tests::local_server::LocalServer;
+use tests::{Stack, decode_work, emulator_config, sqs_event};
+
+const WORK_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
+const REPLY_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
+const RESTART_REPLY: &str = include_str!("fixtures/bedrock/converse-tool-use-restart.json");
+const CONFIG: &str = include_str!("fixtures/approvals/assistant.json");
+
+/// (path, Idempotency-Key) of every request the team's API got.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+async fn team_api() -> (LocalServer, Seen) {
+    let seen: Seen = Arc::default();
+    let record = seen.clone();
+    let app = Router::new().route(
+        "/restart/{service}",
+        post(move |request: axum::extract::Request| {
+            let seen = record.clone();
+            async move {
+                let key = request.headers().get("idempotency-key").map(|v| v.to_str().unwrap().to_owned());
+                seen.lock().unwrap().push((request.uri().path().to_owned(), key));
+                axum::Json(json!({"restarted": true, "pods": 3}))
+            }
+        }),
+    );
+    (LocalServer::start(app).await, seen)
+}
+
+fn no_failures(response: &Value) {
+    assert_eq!(tests::batch_failures(response), Vec::<String>::new(), "{response}");
+}
+
+/// A click on the posted prompt's button by `user`, as Slack sends it:
+/// the interactivity payload, form-encoded and signed.
+fn click(prompt: &tests::fake_slack::Posted, action: usize, user: &str) -> Value {
+    let actions = prompt.blocks.as_ref().unwrap().as_array().unwrap().iter().find(|b| b["type"] == "actions").unwrap();
+    let button = &actions["elements"][action];
+    let mut payload: Value = serde_json::from_str(testkit::fixtures::BLOCK_ACTIONS_APPROVE).unwrap();
+    payload["user"]["id"] = user.into();
+    payload["container"]["channel_id"] = prompt.channel.clone().into();
+    payload["channel"]["id"] = prompt.channel.clone().into();
+    for at in ["container", "message"] {
+        payload[at]["thread_ts"] = prompt.thread_ts.clone().into();
+    }
+    payload["container"]["message_ts"] = prompt.ts.clone().into();
+    payload["message"]["ts"] = prompt.ts.clone().into();
+    payload["actions"][0]["action_id"] = button["action_id"].clone();
+    payload["actions"][0]["value"] = button["value"].clone();
+    let form = testkit::fixtures::interaction_form(&payload.to_string());
+    events::with_body(&events::parse(events::APPROVAL_CLICK), &form)
+}
+
+#[tokio::test]
+async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
+    // GIVEN the stack, a team API with a POST tool declared, and a model that wants to call it
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let (api, seen) = team_api().await;
+    let port = api.base_url.rsplit(':').next().unwrap();
+    let config = CONFIG.replace("{{PORT}}", port);
+    stack
+        .s3
+        .put_object()
+        .bucket(&stack.bucket)
+        .key("config/assistant.json")
+        .body(config.into_bytes().into())
+        .send()
+        .await
+        .unwrap();
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    let mut answer: Value = serde_json::from_str(TEXT_REPLY).unwrap();
+    answer["output"]["message"]["content"] = json!([{"text": "Restarted checkout-api: 3 pods are back."}]);
+    bedrock.script([Scripted::fixture(RESTART_REPLY), Scripted::Reply(answer)]);
+
+    let ingress = ingress::Ingress::new(
+        ingress::Config {
+            signing_secret: slack::SigningSecret::new(events::signing_secret()).unwrap(),
+            turns_table: stack.table.clone(),
+            work_queue_url: stack.work_queue.queue.clone(),
+        },
+        &aws,
+        Arc::new(FixedClock::at(SIGNED_AT + 1)),
+    );
+    let worker = worker::WorkerFunction::load(
+        tests::worker_config(&stack, slack.url()),
+        worker::Clients {
+            dynamodb: stack.dynamodb.clone(),
+            sqs: stack.sqs.clone(),
+            s3: stack.s3.clone(),
+            bedrock: bedrock.client(&aws, retry_config().with_initial_backoff(Duration::from_millis(5))),
+            http: adapters_slack::web::http_client(),
+        },
+    )
+    .await
+    .unwrap();
+    let responder = responder::ResponderFunction::new(
+        tests::responder_config(&stack, slack.url(), vec![]),
+        tests::responder_clients(&stack),
+    );
+    let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
+    // One round: whatever is on the work queue through the worker, then
+    // whatever is on the reply queue through the responder.
+    let round = || async {
+        let work = stack.receive_work().await.unwrap();
+        if !work.is_empty() {
+            no_failures(&worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline).await.unwrap());
+            stack.acknowledge(&stack.work_queue.queue, &work).await.unwrap();
+        }
+        let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
+        if !replies.is_empty() {
+            no_failures(&responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)).await.unwrap());
+            stack.acknowledge(&stack.reply_queue.queue, &replies).await.unwrap();
+        }
+        (work, replies)
+    };
+
+    // WHEN someone mentions the bot
+    assert_eq!(ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
+    round().await;
+
+    // THEN a prompt with buttons is in the thread, and nothing ran
+    let posted = slack.posted();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    let prompt = posted[0].clone();
+    assert!(prompt.text.contains("asked me to run `restart_service`"), "{}", prompt.text);
+    assert!(seen.lock().unwrap().is_empty());
+
+    // WHEN someone else clicks Approve
+    assert_eq!(ingress.handle(click(&prompt, 0, "U0BYSTANDER")).await.unwrap()["statusCode"], 200);
+    let (work, _) = round().await;
+    assert!(matches!(decode_work(&work[0]), WorkMessage::Approval(_)));
+
+    // THEN nothing ran, and only they were told who may approve
+    assert!(seen.lock().unwrap().is_empty(), "a bystander's click runs nothing");
+    let ephemerals = slack.ephemerals();
+    assert_eq!(ephemerals.len(), 1, "{ephemerals:?}");
+    assert_eq!(ephemerals[0].0, "U0BYSTANDER");
+    assert!(ephemerals[0].1.starts_with("Only <@U061F7AUR> (who asked) may approve"), "{}", ephemerals[0].1);
+    assert_eq!(slack.posted().len(), 1, "nothing new in the thread");
+
+    // WHEN the requester clicks Approve
+    let requester_click = click(&prompt, 0, "U061F7AUR");
+    assert_eq!(ingress.handle(requester_click.clone()).await.unwrap()["statusCode"], 200);
+    round().await;
+    round().await;
+
+    // THEN the POST ran exactly once, with its idempotency key, and the answer is in the thread
+    let turn_id = format!("T061EG9R6-{}", "Ev0LAN670R");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("/restart/checkout-api".to_owned(), Some(format!("{turn_id}:tooluse_R3stArtCh3ckoutAp1x")))]
+    );
+    let texts: Vec<String> = slack.posted().iter().map(|p| p.text.clone()).collect();
+    assert_eq!(texts[0], "✅ <@U061F7AUR> approved running `restart_service`.", "{texts:?}");
+    assert_eq!(texts[1], "Restarted checkout-api: 3 pods are back.");
+    assert_eq!(texts.len(), 2);
+
+    // WHEN the same click arrives again (a double click, or a replay)
+    assert_eq!(ingress.handle(requester_click).await.unwrap()["statusCode"], 200);
+    let (work, replies) = round().await;
+
+    // THEN nothing more happens
+    assert_eq!(work.len(), 1, "the ingress queued it; the worker decides it is stale");
+    assert!(replies.iter().all(|r| !matches!(
+        ReplyMessage::decode(r.body().unwrap()).unwrap(),
+        ReplyMessage::ApprovalPrompt { .. } | ReplyMessage::ApprovalDecided { .. }
+    )));
+    assert_eq!(seen.lock().unwrap().len(), 1, "the POST never runs twice");
+    assert_eq!(slack.posted().len(), 2);
+    assert_eq!(bedrock.requests().len(), 2);
+}
