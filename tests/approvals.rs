@@ -6,16 +6,14 @@
 //! its `Idempotency-Key` → the answer lands in the thread; the same click
 //! again does nothing more.
 
-use adapters_bedrock::retry_config;
-use assistant_core::FixedClock;
 use assistant_core::WorkMessage;
 use assistant_core::messages::ReplyMessage;
 use axum::Router;
 use axum::routing::post;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tests::events::{self, SIGNED_AT};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tests::events;
 use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
 use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
 use tests::local_server::LocalServer;
@@ -94,31 +92,8 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     answer["output"]["message"]["content"] = json!([{"text": "Restarted checkout-api: 3 pods are back."}]);
     bedrock.script([Scripted::fixture(RESTART_REPLY), Scripted::Reply(answer)]);
 
-    let ingress = ingress::Ingress::new(
-        ingress::Config {
-            signing_secret: slack::SigningSecret::new(events::signing_secret()).unwrap(),
-            turns_table: stack.table.clone(),
-            work_queue_url: stack.work_queue.queue.clone(),
-        },
-        &aws,
-        Arc::new(FixedClock::at(SIGNED_AT + 1)),
-    );
-    let worker = worker::WorkerFunction::load(
-        tests::worker_config(&stack, slack.url()),
-        worker::Clients {
-            dynamodb: stack.dynamodb.clone(),
-            sqs: stack.sqs.clone(),
-            s3: stack.s3.clone(),
-            bedrock: bedrock.client(&aws, retry_config().with_initial_backoff(Duration::from_millis(5))),
-            http: adapters_slack::web::http_client(),
-        },
-    )
-    .await
-    .unwrap();
-    let responder = responder::ResponderFunction::new(
-        tests::responder_config(&stack, slack.url(), vec![]),
-        tests::responder_clients(&stack),
-    );
+    let tests::Functions { ingress, worker, responder } =
+        tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
     let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
     // One round: whatever is on the work queue through the worker, then
     // whatever is on the reply queue through the responder.

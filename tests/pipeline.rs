@@ -5,15 +5,13 @@
 //! the right thread. Real SQS queues and DynamoDB (the local emulator)
 //! between the handlers, as Lambda's event source mappings would feed them.
 
-use adapters_bedrock::retry_config;
-use assistant_core::FixedClock;
 use assistant_core::delivery::Settled;
 use assistant_core::ports::DeliveryLog;
 use assistant_core::ports::TurnStore;
 use assistant_core::turn::TurnStatus;
 use serde_json::{Value, json};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tests::events::{self, SIGNED_AT};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tests::events;
 use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
 use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
 use tests::{Stack, decode_work, emulator_config, sqs_event};
@@ -46,31 +44,8 @@ async fn a_mention_gets_exactly_one_redacted_answer_in_its_thread() {
     let (answer, token) = answer_with_a_secret();
     bedrock.script([Scripted::fixture(TOOL_USE_REPLY), Scripted::fixture(&answer)]);
 
-    let ingress = ingress::Ingress::new(
-        ingress::Config {
-            signing_secret: slack::SigningSecret::new(events::signing_secret()).unwrap(),
-            turns_table: stack.table.clone(),
-            work_queue_url: stack.work_queue.queue.clone(),
-        },
-        &aws,
-        std::sync::Arc::new(FixedClock::at(SIGNED_AT + 1)),
-    );
-    let worker = worker::WorkerFunction::load(
-        tests::worker_config(&stack, slack.url()),
-        worker::Clients {
-            dynamodb: stack.dynamodb.clone(),
-            sqs: stack.sqs.clone(),
-            s3: stack.s3.clone(),
-            bedrock: bedrock.client(&aws, retry_config().with_initial_backoff(Duration::from_millis(5))),
-            http: adapters_slack::web::http_client(),
-        },
-    )
-    .await
-    .unwrap();
-    let responder = responder::ResponderFunction::new(
-        tests::responder_config(&stack, slack.url(), vec![]),
-        tests::responder_clients(&stack),
-    );
+    let tests::Functions { ingress, worker, responder } =
+        tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
 
     // Slack → ingress: acknowledged at once, one message queued.
     let response = ingress.handle(events::parse(events::APP_MENTION)).await.unwrap();

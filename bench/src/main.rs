@@ -361,7 +361,7 @@ async fn measure(
         let first = lambda.invoke(&event()).await?;
         figures.first.push(started.elapsed());
         anyhow::ensure!(
-            first["statusCode"] == 200 || first["status"].is_string(),
+            first["statusCode"] == 200 || first["batchItemFailures"] == serde_json::json!([]),
             "{name}: first invoke failed: {first}\n{}",
             lambda.logs()
         );
@@ -411,7 +411,23 @@ async fn start_up() -> Result<()> {
         ]);
     }
     let url_verification = || http_event(testkit::fixtures::URL_VERIFICATION, SystemClock.now_unix());
-    let health = || tests::events::parse(tests::events::SCHEDULED_HEALTH_CHECK);
+    // A first message each function handles with one DynamoDB read: work
+    // or a delivery for a turn that does not exist.
+    let thread = assistant_core::ThreadRef {
+        team: slack::TeamId::new("T061EG9R6"),
+        channel: slack::ChannelId::new("C0LAN2Q65"),
+        thread_ts: slack::Ts::new("1763800000.000100"),
+    };
+    let missing = assistant_core::TurnId::new("T061EG9R6-Ev0MISSING");
+    let continuation = WorkMessage::Continue(assistant_core::messages::Continuation {
+        turn_id: missing.clone(),
+        thread: thread.clone(),
+        after_step: 1,
+    })
+    .encode();
+    let delivery = ReplyMessage::Deliver { turn_id: missing, thread }.encode();
+    let work = || sqs_event_carrying(&continuation);
+    let reply = || sqs_event_carrying(&delivery);
     let subjects: [Subject; 4] = [
         Subject {
             label: "floor",
@@ -431,15 +447,15 @@ async fn start_up() -> Result<()> {
             label: "worker",
             variable: "WORKER_BIN",
             env: worker_env,
-            event: &health,
-            what: "health check (4 AWS calls)",
+            event: &work,
+            what: "SQS: continue (1 DynamoDB read)",
         },
         Subject {
             label: "responder",
             variable: "RESPONDER_BIN",
             env: responder_env,
-            event: &health,
-            what: "health check (2 AWS calls, Slack refused)",
+            event: &reply,
+            what: "SQS: deliver (1 DynamoDB read)",
         },
     ];
 
@@ -489,6 +505,13 @@ fn report_ms(label: &str, mut samples: Vec<Duration>) {
         percentile(&samples, 0.9).as_secs_f64() * 1e3,
         samples[0].as_secs_f64() * 1e3
     );
+}
+
+/// An SQS event (the event file's shape) carrying one message `body`.
+fn sqs_event_carrying(body: &str) -> serde_json::Value {
+    let mut event = tests::events::parse(tests::events::WORKER_SQS_START_TURN);
+    event["Records"][0]["body"] = body.into();
+    event
 }
 
 /// A Function URL event carrying `body`, signed now.

@@ -169,6 +169,46 @@ impl Stack {
     }
 }
 
+/// The three functions' handlers on one stack, as Lambda runs them: the
+/// ingress with its clock at the event files' signing time, the worker with
+/// its Bedrock client at the fake and its assistant configuration from the
+/// stack's bucket, the responder; both talk to the fake Slack.
+pub struct Functions {
+    pub ingress: ingress::Ingress,
+    pub worker: worker::WorkerFunction,
+    pub responder: responder::ResponderFunction,
+}
+
+impl Functions {
+    pub async fn start(aws: &SdkConfig, stack: &Stack, slack_url: &str, bedrock: &fake_bedrock::FakeBedrock) -> Self {
+        let ingress = ingress::Ingress::new(
+            ingress::Config {
+                signing_secret: slack::SigningSecret::new(events::signing_secret()).expect("secret"),
+                turns_table: stack.table.clone(),
+                work_queue_url: stack.work_queue.queue.clone(),
+            },
+            aws,
+            std::sync::Arc::new(assistant_core::FixedClock::at(events::SIGNED_AT + 1)),
+        );
+        let retry = adapters_bedrock::retry_config().with_initial_backoff(std::time::Duration::from_millis(5));
+        let worker = worker::WorkerFunction::load(
+            worker_config(stack, slack_url),
+            worker::Clients {
+                dynamodb: stack.dynamodb.clone(),
+                sqs: stack.sqs.clone(),
+                s3: stack.s3.clone(),
+                bedrock: bedrock.client(aws, retry),
+                http: adapters_slack::web::http_client(),
+            },
+        )
+        .await
+        .expect("the worker starts");
+        let responder =
+            responder::ResponderFunction::new(responder_config(stack, slack_url, vec![]), responder_clients(stack));
+        Self { ingress, worker, responder }
+    }
+}
+
 /// A Lambda SQS event carrying `messages` as SQS delivered them, as the
 /// event source mapping would build it.
 pub fn sqs_event(messages: &[Message], queue_arn: &str) -> serde_json::Value {

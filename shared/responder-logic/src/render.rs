@@ -4,6 +4,8 @@
 //! failed. Redaction happens here, before rendering, so what Slack gets
 //! never held a secret and each marker reads cleanly.
 
+use crate::mrkdwn;
+use crate::split::{self, Limits, SECTION_SEPARATOR};
 use assistant_core::approval::Approver;
 use assistant_core::delivery::{MessageKey, Outgoing};
 use assistant_core::messages::{ApprovalButton, Decision};
@@ -12,8 +14,6 @@ use redact::Redactor;
 use serde_json::{Value, json};
 use slack::UserId;
 use slack::interaction::{APPROVE_ACTION_ID, DENY_ACTION_ID};
-use slack::mrkdwn;
-use slack::split::{self, Limits, SECTION_SEPARATOR};
 
 /// Slack's limit on a section's text, counted after escaping.
 const SECTION_CHARS: usize = 3_000;

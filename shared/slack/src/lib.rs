@@ -1,7 +1,8 @@
 //! Slack's wire protocol, with no I/O: verifying that a request came from
-//! Slack, typed views of what Slack sends (Events API callbacks and
-//! interactivity payloads), Markdown to mrkdwn, and splitting long texts
-//! under Slack's limits.
+//! Slack, and typed views of what Slack sends (Events API callbacks and
+//! interactivity payloads). Rendering for Slack (Markdown to mrkdwn,
+//! splitting under Slack's limits) is the responder's, in
+//! `shared/responder-logic`, so the ingress links no regex engine.
 //!
 //! Everything here is pure so it can be tested with captured payloads and a
 //! pinned clock. The ingress function (via `ingress-logic`) is the only
@@ -12,10 +13,8 @@
 pub mod events;
 pub mod ids;
 pub mod interaction;
-pub mod mrkdwn;
 pub mod request;
 pub mod signature;
-pub mod split;
 
 pub use ids::{ChannelId, EventId, TeamId, Ts, UserId};
 pub use request::{ParseError, SlackRequest};
