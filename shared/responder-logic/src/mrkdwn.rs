@@ -11,7 +11,7 @@
 //! Slack reads `&`, `<` and `>` as control characters everywhere, code
 //! included, and shows `&amp;`, `&lt;`, `&gt;` as the characters they
 //! stand for; so they are escaped everywhere except in Slack's own tokens
-//! (`<@U123>`, `<#C123|general>`, `<!here>`, `<https://…|label>`), which
+//! (`<@U123>`, `<#C123|general>`, `<https://…|label>`), which
 //! pass through untouched, and the `>` that starts a quote.
 
 use regex::{Captures, Regex};
@@ -119,8 +119,11 @@ struct InlinePatterns {
 fn inline_patterns() -> &'static InlinePatterns {
     static PATTERNS: OnceLock<InlinePatterns> = OnceLock::new();
     PATTERNS.get_or_init(|| InlinePatterns {
-        // Slack's own tokens: mentions, channels, special mentions, links.
-        kept: Regex::new(r"<(?:[@#!][^<>\s][^<>]*|(?:https?|mailto):[^<>\s]+)>").expect("valid"),
+        // Slack's own tokens: user and channel mentions, links. Special
+        // mentions (`<!channel>`, `<!here>`, `<!everyone>`,
+        // `<!subteam^…>`) are not kept: escaped, they show as text, so a
+        // planted instruction cannot make the bot ping a whole channel.
+        kept: Regex::new(r"<(?:[@#][^<>\s][^<>]*|(?:https?|mailto):[^<>\s]+)>").expect("valid"),
         link: Regex::new(r#"!?\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)"#).expect("valid"),
         bold_italic: Regex::new(r"\*\*\*(\S(?:.*?\S)?)\*\*\*").expect("valid"),
         bold: Regex::new(r"\*\*(\S(?:.*?\S)?)\*\*|(?:^|\b)__(\S(?:.*?\S)?)__(?:\b|$)").expect("valid"),
@@ -135,6 +138,19 @@ const HOLE: char = '\u{E000}';
 /// Marks converted bold until italics are done (which would take `*x*`).
 const BOLD: char = '\u{E001}';
 
+/// The host a URL-like text names: `https://host/…`, `host.tld/…` or
+/// `host.tld`; `None` for ordinary words.
+fn host_of(text: &str) -> Option<&str> {
+    let rest = text.split_once("://").map_or(text, |(_, rest)| rest);
+    let host = rest.split(['/', '?', '#']).next()?.rsplit('@').next()?;
+    let host = host.split(':').next()?;
+    let looks_like_host = host.contains('.')
+        && !host.starts_with('.')
+        && !host.ends_with('.')
+        && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
+    looks_like_host.then_some(host)
+}
+
 fn inline(text: &str) -> String {
     let patterns = inline_patterns();
     let mut kept: Vec<String> = Vec::new();
@@ -144,9 +160,25 @@ fn inline(text: &str) -> String {
     };
     // Verbatim first (code spans), then Slack tokens and links.
     let text = hold_code_spans(text, &mut hold);
-    let text = patterns.kept.replace_all(&text, |caps: &Captures<'_>| hold(caps[0].to_owned()));
+    let text = patterns.kept.replace_all(&text, |caps: &Captures<'_>| {
+        let token = &caps[0];
+        // A Slack link written out (`<url|label>`) gets the same check as a
+        // Markdown one: a label naming another host shows the real address.
+        let disguised = token.strip_prefix('<').and_then(|t| t.strip_suffix('>')).and_then(|t| {
+            let (url, label) = t.split_once('|')?;
+            let (shown, real) = (host_of(label)?, host_of(url)?);
+            (!shown.eq_ignore_ascii_case(real)).then(|| format!("<{url}>"))
+        });
+        hold(disguised.unwrap_or_else(|| token.to_owned()))
+    });
     let text = patterns.link.replace_all(&text, |caps: &Captures<'_>| {
         let (label, url) = (caps[1].trim(), &caps[2]);
+        // A label that names another host than the link's ("[bank.example](https://evil.example)")
+        // shows the real address instead.
+        let label = match (host_of(label), host_of(url)) {
+            (Some(shown), Some(real)) if !shown.eq_ignore_ascii_case(real) => url,
+            _ => label,
+        };
         let url = escape(url).replace('|', "%7C");
         hold(if label.is_empty() { format!("<{url}>") } else { format!("<{url}|{}>", escape(label)) })
     });
@@ -243,8 +275,28 @@ mod tests {
         ("autolink", "<https://example.com/x>", "<https://example.com/x>"),
         (
             "user and channel mentions kept",
-            "ask <@U0LAN0Z89> in <#C012AB3CD|ops> or <!here>",
-            "ask <@U0LAN0Z89> in <#C012AB3CD|ops> or <!here>",
+            "ask <@U0LAN0Z89> in <#C012AB3CD|ops>",
+            "ask <@U0LAN0Z89> in <#C012AB3CD|ops>",
+        ),
+        (
+            "special mentions shown as text, never pinging",
+            "<!channel> <!here> <!everyone> <!subteam^S0614TZR7|@oncall> <!here|here>",
+            "&lt;!channel&gt; &lt;!here&gt; &lt;!everyone&gt; &lt;!subteam^S0614TZR7|@oncall&gt; &lt;!here|here&gt;",
+        ),
+        (
+            "a label naming another host shows the real address",
+            "[https://bank.example.com/login](https://evil.example.net/x) and [bank.example.com](https://evil.example.net)",
+            "<https://evil.example.net/x|https://evil.example.net/x> and <https://evil.example.net|https://evil.example.net>",
+        ),
+        (
+            "a written-out Slack link gets the same check",
+            "<https://evil.example.net/x|bank.example.com> <https://docs.example.com|docs>",
+            "<https://evil.example.net/x> <https://docs.example.com|docs>",
+        ),
+        (
+            "a label naming the same host, or words, is kept",
+            "[docs.example.com/guide](https://docs.example.com/guide) and [the guide](https://docs.example.com/guide)",
+            "<https://docs.example.com/guide|docs.example.com/guide> and <https://docs.example.com/guide|the guide>",
         ),
         ("escapes", "if a < b && c > d", "if a &lt; b &amp;&amp; c &gt; d"),
         ("code span verbatim", "run `**not bold** <x> & y`", "run `**not bold** &lt;x&gt; &amp; y`"),

@@ -5,7 +5,7 @@
 
 use crate::approvals::Approvals;
 use crate::config::AssistantConfig;
-use crate::tools::{ToolDefinitionError, ToolRegistry};
+use crate::tools::{ChannelRule, ToolDefinitionError, ToolPolicy, ToolRegistry};
 use crate::worker::{Limits, Worker};
 use crate::{builtin_tools, docs_tools, http_tools};
 use assistant_core::Clock;
@@ -31,7 +31,8 @@ pub struct WorkerPorts {
     pub slack: Arc<dyn SlackReader>,
     pub timers: Arc<dyn ApprovalTimers>,
     pub clock: Arc<dyn Clock>,
-    /// The process's HTTP client, shared by the HTTP tools.
+    /// The process's HTTP client, shared by the HTTP tools. It must not
+    /// follow redirects (`adapters_slack::http_client()` does not).
     pub http: reqwest::Client,
 }
 
@@ -56,6 +57,10 @@ pub enum StartupError {
     Tools(#[from] ToolDefinitionError),
     #[error(transparent)]
     HttpTools(#[from] http_tools::HttpToolError),
+    #[error(
+        "http tool {tool} names ${{env:{variable}}}, which is not in the configuration's allowed_env: list it there (never AWS_* or SLACK_*)"
+    )]
+    EnvNotAllowed { tool: String, variable: String },
 }
 
 /// The assistant configuration at `key` in the artifact store; the
@@ -95,10 +100,27 @@ pub async fn assemble(
         }
         None => DEFAULT_SYSTEM_PROMPT.to_owned(),
     };
+    for tool in &assistant.http_tools {
+        if let Some(variable) =
+            http_tools::env_variables(tool).into_iter().find(|name| !assistant.allowed_env.contains(name))
+        {
+            return Err(StartupError::EnvNotAllowed { tool: tool.name.clone(), variable });
+        }
+    }
+    // Only the variables the configuration lists are ever read.
+    let env = |name: &str| assistant.allowed_env.iter().any(|allowed| allowed == name).then(|| env(name)).flatten();
     let mut tools = vec![builtin_tools::current_time(ports.clock.clone())];
     tools.extend(docs_tools::docs_tools(ports.artifacts.clone(), &assistant.docs_prefix)?);
+    let built_in: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), env)?);
-    let tools = ToolRegistry::new(tools, assistant.policy())?;
+    let policy = match assistant.policy() {
+        Some(policy) => policy,
+        None => {
+            info!("no tool_policy: only the built-in read-only tools are allowed, in every channel");
+            ToolPolicy::new(vec![ChannelRule { channels: "*".into(), tools: built_in }])
+        }
+    };
+    let tools = ToolRegistry::new(tools, policy)?;
     info!(
         prompt = assistant.system_prompt_key.as_deref().unwrap_or("bundled"),
         docs = %assistant.docs_prefix,
@@ -120,4 +142,86 @@ pub async fn assemble(
         system_prompt,
         limits,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assistant_core::FixedClock;
+    use assistant_core::model::{ModelError, ModelReply, ModelRequest};
+    use testkit::memory::{MemoryArtifacts, MemoryQueue, MemorySlack, MemoryTimers};
+
+    struct NoModel;
+
+    #[async_trait::async_trait]
+    impl Model for NoModel {
+        async fn converse(&self, _: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+            Err(ModelError::Rejected("not called in these tests".into()))
+        }
+    }
+
+    fn ports() -> WorkerPorts {
+        let (store, deliveries) = testkit::memory::stores();
+        WorkerPorts {
+            store: Arc::new(store),
+            deliveries: Arc::new(deliveries),
+            model: Arc::new(NoModel),
+            work: Arc::new(MemoryQueue::default()),
+            replies: Arc::new(MemoryQueue::default()),
+            artifacts: Arc::new(MemoryArtifacts::default()),
+            slack: Arc::new(MemorySlack::default()),
+            timers: Arc::new(MemoryTimers::default()),
+            clock: Arc::new(FixedClock::at(0)),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// The environment a worker might have: its own credentials, and a
+    /// token a team's API needs.
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "AWS_SECRET_ACCESS_KEY" | "SLACK_BOT_TOKEN" | "STATUS_API_TOKEN" => Some(format!("value-of-{name}")),
+            _ => None,
+        }
+    }
+
+    const TOOL: &str = r#"{"name": "service_status", "description": "Status.", "input_schema": {"type": "object"},
+        "url": "https://status.example.com/api", "headers": {"Authorization": "Bearer ${env:VARIABLE}"}}"#;
+
+    fn config(variable: &str, allowed_env: &str) -> Vec<u8> {
+        format!(r#"{{"tool_policy": [{{"channels": "*", "tools": ["*"]}}], "allowed_env": {allowed_env}, "http_tools": [{}]}}"#, TOOL.replace("VARIABLE", variable)).into_bytes()
+    }
+
+    #[tokio::test]
+    async fn a_header_may_name_only_listed_variables_and_never_the_functions_credentials() {
+        // Not listed: refused at start, naming the tool and the variable.
+        for variable in ["AWS_SECRET_ACCESS_KEY", "SLACK_BOT_TOKEN", "STATUS_API_TOKEN"] {
+            let assistant = parse_config(&config(variable, "[]"), "test").unwrap();
+            let err = assemble(ports(), &assistant, Limits::default(), &env).await.err().expect("refused");
+            let message = err.to_string();
+            assert!(
+                message.contains("service_status") && message.contains(variable) && message.contains("allowed_env"),
+                "{message}"
+            );
+        }
+        // Listing the function's own credentials is refused when the configuration is read.
+        for variable in ["AWS_SECRET_ACCESS_KEY", "SLACK_BOT_TOKEN"] {
+            let err = parse_config(&config(variable, &format!(r#"["{variable}"]"#)), "test").expect_err("refused");
+            assert!(err.to_string().contains("allowed_env may not name"), "{err}");
+        }
+        // Listed: read.
+        let assistant = parse_config(&config("STATUS_API_TOKEN", r#"["STATUS_API_TOKEN"]"#), "test").unwrap();
+        assert!(assemble(ports(), &assistant, Limits::default(), &env).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn without_a_tool_policy_only_the_built_in_read_only_tools_are_allowed() {
+        let json = format!(r#"{{"http_tools": [{}]}}"#, TOOL.replace("${env:VARIABLE}", "public"));
+        let assistant = parse_config(json.as_bytes(), "test").unwrap();
+        let worker = assemble(ports(), &assistant, Limits::default(), &env).await.unwrap();
+        let channel = slack::ChannelId::new("C0ANY");
+        let advertised: Vec<String> = worker.tools.advertised(&channel).into_iter().map(|spec| spec.name).collect();
+        assert_eq!(advertised, ["current_time", "list_docs", "read_doc", "search_docs"]);
+        assert!(worker.tools.approval_rule(&channel, "service_status").is_none(), "declared, but allowed nowhere");
+    }
 }

@@ -17,7 +17,8 @@
 //! ```
 //!
 //! Every field is optional: no object at all means the bundled prompt,
-//! documents under `docs/`, and every tool in every channel.
+//! documents under `docs/`, and only the built-in read-only tools in every
+//! channel (a declared tool is usable only where a `tool_policy` allows it).
 
 use crate::http_tools::HttpToolConfig;
 use crate::tools::{ChannelRule, ToolPolicy};
@@ -44,6 +45,28 @@ pub struct AssistantConfig {
     /// Who may approve calls that change things, and for how long.
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// The environment variables `${env:NAME}` may name (HTTP tools'
+    /// headers). Never `AWS_*` or `SLACK_*`: whoever can write the
+    /// configuration must not be able to send the function's own
+    /// credentials to a host of their choosing.
+    #[serde(default, deserialize_with = "allowed_env")]
+    pub allowed_env: Vec<String>,
+}
+
+fn allowed_env<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    let names = Vec::<String>::deserialize(deserializer)?;
+    for name in &names {
+        let upper = name.to_ascii_uppercase();
+        if upper.starts_with("AWS_") || upper.starts_with("SLACK_") {
+            return Err(serde::de::Error::custom(format!(
+                "allowed_env may not name {name}: AWS_* and SLACK_* variables hold the function's own credentials"
+            )));
+        }
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(serde::de::Error::custom(format!("allowed_env: {name:?} is not a variable name")));
+        }
+    }
+    Ok(names)
 }
 
 /// Approvals of tool calls that change things.
@@ -114,6 +137,7 @@ impl Default for AssistantConfig {
             tool_policy: None,
             http_tools: Vec::new(),
             approvals: ApprovalsConfig::default(),
+            allowed_env: Vec::new(),
         }
     }
 }
@@ -123,8 +147,10 @@ impl AssistantConfig {
         serde_json::from_slice(json)
     }
 
-    pub fn policy(&self) -> ToolPolicy {
-        self.tool_policy.clone().map(ToolPolicy::new).unwrap_or_else(ToolPolicy::allow_all)
+    /// The configured channel rules; `None`: only the built-in read-only
+    /// tools (the assembly decides which those are).
+    pub fn policy(&self) -> Option<ToolPolicy> {
+        self.tool_policy.clone().map(ToolPolicy::new)
     }
 }
 
@@ -137,7 +163,7 @@ mod tests {
     fn an_empty_object_means_the_defaults() {
         let config = AssistantConfig::parse(b"{}").unwrap();
         assert_eq!(config, AssistantConfig::default());
-        assert!(config.policy().allows(&ChannelId::new("C1"), "anything"));
+        assert_eq!(config.policy(), None, "no rules: the assembly allows only the built-in read-only tools");
     }
 
     #[test]
@@ -147,12 +173,24 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.docs_prefix, "kb/");
-        assert!(config.policy().allows(&ChannelId::new("C0INC1"), "read_doc"));
-        assert!(!config.policy().allows(&ChannelId::new("C0GENERAL"), "read_doc"));
+        let policy = config.policy().unwrap();
+        assert!(policy.allows(&ChannelId::new("C0INC1"), "read_doc"));
+        assert!(!policy.allows(&ChannelId::new("C0GENERAL"), "read_doc"));
         assert!(
             AssistantConfig::parse(br#"{"tool_polcy": []}"#).is_err(),
             "a misspelt field is an error, not a default"
         );
+    }
+
+    #[test]
+    fn allowed_env_never_names_the_functions_own_credentials() {
+        let config = AssistantConfig::parse(br#"{"allowed_env": ["STATUS_API_TOKEN"]}"#).unwrap();
+        assert_eq!(config.allowed_env, ["STATUS_API_TOKEN"]);
+        for bad in ["AWS_SECRET_ACCESS_KEY", "aws_session_token", "SLACK_BOT_TOKEN", "", "A B", "X;Y"] {
+            let json = serde_json::json!({ "allowed_env": [bad] }).to_string();
+            let err = AssistantConfig::parse(json.as_bytes()).unwrap_err().to_string();
+            assert!(err.contains("allowed_env"), "{bad}: {err}");
+        }
     }
 
     #[test]

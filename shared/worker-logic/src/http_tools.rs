@@ -17,8 +17,12 @@
 //! ```
 //!
 //! The model only fills placeholders. Values are percent-encoded as single
-//! path segments (or query values), and the URL that results must keep the
-//! template's scheme, host and port: no tool can reach a URL the model chose.
+//! path segments (or query values); `.`, `..` and empty path values are
+//! refused; the URL that results must keep the template's scheme, host and
+//! port, and stay under its fixed path prefix: no tool can reach a URL the
+//! model chose. Redirects are never followed (the process's HTTP client is
+//! built without them), so a secret header never travels to where an API
+//! redirects.
 //! Header values may name environment variables (`${env:NAME}`), resolved
 //! once at start-up; in AWS those variables come from Secrets Manager
 //! through the template. `GET` and `HEAD` tools only read; any other method
@@ -95,6 +99,8 @@ struct Endpoint {
     url: String,
     /// scheme, host and port every call must keep.
     origin: url::Origin,
+    /// The path every call must stay under.
+    path_prefix: String,
     query: BTreeMap<String, String>,
     headers: Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
     max_response_bytes: usize,
@@ -142,6 +148,7 @@ fn http_tool(
         method,
         url: config.url.clone(),
         origin: template.origin(),
+        path_prefix: fixed_path_prefix(&template),
         query: config.query.clone(),
         headers,
         max_response_bytes: config.max_response_bytes.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES),
@@ -168,6 +175,20 @@ impl RunTool for HttpTool {
     }
 }
 
+/// The environment variables a declared tool's headers name (`${env:NAME}`).
+pub fn env_variables(config: &HttpToolConfig) -> Vec<String> {
+    let mut names = Vec::new();
+    for value in config.headers.values() {
+        let mut rest = value.as_str();
+        while let Some(start) = rest.find("${env:") {
+            let Some(end) = rest[start..].find('}') else { break };
+            names.push(rest[start + 6..start + end].to_owned());
+            rest = &rest[start + end + 1..];
+        }
+    }
+    names
+}
+
 /// `Bearer ${env:TOKEN}` with the variable's value; the name when missing.
 fn resolve_env(template: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut resolved = String::new();
@@ -183,8 +204,10 @@ fn resolve_env(template: &str, env: &impl Fn(&str) -> Option<String>) -> Result<
     Ok(resolved)
 }
 
-/// `{field}` placeholders filled from the input, each value encoded.
-fn fill(template: &str, input: &Value) -> Result<String, String> {
+/// `{field}` placeholders filled from the input, each value encoded. In a
+/// path (`segments`), a value that is empty, `.` or `..` is refused: encoded
+/// or not, it would change which resource the path names.
+fn fill(template: &str, input: &Value, segments: bool) -> Result<String, String> {
     let mut filled = String::new();
     let mut rest = template;
     while let Some(start) = rest.find('{') {
@@ -197,12 +220,24 @@ fn fill(template: &str, input: &Value) -> Result<String, String> {
             Value::Null => return Err(format!("the input has no {field:?}")),
             _ => return Err(format!("{field:?} must be a string, number or boolean")),
         };
+        let in_path = segments && !rest[..start].contains('?') && !filled.contains('?');
+        if in_path && matches!(value.trim(), "" | "." | "..") {
+            return Err(format!("{field:?} may not be empty, \".\" or \"..\" in a path; refused"));
+        }
         filled.push_str(&rest[..start]);
         filled.push_str(&utf8_percent_encode(&value, UNRESERVED).to_string());
         rest = &rest[end + 1..];
     }
     filled.push_str(rest);
     Ok(filled)
+}
+
+/// The fixed start of a URL template's path: everything before its first
+/// placeholder (`/v1/teams/` for `https://h/v1/teams/{team}/members`).
+fn fixed_path_prefix(template: &Url) -> String {
+    let path = template.path();
+    let fixed = path.split("%7B").next().unwrap_or(path);
+    fixed.split('{').next().unwrap_or(fixed).to_owned()
 }
 
 impl Endpoint {
@@ -212,12 +247,16 @@ impl Endpoint {
         input: &Value,
         idempotency_key: Option<&str>,
     ) -> Result<ToolOutput, String> {
-        let mut url = Url::parse(&fill(&self.url, input)?).map_err(|err| format!("the URL does not parse: {err}"))?;
+        let mut url =
+            Url::parse(&fill(&self.url, input, true)?).map_err(|err| format!("the URL does not parse: {err}"))?;
         if url.origin() != self.origin {
             return Err("the input would change the tool's host; refused".into());
         }
+        if !url.path().starts_with(&self.path_prefix) {
+            return Err("the input would leave the tool's path; refused".into());
+        }
         for (name, value) in &self.query {
-            let value = fill(value, input)?;
+            let value = fill(value, input, false)?;
             // Values were encoded by `fill`; decode once so the URL encodes once.
             let value = percent_encoding::percent_decode_str(&value).decode_utf8_lossy().into_owned();
             url.query_pairs_mut().append_pair(name, &value);

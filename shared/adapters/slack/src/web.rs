@@ -57,9 +57,13 @@ impl Default for RetryPolicy {
 /// tools): built once. Only the connection is bounded here; each use bounds
 /// its own requests (Slack calls by [`REQUEST_TIMEOUT`], tools by their
 /// declared timeout).
+/// Redirects are never followed: Slack's API does not redirect, and an HTTP
+/// tool's secret headers must not travel to where a team's API redirects
+/// (another host, 127.0.0.1, the instance metadata address).
 pub fn http_client() -> reqwest::Client {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(3))
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("a client with rustls and a connect timeout builds")
 }

@@ -41,7 +41,21 @@ async fn api() -> (String, Seen) {
         .route("/api/{env}/services/{service}", get(record(seen.clone())))
         .route("/restart", post(record(seen.clone())))
         .route("/big", get(|| async { "x".repeat(200_000) }))
-        .route("/down", get(|| async { (axum::http::StatusCode::SERVICE_UNAVAILABLE, "upstream down") }));
+        .route("/down", get(|| async { (axum::http::StatusCode::SERVICE_UNAVAILABLE, "upstream down") }))
+        .route(
+            "/moved",
+            get({
+                let seen = seen.clone();
+                move |request: Request| {
+                    let seen = seen.clone();
+                    async move {
+                        seen.lock().unwrap().push(("GET".into(), request.uri().to_string(), None, String::new(), None));
+                        axum::response::Redirect::temporary("/steal")
+                    }
+                }
+            }),
+        )
+        .route("/steal", get(record(seen.clone())));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -56,8 +70,14 @@ fn env(name: &str) -> Option<String> {
     (name == "STATUS_API_TOKEN").then(|| "status-token-123".to_owned())
 }
 
+/// A client as the worker's (`adapters_slack::http_client()`): it never
+/// follows redirects.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
+}
+
 async fn registry(port: &str) -> ToolRegistry {
-    let tools = http_tools(&configs(port), reqwest::Client::new(), env).unwrap();
+    let tools = http_tools(&configs(port), client(), env).unwrap();
     ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap()
 }
 
@@ -100,6 +120,31 @@ async fn model_input_cannot_change_the_path_or_the_host() {
 }
 
 #[tokio::test]
+async fn dot_segments_and_empty_path_values_are_refused_and_the_path_stays_under_its_prefix() {
+    let (port, seen) = api().await;
+    let registry = registry(&port).await;
+    for hostile in ["..", ".", "", " .. "] {
+        let (status, output) = run(&registry, "service_status", json!({"service": hostile, "env": "prod"})).await;
+        assert_eq!(status, ToolStatus::Error, "{hostile:?}");
+        assert!(format!("{output:?}").contains("may not be empty"), "{output:?}");
+    }
+    assert!(seen.lock().unwrap().is_empty(), "nothing reached the API");
+    let template = Url::parse("https://api.example.com/v1/teams/{team}/members").unwrap();
+    assert_eq!(fixed_path_prefix(&template), "/v1/teams/");
+}
+
+#[tokio::test]
+async fn a_redirect_is_not_followed_so_secret_headers_stay_home() {
+    let (port, seen) = api().await;
+    let registry = registry(&port).await;
+    let (status, output) = run(&registry, "moved_api", json!({})).await;
+    assert_eq!(status, ToolStatus::Error);
+    assert!(format!("{output:?}").contains("307"), "{output:?}");
+    let paths: Vec<String> = seen.lock().unwrap().iter().map(|seen| seen.1.clone()).collect();
+    assert_eq!(paths, ["/moved"], "the redirect target was never asked");
+}
+
+#[tokio::test]
 async fn large_responses_are_cut_and_failures_are_error_results() {
     let (port, _) = api().await;
     let registry = registry(&port).await;
@@ -116,7 +161,7 @@ async fn large_responses_are_cut_and_failures_are_error_results() {
 #[tokio::test]
 async fn a_post_tool_changes_things_and_sends_the_input_as_json() {
     let (port, seen) = api().await;
-    let tools = http_tools(&configs(&port), reqwest::Client::new(), env).unwrap();
+    let tools = http_tools(&configs(&port), client(), env).unwrap();
     let restart = tools.iter().find(|t| t.spec().name == "restart_service").unwrap();
     assert_eq!(restart.effect(), Effect::ChangesThings);
     assert_eq!(tools[0].effect(), Effect::ReadOnly);
@@ -142,9 +187,12 @@ async fn an_approved_call_carries_its_idempotency_key_and_approval_can_be_declar
     declared[3].requires_approval = Some(false);
     declared[2].method = "DELETE".into();
     declared[0].approvers = Some(vec![Approver::User(slack::UserId::new("U0DBA"))]);
-    let tools = http_tools(&declared, reqwest::Client::new(), env).unwrap();
+    let tools = http_tools(&declared, client(), env).unwrap();
     let effects: Vec<Effect> = tools.iter().map(Tool::effect).collect();
-    assert_eq!(effects, [Effect::ChangesThings, Effect::ReadOnly, Effect::ChangesThings, Effect::ReadOnly]);
+    assert_eq!(
+        effects,
+        [Effect::ChangesThings, Effect::ReadOnly, Effect::ChangesThings, Effect::ReadOnly, Effect::ReadOnly]
+    );
     let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
     let channel = slack::ChannelId::new("C1");
     let rule = registry.approval_rule(&channel, "service_status").unwrap();
@@ -153,7 +201,7 @@ async fn an_approved_call_carries_its_idempotency_key_and_approval_can_be_declar
 
     declared[0].approvers = Some(vec![]);
     assert!(
-        matches!(http_tools(&declared, reqwest::Client::new(), env), Err(HttpToolError::Invalid { .. })),
+        matches!(http_tools(&declared, client(), env), Err(HttpToolError::Invalid { .. })),
         "a tool nobody may approve is refused"
     );
 }
@@ -161,17 +209,14 @@ async fn an_approved_call_carries_its_idempotency_key_and_approval_can_be_declar
 #[test]
 fn declarations_that_cannot_be_safe_are_refused_at_start_up() {
     let mut config = configs("1")[0].clone();
-    let err = http_tools(std::slice::from_ref(&config), reqwest::Client::new(), |_| None).err().unwrap();
+    let err = http_tools(std::slice::from_ref(&config), client(), |_| None).err().unwrap();
     assert!(matches!(err, HttpToolError::MissingVariable { ref variable, .. } if variable == "STATUS_API_TOKEN"));
 
     config.headers.clear();
     for url in ["ftp://files.example.com/{path}", "https://{host}.example.com/x", "not a url"] {
         config.url = url.into();
         assert!(
-            matches!(
-                http_tools(std::slice::from_ref(&config), reqwest::Client::new(), |_| None),
-                Err(HttpToolError::Invalid { .. })
-            ),
+            matches!(http_tools(std::slice::from_ref(&config), client(), |_| None), Err(HttpToolError::Invalid { .. })),
             "{url}"
         );
     }
