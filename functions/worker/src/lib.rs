@@ -95,6 +95,9 @@ pub struct WorkerFunction {
     worker: Worker,
     clients: Clients,
     config: Config,
+    /// Where the docs tools list: the one listing the worker's role allows,
+    /// so the health check lists there too.
+    docs_prefix: String,
 }
 
 /// The scheduled event that sweeps due approval deadlines
@@ -138,7 +141,7 @@ impl WorkerFunction {
         };
         let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;
         tracing::info!(config = %config.assistant_config_key, "worker assembled");
-        Ok(Self { worker, clients, config })
+        Ok(Self { worker, clients, config, docs_prefix: assistant.docs_prefix })
     }
 
     /// The same function with other tools (tests bring their own).
@@ -188,7 +191,10 @@ impl WorkerFunction {
             health::check("dynamodb", dynamodb::check_table(&self.clients.dynamodb, &self.config.turns_table)),
             health::check("sqs_work", sqs::check_queue(&self.clients.sqs, &self.config.work_queue_url)),
             health::check("sqs_reply", sqs::check_queue(&self.clients.sqs, &self.config.reply_queue_url)),
-            health::check("s3", adapters_s3::check_bucket(&self.clients.s3, &self.config.artifact_bucket)),
+            health::check(
+                "s3",
+                adapters_s3::check_bucket(&self.clients.s3, &self.config.artifact_bucket, &self.docs_prefix),
+            ),
         );
         HealthReport::new(FUNCTION_NAME, VERSION, vec![table, work, replies, bucket])
     }

@@ -47,7 +47,7 @@ pub async fn provision() -> Result<(), ProvisionError> {
     let work = fifo_queue_with_dlq(&sqs, WORK_QUEUE, MAX_RECEIVES, 5_400).await?;
     let reply = fifo_queue_with_dlq(&sqs, REPLY_QUEUE, MAX_RECEIVES, 360).await?;
     let s3 = adapters_s3::client(&aws);
-    if adapters_s3::check_bucket(&s3, BUCKET).await.is_err() {
+    if adapters_s3::check_bucket(&s3, BUCKET, "docs/").await.is_err() {
         adapters_s3::provision_bucket(&s3, BUCKET).await?;
     }
     let dead_letter_arns = [&work.dead_letter, &reply.dead_letter]

@@ -160,7 +160,10 @@ impl Redactor {
         text
     }
 
-    /// Redacts every string inside a JSON value (keys stay).
+    /// Redacts a JSON value in place: every string by the rules, and every
+    /// value under a key that names a secret (`password`, `SecretAccessKey`,
+    /// `api_token`, `credentials`, … in any case or separator style)
+    /// whatever its shape. Keys stay.
     pub fn redact_json(&self, value: &mut serde_json::Value) {
         match value {
             serde_json::Value::String(text) => {
@@ -169,9 +172,91 @@ impl Redactor {
                 }
             }
             serde_json::Value::Array(items) => items.iter_mut().for_each(|item| self.redact_json(item)),
-            serde_json::Value::Object(map) => map.values_mut().for_each(|item| self.redact_json(item)),
+            serde_json::Value::Object(map) => {
+                for (key, item) in map.iter_mut() {
+                    if names_a_secret(key) {
+                        redact_everything_under(key, item);
+                    } else {
+                        self.redact_json(item);
+                    }
+                }
+            }
             _ => {}
         }
+    }
+}
+
+/// Key endings that name a secret, compared on the key lower-cased with
+/// everything but letters and digits removed (`DB_PASSWORD`, `db-password`
+/// and `dbPassword` are one).
+const SECRET_KEY_ENDINGS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "pwd",
+    "secret",
+    "secretkey",
+    "token",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "credential",
+    "credentials",
+    "authorization",
+    "cookie",
+    "connectionstring",
+    "connstring",
+];
+
+/// Keys that end like a secret's name and name something else: counts,
+/// kinds, pagination cursors, where to get a token.
+const NOT_SECRET_KEYS: &[&str] = &[
+    "nexttoken",
+    "pagetoken",
+    "nextpagetoken",
+    "paginationtoken",
+    "continuationtoken",
+    "cursortoken",
+    "tokentype",
+    "idtokenhint",
+];
+
+/// Whether a JSON key names a secret.
+pub fn names_a_secret(key: &str) -> bool {
+    let normalized: String = key.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect();
+    if NOT_SECRET_KEYS.contains(&normalized.as_str()) {
+        return false;
+    }
+    SECRET_KEY_ENDINGS.iter().any(|ending| normalized.ends_with(ending)) || ends_with_pass_word(key)
+}
+
+/// `pass` as a word of its own at the key's end (`DB_PASS`, `db-pass`,
+/// `dbPass`, `pass`), not inside one (`bypass`, `compass`).
+fn ends_with_pass_word(key: &str) -> bool {
+    let bytes = key.as_bytes();
+    let Some(start) = bytes.len().checked_sub(4) else { return false };
+    key.get(start..).is_some_and(|end| end.eq_ignore_ascii_case("pass"))
+        && (start == 0 || !bytes[start - 1].is_ascii_alphanumeric() || bytes[start] == b'P')
+}
+
+/// Every string and number under a secret's key, at any depth, becomes a
+/// marker; placeholders, empty values and (for `pwd`) paths are kept.
+fn redact_everything_under(key: &str, value: &mut serde_json::Value) {
+    let marker = || serde_json::Value::String(format!("{MARKER_PREFIX}value of {key:?}]"));
+    match value {
+        serde_json::Value::String(text) => {
+            let kept = text.trim().is_empty()
+                || text.starts_with(MARKER_START)
+                || PLACEHOLDERS.iter().any(|prefix| text.starts_with(prefix))
+                || (key.eq_ignore_ascii_case("pwd") && text.starts_with('/'));
+            if !kept {
+                *value = marker();
+            }
+        }
+        serde_json::Value::Number(_) => *value = marker(),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|item| redact_everything_under(key, item)),
+        serde_json::Value::Object(map) => map.values_mut().for_each(|item| redact_everything_under(key, item)),
+        serde_json::Value::Bool(_) | serde_json::Value::Null => {}
     }
 }
 

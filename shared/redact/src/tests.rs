@@ -150,3 +150,57 @@ fn json_strings_are_redacted_in_place_and_keys_kept() {
     assert_eq!(value["note"], "nothing here");
     assert!(value.get("token").is_some());
 }
+
+#[test]
+fn a_value_under_a_key_that_names_a_secret_is_redacted_whatever_its_shape() {
+    // Values made here, at test time, with no recognisable shape.
+    let plain = format!("{}{}", "correct", "-horse-battery");
+    let mut value = serde_json::json!({
+        "status": "ok",
+        "commit": "9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "request_id": "c6a3f5e2-5b4f-4d7e-9c1a-2f0e8d7b6a54",
+        "db": {"host": "db.internal", "password": plain, "DB_PASS": plain, "port": 5432},
+        "SecretAccessKey": plain,
+        "api_token": plain,
+        "clientSecret": plain,
+        "Authorization": format!("Basic {plain}"),
+        "set-cookie": [format!("session={plain}; HttpOnly")],
+        "credentials": {"user": "svc", "key": plain, "pin": 4321},
+        "connection_string": format!("postgres://svc:{plain}@db/app"),
+    });
+    Redactor::default().redact_json(&mut value);
+    let json = value.to_string();
+    assert!(!json.contains(&plain), "{json}");
+    assert!(!json.contains("4321"), "numbers under a secret's key too: {json}");
+    for kept in [
+        "ok",
+        "9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "c6a3f5e2-5b4f-4d7e-9c1a-2f0e8d7b6a54",
+        "db.internal",
+        "5432",
+    ] {
+        assert!(json.contains(kept), "{kept} kept: {json}");
+    }
+    assert_eq!(value["db"]["password"], "[redacted: value of \"password\"]", "the key stays, the value goes");
+}
+
+#[test]
+fn keys_that_only_look_like_secret_names_and_placeholders_are_kept() {
+    let mut value = serde_json::json!({
+        "max_tokens": 4096,
+        "input_tokens": 120,
+        "next_token": "eyJwYWdlIjoyfQ",
+        "NextPageToken": "CAEQAA",
+        "token_type": "Bearer",
+        "pwd": "/home/app/releases/42",
+        "password": "${DB_PASSWORD}",
+        "secret": "",
+        "api_key": "<your-api-key>",
+        "token": "[redacted: slack bot token]",
+        "bypass": "cache",
+        "compass": "north",
+    });
+    let before = value.clone();
+    Redactor::default().redact_json(&mut value);
+    assert_eq!(value, before);
+}

@@ -23,7 +23,12 @@ fn order(ts: &Ts) -> (u64, u64) {
     (secs.parse().unwrap_or(0), micros.parse().unwrap_or(0))
 }
 
+/// A message as the model reads it: secrets people pasted into the thread
+/// (or the question) are redacted before the model or the stored turn see
+/// them.
 fn line(author: &Author, text: &str) -> (Role, String) {
+    let redacted = redact::redact(text);
+    let text: &str = &redacted;
     match author {
         Author::ThisBot => (Role::Assistant, text.to_owned()),
         Author::Person(user) => (Role::User, format!("<@{user}>: {text}")),
@@ -103,6 +108,16 @@ mod tests {
 
     fn texts(message: &Message) -> Vec<String> {
         message.content.iter().map(|c| if let Content::Text(t) = c { t.clone() } else { String::new() }).collect()
+    }
+
+    #[test]
+    fn secrets_people_paste_are_redacted_before_the_model_sees_them() {
+        let key = format!("AKIA{}", "Q7W3E5R8T2Y4U6I9");
+        let history = [said("1763800000.000100", Author::Person(UserId::new("U1")), &format!("our key is {key}"))];
+        let messages = opening(&history, &request(&format!("is {key} still valid?")));
+        let all: String = messages.iter().flat_map(texts).collect();
+        assert!(!all.contains(&key), "{all}");
+        assert!(all.contains("[redacted: aws access key id]"), "{all}");
     }
 
     #[test]

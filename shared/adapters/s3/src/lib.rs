@@ -95,8 +95,19 @@ impl S3Artifacts {
 }
 
 /// Health: the bucket exists and we may reach it.
-pub async fn check_bucket(client: &Client, bucket: &str) -> Result<(), String> {
-    client.head_bucket().bucket(bucket).send().await.map(|_| ()).map_err(|err| summarize(&err))
+/// Health: the bucket answers a listing under `prefix`, the one listing the
+/// worker may make (its role may list nothing else, so `HeadBucket` would
+/// be refused).
+pub async fn check_bucket(client: &Client, bucket: &str, prefix: &str) -> Result<(), String> {
+    client
+        .list_objects_v2()
+        .bucket(bucket)
+        .prefix(prefix)
+        .max_keys(1)
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(|err| summarize(&err))
 }
 
 /// The artifact bucket, for tests and local runs against a local emulator
