@@ -43,8 +43,9 @@ pub struct EventClaim {
 pub enum ClaimOutcome {
     /// First delivery: go on and enqueue.
     Claimed,
-    /// Seen before (a Slack retry, or a concurrent delivery won).
-    Duplicate,
+    /// Seen before (a Slack retry, or a concurrent delivery won), claimed
+    /// at this time (Unix seconds) when the store says.
+    Duplicate { claimed_at: Option<i64> },
     /// A reply in a thread the bot takes no part in.
     NotABotThread,
 }

@@ -22,6 +22,11 @@ use tracing::{error, info, warn};
 /// messages and blocks while refusing anything absurd early.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 
+/// How long after a claim its delivery may still be enqueueing: longer than
+/// the whole acknowledgement path can take (its AWS timeouts sum to 2.4 s,
+/// see `adapters_aws::config::ack_path_timeouts`), with a margin for clocks.
+pub const CLAIM_IN_FLIGHT_SECS: i64 = 5;
+
 const RETRY_NUM_HEADER: &str = "x-slack-retry-num";
 const RETRY_REASON_HEADER: &str = "x-slack-retry-reason";
 
@@ -135,7 +140,20 @@ impl Intake {
         let event_id = claim.event_id.as_str();
         match self.claims.claim(claim, self.clock.now_unix()).await {
             Ok(ClaimOutcome::Claimed) => {}
-            Ok(ClaimOutcome::Duplicate) => {
+            Ok(ClaimOutcome::Duplicate { claimed_at }) => {
+                // The first delivery may still be enqueueing, and may yet
+                // fail (and release its claim): acknowledging this retry
+                // would lose the question, as Slack would not retry again.
+                // Ask Slack to retry later instead.
+                if claimed_at.is_some_and(|at| self.clock.now_unix() - at < CLAIM_IN_FLIGHT_SECS) {
+                    warn!(
+                        event_id,
+                        retry_num,
+                        retry_reason,
+                        "retry while the first delivery may still be enqueueing: asking Slack to retry later"
+                    );
+                    return Reply::error(500, "first_delivery_in_flight");
+                }
                 info!(event_id, retry_num, retry_reason, "duplicate delivery: already claimed");
                 return Reply::ok();
             }
@@ -176,11 +194,11 @@ impl Intake {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use assistant_core::FixedClock;
+    use assistant_core::Clock;
     use base64::Engine;
     use http::HeaderValue;
     use testkit::fixtures;
-    use testkit::memory::{MemoryClaims, MemoryQueue};
+    use testkit::memory::{ManualClock, MemoryClaims, MemoryQueue};
 
     const SECRET: &str = "test-signing-secret";
     const NOW: i64 = 1_763_800_001;
@@ -190,6 +208,7 @@ mod tests {
         intake: Intake,
         claims: Arc<MemoryClaims>,
         queue: Arc<MemoryQueue>,
+        clock: Arc<ManualClock>,
     }
 
     impl TestIntake {
@@ -212,21 +231,18 @@ mod tests {
 
     fn intake() -> TestIntake {
         let (claims, queue) = (Arc::new(MemoryClaims::default()), Arc::new(MemoryQueue::default()));
-        let intake = Intake::new(
-            SigningSecret::new(SECRET).unwrap(),
-            claims.clone(),
-            queue.clone(),
-            Arc::new(FixedClock::at(NOW)),
-        );
-        TestIntake { intake, claims, queue }
+        let clock = Arc::new(ManualClock::at(NOW));
+        let intake = Intake::new(SigningSecret::new(SECRET).unwrap(), claims.clone(), queue.clone(), clock.clone());
+        TestIntake { intake, claims, queue, clock }
     }
 
     fn headers_for(body: &str, content_type: &'static str, signed_at: i64) -> HeaderMap {
         testkit::signed::headers(SECRET, signed_at, body, content_type)
     }
 
+    /// `body` as Slack sends it, signed at the intake's clock.
     async fn post(intake: &TestIntake, body: &str) -> Reply {
-        let headers = headers_for(body, "application/json", NOW);
+        let headers = headers_for(body, "application/json", intake.clock.now_unix());
         intake.handle(Request { headers: &headers, body: Some(body), is_base64_encoded: false }).await
     }
 
@@ -244,10 +260,73 @@ mod tests {
     #[tokio::test]
     async fn slack_retries_of_one_event_enqueue_it_once() {
         let intake = intake();
-        for _ in 0..4 {
+        // Slack's schedule: the event, then retries after a minute and five.
+        for after in [0, 60, 300] {
+            intake.clock.set(NOW + after);
             assert_eq!(post(&intake, fixtures::APP_MENTION).await.status, 200);
         }
         assert_eq!(intake.queue().messages().len(), 1);
+    }
+
+    /// A work queue that holds every enqueue until released, then fails or
+    /// passes it on.
+    #[derive(Default)]
+    struct SlowQueue {
+        inner: MemoryQueue,
+        release: tokio::sync::Notify,
+        fail: std::sync::atomic::AtomicBool,
+        gated: std::sync::atomic::AtomicBool,
+    }
+
+    #[async_trait::async_trait]
+    impl WorkQueue for SlowQueue {
+        async fn enqueue(&self, message: &WorkMessage) -> Result<(), assistant_core::PortError> {
+            if self.gated.load(std::sync::atomic::Ordering::SeqCst) {
+                self.release.notified().await;
+            }
+            if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(assistant_core::PortError::new("send", "the queue timed out"));
+            }
+            self.inner.enqueue(message).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_retry_while_the_first_delivery_enqueues_slowly_is_asked_again_and_the_question_is_not_lost() {
+        // GIVEN a queue slow to take the first delivery, which then fails
+        let (claims, queue) = (Arc::new(MemoryClaims::default()), Arc::new(SlowQueue::default()));
+        queue.gated.store(true, std::sync::atomic::Ordering::SeqCst);
+        let clock = Arc::new(ManualClock::at(NOW));
+        let intake =
+            Arc::new(Intake::new(SigningSecret::new(SECRET).unwrap(), claims.clone(), queue.clone(), clock.clone()));
+        let body = fixtures::APP_MENTION;
+        let send = |intake: Arc<Intake>, signed_at: i64| async move {
+            let headers = headers_for(body, "application/json", signed_at);
+            intake.handle(Request { headers: &headers, body: Some(body), is_base64_encoded: false }).await
+        };
+        let first = tokio::spawn(send(intake.clone(), NOW));
+        while claims.is_empty() {
+            tokio::task::yield_now().await;
+        }
+
+        // WHEN Slack retries meanwhile (its 3 s ran out): asked to retry later
+        clock.set(NOW + 3);
+        let retry = send(intake.clone(), NOW + 3).await;
+        assert_eq!(retry.status, 500, "a 200 here would lose the question if the first delivery fails");
+        // AND the first delivery's enqueue fails: its claim is released
+        queue.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+        queue.release.notify_one();
+        assert_eq!(first.await.unwrap().status, 500);
+
+        // THEN Slack's next retry starts the turn, once
+        queue.gated.store(false, std::sync::atomic::Ordering::SeqCst);
+        queue.fail.store(false, std::sync::atomic::Ordering::SeqCst);
+        clock.set(NOW + 60);
+        assert_eq!(send(intake.clone(), NOW + 60).await.status, 200);
+        assert_eq!(queue.inner.messages().len(), 1);
+        clock.set(NOW + 300);
+        assert_eq!(send(intake, NOW + 300).await.status, 200, "an old claim: a plain duplicate");
+        assert_eq!(queue.inner.messages().len(), 1);
     }
 
     #[tokio::test]

@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Default)]
 pub struct MemoryClaims {
-    /// key → expires at (Unix seconds)
-    records: Mutex<HashMap<String, i64>>,
+    /// key → (expires at, written at), Unix seconds
+    records: Mutex<HashMap<String, (i64, i64)>>,
 }
 
 impl MemoryClaims {
@@ -45,16 +45,16 @@ impl MemoryClaims {
 impl EventClaims for MemoryClaims {
     async fn claim(&self, claim: &EventClaim, now_unix: i64) -> Result<ClaimOutcome, PortError> {
         let mut records = self.records.lock().expect("claims lock");
-        let live = |key: &str| records.get(key).is_some_and(|expires| *expires >= now_unix);
+        let live = |key: &str| records.get(key).filter(|(expires, _)| *expires >= now_unix).map(|(_, at)| *at);
         let (event_key, thread_key) = (Self::event_key(claim), Self::thread_key(claim));
-        if live(&event_key) {
-            return Ok(ClaimOutcome::Duplicate);
+        if let Some(claimed_at) = live(&event_key) {
+            return Ok(ClaimOutcome::Duplicate { claimed_at: Some(claimed_at) });
         }
-        if claim.rule == ThreadRule::MustBeKnown && !live(&thread_key) {
+        if claim.rule == ThreadRule::MustBeKnown && live(&thread_key).is_none() {
             return Ok(ClaimOutcome::NotABotThread);
         }
-        records.insert(event_key, now_unix + EVENT_CLAIM_TTL_SECS);
-        records.insert(thread_key, now_unix + BOT_THREAD_TTL_SECS);
+        records.insert(event_key, (now_unix + EVENT_CLAIM_TTL_SECS, now_unix));
+        records.insert(thread_key, (now_unix + BOT_THREAD_TTL_SECS, now_unix));
         Ok(ClaimOutcome::Claimed)
     }
 

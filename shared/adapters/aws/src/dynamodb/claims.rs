@@ -11,7 +11,7 @@ use assistant_core::ports::{
 };
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 use std::collections::HashMap;
 
 const CONDITION_FAILED: &str = "ConditionalCheckFailed";
@@ -48,6 +48,8 @@ impl DynamoClaims {
             .expression_attribute_names("#pk", PARTITION_KEY)
             .expression_attribute_names("#exp", TTL_ATTRIBUTE)
             .expression_attribute_values(":now", number(now))
+            // A refused claim says when the first delivery claimed it.
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(|err| build_error("build event claim", err))?;
 
@@ -96,7 +98,14 @@ impl EventClaims for DynamoClaims {
             };
             // Item 0 is the event claim, item 1 the thread write.
             if failed(0) {
-                return Ok(ClaimOutcome::Duplicate);
+                let claimed_at = cancelled
+                    .cancellation_reasons()
+                    .first()
+                    .and_then(|reason| reason.item())
+                    .and_then(|item| item.get("claimed_at"))
+                    .and_then(|value| value.as_n().ok())
+                    .and_then(|n| n.parse().ok());
+                return Ok(ClaimOutcome::Duplicate { claimed_at });
             }
             if failed(1) {
                 return Ok(ClaimOutcome::NotABotThread);
