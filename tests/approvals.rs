@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tests::events;
-use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
+use tests::fake_bedrock::{FakeBedrock, Scripted};
 use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
 use tests::local_server::LocalServer;
 use tests::{Stack, decode_work, emulator_config, sqs_event};
@@ -76,21 +76,11 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     let (api, seen) = team_api().await;
     let port = api.base_url.rsplit(':').next().unwrap();
     let config = CONFIG.replace("{{PORT}}", port);
-    stack
-        .s3
-        .put_object()
-        .bucket(&stack.bucket)
-        .key("config/assistant.json")
-        .body(config.into_bytes().into())
-        .send()
-        .await
-        .unwrap();
+    stack.put("config/assistant.json", &config).await;
     let slack = FakeSlack::start().await;
     slack.default_reply("conversations.info", CONVERSATIONS_INFO);
     let bedrock = FakeBedrock::start().await;
-    let mut answer: Value = serde_json::from_str(TEXT_REPLY).unwrap();
-    answer["output"]["message"]["content"] = json!([{"text": "Restarted checkout-api: 3 pods are back."}]);
-    bedrock.script([Scripted::fixture(RESTART_REPLY), Scripted::Reply(answer)]);
+    bedrock.script([Scripted::fixture(RESTART_REPLY), Scripted::text("Restarted checkout-api: 3 pods are back.")]);
 
     let tests::Functions { ingress, worker, responder } =
         tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;

@@ -9,10 +9,10 @@ use assistant_core::delivery::Settled;
 use assistant_core::ports::DeliveryLog;
 use assistant_core::ports::TurnStore;
 use assistant_core::turn::TurnStatus;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tests::events;
-use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
+use tests::fake_bedrock::{FakeBedrock, Scripted, TOOL_USE_REPLY};
 use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
 use tests::{Stack, decode_work, emulator_config, sqs_event};
 
@@ -21,13 +21,10 @@ const REPLY_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistan
 
 /// The model's final answer, leaking a bot token it saw in a tool result.
 /// The token is made here, at test time: nothing real-looking is committed.
-fn answer_with_a_secret() -> (String, String) {
+fn answer_with_a_secret() -> (Scripted, String) {
     let token = format!("xoxb-{}-{}-{}", "2024061715", "7342811937", "q8Xv2LmN4pR7sT1wY9zK3bC6");
-    let mut reply: Value = serde_json::from_str(TEXT_REPLY).unwrap();
-    reply["output"]["message"]["content"] = json!([{
-        "text": format!("The pool is **exhausted**. The deploy config also holds `{token}`: rotate it.")
-    }]);
-    (reply.to_string(), token)
+    let answer = format!("The pool is **exhausted**. The deploy config also holds `{token}`: rotate it.");
+    (Scripted::text(&answer), token)
 }
 
 fn no_failures(response: &Value) {
@@ -42,7 +39,7 @@ async fn a_mention_gets_exactly_one_redacted_answer_in_its_thread() {
     slack.default_reply("conversations.info", CONVERSATIONS_INFO);
     let bedrock = FakeBedrock::start().await;
     let (answer, token) = answer_with_a_secret();
-    bedrock.script([Scripted::fixture(TOOL_USE_REPLY), Scripted::fixture(&answer)]);
+    bedrock.script([Scripted::fixture(TOOL_USE_REPLY), answer]);
 
     let tests::Functions { ingress, worker, responder } =
         tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;

@@ -6,10 +6,10 @@
 
 use axum::Router;
 use axum::routing::get;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tests::events;
-use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
+use tests::fake_bedrock::{FakeBedrock, Scripted};
 use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
 use tests::local_server::LocalServer;
 use tests::{Stack, emulator_config, sqs_event};
@@ -48,21 +48,11 @@ async fn secrets_in_a_tools_answer_reach_neither_the_model_nor_the_table_nor_sla
     let aws = emulator_config().await;
     let stack = Stack::new(&aws).await.unwrap();
     let config = CONFIG.replace("{{PORT}}", api.base_url.rsplit(':').next().unwrap());
-    stack
-        .s3
-        .put_object()
-        .bucket(&stack.bucket)
-        .key("config/assistant.json")
-        .body(config.into_bytes().into())
-        .send()
-        .await
-        .unwrap();
+    stack.put("config/assistant.json", &config).await;
     let slack = FakeSlack::start().await;
     slack.default_reply("conversations.info", CONVERSATIONS_INFO);
     let bedrock = FakeBedrock::start().await;
-    let mut text: Value = serde_json::from_str(TEXT_REPLY).unwrap();
-    text["output"]["message"]["content"] = json!([{"text": "checkout-api is degraded since commit 9fceb02."}]);
-    bedrock.script([Scripted::fixture(STATUS_REPLY), Scripted::Reply(text)]);
+    bedrock.script([Scripted::fixture(STATUS_REPLY), Scripted::text("checkout-api is degraded since commit 9fceb02.")]);
     let tests::Functions { ingress, worker, responder } =
         tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
 

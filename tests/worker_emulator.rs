@@ -129,11 +129,6 @@ async fn the_thread_so_far_opens_the_transcript_with_the_bot_as_assistant() {
 }
 
 /// Puts an object in the stack's bucket.
-async fn put(stack: &Stack, key: &str, body: &str) {
-    let body = aws_sdk_s3::primitives::ByteStream::from(body.as_bytes().to_vec());
-    stack.s3.put_object().bucket(&stack.bucket).key(key).body(body).send().await.unwrap();
-}
-
 #[tokio::test]
 async fn a_tool_round_searches_the_runbooks_in_s3_and_sends_the_results_back() {
     // GIVEN a runbook in the bucket, and a model that searches the docs and
@@ -141,8 +136,7 @@ async fn a_tool_round_searches_the_runbooks_in_s3_and_sends_the_results_back() {
     let fake = FakeBedrock::start().await;
     fake.script([Scripted::fixture(TOOL_USE_REPLY), Scripted::fixture(TEXT_REPLY)]);
     let (stack, function) = world(&fake).await;
-    put(&stack, "docs/runbooks/checkout-api.md", "# checkout-api\nConnection pool exhausted: restart the pods.\n")
-        .await;
+    stack.put("docs/runbooks/checkout-api.md", "# checkout-api\nConnection pool exhausted: restart the pods.\n").await;
 
     let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
     assert_eq!(failures(&response), Vec::<String>::new());
@@ -177,8 +171,8 @@ async fn the_assistant_configuration_in_s3_sets_the_prompt_and_the_allowed_tools
     let fake = FakeBedrock::start().await;
     fake.script([Scripted::fixture(TEXT_REPLY)]);
     let stack = Stack::new(&emulator_config().await).await.unwrap();
-    put(&stack, "config/assistant.json", r#"{"system_prompt_key": "config/prompt.md", "tool_policy": [{"channels": "C0LAN2Q65", "tools": ["current_time", "service_*"]}], "http_tools": [{"name": "service_status", "description": "Status of a service.", "input_schema": {"type": "object", "properties": {"service": {"type": "string"}}, "required": ["service"]}, "url": "https://status.example.com/api/{service}"}]}"#).await;
-    put(&stack, "config/prompt.md", "You are Payments' on-call helper.").await;
+    stack.put("config/assistant.json", r#"{"system_prompt_key": "config/prompt.md", "tool_policy": [{"channels": "C0LAN2Q65", "tools": ["current_time", "service_*"]}], "http_tools": [{"name": "service_status", "description": "Status of a service.", "input_schema": {"type": "object", "properties": {"service": {"type": "string"}}, "required": ["service"]}, "url": "https://status.example.com/api/{service}"}]}"#).await;
+    stack.put("config/prompt.md", "You are Payments' on-call helper.").await;
     let function = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await).await.unwrap();
 
     function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
@@ -197,11 +191,11 @@ async fn the_assistant_configuration_in_s3_sets_the_prompt_and_the_allowed_tools
 async fn a_broken_assistant_configuration_stops_the_function_from_starting() {
     let fake = FakeBedrock::start().await;
     let stack = Stack::new(&emulator_config().await).await.unwrap();
-    put(&stack, "config/assistant.json", r#"{"tool_polcy": []}"#).await;
+    stack.put("config/assistant.json", r#"{"tool_polcy": []}"#).await;
     let err = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await).await.err().unwrap();
     assert!(err.to_string().contains("config/assistant.json is not a valid assistant configuration"), "{err}");
 
-    put(&stack, "config/assistant.json", r#"{"system_prompt_key": "config/missing.md"}"#).await;
+    stack.put("config/assistant.json", r#"{"system_prompt_key": "config/missing.md"}"#).await;
     let err = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await).await.err().unwrap();
     assert!(err.to_string().contains("config/missing.md"), "{err}");
 }

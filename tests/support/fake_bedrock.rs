@@ -36,6 +36,13 @@ impl Scripted {
         Scripted::Reply(serde_json::from_str(json).expect("fixture is JSON"))
     }
 
+    /// The captured text reply, saying `text` instead.
+    pub fn text(text: &str) -> Self {
+        let mut reply: Value = serde_json::from_str(TEXT_REPLY).expect("fixture is JSON");
+        reply["output"]["message"]["content"] = serde_json::json!([{ "text": text }]);
+        Scripted::Reply(reply)
+    }
+
     pub fn throttling() -> Self {
         Scripted::Error { status: 429, error_type: "ThrottlingException", message: "Too many requests, please wait." }
     }

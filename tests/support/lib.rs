@@ -139,6 +139,13 @@ impl Stack {
         }
     }
 
+    /// Puts an object in the stack's artifact bucket (an assistant
+    /// configuration, a runbook).
+    pub async fn put(&self, key: &str, body: &str) {
+        let body = aws_sdk_s3::primitives::ByteStream::from(body.as_bytes().to_vec());
+        self.s3.put_object().bucket(&self.bucket).key(key).body(body).send().await.expect("put object");
+    }
+
     /// Deletes handled messages, as Lambda's event source mapping does after
     /// a batch without failures (a FIFO group stays locked until then).
     pub async fn acknowledge(&self, queue_url: &str, messages: &[Message]) -> Result<()> {
