@@ -1,12 +1,14 @@
 //! Slack's Web API, the one place the functions talk to it:
 //!
 //! - [`web`]: the client (form-encoded POSTs with the bot token, bounded
-//!   retries, typed replies);
+//!   retries, typed replies), and the process's one HTTP client, which
+//!   follows no redirects and ([`egress`]) refuses internal addresses;
 //! - [`reader`]: the worker's [`SlackReader`](assistant_core::ports::SlackReader)
 //!   (the channel, the thread so far);
 //! - [`poster`]: the responder's [`SlackPoster`](assistant_core::ports::SlackPoster)
 //!   (post, update, status line, find what was posted by its metadata).
 
+pub mod egress;
 pub mod poster;
 pub mod reader;
 pub mod web;

@@ -59,11 +59,13 @@ impl Default for RetryPolicy {
 /// declared timeout).
 /// Redirects are never followed: Slack's API does not redirect, and an HTTP
 /// tool's secret headers must not travel to where a team's API redirects
-/// (another host, 127.0.0.1, the instance metadata address).
+/// (another host, 127.0.0.1, the instance metadata address). Names that
+/// resolve only to internal addresses are refused ([`crate::egress`]).
 pub fn http_client() -> reqwest::Client {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(3))
         .redirect(reqwest::redirect::Policy::none())
+        .dns_resolver(std::sync::Arc::new(crate::egress::NoInternalAddresses))
         .build()
         .expect("a client with rustls and a connect timeout builds")
 }
