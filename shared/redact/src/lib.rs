@@ -34,7 +34,27 @@ const DOCUMENTED_EXAMPLES: &[&str] = &["AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7
 const PLACEHOLDERS: &[&str] = &["arn:", "${", "{{", "<", "$(", "%(", "***", "[redacted"];
 
 /// Names whose value is a secret in `name = value` assignments.
-const SECRET_NAMES: &str = r"(?:password|passwd|pwd|passphrase|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|private[_-]?key|client[_-]?secret|credentials?)";
+const SECRET_NAMES: &str = r"(?:password|passwd|pwd|passphrase|_pass|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|private[_-]?key|client[_-]?secret|credentials?)";
+
+/// Names that end like a secret's and name something else (pagination
+/// cursors), checked on the name before the value.
+const NOT_SECRET_NAMES: &[&str] =
+    &["next_token", "nexttoken", "page_token", "pagetoken", "pagination", "continuation", "cursor"];
+
+/// A value that stands for a secret in docs and examples, or a path
+/// (`pwd: /home/app`), not one.
+fn is_placeholder_value(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    value.starts_with('/')
+        || value.starts_with("~/")
+        || lower.starts_with("your-")
+        || lower.starts_with("your_")
+        || lower.ends_with("-here")
+        || lower.ends_with("_here")
+        || lower.contains("replace-me")
+        || lower.contains("replace_me")
+        || ["changeme", "example", "placeholder", "dummy", "xxxx"].iter().any(|word| lower.contains(word))
+}
 
 fn rules() -> Vec<Rule> {
     let rule = |label, pattern: &str, group| Rule {
@@ -47,7 +67,8 @@ fn rules() -> Vec<Rule> {
         // Blocks first: their insides must not be matched piecemeal.
         rule(
             "private key",
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+            // To its END line, or to the end of the text when a size cap cut it off.
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)",
             0,
         ),
         // Slack.
@@ -59,7 +80,8 @@ fn rules() -> Vec<Rule> {
         rule("slack user token", r"\bxox[pas]-[0-9]{6,}-[A-Za-z0-9-]{10,}", 0),
         // Source hosting.
         rule("github token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})\b", 0),
-        rule("gitlab token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_-]{20,}\b", 0),
+        rule("gitlab token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas|ft|soat|imt|agent|wt|ffct)-[A-Za-z0-9_-]{20,}\b", 0),
+        rule("npm token", r"\bnpm_[A-Za-z0-9]{36}\b", 0),
         // Model and API vendors. Anthropic's prefix also matches OpenAI's
         // pattern, so it comes first.
         rule("anthropic api key", r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}", 0),
@@ -68,6 +90,10 @@ fn rules() -> Vec<Rule> {
         rule("bedrock api key", r"\b(?:ABSK[A-Za-z0-9+/]{40,}={0,2}|bedrock-api-key-[A-Za-z0-9+/]{40,}={0,2})", 0),
         rule("google api key", r"\bAIza[0-9A-Za-z_-]{35}\b", 0),
         rule("stripe key", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}\b", 0),
+        rule("stripe webhook secret", r"\bwhsec_[A-Za-z0-9]{24,}\b", 0),
+        rule("sendgrid api key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b", 0),
+        rule("google oauth client secret", r"\bGOCSPX-[A-Za-z0-9_-]{28}\b", 0),
+        rule("azure storage key", r"(?i)\bAccountKey=([A-Za-z0-9+/]{86}==)", 1),
         rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0),
         // AWS: key ids by shape, secrets and session tokens by their name.
         rule("aws access key id", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", 0),
@@ -89,6 +115,18 @@ fn rules() -> Vec<Rule> {
             1,
         ),
         rule("bearer token", r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{20,}=*)", 1),
+        // Session cookies: the whole header value.
+        rule("cookie", r"(?im)^\s*(?:set-)?cookie\s*:\s*(\S[^\r\n]*)", 1),
+        // A password to the end of its line (or of its field in a `k: v, k: v`
+        // list): passwords may hold spaces.
+        Rule {
+            keep_prefixes: PLACEHOLDERS,
+            ..rule(
+                "secret",
+                r"(?im)\b[A-Za-z0-9_.-]*(?:password|passwd|passphrase)\s*[:=]\s*([^\s\x22'][^\r\n,;]*?)\s*(?:[,;]|$)",
+                1,
+            )
+        },
         // Anything assigned to a secret-sounding name, in env files, YAML,
         // JSON, TOML, INI, query strings and code: quoted values whole,
         // bare values up to the next separator.
@@ -141,9 +179,12 @@ impl Redactor {
                 let whole = caps.get(0).expect("group 0 always matches");
                 let Some(secret) = caps.get(rule.group) else { return whole.as_str().to_owned() };
                 let value = secret.as_str();
+                let by_name = rule.keep_prefixes == PLACEHOLDERS;
+                let name = &whole.as_str()[..secret.start() - whole.start()].to_ascii_lowercase();
                 if DOCUMENTED_EXAMPLES.contains(&value)
                     || value.starts_with(MARKER_START)
                     || rule.keep_prefixes.iter().any(|prefix| value.starts_with(prefix))
+                    || (by_name && (is_placeholder_value(value) || NOT_SECRET_NAMES.iter().any(|n| name.contains(n))))
                 {
                     return whole.as_str().to_owned();
                 }

@@ -31,6 +31,12 @@ fn must_redact() -> Vec<(&'static str, String, String)> {
         ("openai api key", format!("sk-{}T3BlbkFJ{}", material(20), material(20))),
         ("anthropic api key", format!("sk-ant-{}03-{}", "api", material(93))),
         ("bedrock api key", format!("AB{}{}", "SK", material(120))),
+        ("gitlab token", format!("gl{}-{}", "ft", material(24))),
+        ("gitlab token", format!("gl{}-{}", "soat", material(24))),
+        ("npm token", format!("np{}_{}", "m", material(36))),
+        ("stripe webhook secret", format!("wh{}_{}", "sec", material(32))),
+        ("sendgrid api key", format!("S{}.{}.{}", "G", material(22), material(43))),
+        ("google oauth client secret", format!("GOC{}-{}", "SPX", material(28))),
     ];
     let mut table: Vec<(&str, String, String)> =
         cases.into_iter().map(|(kind, secret)| (kind, format!("found {secret} in the logs"), secret)).collect();
@@ -60,6 +66,20 @@ fn must_redact() -> Vec<(&'static str, String, String)> {
     ] {
         table.push(("password", url.replace("{}", password), password.to_owned()));
     }
+    let account_key = format!("{}==", material(86));
+    table.push((
+        "azure storage key",
+        format!(
+            "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={account_key};EndpointSuffix=core.windows.net"
+        ),
+        account_key,
+    ));
+    let cookie = format!("session={}; Path=/; HttpOnly", material(32));
+    table.push(("cookie", format!("Set-Cookie: {cookie}\nContent-Type: text/html"), cookie.clone()));
+    table.push(("cookie", format!("GET / HTTP/1.1\nCookie: {cookie}"), cookie));
+    // A key whose END line a size cap cut off.
+    let cut = format!("-----BEGIN RSA PRIVATE KEY-----\n{}\n{}", material(64), material(30));
+    table.push(("private key", format!("log excerpt:\n{cut}"), cut));
     let bearer = material(48);
     table.push(("authorization credential", format!("Authorization: Bearer {bearer}"), bearer.clone()));
     table.push(("authorization credential", "authorization: Basic dXNlcjpzM2NyM3Q=".into(), "dXNlcjpzM2NyM3Q=".into()));
@@ -73,6 +93,9 @@ fn must_redact() -> Vec<(&'static str, String, String)> {
         ("https://api.example.com/v1?token=abc123def&page=2", "abc123def"),
         ("export GRAFANA_API_KEY=glsa_abcdef123456", "glsa_abcdef123456"),
         ("spring.datasource.password=Sup3rS3cret", "Sup3rS3cret"),
+        ("DB_PASS=Zq8-d0nt-t3ll", "Zq8-d0nt-t3ll"),
+        ("password: correct horse battery staple", "correct horse battery staple"),
+        ("user: svc, password: two words, host: db", "two words"),
     ] {
         table.push(("secret", text.to_owned(), value.to_owned()));
     }
@@ -113,6 +136,12 @@ fn what_is_not_a_secret_is_left_alone() {
         "password: ${DB_PASSWORD} and token: <your-token> and secret: arn:aws:secretsmanager:us-east-1:123456789012:secret:slack",
         "pk_live_ publishable keys and sk-learn are fine",
         "checkout-api 502 at 2025-11-22T08:26:40Z (trace 1-691f7440-2b3c4d5e6f7a8b9c0d1e2f3a)",
+        "SLACK_BOT_TOKEN=xoxb-REPLACE-ME and api_key=your-api-key-here",
+        "token: <token> and TOKEN=${TOKEN} and password: changeme-in-prod",
+        "pwd: /home/app/releases/42 and cwd=/srv",
+        "next_token=eyJwYWdlIjoyfQ and nextPageToken: CAEQAA and pagination_token=abc123def456",
+        "bypass: true, compass=north",
+        "Accept: text/html",
     ];
     for text in keep {
         assert_eq!(redact(text), text, "over-eager redaction");
