@@ -21,9 +21,10 @@ struct Rule {
     pattern: Regex,
     /// The capture group that is the secret (0: the whole match).
     group: usize,
-    /// Values starting with these are references or placeholders, not
-    /// secrets (an ARN, `${VAR}`, `<token>`).
-    keep_prefixes: &'static [&'static str],
+    /// The rule finds values by the name they are assigned to (`password=`),
+    /// so placeholders, paths and names that only end like a secret's
+    /// (`next_token`) are kept.
+    by_name: bool,
 }
 
 /// Documented example credentials, found in docs and tests everywhere:
@@ -35,11 +36,6 @@ const PLACEHOLDERS: &[&str] = &["arn:", "${", "{{", "<", "$(", "%(", "***", "[re
 
 /// Names whose value is a secret in `name = value` assignments.
 const SECRET_NAMES: &str = r"(?:password|passwd|pwd|passphrase|_pass|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|private[_-]?key|client[_-]?secret|credentials?)";
-
-/// Names that end like a secret's and name something else (pagination
-/// cursors), checked on the name before the value.
-const NOT_SECRET_NAMES: &[&str] =
-    &["next_token", "nexttoken", "page_token", "pagetoken", "pagination", "continuation", "cursor"];
 
 /// A value that stands for a secret in docs and examples, or a path
 /// (`pwd: /home/app`), not one.
@@ -61,7 +57,7 @@ fn rules() -> Vec<Rule> {
         label,
         pattern: Regex::new(pattern).expect("redaction patterns are valid"),
         group,
-        keep_prefixes: &[],
+        by_name: false,
     };
     vec![
         // Blocks first: their insides must not be matched piecemeal.
@@ -120,7 +116,7 @@ fn rules() -> Vec<Rule> {
         // A password to the end of its line (or of its field in a `k: v, k: v`
         // list): passwords may hold spaces.
         Rule {
-            keep_prefixes: PLACEHOLDERS,
+            by_name: true,
             ..rule(
                 "secret",
                 r"(?im)\b[A-Za-z0-9_.-]*(?:password|passwd|passphrase)\s*[:=]\s*([^\s\x22'][^\r\n,;]*?)\s*(?:[,;]|$)",
@@ -131,15 +127,15 @@ fn rules() -> Vec<Rule> {
         // JSON, TOML, INI, query strings and code: quoted values whole,
         // bare values up to the next separator.
         Rule {
-            keep_prefixes: PLACEHOLDERS,
+            by_name: true,
             ..rule("secret", &format!(r#"(?i)\b[A-Za-z0-9_.-]*{SECRET_NAMES}"?\s*(?::|=|=>)\s*"([^"\n]{{4,}})""#), 1)
         },
         Rule {
-            keep_prefixes: PLACEHOLDERS,
+            by_name: true,
             ..rule("secret", &format!(r#"(?i)\b[A-Za-z0-9_.-]*{SECRET_NAMES}'?\s*(?::|=|=>)\s*'([^'\n]{{4,}})'"#), 1)
         },
         Rule {
-            keep_prefixes: PLACEHOLDERS,
+            by_name: true,
             ..rule(
                 "secret",
                 &format!(r#"(?i)\b[A-Za-z0-9_.-]*{SECRET_NAMES}["']?\s*(?::|=|=>)\s*([^\s"',;&]{{4,}})"#),
@@ -179,12 +175,13 @@ impl Redactor {
                 let whole = caps.get(0).expect("group 0 always matches");
                 let Some(secret) = caps.get(rule.group) else { return whole.as_str().to_owned() };
                 let value = secret.as_str();
-                let by_name = rule.keep_prefixes == PLACEHOLDERS;
-                let name = &whole.as_str()[..secret.start() - whole.start()].to_ascii_lowercase();
+                let name = &whole.as_str()[..secret.start() - whole.start()];
                 if DOCUMENTED_EXAMPLES.contains(&value)
                     || value.starts_with(MARKER_START)
-                    || rule.keep_prefixes.iter().any(|prefix| value.starts_with(prefix))
-                    || (by_name && (is_placeholder_value(value) || NOT_SECRET_NAMES.iter().any(|n| name.contains(n))))
+                    || (rule.by_name
+                        && (PLACEHOLDERS.iter().any(|prefix| value.starts_with(prefix))
+                            || is_placeholder_value(value)
+                            || only_looks_like_a_secret_name(name)))
                 {
                     return whole.as_str().to_owned();
                 }
@@ -263,8 +260,20 @@ const NOT_SECRET_KEYS: &[&str] = &[
 ];
 
 /// Whether a JSON key names a secret.
+/// A name lower-cased with everything but letters and digits removed.
+fn normalized(name: &str) -> String {
+    name.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
+}
+
+/// The name part of a `name = value` match names a pagination cursor or a
+/// kind (`next_token=`, `nextPageToken:`), not a secret.
+fn only_looks_like_a_secret_name(name: &str) -> bool {
+    let name = normalized(name);
+    NOT_SECRET_KEYS.iter().any(|key| name.contains(key))
+}
+
 pub fn names_a_secret(key: &str) -> bool {
-    let normalized: String = key.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect();
+    let normalized = normalized(key);
     if NOT_SECRET_KEYS.contains(&normalized.as_str()) {
         return false;
     }

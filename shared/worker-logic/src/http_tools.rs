@@ -177,16 +177,17 @@ impl RunTool for HttpTool {
 
 /// The environment variables a declared tool's headers name (`${env:NAME}`).
 pub fn env_variables(config: &HttpToolConfig) -> Vec<String> {
-    let mut names = Vec::new();
+    let names = std::cell::RefCell::new(Vec::new());
+    let record = |name: &str| {
+        names.borrow_mut().push(name.to_owned());
+        Some(String::new())
+    };
     for value in config.headers.values() {
-        let mut rest = value.as_str();
-        while let Some(start) = rest.find("${env:") {
-            let Some(end) = rest[start..].find('}') else { break };
-            names.push(rest[start + 6..start + end].to_owned());
-            rest = &rest[start + end + 1..];
-        }
+        // The same parser that resolves them; an unclosed one is reported
+        // when the tool is built.
+        let _ = resolve_env(value, &record);
     }
-    names
+    names.into_inner()
 }
 
 /// `Bearer ${env:TOKEN}` with the variable's value; the name when missing.

@@ -137,7 +137,9 @@ impl ToolPolicy {
         Self { rules }
     }
 
-    /// Every tool everywhere (the local runner's default).
+    /// Every tool everywhere: for tests and the benchmark. Without a
+    /// configured policy a deployment allows only the built-in read-only
+    /// tools (see `assembly`).
     pub fn allow_all() -> Self {
         Self::new(vec![ChannelRule { channels: "*".into(), tools: vec!["*".into()] }])
     }
