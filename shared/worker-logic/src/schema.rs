@@ -4,11 +4,19 @@
 //! they use: `type`, `properties`, `required`, `additionalProperties`,
 //! `items`, `minItems`, `maxItems`, `enum`, `const`, `minLength`,
 //! `maxLength`, `pattern`, `minimum`, `maximum`, `exclusiveMinimum`,
-//! `exclusiveMaximum`, `anyOf`, `oneOf`, `allOf`, `not`, and the annotations
-//! (`title`, `description`, `default`, `examples`, `format`, …), which do not
-//! constrain. A schema using any other keyword is refused when the tool is
-//! defined, so nothing is silently left unchecked. (A full validator would
-//! cost the worker's binary several megabytes for keywords tools never use.)
+//! `exclusiveMaximum`, `anyOf`, `oneOf`, `allOf`, `not`, local `$ref`s
+//! (`#/$defs/…`, `#/definitions/…`), and the annotations (`title`,
+//! `description`, `default`, `examples`, `format`, …), which do not
+//! constrain. (A full validator would cost the worker's binary several
+//! megabytes for keywords tools rarely use.)
+//!
+//! Two modes. [`Schema::compile`] is for schemas a team writes (HTTP tools):
+//! any other keyword is refused when the tool is defined, so nothing is
+//! silently left unchecked and a typo is caught. [`Schema::compile_lenient`]
+//! is for schemas a server sends (MCP tools): what this checker knows is
+//! checked, anything else (an unknown keyword, a remote `$ref`, a pattern
+//! in another regex dialect) is left for the server to validate, and a
+//! server's tool is never dropped for its schema.
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -60,9 +68,23 @@ const ANNOTATIONS: &[&str] = &[
 ];
 const TYPES: &[&str] = &["object", "array", "string", "number", "integer", "boolean", "null"];
 
+/// How deep `$ref`s are followed, and how many nodes one schema may
+/// compile to: a recursive schema (a tree of comments) is checked this
+/// far, and below that left to the server.
+const MAX_REF_DEPTH: usize = 8;
+const MAX_NODES: usize = 2_000;
+
 impl Schema {
+    /// A schema a team wrote: every keyword must be one this checker
+    /// enforces or an annotation.
     pub fn compile(schema: &Value) -> Result<Self, String> {
-        Ok(Self { root: compile(schema, "")? })
+        Compiler::new(schema, false).compile(schema, "", 0).map(|root| Self { root })
+    }
+
+    /// A schema a server sent: checks what it can, never fails.
+    pub fn compile_lenient(schema: &Value) -> Self {
+        let root = Compiler::new(schema, true).compile(schema, "", 0).unwrap_or_default();
+        Self { root }
     }
 
     /// What is wrong with `input`, as `path: problem` lines (empty: valid).
@@ -73,17 +95,60 @@ impl Schema {
     }
 }
 
-fn compile(schema: &Value, at: &str) -> Result<Node, String> {
-    let object = match schema {
-        Value::Bool(true) => return Ok(Node::default()),
-        Value::Object(object) => object,
-        other => return Err(format!("{}: a schema must be an object, not {other}", display(at))),
-    };
-    let mut node = Node::default();
-    for (keyword, value) in object {
+struct Compiler<'a> {
+    root: &'a Value,
+    lenient: bool,
+    nodes: std::cell::Cell<usize>,
+}
+
+impl<'a> Compiler<'a> {
+    fn new(root: &'a Value, lenient: bool) -> Self {
+        Self { root, lenient, nodes: std::cell::Cell::new(0) }
+    }
+
+    fn compile(&self, schema: &Value, at: &str, depth: usize) -> Result<Node, String> {
+        self.nodes.set(self.nodes.get() + 1);
+        if self.nodes.get() > MAX_NODES {
+            return self.leave_to_server(format!("{}: the schema is too large to check here", display(at)));
+        }
+        let object = match schema {
+            Value::Bool(true) => return Ok(Node::default()),
+            Value::Object(object) => object,
+            other => {
+                return self.leave_to_server(format!("{}: a schema must be an object, not {other}", display(at)));
+            }
+        };
+        let mut node = Node::default();
+        for (keyword, value) in object {
+            if let Err(reason) = self.keyword(&mut node, keyword, value, at, depth) {
+                self.leave_to_server(reason)?;
+            }
+        }
+        Ok(node)
+    }
+
+    /// Strict: the reason is an error. Lenient: the part is unconstrained.
+    fn leave_to_server(&self, reason: String) -> Result<Node, String> {
+        if self.lenient { Ok(Node::default()) } else { Err(reason) }
+    }
+
+    fn keyword(&self, node: &mut Node, keyword: &str, value: &Value, at: &str, depth: usize) -> Result<(), String> {
         let bad = |what: &str| format!("{}: {keyword} must be {what}", display(at));
-        match keyword.as_str() {
+        match keyword {
             k if ANNOTATIONS.contains(&k) => {}
+            // Definitions are compiled where a `$ref` names them.
+            "$defs" | "definitions" => {}
+            "$ref" => {
+                let reference = value.as_str().ok_or_else(|| bad("a reference"))?;
+                let target = reference
+                    .strip_prefix('#')
+                    .and_then(|pointer| self.root.pointer(pointer))
+                    .ok_or_else(|| format!("{}: only local references (#/$defs/…) are supported", display(at)))?;
+                if depth >= MAX_REF_DEPTH {
+                    return Err(format!("{}: references nest deeper than {MAX_REF_DEPTH}", display(at)));
+                }
+                node.all_of.push(self.compile(target, at, depth + 1)?);
+            }
             "type" => {
                 let names: Vec<String> = match value {
                     Value::String(name) => vec![name.clone()],
@@ -98,7 +163,7 @@ fn compile(schema: &Value, at: &str) -> Result<Node, String> {
             "properties" => {
                 let properties = value.as_object().ok_or_else(|| bad("an object"))?;
                 for (name, property) in properties {
-                    node.properties.push((name.clone(), compile(property, &format!("{at}/{name}"))?));
+                    node.properties.push((name.clone(), self.compile(property, &format!("{at}/{name}"), depth)?));
                 }
             }
             "required" => {
@@ -112,10 +177,10 @@ fn compile(schema: &Value, at: &str) -> Result<Node, String> {
                 node.additional = match value {
                     Value::Bool(true) => None,
                     Value::Bool(false) => Some(None),
-                    other => Some(Some(Box::new(compile(other, &format!("{at}/*"))?))),
+                    other => Some(Some(Box::new(self.compile(other, &format!("{at}/*"), depth)?))),
                 };
             }
-            "items" => node.items = Some(Box::new(compile(value, &format!("{at}/[]"))?)),
+            "items" => node.items = Some(Box::new(self.compile(value, &format!("{at}/[]"), depth)?)),
             "minItems" => node.min_items = Some(count(value).ok_or_else(|| bad("a whole number"))?),
             "maxItems" => node.max_items = Some(count(value).ok_or_else(|| bad("a whole number"))?),
             "minLength" => node.min_length = Some(count(value).ok_or_else(|| bad("a whole number"))?),
@@ -134,18 +199,18 @@ fn compile(schema: &Value, at: &str) -> Result<Node, String> {
             "anyOf" | "oneOf" | "allOf" => {
                 let list =
                     value.as_array().filter(|l| !l.is_empty()).ok_or_else(|| bad("a non-empty list of schemas"))?;
-                let nodes = list.iter().map(|s| compile(s, at)).collect::<Result<Vec<_>, _>>()?;
-                match keyword.as_str() {
+                let nodes = list.iter().map(|s| self.compile(s, at, depth)).collect::<Result<Vec<_>, _>>()?;
+                match keyword {
                     "anyOf" => node.any_of = nodes,
                     "oneOf" => node.one_of = nodes,
-                    _ => node.all_of = nodes,
+                    _ => node.all_of.extend(nodes),
                 }
             }
-            "not" => node.not = Some(Box::new(compile(value, at)?)),
+            "not" => node.not = Some(Box::new(self.compile(value, at, depth)?)),
             other => return Err(format!("{}: the keyword {other:?} is not supported in tool schemas", display(at))),
         }
+        Ok(())
     }
-    Ok(node)
 }
 
 fn count(value: &Value) -> Option<usize> {
@@ -336,6 +401,7 @@ mod tests {
         for schema in [
             json!({"type": "object", "patternProperties": {"^x": {}}}),
             json!({"$ref": "#/definitions/x"}),
+            json!({"$ref": "https://schemas.example.com/x.json"}),
             json!({"type": "no-such-type"}),
             json!({"pattern": "("}),
             json!({"properties": {"a": {"if": {}}}}),
@@ -344,5 +410,69 @@ mod tests {
             assert!(Schema::compile(&schema).is_err(), "{schema}");
         }
         assert!(Schema::compile(&json!({"title": "t", "description": "d", "format": "uri", "examples": []})).is_ok());
+    }
+
+    #[test]
+    fn local_references_are_followed() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"target": {"$ref": "#/$defs/Target"}},
+            "required": ["target"],
+            "$defs": {"Target": {"type": "object", "properties": {"env": {"enum": ["prod", "staging"]}}, "required": ["env"]}}
+        });
+        assert!(violations(schema.clone(), json!({"target": {"env": "prod"}})).is_empty());
+        assert_eq!(
+            violations(schema, json!({"target": {"env": "dev"}})),
+            ["/target/env: \"dev\" is not one of [\"prod\",\"staging\"]"]
+        );
+    }
+
+    /// What real servers send: pydantic's and zod's output with `$defs`,
+    /// nullable `anyOf`, formats, and keywords this checker does not know.
+    #[test]
+    fn a_servers_schema_is_checked_as_far_as_this_checker_goes_and_never_refused() {
+        let schema = json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1},
+                "since": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}], "default": null},
+                "labels": {"type": "object", "patternProperties": {"^[a-z]+$": {"type": "string"}}},
+                "mode": {"if": {"const": "a"}, "then": {"const": "a"}},
+                "id": {"type": "string", "pattern": "^(?=x)x+$"},
+                "filter": {"$ref": "#/$defs/Filter"},
+                "remote": {"$ref": "https://schemas.example.com/remote.json"},
+                "tree": {"$ref": "#/$defs/Node"}
+            },
+            "required": ["query"],
+            "additionalProperties": false,
+            "$defs": {
+                "Filter": {"type": "object", "properties": {"limit": {"type": "integer", "maximum": 100}}},
+                "Node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}
+            }
+        });
+        assert!(Schema::compile(&schema).is_err(), "a team's schema with these keywords is refused");
+        let lenient = Schema::compile_lenient(&schema);
+        let ok = json!({"query": "errors", "since": null, "labels": {"team": "x"}, "mode": "b", "id": "anything",
+                        "filter": {"limit": 5}, "remote": [1], "tree": {"children": [{"children": []}]}});
+        assert_eq!(lenient.violations(&ok), Vec::<String>::new());
+        assert_eq!(
+            lenient.violations(&json!({"since": 3, "filter": {"limit": 500}, "extra": 1})),
+            [
+                "input: \"query\" is required",
+                "input: the property \"extra\" is not allowed",
+                "/filter/limit: 500 is more than the maximum 100",
+                "/since: matches none of the allowed forms (anyOf)"
+            ]
+        );
+        // A tree deeper than references are followed is left to the server.
+        let mut deep = json!({"children": []});
+        for _ in 0..20 {
+            deep = json!({"children": [deep]});
+        }
+        assert!(lenient.violations(&json!({"query": "q", "tree": deep})).is_empty());
+        for garbage in [json!("not a schema"), json!({"type": "no-such-type"}), json!({"$ref": "#/nowhere"})] {
+            assert!(Schema::compile_lenient(&garbage).violations(&json!({"any": "thing"})).is_empty(), "{garbage}");
+        }
     }
 }
