@@ -2,8 +2,9 @@
 # Runs every check and test, on a fresh machine as on a used one.
 #
 # Installs what the tests need, idempotently and outside the clone (a Python
-# virtualenv with the AWS emulator, SAM CLI and cfn-lint; faketime), starts
-# the local AWS emulator on a free loopback port, then runs: cargo fmt
+# virtualenv with the AWS emulator, SAM CLI and cfn-lint; faketime; the MCP
+# project's reference server from npm), starts the local AWS emulator and
+# the MCP server on free loopback ports, then runs: cargo fmt
 # --check, clippy -D warnings, every test (unit, emulator, real binaries under
 # the Lambda Runtime Interface Emulator), cfn-lint and sam validate --lint.
 # Whatever it started is stopped on exit, failed or not.
@@ -13,9 +14,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/tools.sh"
 cd "$root"
 
 # --- Tools -------------------------------------------------------------------
-step "test tools (virtualenv in $venv, faketime)"
+step "test tools (virtualenv in $venv, faketime, the MCP reference server)"
 ensure_python_tools
 ensure_faketime
+ensure_mcp_reference_server
 
 # --- Static checks ----------------------------------------------------------
 step "cargo fmt --check"
@@ -32,6 +34,10 @@ SAM_CLI_TELEMETRY=0 "$venv/bin/sam" validate --lint --template-file template.yam
 step "local AWS emulator (moto)"
 # The real AWS SDK, pointed at the emulator by its own variables.
 emulator_for_this_run
+
+step "the MCP project's reference server (Streamable HTTP)"
+trap 'stop_emulator; stop_mcp_reference_server; rm -rf "$emulator_logs"' EXIT
+start_mcp_reference_server "$(free_port)" "$emulator_logs/mcp-reference-server.log"
 
 # --- Tests ------------------------------------------------------------------
 step "build the function binaries (run by the tests under the Runtime Interface Emulator)"

@@ -7,6 +7,7 @@
 #                          clones build incrementally
 #   AWS_LAMBDA_RIE         AWS's Lambda Runtime Interface Emulator (from aws-sam-cli)
 #   FAKETIME_LIB           libfaketime, to pin a function's clock
+#   MCP_EVERYTHING_URL     the MCP project's reference server, started for the run
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache="${SLACK_ASSISTANT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slack-assistant}"
@@ -45,6 +46,55 @@ ensure_faketime() {
   export FAKETIME_LIB
 }
 
+# Waits (up to 10 s) until the Python check $3 succeeds, while process $1
+# lives; if it dies, prints its log $2 and fails.
+wait_until_ready() {
+  local pid="$1" log="$2" check="$3"
+  for _ in $(seq 1 100); do
+    python3 -c "$check" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; return 1; }
+    sleep 0.1
+  done
+}
+
+# The MCP project's reference server (@modelcontextprotocol/server-everything,
+# pinned by infra/mcp-reference-server/package-lock.json), installed with
+# `npm ci` outside the clone; reinstalled only when the lock file changes.
+ensure_mcp_reference_server() {
+  local lock="$root/infra/mcp-reference-server/package-lock.json"
+  local prefix="$cache/mcp-reference-server"
+  local stamp
+  stamp="$prefix/.installed-$(sha256sum "$lock" | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    command -v npm >/dev/null || { echo "npm (Node.js 18+) is needed for the MCP tests" >&2; return 1; }
+    rm -rf "$prefix" && mkdir -p "$prefix"
+    cp "$root/infra/mcp-reference-server/package.json" "$lock" "$prefix/"
+    (cd "$prefix" && npm ci --silent --no-audit --no-fund --loglevel=error)
+    touch "$stamp"
+  fi
+  mcp_reference_server="$prefix/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+  [ -f "$mcp_reference_server" ] || { echo "the MCP reference server is not in $prefix" >&2; return 1; }
+}
+
+# Starts the reference server over Streamable HTTP on 127.0.0.1:$1, logging
+# to $2, waits until it listens, and exports MCP_EVERYTHING_URL. Sets
+# mcp_pid; stop it with stop_mcp_reference_server.
+start_mcp_reference_server() {
+  local port="$1" log="$2"
+  PORT="$port" node "$mcp_reference_server" streamableHttp >"$log" 2>&1 &
+  mcp_pid=$!
+  wait_until_ready "$mcp_pid" "$log" "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)"
+  echo "MCP reference server listening on 127.0.0.1:$port"
+  export MCP_EVERYTHING_URL="http://127.0.0.1:$port/mcp"
+}
+
+stop_mcp_reference_server() {
+  if [ -n "${mcp_pid:-}" ]; then
+    kill "$mcp_pid" 2>/dev/null || true
+    wait "$mcp_pid" 2>/dev/null || true
+  fi
+}
+
 # Starts the local AWS emulator (moto) on 127.0.0.1:$1, logging to $2, waits
 # until it answers, and points the AWS SDK at it through its own variables.
 # Sets moto_pid; stop it with stop_emulator.
@@ -52,13 +102,7 @@ start_emulator() {
   local port="$1" log="$2"
   "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
   moto_pid=$!
-  for _ in $(seq 1 100); do
-    if python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/moto-api/')" 2>/dev/null; then
-      break
-    fi
-    kill -0 "$moto_pid" 2>/dev/null || { cat "$log" >&2; return 1; }
-    sleep 0.1
-  done
+  wait_until_ready "$moto_pid" "$log" "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/moto-api/')"
   echo "moto listening on 127.0.0.1:$port"
   unset AWS_PROFILE AWS_SESSION_TOKEN AWS_DEFAULT_PROFILE
   export AWS_ENDPOINT_URL="http://127.0.0.1:$port"

@@ -58,6 +58,31 @@ fn with_the_local_aws_emulator_configured_it_keeps_turns_in_its_table() {
     assert!(stdout.contains("1 message(s) posted"), "{stdout}");
 }
 
+/// The runner's output, asked `question` with the assistant configuration
+/// `config`, the model replaying `recording` (under
+/// `fixtures/local-runner/`), and one more environment variable; fails
+/// unless it succeeds.
+async fn run_with_config(config: String, recording: &str, question: &str, variable: (&str, &str)) -> String {
+    let dir = std::env::temp_dir().join(tests::unique_name("runner-config"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("assistant.json");
+    std::fs::write(&path, config).unwrap();
+    let recording = format!("{}/fixtures/local-runner/{recording}", env!("CARGO_MANIFEST_DIR"));
+    let (question, (name, value)) = (question.to_owned(), (variable.0.to_owned(), variable.1.to_owned()));
+    let output = tokio::task::spawn_blocking(move || {
+        runner()
+            .env(name, value)
+            .args(["--config", path.to_str().unwrap(), "--replay", &recording, &question])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
 /// The runner is the same bot as the worker: with `--config` it reads the
 /// assistant configuration the worker reads from S3, and runs its declared
 /// HTTP tools exactly as the worker does.
@@ -82,25 +107,17 @@ async fn with_a_config_file_it_runs_a_declared_http_tool_against_a_local_api() {
         )
     };
     let api = LocalServer::start(app).await;
-    let port = api.base_url.rsplit(':').next().unwrap().to_owned();
-    let dir = std::env::temp_dir().join(tests::unique_name("runner-config"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("assistant.json");
-    std::fs::write(&config, include_str!("fixtures/local-runner/assistant.json").replace("{{PORT}}", &port)).unwrap();
-    let recording = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/local-runner/service-status-recording.json");
+    let port = api.base_url.rsplit(':').next().unwrap();
+    let config = include_str!("fixtures/local-runner/assistant.json").replace("{{PORT}}", port);
 
     // WHEN the runner is asked, with the configuration and a recording that calls the tool
-    let output = tokio::task::spawn_blocking(move || {
-        runner()
-            .env("STATUS_API_TOKEN", "status-token-for-tests")
-            .args(["--config", config.to_str().unwrap(), "--replay", recording, "is checkout-api ok?"])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = run_with_config(
+        config,
+        "service-status-recording.json",
+        "is checkout-api ok?",
+        ("STATUS_API_TOKEN", "status-token-for-tests"),
+    )
+    .await;
 
     // THEN the API got exactly the call the model asked for, with its secret header
     assert_eq!(
@@ -114,6 +131,21 @@ async fn with_a_config_file_it_runs_a_declared_http_tool_against_a_local_api() {
         r#"result  tooluse_status_1 Success: {"since":"14:02","status":"degraded"}"#,
         "checkout-api is *degraded* in prod since 14:02.",
         "1 message(s) posted",
+    ] {
+        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+    }
+}
+
+/// MCP servers in `--config` are discovered and called as the worker does.
+#[tokio::test]
+async fn with_a_config_file_it_calls_an_mcp_servers_tool() {
+    let url = tests::env_from_test_command("MCP_EVERYTHING_URL");
+    let config = include_str!("fixtures/local-runner/mcp-assistant.json").replace("{{EVERYTHING_URL}}", &url);
+    let stdout = run_with_config(config, "mcp-get-sum-recording.json", "what is 40 + 2?", ("UNUSED", "")).await;
+    for expected in [
+        "step 1: tool calls everything__get-sum",
+        "result  tooluse_sum_1 Success: The sum of 40 and 2 is 42.",
+        "40 + 2 is *42*.",
     ] {
         assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
     }

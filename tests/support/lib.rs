@@ -14,6 +14,7 @@ pub mod fake_bedrock;
 pub mod fake_slack;
 pub mod lambda;
 pub mod local_server;
+pub mod mcp_server;
 
 use adapters_aws::dynamodb::DynamoRecords;
 use adapters_aws::provision::{self, QueueUrls};

@@ -7,6 +7,7 @@
 use adapters_aws::dynamodb::{self, DynamoRecords, DynamoTimers};
 use adapters_aws::sqs::{self, SqsQueue};
 use adapters_bedrock::BedrockModel;
+use adapters_mcp::StreamableHttpConnector;
 use adapters_s3::S3Artifacts;
 use adapters_slack::SlackWebReader;
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
@@ -138,6 +139,7 @@ impl WorkerFunction {
             timers: Arc::new(DynamoTimers::new(clients.dynamodb.clone(), &config.turns_table)),
             clock: Arc::new(SystemClock),
             http: clients.http.clone(),
+            mcp: Arc::new(StreamableHttpConnector::new(clients.http.clone())),
         };
         let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;
         tracing::info!(config = %config.assistant_config_key, "worker assembled");

@@ -8,6 +8,7 @@
 use crate::offline::{DEFAULT_RECORDING, DEFAULT_RECORDING_PATH, OfflineModel};
 use adapters_aws::dynamodb::{DynamoClaims, DynamoRecords};
 use adapters_bedrock::BedrockModel;
+use adapters_mcp::StreamableHttpConnector;
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use adapters_slack::{SlackWebReader, WebPoster};
 use assistant_core::messages::ReplyMessage;
@@ -210,6 +211,7 @@ impl Pipeline {
             slack: reader,
             timers: Arc::new(MemoryTimers::default()),
             clock: Arc::new(SystemClock),
+            mcp: Arc::new(StreamableHttpConnector::new(http.clone())),
             http,
         };
         let worker =

@@ -14,11 +14,13 @@
 //! - [`store`]: the turn store and delivery log on one versioned-record
 //!   table port, so every backend writes a record the same way.
 //! - [`model`]: the model call, as a port.
+//! - [`mcp`]: MCP servers' tools, as a port.
 //! - [`clock`]: time, injected so tests pin it.
 
 pub mod approval;
 pub mod clock;
 pub mod delivery;
+pub mod mcp;
 pub mod messages;
 pub mod model;
 pub mod ports;

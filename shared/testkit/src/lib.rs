@@ -4,6 +4,7 @@
 //! - [`memory`]: in-memory doubles of the core's ports, keeping the
 //!   semantics of the real adapters (claims expire and are atomic, records
 //!   are versioned and serialized as a real store keeps them).
+//! - [`mcp_memory`]: MCP servers in memory (serving, refusing, hanging).
 //! - [`slack_memory`]: Slack as the responder sees it, in memory, with
 //!   scripted failures.
 //! - [`store_contract`]: what every turn store and delivery log must do,
@@ -12,6 +13,7 @@
 //! - [`fixtures`]: captured-shape Slack payloads.
 
 pub mod fixtures;
+pub mod mcp_memory;
 pub mod memory;
 pub mod signed;
 pub mod slack_memory;

@@ -7,8 +7,9 @@ use crate::approvals::Approvals;
 use crate::config::AssistantConfig;
 use crate::tools::{ChannelRule, ToolDefinitionError, ToolPolicy, ToolRegistry};
 use crate::worker::{Limits, Worker};
-use crate::{builtin_tools, docs_tools, http_tools};
+use crate::{builtin_tools, docs_tools, http_tools, mcp_tools};
 use assistant_core::Clock;
+use assistant_core::mcp::McpConnector;
 use assistant_core::model::Model;
 use assistant_core::ports::{
     ApprovalTimers, ArtifactStore, DeliveryLog, PortError, ReplyQueue, SlackReader, TurnStore, WorkQueue,
@@ -34,6 +35,8 @@ pub struct WorkerPorts {
     /// The process's HTTP client, shared by the HTTP tools. It must not
     /// follow redirects (`adapters_slack::http_client()` does not).
     pub http: reqwest::Client,
+    /// Opens sessions with the configured MCP servers.
+    pub mcp: Arc<dyn McpConnector>,
 }
 
 /// Why the worker could not be built. Each names what to fix.
@@ -57,8 +60,10 @@ pub enum StartupError {
     Tools(#[from] ToolDefinitionError),
     #[error(transparent)]
     HttpTools(#[from] http_tools::HttpToolError),
+    #[error(transparent)]
+    McpServers(#[from] mcp_tools::McpConfigError),
     #[error(
-        "http tool {tool} names ${{env:{variable}}}, which is not in the configuration's allowed_env: list it there (never AWS_* or SLACK_*)"
+        "{tool} names ${{env:{variable}}}, which is not in the configuration's allowed_env: list it there (never AWS_* or SLACK_*)"
     )]
     EnvNotAllowed { tool: String, variable: String },
 }
@@ -80,8 +85,9 @@ pub fn parse_config(json: &[u8], origin: &str) -> Result<AssistantConfig, Startu
 
 /// The worker for this configuration: its system prompt (read from the
 /// artifact store when the configuration names one), the built-in, docs and
-/// declared HTTP tools under the configured policy. `env` resolves the
-/// `${env:NAME}` in HTTP tools' headers.
+/// declared HTTP tools and the MCP servers' tools (discovered now, under
+/// [`mcp_tools::DISCOVERY_DEADLINE`]) under the configured policy. `env`
+/// resolves the `${env:NAME}` in HTTP tools' and MCP servers' headers.
 pub async fn assemble(
     ports: WorkerPorts,
     assistant: &AssistantConfig,
@@ -100,11 +106,16 @@ pub async fn assemble(
         }
         None => DEFAULT_SYSTEM_PROMPT.to_owned(),
     };
-    for tool in &assistant.http_tools {
-        if let Some(variable) =
-            http_tools::env_variables(tool).into_iter().find(|name| !assistant.allowed_env.contains(name))
-        {
-            return Err(StartupError::EnvNotAllowed { tool: tool.name.clone(), variable });
+    let named = assistant
+        .http_tools
+        .iter()
+        .map(|tool| (format!("http tool {}", tool.name), http_tools::env_variables(tool)))
+        .chain(assistant.mcp_servers.iter().map(|server| {
+            (format!("mcp server {}", server.name), mcp_tools::env_variables(std::slice::from_ref(server)))
+        }));
+    for (tool, variables) in named {
+        if let Some(variable) = variables.into_iter().find(|name| !assistant.allowed_env.contains(name)) {
+            return Err(StartupError::EnvNotAllowed { tool, variable });
         }
     }
     // Only the variables the configuration lists are ever read.
@@ -113,6 +124,11 @@ pub async fn assemble(
     tools.extend(docs_tools::docs_tools(ports.artifacts.clone(), &assistant.docs_prefix)?);
     let built_in: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), env)?);
+    let taken = tools.iter().map(|tool| tool.spec().name.clone()).collect();
+    tools.extend(
+        mcp_tools::mcp_tools(&assistant.mcp_servers, ports.mcp.as_ref(), env, &taken, mcp_tools::DISCOVERY_DEADLINE)
+            .await?,
+    );
     let policy = match assistant.policy() {
         Some(policy) => policy,
         None => {
@@ -120,11 +136,14 @@ pub async fn assemble(
             ToolPolicy::new(vec![ChannelRule { channels: "*".into(), tools: built_in }])
         }
     };
+    let count = tools.len();
     let tools = ToolRegistry::new(tools, policy)?;
     info!(
         prompt = assistant.system_prompt_key.as_deref().unwrap_or("bundled"),
         docs = %assistant.docs_prefix,
         http_tools = assistant.http_tools.len(),
+        mcp_servers = assistant.mcp_servers.len(),
+        tools = count,
         "assistant configured"
     );
     Ok(Worker {
@@ -173,6 +192,7 @@ mod tests {
             timers: Arc::new(MemoryTimers::default()),
             clock: Arc::new(FixedClock::at(0)),
             http: reqwest::Client::new(),
+            mcp: Arc::new(assistant_core::mcp::NoMcpServers),
         }
     }
 

@@ -12,6 +12,7 @@
 //!     { "channels": "*", "tools": ["current_time", "*_docs", "read_doc"] }
 //!   ],
 //!   "http_tools": [ … see [`crate::http_tools`] … ],
+//!   "mcp_servers": [ … see [`crate::mcp_tools`] … ],
 //!   "approvals": { "approvers": ["requester"], "expires_after_secs": 3600, "allow_self_approval": true }
 //! }
 //! ```
@@ -21,6 +22,7 @@
 //! channel (a declared tool is usable only where a `tool_policy` allows it).
 
 use crate::http_tools::HttpToolConfig;
+use crate::mcp_tools::McpServerConfig;
 use crate::tools::{ChannelRule, ToolPolicy};
 use assistant_core::approval::Approver;
 use serde::Deserialize;
@@ -42,11 +44,14 @@ pub struct AssistantConfig {
     /// HTTP API tools: a team's APIs, declared without code.
     #[serde(default)]
     pub http_tools: Vec<HttpToolConfig>,
+    /// MCP servers whose tools the model may call.
+    #[serde(default)]
+    pub mcp_servers: Vec<McpServerConfig>,
     /// Who may approve calls that change things, and for how long.
     #[serde(default)]
     pub approvals: ApprovalsConfig,
-    /// The environment variables `${env:NAME}` may name (HTTP tools'
-    /// headers). Never `AWS_*` or `SLACK_*`: whoever can write the
+    /// The environment variables `${env:NAME}` may name (HTTP tools' and
+    /// MCP servers' headers). Never `AWS_*` or `SLACK_*`: whoever can write the
     /// configuration must not be able to send the function's own
     /// credentials to a host of their choosing.
     #[serde(default, deserialize_with = "allowed_env")]
@@ -136,6 +141,7 @@ impl Default for AssistantConfig {
             docs_prefix: default_docs_prefix(),
             tool_policy: None,
             http_tools: Vec::new(),
+            mcp_servers: Vec::new(),
             approvals: ApprovalsConfig::default(),
             allowed_env: Vec::new(),
         }

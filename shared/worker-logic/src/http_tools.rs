@@ -32,6 +32,7 @@
 //! carries `Idempotency-Key: {turn_id}:{tool_use_id}`, the same on every
 //! attempt.
 
+use crate::env_refs;
 use crate::tools::{CallContext, Effect, RunTool, Tool, ToolDefinitionError, ToolFuture};
 use assistant_core::approval::Approver;
 use assistant_core::model::ToolSpec;
@@ -129,7 +130,7 @@ fn http_tool(
     }
     let mut headers = Vec::new();
     for (name, value) in &config.headers {
-        let value = resolve_env(value, env)
+        let value = env_refs::resolve(value, env)
             .map_err(|variable| HttpToolError::MissingVariable { name: config.name.clone(), variable })?;
         let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| invalid(format!("{name:?} is not a header name")))?;
@@ -177,32 +178,7 @@ impl RunTool for HttpTool {
 
 /// The environment variables a declared tool's headers name (`${env:NAME}`).
 pub fn env_variables(config: &HttpToolConfig) -> Vec<String> {
-    let names = std::cell::RefCell::new(Vec::new());
-    let record = |name: &str| {
-        names.borrow_mut().push(name.to_owned());
-        Some(String::new())
-    };
-    for value in config.headers.values() {
-        // The same parser that resolves them; an unclosed one is reported
-        // when the tool is built.
-        let _ = resolve_env(value, &record);
-    }
-    names.into_inner()
-}
-
-/// `Bearer ${env:TOKEN}` with the variable's value; the name when missing.
-fn resolve_env(template: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut resolved = String::new();
-    let mut rest = template;
-    while let Some(start) = rest.find("${env:") {
-        let end = rest[start..].find('}').map(|end| start + end).ok_or_else(|| rest[start..].to_owned())?;
-        let variable = &rest[start + 6..end];
-        resolved.push_str(&rest[..start]);
-        resolved.push_str(&env(variable).ok_or_else(|| variable.to_owned())?);
-        rest = &rest[end + 1..];
-    }
-    resolved.push_str(rest);
-    Ok(resolved)
+    env_refs::names(config.headers.values())
 }
 
 /// `{field}` placeholders filled from the input, each value encoded. In a

@@ -11,7 +11,8 @@
 //!   timeouts, redaction of every result; [`schema`] is its JSON Schema
 //!   checker.
 //! - The tools themselves: [`builtin_tools`], [`docs_tools`] (runbooks in
-//!   the artifact bucket), [`http_tools`] (a team's APIs, declared).
+//!   the artifact bucket), [`http_tools`] (a team's APIs, declared),
+//!   [`mcp_tools`] (MCP servers' tools, discovered at start-up).
 //! - [`context`]: what a turn opens with (the thread so far, the channel).
 //! - [`offload`]: keeping a turn's item small (large results in S3).
 
@@ -21,7 +22,9 @@ pub mod builtin_tools;
 pub mod config;
 pub mod context;
 pub mod docs_tools;
+mod env_refs;
 pub mod http_tools;
+pub mod mcp_tools;
 pub mod offload;
 pub mod schema;
 pub mod tools;

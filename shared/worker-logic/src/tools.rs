@@ -97,6 +97,18 @@ impl Tool {
         Ok(Self { spec, effect, timeout, schema, runner: Arc::new(runner), approvers: None, destructive: false })
     }
 
+    /// A tool whose schema a server sent (MCP): its input is checked as far
+    /// as the checker goes, and the tool is never refused for its schema.
+    pub fn with_servers_schema(
+        spec: ToolSpec,
+        effect: Effect,
+        timeout: Duration,
+        runner: impl RunTool + 'static,
+    ) -> Self {
+        let schema = Schema::compile_lenient(&spec.input_schema);
+        Self { spec, effect, timeout, schema, runner: Arc::new(runner), approvers: None, destructive: false }
+    }
+
     /// Who may approve this tool's calls, instead of the default.
     pub fn with_approvers(mut self, approvers: Option<Vec<Approver>>) -> Self {
         self.approvers = approvers;
@@ -115,6 +127,10 @@ impl Tool {
 
     pub fn effect(&self) -> Effect {
         self.effect
+    }
+
+    pub fn is_destructive(&self) -> bool {
+        self.destructive
     }
 }
 

@@ -1,0 +1,206 @@
+//! MCP servers over Streamable HTTP behind the core's MCP port, with the
+//! official Rust SDK (`rmcp`) on the process's own HTTP client (no
+//! redirects, internal-address guard: see `adapters_slack::http_client`).
+//!
+//! rmcp does the protocol: `initialize`, session ids, SSE or JSON answers,
+//! re-initializing an expired session (HTTP 404) and retrying the request
+//! once, and telling the server `notifications/cancelled` when a call's
+//! future is dropped (our timeout). This adapter only translates: the
+//! SDK's types to the core's, and its errors to [`McpError`] (401/403 as
+//! [`McpError::Unauthorized`], so a revoked token reads as one).
+
+use assistant_core::mcp::{McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpSession, McpToolInfo};
+use async_trait::async_trait;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
+    ResourceContents,
+};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::{
+    AuthRequiredError, InsufficientScopeError, StreamableHttpClientTransportConfig,
+};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The largest JSON answer or SSE event accepted from a server. A tool
+/// result past a few hundred kilobytes goes to S3 anyway; this bounds the
+/// memory one misbehaving server can take.
+const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
+/// Opens Streamable HTTP sessions on one shared HTTP client.
+pub struct StreamableHttpConnector {
+    http: reqwest::Client,
+}
+
+impl StreamableHttpConnector {
+    /// `http` must not follow redirects: a server's `Authorization` header
+    /// must never travel to where it redirects.
+    pub fn new(http: reqwest::Client) -> Self {
+        Self { http }
+    }
+}
+
+#[async_trait]
+impl McpConnector for StreamableHttpConnector {
+    async fn connect(&self, endpoint: &McpEndpoint) -> Result<Arc<dyn McpSession>, McpError> {
+        let mut headers = HashMap::new();
+        for (name, value) in &endpoint.headers {
+            let name = http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| McpError::Server(format!("{name:?} is not a header name")))?;
+            let mut value = http::HeaderValue::from_str(value)
+                .map_err(|_| McpError::Server(format!("header {name} has an invalid value")))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        let config = StreamableHttpClientTransportConfig::with_uri(endpoint.url.as_str())
+            .custom_headers(headers)
+            .reinit_on_expired_session(true)
+            .max_json_response_size(MAX_ANSWER_BYTES)
+            .max_sse_event_size(MAX_ANSWER_BYTES);
+        let transport = StreamableHttpClientTransport::with_client(self.http.clone(), config);
+        let info = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("slack-assistant", env!("CARGO_PKG_VERSION")),
+        );
+        let service = info.serve(transport).await.map_err(|err| classify(&err))?;
+        Ok(Arc::new(Session { service }))
+    }
+}
+
+/// One server's session; rmcp re-initializes it when the server forgot it.
+struct Session {
+    service: RunningService<RoleClient, ClientConfig>,
+}
+
+#[async_trait]
+impl McpSession for Session {
+    async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
+        let tools = self.service.list_all_tools().await.map_err(|err| classify(&err))?;
+        Ok(tools
+            .into_iter()
+            .map(|tool| {
+                let annotations = tool.annotations.as_ref();
+                McpToolInfo {
+                    name: tool.name.into_owned(),
+                    description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
+                    input_schema: Value::Object((*tool.input_schema).clone()),
+                    read_only: annotations.and_then(|a| a.read_only_hint),
+                    destructive: annotations.and_then(|a| a.destructive_hint),
+                }
+            })
+            .collect())
+    }
+
+    async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<McpCallResult, McpError> {
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        // Dropping the call on timeout sends `notifications/cancelled`.
+        let answer = tokio::time::timeout(timeout, self.service.call_tool_once(params))
+            .await
+            .map_err(|_| McpError::TimedOut(timeout))?
+            .map_err(|err| classify(&err))?;
+        let result = match answer {
+            CallToolResponse::Complete(result) => result,
+            _ => {
+                return Err(McpError::Server(
+                    "the tool asked for input or a task, which this client does not offer".into(),
+                ));
+            }
+        };
+        Ok(McpCallResult {
+            content: result.content.into_iter().map(content).collect(),
+            structured: result.structured_content,
+            is_error: result.is_error.unwrap_or(false),
+        })
+    }
+}
+
+fn content(block: ContentBlock) -> McpContent {
+    match block {
+        ContentBlock::Text(text) => McpContent::Text(text.text),
+        ContentBlock::Image(image) => {
+            McpContent::Media { kind: "image", bytes: decoded_len(&image.data), mime_type: image.mime_type }
+        }
+        ContentBlock::Audio(audio) => {
+            McpContent::Media { kind: "audio", bytes: decoded_len(&audio.data), mime_type: audio.mime_type }
+        }
+        ContentBlock::Resource(embedded) => match embedded.resource {
+            ResourceContents::TextResourceContents { uri, mime_type, text, .. } => {
+                McpContent::Resource { uri, mime_type, bytes: text.len() }
+            }
+            ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => {
+                McpContent::Resource { uri, mime_type, bytes: decoded_len(&blob) }
+            }
+            other => McpContent::Resource { uri: String::new(), mime_type: None, bytes: json_len(&other) },
+        },
+        ContentBlock::ResourceLink(link) => {
+            McpContent::Link { uri: link.uri, name: link.name, mime_type: link.mime_type }
+        }
+        // A kind newer than this client: named, never pasted.
+        other => McpContent::Text(format!("[content of a kind this client does not know: {} bytes]", json_len(&other))),
+    }
+}
+
+/// How large something is on the wire.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    serde_json::to_vec(value).map_or(0, |json| json.len())
+}
+
+/// The size of base64 data once decoded, without decoding it.
+fn decoded_len(data: &str) -> usize {
+    let padding = data.bytes().rev().take_while(|&b| b == b'=').count();
+    (data.len() / 4 * 3).saturating_sub(padding)
+}
+
+/// Our error for one of the SDK's, found along its source chain: an
+/// authentication challenge or an unchallenged 401/403 is `Unauthorized`;
+/// a failed connection is `Unreachable`; anything else the server said is
+/// `Server`.
+fn classify(err: &(dyn StdError + 'static)) -> McpError {
+    let mut unreachable = false;
+    let mut source = Some(err);
+    while let Some(current) = source {
+        if current.downcast_ref::<AuthRequiredError>().is_some() {
+            return McpError::Unauthorized { status: 401 };
+        }
+        if current.downcast_ref::<InsufficientScopeError>().is_some() {
+            return McpError::Unauthorized { status: 403 };
+        }
+        // rmcp reports an unchallenged 401/403 as an unexpected response
+        // whose message starts with the status.
+        let message = current.to_string();
+        for status in [401, 403] {
+            if message.contains(&format!("HTTP {status} ")) || message.ends_with(&format!("HTTP {status}")) {
+                return McpError::Unauthorized { status };
+            }
+        }
+        if current.downcast_ref::<reqwest::Error>().is_some_and(|e| e.is_connect() || e.is_timeout()) {
+            unreachable = true;
+        }
+        source = current.source();
+    }
+    if unreachable { McpError::Unreachable(err.to_string()) } else { McpError::Server(err.to_string()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decoded_sizes_come_from_the_base64_length() {
+        use base64::Engine;
+        for len in [0, 1, 2, 3, 4, 5, 100, 1001] {
+            let data = base64::engine::general_purpose::STANDARD.encode(vec![7u8; len]);
+            assert_eq!(decoded_len(&data), len, "{len}");
+        }
+    }
+}

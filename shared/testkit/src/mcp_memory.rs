@@ -1,0 +1,92 @@
+//! MCP servers in memory: a connector that serves, refuses or hangs per
+//! URL, and sessions that list fixed tools and answer scripted results,
+//! recording every call.
+
+use assistant_core::mcp::{McpCallResult, McpConnector, McpEndpoint, McpError, McpSession, McpToolInfo};
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A server's session: its tools, and the next answer to a call (none
+/// scripted: the call times out).
+pub struct MemoryMcpSession {
+    tools: Vec<McpToolInfo>,
+    answer: Mutex<Option<Result<McpCallResult, McpError>>>,
+    calls: Mutex<Vec<(String, Map<String, Value>)>>,
+}
+
+impl MemoryMcpSession {
+    pub fn new(tools: Vec<McpToolInfo>) -> Arc<Self> {
+        Arc::new(Self { tools, answer: Mutex::default(), calls: Mutex::default() })
+    }
+
+    /// What the next call answers.
+    pub fn answers(&self, answer: Result<McpCallResult, McpError>) {
+        *self.answer.lock().unwrap() = Some(answer);
+    }
+
+    /// Every call so far: tool name and arguments.
+    pub fn calls(&self) -> Vec<(String, Map<String, Value>)> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl McpSession for MemoryMcpSession {
+    async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
+        Ok(self.tools.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<McpCallResult, McpError> {
+        self.calls.lock().unwrap().push((name.to_owned(), arguments));
+        self.answer.lock().unwrap().take().unwrap_or(Err(McpError::TimedOut(timeout)))
+    }
+}
+
+/// How the server at a URL behaves when connected to.
+pub enum MemoryMcpServer {
+    Serves(Arc<MemoryMcpSession>),
+    /// Refuses our credentials (401).
+    Refuses,
+    /// Accepts the connection and never answers.
+    Hangs,
+}
+
+/// Servers by URL; any other URL is unreachable. Records every endpoint
+/// connected to.
+#[derive(Default)]
+pub struct MemoryMcp {
+    servers: BTreeMap<String, MemoryMcpServer>,
+    connected: Mutex<Vec<McpEndpoint>>,
+}
+
+impl MemoryMcp {
+    pub fn with(mut self, url: &str, server: MemoryMcpServer) -> Self {
+        self.servers.insert(url.to_owned(), server);
+        self
+    }
+
+    pub fn connected(&self) -> Vec<McpEndpoint> {
+        self.connected.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl McpConnector for MemoryMcp {
+    async fn connect(&self, endpoint: &McpEndpoint) -> Result<Arc<dyn McpSession>, McpError> {
+        self.connected.lock().unwrap().push(endpoint.clone());
+        match self.servers.get(&endpoint.url) {
+            Some(MemoryMcpServer::Serves(session)) => Ok(session.clone()),
+            Some(MemoryMcpServer::Refuses) => Err(McpError::Unauthorized { status: 401 }),
+            Some(MemoryMcpServer::Hangs) => std::future::pending().await,
+            None => Err(McpError::Unreachable("connection refused".into())),
+        }
+    }
+}

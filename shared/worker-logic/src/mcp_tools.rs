@@ -1,0 +1,345 @@
+//! MCP servers' tools (`mcp_servers` in the assistant configuration): any
+//! Model Context Protocol server a team runs becomes tools, without code.
+//!
+//! ```json
+//! {
+//!   "name": "grafana",
+//!   "url": "https://mcp.internal.example.com/mcp",
+//!   "headers": {"Authorization": "Bearer ${env:GRAFANA_MCP_TOKEN}"},
+//!   "tools": ["*"],
+//!   "requires_approval": "auto",
+//!   "approvers": ["requester"],
+//!   "timeout_secs": 30
+//! }
+//! ```
+//!
+//! At start-up every server is asked for its tools, concurrently and under
+//! one deadline; a server that does not answer, refuses our credentials or
+//! answers nonsense loses only its own tools (one WARN line names it). Each
+//! tool is offered as `{server}__{tool}`, made to fit the model's rules for
+//! tool names (`[a-zA-Z0-9_-]`, at most 64 characters, unique), with the
+//! server's description and input schema; `tools` (globs over the server's
+//! own names) says which are offered, and the channel `tool_policy` then
+//! applies to the namespaced names like to every other tool.
+//!
+//! A server is trusted as far as its configuration says. `requires_approval`
+//! `"auto"` (the default) runs a tool at once only when the server marks it
+//! `readOnlyHint: true`; anything else waits for a human's Approve (`true`
+//! or `false` decide for every tool of the server: use `true` for a server
+//! whose hints you do not trust). Results are made text for the model:
+//! text parts joined, `structuredContent` kept as JSON, images, audio and
+//! embedded resources named and sized, never pasted; `isError: true` is an
+//! error result the model can act on. The registry redacts all of it, and
+//! the worker moves large results to the artifact store.
+
+use crate::env_refs;
+use crate::tools::{CallContext, Effect, RunTool, Tool, ToolFuture, glob_matches};
+use assistant_core::approval::Approver;
+use assistant_core::mcp::{McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpSession, McpToolInfo};
+use assistant_core::model::ToolSpec;
+use assistant_core::turn::ToolOutput;
+use futures_util::future::join_all;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::{info, warn};
+
+const DEFAULT_TIMEOUT_SECS: u64 = 30;
+/// Longer than any step should wait for one tool.
+const MAX_TIMEOUT_SECS: u64 = 300;
+/// How long start-up waits for all servers together (connect, initialize,
+/// every page of `tools/list`).
+pub const DISCOVERY_DEADLINE: Duration = Duration::from_secs(5);
+/// Tools offered per server, at most: each costs prompt tokens on every
+/// model call.
+const MAX_TOOLS_PER_SERVER: usize = 64;
+/// A server's description of a tool, at most (characters).
+const MAX_DESCRIPTION_CHARS: usize = 2_000;
+/// Bedrock's limit on a tool name.
+const MAX_TOOL_NAME: usize = 64;
+
+/// One server as configured.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// `[a-zA-Z0-9_-]`, up to 32 characters: the prefix of its tools' names.
+    pub name: String,
+    /// The Streamable HTTP endpoint (`https://…/mcp`).
+    pub url: String,
+    /// Sent with every request; values may name `${env:NAME}`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Globs over the server's tool names; default all.
+    #[serde(default = "all_tools")]
+    pub tools: Vec<String>,
+    #[serde(default)]
+    pub requires_approval: RequiresApproval,
+    /// Who may approve this server's calls; default: `approvals.approvers`.
+    #[serde(default)]
+    pub approvers: Option<Vec<Approver>>,
+    /// Per call; default 30 s, at most 300 s.
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+fn all_tools() -> Vec<String> {
+    vec!["*".to_owned()]
+}
+
+/// Which of a server's tools wait for a human's Approve.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RequiresApproval {
+    /// Those the server does not mark `readOnlyHint: true`.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl<'de> Deserialize<'de> for RequiresApproval {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::Bool(true) => Ok(Self::Always),
+            Value::Bool(false) => Ok(Self::Never),
+            Value::String(word) if word == "auto" => Ok(Self::Auto),
+            other => {
+                Err(serde::de::Error::custom(format!("requires_approval must be \"auto\", true or false, not {other}")))
+            }
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum McpConfigError {
+    #[error("mcp server {name:?}: {reason}")]
+    Invalid { name: String, reason: String },
+    #[error("mcp server {name}: environment variable {variable} is not set")]
+    MissingVariable { name: String, variable: String },
+}
+
+/// A server's configuration, checked; what to connect to.
+fn endpoint(config: &McpServerConfig, env: &impl Fn(&str) -> Option<String>) -> Result<McpEndpoint, McpConfigError> {
+    let invalid = |reason: &str| McpConfigError::Invalid { name: config.name.clone(), reason: reason.to_owned() };
+    if config.name.is_empty()
+        || config.name.len() > 32
+        || !config.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(invalid("the name must be 1 to 32 of a-z, A-Z, 0-9, _ and -"));
+    }
+    let url = url::Url::parse(&config.url).map_err(|err| invalid(&format!("url {:?}: {err}", config.url)))?;
+    if !matches!(url.scheme(), "https" | "http") || url.host_str().is_none() {
+        return Err(invalid("the url must be http(s) with a host"));
+    }
+    if config.approvers.as_ref().is_some_and(Vec::is_empty) {
+        return Err(invalid("approvers is empty: nobody could approve its calls"));
+    }
+    if config.timeout_secs.is_some_and(|secs| secs == 0 || secs > MAX_TIMEOUT_SECS) {
+        return Err(invalid(&format!("timeout_secs must be from 1 to {MAX_TIMEOUT_SECS}")));
+    }
+    let mut headers = Vec::new();
+    for (name, value) in &config.headers {
+        let value = env_refs::resolve(value, env)
+            .map_err(|variable| McpConfigError::MissingVariable { name: config.name.clone(), variable })?;
+        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err()
+            || reqwest::header::HeaderValue::from_str(&value).is_err()
+        {
+            return Err(invalid(&format!("header {name:?} is not a valid header")));
+        }
+        headers.push((name.clone(), value));
+    }
+    Ok(McpEndpoint { name: config.name.clone(), url: config.url.clone(), headers })
+}
+
+/// The environment variables the servers' headers name.
+pub fn env_variables(configs: &[McpServerConfig]) -> Vec<String> {
+    env_refs::names(configs.iter().flat_map(|config| config.headers.values()))
+}
+
+/// The servers' tools, discovered now. `taken` holds the names already
+/// used by other tools; an unusable server loses only its own tools.
+pub async fn mcp_tools(
+    configs: &[McpServerConfig],
+    connector: &dyn McpConnector,
+    env: impl Fn(&str) -> Option<String>,
+    taken: &HashSet<String>,
+    deadline: Duration,
+) -> Result<Vec<Tool>, McpConfigError> {
+    let endpoints = configs.iter().map(|config| endpoint(config, &env)).collect::<Result<Vec<_>, _>>()?;
+    let mut servers = HashSet::new();
+    if let Some(twice) = configs.iter().find(|config| !servers.insert(&config.name)) {
+        return Err(McpConfigError::Invalid { name: twice.name.clone(), reason: "two servers have this name".into() });
+    }
+    let mut names: HashSet<String> = taken.clone();
+    let discovered = join_all(endpoints.iter().map(|endpoint| discover(connector, endpoint, deadline))).await;
+    let mut tools = Vec::new();
+    for ((config, endpoint), found) in configs.iter().zip(&endpoints).zip(discovered) {
+        let (session, listed) = match found {
+            Ok(found) => found,
+            Err(err) => {
+                let reason = redact::Redactor::global().redact(&err.to_string()).into_owned();
+                warn!(server = %config.name, url = %endpoint.url, error = %reason, "MCP server unavailable at start-up: its tools are not offered");
+                continue;
+            }
+        };
+        let wanted: Vec<McpToolInfo> = listed
+            .into_iter()
+            .filter(|tool| config.tools.iter().any(|pattern| glob_matches(pattern, &tool.name)))
+            .collect();
+        if wanted.len() > MAX_TOOLS_PER_SERVER {
+            warn!(server = %config.name, offered = wanted.len(), kept = MAX_TOOLS_PER_SERVER, "MCP server offers more tools than are advertised: narrow its `tools`");
+        }
+        let count = wanted.len().min(MAX_TOOLS_PER_SERVER);
+        for info in wanted.into_iter().take(MAX_TOOLS_PER_SERVER) {
+            let name = unique_name(&config.name, &info.name, &mut names);
+            tools.push(tool(config, name, info, session.clone()));
+        }
+        info!(server = %config.name, tools = count, "MCP server ready");
+    }
+    Ok(tools)
+}
+
+async fn discover(
+    connector: &dyn McpConnector,
+    endpoint: &McpEndpoint,
+    deadline: Duration,
+) -> Result<(Arc<dyn McpSession>, Vec<McpToolInfo>), McpError> {
+    let work = async {
+        let session = connector.connect(endpoint).await?;
+        let tools = session.list_tools().await?;
+        Ok((session, tools))
+    };
+    tokio::time::timeout(deadline, work).await.map_err(|_| McpError::TimedOut(deadline))?
+}
+
+fn tool(config: &McpServerConfig, name: String, info: McpToolInfo, session: Arc<dyn McpSession>) -> Tool {
+    let read_only = info.read_only == Some(true);
+    let effect = match config.requires_approval {
+        RequiresApproval::Auto if read_only => Effect::ReadOnly,
+        RequiresApproval::Auto | RequiresApproval::Always => Effect::ChangesThings,
+        RequiresApproval::Never => Effect::ReadOnly,
+    };
+    // MCP's default for a tool that is not read-only is "destructive".
+    let destructive = !read_only && info.destructive != Some(false);
+    let description = match info.description.trim() {
+        "" => format!("The tool {} of the MCP server {}.", info.name, config.name),
+        text => text.chars().take(MAX_DESCRIPTION_CHARS).collect(),
+    };
+    let timeout = Duration::from_secs(config.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS));
+    let spec = ToolSpec { name, description, input_schema: info.input_schema };
+    let runner = McpTool { server: config.name.clone(), tool: info.name, session, timeout };
+    Tool::with_servers_schema(spec, effect, timeout, runner)
+        .with_approvers(config.approvers.clone())
+        .destructive(destructive)
+}
+
+/// `{server}__{tool}` within the model's rules, not yet in `taken` (and
+/// added to it). A name cut to fit keeps a hash of the whole, so two long
+/// names stay two; the same server and tool always get the same name, so
+/// a turn saved before a restart still names its tools.
+fn unique_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
+    let full: String = format!("{server}__{tool}")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .collect();
+    let base = if full.len() <= MAX_TOOL_NAME {
+        full
+    } else {
+        use sha2::Digest;
+        let digest = hex::encode(&sha2::Sha256::digest(format!("{server}__{tool}"))[..4]);
+        format!("{}_{digest}", &full[..MAX_TOOL_NAME - 9])
+    };
+    let mut name = base.clone();
+    let mut n = 2;
+    while taken.contains(&name) {
+        let suffix = format!("_{n}");
+        name = format!("{}{suffix}", &base[..base.len().min(MAX_TOOL_NAME - suffix.len())]);
+        n += 1;
+    }
+    taken.insert(name.clone());
+    name
+}
+
+/// One server tool, ready to call.
+struct McpTool {
+    server: String,
+    tool: String,
+    session: Arc<dyn McpSession>,
+    timeout: Duration,
+}
+
+impl RunTool for McpTool {
+    fn run(&self, input: Value, _context: CallContext) -> ToolFuture<'_> {
+        Box::pin(async move {
+            let Value::Object(arguments) = input else {
+                return Err("The input must be a JSON object.".to_owned());
+            };
+            match self.session.call_tool(&self.tool, arguments, self.timeout).await {
+                Ok(result) => output(result),
+                Err(err) => Err(call_error(&self.server, err)),
+            }
+        })
+    }
+}
+
+fn call_error(server: &str, err: McpError) -> String {
+    match err {
+        McpError::Unauthorized { status } => format!(
+            "The MCP server {server} refused our credentials (HTTP {status}): its token is missing, wrong or revoked. Tell the person an operator must fix the server's credentials; do not retry."
+        ),
+        McpError::TimedOut(after) => {
+            format!("The tool did not finish within {} s and was cancelled.", after.as_secs_f64())
+        }
+        McpError::Unreachable(reason) => format!("The MCP server {server} could not be reached: {reason}"),
+        McpError::Server(reason) => format!("The MCP server {server} answered with an error: {reason}"),
+    }
+}
+
+/// What the model reads of a result.
+fn output(result: McpCallResult) -> Result<ToolOutput, String> {
+    let text = result.content.iter().map(describe).collect::<Vec<_>>().join("\n");
+    if result.is_error {
+        return Err(if text.trim().is_empty() { "The tool failed without saying why.".to_owned() } else { text });
+    }
+    let only_text = result.content.iter().all(|part| matches!(part, McpContent::Text(_)));
+    match result.structured {
+        // Servers send the structured result again as text, for older
+        // clients: once is enough.
+        Some(structured)
+            if only_text
+                && (text.trim().is_empty()
+                    || serde_json::from_str::<Value>(&text).ok() == Some(structured.clone())) =>
+        {
+            Ok(ToolOutput::Json(structured))
+        }
+        Some(structured) => Ok(ToolOutput::Json(serde_json::json!({ "structured": structured, "content": text }))),
+        None => Ok(ToolOutput::Text(text)),
+    }
+}
+
+fn describe(part: &McpContent) -> String {
+    match part {
+        McpContent::Text(text) => text.clone(),
+        McpContent::Media { kind, mime_type, bytes } => format!("[{kind}: {mime_type}, {} (not shown)]", size(*bytes)),
+        McpContent::Resource { uri, mime_type, bytes } => format!(
+            "[resource: {uri}, {}{} (not shown)]",
+            mime_type.as_deref().map(|m| format!("{m}, ")).unwrap_or_default(),
+            size(*bytes)
+        ),
+        McpContent::Link { uri, name, mime_type } => {
+            format!("[link: {name} <{uri}>{}]", mime_type.as_deref().map(|m| format!(", {m}")).unwrap_or_default())
+        }
+    }
+}
+
+fn size(bytes: usize) -> String {
+    match bytes {
+        0..1_000 => format!("{bytes} B"),
+        1_000..1_000_000 => format!("{:.1} kB", bytes as f64 / 1e3),
+        _ => format!("{:.1} MB", bytes as f64 / 1e6),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,296 @@
+use super::*;
+use crate::tools::{ToolPolicy, ToolRegistry};
+use assistant_core::turn::{ToolStatus, ToolUse};
+use serde_json::json;
+use slack::ChannelId;
+use testkit::mcp_memory::{MemoryMcp, MemoryMcpServer, MemoryMcpSession};
+
+fn info(name: &str, read_only: Option<bool>) -> McpToolInfo {
+    McpToolInfo {
+        name: name.to_owned(),
+        description: format!("{name} does things"),
+        input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}}}),
+        read_only,
+        destructive: None,
+    }
+}
+
+fn servers(json: Value) -> Vec<McpServerConfig> {
+    serde_json::from_value(json).unwrap()
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+async fn discover_all(configs: &[McpServerConfig], connector: &MemoryMcp) -> Vec<Tool> {
+    mcp_tools(configs, connector, no_env, &HashSet::new(), DISCOVERY_DEADLINE).await.unwrap()
+}
+
+fn names(tools: &[Tool]) -> Vec<String> {
+    tools.iter().map(|tool| tool.spec().name.clone()).collect()
+}
+
+fn channel() -> ChannelId {
+    ChannelId::new("C0OPS")
+}
+
+#[tokio::test]
+async fn tools_are_namespaced_filtered_and_fit_the_models_rules() {
+    let long = "a".repeat(80);
+    let session = MemoryMcpSession::new(vec![
+        info("get-sum", Some(true)),
+        info("echo", Some(true)),
+        info("weird name/../ü", Some(true)),
+        info(&long, Some(true)),
+        info(&format!("{long}b"), Some(true)),
+        info("admin_reset", Some(false)),
+    ]);
+    let connector = MemoryMcp::default().with("https://mcp.example.com/mcp", MemoryMcpServer::Serves(session));
+    let configs = servers(json!([{"name": "everything", "url": "https://mcp.example.com/mcp", "tools": ["*"]}]));
+    let tools = discover_all(&configs, &connector).await;
+    let names = names(&tools);
+    assert_eq!(&names[..3], ["everything__get-sum", "everything__echo", "everything__weird_name_____"]);
+    for name in &names {
+        assert!(name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'), "{name}");
+    }
+    assert_ne!(names[3], names[4], "two long names stay two");
+    assert_eq!(tools[0].spec().description, "get-sum does things");
+
+    // `tools` filters by the server's own names.
+    let configs =
+        servers(json!([{"name": "everything", "url": "https://mcp.example.com/mcp", "tools": ["get-*", "echo"]}]));
+    assert_eq!(discover_all(&configs, &connector).await.len(), 2);
+
+    // A name another tool has already is never reused.
+    let taken = HashSet::from(["everything__echo".to_owned()]);
+    let tools = mcp_tools(&configs, &connector, no_env, &taken, DISCOVERY_DEADLINE).await.unwrap();
+    assert_eq!(self::names(&tools), ["everything__get-sum", "everything__echo_2"]);
+}
+
+#[tokio::test]
+async fn auto_approval_follows_read_only_hints_and_the_configuration_overrides() {
+    let session = MemoryMcpSession::new(vec![
+        info("read", Some(true)),
+        info("write", Some(false)),
+        info("unknown", None),
+        McpToolInfo { destructive: Some(false), ..info("append", Some(false)) },
+    ]);
+    let connector = MemoryMcp::default().with("https://mcp.example.com/mcp", MemoryMcpServer::Serves(session));
+    let effects = |requires_approval: Value| {
+        let configs = servers(
+            json!([{"name": "s", "url": "https://mcp.example.com/mcp", "requires_approval": requires_approval}]),
+        );
+        let connector = &connector;
+        async move {
+            let tools = discover_all(&configs, connector).await;
+            tools.iter().map(|tool| (tool.effect(), tool.is_destructive())).collect::<Vec<_>>()
+        }
+    };
+    use Effect::{ChangesThings, ReadOnly};
+    assert_eq!(
+        effects(json!("auto")).await,
+        [(ReadOnly, false), (ChangesThings, true), (ChangesThings, true), (ChangesThings, false)]
+    );
+    assert!(effects(json!(true)).await.iter().all(|(effect, _)| *effect == ChangesThings));
+    assert!(effects(json!(false)).await.iter().all(|(effect, _)| *effect == ReadOnly));
+    let json = json!({"name": "s", "url": "https://x", "requires_approval": "sometimes"});
+    assert!(serde_json::from_value::<McpServerConfig>(json).is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_that_fails_or_hangs_at_start_up_loses_only_its_own_tools() {
+    let good = MemoryMcpSession::new(vec![info("echo", Some(true))]);
+    let connector = MemoryMcp::default()
+        .with("https://good.example.com/mcp", MemoryMcpServer::Serves(good))
+        .with("https://refuses.example.com/mcp", MemoryMcpServer::Refuses)
+        .with("https://hangs.example.com/mcp", MemoryMcpServer::Hangs);
+    let configs = servers(json!([
+        {"name": "hangs", "url": "https://hangs.example.com/mcp"},
+        {"name": "refuses", "url": "https://refuses.example.com/mcp"},
+        {"name": "down", "url": "https://down.example.com/mcp"},
+        {"name": "good", "url": "https://good.example.com/mcp"}
+    ]));
+    let started = tokio::time::Instant::now();
+    let tools = discover_all(&configs, &connector).await;
+    assert_eq!(names(&tools), ["good__echo"]);
+    assert_eq!(started.elapsed(), DISCOVERY_DEADLINE, "concurrent, and bounded by the deadline");
+}
+
+#[tokio::test]
+async fn configuration_mistakes_are_refused_with_the_servers_name() {
+    let connector = MemoryMcp::default();
+    for (bad, expected) in [
+        (json!([{"name": "has space", "url": "https://x/mcp"}]), "name must be"),
+        (json!([{"name": "", "url": "https://x/mcp"}]), "name must be"),
+        (json!([{"name": "a", "url": "ftp://x/mcp"}]), "http(s)"),
+        (json!([{"name": "a", "url": "not a url"}]), "url"),
+        (json!([{"name": "a", "url": "https://x/mcp", "timeout_secs": 0}]), "timeout_secs"),
+        (json!([{"name": "a", "url": "https://x/mcp", "timeout_secs": 100000}]), "timeout_secs"),
+        (json!([{"name": "a", "url": "https://x/mcp", "approvers": []}]), "approvers"),
+        (json!([{"name": "a", "url": "https://x/mcp", "headers": {"Bad Header": "x"}}]), "header"),
+        (json!([{"name": "a", "url": "https://x/mcp", "headers": {"X-Key": "${env:UNSET}"}}]), "UNSET"),
+        (json!([{"name": "a", "url": "https://x/mcp"}, {"name": "a", "url": "https://y/mcp"}]), "two servers"),
+    ] {
+        let err = mcp_tools(&servers(bad.clone()), &connector, no_env, &HashSet::new(), DISCOVERY_DEADLINE)
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("accepted: {bad}"));
+        assert!(err.to_string().contains(expected), "{bad}: {err}");
+    }
+    assert!(serde_json::from_value::<McpServerConfig>(json!({"name": "a", "url": "https://x", "tols": []})).is_err());
+}
+
+#[tokio::test]
+async fn headers_are_resolved_and_the_endpoint_never_prints_them() {
+    let connector = MemoryMcp::default();
+    let configs = servers(
+        json!([{"name": "grafana", "url": "https://g/mcp", "headers": {"Authorization": "Bearer ${env:GRAFANA_TOKEN}"}}]),
+    );
+    let env = |name: &str| (name == "GRAFANA_TOKEN").then(|| "glsa_secretvalue".to_owned());
+    mcp_tools(&configs, &connector, env, &HashSet::new(), DISCOVERY_DEADLINE).await.unwrap();
+    let endpoint = connector.connected()[0].clone();
+    assert_eq!(endpoint.headers, [("Authorization".to_owned(), "Bearer glsa_secretvalue".to_owned())]);
+    assert!(!format!("{endpoint:?}").contains("glsa_secretvalue"));
+    assert_eq!(env_variables(&configs), ["GRAFANA_TOKEN"]);
+}
+
+async fn registry_with(session: Arc<MemoryMcpSession>, policy: ToolPolicy) -> ToolRegistry {
+    let connector = MemoryMcp::default().with("https://mcp.example.com/mcp", MemoryMcpServer::Serves(session));
+    let configs = servers(json!([{"name": "srv", "url": "https://mcp.example.com/mcp", "timeout_secs": 2}]));
+    ToolRegistry::new(discover_all(&configs, &connector).await, policy).unwrap()
+}
+
+fn call(name: &str, input: Value) -> ToolUse {
+    ToolUse { id: "t1".into(), name: name.into(), input }
+}
+
+#[tokio::test]
+async fn results_become_what_the_model_can_read() {
+    let session = MemoryMcpSession::new(vec![info("tool", Some(true))]);
+    let registry = registry_with(session.clone(), ToolPolicy::allow_all()).await;
+    let (channel, the_call) = (channel(), call("srv__tool", json!({"a": 1})));
+    let run = |answer: Result<McpCallResult, McpError>| {
+        session.answers(answer);
+        registry.run(&the_call, &channel)
+    };
+    let text = |t: &str| McpContent::Text(t.to_owned());
+
+    let result = run(Ok(McpCallResult { content: vec![text("one"), text("two")], ..Default::default() })).await;
+    assert_eq!((result.status, result.output), (ToolStatus::Success, ToolOutput::Text("one\ntwo".into())));
+    assert_eq!(session.calls()[0], ("tool".to_owned(), json!({"a": 1}).as_object().unwrap().clone()));
+
+    // Structured content, sent again as text for older clients: once.
+    let structured = json!({"sum": 3});
+    let result = run(Ok(McpCallResult {
+        content: vec![text(&structured.to_string())],
+        structured: Some(structured.clone()),
+        is_error: false,
+    }))
+    .await;
+    assert_eq!(result.output, ToolOutput::Json(structured.clone()));
+    // With other content: both.
+    let image = McpContent::Media { kind: "image", mime_type: "image/png".into(), bytes: 2_048 };
+    let result = run(Ok(McpCallResult {
+        content: vec![text("chart"), image.clone()],
+        structured: Some(structured.clone()),
+        is_error: false,
+    }))
+    .await;
+    assert_eq!(
+        result.output,
+        ToolOutput::Json(json!({"structured": {"sum": 3}, "content": "chart\n[image: image/png, 2.0 kB (not shown)]"}))
+    );
+
+    // Media and resources are named and sized, never pasted.
+    let result = run(Ok(McpCallResult {
+        content: vec![
+            image,
+            McpContent::Resource { uri: "file:///tmp/big.log".into(), mime_type: Some("text/plain".into()), bytes: 12 },
+            McpContent::Link { uri: "https://x/r/1".into(), name: "report".into(), mime_type: None },
+        ],
+        ..Default::default()
+    }))
+    .await;
+    assert_eq!(
+        result.output,
+        ToolOutput::Text(
+            "[image: image/png, 2.0 kB (not shown)]\n[resource: file:///tmp/big.log, text/plain, 12 B (not shown)]\n[link: report <https://x/r/1>]"
+                .into()
+        )
+    );
+
+    // isError: an error result the model can act on.
+    let result =
+        run(Ok(McpCallResult { content: vec![text("no such dashboard")], structured: None, is_error: true })).await;
+    assert_eq!((result.status, result.output), (ToolStatus::Error, ToolOutput::Text("no such dashboard".into())));
+    let result = run(Ok(McpCallResult { is_error: true, ..Default::default() })).await;
+    assert_eq!(result.output, ToolOutput::Text("The tool failed without saying why.".into()));
+}
+
+#[tokio::test]
+async fn a_failed_call_is_an_error_result_that_says_what_to_do() {
+    let session = MemoryMcpSession::new(vec![info("tool", Some(true))]);
+    let registry = registry_with(session.clone(), ToolPolicy::allow_all()).await;
+    for (answer, expected) in [
+        (McpError::Unauthorized { status: 401 }, "refused our credentials (HTTP 401)"),
+        (McpError::Unreachable("connection refused".into()), "could not be reached: connection refused"),
+        (McpError::TimedOut(Duration::from_secs(2)), "did not finish within 2 s and was cancelled"),
+        (McpError::Server("-32602: unknown argument".into()), "answered with an error: -32602"),
+    ] {
+        session.answers(Err(answer));
+        let result = registry.run(&call("srv__tool", json!({})), &channel()).await;
+        assert_eq!(result.status, ToolStatus::Error);
+        let ToolOutput::Text(message) = result.output else { panic!("text") };
+        assert!(message.contains(expected), "{message}");
+    }
+    // A server whose schema says nothing still gets an object.
+    let session = MemoryMcpSession::new(vec![McpToolInfo { input_schema: json!({}), ..info("tool", Some(true)) }]);
+    let registry = registry_with(session.clone(), ToolPolicy::allow_all()).await;
+    let result = registry.run(&call("srv__tool", json!(["not", "an", "object"])), &channel()).await;
+    assert_eq!(result.output, ToolOutput::Text("The input must be a JSON object.".into()));
+    assert!(session.calls().is_empty());
+}
+
+#[tokio::test]
+async fn secrets_in_a_servers_answer_never_reach_the_model() {
+    let session = MemoryMcpSession::new(vec![info("tool", Some(true))]);
+    let registry = registry_with(session.clone(), ToolPolicy::allow_all()).await;
+    let key = format!("AKIA{}", "Q7W2E5R8T1Y4U6I3");
+    let structured = json!({"db": {"password": "hunter2 horse staple"}, "status": "ok"});
+    session.answers(Ok(McpCallResult {
+        content: vec![McpContent::Text(format!("key {key}"))],
+        structured: Some(structured),
+        is_error: false,
+    }));
+    let result = registry.run(&call("srv__tool", json!({})), &channel()).await;
+    let shown = serde_json::to_string(&result.output).unwrap();
+    assert!(!shown.contains(&key) && !shown.contains("hunter2"), "{shown}");
+    assert!(shown.contains("\"status\":\"ok\""), "{shown}");
+}
+
+#[tokio::test]
+async fn the_channel_policy_applies_to_the_namespaced_names() {
+    let session = MemoryMcpSession::new(vec![info("echo", Some(true)), info("delete", Some(false))]);
+    let policy =
+        ToolPolicy::new(vec![crate::tools::ChannelRule { channels: "C0OPS".into(), tools: vec!["srv__echo".into()] }]);
+    let registry = registry_with(session, policy).await;
+    let advertised: Vec<String> = registry.advertised(&channel()).into_iter().map(|spec| spec.name).collect();
+    assert_eq!(advertised, ["srv__echo"]);
+    assert!(registry.approval_rule(&channel(), "srv__delete").is_none());
+    assert!(registry.advertised(&ChannelId::new("C0ELSE")).is_empty());
+}
+
+#[tokio::test]
+async fn a_hostile_server_cannot_flood_the_prompt() {
+    let mut tools: Vec<McpToolInfo> = (0..200).map(|n| info(&format!("t{n}"), Some(true))).collect();
+    tools[0].description = "x".repeat(100_000);
+    tools[1].description = "   ".into();
+    let connector =
+        MemoryMcp::default().with("https://mcp.example.com/mcp", MemoryMcpServer::Serves(MemoryMcpSession::new(tools)));
+    let configs = servers(json!([{"name": "big", "url": "https://mcp.example.com/mcp"}]));
+    let tools = discover_all(&configs, &connector).await;
+    assert_eq!(tools.len(), MAX_TOOLS_PER_SERVER);
+    assert_eq!(tools[0].spec().description.chars().count(), MAX_DESCRIPTION_CHARS);
+    assert_eq!(tools[1].spec().description, "The tool t1 of the MCP server big.");
+}

@@ -1,0 +1,268 @@
+//! MCP servers as tool providers, against real servers over Streamable
+//! HTTP through the process's real HTTP client:
+//!
+//! - the Model Context Protocol project's reference server
+//!   (`@modelcontextprotocol/server-everything` from npm, installed and
+//!   started by `infra/test.sh`, which exports `MCP_EVERYTHING_URL`): its
+//!   tools are discovered, called by the fake model through their
+//!   namespaced names, and gated by approval when not read-only; a second
+//!   configured server that never answers costs only its own tools;
+//! - a small server written with the SDK's server side
+//!   (`tests/support/mcp_server.rs`) for what the reference server cannot
+//!   show: an expired session, a revoked token, `isError`, cancellation.
+
+use adapters_mcp::StreamableHttpConnector;
+use assistant_core::turn::{ToolOutput, ToolStatus, ToolUse};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tests::events;
+use tests::fake_bedrock::{FakeBedrock, Scripted};
+use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
+use tests::mcp_server::{McpTestServer, TOKEN};
+use tests::{Stack, emulator_config, env_from_test_command, sqs_event};
+use worker_logic::mcp_tools::{DISCOVERY_DEADLINE, McpServerConfig, mcp_tools};
+use worker_logic::tools::{ToolPolicy, ToolRegistry};
+
+const WORK_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
+const REPLY_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
+const CONFIG: &str = include_str!("fixtures/mcp/assistant.json");
+const GET_SUM: &str = include_str!("fixtures/mcp/converse-tool-use-get-sum.json");
+const TOGGLE_LOGGING: &str = include_str!("fixtures/mcp/converse-tool-use-toggle-logging.json");
+
+/// The assistant configuration with the reference server, and with the
+/// silent one when given.
+fn config(silent_url: Option<&str>) -> String {
+    let everything = env_from_test_command("MCP_EVERYTHING_URL");
+    let mut config: Value = serde_json::from_str(
+        &CONFIG.replace("{{EVERYTHING_URL}}", &everything).replace("{{SILENT_URL}}", silent_url.unwrap_or("")),
+    )
+    .unwrap();
+    if silent_url.is_none() {
+        config["mcp_servers"].as_array_mut().unwrap().retain(|server| server["name"] != "silent");
+    }
+    config.to_string()
+}
+
+/// The names of the tools the model was offered in a Converse request.
+fn offered(request: &Value) -> Vec<String> {
+    request["toolConfig"]["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["toolSpec"]["name"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+struct Pipeline {
+    stack: Stack,
+    slack: FakeSlack,
+    bedrock: FakeBedrock,
+    functions: tests::Functions,
+}
+
+impl Pipeline {
+    async fn start(config: &str, script: Vec<Scripted>) -> Self {
+        let aws = emulator_config().await;
+        let stack = Stack::new(&aws).await.unwrap();
+        stack.put("config/assistant.json", config).await;
+        let slack = FakeSlack::start().await;
+        slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+        let bedrock = FakeBedrock::start().await;
+        bedrock.script(script);
+        let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+        Self { stack, slack, bedrock, functions }
+    }
+
+    /// A mention, then the work queue through the worker and the reply
+    /// queue through the responder.
+    async fn mention(&self) {
+        let response = self.functions.ingress.handle(events::parse(events::APP_MENTION)).await.unwrap();
+        assert_eq!(response["statusCode"], 200);
+        let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
+        let work = self.stack.receive_work().await.unwrap();
+        let handled = self.functions.worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline).await.unwrap();
+        assert_eq!(tests::batch_failures(&handled), Vec::<String>::new(), "{handled}");
+        let replies = self.stack.receive(&self.stack.reply_queue.queue).await.unwrap();
+        let handled = self.functions.responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)).await.unwrap();
+        assert_eq!(tests::batch_failures(&handled), Vec::<String>::new(), "{handled}");
+    }
+}
+
+#[tokio::test]
+async fn the_reference_servers_tools_are_discovered_and_called_while_a_silent_server_costs_only_its_own() {
+    // GIVEN the reference server, and a second server that accepts
+    // connections and never answers
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_url = format!("http://{}/mcp", silent.local_addr().unwrap());
+    let started = std::time::Instant::now();
+    let pipeline = Pipeline::start(
+        &config(Some(&silent_url)),
+        vec![Scripted::fixture(GET_SUM), Scripted::text("2 + 3 = 5, says the sum tool.")],
+    )
+    .await;
+    // The worker started within the discovery deadline (and some slack for the stack).
+    assert!(started.elapsed() < DISCOVERY_DEADLINE + Duration::from_secs(10), "{:?}", started.elapsed());
+
+    // WHEN someone mentions the bot and the model calls get-sum by its namespaced name
+    pipeline.mention().await;
+
+    // THEN the model was offered the reference server's tools, none of the silent one's
+    let requests = pipeline.bedrock.requests();
+    assert_eq!(requests.len(), 2);
+    let tools = offered(&requests[0].body);
+    for name in ["everything__get-sum", "everything__echo", "everything__toggle-simulated-logging"] {
+        assert!(tools.contains(&name.to_owned()), "{name} offered: {tools:?}");
+    }
+    assert!(!tools.iter().any(|name| name.starts_with("silent__")), "{tools:?}");
+    // AND the server's result reached the model
+    let second = requests[1].body.to_string();
+    assert!(second.contains("The sum of 2 and 3 is 5."), "{second}");
+    // AND the answer was posted in the thread
+    let posted = pipeline.slack.posted();
+    assert!(posted.iter().any(|p| p.text.contains("2 + 3 = 5")), "{posted:?}");
+    drop(silent);
+}
+
+#[tokio::test]
+async fn a_reference_server_tool_that_is_not_read_only_waits_for_approval() {
+    // GIVEN the model wants the server's toggle-simulated-logging (readOnlyHint false)
+    let pipeline = Pipeline::start(&config(None), vec![Scripted::fixture(TOGGLE_LOGGING)]).await;
+
+    // WHEN someone mentions the bot
+    pipeline.mention().await;
+
+    // THEN an approval prompt is in the thread, and the model heard nothing back (nothing ran)
+    let posted = pipeline.slack.posted();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    let buttons = posted[0].blocks.as_ref().map(Value::to_string).unwrap_or_default();
+    assert!(buttons.contains("everything__toggle-simulated-logging") && buttons.contains("approve"), "{buttons}");
+    assert_eq!(pipeline.bedrock.requests().len(), 1);
+}
+
+/// The tools of `servers`, discovered now through the process's real
+/// HTTP client, allowed everywhere.
+async fn registry(servers: Value) -> ToolRegistry {
+    let configs: Vec<McpServerConfig> = serde_json::from_value(servers).unwrap();
+    let connector = StreamableHttpConnector::new(adapters_slack::http_client());
+    let env = |name: &str| (name == "TEST_MCP_TOKEN").then(|| TOKEN.to_owned());
+    let tools = mcp_tools(&configs, &connector, env, &HashSet::new(), DISCOVERY_DEADLINE).await.unwrap();
+    ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap()
+}
+
+async fn call(registry: &ToolRegistry, name: &str, input: Value) -> (ToolStatus, ToolOutput) {
+    let call = ToolUse { id: "t1".into(), name: name.into(), input };
+    let result = registry.run(&call, &slack::ChannelId::new("C1")).await;
+    (result.status, result.output)
+}
+
+fn text(output: &ToolOutput) -> String {
+    match output {
+        ToolOutput::Text(text) => text.clone(),
+        other => serde_json::to_string(other).unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn the_reference_servers_images_and_structured_results_are_summarized_and_kept() {
+    let url = env_from_test_command("MCP_EVERYTHING_URL");
+    let registry = registry(json!([{"name": "everything", "url": url}])).await;
+
+    let (status, output) = call(&registry, "everything__get-tiny-image", json!({})).await;
+    let shown = text(&output);
+    assert_eq!(status, ToolStatus::Success, "{shown}");
+    assert!(shown.contains("[image: image/png,") && shown.contains("(not shown)"), "{shown}");
+    assert!(shown.len() < 1_000, "the image's data is not pasted: {} bytes", shown.len());
+
+    let (status, output) = call(&registry, "everything__get-structured-content", json!({"location": "Chicago"})).await;
+    assert_eq!(status, ToolStatus::Success);
+    let ToolOutput::Json(structured) = output else { panic!("structured content stays JSON: {output:?}") };
+    assert!(structured.get("temperature").is_some(), "{structured}");
+
+    // Input the server's schema refuses never reaches it.
+    let (status, output) = call(&registry, "everything__get-structured-content", json!({"location": "Atlantis"})).await;
+    assert_eq!(status, ToolStatus::Error, "{output:?}");
+}
+
+fn test_server(url: &str, timeout_secs: u64) -> Value {
+    json!([{"name": "flaky", "url": url, "headers": {"Authorization": "Bearer ${env:TEST_MCP_TOKEN}"},
+            "timeout_secs": timeout_secs}])
+}
+
+#[tokio::test]
+async fn an_expired_session_is_reinitialized_and_the_call_retried_once() {
+    let server = McpTestServer::start().await;
+    let registry = registry(test_server(&server.url, 5)).await;
+    assert_eq!(call(&registry, "flaky__upper", json!({"text": "before"})).await.1, ToolOutput::Text("BEFORE".into()));
+
+    server.expire_sessions().await;
+    let (status, output) = call(&registry, "flaky__upper", json!({"text": "after"})).await;
+
+    assert_eq!((status, output), (ToolStatus::Success, ToolOutput::Text("AFTER".into())));
+    assert_eq!(server.seen.sessions.load(Ordering::SeqCst), 2, "one new session");
+    assert_eq!(server.seen.calls.load(Ordering::SeqCst), 2, "the call ran once after the new session");
+}
+
+#[tokio::test]
+async fn a_revoked_token_is_an_auth_error_result_and_a_wrong_one_drops_the_server_at_start_up() {
+    let server = McpTestServer::start().await;
+    let registry = registry(test_server(&server.url, 5)).await;
+    server.seen.revoked.store(true, Ordering::SeqCst);
+
+    let (status, output) = call(&registry, "flaky__upper", json!({"text": "x"})).await;
+
+    assert_eq!(status, ToolStatus::Error);
+    assert!(text(&output).contains("refused our credentials (HTTP 401)"), "{output:?}");
+
+    // A server that refuses us at start-up offers nothing; the others still do.
+    let wrong = json!([{"name": "flaky", "url": server.url, "headers": {"Authorization": "Bearer wrong"}},
+                       {"name": "everything", "url": env_from_test_command("MCP_EVERYTHING_URL"), "tools": ["echo"]}]);
+    let registry = self::registry(wrong).await;
+    let offered: Vec<String> =
+        registry.advertised(&slack::ChannelId::new("C1")).into_iter().map(|spec| spec.name).collect();
+    assert_eq!(offered, ["everything__echo"]);
+}
+
+#[tokio::test]
+async fn an_error_the_tool_reports_is_an_error_result_the_model_can_act_on() {
+    let server = McpTestServer::start().await;
+    let registry = registry(test_server(&server.url, 5)).await;
+    let (status, output) = call(&registry, "flaky__fails", json!({})).await;
+    assert_eq!((status, output), (ToolStatus::Error, ToolOutput::Text("disk quota exceeded on /var/data".into())));
+}
+
+#[tokio::test]
+async fn a_slow_tool_hits_its_timeout_and_the_server_is_told_to_stop() {
+    let server = McpTestServer::start().await;
+    let registry = registry(test_server(&server.url, 1)).await;
+    let started = std::time::Instant::now();
+
+    let (status, output) = call(&registry, "flaky__slow", json!({})).await;
+
+    assert_eq!(status, ToolStatus::Error);
+    assert!(text(&output).contains("did not finish within 1 s"), "{output:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    // The cancellation reaches the server shortly after.
+    for _ in 0..50 {
+        if server.seen.cancelled.load(Ordering::SeqCst) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the server was never told the call was cancelled");
+}
+
+#[tokio::test]
+async fn a_server_that_restarted_and_refused_us_for_a_while_is_used_again_when_it_is_back() {
+    let server = McpTestServer::start().await;
+    let registry = registry(test_server(&server.url, 5)).await;
+    // The server restarts (sessions gone) and refuses everyone for a while.
+    server.expire_sessions().await;
+    server.seen.revoked.store(true, Ordering::SeqCst);
+    let (status, _) = call(&registry, "flaky__upper", json!({"text": "down"})).await;
+    assert_eq!(status, ToolStatus::Error);
+
+    server.seen.revoked.store(false, Ordering::SeqCst);
+    let (status, output) = call(&registry, "flaky__upper", json!({"text": "back"})).await;
+
+    assert_eq!((status, output), (ToolStatus::Success, ToolOutput::Text("BACK".into())));
+}

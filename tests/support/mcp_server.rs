@@ -1,0 +1,135 @@
+//! A small MCP server written with the official SDK's server side, for what
+//! the reference server cannot show: a session that expires, a token
+//! revoked mid-session (401), a tool that reports `isError`, a tool that
+//! waits until it is cancelled. Served over Streamable HTTP on a loopback
+//! port for as long as the test holds it.
+
+use crate::local_server::LocalServer;
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServerHandler};
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// The token the server accepts (`Authorization: Bearer …`).
+pub const TOKEN: &str = "test-mcp-token";
+
+/// What the server saw, and switches the test flips.
+#[derive(Default)]
+pub struct Seen {
+    /// `initialize` requests: one per session.
+    pub sessions: AtomicUsize,
+    pub calls: AtomicUsize,
+    /// The slow tool was cancelled by the client.
+    pub cancelled: AtomicBool,
+    /// Every request is refused with 401 from now on.
+    pub revoked: AtomicBool,
+}
+
+#[derive(Clone)]
+struct Handler {
+    seen: Arc<Seen>,
+}
+
+fn tool(name: &'static str, description: &'static str) -> Tool {
+    let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+    Tool::new(name, description, Arc::new(schema.as_object().unwrap().clone()))
+        .annotate(ToolAnnotations::new().read_only(true))
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![
+            tool("upper", "Upper-cases text."),
+            tool("fails", "Always reports an error."),
+            tool("slow", "Waits a minute unless cancelled."),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.seen.calls.fetch_add(1, Ordering::SeqCst);
+        let text = request.arguments.as_ref().and_then(|a| a.get("text")).and_then(|t| t.as_str()).unwrap_or("");
+        let result = match request.name.as_ref() {
+            "upper" => CallToolResult::success(vec![ContentBlock::text(text.to_uppercase())]),
+            "fails" => CallToolResult::error(vec![ContentBlock::text("disk quota exceeded on /var/data")]),
+            "slow" => {
+                tokio::select! {
+                    () = context.ct.cancelled() => {
+                        self.seen.cancelled.store(true, Ordering::SeqCst);
+                        return Err(ErrorData::internal_error("cancelled", None));
+                    }
+                    () = tokio::time::sleep(Duration::from_secs(60)) => CallToolResult::success(vec![ContentBlock::text("late")]),
+                }
+            }
+            other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
+        };
+        Ok(result.into())
+    }
+}
+
+pub struct McpTestServer {
+    /// `http://127.0.0.1:PORT/mcp`
+    pub url: String,
+    pub seen: Arc<Seen>,
+    sessions: Arc<LocalSessionManager>,
+    _server: LocalServer,
+}
+
+impl McpTestServer {
+    pub async fn start() -> Self {
+        let seen = Arc::new(Seen::default());
+        let sessions = Arc::new(LocalSessionManager::default());
+        let handler = Handler { seen: seen.clone() };
+        let service = StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            sessions.clone(),
+            StreamableHttpServerConfig::default().with_sse_keep_alive(None),
+        );
+        let app =
+            Router::new().nest_service("/mcp", service).layer(middleware::from_fn_with_state(seen.clone(), authorize));
+        let server = LocalServer::start(app).await;
+        Self { url: format!("{}/mcp", server.base_url), seen, sessions, _server: server }
+    }
+
+    /// Forgets every session, as a server does after a restart or an idle
+    /// timeout: the next request with an old session id gets 404.
+    pub async fn expire_sessions(&self) {
+        self.sessions.sessions.write().await.clear();
+    }
+}
+
+/// 401 without the token, or after it was revoked; counts sessions.
+async fn authorize(State(seen): State<Arc<Seen>>, request: Request, next: Next) -> Response {
+    let authorized =
+        request.headers().get("authorization").and_then(|v| v.to_str().ok()) == Some(&format!("Bearer {TOKEN}"));
+    if !authorized || seen.revoked.load(Ordering::SeqCst) {
+        return (axum::http::StatusCode::UNAUTHORIZED, "unauthorized").into_response();
+    }
+    if request.method() == axum::http::Method::POST && request.headers().get("mcp-session-id").is_none() {
+        seen.sessions.fetch_add(1, Ordering::SeqCst);
+    }
+    next.run(request).await
+}
