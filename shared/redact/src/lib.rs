@@ -25,6 +25,8 @@ struct Rule {
     /// so placeholders, paths and names that only end like a secret's
     /// (`next_token`) are kept.
     by_name: bool,
+    /// A match this says is no secret is kept.
+    keep_if: fn(&str) -> bool,
 }
 
 /// Documented example credentials, found in docs and tests everywhere:
@@ -52,12 +54,20 @@ fn is_placeholder_value(value: &str) -> bool {
         || ["changeme", "example", "placeholder", "dummy", "xxxx"].iter().any(|word| lower.contains(word))
 }
 
+/// `8080/builds` in `http://host:8080/builds@latest`: what the userinfo
+/// pattern takes for a password when a URL has no credentials, a port and
+/// an `@` in its path.
+fn is_port_and_path(value: &str) -> bool {
+    value.split_once('/').is_some_and(|(port, _)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+}
+
 fn rules() -> Vec<Rule> {
     let rule = |label, pattern: &str, group| Rule {
         label,
         pattern: Regex::new(pattern).expect("redaction patterns are valid"),
         group,
         by_name: false,
+        keep_if: |_| false,
     };
     vec![
         // Blocks first: their insides must not be matched piecemeal.
@@ -104,7 +114,16 @@ fn rules() -> Vec<Rule> {
             1,
         ),
         // Credentials in transit.
-        rule("password", r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:([^\s@/]+)@", 1),
+        // `scheme://user:password@host`: the password runs to the last `@`
+        // that a host follows, so one holding `@` or `/` goes whole.
+        Rule {
+            keep_if: is_port_and_path,
+            ..rule(
+                "password",
+                r#"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:(\S+)@[A-Za-z0-9.\[\]-]+(?::\d+)?(?:[/?#\s"'<>),]|$)"#,
+                1,
+            )
+        },
         rule(
             "authorization credential",
             r#"(?i)\b(?:authorization|proxy-authorization)["']?\s*[:=]\s*["']?(?:bearer|basic|token|digest)\s+([A-Za-z0-9._~+/=-]{8,})"#,
@@ -178,6 +197,7 @@ impl Redactor {
                 let name = &whole.as_str()[..secret.start() - whole.start()];
                 if DOCUMENTED_EXAMPLES.contains(&value)
                     || value.starts_with(MARKER_START)
+                    || (rule.keep_if)(value)
                     || (rule.by_name
                         && (PLACEHOLDERS.iter().any(|prefix| value.starts_with(prefix))
                             || is_placeholder_value(value)

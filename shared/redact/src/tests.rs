@@ -63,6 +63,9 @@ fn must_redact() -> Vec<(&'static str, String, String)> {
         ("redis://:{}@cache.internal:6379/0", "n0user-pass"),
         ("mongodb+srv://svc:{}@cluster0.example.net/db?retryWrites=true", "pa55w0rd!"),
         ("amqp://guest:{}@mq:5672/", "guest-secret"),
+        ("postgres://app:{}@db.internal:5432/app", "p@ss/w0rd"),
+        ("redis://:{}@cache.internal:6379/0", "sl/ash@and@at"),
+        ("mysql://root:{}@10.0.3.7 is the primary", "a/b@c"),
     ] {
         table.push(("password", url.replace("{}", password), password.to_owned()));
     }
@@ -130,6 +133,7 @@ fn what_is_not_a_secret_is_left_alone() {
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ops@bastion",
         "see https://docs.aws.amazon.com/bedrock/latest/userguide/conversation-inference-call.html?tab=rust#example",
         "postgres://db.internal:5432/app and https://deploy@git.example.com/repo.git",
+        "artifacts at http://build.internal:8080/builds@latest and https://cdn.example.com:443/pkg@2.1.0/index.js",
         "model anthropic.claude-3-5-sonnet-20240620-v1:0 via us.anthropic.claude-sonnet-4-20250514-v1:0",
         "max_tokens: 4096, input_tokens=1250, token_count: 3, tokens: 17",
         "passwordless: true and the bearer of this message",
