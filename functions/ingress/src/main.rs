@@ -11,7 +11,7 @@ use std::sync::Arc;
 // faster and is all Lambda gives us a use for.
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    lambda_support::logging::init();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
     // The AWS clients are built beside the runtime's start, not before it.
     let ingress = Ingress::start(config, Arc::new(SystemClock));

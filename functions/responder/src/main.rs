@@ -7,7 +7,7 @@ use serde_json::Value;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    lambda_support::logging::init();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
     let aws = adapters_aws::config::load(adapters_aws::config::responder_timeouts()).await;
     let function = ResponderFunction::new(config, Clients::new(&aws));

@@ -7,7 +7,7 @@ use worker::{Clients, Config, WorkerFunction};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    lambda_support::logging::init();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
     let aws = adapters_aws::config::load(adapters_aws::config::worker_timeouts()).await;
     let function = WorkerFunction::load(config, Clients::new(&aws))
