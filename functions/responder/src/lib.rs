@@ -144,7 +144,7 @@ impl ResponderFunction {
     pub async fn health(&self) -> HealthReport {
         let slack = async { self.slack.auth_test().await.map(|_| ()).map_err(|err| err.to_string()) };
         let (table, replies, slack) = tokio::join!(
-            health::check("dynamodb", dynamodb::check_table(&self.clients.dynamodb, &self.config.turns_table)),
+            health::check("dynamodb", dynamodb::check_reads(&self.clients.dynamodb, &self.config.turns_table)),
             health::check("sqs_reply", sqs::check_queue(&self.clients.sqs, &self.config.reply_queue_url)),
             health::check("slack", slack),
         );

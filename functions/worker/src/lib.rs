@@ -190,7 +190,7 @@ impl WorkerFunction {
     /// Checks the table, both queues and the bucket this function uses.
     pub async fn health(&self) -> HealthReport {
         let (table, work, replies, bucket) = tokio::join!(
-            health::check("dynamodb", dynamodb::check_table(&self.clients.dynamodb, &self.config.turns_table)),
+            health::check("dynamodb", dynamodb::check_reads(&self.clients.dynamodb, &self.config.turns_table)),
             health::check("sqs_work", sqs::check_queue(&self.clients.sqs, &self.config.work_queue_url)),
             health::check("sqs_reply", sqs::check_queue(&self.clients.sqs, &self.config.reply_queue_url)),
             health::check(
