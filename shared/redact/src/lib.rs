@@ -130,8 +130,9 @@ fn rules() -> Vec<Rule> {
             1,
         ),
         rule("bearer token", r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{20,}=*)", 1),
-        // Session cookies: the whole header value.
-        rule("cookie", r"(?im)^\s*(?:set-)?cookie\s*:\s*(\S[^\r\n]*)", 1),
+        // Session cookies: the whole header value, wherever the header is
+        // on its line (`> Cookie:` in `curl -v`, a header quoted in a log).
+        rule("cookie", r"(?i)\b(?:set-)?cookie\s*:\s*(\S[^\r\n]*)", 1),
         // A password to the end of its line (or of its field in a `k: v, k: v`
         // list): passwords may hold spaces.
         Rule {

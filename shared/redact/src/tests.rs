@@ -9,8 +9,13 @@ fn material(n: usize) -> String {
     "Ab3De7Gh1Jk5Mn9Pq2St6Vw0Yz4".chars().cycle().take(n).collect()
 }
 
-/// (kind, text with the secret, the secret itself).
+/// (kind, text with the secret, the secret itself), with fixed material.
 fn must_redact() -> Vec<(&'static str, String, String)> {
+    must_redact_with(&mut material)
+}
+
+/// The same table, its key material from `material`.
+fn must_redact_with(material: &mut dyn FnMut(usize) -> String) -> Vec<(&'static str, String, String)> {
     let cases: Vec<(&str, String)> = vec![
         ("aws access key id", format!("AKIA{}", "Z7Q2W5E8R1T4Y6U3")),
         ("aws access key id", format!("ASIA{}", "Q7Z2W5E8R1T4Y6U9")),
@@ -41,7 +46,7 @@ fn must_redact() -> Vec<(&'static str, String, String)> {
     let mut table: Vec<(&str, String, String)> =
         cases.into_iter().map(|(kind, secret)| (kind, format!("found {secret} in the logs"), secret)).collect();
 
-    let block = |kind: &str| {
+    let mut block = |kind: &str| {
         format!(
             "-----BEGIN {kind}PRIVATE KEY-----\n{}\n{}\n-----END {kind}PRIVATE KEY-----",
             material(64),
@@ -118,40 +123,44 @@ fn every_kind_of_secret_is_replaced_by_a_label_and_its_context_kept() {
 
 #[test]
 fn what_is_not_a_secret_is_left_alone() {
-    let keep = [
-        "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
-        "request 6fa459ea-ee8a-3ca4-894e-db77e160355e failed",
-        "x-amzn-RequestId: 7f3a2c1e-9b4d-4e8f-a1b2-c3d4e5f60718",
-        "role arn:aws:iam::123456789012:role/slack-assistant-worker",
-        "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0",
-        "ask <@U061F7AUR> in <#C0LAN2Q65|incidents> (team T061EG9R6)",
-        "thread 1763800000.000100, event Ev0LAN670R",
-        "the docs use AKIAIOSFODNN7EXAMPLE as the example key id",
-        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo\n-----END PUBLIC KEY-----",
-        "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\n-----END CERTIFICATE-----",
-        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ops@bastion",
-        "see https://docs.aws.amazon.com/bedrock/latest/userguide/conversation-inference-call.html?tab=rust#example",
-        "postgres://db.internal:5432/app and https://deploy@git.example.com/repo.git",
-        "artifacts at http://build.internal:8080/builds@latest and https://cdn.example.com:443/pkg@2.1.0/index.js",
-        "model anthropic.claude-3-5-sonnet-20240620-v1:0 via us.anthropic.claude-sonnet-4-20250514-v1:0",
-        "max_tokens: 4096, input_tokens=1250, token_count: 3, tokens: 17",
-        "passwordless: true and the bearer of this message",
-        "password: ${DB_PASSWORD} and token: <your-token> and secret: arn:aws:secretsmanager:us-east-1:123456789012:secret:slack",
-        "pk_live_ publishable keys and sk-learn are fine",
-        "checkout-api 502 at 2025-11-22T08:26:40Z (trace 1-691f7440-2b3c4d5e6f7a8b9c0d1e2f3a)",
-        "SLACK_BOT_TOKEN=xoxb-REPLACE-ME and api_key=your-api-key-here",
-        "token: <token> and TOKEN=${TOKEN} and password: changeme-in-prod",
-        "pwd: /home/app/releases/42 and cwd=/srv",
-        "next_token=eyJwYWdlIjoyfQ and nextPageToken: CAEQAA and pagination_token=abc123def456",
-        "bypass: true, compass=north",
-        "Accept: text/html",
-    ];
-    for text in keep {
-        assert_eq!(redact(text), text, "over-eager redaction");
+    for text in LOOK_ALIKES {
+        assert_eq!(redact(text), *text, "over-eager redaction");
         assert!(matches!(redact(text), Cow::Borrowed(_)), "no copy when nothing changed");
     }
 }
+
+/// What looks like a secret and is not: SHAs, UUIDs, ARNs, Slack ids and
+/// timestamps, request and trace ids, documented example keys, public keys,
+/// URLs without credentials, model ids, token counts, placeholders, paths.
+const LOOK_ALIKES: &[&str] = &[
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
+    "request 6fa459ea-ee8a-3ca4-894e-db77e160355e failed",
+    "x-amzn-RequestId: 7f3a2c1e-9b4d-4e8f-a1b2-c3d4e5f60718",
+    "role arn:aws:iam::123456789012:role/slack-assistant-worker",
+    "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0",
+    "ask <@U061F7AUR> in <#C0LAN2Q65|incidents> (team T061EG9R6)",
+    "thread 1763800000.000100, event Ev0LAN670R",
+    "the docs use AKIAIOSFODNN7EXAMPLE as the example key id",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo\n-----END PUBLIC KEY-----",
+    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\n-----END CERTIFICATE-----",
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ops@bastion",
+    "see https://docs.aws.amazon.com/bedrock/latest/userguide/conversation-inference-call.html?tab=rust#example",
+    "postgres://db.internal:5432/app and https://deploy@git.example.com/repo.git",
+    "artifacts at http://build.internal:8080/builds@latest and https://cdn.example.com:443/pkg@2.1.0/index.js",
+    "model anthropic.claude-3-5-sonnet-20240620-v1:0 via us.anthropic.claude-sonnet-4-20250514-v1:0",
+    "max_tokens: 4096, input_tokens=1250, token_count: 3, tokens: 17",
+    "passwordless: true and the bearer of this message",
+    "password: ${DB_PASSWORD} and token: <your-token> and secret: arn:aws:secretsmanager:us-east-1:123456789012:secret:slack",
+    "pk_live_ publishable keys and sk-learn are fine",
+    "checkout-api 502 at 2025-11-22T08:26:40Z (trace 1-691f7440-2b3c4d5e6f7a8b9c0d1e2f3a)",
+    "SLACK_BOT_TOKEN=xoxb-REPLACE-ME and api_key=your-api-key-here",
+    "token: <token> and TOKEN=${TOKEN} and password: changeme-in-prod",
+    "pwd: /home/app/releases/42 and cwd=/srv",
+    "next_token=eyJwYWdlIjoyfQ and nextPageToken: CAEQAA and pagination_token=abc123def456",
+    "bypass: true, compass=north",
+    "Accept: text/html",
+];
 
 #[test]
 fn a_secret_caught_by_its_shape_is_not_wrapped_twice_by_its_name() {
@@ -236,4 +245,123 @@ fn keys_that_only_look_like_secret_names_and_placeholders_are_kept() {
     let before = value.clone();
     Redactor::default().redact_json(&mut value);
     assert_eq!(value, before);
+}
+
+/// A small deterministic generator (xorshift64*): the property tests are
+/// random in what they try, and the same on every run.
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+
+    /// Key material: letters and digits, as real keys are.
+    fn material(&mut self, n: usize) -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        (0..n).map(|_| *self.pick(ALPHABET) as char).collect()
+    }
+
+    /// Ordinary prose and log noise: no word names a secret.
+    fn filler(&mut self) -> String {
+        const WORDS: &[&str] = &[
+            "deploy",
+            "failed",
+            "at",
+            "14:02",
+            "checkout-api",
+            "retrying",
+            "status=503",
+            "see",
+            "runbook",
+            "the",
+            "pool",
+            "is",
+            "exhausted",
+            "(pid",
+            "4242)",
+            "->",
+            "ok",
+            "user",
+            "U061F7AUR",
+            "region",
+            "us-east-1",
+            "[WARN]",
+            "latency",
+            "812ms",
+            "commit",
+            "9fceb02",
+        ];
+        const SEPARATORS: &[&str] = &[" ", " ", " ", "\n", ", ", "; ", "\t", " | "];
+        let mut text = String::new();
+        for _ in 0..self.below(12) {
+            text.push_str(self.pick::<&str>(WORDS));
+            text.push_str(self.pick::<&str>(SEPARATORS));
+        }
+        text
+    }
+}
+
+const SEEDS: std::ops::Range<u64> = 1..400;
+
+#[test]
+fn generated_secrets_of_every_kind_never_survive_in_random_text() {
+    for seed in SEEDS {
+        let mut random = Random(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let table = must_redact_with(&mut |n| Random(random.next() | 1).material(n));
+        let (kind, context, secret) = random.pick(&table).clone();
+        let (before, after) = (random.filler(), random.filler());
+        let glue = |random: &mut Random| *random.pick(&["\n", " ", "\n\n", " -- "]);
+        let text = format!("{before}{}{context}{}{after}", glue(&mut random), glue(&mut random));
+        let redacted = redact(&text);
+        assert!(!redacted.contains(&secret), "seed {seed}, {kind}: {secret:?} survived in {redacted:?}");
+    }
+}
+
+#[test]
+fn generated_secrets_never_survive_anywhere_in_random_json() {
+    for seed in SEEDS {
+        let mut random = Random(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let table = must_redact_with(&mut |n| Random(random.next() | 1).material(n));
+        let (kind, context, secret) = random.pick(&table).clone();
+        // The secret's text as a value at a random depth, under ordinary keys
+        // and in arrays, beside ordinary values.
+        let mut value = serde_json::Value::String(format!("{}{context}", random.filler()));
+        for _ in 0..random.below(4) {
+            let key = *random.pick(&["output", "detail", "items", "log", "result", "env_note"]);
+            value = if random.below(2) == 0 {
+                serde_json::json!({ key: value, "status": "degraded", "count": 3 })
+            } else {
+                serde_json::json!(["first", value, 42])
+            };
+        }
+        Redactor::global().redact_json(&mut value);
+        let json = value.to_string();
+        let escaped = serde_json::to_string(&secret).unwrap();
+        assert!(
+            !json.contains(&secret) && !json.contains(escaped.trim_matches('"')),
+            "seed {seed}, {kind}: {secret:?} survived in {json}"
+        );
+    }
+}
+
+#[test]
+fn look_alikes_survive_in_random_text() {
+    for seed in SEEDS {
+        let mut random = Random(seed.wrapping_mul(0xA076_1D64_78BD_642F));
+        let look_alike = *random.pick(LOOK_ALIKES);
+        let text = format!("{}{look_alike}\n{}", random.filler(), random.filler());
+        assert_eq!(redact(&text), text, "seed {seed}: over-eager redaction");
+    }
 }
