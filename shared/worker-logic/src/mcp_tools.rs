@@ -178,8 +178,10 @@ pub async fn mcp_tools(
         let (session, listed) = match found {
             Ok(found) => found,
             Err(err) => {
-                let reason = redact::Redactor::global().redact(&err.to_string()).into_owned();
-                warn!(server = %config.name, url = %endpoint.url, error = %reason, "MCP server unavailable at start-up: its tools are not offered");
+                // A URL may carry a credential (`?token=`), an error the server's words.
+                let redactor = redact::Redactor::global();
+                let (url, reason) = (redactor.redact(&endpoint.url), redactor.redact(&err.to_string()).into_owned());
+                warn!(server = %config.name, %url, error = %reason, "MCP server unavailable at start-up: its tools are not offered");
                 continue;
             }
         };
