@@ -258,7 +258,7 @@ fn responder_rendering() {
     let mut samples: Vec<Duration> = Vec::with_capacity(WARM_ITERATIONS / 4);
     for _ in 0..WARM_ITERATIONS / 4 {
         let started = Instant::now();
-        let messages = responder_logic::render::answer(std::hint::black_box(ANSWER));
+        let messages = responder_logic::render::answer(std::hint::black_box(ANSWER), Default::default());
         samples.push(started.elapsed());
         assert_eq!(messages.len(), 1);
     }

@@ -281,6 +281,7 @@ pub fn responder_config(
         slack_api_base_url: slack_api_base_url.to_owned(),
         dead_letter_queue_arns,
         unfurl_links: false,
+        special_mentions: Default::default(),
     }
 }
 

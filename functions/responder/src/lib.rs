@@ -16,6 +16,7 @@ use lambda_support::UnsupportedEvent;
 use lambda_support::env::{ConfigError, optional, required};
 use lambda_support::health::{self, HealthReport};
 use lambda_support::sqs_batch::{self, Handled, Permanent, Record};
+use responder_logic::mrkdwn::SpecialMentions;
 use responder_logic::{DeadLetter, Responder};
 use serde_json::Value;
 use std::sync::Arc;
@@ -36,6 +37,9 @@ pub struct Config {
     pub dead_letter_queue_arns: Vec<String>,
     /// Let Slack unfurl links in the bot's messages (`SLACK_UNFURL_LINKS`).
     pub unfurl_links: bool,
+    /// The special mentions an answer may use
+    /// (`SLACK_ALLOWED_SPECIAL_MENTIONS`, e.g. `here,subteam`; default none).
+    pub special_mentions: SpecialMentions,
 }
 
 impl Config {
@@ -50,6 +54,8 @@ impl Config {
                 });
             }
         };
+        let special_mentions = SpecialMentions::parse(&optional("SLACK_ALLOWED_SPECIAL_MENTIONS").unwrap_or_default())
+            .map_err(|reason| ConfigError::Invalid { name: "SLACK_ALLOWED_SPECIAL_MENTIONS", reason })?;
         Ok(Self {
             turns_table: required("TURNS_TABLE")?,
             reply_queue_url: required("REPLY_QUEUE_URL")?,
@@ -59,6 +65,7 @@ impl Config {
                 .map(|arns| arns.split(',').map(|arn| arn.trim().to_owned()).filter(|arn| !arn.is_empty()).collect())
                 .unwrap_or_default(),
             unfurl_links,
+            special_mentions,
         })
     }
 }
@@ -101,6 +108,7 @@ impl ResponderFunction {
             deliveries: Arc::new(RecordDeliveries::new(records)),
             slack: Arc::new(WebPoster::new(slack.clone(), config.unfurl_links)),
             clock: Arc::new(SystemClock),
+            mentions: config.special_mentions,
         };
         Self { responder, slack, clients, config }
     }

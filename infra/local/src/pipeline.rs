@@ -220,7 +220,13 @@ impl Pipeline {
         Ok(Self {
             intake: Intake::new(secret, claims, incoming.clone(), Arc::new(SystemClock)),
             worker,
-            responder: Responder { turns, deliveries, slack: poster, clock: Arc::new(SystemClock) },
+            responder: Responder {
+                turns,
+                deliveries,
+                slack: poster,
+                clock: Arc::new(SystemClock),
+                mentions: Default::default(),
+            },
             signing_secret: settings.signing_secret,
             incoming,
             work,

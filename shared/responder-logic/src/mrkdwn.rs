@@ -17,8 +17,56 @@
 use regex::{Captures, Regex};
 use std::sync::OnceLock;
 
-/// `markdown` as Slack mrkdwn.
+/// Which of Slack's special mentions an answer may use. None by default: a
+/// planted instruction in a runbook, a thread or a tool result must not make
+/// the bot ping a whole channel. A deployment may allow some
+/// (`SLACK_ALLOWED_SPECIAL_MENTIONS=here,subteam` on the responder).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpecialMentions {
+    pub here: bool,
+    pub channel: bool,
+    pub everyone: bool,
+    /// User groups (`<!subteam^S…>`).
+    pub subteam: bool,
+}
+
+impl SpecialMentions {
+    /// `here,channel,everyone,subteam`, any of them; empty: none.
+    pub fn parse(list: &str) -> Result<Self, String> {
+        let mut allowed = Self::default();
+        for name in list.split(',').map(str::trim).filter(|name| !name.is_empty()) {
+            match name {
+                "here" => allowed.here = true,
+                "channel" => allowed.channel = true,
+                "everyone" => allowed.everyone = true,
+                "subteam" => allowed.subteam = true,
+                other => return Err(format!("{other:?} is not one of here, channel, everyone, subteam")),
+            }
+        }
+        Ok(allowed)
+    }
+
+    /// Whether `<!here>`, `<!subteam^S…|@x>`, … may stay a mention.
+    fn allow(&self, token: &str) -> bool {
+        let name = token.trim_start_matches("<!").split(['|', '^', '>']).next().unwrap_or_default();
+        match name {
+            "here" => self.here,
+            "channel" => self.channel,
+            "everyone" => self.everyone,
+            "subteam" => self.subteam,
+            _ => false,
+        }
+    }
+}
+
+/// `markdown` as Slack mrkdwn, with no special mention left able to ping.
 pub fn render(markdown: &str) -> String {
+    render_with(markdown, SpecialMentions::default())
+}
+
+/// `markdown` as Slack mrkdwn; the special mentions `mentions` allows stay
+/// mentions, the others show as text.
+pub fn render_with(markdown: &str, mentions: SpecialMentions) -> String {
     let lines: Vec<&str> = markdown.lines().collect();
     let mut out: Vec<String> = Vec::with_capacity(lines.len());
     let mut i = 0;
@@ -48,7 +96,7 @@ pub fn render(markdown: &str) -> String {
             out.push("```".to_owned());
             continue;
         }
-        out.push(render_line(line));
+        out.push(render_line(line, mentions));
         i += 1;
     }
     out.join("\n")
@@ -81,7 +129,8 @@ fn line_patterns() -> &'static LinePatterns {
     })
 }
 
-fn render_line(line: &str) -> String {
+fn render_line(line: &str, mentions: SpecialMentions) -> String {
+    let inline = |text: &str| inline(text, mentions);
     let patterns = line_patterns();
     if let Some(caps) = patterns.heading.captures(line) {
         let text = caps[1].replace("**", "").replace("__", "");
@@ -109,6 +158,7 @@ fn render_line(line: &str) -> String {
 
 struct InlinePatterns {
     kept: Regex,
+    special: Regex,
     link: Regex,
     bold_italic: Regex,
     bold: Regex,
@@ -121,9 +171,11 @@ fn inline_patterns() -> &'static InlinePatterns {
     PATTERNS.get_or_init(|| InlinePatterns {
         // Slack's own tokens: user and channel mentions, links. Special
         // mentions (`<!channel>`, `<!here>`, `<!everyone>`,
-        // `<!subteam^…>`) are not kept: escaped, they show as text, so a
-        // planted instruction cannot make the bot ping a whole channel.
+        // `<!subteam^…>`) are kept only where `SpecialMentions` allows:
+        // escaped, they show as text, so a planted instruction cannot make
+        // the bot ping a whole channel.
         kept: Regex::new(r"<(?:[@#][^<>\s][^<>]*|(?:https?|mailto):[^<>\s]+)>").expect("valid"),
+        special: Regex::new(r"<!(?:here|channel|everyone|subteam\^[A-Z0-9]+)(?:\|[^<>]*)?>").expect("valid"),
         link: Regex::new(r#"!?\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)"#).expect("valid"),
         bold_italic: Regex::new(r"\*\*\*(\S(?:.*?\S)?)\*\*\*").expect("valid"),
         bold: Regex::new(r"\*\*(\S(?:.*?\S)?)\*\*|(?:^|\b)__(\S(?:.*?\S)?)__(?:\b|$)").expect("valid"),
@@ -151,7 +203,7 @@ fn host_of(text: &str) -> Option<&str> {
     looks_like_host.then_some(host)
 }
 
-fn inline(text: &str) -> String {
+fn inline(text: &str, mentions: SpecialMentions) -> String {
     let patterns = inline_patterns();
     let mut kept: Vec<String> = Vec::new();
     let mut hold = |piece: String| {
@@ -160,6 +212,10 @@ fn inline(text: &str) -> String {
     };
     // Verbatim first (code spans), then Slack tokens and links.
     let text = hold_code_spans(text, &mut hold);
+    let text = patterns.special.replace_all(&text, |caps: &Captures<'_>| {
+        let token = &caps[0];
+        if mentions.allow(token) { hold(token.to_owned()) } else { token.to_owned() }
+    });
     let text = patterns.kept.replace_all(&text, |caps: &Captures<'_>| {
         let token = &caps[0];
         // A Slack link written out (`<url|label>`) gets the same check as a
@@ -248,7 +304,7 @@ pub fn escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::render;
+    use super::{SpecialMentions, render, render_with};
 
     /// Markdown in, mrkdwn out.
     const CASES: &[(&str, &str, &str)] = &[
@@ -279,7 +335,7 @@ mod tests {
             "ask <@U0LAN0Z89> in <#C012AB3CD|ops>",
         ),
         (
-            "special mentions shown as text, never pinging",
+            "special mentions shown as text, never pinging (by default)",
             "<!channel> <!here> <!everyone> <!subteam^S0614TZR7|@oncall> <!here|here>",
             "&lt;!channel&gt; &lt;!here&gt; &lt;!everyone&gt; &lt;!subteam^S0614TZR7|@oncall&gt; &lt;!here|here&gt;",
         ),
@@ -322,5 +378,23 @@ mod tests {
         for (name, markdown, expected) in CASES {
             assert_eq!(render(markdown), *expected, "case {name}");
         }
+    }
+
+    #[test]
+    fn a_deployment_may_allow_some_special_mentions_and_only_those() {
+        let here_and_groups = SpecialMentions::parse("here, subteam").unwrap();
+        assert_eq!(
+            render_with(
+                "**<!here>** <!here|here> <!channel> <!everyone> <!subteam^S0614TZR7|@oncall>",
+                here_and_groups
+            ),
+            "*<!here>* <!here|here> &lt;!channel&gt; &lt;!everyone&gt; <!subteam^S0614TZR7|@oncall>"
+        );
+        assert_eq!(SpecialMentions::parse("").unwrap(), SpecialMentions::default());
+        for bad in ["all", "here,@channel", "HERE"] {
+            assert!(SpecialMentions::parse(bad).is_err(), "{bad}");
+        }
+        // In code, never.
+        assert_eq!(render_with("`<!here>`", here_and_groups), "`&lt;!here&gt;`");
     }
 }

@@ -28,10 +28,11 @@ fn section(text: &str) -> Value {
 }
 
 /// The answer as one message, or several when Slack's limits require:
-/// keyed `answer 1/n` … `answer n/n`, each a run of section blocks.
-pub fn answer(markdown: &str) -> Vec<Outgoing> {
+/// keyed `answer 1/n` … `answer n/n`, each a run of section blocks. Only
+/// the special mentions `mentions` allows can ping.
+pub fn answer(markdown: &str, mentions: mrkdwn::SpecialMentions) -> Vec<Outgoing> {
     let redacted = Redactor::global().redact(markdown);
-    let rendered = mrkdwn::render(&redacted);
+    let rendered = mrkdwn::render_with(&redacted, mentions);
     let messages = split::split(&rendered, &Limits::default());
     let count = messages.len();
     messages
@@ -259,7 +260,7 @@ mod tests {
     #[test]
     fn a_short_answer_is_one_redacted_mrkdwn_message() {
         let token = format!("xoxb-{}-{}", "1234567890", "abcdefghijklmnopqrstuvwx");
-        let messages = answer(&format!("**Fixed.** The token was `{token}` & it leaked."));
+        let messages = answer(&format!("**Fixed.** The token was `{token}` & it leaked."), Default::default());
         assert_eq!(messages.len(), 1);
         let message = &messages[0];
         assert_eq!(message.key, MessageKey::Answer { part: 1, of: 1 });
@@ -271,7 +272,7 @@ mod tests {
     #[test]
     fn a_long_answer_becomes_numbered_messages_within_limits() {
         let paragraph = format!("{}\n\n", "word ".repeat(500));
-        let messages = answer(&paragraph.repeat(40));
+        let messages = answer(&paragraph.repeat(40), Default::default());
         assert!(messages.len() > 1);
         let count = messages.len();
         for (index, message) in messages.iter().enumerate() {

@@ -24,6 +24,7 @@
 //! **One writer each.** The responder reads the turn and never writes it:
 //! everything it learns goes into the turn's [`DeliveryRecord`].
 
+use crate::mrkdwn::SpecialMentions;
 use crate::render;
 use assistant_core::delivery::{DeliveryRecord, MessageKey, Outgoing, PostError, Settled};
 use assistant_core::messages::{ReplyMessage, WorkMessage};
@@ -98,6 +99,8 @@ pub struct Responder {
     pub deliveries: Arc<dyn DeliveryLog>,
     pub slack: Arc<dyn SlackPoster>,
     pub clock: Arc<dyn Clock>,
+    /// The special mentions (`<!here>`, …) an answer may use; none by default.
+    pub mentions: SpecialMentions,
 }
 
 impl Responder {
@@ -209,7 +212,7 @@ impl Responder {
             return Ok(Outcome::Skipped { reason: "not_settled" });
         }
         let answer = turn.answer.as_deref().unwrap_or("I have nothing to add.");
-        let messages = render::answer(answer);
+        let messages = render::answer(answer, self.mentions);
         let posted = match self.post_all(&turn.thread, turn_id, &messages, &mut record).await {
             Ok(posted) => posted,
             Err(ResponderError::Slack(PostError::Rejected { code })) => {

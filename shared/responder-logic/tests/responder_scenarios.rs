@@ -81,6 +81,7 @@ fn responder() -> TestResponder {
         deliveries: deliveries.clone(),
         slack: slack.clone(),
         clock: Arc::new(FixedClock::at(1_763_800_100)),
+        mentions: Default::default(),
     };
     TestResponder { responder, turns, deliveries, slack }
 }
@@ -216,7 +217,7 @@ async fn a_long_answer_is_posted_in_parts_and_a_retry_posts_only_the_missing_one
     let responder = responder();
     let paragraph = format!("{}\n\n", "lorem ipsum ".repeat(240));
     let turn = stored(&responder, TurnStatus::Answered, Some(&paragraph.repeat(30))).await;
-    let parts = responder_logic::render::answer(turn.answer.as_deref().unwrap()).len();
+    let parts = responder_logic::render::answer(turn.answer.as_deref().unwrap(), Default::default()).len();
     assert!(parts >= 2, "{parts}");
     // The first part lands and its response is lost; the process dies
     // before it looks (the record keeps the attempt).
