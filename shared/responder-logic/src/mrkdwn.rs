@@ -35,38 +35,33 @@ impl SpecialMentions {
     pub fn parse(list: &str) -> Result<Self, String> {
         let mut allowed = Self::default();
         for name in list.split(',').map(str::trim).filter(|name| !name.is_empty()) {
-            match name {
-                "here" => allowed.here = true,
-                "channel" => allowed.channel = true,
-                "everyone" => allowed.everyone = true,
-                "subteam" => allowed.subteam = true,
-                other => return Err(format!("{other:?} is not one of here, channel, everyone, subteam")),
-            }
+            *allowed.flag(name).ok_or_else(|| format!("{name:?} is not one of here, channel, everyone, subteam"))? =
+                true;
         }
         Ok(allowed)
     }
 
     /// Whether `<!here>`, `<!subteam^S…|@x>`, … may stay a mention.
-    fn allow(&self, token: &str) -> bool {
+    fn allow(mut self, token: &str) -> bool {
         let name = token.trim_start_matches("<!").split(['|', '^', '>']).next().unwrap_or_default();
+        self.flag(name).is_some_and(|allowed| *allowed)
+    }
+
+    /// The switch for the kind `name`; `None` for any other word.
+    fn flag(&mut self, name: &str) -> Option<&mut bool> {
         match name {
-            "here" => self.here,
-            "channel" => self.channel,
-            "everyone" => self.everyone,
-            "subteam" => self.subteam,
-            _ => false,
+            "here" => Some(&mut self.here),
+            "channel" => Some(&mut self.channel),
+            "everyone" => Some(&mut self.everyone),
+            "subteam" => Some(&mut self.subteam),
+            _ => None,
         }
     }
 }
 
-/// `markdown` as Slack mrkdwn, with no special mention left able to ping.
-pub fn render(markdown: &str) -> String {
-    render_with(markdown, SpecialMentions::default())
-}
-
 /// `markdown` as Slack mrkdwn; the special mentions `mentions` allows stay
 /// mentions, the others show as text.
-pub fn render_with(markdown: &str, mentions: SpecialMentions) -> String {
+pub fn render(markdown: &str, mentions: SpecialMentions) -> String {
     let lines: Vec<&str> = markdown.lines().collect();
     let mut out: Vec<String> = Vec::with_capacity(lines.len());
     let mut i = 0;
@@ -304,7 +299,7 @@ pub fn escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{SpecialMentions, render, render_with};
+    use super::{SpecialMentions, render};
 
     /// Markdown in, mrkdwn out.
     const CASES: &[(&str, &str, &str)] = &[
@@ -376,7 +371,7 @@ mod tests {
     #[test]
     fn markdown_becomes_mrkdwn() {
         for (name, markdown, expected) in CASES {
-            assert_eq!(render(markdown), *expected, "case {name}");
+            assert_eq!(render(markdown, SpecialMentions::default()), *expected, "case {name}");
         }
     }
 
@@ -384,10 +379,7 @@ mod tests {
     fn a_deployment_may_allow_some_special_mentions_and_only_those() {
         let here_and_groups = SpecialMentions::parse("here, subteam").unwrap();
         assert_eq!(
-            render_with(
-                "**<!here>** <!here|here> <!channel> <!everyone> <!subteam^S0614TZR7|@oncall>",
-                here_and_groups
-            ),
+            render("**<!here>** <!here|here> <!channel> <!everyone> <!subteam^S0614TZR7|@oncall>", here_and_groups),
             "*<!here>* <!here|here> &lt;!channel&gt; &lt;!everyone&gt; <!subteam^S0614TZR7|@oncall>"
         );
         assert_eq!(SpecialMentions::parse("").unwrap(), SpecialMentions::default());
@@ -395,6 +387,6 @@ mod tests {
             assert!(SpecialMentions::parse(bad).is_err(), "{bad}");
         }
         // In code, never.
-        assert_eq!(render_with("`<!here>`", here_and_groups), "`&lt;!here&gt;`");
+        assert_eq!(render("`<!here>`", here_and_groups), "`&lt;!here&gt;`");
     }
 }

@@ -32,7 +32,7 @@ fn section(text: &str) -> Value {
 /// the special mentions `mentions` allows can ping.
 pub fn answer(markdown: &str, mentions: mrkdwn::SpecialMentions) -> Vec<Outgoing> {
     let redacted = Redactor::global().redact(markdown);
-    let rendered = mrkdwn::render_with(&redacted, mentions);
+    let rendered = mrkdwn::render(&redacted, mentions);
     let messages = split::split(&rendered, &Limits::default());
     let count = messages.len();
     messages

@@ -110,9 +110,12 @@ pub async fn assemble(
         .http_tools
         .iter()
         .map(|tool| (format!("http tool {}", tool.name), http_tools::env_variables(tool)))
-        .chain(assistant.mcp_servers.iter().map(|server| {
-            (format!("mcp server {}", server.name), mcp_tools::env_variables(std::slice::from_ref(server)))
-        }));
+        .chain(
+            assistant
+                .mcp_servers
+                .iter()
+                .map(|server| (format!("mcp server {}", server.name), mcp_tools::env_variables(server))),
+        );
     for (tool, variables) in named {
         if let Some(variable) = variables.into_iter().find(|name| !assistant.allowed_env.contains(name)) {
             return Err(StartupError::EnvNotAllowed { tool, variable });

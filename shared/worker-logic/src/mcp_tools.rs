@@ -152,9 +152,9 @@ fn endpoint(config: &McpServerConfig, env: &impl Fn(&str) -> Option<String>) -> 
     Ok(McpEndpoint { name: config.name.clone(), url: config.url.clone(), headers })
 }
 
-/// The environment variables the servers' headers name.
-pub fn env_variables(configs: &[McpServerConfig]) -> Vec<String> {
-    env_refs::names(configs.iter().flat_map(|config| config.headers.values()))
+/// The environment variables a server's headers name.
+pub fn env_variables(config: &McpServerConfig) -> Vec<String> {
+    env_refs::names(config.headers.values())
 }
 
 /// The servers' tools, discovered now. `taken` holds the names already

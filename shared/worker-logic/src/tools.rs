@@ -94,7 +94,7 @@ impl Tool {
     ) -> Result<Self, ToolDefinitionError> {
         let schema = Schema::compile(&spec.input_schema)
             .map_err(|reason| ToolDefinitionError::InvalidSchema { name: spec.name.clone(), reason })?;
-        Ok(Self { spec, effect, timeout, schema, runner: Arc::new(runner), approvers: None, destructive: false })
+        Ok(Self::with_schema(spec, schema, effect, timeout, runner))
     }
 
     /// A tool whose schema a server sent (MCP): its input is checked as far
@@ -106,6 +106,16 @@ impl Tool {
         runner: impl RunTool + 'static,
     ) -> Self {
         let schema = Schema::compile_lenient(&spec.input_schema);
+        Self::with_schema(spec, schema, effect, timeout, runner)
+    }
+
+    fn with_schema(
+        spec: ToolSpec,
+        schema: Schema,
+        effect: Effect,
+        timeout: Duration,
+        runner: impl RunTool + 'static,
+    ) -> Self {
         Self { spec, effect, timeout, schema, runner: Arc::new(runner), approvers: None, destructive: false }
     }
 

@@ -152,7 +152,7 @@ async fn headers_are_resolved_and_the_endpoint_never_prints_them() {
     let endpoint = connector.connected()[0].clone();
     assert_eq!(endpoint.headers, [("Authorization".to_owned(), "Bearer glsa_secretvalue".to_owned())]);
     assert!(!format!("{endpoint:?}").contains("glsa_secretvalue"));
-    assert_eq!(env_variables(&configs), ["GRAFANA_TOKEN"]);
+    assert_eq!(env_variables(&configs[0]), ["GRAFANA_TOKEN"]);
 }
 
 async fn registry_with(session: Arc<MemoryMcpSession>, policy: ToolPolicy) -> ToolRegistry {
