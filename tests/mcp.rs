@@ -23,6 +23,7 @@ use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
 use tests::mcp_server::{McpTestServer, TOKEN};
 use tests::{Stack, emulator_config, env_from_test_command, sqs_event};
 use worker_logic::mcp_tools::{DISCOVERY_DEADLINE, McpServerConfig, mcp_tools};
+use worker_logic::references::Reference;
 use worker_logic::tools::{ToolPolicy, ToolRegistry};
 
 const WORK_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
@@ -144,7 +145,7 @@ async fn a_reference_server_tool_that_is_not_read_only_waits_for_approval() {
 async fn registry(servers: Value) -> ToolRegistry {
     let configs: Vec<McpServerConfig> = serde_json::from_value(servers).unwrap();
     let connector = StreamableHttpConnector::new(adapters_slack::http_client());
-    let env = |name: &str| (name == "TEST_MCP_TOKEN").then(|| TOKEN.to_owned());
+    let env = |reference: &Reference| (*reference == Reference::Env("TEST_MCP_TOKEN".into())).then(|| TOKEN.to_owned());
     let tools = mcp_tools(&configs, &connector, env, &HashSet::new(), DISCOVERY_DEADLINE).await.unwrap();
     ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap()
 }

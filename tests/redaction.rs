@@ -2,7 +2,9 @@
 //! tool answers JSON with secrets under key names and in known shapes;
 //! none reaches the fake model's next request, the turn item, the artifact
 //! bucket or the fake Slack, while the same answer's ordinary values
-//! (status, commit SHA, request id) do.
+//! (status, commit SHA, request id) do. The tool's key comes from Secrets
+//! Manager (the emulator) and reaches the API; the API echoes it, and it
+//! goes no further either.
 
 use axum::Router;
 use axum::routing::get;
@@ -32,8 +34,10 @@ fn secrets() -> Vec<String> {
 
 #[tokio::test]
 async fn secrets_in_a_tools_answer_reach_neither_the_model_nor_the_table_nor_slack() {
-    // GIVEN a team API whose answer carries secrets
-    let secrets = secrets();
+    // GIVEN a team API that wants its key from Secrets Manager, and whose
+    // answer carries secrets, the key among them under an innocent name
+    let mut secrets = secrets();
+    let key = format!("deploys{}key{}", "-api-", "plain-words-4821");
     let answer = json!({
         "status": "degraded",
         "commit": "9fceb02d0ae598e95dc970b74767f19372d61af8",
@@ -42,11 +46,23 @@ async fn secrets_in_a_tools_answer_reach_neither_the_model_nor_the_table_nor_sla
         "SecretAccessKey": secrets[1],
         "api_token": secrets[2],
         "notes": format!("deployed with {} and key {}", secrets[3], secrets[4]),
+        "caller": key,
     });
-    let app = Router::new().route("/deploys/{service}", get(move || async move { axum::Json(answer) }));
+    let expected = key.clone();
+    let app = Router::new().route(
+        "/deploys/{service}",
+        get(move |headers: axum::http::HeaderMap| async move {
+            if headers.get("x-deploys-key").is_none_or(|sent| sent != expected.as_str()) {
+                return (axum::http::StatusCode::UNAUTHORIZED, axum::Json(json!({"error": "bad key"})));
+            }
+            (axum::http::StatusCode::OK, axum::Json(answer))
+        }),
+    );
     let api = LocalServer::start(app).await;
     let aws = emulator_config().await;
     let stack = Stack::new(&aws).await.unwrap();
+    stack.put_secret("deploys-api", &key).await;
+    secrets.push(key);
     let config = CONFIG.replace("{{PORT}}", api.base_url.rsplit(':').next().unwrap());
     stack.put("config/assistant.json", &config).await;
     let slack = FakeSlack::start().await;

@@ -37,6 +37,7 @@ async fn clients(stack: &Stack, fake: &FakeBedrock) -> Clients {
         s3: stack.s3.clone(),
         bedrock: fake.client(&emulator_config().await, retry_config().with_initial_backoff(Duration::from_millis(5))),
         http: adapters_slack::web::http_client(),
+        aws: emulator_config().await,
     }
 }
 

@@ -64,6 +64,10 @@ pub struct Stack {
     pub reply_queue: QueueUrls,
     pub s3: aws_sdk_s3::Client,
     pub bucket: String,
+    /// The stack's Secrets Manager prefix (`SECRETS_PREFIX`).
+    pub secrets_prefix: String,
+    /// The emulator, for the calls no linked SDK client makes.
+    endpoint: String,
 }
 
 impl Stack {
@@ -89,7 +93,28 @@ impl Stack {
         let s3 = adapters_s3::client(aws);
         let bucket = unique_name("artifacts").to_lowercase();
         adapters_s3::provision_bucket(&s3, &bucket).await.context("create bucket")?;
-        Ok(Self { dynamodb, sqs, table, work_queue, reply_queue, s3, bucket })
+        let endpoint = aws.endpoint_url().context("the emulator's endpoint")?.to_owned();
+        let secrets_prefix = format!("{}/", unique_name("secrets"));
+        Ok(Self { dynamodb, sqs, table, work_queue, reply_queue, s3, bucket, secrets_prefix, endpoint })
+    }
+
+    /// Creates the secret `name` under the stack's prefix at the emulator,
+    /// as an operator would with `aws secretsmanager create-secret`. (moto
+    /// routes by the credential scope and does not check the signature.)
+    pub async fn put_secret(&self, name: &str, value: &str) {
+        let response = reqwest::Client::new()
+            .post(&self.endpoint)
+            .header("content-type", "application/x-amz-json-1.1")
+            .header("x-amz-target", "secretsmanager.CreateSecret")
+            .header(
+                "authorization",
+                "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/secretsmanager/aws4_request, SignedHeaders=host, Signature=0",
+            )
+            .json(&serde_json::json!({"Name": format!("{}{name}", self.secrets_prefix), "SecretString": value}))
+            .send()
+            .await
+            .expect("the emulator answers");
+        assert!(response.status().is_success(), "CreateSecret: {}", response.text().await.unwrap_or_default());
     }
 
     /// Every message now visible on the work queue, with its system
@@ -207,6 +232,7 @@ impl Functions {
                 s3: stack.s3.clone(),
                 bedrock: bedrock.client(aws, retry),
                 http: adapters_slack::web::http_client(),
+                aws: aws.clone(),
             },
         )
         .await
@@ -264,6 +290,7 @@ pub fn worker_config(stack: &Stack, slack_api_base_url: &str) -> worker::Config 
         slack_bot_token: adapters_slack::web::BotToken::new("xoxb-test-token"),
         slack_api_base_url: slack_api_base_url.to_owned(),
         assistant_config_key: worker_logic::config::DEFAULT_CONFIG_KEY.to_owned(),
+        secrets_prefix: stack.secrets_prefix.clone(),
         limits: Default::default(),
     }
 }

@@ -9,6 +9,7 @@ use adapters_aws::sqs::{self, SqsQueue};
 use adapters_bedrock::BedrockModel;
 use adapters_mcp::StreamableHttpConnector;
 use adapters_s3::S3Artifacts;
+use adapters_secrets::SecretsManager;
 use adapters_slack::SlackWebReader;
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use assistant_core::ports::VersionedRecords;
@@ -41,6 +42,9 @@ pub struct Config {
     pub slack_api_base_url: String,
     /// Where the assistant configuration lives in the artifact bucket.
     pub assistant_config_key: String,
+    /// The Secrets Manager prefix `${secret:NAME}` is read under (the
+    /// template scopes the worker's permission to it).
+    pub secrets_prefix: String,
     pub limits: Limits,
 }
 
@@ -63,6 +67,7 @@ impl Config {
             slack_bot_token: BotToken::new(required("SLACK_BOT_TOKEN")?),
             slack_api_base_url: optional("SLACK_API_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
             assistant_config_key: optional("ASSISTANT_CONFIG_KEY").unwrap_or_else(|| DEFAULT_CONFIG_KEY.to_owned()),
+            secrets_prefix: optional("SECRETS_PREFIX").unwrap_or_else(|| adapters_secrets::DEFAULT_PREFIX.to_owned()),
             limits,
         })
     }
@@ -76,6 +81,8 @@ pub struct Clients {
     pub s3: aws_sdk_s3::Client,
     pub bedrock: aws_sdk_bedrockruntime::Client,
     pub http: reqwest::Client,
+    /// The region, credentials and endpoints for the Secrets Manager read.
+    pub aws: aws_config::SdkConfig,
 }
 
 impl Clients {
@@ -88,6 +95,7 @@ impl Clients {
             s3: adapters_s3::client(aws),
             bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config),
             http: adapters_slack::http_client(),
+            aws: aws.clone(),
         }
     }
 }
@@ -120,8 +128,9 @@ impl Deadline for LambdaDeadline {
 
 impl WorkerFunction {
     /// Reads the assistant configuration from the artifact bucket and
-    /// assembles the worker on the AWS and Slack adapters. HTTP tools'
-    /// `${env:NAME}` come from this process's environment.
+    /// assembles the worker on the AWS and Slack adapters. Tools' headers'
+    /// `${env:NAME}` come from this process's environment, `${secret:NAME}`
+    /// from Secrets Manager under `SECRETS_PREFIX`.
     pub async fn load(config: Config, clients: Clients) -> Result<Self, StartupError> {
         let artifacts = Arc::new(S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket));
         let assistant = worker_logic::assembly::load_config(artifacts.as_ref(), &config.assistant_config_key).await?;
@@ -140,6 +149,7 @@ impl WorkerFunction {
             clock: Arc::new(SystemClock),
             http: clients.http.clone(),
             mcp: Arc::new(StreamableHttpConnector::new(clients.http.clone())),
+            secrets: Arc::new(SecretsManager::new(&clients.aws, clients.http.clone(), &config.secrets_prefix)),
         };
         let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;
         tracing::info!(config = %config.assistant_config_key, "worker assembled");

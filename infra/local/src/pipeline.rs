@@ -9,6 +9,7 @@ use crate::offline::{DEFAULT_RECORDING, DEFAULT_RECORDING_PATH, OfflineModel};
 use adapters_aws::dynamodb::{DynamoClaims, DynamoRecords};
 use adapters_bedrock::BedrockModel;
 use adapters_mcp::StreamableHttpConnector;
+use adapters_secrets::SecretsManager;
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use adapters_slack::{SlackWebReader, WebPoster};
 use assistant_core::messages::ReplyMessage;
@@ -48,6 +49,8 @@ pub struct Settings {
     /// The assistant configuration file (`--config`), as the worker reads
     /// it from S3.
     pub config: Option<String>,
+    /// Where `${secret:NAME}` is read in Secrets Manager (`SECRETS_PREFIX`).
+    pub secrets_prefix: String,
 }
 
 impl Settings {
@@ -63,6 +66,7 @@ impl Settings {
             table: var("TURNS_TABLE").filter(|_| emulator),
             recording,
             config,
+            secrets_prefix: var("SECRETS_PREFIX").unwrap_or_else(|| adapters_secrets::DEFAULT_PREFIX.to_owned()),
         }
     }
 }
@@ -212,6 +216,9 @@ impl Pipeline {
             timers: Arc::new(MemoryTimers::default()),
             clock: Arc::new(SystemClock),
             mcp: Arc::new(StreamableHttpConnector::new(http.clone())),
+            // `${secret:NAME}` reads Secrets Manager (or the emulator) with
+            // the usual AWS chain, as the worker does; only when named.
+            secrets: Arc::new(SecretsManager::new(&aws, http.clone(), &settings.secrets_prefix)),
             http,
         };
         let worker =

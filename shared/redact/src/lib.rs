@@ -8,11 +8,14 @@
 //! UUIDs, ARNs, Slack ids and timestamps, request ids, AWS's documented
 //! example keys, public keys, URLs without credentials and model ids stay.
 //!
-//! The rules compile once per process ([`Redactor::global`]).
+//! The rules compile once per process ([`Redactor::global`]). Secrets the
+//! process itself was configured with (tools' header values) are
+//! [remembered](Redactor::remember) and removed wherever they appear,
+//! whatever their shape.
 
 use regex::{Captures, Regex};
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock};
 
 /// One kind of secret.
 struct Rule {
@@ -167,13 +170,19 @@ fn rules() -> Vec<Rule> {
 
 pub struct Redactor {
     rules: Vec<Rule>,
+    /// Values this process knows are secrets.
+    known: RwLock<Vec<String>>,
 }
 
 impl Default for Redactor {
     fn default() -> Self {
-        Self { rules: rules() }
+        Self { rules: rules(), known: RwLock::default() }
     }
 }
+
+/// Shorter remembered values are not looked for: they would match ordinary
+/// words and numbers everywhere.
+pub const MIN_REMEMBERED_LEN: usize = 8;
 
 const MARKER_PREFIX: &str = "[redacted: ";
 /// How a value already redacted by an earlier rule begins.
@@ -190,6 +199,11 @@ impl Redactor {
     /// when there was nothing to remove.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut text = Cow::Borrowed(text);
+        for value in self.known.read().unwrap_or_else(|poisoned| poisoned.into_inner()).iter() {
+            if text.contains(value.as_str()) {
+                text = Cow::Owned(text.replace(value.as_str(), &format!("{MARKER_PREFIX}configured secret]")));
+            }
+        }
         for rule in &self.rules {
             let replaced = rule.pattern.replace_all(&text, |caps: &Captures<'_>| {
                 let whole = caps.get(0).expect("group 0 always matches");
@@ -217,6 +231,23 @@ impl Redactor {
             }
         }
         text
+    }
+
+    /// Treats `value` as a secret from now on, whatever its shape: a secret
+    /// this process was configured with (an API key a tool sends). Values
+    /// shorter than [`MIN_REMEMBERED_LEN`] are ignored.
+    pub fn remember(&self, value: &str) {
+        let value = value.trim();
+        if value.len() < MIN_REMEMBERED_LEN {
+            return;
+        }
+        let mut known = self.known.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !known.iter().any(|known| known == value) {
+            known.push(value.to_owned());
+            // The longest first, so a secret that contains another is
+            // replaced whole.
+            known.sort_by_key(|known| std::cmp::Reverse(known.len()));
+        }
     }
 
     /// Redacts a JSON value in place: every string by the rules, and every

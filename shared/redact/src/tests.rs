@@ -365,3 +365,26 @@ fn look_alikes_survive_in_random_text() {
         assert_eq!(redact(&text), text, "seed {seed}: over-eager redaction");
     }
 }
+
+#[test]
+fn a_remembered_secret_is_removed_whatever_its_shape_and_short_values_are_not_remembered() {
+    // A per-test redactor: the global one is shared by every test.
+    let redactor = Redactor::default();
+    let secret = format!("plain{}words", material(12));
+    let echoed = format!("GET /status echoed your header X-Team-Key: {secret} at 12:00");
+    assert_eq!(redactor.redact(&echoed), echoed, "nothing about its shape says secret");
+
+    redactor.remember(&format!("  {secret}\n"));
+    redactor.remember("short");
+    let redacted = redactor.redact(&echoed);
+    assert!(!redacted.contains(&secret), "{redacted}");
+    assert!(redacted.contains("X-Team-Key: [redacted: configured secret] at 12:00"), "{redacted}");
+    let mut json = serde_json::json!({"headers": {"x-team-key": secret, "accept": "short"}});
+    redactor.redact_json(&mut json);
+    assert!(!json.to_string().contains(&secret), "{json}");
+    assert_eq!(json["headers"]["accept"], "short", "a value under 8 characters is not looked for");
+
+    // One remembered value inside another: the longer one goes whole.
+    redactor.remember(&format!("{secret}-suffix"));
+    assert_eq!(redactor.redact(&format!("[{secret}-suffix]")), "[[redacted: configured secret]]");
+}

@@ -7,8 +7,8 @@ use assistant_core::ThreadRef;
 use assistant_core::messages::{ReplyMessage, WorkMessage};
 use assistant_core::ports::{
     ApprovalTimer, ApprovalTimers, ArtifactStore, BOT_THREAD_TTL_SECS, ChannelInfo, ClaimOutcome, EVENT_CLAIM_TTL_SECS,
-    EventClaim, EventClaims, PortError, Put, RecordKey, ReplyQueue, SlackReader, StoredRecord, ThreadMessage,
-    ThreadRule, VersionedRecords, WorkQueue,
+    EventClaim, EventClaims, PortError, Put, RecordKey, ReplyQueue, SecretStore, SlackReader, StoredRecord,
+    ThreadMessage, ThreadRule, VersionedRecords, WorkQueue,
 };
 use assistant_core::store::{RecordDeliveries, RecordTurns};
 use async_trait::async_trait;
@@ -230,6 +230,34 @@ impl ArtifactStore for MemoryArtifacts {
         found.sort();
         found.truncate(max);
         Ok(found)
+    }
+}
+
+/// Secrets kept in a map; counts the reads, so a test sees each name is
+/// read once.
+#[derive(Debug, Default)]
+pub struct MemorySecrets {
+    secrets: HashMap<String, String>,
+    reads: Mutex<Vec<String>>,
+}
+
+impl MemorySecrets {
+    pub fn with(secrets: &[(&str, &str)]) -> Self {
+        let secrets = secrets.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
+        Self { secrets, reads: Mutex::default() }
+    }
+
+    /// The names read, in order.
+    pub fn reads(&self) -> Vec<String> {
+        self.reads.lock().expect("secrets lock").clone()
+    }
+}
+
+#[async_trait]
+impl SecretStore for MemorySecrets {
+    async fn secret(&self, name: &str) -> Result<Option<String>, PortError> {
+        self.reads.lock().expect("secrets lock").push(name.to_owned());
+        Ok(self.secrets.get(name).cloned())
     }
 }
 

@@ -5,6 +5,7 @@
 
 use crate::approvals::Approvals;
 use crate::config::AssistantConfig;
+use crate::references::Reference;
 use crate::tools::{ChannelRule, ToolDefinitionError, ToolPolicy, ToolRegistry};
 use crate::worker::{Limits, Worker};
 use crate::{builtin_tools, docs_tools, http_tools, mcp_tools};
@@ -12,8 +13,9 @@ use assistant_core::Clock;
 use assistant_core::mcp::McpConnector;
 use assistant_core::model::Model;
 use assistant_core::ports::{
-    ApprovalTimers, ArtifactStore, DeliveryLog, PortError, ReplyQueue, SlackReader, TurnStore, WorkQueue,
+    ApprovalTimers, ArtifactStore, DeliveryLog, PortError, ReplyQueue, SecretStore, SlackReader, TurnStore, WorkQueue,
 };
+use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::info;
 
@@ -37,6 +39,8 @@ pub struct WorkerPorts {
     pub http: reqwest::Client,
     /// Opens sessions with the configured MCP servers.
     pub mcp: Arc<dyn McpConnector>,
+    /// Where `${secret:NAME}` in tools' headers is read, once, at start-up.
+    pub secrets: Arc<dyn SecretStore>,
 }
 
 /// Why the worker could not be built. Each names what to fix.
@@ -66,6 +70,57 @@ pub enum StartupError {
         "{tool} names ${{env:{variable}}}, which is not in the configuration's allowed_env: list it there (never AWS_* or SLACK_*)"
     )]
     EnvNotAllowed { tool: String, variable: String },
+    #[error(
+        "{tool} names ${{secret:{name}}}: a secret's name is 1 to 256 of a-z, A-Z, 0-9 and /_+=.@- (the deployment's prefix is added)"
+    )]
+    SecretName { tool: String, name: String },
+    #[error("{tool} names ${{secret:{name}}}, which the secret store does not have: create it, or fix the name")]
+    SecretMissing { tool: String, name: String },
+    #[error("{tool} names ${{secret:{name}}}, which cannot be read: {source}")]
+    SecretUnreadable {
+        tool: String,
+        name: String,
+        #[source]
+        source: PortError,
+    },
+}
+
+/// Secrets Manager's characters; the store adds the deployment's prefix.
+fn is_secret_name(name: &str) -> bool {
+    (1..=256).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || "/_+=.@-".contains(c))
+}
+
+/// Every secret the tools name, read once and concurrently. The values are
+/// also given to the redactor, so a tool result that echoes one (an API
+/// that reflects its request headers) never carries it further.
+async fn read_secrets(
+    store: &dyn SecretStore,
+    named: &[(String, Vec<Reference>)],
+) -> Result<HashMap<String, String>, StartupError> {
+    let mut wanted: Vec<(&str, &str)> = Vec::new();
+    for (tool, references) in named {
+        for reference in references {
+            if let Reference::Secret(name) = reference
+                && !wanted.iter().any(|(_, known)| known == name)
+            {
+                wanted.push((tool, name));
+            }
+        }
+    }
+    let reads = wanted.iter().map(|(tool, name)| async move {
+        match store.secret(name).await {
+            Ok(Some(value)) => Ok((name.to_string(), value)),
+            Ok(None) => Err(StartupError::SecretMissing { tool: tool.to_string(), name: name.to_string() }),
+            Err(source) => {
+                Err(StartupError::SecretUnreadable { tool: tool.to_string(), name: name.to_string(), source })
+            }
+        }
+    });
+    let secrets = futures_util::future::join_all(reads).await.into_iter().collect::<Result<HashMap<_, _>, _>>()?;
+    if !secrets.is_empty() {
+        info!(secrets = secrets.len(), "secrets read");
+    }
+    Ok(secrets)
 }
 
 /// The assistant configuration at `key` in the artifact store; the
@@ -87,7 +142,8 @@ pub fn parse_config(json: &[u8], origin: &str) -> Result<AssistantConfig, Startu
 /// artifact store when the configuration names one), the built-in, docs and
 /// declared HTTP tools and the MCP servers' tools (discovered now, under
 /// [`mcp_tools::DISCOVERY_DEADLINE`]) under the configured policy. `env`
-/// resolves the `${env:NAME}` in HTTP tools' and MCP servers' headers.
+/// resolves the `${env:NAME}` in HTTP tools' and MCP servers' headers (for
+/// the names in `allowed_env` only), `ports.secrets` their `${secret:NAME}`.
 pub async fn assemble(
     ports: WorkerPorts,
     assistant: &AssistantConfig,
@@ -106,30 +162,49 @@ pub async fn assemble(
         }
         None => DEFAULT_SYSTEM_PROMPT.to_owned(),
     };
-    let named = assistant
+    let named: Vec<(String, Vec<Reference>)> = assistant
         .http_tools
         .iter()
-        .map(|tool| (format!("http tool {}", tool.name), http_tools::env_variables(tool)))
+        .map(|tool| (format!("http tool {}", tool.name), http_tools::references(tool)))
         .chain(
             assistant
                 .mcp_servers
                 .iter()
-                .map(|server| (format!("mcp server {}", server.name), mcp_tools::env_variables(server))),
-        );
-    for (tool, variables) in named {
-        if let Some(variable) = variables.into_iter().find(|name| !assistant.allowed_env.contains(name)) {
-            return Err(StartupError::EnvNotAllowed { tool, variable });
+                .map(|server| (format!("mcp server {}", server.name), mcp_tools::references(server))),
+        )
+        .collect();
+    for (tool, references) in &named {
+        for reference in references {
+            match reference {
+                Reference::Env(variable) if !assistant.allowed_env.contains(variable) => {
+                    return Err(StartupError::EnvNotAllowed { tool: tool.clone(), variable: variable.clone() });
+                }
+                Reference::Secret(name) if !is_secret_name(name) => {
+                    return Err(StartupError::SecretName { tool: tool.clone(), name: name.clone() });
+                }
+                _ => {}
+            }
         }
     }
+    let secrets = read_secrets(ports.secrets.as_ref(), &named).await?;
     // Only the variables the configuration lists are ever read.
-    let env = |name: &str| assistant.allowed_env.iter().any(|allowed| allowed == name).then(|| env(name)).flatten();
+    let lookup = |reference: &Reference| {
+        let value = match reference {
+            Reference::Env(name) => assistant.allowed_env.contains(name).then(|| env(name)).flatten(),
+            Reference::Secret(name) => secrets.get(name).cloned(),
+        };
+        if let Some(value) = &value {
+            redact::Redactor::global().remember(value);
+        }
+        value
+    };
     let mut tools = vec![builtin_tools::current_time(ports.clock.clone())];
     tools.extend(docs_tools::docs_tools(ports.artifacts.clone(), &assistant.docs_prefix)?);
     let built_in: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
-    tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), env)?);
+    tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), lookup)?);
     let taken = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     tools.extend(
-        mcp_tools::mcp_tools(&assistant.mcp_servers, ports.mcp.as_ref(), env, &taken, mcp_tools::DISCOVERY_DEADLINE)
+        mcp_tools::mcp_tools(&assistant.mcp_servers, ports.mcp.as_ref(), lookup, &taken, mcp_tools::DISCOVERY_DEADLINE)
             .await?,
     );
     let policy = match assistant.policy() {
@@ -171,7 +246,7 @@ mod tests {
     use super::*;
     use assistant_core::FixedClock;
     use assistant_core::model::{ModelError, ModelReply, ModelRequest};
-    use testkit::memory::{MemoryArtifacts, MemoryQueue, MemorySlack, MemoryTimers};
+    use testkit::memory::{MemoryArtifacts, MemoryQueue, MemorySecrets, MemorySlack, MemoryTimers};
 
     struct NoModel;
 
@@ -196,6 +271,7 @@ mod tests {
             clock: Arc::new(FixedClock::at(0)),
             http: reqwest::Client::new(),
             mcp: Arc::new(assistant_core::mcp::NoMcpServers),
+            secrets: Arc::new(assistant_core::ports::NoSecrets),
         }
     }
 
@@ -246,5 +322,52 @@ mod tests {
         let advertised: Vec<String> = worker.tools.advertised(&channel).into_iter().map(|spec| spec.name).collect();
         assert_eq!(advertised, ["current_time", "list_docs", "read_doc", "search_docs"]);
         assert!(worker.tools.approval_rule(&channel, "service_status").is_none(), "declared, but allowed nowhere");
+    }
+
+    fn two_tools_with_secrets(first: &str, second: &str) -> AssistantConfig {
+        let tool = |name: &str, secret: &str| {
+            TOOL.replace("service_status", name).replace("${env:VARIABLE}", &format!("${{secret:{secret}}}"))
+        };
+        let json = format!(
+            r#"{{"tool_policy": [{{"channels": "*", "tools": ["*"]}}], "http_tools": [{}, {}]}}"#,
+            tool("service_status", first),
+            tool("deploy_status", second)
+        );
+        parse_config(json.as_bytes(), "test").unwrap()
+    }
+
+    #[tokio::test]
+    async fn secrets_are_read_once_each_at_start_and_remembered_by_the_redactor() {
+        let value = "team-api-key-7f3c9a1e5b";
+        let secrets = Arc::new(MemorySecrets::with(&[("status/api-key", value)]));
+        let assistant = two_tools_with_secrets("status/api-key", "status/api-key");
+        let ports = WorkerPorts { secrets: secrets.clone(), ..ports() };
+        assemble(ports, &assistant, Limits::default(), &env).await.expect("assembled");
+        assert_eq!(secrets.reads(), ["status/api-key"], "two tools, one secret, one read");
+        let echoed = format!("the API echoed {value} back");
+        assert!(!redact::redact(&echoed).contains(value), "a configured secret is redacted wherever it appears");
+    }
+
+    #[tokio::test]
+    async fn a_missing_unreadable_or_badly_named_secret_stops_the_start_with_its_name() {
+        let secrets = || Arc::new(MemorySecrets::with(&[("present", "value-of-present")]));
+        let start = |assistant: AssistantConfig, store: Arc<dyn SecretStore>| async move {
+            let ports = WorkerPorts { secrets: store, ..ports() };
+            assemble(ports, &assistant, Limits::default(), &env).await.err().expect("refused").to_string()
+        };
+        let missing = start(two_tools_with_secrets("present", "absent"), secrets()).await;
+        assert!(missing.contains("deploy_status") && missing.contains("${secret:absent}"), "{missing}");
+        assert!(missing.contains("does not have"), "{missing}");
+
+        let unreadable =
+            start(two_tools_with_secrets("present", "present"), Arc::new(assistant_core::ports::NoSecrets)).await;
+        assert!(unreadable.contains("${secret:present}") && unreadable.contains("cannot be read"), "{unreadable}");
+
+        for bad in ["a b", "", "tab\\tname", "quote\\\"d", &"x".repeat(257)] {
+            let store = secrets();
+            let refused = start(two_tools_with_secrets("present", bad), store.clone()).await;
+            assert!(refused.contains("a secret's name is"), "{bad:?}: {refused}");
+            assert!(store.reads().is_empty(), "nothing is read before every name is checked");
+        }
     }
 }

@@ -23,16 +23,16 @@
 //! model chose. Redirects are never followed (the process's HTTP client is
 //! built without them), so a secret header never travels to where an API
 //! redirects.
-//! Header values may name environment variables (`${env:NAME}`), resolved
-//! once at start-up; in AWS those variables come from Secrets Manager
-//! through the template. `GET` and `HEAD` tools only read; any other method
+//! Header values may name secrets (`${secret:NAME}`, read from Secrets
+//! Manager) and environment variables listed in `allowed_env`
+//! (`${env:NAME}`), resolved once at start-up. `GET` and `HEAD` tools only read; any other method
 //! changes things and waits for a human's approval (`requires_approval`
 //! overrides either way; `approvers` says who, instead of the default). For
 //! those, the input object is sent as the JSON body, and an approved call
 //! carries `Idempotency-Key: {turn_id}:{tool_use_id}`, the same on every
 //! attempt.
 
-use crate::env_refs;
+use crate::references::{self, Reference};
 use crate::tools::{CallContext, Effect, RunTool, Tool, ToolDefinitionError, ToolFuture};
 use assistant_core::approval::Approver;
 use assistant_core::model::ToolSpec;
@@ -88,8 +88,8 @@ fn default_method() -> String {
 pub enum HttpToolError {
     #[error("http tool {name}: {reason}")]
     Invalid { name: String, reason: String },
-    #[error("http tool {name}: environment variable {variable} is not set")]
-    MissingVariable { name: String, variable: String },
+    #[error("http tool {name}: a header's {reason}")]
+    Unresolved { name: String, reason: references::Unresolved },
     #[error(transparent)]
     Definition(#[from] ToolDefinitionError),
 }
@@ -107,19 +107,20 @@ struct Endpoint {
     max_response_bytes: usize,
 }
 
-/// The declared tools, checked and ready; `env` resolves `${env:NAME}`.
+/// The declared tools, checked and ready; `lookup` resolves `${env:NAME}`
+/// and `${secret:NAME}`.
 pub fn http_tools(
     configs: &[HttpToolConfig],
     http: reqwest::Client,
-    env: impl Fn(&str) -> Option<String>,
+    lookup: impl Fn(&Reference) -> Option<String>,
 ) -> Result<Vec<Tool>, HttpToolError> {
-    configs.iter().map(|config| http_tool(config, http.clone(), &env)).collect()
+    configs.iter().map(|config| http_tool(config, http.clone(), &lookup)).collect()
 }
 
 fn http_tool(
     config: &HttpToolConfig,
     http: reqwest::Client,
-    env: &impl Fn(&str) -> Option<String>,
+    lookup: &impl Fn(&Reference) -> Option<String>,
 ) -> Result<Tool, HttpToolError> {
     let invalid = |reason: String| HttpToolError::Invalid { name: config.name.clone(), reason };
     let method = reqwest::Method::from_bytes(config.method.to_uppercase().as_bytes())
@@ -130,8 +131,8 @@ fn http_tool(
     }
     let mut headers = Vec::new();
     for (name, value) in &config.headers {
-        let value = env_refs::resolve(value, env)
-            .map_err(|variable| HttpToolError::MissingVariable { name: config.name.clone(), variable })?;
+        let value = references::resolve(value, lookup)
+            .map_err(|reason| HttpToolError::Unresolved { name: config.name.clone(), reason })?;
         let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| invalid(format!("{name:?} is not a header name")))?;
         let mut value = reqwest::header::HeaderValue::from_str(&value)
@@ -176,9 +177,9 @@ impl RunTool for HttpTool {
     }
 }
 
-/// The environment variables a declared tool's headers name (`${env:NAME}`).
-pub fn env_variables(config: &HttpToolConfig) -> Vec<String> {
-    env_refs::names(config.headers.values())
+/// What a declared tool's headers name (`${env:NAME}`, `${secret:NAME}`).
+pub fn references(config: &HttpToolConfig) -> Vec<Reference> {
+    references::named(config.headers.values())
 }
 
 /// `{field}` placeholders filled from the input, each value encoded. In a

@@ -32,7 +32,7 @@
 //! error result the model can act on. The registry redacts all of it, and
 //! the worker moves large results to the artifact store.
 
-use crate::env_refs;
+use crate::references::{self, Reference};
 use crate::tools::{CallContext, Effect, RunTool, Tool, ToolFuture, glob_matches};
 use assistant_core::approval::Approver;
 use assistant_core::mcp::{McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpSession, McpToolInfo};
@@ -68,7 +68,8 @@ pub struct McpServerConfig {
     pub name: String,
     /// The Streamable HTTP endpoint (`https://…/mcp`).
     pub url: String,
-    /// Sent with every request; values may name `${env:NAME}`.
+    /// Sent with every request; values may name `${env:NAME}` and
+    /// `${secret:NAME}`.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     /// Globs over the server's tool names; default all.
@@ -115,12 +116,15 @@ impl<'de> Deserialize<'de> for RequiresApproval {
 pub enum McpConfigError {
     #[error("mcp server {name:?}: {reason}")]
     Invalid { name: String, reason: String },
-    #[error("mcp server {name}: environment variable {variable} is not set")]
-    MissingVariable { name: String, variable: String },
+    #[error("mcp server {name}: a header's {reason}")]
+    Unresolved { name: String, reason: references::Unresolved },
 }
 
 /// A server's configuration, checked; what to connect to.
-fn endpoint(config: &McpServerConfig, env: &impl Fn(&str) -> Option<String>) -> Result<McpEndpoint, McpConfigError> {
+fn endpoint(
+    config: &McpServerConfig,
+    lookup: &impl Fn(&Reference) -> Option<String>,
+) -> Result<McpEndpoint, McpConfigError> {
     let invalid = |reason: &str| McpConfigError::Invalid { name: config.name.clone(), reason: reason.to_owned() };
     if config.name.is_empty()
         || config.name.len() > 32
@@ -140,8 +144,8 @@ fn endpoint(config: &McpServerConfig, env: &impl Fn(&str) -> Option<String>) -> 
     }
     let mut headers = Vec::new();
     for (name, value) in &config.headers {
-        let value = env_refs::resolve(value, env)
-            .map_err(|variable| McpConfigError::MissingVariable { name: config.name.clone(), variable })?;
+        let value = references::resolve(value, lookup)
+            .map_err(|reason| McpConfigError::Unresolved { name: config.name.clone(), reason })?;
         if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err()
             || reqwest::header::HeaderValue::from_str(&value).is_err()
         {
@@ -152,9 +156,9 @@ fn endpoint(config: &McpServerConfig, env: &impl Fn(&str) -> Option<String>) -> 
     Ok(McpEndpoint { name: config.name.clone(), url: config.url.clone(), headers })
 }
 
-/// The environment variables a server's headers name.
-pub fn env_variables(config: &McpServerConfig) -> Vec<String> {
-    env_refs::names(config.headers.values())
+/// What a server's headers name (`${env:NAME}`, `${secret:NAME}`).
+pub fn references(config: &McpServerConfig) -> Vec<Reference> {
+    references::named(config.headers.values())
 }
 
 /// The servers' tools, discovered now. `taken` holds the names already
@@ -162,11 +166,11 @@ pub fn env_variables(config: &McpServerConfig) -> Vec<String> {
 pub async fn mcp_tools(
     configs: &[McpServerConfig],
     connector: &dyn McpConnector,
-    env: impl Fn(&str) -> Option<String>,
+    lookup: impl Fn(&Reference) -> Option<String>,
     taken: &HashSet<String>,
     deadline: Duration,
 ) -> Result<Vec<Tool>, McpConfigError> {
-    let endpoints = configs.iter().map(|config| endpoint(config, &env)).collect::<Result<Vec<_>, _>>()?;
+    let endpoints = configs.iter().map(|config| endpoint(config, &lookup)).collect::<Result<Vec<_>, _>>()?;
     let mut servers = HashSet::new();
     if let Some(twice) = configs.iter().find(|config| !servers.insert(&config.name)) {
         return Err(McpConfigError::Invalid { name: twice.name.clone(), reason: "two servers have this name".into() });

@@ -2,6 +2,7 @@
 //! reqwest client and the tool registry (validation, redaction).
 
 use super::*;
+use crate::references::Unresolved;
 use crate::tools::{Effect, Tool};
 use crate::tools::{ToolPolicy, ToolRegistry};
 use assistant_core::turn::{ToolStatus, ToolUse};
@@ -66,8 +67,8 @@ fn configs(port: &str) -> Vec<HttpToolConfig> {
     serde_json::from_str(&TOOLS.replace("PORT", port)).unwrap()
 }
 
-fn env(name: &str) -> Option<String> {
-    (name == "STATUS_API_TOKEN").then(|| "status-token-123".to_owned())
+fn env(reference: &Reference) -> Option<String> {
+    (*reference == Reference::Env("STATUS_API_TOKEN".into())).then(|| "status-token-123".to_owned())
 }
 
 /// A client as the worker's (`adapters_slack::http_client()`): it never
@@ -209,14 +210,21 @@ async fn an_approved_call_carries_its_idempotency_key_and_approval_can_be_declar
 #[test]
 fn declarations_that_cannot_be_safe_are_refused_at_start_up() {
     let mut config = configs("1")[0].clone();
-    let err = http_tools(std::slice::from_ref(&config), client(), |_| None).err().unwrap();
-    assert!(matches!(err, HttpToolError::MissingVariable { ref variable, .. } if variable == "STATUS_API_TOKEN"));
+    let err = http_tools(std::slice::from_ref(&config), client(), |_: &Reference| None).err().unwrap();
+    assert!(
+        matches!(err, HttpToolError::Unresolved { reason: Unresolved::Missing(Reference::Env(ref variable)), .. } if variable == "STATUS_API_TOKEN"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("${env:STATUS_API_TOKEN} has no value"), "{err}");
 
     config.headers.clear();
     for url in ["ftp://files.example.com/{path}", "https://{host}.example.com/x", "not a url"] {
         config.url = url.into();
         assert!(
-            matches!(http_tools(std::slice::from_ref(&config), client(), |_| None), Err(HttpToolError::Invalid { .. })),
+            matches!(
+                http_tools(std::slice::from_ref(&config), client(), |_: &Reference| None),
+                Err(HttpToolError::Invalid { .. })
+            ),
             "{url}"
         );
     }

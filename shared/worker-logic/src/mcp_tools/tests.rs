@@ -19,7 +19,7 @@ fn servers(json: Value) -> Vec<McpServerConfig> {
     serde_json::from_value(json).unwrap()
 }
 
-fn no_env(_: &str) -> Option<String> {
+fn no_env(_: &Reference) -> Option<String> {
     None
 }
 
@@ -145,14 +145,28 @@ async fn configuration_mistakes_are_refused_with_the_servers_name() {
 async fn headers_are_resolved_and_the_endpoint_never_prints_them() {
     let connector = MemoryMcp::default();
     let configs = servers(
-        json!([{"name": "grafana", "url": "https://g/mcp", "headers": {"Authorization": "Bearer ${env:GRAFANA_TOKEN}"}}]),
+        json!([{"name": "grafana", "url": "https://g/mcp", "headers": {"Authorization": "Bearer ${env:GRAFANA_TOKEN}", "X-Org": "${secret:grafana/org}"}}]),
     );
-    let env = |name: &str| (name == "GRAFANA_TOKEN").then(|| "glsa_secretvalue".to_owned());
-    mcp_tools(&configs, &connector, env, &HashSet::new(), DISCOVERY_DEADLINE).await.unwrap();
-    let endpoint = connector.connected()[0].clone();
-    assert_eq!(endpoint.headers, [("Authorization".to_owned(), "Bearer glsa_secretvalue".to_owned())]);
+    let lookup = |reference: &Reference| match reference {
+        Reference::Env(name) if name == "GRAFANA_TOKEN" => Some("glsa_secretvalue".to_owned()),
+        Reference::Secret(name) if name == "grafana/org" => Some("org-secret-42".to_owned()),
+        _ => None,
+    };
+    mcp_tools(&configs, &connector, lookup, &HashSet::new(), DISCOVERY_DEADLINE).await.unwrap();
+    let mut endpoint = connector.connected()[0].clone();
     assert!(!format!("{endpoint:?}").contains("glsa_secretvalue"));
-    assert_eq!(env_variables(&configs[0]), ["GRAFANA_TOKEN"]);
+    endpoint.headers.sort();
+    assert_eq!(
+        endpoint.headers,
+        [
+            ("Authorization".to_owned(), "Bearer glsa_secretvalue".to_owned()),
+            ("X-Org".to_owned(), "org-secret-42".to_owned())
+        ]
+    );
+    assert_eq!(
+        references(&configs[0]),
+        [Reference::Env("GRAFANA_TOKEN".into()), Reference::Secret("grafana/org".into())]
+    );
 }
 
 async fn registry_with(session: Arc<MemoryMcpSession>, policy: ToolPolicy) -> ToolRegistry {
