@@ -9,7 +9,7 @@ use assistant_core::messages::ReplyMessage;
 use assistant_core::ports::TurnStore;
 use assistant_core::turn::{TurnId, TurnStatus};
 use serde_json::json;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY, TOOL_USE_REPLY};
 use tests::fake_slack::{CONVERSATIONS_INFO, CONVERSATIONS_REPLIES, FakeSlack, SlackReply};
 use tests::{Stack, emulator_config, events, sqs_event, unique_name};
@@ -210,6 +210,74 @@ async fn persistent_throttling_reports_the_record_for_redelivery() {
     let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
     assert_eq!(failures(&response), ["059f36b4-87a3-44ab-83d2-661975830a7d"]);
     assert!(stack.receive_requests().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_model_throttled_for_a_minute_is_retried_in_seconds_and_the_turn_answered_within_two_minutes() {
+    // GIVEN a model throttled for the next minute, and the mention's work on
+    // a queue set up as the template's (eight receives)
+    let fake = FakeBedrock::start().await;
+    let started = Instant::now();
+    fake.throttle_until(started + Duration::from_secs(60));
+    fake.script([Scripted::text("Back now: the pool is healthy.")]);
+    let (stack, function) = world(&fake).await;
+    let start = events::parse(events::WORKER_SQS_START_TURN);
+    stack
+        .sqs
+        .send_message()
+        .queue_url(&stack.work_queue.queue)
+        .message_body(start["Records"][0]["body"].as_str().unwrap())
+        .message_group_id("C0LAN2Q65:1763800000.000100")
+        .message_deduplication_id("throttled-start")
+        .send()
+        .await
+        .unwrap();
+    let queue_arn = tests::queue_arn(&stack.work_queue.queue);
+
+    // WHEN Lambda's poller hands the message to the worker whenever SQS
+    // makes it visible: the visibility is the worker's own (held for the
+    // invocation, then the backoff), never reset by the test
+    let mut receives = Vec::new();
+    let answered_after = loop {
+        assert!(started.elapsed() < Duration::from_secs(170), "not answered: received at {receives:?}");
+        let received = stack.receive(&stack.work_queue.queue).await.unwrap();
+        if received.is_empty() {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            continue;
+        }
+        receives.push(started.elapsed().as_secs());
+        let response = function.handle(sqs_event(&received, &queue_arn), deadline()).await.unwrap();
+        if failures(&response).is_empty() {
+            break started.elapsed();
+        }
+    };
+
+    eprintln!("receives at {receives:?} s; answered after {answered_after:?}");
+    // THEN it was tried within seconds each time, and answered about a
+    // minute after the throttling ended at the latest
+    assert!(answered_after < Duration::from_secs(130), "answered after {answered_after:?}; receives at {receives:?} s");
+    assert!((4..=tests::MAX_RECEIVES as usize).contains(&receives.len()), "receives at {receives:?} s");
+    assert!(receives[1] <= 6, "the first retry comes within seconds, not the queue's 30 s: {receives:?}");
+    let requests = stack.receive_requests().await.unwrap();
+    assert!(matches!(&requests[..], [ReplyMessage::Deliver { .. }]), "{requests:?}");
+}
+
+#[tokio::test]
+async fn a_request_the_model_refuses_as_it_stands_settles_the_turn_in_one_delivery() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::Error {
+        status: 400,
+        error_type: "ValidationException",
+        message: "The model returned the following errors: bad request",
+    }]);
+    let (stack, function) = world(&fake).await;
+    let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
+    assert!(failures(&response).is_empty(), "settled now, not retried: {response}");
+    let turn = stack.turns().load(&TurnId::new(TURN)).await.unwrap().unwrap();
+    assert_eq!(turn.status, TurnStatus::Failed);
+    let requests = stack.receive_requests().await.unwrap();
+    assert!(matches!(&requests[..], [ReplyMessage::Deliver { .. }]), "the thread is told: {requests:?}");
+    assert_eq!(fake.requests().len(), 1, "one model call");
 }
 
 #[tokio::test]

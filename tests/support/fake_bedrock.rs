@@ -59,6 +59,8 @@ pub struct Recorded {
 struct Shared {
     script: Mutex<VecDeque<Scripted>>,
     requests: Mutex<Vec<Recorded>>,
+    /// Every call is throttled until then, whatever the script says.
+    throttled_until: Mutex<Option<std::time::Instant>>,
 }
 
 pub struct FakeBedrock {
@@ -83,6 +85,12 @@ impl FakeBedrock {
         self.shared.script.lock().expect("script lock").extend(replies);
     }
 
+    /// Throttles every call until `until` (as Bedrock does under a quota),
+    /// then answers from the script again.
+    pub fn throttle_until(&self, until: std::time::Instant) {
+        *self.shared.throttled_until.lock().expect("throttle lock") = Some(until);
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.requests.lock().expect("requests lock").clone()
     }
@@ -102,7 +110,10 @@ impl FakeBedrock {
 async fn converse(State(shared): State<Arc<Shared>>, Path(model_id): Path<String>, body: String) -> Response {
     let body = serde_json::from_str(&body).unwrap_or(Value::String(body));
     shared.requests.lock().expect("requests lock").push(Recorded { model_id, body });
-    let next = shared.script.lock().expect("script lock").pop_front();
+    let throttled =
+        shared.throttled_until.lock().expect("throttle lock").is_some_and(|until| std::time::Instant::now() < until);
+    let next =
+        if throttled { Some(Scripted::throttling()) } else { shared.script.lock().expect("script lock").pop_front() };
     match next {
         Some(Scripted::Reply(reply)) => axum::Json(reply).into_response(),
         Some(Scripted::Error { status, error_type, message }) => {

@@ -56,6 +56,18 @@ pub fn unique_name(prefix: &str) -> String {
 /// One test's own table, work queue and reply queue (each with its
 /// dead-letter queue) and artifact bucket, made as `template.yaml` makes
 /// them.
+/// A queue's ARN as Lambda's events name it, from its URL at the emulator
+/// (`…/{account}/{name}`; the emulator's region is us-east-1).
+pub fn queue_arn(url: &str) -> String {
+    let mut parts = url.rsplit('/');
+    let name = parts.next().unwrap_or_default();
+    let account = parts.next().unwrap_or_default();
+    format!("arn:aws:sqs:us-east-1:{account}:{name}")
+}
+
+/// The queues' `maxReceiveCount`, as in `template.yaml`.
+pub const MAX_RECEIVES: u32 = 8;
+
 pub struct Stack {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
@@ -86,10 +98,12 @@ impl Stack {
         let sqs = aws_sdk_sqs::Client::new(aws);
         let table = unique_name("turns");
         provision::turns_table(&dynamodb, &table).await.context("create table")?;
-        let work_queue =
-            provision::fifo_queue_with_dlq(&sqs, &unique_name("work"), 5, 30).await.context("create work queue")?;
-        let reply_queue =
-            provision::fifo_queue_with_dlq(&sqs, &unique_name("reply"), 5, 30).await.context("create reply queue")?;
+        let work_queue = provision::fifo_queue_with_dlq(&sqs, &unique_name("work"), MAX_RECEIVES, 30)
+            .await
+            .context("create work queue")?;
+        let reply_queue = provision::fifo_queue_with_dlq(&sqs, &unique_name("reply"), MAX_RECEIVES, 30)
+            .await
+            .context("create reply queue")?;
         let s3 = adapters_s3::client(aws);
         let bucket = unique_name("artifacts").to_lowercase();
         adapters_s3::provision_bucket(&s3, &bucket).await.context("create bucket")?;

@@ -4,7 +4,7 @@
 //! scheduled health check) to calls and back.
 
 use adapters_aws::dynamodb::{self, DynamoRecords};
-use adapters_aws::sqs;
+use adapters_aws::sqs::{self, Visibility};
 use adapters_slack::WebPoster;
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use assistant_core::SystemClock;
@@ -94,6 +94,8 @@ pub struct ResponderFunction {
     slack: WebClient,
     clients: Clients,
     config: Config,
+    /// When a failed record comes back: after a backoff.
+    visibility: Visibility,
 }
 
 impl ResponderFunction {
@@ -110,7 +112,8 @@ impl ResponderFunction {
             clock: Arc::new(SystemClock),
             mentions: config.special_mentions,
         };
-        Self { responder, slack, clients, config }
+        let visibility = Visibility::new(clients.sqs.clone());
+        Self { responder, slack, clients, config, visibility }
     }
 
     /// One invocation: a health check, or a batch from the reply queue or
@@ -121,7 +124,7 @@ impl ResponderFunction {
         }
         let batch: SqsEvent =
             serde_json::from_value(event).map_err(|source| UnsupportedEvent { expected: "an SQS batch", source })?;
-        let response = sqs_batch::handle_event(&batch, |record| self.handle_record(record)).await;
+        let response = sqs_batch::handle_event(&batch, &self.visibility, |record| self.handle_record(record)).await;
         Ok(serde_json::to_value(response).expect("batch response serializes"))
     }
 

@@ -5,14 +5,14 @@
 //! `worker_logic::assemble`, as in the local runner.
 
 use adapters_aws::dynamodb::{self, DynamoRecords, DynamoTimers};
-use adapters_aws::sqs::{self, SqsQueue};
+use adapters_aws::sqs::{self, SqsQueue, Visibility};
 use adapters_bedrock::BedrockModel;
 use adapters_mcp::StreamableHttpConnector;
 use adapters_s3::S3Artifacts;
 use adapters_secrets::SecretsManager;
 use adapters_slack::SlackWebReader;
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
-use assistant_core::ports::VersionedRecords;
+use assistant_core::ports::{MessageVisibility, VersionedRecords};
 use assistant_core::store::{RecordDeliveries, RecordTurns};
 use assistant_core::{SystemClock, WorkMessage};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
@@ -87,8 +87,10 @@ pub struct Clients {
 
 impl Clients {
     pub fn new(aws: &aws_config::SdkConfig) -> Self {
-        let bedrock_config =
-            aws_sdk_bedrockruntime::config::Builder::from(aws).retry_config(adapters_bedrock::retry_config()).build();
+        let bedrock_config = aws_sdk_bedrockruntime::config::Builder::from(aws)
+            .retry_config(adapters_bedrock::retry_config())
+            .timeout_config(adapters_bedrock::timeout_config(worker_logic::MODEL_CALL_TIME))
+            .build();
         Self {
             dynamodb: aws_sdk_dynamodb::Client::new(aws),
             sqs: aws_sdk_sqs::Client::new(aws),
@@ -103,6 +105,9 @@ impl Clients {
 pub struct WorkerFunction {
     worker: Worker,
     clients: Clients,
+    /// When a work message comes back: held for the invocation, then a
+    /// backoff if it failed.
+    visibility: Visibility,
     config: Config,
     /// Where the docs tools list: the one listing the worker's role allows,
     /// so the health check lists there too.
@@ -115,6 +120,10 @@ fn is_approval_sweep(event: &Value) -> bool {
     event.get("source").and_then(Value::as_str) == Some("slack-assistant")
         && event.get("detail-type").and_then(Value::as_str) == Some("Approval Sweep")
 }
+
+/// How long past the invocation's deadline a message being worked on stays
+/// hidden: then another worker may pick it up.
+const HOLD_MARGIN: Duration = Duration::from_secs(10);
 
 /// Time left before Lambda's deadline (milliseconds since the epoch).
 struct LambdaDeadline(u64);
@@ -153,7 +162,8 @@ impl WorkerFunction {
         };
         let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;
         tracing::info!(config = %config.assistant_config_key, "worker assembled");
-        Ok(Self { worker, clients, config, docs_prefix: assistant.docs_prefix })
+        let visibility = Visibility::new(clients.sqs.clone());
+        Ok(Self { worker, clients, config, docs_prefix: assistant.docs_prefix, visibility })
     }
 
     /// The same function with other tools (tests bring their own).
@@ -185,10 +195,17 @@ impl WorkerFunction {
     }
 
     async fn handle_batch(&self, batch: &SqsEvent, deadline: &dyn Deadline) -> SqsBatchResponse {
-        sqs_batch::handle_event(batch, |record| self.handle_record(record, deadline)).await
+        sqs_batch::handle_event(batch, &self.visibility, |record| self.handle_record(record, deadline)).await
     }
 
     async fn handle_record(&self, record: Record<'_>, deadline: &dyn Deadline) -> Handled {
+        // Held until just past this invocation's end: if the process dies
+        // (a crash, the Lambda timeout), the message is back in seconds, not
+        // after the queue's visibility timeout.
+        let hold = deadline.time_left() + HOLD_MARGIN;
+        if let Err(err) = self.visibility.set(record.source, record.receipt_handle, hold).await {
+            tracing::warn!(error = %err, "message not held for the invocation: the queue's visibility timeout applies");
+        }
         match WorkMessage::decode(record.body) {
             Ok(message) => {
                 sqs_batch::settle(self.worker.handle(&message, deadline).await, Permanent::ToDeadLetterQueue)

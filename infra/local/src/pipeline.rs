@@ -151,6 +151,7 @@ impl Pipeline {
                     .map_err(|err| SetupError::NoCredentials(err.to_string()))?;
                 let config = aws_sdk_bedrockruntime::config::Builder::from(&aws)
                     .retry_config(adapters_bedrock::retry_config())
+                    .timeout_config(adapters_bedrock::timeout_config(worker_logic::MODEL_CALL_TIME))
                     .build();
                 let client = aws_sdk_bedrockruntime::Client::from_conf(config);
                 (Arc::new(Narrated(BedrockModel::new(client, model_id))), format!("Bedrock {model_id}"))

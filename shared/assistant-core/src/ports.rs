@@ -296,6 +296,16 @@ pub trait ReplyQueue: Send + Sync {
     async fn send(&self, message: &ReplyMessage) -> Result<(), PortError>;
 }
 
+/// When a received queue message is handed out again (SQS's visibility):
+/// how the functions make a failed message come back after a backoff
+/// rather than after the queue's long visibility timeout.
+#[async_trait]
+pub trait MessageVisibility: Send + Sync {
+    /// The message comes back `after` from now. `queue_arn` names its queue
+    /// as Lambda's event does.
+    async fn set(&self, queue_arn: &str, receipt_handle: &str, after: std::time::Duration) -> Result<(), PortError>;
+}
+
 /// An error that knows whether handling the same message again may
 /// succeed: what decides between an SQS retry and the dead-letter queue.
 pub trait Retryable: fmt::Display {

@@ -29,6 +29,12 @@ impl TurnId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// What people and operators quote: the Slack event id, which is in
+    /// every log line of the turn.
+    pub fn reference(&self) -> &str {
+        self.0.split_once('-').map_or(&self.0, |(_, event)| event)
+    }
 }
 
 impl fmt::Display for TurnId {

@@ -234,18 +234,12 @@ pub fn placeholder(status: &str) -> Outgoing {
     Outgoing { key: MessageKey::Placeholder, text: format!("_Working on it: {status}_"), blocks: Vec::new() }
 }
 
-/// A short reference for a turn, to quote to an admin: the Slack event id
-/// part of the turn id, which every log line of the turn carries.
-pub fn reference(turn: &TurnId) -> &str {
-    turn.as_str().split_once('-').map_or(turn.as_str(), |(_, event)| event)
-}
-
 /// What the thread is told when a turn's work ended in a dead-letter queue.
 pub fn apology_text(turn: &TurnId) -> String {
     format!(
         "Sorry, something went wrong and I couldn't finish answering this. Please try again in a moment; \
          if it keeps happening, give your admin this reference: `{}`.",
-        reference(turn)
+        turn.reference()
     )
 }
 
@@ -388,7 +382,7 @@ mod tests {
     #[test]
     fn the_apology_quotes_the_event_id_as_reference() {
         let turn = TurnId::new("T061EG9R6-Ev0LAN670R");
-        assert_eq!(reference(&turn), "Ev0LAN670R");
+        assert_eq!(turn.reference(), "Ev0LAN670R");
         assert!(apology(&turn).text.contains("`Ev0LAN670R`"));
     }
 }

@@ -325,7 +325,7 @@ impl Responder {
             // The answer exists: delivering it is the best apology.
             return self.deliver(turn_id).await;
         }
-        let reference = render::reference(turn_id).to_owned();
+        let reference = turn_id.reference().to_owned();
         error!(reference, "the turn's work ended in a dead-letter queue: telling the thread");
         match self.post_all(thread, turn_id, &[render::apology(turn_id)], &mut record).await {
             Ok(posted) => {

@@ -6,6 +6,12 @@
 //! use to address them); other bots are marked as bots. Consecutive
 //! messages of one role are merged, because Converse wants roles to
 //! alternate, starting and ending with the user.
+//!
+//! The opening is capped in bytes as well as in messages, so a thread of
+//! pasted logs still starts a turn whose state fits a DynamoDB item: each
+//! earlier message is cut at [`MESSAGE_BYTES`], the newest earlier messages
+//! are kept up to [`HISTORY_BYTES`] (the model is told how many were left
+//! out), and the question at [`QUESTION_BYTES`].
 
 use assistant_core::messages::TurnRequest;
 use assistant_core::ports::{Author, ChannelInfo, ThreadMessage};
@@ -14,6 +20,25 @@ use slack::{ChannelId, Ts};
 
 /// How many earlier thread messages a turn starts with.
 pub const HISTORY_LIMIT: usize = 30;
+/// The most of one earlier message a turn starts with.
+pub const MESSAGE_BYTES: usize = 8 * 1024;
+/// The most of all earlier messages together.
+pub const HISTORY_BYTES: usize = 64 * 1024;
+/// The most of the question (Slack allows 40,000 characters, which may be
+/// four bytes each).
+pub const QUESTION_BYTES: usize = 48 * 1024;
+
+/// `text` cut to at most `max` bytes at a character boundary, saying so.
+fn capped(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} …(cut: {} more bytes)", &text[..end], text.len() - end)
+}
 
 const GREETING_REQUEST: &str = "(The user opened a conversation with you without a question yet. Greet them briefly and say what you can help with.)";
 
@@ -66,9 +91,29 @@ pub fn viewing_context(channel: &ChannelId) -> String {
 /// The messages a turn starts with.
 pub fn opening(history: &[ThreadMessage], request: &TurnRequest) -> Vec<Message> {
     let asked_at = order(&request.message_ts);
+    let earlier: Vec<(Role, String)> = history
+        .iter()
+        .filter(|m| order(&m.ts) < asked_at && !m.text.trim().is_empty())
+        .map(|message| {
+            let (role, text) = line(&message.author, &message.text);
+            (role, capped(text, MESSAGE_BYTES))
+        })
+        .collect();
+    // The newest earlier messages that fit together.
+    let (mut kept, mut used) = (0, 0);
+    for (_, text) in earlier.iter().rev() {
+        if used + text.len() > HISTORY_BYTES {
+            break;
+        }
+        used += text.len();
+        kept += 1;
+    }
+    let left_out = earlier.len() - kept;
     let mut messages = Vec::new();
-    for message in history.iter().filter(|m| order(&m.ts) < asked_at && !m.text.trim().is_empty()) {
-        let (role, text) = line(&message.author, &message.text);
+    if left_out > 0 {
+        push_merged(&mut messages, Role::User, format!("({left_out} earlier messages of this thread are left out.)"));
+    }
+    for (role, text) in earlier.into_iter().skip(left_out) {
         push_merged(&mut messages, role, text);
     }
     if messages.first().is_some_and(|first| first.role == Role::Assistant) {
@@ -77,7 +122,7 @@ pub fn opening(history: &[ThreadMessage], request: &TurnRequest) -> Vec<Message>
     let question = if request.text.trim().is_empty() {
         GREETING_REQUEST.to_owned()
     } else {
-        line(&Author::Person(request.user.clone()), &request.text).1
+        capped(line(&Author::Person(request.user.clone()), &request.text).1, QUESTION_BYTES)
     };
     push_merged(&mut messages, Role::User, question);
     messages
@@ -184,5 +229,26 @@ mod tests {
     fn an_opened_assistant_panel_asks_for_a_greeting() {
         let messages = opening(&[], &request(""));
         assert!(texts(&messages[0])[0].contains("Greet them"));
+    }
+
+    #[test]
+    fn a_thread_of_pasted_logs_is_capped_in_bytes_newest_first() {
+        let log = |n: usize| format!("{n}: {}", "ERROR connection reset by peer ".repeat(1_000));
+        let history: Vec<ThreadMessage> = (0..30)
+            .map(|n| said(&format!("1763800{n:03}.000100"), Author::Person(UserId::new("U1")), &log(n)))
+            .collect();
+        let messages = opening(&history, &request(&"why? ".repeat(20_000)));
+        let all: Vec<String> = messages.iter().flat_map(texts).collect();
+        let bytes: usize = all.iter().map(String::len).sum();
+        assert!(bytes <= HISTORY_BYTES + QUESTION_BYTES + 1_024, "{bytes} bytes");
+        assert!(all[0].contains("earlier messages of this thread are left out"), "{}", all[0]);
+        assert!(all.iter().any(|text| text.starts_with("<@U1>: 29: ERROR")), "the newest earlier message is kept");
+        assert!(!all.iter().any(|text| text.starts_with("<@U1>: 0: ERROR")), "the oldest is left out");
+        assert!(all.iter().all(|text| text.len() <= QUESTION_BYTES + 64), "every message is cut");
+        assert!(all.last().unwrap().contains("…(cut: "), "the question is cut and says so");
+
+        // Multi-byte text is cut on a character boundary.
+        let cut = capped("é".repeat(10), 5);
+        assert!(cut.starts_with("éé …(cut: "), "{cut}");
     }
 }

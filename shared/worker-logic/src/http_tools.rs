@@ -145,6 +145,10 @@ fn http_tool(
     if config.approvers.as_ref().is_some_and(Vec::is_empty) {
         return Err(invalid("approvers is empty: nobody could approve its calls".into()));
     }
+    let max_secs = crate::tools::MAX_TOOL_TIME.as_secs();
+    if config.timeout_secs.is_some_and(|secs| secs == 0 || secs > max_secs) {
+        return Err(invalid(format!("timeout_secs must be from 1 to {max_secs}")));
+    }
     let destructive = method == reqwest::Method::DELETE;
     let endpoint = Arc::new(Endpoint {
         method,

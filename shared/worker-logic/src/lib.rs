@@ -31,4 +31,4 @@ pub mod tools;
 pub mod worker;
 
 pub use assembly::{StartupError, WorkerPorts, assemble};
-pub use worker::{Deadline, Limits, Outcome, Worker, WorkerError};
+pub use worker::{Deadline, Limits, MODEL_CALL_TIME, Outcome, Worker, WorkerError};

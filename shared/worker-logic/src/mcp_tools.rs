@@ -48,7 +48,7 @@ use tracing::{info, warn};
 
 const DEFAULT_TIMEOUT_SECS: u64 = 30;
 /// Longer than any step should wait for one tool.
-const MAX_TIMEOUT_SECS: u64 = 300;
+const MAX_TIMEOUT_SECS: u64 = crate::tools::MAX_TOOL_TIME.as_secs();
 /// How long start-up waits for all servers together (connect, initialize,
 /// every page of `tools/list`).
 pub const DISCOVERY_DEADLINE: Duration = Duration::from_secs(5);

@@ -85,6 +85,10 @@ pub enum ToolDefinitionError {
     DuplicateName(String),
 }
 
+/// The longest any tool call may take; configured timeouts above it are
+/// refused (HTTP tools, MCP servers) or cut to it.
+pub const MAX_TOOL_TIME: Duration = Duration::from_secs(120);
+
 impl Tool {
     pub fn new(
         spec: ToolSpec,
@@ -109,6 +113,8 @@ impl Tool {
         Self::with_schema(spec, schema, effect, timeout, runner)
     }
 
+    /// Every tool's timeout is at most [`MAX_TOOL_TIME`], which the step's
+    /// time budget counts on.
     fn with_schema(
         spec: ToolSpec,
         schema: Schema,
@@ -116,6 +122,7 @@ impl Tool {
         timeout: Duration,
         runner: impl RunTool + 'static,
     ) -> Self {
+        let timeout = timeout.min(MAX_TOOL_TIME);
         Self { spec, effect, timeout, schema, runner: Arc::new(runner), approvers: None, destructive: false }
     }
 

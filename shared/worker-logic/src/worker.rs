@@ -63,14 +63,25 @@ pub struct Limits {
     pub max_output_tokens: u32,
     /// Input + output tokens over the whole turn.
     pub max_turn_tokens: u64,
-    /// Time one step may need (a model call and the slowest tool); with less
-    /// left in the invocation the turn continues in the next one.
+    /// Time one step may need: its model call, the slowest tool, the saves.
+    /// With less left in the invocation, the turn continues in the next one.
     pub step_time: Duration,
 }
 
+/// The most one model call may take, retries included: the Bedrock
+/// client's operation timeout (`functions/worker`).
+pub const MODEL_CALL_TIME: Duration = Duration::from_secs(150);
+/// What a step needs besides its model call and its tools (saves, status).
+const STEP_OVERHEAD: Duration = Duration::from_secs(15);
+
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_steps: 10, max_output_tokens: 4096, max_turn_tokens: 400_000, step_time: Duration::from_secs(90) }
+        Self {
+            max_steps: 10,
+            max_output_tokens: 4096,
+            max_turn_tokens: 400_000,
+            step_time: MODEL_CALL_TIME + crate::tools::MAX_TOOL_TIME + STEP_OVERHEAD,
+        }
     }
 }
 
@@ -126,6 +137,19 @@ impl WorkerError {
             WorkerError::Store(_) | WorkerError::Queue(_) | WorkerError::Artifacts(_) | WorkerError::Timers(_) => true,
         }
     }
+
+    /// What went wrong, for the person who asked.
+    pub fn in_words(&self) -> &'static str {
+        match self {
+            WorkerError::Model(ModelError::Malformed(_)) => "the model's reply could not be read",
+            WorkerError::Model(_) => "the model refused the request as it stands",
+            WorkerError::Store(StoreError::TooLarge { .. }) => "this conversation grew larger than I can keep",
+            WorkerError::Store(_) => "I could not save my progress",
+            WorkerError::Queue(_) => "I could not hand on my work",
+            WorkerError::Artifacts(_) => "I could not store a tool's result",
+            WorkerError::Timers(_) => "I could not set an approval's deadline",
+        }
+    }
 }
 
 impl From<StoreError> for WorkerError {
@@ -159,8 +183,53 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// Handles one work message. An error that no redelivery can mend
+    /// settles the turn as failed at once and tells the thread why (one
+    /// delivery, not the queue's every receive).
     pub async fn handle(&self, message: &WorkMessage, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
         let span = info_span!("turn", turn_id = field::Empty, event_id = field::Empty, step = field::Empty);
+        match self.handle_in(message, deadline, span.clone()).await {
+            Err(err) if !err.is_retryable() => self.fail_at_once(message, err).instrument(span).await,
+            handled => handled,
+        }
+    }
+
+    /// A turn that cannot succeed: saved as failed with the reason in
+    /// words and its reference, and its delivery requested. When even that
+    /// is impossible (no turn stored yet, the store refusing), the error
+    /// stands and the message goes on to the dead-letter queue, whose
+    /// apology the responder posts.
+    async fn fail_at_once(&self, message: &WorkMessage, err: WorkerError) -> Result<Outcome, WorkerError> {
+        let Ok(Some(mut turn)) = self.store.load(&message.turn_id()).await else { return Err(err) };
+        if !matches!(turn.status, TurnStatus::Running | TurnStatus::AwaitingApproval) {
+            return Err(err);
+        }
+        tracing::error!(error = %err, "the turn cannot succeed: settled as failed");
+        let answer = format!(
+            "Sorry, I couldn't finish answering this: {}. Asking again won't help until that is fixed; give your \
+             admin this reference: `{}`.",
+            err.in_words(),
+            turn.id.reference()
+        );
+        turn.pending_approval = None;
+        turn.settle(answer, TurnStatus::Failed, self.clock.now_unix());
+        match self.save(&mut turn).await {
+            Ok(()) => {
+                let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
+                self.replies.send(&reply).await.map_err(WorkerError::Queue)?;
+                Ok(Outcome::Settled { id: turn.id, status: TurnStatus::Failed, steps: turn.steps })
+            }
+            Err(StoreError::Conflict { id, .. }) => Ok(Outcome::Superseded { id }),
+            Err(_) => Err(err),
+        }
+    }
+
+    async fn handle_in(
+        &self,
+        message: &WorkMessage,
+        deadline: &dyn Deadline,
+        span: Span,
+    ) -> Result<Outcome, WorkerError> {
         match message {
             WorkMessage::StartTurn(request) => {
                 span.record("turn_id", field::display(TurnId::for_event(&request.thread, &request.event_id)));

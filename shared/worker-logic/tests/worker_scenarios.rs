@@ -608,6 +608,28 @@ async fn refusals_cut_answers_and_rejected_requests_settle_honestly() {
     assert_eq!(deliveries(&worker), 1, "the user is told");
 }
 
+#[tokio::test]
+async fn an_unreadable_model_reply_settles_the_turn_as_failed_at_once_with_the_reason_and_reference() {
+    // GIVEN a model whose second reply cannot be read (no redelivery mends that)
+    let worker = worker_with(ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "pool"}))]),
+        Err(ModelError::Malformed("no content".into())),
+    ]));
+    // WHEN the message is handled once
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    // THEN the turn is failed, the thread told why, in this one delivery
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Failed, steps: 1 });
+    let turn = stored(&worker).await;
+    assert_eq!(turn.status, TurnStatus::Failed);
+    let answer = turn.answer.unwrap();
+    assert!(answer.contains("the model's reply could not be read"), "{answer}");
+    assert!(answer.contains(turn_id().reference()), "{answer}");
+    assert_eq!(deliveries(&worker), 1);
+    // AND a redelivery changes nothing (the turn is settled)
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.model.calls(), 2, "no further model call");
+}
+
 fn worker_with(model: ScriptedModel) -> TestWorker {
     worker(model, counter())
 }

@@ -9,10 +9,13 @@
 use crate::{port_error, summarize};
 use assistant_core::WorkMessage;
 use assistant_core::messages::{QueueMessage, ReplyMessage};
-use assistant_core::ports::{PortError, ReplyQueue, WorkQueue};
+use assistant_core::ports::{MessageVisibility, PortError, ReplyQueue, WorkQueue};
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::QueueAttributeName;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
 
 #[derive(Debug, Clone)]
 pub struct SqsQueue {
@@ -61,4 +64,61 @@ pub async fn check_queue(client: &Client, url: &str) -> Result<(), String> {
         .await
         .map(|_| ())
         .map_err(|err| summarize(&err))
+}
+
+/// Sets when SQS hands a received message out again
+/// (`ChangeMessageVisibility`): the backoff of a failed record, or a hold
+/// for the rest of an invocation. Queues are named by ARN, as Lambda's
+/// events name them; each ARN's URL is asked for once per process.
+#[derive(Debug)]
+pub struct Visibility {
+    client: Client,
+    urls: Mutex<HashMap<String, String>>,
+}
+
+impl Visibility {
+    pub fn new(client: Client) -> Self {
+        Self { client, urls: Mutex::default() }
+    }
+
+    async fn url(&self, queue_arn: &str) -> Result<String, PortError> {
+        if let Some(url) = self.urls.lock().expect("urls lock").get(queue_arn) {
+            return Ok(url.clone());
+        }
+        // arn:aws:sqs:region:account:name
+        let mut parts = queue_arn.rsplitn(3, ':');
+        let (Some(name), Some(account)) = (parts.next(), parts.next()) else {
+            return Err(PortError::new("SQS GetQueueUrl", format!("{queue_arn:?} is not a queue ARN")));
+        };
+        let url = self
+            .client
+            .get_queue_url()
+            .queue_name(name)
+            .queue_owner_aws_account_id(account)
+            .send()
+            .await
+            .map_err(|err| port_error("SQS GetQueueUrl", err))?
+            .queue_url
+            .unwrap_or_default();
+        self.urls.lock().expect("urls lock").insert(queue_arn.to_owned(), url.clone());
+        Ok(url)
+    }
+}
+
+#[async_trait]
+impl MessageVisibility for Visibility {
+    /// SQS allows at most 12 hours.
+    async fn set(&self, queue_arn: &str, receipt_handle: &str, after: Duration) -> Result<(), PortError> {
+        let url = self.url(queue_arn).await?;
+        let seconds = after.as_secs_f64().ceil().min(43_200.0) as i32;
+        self.client
+            .change_message_visibility()
+            .queue_url(url)
+            .receipt_handle(receipt_handle)
+            .visibility_timeout(seconds)
+            .send()
+            .await
+            .map_err(|err| port_error("SQS ChangeMessageVisibility", err))?;
+        Ok(())
+    }
 }

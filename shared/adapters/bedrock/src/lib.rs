@@ -30,6 +30,16 @@ pub fn retry_config() -> RetryConfig {
     RetryConfig::standard().with_max_attempts(4).with_initial_backoff(Duration::from_millis(500))
 }
 
+/// One model call, its retries included, ends within `budget`; one attempt
+/// within most of it (a long answer takes a minute or two to write).
+pub fn timeout_config(budget: Duration) -> aws_config::timeout::TimeoutConfig {
+    aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(3))
+        .operation_attempt_timeout(budget * 4 / 5)
+        .operation_timeout(budget)
+        .build()
+}
+
 #[derive(Debug, Clone)]
 pub struct BedrockModel {
     client: Client,

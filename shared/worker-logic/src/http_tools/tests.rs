@@ -228,4 +228,12 @@ fn declarations_that_cannot_be_safe_are_refused_at_start_up() {
             "{url}"
         );
     }
+
+    // A timeout longer than a step's tool budget, or none at all.
+    config.url = "https://status.example.com/api".into();
+    for secs in [0, 121, 86_400] {
+        config.timeout_secs = Some(secs);
+        let err = http_tools(std::slice::from_ref(&config), client(), |_: &Reference| None).err().expect("refused");
+        assert!(err.to_string().contains("timeout_secs must be from 1 to 120"), "{secs}: {err}");
+    }
 }
