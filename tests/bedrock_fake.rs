@@ -30,7 +30,13 @@ fn tools() -> Vec<ToolSpec> {
 async fn ask(model: &BedrockModel, messages: &[Message]) -> Result<assistant_core::model::ModelReply, ModelError> {
     let tools = tools();
     model
-        .converse(ModelRequest { system: "You are the on-call assistant.", tools: &tools, messages, max_tokens: 2048 })
+        .converse(ModelRequest {
+            system: "You are the on-call assistant.",
+            tools: &tools,
+            messages,
+            max_tokens: 2048,
+            cache_conversation: false,
+        })
         .await
 }
 

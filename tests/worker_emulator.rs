@@ -157,6 +157,16 @@ async fn a_tool_round_searches_the_runbooks_in_s3_and_sends_the_results_back() {
     assert_eq!(results[1]["toolResult"]["status"], "success");
     let now = results[1]["toolResult"]["content"][0]["json"]["unix"].as_i64().unwrap();
     assert!(now > 1_763_800_000, "current_time read the real clock: {now}");
+    // AND the second step reads the first from the prompt cache: the
+    // conversation so far ends with a cache point; the first step has none
+    let last_block = |request: &tests::fake_bedrock::Recorded| {
+        let messages = request.body["messages"].as_array().unwrap();
+        messages.last().unwrap()["content"].as_array().unwrap().last().unwrap().clone()
+    };
+    assert_eq!(last_block(&requests[1]), json!({"cachePoint": {"type": "default"}}));
+    assert!(last_block(&requests[0]).get("cachePoint").is_none(), "{}", requests[0].body);
+    let points = |request: &tests::fake_bedrock::Recorded| request.body.to_string().matches("cachePoint").count();
+    assert_eq!(points(&requests[1]), 3, "system, tools, conversation: Bedrock allows four");
     // AND the tools were advertised
     let advertised: Vec<_> = requests[0].body["toolConfig"]["tools"]
         .as_array()

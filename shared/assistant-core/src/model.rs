@@ -23,6 +23,10 @@ pub struct ModelRequest<'a> {
     pub tools: &'a [ToolSpec],
     pub messages: &'a [Message],
     pub max_tokens: u32,
+    /// Mark the end of `messages` as a cache point too: set on every step
+    /// after the first, so a step reads the conversation so far (every
+    /// earlier step) from the cache, and writes its own for the next.
+    pub cache_conversation: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

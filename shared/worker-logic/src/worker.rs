@@ -622,6 +622,7 @@ impl Worker {
             tools: &tools,
             messages: &turn.transcript,
             max_tokens: self.limits.max_output_tokens,
+            cache_conversation: turn.steps > 0,
         };
         let reply = match self.model.converse(request).await {
             Ok(reply) => reply,

@@ -3,7 +3,9 @@
 //! Translates the turn's transcript and tools into Converse's types and
 //! back. The system prompt and the tool list are the same on every step of
 //! a turn, so each ends with a cache point: later steps read that prefix
-//! from Bedrock's prompt cache instead of paying for it again.
+//! from Bedrock's prompt cache instead of paying for it again. From the
+//! second step on, the conversation so far ends with a third one, so each
+//! step reads every earlier step from the cache too.
 //!
 //! Throttling and 5xx are retried by the SDK's standard retry strategy
 //! (bounded, exponential backoff with jitter, see [`retry_config`]); what is
@@ -68,9 +70,7 @@ impl Model for BedrockModel {
             .model_id(&self.model_id)
             .system(SystemContentBlock::Text(request.system.to_owned()))
             .system(SystemContentBlock::CachePoint(cache_point.clone()))
-            .set_messages(Some(
-                request.messages.iter().map(message).collect::<Result<_, _>>().map_err(|e| built("message", e))?,
-            ))
+            .set_messages(Some(messages(&request, &cache_point).map_err(|e| built("message", e))?))
             .inference_config(InferenceConfiguration::builder().max_tokens(clamp_i32(request.max_tokens)).build());
         if !tools.is_empty() {
             tools.push(Tool::CachePoint(cache_point));
@@ -108,12 +108,34 @@ fn tool(spec: &ToolSpec) -> Result<Tool, aws_smithy_types::error::operation::Bui
     ))
 }
 
-fn message(message: &Message) -> Result<bedrock::Message, aws_smithy_types::error::operation::BuildError> {
+/// The conversation, with a cache point after it when the request asks
+/// (Bedrock allows four: system, tools, and this one).
+fn messages(
+    request: &ModelRequest<'_>,
+    cache_point: &CachePointBlock,
+) -> Result<Vec<bedrock::Message>, aws_smithy_types::error::operation::BuildError> {
+    let last = request.messages.len().saturating_sub(1);
+    request
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(index, message)| {
+            let cache_point = (request.cache_conversation && index == last).then_some(cache_point);
+            bedrock_message(message, cache_point)
+        })
+        .collect()
+}
+
+fn bedrock_message(
+    message: &Message,
+    cache_point: Option<&CachePointBlock>,
+) -> Result<bedrock::Message, aws_smithy_types::error::operation::BuildError> {
     let role = match message.role {
         Role::User => ConversationRole::User,
         Role::Assistant => ConversationRole::Assistant,
     };
-    let content = message.content.iter().map(content_block).collect::<Result<Vec<_>, _>>()?;
+    let mut content = message.content.iter().map(content_block).collect::<Result<Vec<_>, _>>()?;
+    content.extend(cache_point.cloned().map(ContentBlock::CachePoint));
     bedrock::Message::builder().role(role).set_content(Some(content)).build()
 }
 
