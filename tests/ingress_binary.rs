@@ -40,6 +40,15 @@ async fn the_binary_answers_each_event_file() {
     let bot = lambda.invoke(&events::parse(events::BOT_MESSAGE)).await.unwrap();
     assert_eq!(bot["statusCode"], 200, "{bot}");
 
+    // One metrics record per request: the mention and the click accepted,
+    // the forgery rejected.
+    let records = lambda.emf_records();
+    assert_eq!(records.len(), 5, "{records:?}");
+    let total = |name: &str| records.iter().map(|record| record[name].as_f64().unwrap()).sum::<f64>();
+    assert_eq!((total("Accepted"), total("Duplicates"), total("Rejected")), (2.0, 0.0, 1.0));
+    assert_eq!(records[0]["_aws"]["CloudWatchMetrics"][0]["Dimensions"], serde_json::json!([["Function"]]));
+    assert_eq!(records[0]["Function"], "ingress");
+
     let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
     assert_eq!(health["status"], "ok", "{health}");
     assert_eq!(health["checks"].as_array().map(Vec::len), Some(2));

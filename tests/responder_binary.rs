@@ -56,6 +56,18 @@ async fn the_binary_posts_a_delivery_apologizes_for_a_dead_letter_and_reports_he
     assert_eq!(delivery.settled, Some(Settled::Apologized { reference: "Ev0DEAD0001".into() }));
     assert_eq!(turns.load(&running.id).await.unwrap().unwrap().status, TurnStatus::Running, "the worker's record");
 
+    // One metrics record per message: the answer posted, then the two dead
+    // letters (one apology posted).
+    let records = lambda.emf_records();
+    let figures: Vec<(f64, f64, f64)> = records
+        .iter()
+        .map(|r| {
+            (r["Posted"].as_f64().unwrap(), r["DeadLetters"].as_f64().unwrap(), r["SlackRetries"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(figures, [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (1.0, 1.0, 0.0)], "{records:?}");
+    assert!(records.iter().all(|r| r["Function"] == "responder"));
+
     let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
     assert_eq!(health["status"], "ok", "{health}");
     assert_eq!(health["function"], "responder");

@@ -30,9 +30,15 @@ struct World {
 
 impl World {
     async fn new(dead_letter_queue_arns: Vec<String>) -> Self {
+        Self::with_ops_channel(dead_letter_queue_arns, None).await
+    }
+
+    /// With `OPS_CHANNEL_ID` set to `ops_channel`.
+    async fn with_ops_channel(dead_letter_queue_arns: Vec<String>, ops_channel: Option<&str>) -> Self {
         let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
         let slack = FakeSlack::start().await;
-        let config = tests::responder_config(&stack, slack.url(), dead_letter_queue_arns);
+        let mut config = tests::responder_config(&stack, slack.url(), dead_letter_queue_arns);
+        config.ops_channel = ops_channel.map(slack::ChannelId::new);
         let clients = tests::responder_clients(&stack);
         let function = ResponderFunction::new(config, clients);
         Self { stack, slack, function }
@@ -167,13 +173,31 @@ async fn a_malformed_reply_is_left_for_the_dead_letter_queue() {
 
 #[tokio::test]
 async fn work_moved_to_the_dead_letter_queue_becomes_one_apology_and_a_failed_turn() {
+    // Without an ops channel: the apology, and no alert anywhere.
+    let posted = dead_letter_apology(None).await;
+    assert_eq!(posted.len(), 1, "{posted:?}");
+
+    // With one: the apology, and one alert there naming the reference and
+    // linking the thread, however often the dead letter comes.
+    let posted = dead_letter_apology(Some("C0OPS")).await;
+    assert_eq!(posted.len(), 2, "{posted:?}");
+    let alert = &posted[1];
+    assert_eq!(alert.channel, "C0OPS");
+    assert!(alert.text.contains("dead-letter queue") && alert.text.contains("`Ev0LAN670R`"), "{}", alert.text);
+    assert!(alert.text.contains("https://slack.com/archives/C0LAN2Q65/p1763800000000100"), "{}", alert.text);
+    assert!(alert.text.contains("<#C0LAN2Q65>"), "{}", alert.text);
+}
+
+/// A turn's work moved to its dead-letter queue, handed to the responder
+/// twice; what was posted.
+async fn dead_letter_apology(ops_channel: Option<&str>) -> Vec<tests::fake_slack::Posted> {
     // GIVEN a turn whose work message SQS gave up on: a queue that moves a
     // message to its dead-letter queue after one receive
     let sqs = aws_sdk_sqs::Client::new(&emulator_config().await);
     let queue = provision::fifo_queue_with_dlq(&sqs, &unique_name("work"), 1, 1).await.unwrap();
     let dead_letter_arn =
         format!("arn:aws:sqs:us-east-1:123456789012:{}", queue.dead_letter.rsplit('/').next().unwrap());
-    let world = World::new(vec![dead_letter_arn.clone()]).await;
+    let world = World::with_ops_channel(vec![dead_letter_arn.clone()], ops_channel).await;
     world.store_turn(TurnStatus::Running, None).await;
     let start = events::parse(events::WORKER_SQS_START_TURN)["Records"][0]["body"].as_str().unwrap().to_owned();
     sqs.send_message()
@@ -196,11 +220,11 @@ async fn work_moved_to_the_dead_letter_queue_becomes_one_apology_and_a_failed_tu
 
     // THEN one apology with the reference is in the thread, recorded as the turn's end
     let posted = world.slack.posted();
-    assert_eq!(posted.len(), 1, "{posted:?}");
     assert_eq!((posted[0].channel.as_str(), posted[0].thread_ts.as_str()), (CHANNEL, THREAD_TS));
     assert!(posted[0].text.starts_with("Sorry, something went wrong"), "{}", posted[0].text);
     assert!(posted[0].text.contains("`Ev0LAN670R`"), "{}", posted[0].text);
     assert_eq!(world.settled().await, Some(Settled::Apologized { reference: "Ev0LAN670R".into() }));
+    posted
 }
 
 #[tokio::test]

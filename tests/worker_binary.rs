@@ -40,6 +40,46 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
     let replies = stack.receive_requests().await.unwrap();
     assert!(matches!(replies[..], [ReplyMessage::Deliver { .. }]), "{replies:?}");
 
+    // The settled turn's metrics, as CloudWatch reads them from the
+    // function's output: one Embedded Metric Format record, whose token
+    // figures are what the fake model reported.
+    let records = lambda.emf_records();
+    let turns: Vec<&serde_json::Value> = records.iter().filter(|r| r.get("Turns").is_some()).collect();
+    assert_eq!(turns.len(), 1, "{records:?}");
+    let record = turns[0];
+    let directive = &record["_aws"]["CloudWatchMetrics"][0];
+    assert_eq!(directive["Namespace"], "SlackAssistant");
+    assert_eq!(directive["Dimensions"], serde_json::json!([["Function", "Outcome"], ["Function", "Limit"]]));
+    let names: Vec<&str> =
+        directive["Metrics"].as_array().unwrap().iter().map(|m| m["Name"].as_str().unwrap()).collect();
+    for name in [
+        "Turns",
+        "Steps",
+        "ToolCalls",
+        "ToolErrors",
+        "LimitHits",
+        "InputTokens",
+        "OutputTokens",
+        "CacheReadTokens",
+        "CacheWriteTokens",
+        "TimeToFirstStatusMs",
+        "TimeToAnswerMs",
+        "EstimatedCostUsd",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+        assert!(record[name].is_number(), "{name} has a value: {record}");
+    }
+    assert_eq!((record["Function"].as_str(), record["Outcome"].as_str()), (Some("worker"), Some("answered")));
+    assert_eq!(record["Limit"], "none");
+    assert_eq!(record["InputTokens"], 1250.0);
+    assert_eq!(record["OutputTokens"], 42.0);
+    assert_eq!(record["CacheReadTokens"], 1024.0);
+    assert_eq!(record["CacheWriteTokens"], 0.0);
+    assert_eq!(record["Steps"], 1.0);
+    let sonnet = (1250.0 * 3.0 + 42.0 * 15.0 + 1024.0 * 0.3) / 1e6;
+    assert!(record["EstimatedCostUsd"].as_f64().unwrap() > sonnet, "the model's part and AWS's: {record}");
+    assert_eq!(record["turn_id"], "T061EG9R6-Ev0LAN670R");
+
     // The approval sweep: a deadline long past, in the table, becomes a
     // timeout on the work queue, once.
     let timers = DynamoTimers::new(stack.dynamodb.clone(), &stack.table);
@@ -69,6 +109,11 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
 
     let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
     assert_eq!(health["status"], "ok", "{health}");
+    // The report is logged, and its metric says it is not degraded.
+    assert!(lambda.logs().contains("health: ok"), "{}", lambda.logs());
+    let degraded: Vec<f64> =
+        lambda.emf_records().iter().filter_map(|record| record["HealthDegraded"].as_f64()).collect();
+    assert_eq!(degraded, [0.0]);
     assert!(lambda.logs().contains("turn started"), "{}", lambda.logs());
     assert_eq!(slack.calls("conversations.replies").len(), 1, "read the thread");
     assert_eq!(slack.calls("conversations.info").len(), 1, "read the channel");

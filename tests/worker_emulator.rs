@@ -330,14 +330,24 @@ async fn a_malformed_message_reaches_the_dead_letter_queue_after_the_maximum_rec
 }
 
 #[tokio::test]
-async fn the_health_check_reports_the_table_queues_and_bucket() {
+async fn the_health_check_reports_the_table_queues_bucket_and_slack() {
     let fake = FakeBedrock::start().await;
-    let (_stack, function) = world(&fake).await;
+    let slack = FakeSlack::start().await;
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let function =
+        WorkerFunction::load(function_config(&stack, Some(&slack)), clients(&stack, &fake).await).await.unwrap();
     let report = function.handle(events::parse(events::SCHEDULED_HEALTH_CHECK), deadline()).await.unwrap();
     assert_eq!(report["status"], "ok", "{report}");
     assert_eq!(report["function"], "worker");
     let names: Vec<_> = report["checks"].as_array().unwrap().iter().map(|c| c["name"].clone()).collect();
-    assert_eq!(names, [json!("dynamodb"), json!("sqs_work"), json!("sqs_reply"), json!("s3")]);
+    assert_eq!(names, [json!("dynamodb"), json!("sqs_work"), json!("sqs_reply"), json!("s3"), json!("slack")]);
+    assert_eq!(slack.calls("auth.test").len(), 1);
+
+    // Slack unreachable: degraded, and the failing check says so.
+    let (_stack, unreachable) = world(&fake).await;
+    let report = unreachable.handle(events::parse(events::SCHEDULED_HEALTH_CHECK), deadline()).await.unwrap();
+    assert_eq!(report["status"], "degraded", "{report}");
+    assert_eq!(report["checks"][4]["ok"], false, "{report}");
 }
 
 #[tokio::test]

@@ -104,6 +104,16 @@ impl LambdaUnderRie {
     pub fn logs(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
+
+    /// The CloudWatch Embedded Metric Format records the function printed,
+    /// as CloudWatch reads them: JSON lines with an `_aws` object.
+    pub fn emf_records(&self) -> Vec<Value> {
+        self.logs()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|record| record.get("_aws").is_some())
+            .collect()
+    }
 }
 
 fn free_port() -> Result<u16> {

@@ -305,6 +305,8 @@ pub fn worker_config(stack: &Stack, slack_api_base_url: &str) -> worker::Config 
         slack_api_base_url: slack_api_base_url.to_owned(),
         assistant_config_key: worker_logic::config::DEFAULT_CONFIG_KEY.to_owned(),
         secrets_prefix: stack.secrets_prefix.clone(),
+        memory_mb: 512,
+        ops_channel: None,
         limits: Default::default(),
     }
 }
@@ -323,6 +325,7 @@ pub fn responder_config(
         dead_letter_queue_arns,
         unfurl_links: false,
         special_mentions: Default::default(),
+        ops_channel: None,
     }
 }
 

@@ -12,11 +12,12 @@ use async_trait::async_trait;
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
 use http::{HeaderMap, HeaderValue, header};
-use ingress_logic::{Intake, Reply, Request};
+use ingress_logic::{Counted, Intake, Reply, Request};
 use lambda_support::UnsupportedEvent;
 use lambda_support::deferred::Deferred;
 use lambda_support::env::{ConfigError, required};
 use lambda_support::health::{self, HealthReport};
+use lambda_support::metrics::Emf;
 use serde_json::Value;
 use slack::SigningSecret;
 use std::sync::Arc;
@@ -120,7 +121,7 @@ impl Ingress {
     /// One invocation: a health check or an HTTP request from Slack.
     pub async fn handle(&self, event: Value) -> Result<Value, UnsupportedEvent> {
         if health::is_scheduled_event(&event) {
-            return Ok(serde_json::to_value(self.health().await).expect("health report serializes"));
+            return Ok(serde_json::to_value(self.health().await.published()).expect("health report serializes"));
         }
         let request: ApiGatewayV2httpRequest = serde_json::from_value(event)
             .map_err(|source| UnsupportedEvent { expected: "an HTTP request (payload 2.0)", source })?;
@@ -132,6 +133,7 @@ impl Ingress {
                 is_base64_encoded: request.is_base64_encoded,
             })
             .await;
+        request_metrics(reply.counted).emit();
         Ok(serde_json::to_value(http_response(reply)).expect("HTTP response serializes"))
     }
 
@@ -145,6 +147,14 @@ impl Ingress {
         );
         HealthReport::new(FUNCTION_NAME, VERSION, vec![table, queue])
     }
+}
+
+/// One EMF record per request: `Accepted`, `Duplicates`, `Rejected`.
+fn request_metrics(counted: Counted) -> Emf {
+    Emf::new(FUNCTION_NAME, &[])
+        .count("Accepted", u64::from(counted == Counted::Accepted))
+        .count("Duplicates", u64::from(counted == Counted::Duplicate))
+        .count("Rejected", u64::from(counted == Counted::Rejected))
 }
 
 fn http_response(reply: Reply) -> ApiGatewayV2httpResponse {

@@ -7,18 +7,21 @@ use adapters_aws::dynamodb::{self, DynamoRecords};
 use adapters_aws::sqs::{self, Visibility};
 use adapters_slack::WebPoster;
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
-use assistant_core::SystemClock;
+use assistant_core::alerts::OpsAlerts;
 use assistant_core::messages::ReplyMessage;
 use assistant_core::ports::VersionedRecords;
 use assistant_core::store::{RecordDeliveries, RecordTurns};
+use assistant_core::{Clock, SystemClock};
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_support::UnsupportedEvent;
 use lambda_support::env::{ConfigError, optional, required};
 use lambda_support::health::{self, HealthReport};
+use lambda_support::metrics::Emf;
 use lambda_support::sqs_batch::{self, Handled, Permanent, Record};
 use responder_logic::mrkdwn::SpecialMentions;
-use responder_logic::{DeadLetter, Responder};
+use responder_logic::{DeadLetter, Outcome, Responder, ResponderError};
 use serde_json::Value;
+use slack::ChannelId;
 use std::sync::Arc;
 use tracing::error;
 
@@ -40,6 +43,8 @@ pub struct Config {
     /// The special mentions an answer may use
     /// (`SLACK_ALLOWED_SPECIAL_MENTIONS`, e.g. `here,subteam`; default none).
     pub special_mentions: SpecialMentions,
+    /// Where operators are alerted (`OPS_CHANNEL_ID`); none when unset.
+    pub ops_channel: Option<ChannelId>,
 }
 
 impl Config {
@@ -66,6 +71,7 @@ impl Config {
                 .unwrap_or_default(),
             unfurl_links,
             special_mentions,
+            ops_channel: lambda_support::env::ops_channel()?.map(ChannelId::new),
         })
     }
 }
@@ -105,12 +111,17 @@ impl ResponderFunction {
         let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
         let records: Arc<dyn VersionedRecords> =
             Arc::new(DynamoRecords::new(clients.dynamodb.clone(), &config.turns_table));
+        let alerts = config.ops_channel.clone().map(|channel| {
+            let poster = Arc::new(WebPoster::new(slack.clone(), false));
+            OpsAlerts::new(channel, poster, records.clone(), Arc::new(SystemClock))
+        });
         let responder = Responder {
             turns: Arc::new(RecordTurns::new(records.clone())),
             deliveries: Arc::new(RecordDeliveries::new(records)),
             slack: Arc::new(WebPoster::new(slack.clone(), config.unfurl_links)),
             clock: Arc::new(SystemClock),
             mentions: config.special_mentions,
+            alerts,
         };
         let visibility = Visibility::new(clients.sqs.clone());
         Self { responder, slack, clients, config, visibility }
@@ -120,7 +131,9 @@ impl ResponderFunction {
     /// a dead-letter queue.
     pub async fn handle(&self, event: Value) -> Result<Value, UnsupportedEvent> {
         if health::is_scheduled_event(&event) {
-            return Ok(serde_json::to_value(self.health().await).expect("health report serializes"));
+            let report = self.health().await.published();
+            report.alert(self.responder.alerts.as_ref(), SystemClock.now_unix()).await;
+            return Ok(serde_json::to_value(report).expect("health report serializes"));
         }
         let batch: SqsEvent =
             serde_json::from_value(event).map_err(|source| UnsupportedEvent { expected: "an SQS batch", source })?;
@@ -130,15 +143,32 @@ impl ResponderFunction {
 
     async fn handle_record(&self, record: Record<'_>) -> Handled {
         let dead_letter = self.config.dead_letter_queue_arns.iter().any(|arn| arn == record.source);
+        let retries_before = self.slack.retries();
+        let measured = |result: Result<Outcome, ResponderError>| {
+            let posted = match &result {
+                Ok(Outcome::Delivered { posted, .. }) => *posted as u64,
+                _ => 0,
+            };
+            Emf::new(FUNCTION_NAME, &[])
+                .count("Posted", posted)
+                .count("SlackRetries", self.slack.retries() - retries_before)
+                .count("DeadLetters", u64::from(dead_letter))
+                .emit();
+            result
+        };
         if !dead_letter {
             return match ReplyMessage::decode(record.body) {
-                Ok(message) => sqs_batch::settle(self.responder.handle(&message).await, Permanent::ToDeadLetterQueue),
+                Ok(message) => {
+                    sqs_batch::settle(measured(self.responder.handle(&message).await), Permanent::ToDeadLetterQueue)
+                }
                 Err(err) => sqs_batch::malformed(&err),
             };
         }
         match DeadLetter::decode(record.body) {
             // A dead letter ends here: retrying cannot help once SQS gave up.
-            Some(letter) => sqs_batch::settle(self.responder.handle_dead_letter(&letter).await, Permanent::Drop),
+            Some(letter) => {
+                sqs_batch::settle(measured(self.responder.handle_dead_letter(&letter).await), Permanent::Drop)
+            }
             None => {
                 // Already where failed messages end: retrying cannot help.
                 error!(

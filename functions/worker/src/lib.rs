@@ -12,13 +12,15 @@ use adapters_s3::S3Artifacts;
 use adapters_secrets::SecretsManager;
 use adapters_slack::SlackWebReader;
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
+use assistant_core::alerts::OpsAlerts;
 use assistant_core::ports::{MessageVisibility, VersionedRecords};
 use assistant_core::store::{RecordDeliveries, RecordTurns};
-use assistant_core::{SystemClock, WorkMessage};
+use assistant_core::{Clock, SystemClock, WorkMessage};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_support::UnsupportedEvent;
 use lambda_support::env::{ConfigError, optional, required};
 use lambda_support::health::{self, HealthReport};
+use lambda_support::metrics::EmfTurnMetrics;
 use lambda_support::sqs_batch::{self, Handled, Permanent, Record};
 use serde_json::Value;
 use std::sync::Arc;
@@ -45,6 +47,12 @@ pub struct Config {
     /// The Secrets Manager prefix `${secret:NAME}` is read under (the
     /// template scopes the worker's permission to it).
     pub secrets_prefix: String,
+    /// The function's memory (Lambda's `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`),
+    /// for the compute part of a turn's cost.
+    pub memory_mb: u32,
+    /// Where operators are alerted of a degraded health check
+    /// (`OPS_CHANNEL_ID`); none when unset.
+    pub ops_channel: Option<String>,
     pub limits: Limits,
 }
 
@@ -68,6 +76,8 @@ impl Config {
             slack_api_base_url: optional("SLACK_API_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
             assistant_config_key: optional("ASSISTANT_CONFIG_KEY").unwrap_or_else(|| DEFAULT_CONFIG_KEY.to_owned()),
             secrets_prefix: optional("SECRETS_PREFIX").unwrap_or_else(|| adapters_secrets::DEFAULT_PREFIX.to_owned()),
+            memory_mb: optional("AWS_LAMBDA_FUNCTION_MEMORY_SIZE").and_then(|mb| mb.parse().ok()).unwrap_or(512),
+            ops_channel: lambda_support::env::ops_channel()?,
             limits,
         })
     }
@@ -112,6 +122,10 @@ pub struct WorkerFunction {
     /// Where the docs tools list: the one listing the worker's role allows,
     /// so the health check lists there too.
     docs_prefix: String,
+    /// The worker's Slack client, for the health check's `auth.test`.
+    slack: WebClient,
+    /// The ops channel's alerts, for a degraded health check.
+    alerts: Option<OpsAlerts>,
 }
 
 /// The scheduled event that sweeps due approval deadlines
@@ -148,22 +162,27 @@ impl WorkerFunction {
         let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
         let ports = WorkerPorts {
             store: Arc::new(RecordTurns::new(records.clone())),
-            deliveries: Arc::new(RecordDeliveries::new(records)),
+            deliveries: Arc::new(RecordDeliveries::new(records.clone())),
             model: Arc::new(BedrockModel::new(clients.bedrock.clone(), &config.model_id)),
             work: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.work_queue_url)),
             replies: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url)),
             artifacts,
-            slack: Arc::new(SlackWebReader::new(slack)),
+            slack: Arc::new(SlackWebReader::new(slack.clone())),
             timers: Arc::new(DynamoTimers::new(clients.dynamodb.clone(), &config.turns_table)),
             clock: Arc::new(SystemClock),
             http: clients.http.clone(),
             mcp: Arc::new(StreamableHttpConnector::new(clients.http.clone())),
             secrets: Arc::new(SecretsManager::new(&clients.aws, clients.http.clone(), &config.secrets_prefix)),
+            metrics: Arc::new(EmfTurnMetrics { function: FUNCTION_NAME, memory_mb: config.memory_mb }),
         };
         let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;
         tracing::info!(config = %config.assistant_config_key, "worker assembled");
         let visibility = Visibility::new(clients.sqs.clone());
-        Ok(Self { worker, clients, config, docs_prefix: assistant.docs_prefix, visibility })
+        let alerts = config.ops_channel.clone().map(|channel| {
+            let poster = Arc::new(adapters_slack::WebPoster::new(slack.clone(), false));
+            OpsAlerts::new(slack::ChannelId::new(channel), poster, records, Arc::new(SystemClock))
+        });
+        Ok(Self { worker, clients, config, docs_prefix: assistant.docs_prefix, visibility, slack, alerts })
     }
 
     /// The same function with other tools (tests bring their own).
@@ -177,7 +196,9 @@ impl WorkerFunction {
     /// milliseconds).
     pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
         if health::is_scheduled_event(&event) {
-            return Ok(serde_json::to_value(self.health().await).expect("health report serializes"));
+            let report = self.health().await.published();
+            report.alert(self.alerts.as_ref(), SystemClock.now_unix()).await;
+            return Ok(serde_json::to_value(report).expect("health report serializes"));
         }
         if is_approval_sweep(&event) {
             // A failed sweep is logged; the next one, a minute later, finds
@@ -214,9 +235,11 @@ impl WorkerFunction {
         }
     }
 
-    /// Checks the table, both queues and the bucket this function uses.
+    /// Checks the table, both queues, the bucket and the Slack token this
+    /// function uses.
     pub async fn health(&self) -> HealthReport {
-        let (table, work, replies, bucket) = tokio::join!(
+        let slack = async { self.slack.auth_test().await.map(|_| ()).map_err(|err| err.to_string()) };
+        let (table, work, replies, bucket, slack) = tokio::join!(
             health::check("dynamodb", dynamodb::check_reads(&self.clients.dynamodb, &self.config.turns_table)),
             health::check("sqs_work", sqs::check_queue(&self.clients.sqs, &self.config.work_queue_url)),
             health::check("sqs_reply", sqs::check_queue(&self.clients.sqs, &self.config.reply_queue_url)),
@@ -224,7 +247,8 @@ impl WorkerFunction {
                 "s3",
                 adapters_s3::check_bucket(&self.clients.s3, &self.config.artifact_bucket, &self.docs_prefix),
             ),
+            health::check("slack", slack),
         );
-        HealthReport::new(FUNCTION_NAME, VERSION, vec![table, work, replies, bucket])
+        HealthReport::new(FUNCTION_NAME, VERSION, vec![table, work, replies, bucket, slack])
     }
 }

@@ -220,6 +220,7 @@ impl Pipeline {
             // `${secret:NAME}` reads Secrets Manager (or the emulator) with
             // the usual AWS chain, as the worker does; only when named.
             secrets: Arc::new(SecretsManager::new(&aws, http.clone(), &settings.secrets_prefix)),
+            metrics: Arc::new(assistant_core::telemetry::NoMetrics),
             http,
         };
         let worker =
@@ -234,6 +235,7 @@ impl Pipeline {
                 slack: poster,
                 clock: Arc::new(SystemClock),
                 mentions: Default::default(),
+                alerts: None,
             },
             signing_secret: settings.signing_secret,
             incoming,

@@ -5,6 +5,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub trait Clock: Send + Sync {
     fn now_unix(&self) -> i64;
+
+    /// Milliseconds since the epoch, for durations people wait through.
+    fn now_millis(&self) -> i64 {
+        self.now_unix() * 1_000
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -13,6 +18,10 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now_unix(&self) -> i64 {
         SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or_default()
+    }
+
+    fn now_millis(&self) -> i64 {
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
     }
 }
 
@@ -35,5 +44,9 @@ impl Clock for FixedClock {
 impl<C: Clock + ?Sized> Clock for &C {
     fn now_unix(&self) -> i64 {
         (**self).now_unix()
+    }
+
+    fn now_millis(&self) -> i64 {
+        (**self).now_millis()
     }
 }

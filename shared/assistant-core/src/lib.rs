@@ -3,6 +3,7 @@
 //! without an AWS account.
 //!
 //! - [`messages`]: the versioned JSON envelopes that travel on the queues.
+//! - [`alerts`]: operator alerts in the ops channel, once and bounded.
 //! - [`approval`]: who may approve a call that changes things, and the
 //!   button that names that call exactly.
 //! - [`turn`]: a turn's durable state (written by the worker only).
@@ -16,7 +17,10 @@
 //! - [`model`]: the model call, as a port.
 //! - [`mcp`]: MCP servers' tools, as a port.
 //! - [`clock`]: time, injected so tests pin it.
+//! - [`pricing`]: what a turn costs (model and AWS list prices).
+//! - [`telemetry`]: what a settled turn reports to operators.
 
+pub mod alerts;
 pub mod approval;
 pub mod clock;
 pub mod delivery;
@@ -24,7 +28,9 @@ pub mod mcp;
 pub mod messages;
 pub mod model;
 pub mod ports;
+pub mod pricing;
 pub mod store;
+pub mod telemetry;
 pub mod turn;
 
 pub use clock::{Clock, FixedClock, SystemClock};

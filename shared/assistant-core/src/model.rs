@@ -79,4 +79,10 @@ impl ModelError {
 #[async_trait]
 pub trait Model: Send + Sync {
     async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError>;
+
+    /// The model's id (Bedrock's model or inference profile id), for its
+    /// prices.
+    fn id(&self) -> &str {
+        ""
+    }
 }

@@ -264,6 +264,9 @@ pub trait SlackPoster: Send + Sync {
 
     /// The turn's messages already in the thread: key → `ts`.
     async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<MessageKey, Ts>, PostError>;
+
+    /// A message at the top of `channel` (an operator alert; mrkdwn).
+    async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<(), PostError>;
 }
 
 /// When a call waiting for approval expires: set when the worker asks,

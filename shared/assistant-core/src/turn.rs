@@ -243,6 +243,13 @@ pub struct Turn {
     pub answer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_approval: Option<PendingApproval>,
+    /// When the thread first showed the bot at work, in milliseconds after
+    /// the question was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_status_ms: Option<u64>,
+    /// What the worker did for the turn, for its cost.
+    #[serde(default)]
+    pub metered: crate::pricing::Metered,
 }
 
 impl Turn {
@@ -264,7 +271,17 @@ impl Turn {
             channel_context: None,
             answer: None,
             pending_approval: None,
+            first_status_ms: None,
+            metered: Default::default(),
         }
+    }
+
+    /// Milliseconds from the question (its Slack timestamp) to `now_ms`.
+    pub fn since_asked_ms(&self, now_ms: i64) -> u64 {
+        let (secs, micros) = self.message_ts.as_str().split_once('.').unwrap_or((self.message_ts.as_str(), "0"));
+        let asked_ms = secs.parse::<i64>().unwrap_or(now_ms / 1_000) * 1_000
+            + micros.get(..3).and_then(|ms| ms.parse::<i64>().ok()).unwrap_or(0);
+        u64::try_from(now_ms - asked_ms).unwrap_or(0)
     }
 
     /// Ends the turn's work with what the user will be shown.

@@ -12,4 +12,4 @@ pub mod http_body;
 pub mod route;
 pub mod service;
 
-pub use service::{Intake, Reply, Request};
+pub use service::{Counted, Intake, Reply, Request};

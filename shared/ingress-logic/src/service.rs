@@ -47,15 +47,37 @@ pub struct Reply {
     pub json: Option<String>,
     /// Ask Slack not to retry: the same request would fail the same way.
     pub no_retry: bool,
+    /// How the request counts in the ingress's metrics.
+    pub counted: Counted,
+}
+
+/// What a request was, for the `Accepted`, `Duplicates` and `Rejected`
+/// metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// Work was put on the queue (a question, a click).
+    Accepted,
+    /// A delivery of an event already claimed (Slack's retries).
+    Duplicate,
+    /// Refused: a bad signature, a body too large or unreadable.
+    Rejected,
+    /// Anything else: a challenge, an event with nothing to do, a failure
+    /// Slack will retry.
+    Other,
 }
 
 impl Reply {
     fn ok() -> Self {
-        Self { status: 200, json: None, no_retry: false }
+        Self { status: 200, json: None, no_retry: false, counted: Counted::Other }
     }
 
     fn error(status: u16, code: &str) -> Self {
-        Self { status, json: Some(serde_json::json!({ "error": code }).to_string()), no_retry: status < 500 }
+        let counted = if status < 500 { Counted::Rejected } else { Counted::Other };
+        Self { status, json: Some(serde_json::json!({ "error": code }).to_string()), no_retry: status < 500, counted }
+    }
+
+    fn counted(self, counted: Counted) -> Self {
+        Self { counted, ..self }
     }
 }
 
@@ -124,6 +146,7 @@ impl Intake {
                 status: 200,
                 json: Some(serde_json::json!({ "challenge": challenge }).to_string()),
                 no_retry: false,
+                counted: Counted::Other,
             },
             Route::Ignore(reason) => {
                 info!(reason = reason.as_str(), "acknowledged without work");
@@ -152,10 +175,10 @@ impl Intake {
                         retry_reason,
                         "retry while the first delivery may still be enqueueing: asking Slack to retry later"
                     );
-                    return Reply::error(500, "first_delivery_in_flight");
+                    return Reply::error(500, "first_delivery_in_flight").counted(Counted::Duplicate);
                 }
                 info!(event_id, retry_num, retry_reason, "duplicate delivery: already claimed");
-                return Reply::ok();
+                return Reply::ok().counted(Counted::Duplicate);
             }
             Ok(ClaimOutcome::NotABotThread) => {
                 info!(event_id, reason = "not_a_bot_thread", "acknowledged without work");
@@ -182,7 +205,7 @@ impl Intake {
 
     async fn enqueue(&self, message: &WorkMessage) -> Reply {
         match self.queue.enqueue(message).await {
-            Ok(()) => Reply::ok(),
+            Ok(()) => Reply::ok().counted(Counted::Accepted),
             Err(err) => {
                 error!(error = %err, group = %message.thread().queue_group(), "could not enqueue work; Slack will retry");
                 Reply::error(500, "unavailable")
@@ -250,7 +273,7 @@ mod tests {
     async fn a_signed_mention_is_claimed_enqueued_and_answered_with_an_empty_200() {
         let intake = intake();
         let reply = post(&intake, fixtures::APP_MENTION).await;
-        assert_eq!(reply, Reply { status: 200, json: None, no_retry: false });
+        assert_eq!(reply, Reply { status: 200, json: None, no_retry: false, counted: Counted::Accepted });
         let queued = intake.queue().messages();
         assert_eq!(queued.len(), 1);
         assert_eq!(queued[0].dedupe_id(), "Ev0LAN670R");
@@ -261,9 +284,10 @@ mod tests {
     async fn slack_retries_of_one_event_enqueue_it_once() {
         let intake = intake();
         // Slack's schedule: the event, then retries after a minute and five.
-        for after in [0, 60, 300] {
+        for (after, counted) in [(0, Counted::Accepted), (60, Counted::Duplicate), (300, Counted::Duplicate)] {
             intake.clock.set(NOW + after);
-            assert_eq!(post(&intake, fixtures::APP_MENTION).await.status, 200);
+            let reply = post(&intake, fixtures::APP_MENTION).await;
+            assert_eq!((reply.status, reply.counted), (200, counted), "after {after} s");
         }
         assert_eq!(intake.queue().messages().len(), 1);
     }
@@ -341,6 +365,7 @@ mod tests {
         let reply = intake.handle(Request { headers: &headers, body: Some(body), is_base64_encoded: false }).await;
         assert_eq!(reply.status, 401);
         assert_eq!(reply.json.as_deref(), Some(r#"{"error":"invalid_signature"}"#));
+        assert_eq!(reply.counted, Counted::Rejected);
 
         let stale = headers_for(body, "application/json", NOW - 301);
         let reply = intake.handle(Request { headers: &stale, body: Some(body), is_base64_encoded: false }).await;
@@ -393,7 +418,7 @@ mod tests {
         let form = "ssl_check=1&token=x";
         let headers = headers_for(form, "application/x-www-form-urlencoded", NOW);
         let reply = intake.handle(Request { headers: &headers, body: Some(form), is_base64_encoded: false }).await;
-        assert_eq!(reply, Reply { status: 200, json: None, no_retry: false });
+        assert_eq!(reply, Reply { status: 200, json: None, no_retry: false, counted: Counted::Other });
         assert!(intake.queue().messages().is_empty());
     }
 

@@ -17,3 +17,19 @@ pub fn required(name: &'static str) -> Result<String, ConfigError> {
 pub fn optional(name: &'static str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.trim().is_empty())
 }
+
+/// `OPS_CHANNEL_ID`: the channel operators are alerted in, if any. A value
+/// that is not a channel id (`C…`, `G…`) stops the start.
+pub fn ops_channel() -> Result<Option<String>, ConfigError> {
+    let Some(channel) = optional("OPS_CHANNEL_ID") else { return Ok(None) };
+    let valid = channel.len() <= 24
+        && channel.starts_with(['C', 'G', 'D'])
+        && channel.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    if !valid {
+        return Err(ConfigError::Invalid {
+            name: "OPS_CHANNEL_ID",
+            reason: format!("{channel:?} is not a Slack channel id (C…)"),
+        });
+    }
+    Ok(Some(channel))
+}

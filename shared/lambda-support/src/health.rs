@@ -47,6 +47,46 @@ impl HealthReport {
         let status = if checks.iter().all(|check| check.ok) { Status::Ok } else { Status::Degraded };
         Self { status, function, version, checks }
     }
+
+    /// The failing checks and why: `s3: dispatch failure; slack: invalid_auth`.
+    fn failing(&self) -> String {
+        let failing: Vec<String> = self
+            .checks
+            .iter()
+            .filter(|check| !check.ok)
+            .map(|check| format!("{}: {}", check.name, check.error.as_deref().unwrap_or("failed")))
+            .collect();
+        failing.join("; ")
+    }
+
+    /// Alerts the ops channel when degraded: once an hour per set of
+    /// failing checks (the reference carries them and the hour).
+    pub async fn alert(&self, alerts: Option<&assistant_core::alerts::OpsAlerts>, now_unix: i64) {
+        let Some(alerts) = alerts.filter(|_| self.status == Status::Degraded) else { return };
+        let failing: Vec<&str> = self.checks.iter().filter(|check| !check.ok).map(|check| check.name).collect();
+        let reference = format!("health-{}-{}-{}", self.function, failing.join("+"), now_unix / 3_600);
+        let what = format!("The {}'s health check is degraded: {}.", self.function, self.failing());
+        let alert = assistant_core::alerts::Alert { reference: &reference, what: &what, thread: None };
+        match alerts.raise(alert).await {
+            assistant_core::alerts::Raised::Failed(reason) => tracing::error!(reason, "ops alert not posted"),
+            raised => tracing::info!(?raised, "ops alert for the health check"),
+        }
+    }
+
+    /// The report as operators see it: one log line (ERROR when degraded,
+    /// naming the failing checks) and the `HealthDegraded` metric (0 or 1,
+    /// by `Function`; the template's `HealthDegradedAlarm` watches it).
+    pub fn published(self) -> Self {
+        let checks = serde_json::to_string(&self.checks).unwrap_or_default();
+        match self.status {
+            Status::Ok => tracing::info!(%checks, "health: ok"),
+            Status::Degraded => tracing::error!(%checks, failing = %self.failing(), "health: degraded"),
+        }
+        crate::metrics::Emf::new(self.function, &[])
+            .count("HealthDegraded", u64::from(self.status == Status::Degraded))
+            .emit();
+        self
+    }
 }
 
 /// Runs one check with a time limit and records how long it took.

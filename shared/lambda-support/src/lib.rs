@@ -9,12 +9,14 @@
 //! - [`deferred`]: start-up work (AWS clients) built beside the runtime's
 //!   start instead of before it;
 //! - [`logging`]: the subscriber every function installs first;
+//! - [`metrics`]: CloudWatch metrics as Embedded Metric Format lines;
 //! - [`UnsupportedEvent`]: the error for an event a function does not take.
 
 pub mod deferred;
 pub mod env;
 pub mod health;
 pub mod logging;
+pub mod metrics;
 pub mod sqs_batch;
 
 /// An invocation whose event this function does not take (a misconfigured

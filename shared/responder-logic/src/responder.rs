@@ -26,6 +26,7 @@
 
 use crate::mrkdwn::SpecialMentions;
 use crate::render;
+use assistant_core::alerts::{Alert, OpsAlerts, Raised};
 use assistant_core::delivery::{DeliveryRecord, MessageKey, Outgoing, PostError, Settled};
 use assistant_core::messages::{ReplyMessage, WorkMessage};
 use assistant_core::ports::{DeliveryLog, SlackPoster, StoreError, TurnStore};
@@ -101,6 +102,8 @@ pub struct Responder {
     pub clock: Arc<dyn Clock>,
     /// The special mentions (`<!here>`, …) an answer may use; none by default.
     pub mentions: SpecialMentions,
+    /// The ops channel's alerts (`OPS_CHANNEL_ID`); none when unset.
+    pub alerts: Option<OpsAlerts>,
 }
 
 impl Responder {
@@ -216,13 +219,17 @@ impl Responder {
         let posted = match self.post_all(&turn.thread, turn_id, &messages, &mut record).await {
             Ok(posted) => posted,
             Err(ResponderError::Slack(PostError::Rejected { code })) => {
-                return self.refused(turn_id, code, &mut record).await;
+                return self.refused(turn_id, &turn.thread, code, &mut record).await;
             }
             Err(err) => return Err(err),
         };
         info!(posted, parts = messages.len(), "answer delivered");
         record.settled = Some(Settled::Delivered);
         self.save_record(turn_id, &mut record).await?;
+        if turn.status == TurnStatus::Failed {
+            let what = format!("A turn failed; the thread was told: \"{}\"", redact::redact(answer));
+            self.alert(turn_id.reference(), &what, Some(&turn.thread)).await;
+        }
         Ok(Outcome::Delivered { id: turn_id.clone(), posted })
     }
 
@@ -237,7 +244,9 @@ impl Responder {
         let mut record = self.deliveries.load(turn_id).await?;
         match self.post_all(thread, turn_id, std::slice::from_ref(&message), &mut record).await {
             Ok(posted) => Ok(Outcome::Delivered { id: turn_id.clone(), posted }),
-            Err(ResponderError::Slack(PostError::Rejected { code })) => self.refused(turn_id, code, &mut record).await,
+            Err(ResponderError::Slack(PostError::Rejected { code })) => {
+                self.refused(turn_id, thread, code, &mut record).await
+            }
             Err(err) => Err(err),
         }
     }
@@ -329,11 +338,15 @@ impl Responder {
         error!(reference, "the turn's work ended in a dead-letter queue: telling the thread");
         match self.post_all(thread, turn_id, &[render::apology(turn_id)], &mut record).await {
             Ok(posted) => {
-                record.settled = Some(Settled::Apologized { reference });
+                record.settled = Some(Settled::Apologized { reference: reference.clone() });
                 self.save_record(turn_id, &mut record).await?;
+                let what = "A turn's work reached the dead-letter queue after every retry; the thread got an apology.";
+                self.alert(&reference, what, Some(thread)).await;
                 Ok(Outcome::Delivered { id: turn_id.clone(), posted })
             }
-            Err(ResponderError::Slack(PostError::Rejected { code })) => self.refused(turn_id, code, &mut record).await,
+            Err(ResponderError::Slack(PostError::Rejected { code })) => {
+                self.refused(turn_id, thread, code, &mut record).await
+            }
             Err(err) => Err(err),
         }
     }
@@ -438,6 +451,7 @@ impl Responder {
     async fn refused(
         &self,
         turn_id: &TurnId,
+        thread: &ThreadRef,
         code: String,
         record: &mut DeliveryRecord,
     ) -> Result<Outcome, ResponderError> {
@@ -445,8 +459,26 @@ impl Responder {
         if record.settled.is_none() {
             record.settled = Some(Settled::Refused { code: code.clone() });
             self.save_record(turn_id, record).await?;
+            if needs_a_human(&code) {
+                let what = format!("Slack refused the bot's message (`{code}`): {}.", remedy(&code));
+                self.alert(turn_id.reference(), &what, Some(thread)).await;
+            }
         }
         Ok(Outcome::Refused { id: turn_id.clone(), code })
+    }
+}
+
+impl Responder {
+    /// Alerts the ops channel, when there is one; what became of it is
+    /// logged, never an error of the delivery.
+    pub async fn alert(&self, reference: &str, what: &str, thread: Option<&ThreadRef>) {
+        let Some(alerts) = &self.alerts else { return };
+        match alerts.raise(Alert { reference, what, thread }).await {
+            Raised::Posted => info!(reference, "ops alert posted"),
+            Raised::Duplicate => info!(reference, "ops alert already posted for this reference"),
+            Raised::Suppressed => warn!(reference, what, "ops alert suppressed: too many this minute"),
+            Raised::Failed(reason) => error!(reference, what, reason, "ops alert not posted"),
+        }
     }
 }
 
@@ -471,6 +503,25 @@ pub fn remedy(code: &str) -> &'static str {
         "ratelimited" => "Slack is rate limiting the bot",
         _ => "see https://docs.slack.dev/reference/methods/chat.postMessage#errors",
     }
+}
+
+/// Refusals an operator must act on (the others are the bot's own bugs or
+/// passing conditions, in the logs).
+fn needs_a_human(code: &str) -> bool {
+    matches!(
+        code,
+        "not_in_channel"
+            | "channel_not_found"
+            | "is_archived"
+            | "invalid_auth"
+            | "not_authed"
+            | "token_revoked"
+            | "token_expired"
+            | "account_inactive"
+            | "missing_scope"
+            | "restricted_action"
+            | "ekm_access_denied"
+    )
 }
 
 fn log_refusal(code: &str) {

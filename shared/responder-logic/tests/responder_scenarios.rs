@@ -82,6 +82,7 @@ fn responder() -> TestResponder {
         slack: slack.clone(),
         clock: Arc::new(FixedClock::at(1_763_800_100)),
         mentions: Default::default(),
+        alerts: None,
     };
     TestResponder { responder, turns, deliveries, slack }
 }
@@ -425,4 +426,49 @@ async fn a_dead_delivery_delivers_the_answer_and_stale_progress_is_dropped() {
     let letter = DeadLetter::decode(&progress.encode()).unwrap();
     assert_eq!(responder.handle_dead_letter(&letter).await.unwrap(), Outcome::Skipped { reason: "stale_progress" });
     assert_eq!(DeadLetter::decode("{\"v\":1,\"kind\":\"teleport\"}"), None);
+}
+
+/// The responder with an ops channel, C0OPS.
+fn responder_with_ops_channel() -> TestResponder {
+    let mut responder = responder();
+    responder.responder.alerts = Some(assistant_core::alerts::OpsAlerts::new(
+        slack::ChannelId::new("C0OPS"),
+        responder.slack.clone(),
+        Arc::new(testkit::memory::MemoryRecords::default()),
+        Arc::new(FixedClock::at(1_763_800_100)),
+    ));
+    responder
+}
+
+#[tokio::test]
+async fn a_failed_turn_and_a_refusal_that_needs_a_human_alert_the_ops_channel_once() {
+    // A failed turn: the thread is told, and so are the operators.
+    let responder = responder_with_ops_channel();
+    let turn = stored(
+        &responder,
+        TurnStatus::Failed,
+        Some("Sorry, I couldn't finish answering this: the model's reply could not be read."),
+    )
+    .await;
+    responder.handle(&deliver(&turn)).await.unwrap();
+    responder.handle(&deliver(&turn)).await.unwrap();
+    let alerts = responder.slack.alerts();
+    assert_eq!(alerts.len(), 1, "once, however often it is delivered: {alerts:?}");
+    assert_eq!(alerts[0].0.as_str(), "C0OPS");
+    assert!(alerts[0].1.contains("could not be read") && alerts[0].1.contains("`Ev0LAN670R`"), "{}", alerts[0].1);
+
+    // Slack refuses the bot in a channel it was removed from.
+    let responder = responder_with_ops_channel();
+    let turn = stored(&responder, TurnStatus::Answered, Some("The pool is fine.")).await;
+    responder.slack.script(POST, [Scripted::Fail(PostError::Rejected { code: "not_in_channel".into() })]);
+    responder.handle(&deliver(&turn)).await.unwrap();
+    let alerts = responder.slack.alerts();
+    assert_eq!(alerts.len(), 1);
+    assert!(alerts[0].1.contains("`not_in_channel`") && alerts[0].1.contains("invite the bot"), "{}", alerts[0].1);
+
+    // An answered turn alerts nobody.
+    let responder = responder_with_ops_channel();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Fine.")).await;
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert!(responder.slack.alerts().is_empty());
 }

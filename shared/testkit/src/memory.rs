@@ -331,3 +331,21 @@ mod tests {
         store_contract::delivery_records_are_versioned(&deliveries, "Ev5").await;
     }
 }
+
+/// Settled turns' reports, kept.
+#[derive(Default)]
+pub struct MemoryMetrics {
+    reports: Mutex<Vec<assistant_core::telemetry::TurnReport>>,
+}
+
+impl MemoryMetrics {
+    pub fn reports(&self) -> Vec<assistant_core::telemetry::TurnReport> {
+        self.reports.lock().expect("metrics lock").clone()
+    }
+}
+
+impl assistant_core::telemetry::TurnMetrics for MemoryMetrics {
+    fn turn_settled(&self, report: &assistant_core::telemetry::TurnReport) {
+        self.reports.lock().expect("metrics lock").push(report.clone());
+    }
+}

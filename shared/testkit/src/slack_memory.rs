@@ -8,7 +8,7 @@ use assistant_core::delivery::{MessageKey, Outgoing, PostError};
 use assistant_core::ports::SlackPoster;
 use assistant_core::turn::TurnId;
 use async_trait::async_trait;
-use slack::{Ts, UserId};
+use slack::{ChannelId, Ts, UserId};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
 
@@ -37,6 +37,7 @@ pub struct MemoryPoster {
     scripts: Mutex<HashMap<&'static str, VecDeque<Scripted>>>,
     statuses: Mutex<Vec<(ThreadRef, String)>>,
     ephemerals: Mutex<Vec<(ThreadRef, UserId, String)>>,
+    alerts: Mutex<Vec<(ChannelId, String)>>,
     /// Also print each message, as the local runner shows Slack.
     echo: bool,
 }
@@ -46,6 +47,9 @@ pub const UPDATE: &str = "chat.update";
 pub const SET_STATUS: &str = "assistant.threads.setStatus";
 pub const REPLIES: &str = "conversations.replies";
 pub const EPHEMERAL: &str = "chat.postEphemeral";
+/// A top-level message (operator alerts): `chat.postMessage` too, counted
+/// apart from the thread posts.
+pub const CHANNEL_POST: &str = "chat.postMessage (channel)";
 
 impl MemoryPoster {
     /// A poster that prints what it posts to standard output.
@@ -71,6 +75,11 @@ impl MemoryPoster {
     /// Every status line set, in order (empty: cleared).
     pub fn statuses(&self) -> Vec<String> {
         self.statuses.lock().expect("statuses lock").iter().map(|(_, status)| status.clone()).collect()
+    }
+
+    /// Every message posted at the top of a channel (operator alerts).
+    pub fn alerts(&self) -> Vec<(ChannelId, String)> {
+        self.alerts.lock().expect("alerts lock").clone()
     }
 
     /// Every ephemeral message: (who saw it, what it said).
@@ -151,6 +160,17 @@ impl SlackPoster for MemoryPoster {
             println!("── Slack ephemeral to {user} in {}: {text}", thread.channel);
         }
         self.ephemerals.lock().expect("ephemerals lock").push((thread.clone(), user.clone(), text.to_owned()));
+        Ok(())
+    }
+
+    async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<(), PostError> {
+        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(CHANNEL_POST) {
+            return Err(err);
+        }
+        if self.echo {
+            println!("── Slack alert in {channel} ──\n{text}\n");
+        }
+        self.alerts.lock().expect("alerts lock").push((channel.clone(), text.to_owned()));
         Ok(())
     }
 

@@ -15,6 +15,8 @@ use assistant_core::model::Model;
 use assistant_core::ports::{
     ApprovalTimers, ArtifactStore, DeliveryLog, PortError, ReplyQueue, SecretStore, SlackReader, TurnStore, WorkQueue,
 };
+use assistant_core::pricing::ModelPrices;
+use assistant_core::telemetry::TurnMetrics;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::info;
@@ -41,6 +43,8 @@ pub struct WorkerPorts {
     pub mcp: Arc<dyn McpConnector>,
     /// Where `${secret:NAME}` in tools' headers is read, once, at start-up.
     pub secrets: Arc<dyn SecretStore>,
+    /// Where settled turns are reported.
+    pub metrics: Arc<dyn TurnMetrics>,
 }
 
 /// Why the worker could not be built. Each names what to fix.
@@ -227,7 +231,6 @@ pub async fn assemble(
     Ok(Worker {
         store: ports.store,
         deliveries: ports.deliveries,
-        model: ports.model,
         work: ports.work,
         replies: ports.replies,
         artifacts: ports.artifacts,
@@ -238,6 +241,9 @@ pub async fn assemble(
         clock: ports.clock,
         system_prompt,
         limits,
+        prices: assistant.model_prices.or_else(|| ModelPrices::for_model(ports.model.id())),
+        model: ports.model,
+        metrics: ports.metrics,
     })
 }
 
@@ -272,6 +278,7 @@ mod tests {
             http: reqwest::Client::new(),
             mcp: Arc::new(assistant_core::mcp::NoMcpServers),
             secrets: Arc::new(assistant_core::ports::NoSecrets),
+            metrics: Arc::new(assistant_core::telemetry::NoMetrics),
         }
     }
 

@@ -25,6 +25,7 @@ use crate::http_tools::HttpToolConfig;
 use crate::mcp_tools::McpServerConfig;
 use crate::tools::{ChannelRule, ToolPolicy};
 use assistant_core::approval::Approver;
+use assistant_core::pricing::ModelPrices;
 use serde::Deserialize;
 
 pub const DEFAULT_CONFIG_KEY: &str = "config/assistant.json";
@@ -56,6 +57,19 @@ pub struct AssistantConfig {
     /// credentials to a host of their choosing.
     #[serde(default, deserialize_with = "allowed_env")]
     pub allowed_env: Vec<String>,
+    /// The model's prices (US dollars per million tokens), for each turn's
+    /// estimated cost; known Bedrock models are priced without it.
+    #[serde(default, deserialize_with = "model_prices")]
+    pub model_prices: Option<ModelPrices>,
+}
+
+fn model_prices<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<ModelPrices>, D::Error> {
+    let prices = ModelPrices::deserialize(deserializer)?;
+    let all = [prices.input_per_mtok, prices.output_per_mtok, prices.cache_read_per_mtok, prices.cache_write_per_mtok];
+    if all.iter().any(|price| !price.is_finite() || *price < 0.0) {
+        return Err(serde::de::Error::custom("model_prices: every price is a number of dollars, 0 or more"));
+    }
+    Ok(Some(prices))
 }
 
 fn allowed_env<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
@@ -144,6 +158,7 @@ impl Default for AssistantConfig {
             mcp_servers: Vec::new(),
             approvals: ApprovalsConfig::default(),
             allowed_env: Vec::new(),
+            model_prices: None,
         }
     }
 }

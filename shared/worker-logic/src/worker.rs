@@ -46,6 +46,8 @@ use assistant_core::ports::{
     ApprovalTimer, ApprovalTimers, ArtifactStore, Created, DeliveryLog, PortError, ReplyQueue, SlackReader, StoreError,
     TurnStore, WorkQueue,
 };
+use assistant_core::pricing::ModelPrices;
+use assistant_core::telemetry::{LimitHit, TurnMetrics, TurnReport};
 use assistant_core::turn::{
     Content, Message, PendingApproval, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Turn, TurnId, TurnStatus,
 };
@@ -180,6 +182,10 @@ pub struct Worker {
     pub clock: Arc<dyn Clock>,
     pub system_prompt: String,
     pub limits: Limits,
+    /// Where settled turns are reported, and the model's prices for their
+    /// cost.
+    pub metrics: Arc<dyn TurnMetrics>,
+    pub prices: Option<ModelPrices>,
 }
 
 impl Worker {
@@ -217,6 +223,7 @@ impl Worker {
             Ok(()) => {
                 let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
                 self.replies.send(&reply).await.map_err(WorkerError::Queue)?;
+                self.report(&turn, None);
                 Ok(Outcome::Settled { id: turn.id, status: TurnStatus::Failed, steps: turn.steps })
             }
             Err(StoreError::Conflict { id, .. }) => Ok(Outcome::Superseded { id }),
@@ -280,10 +287,13 @@ impl Worker {
             (Some(channel), Some(viewing)) => Some(format!("{channel} {viewing}")),
             (channel, viewing) => channel.or(viewing),
         };
+        turn.metered.dynamodb_write_units += write_units(&turn);
         match self.store.create(&mut turn).await? {
             Created::New => {
                 info!("turn started");
                 self.show_progress(&turn, THINKING.to_owned()).await;
+                turn.metered.sqs_requests += 1;
+                turn.first_status_ms = Some(turn.since_asked_ms(self.clock.now_millis()));
             }
             Created::Existing(stored) => {
                 info!(step = stored.steps, "turn already stored: resuming");
@@ -294,7 +304,7 @@ impl Worker {
     }
 
     async fn resume(&self, continuation: &Continuation, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
-        let Some(turn) = self.store.load(&continuation.turn_id).await? else {
+        let Some(mut turn) = self.store.load(&continuation.turn_id).await? else {
             warn!("continuation for a turn that does not exist");
             return Ok(Outcome::Ignored { reason: "unknown_turn" });
         };
@@ -302,6 +312,7 @@ impl Worker {
             info!("continuation for a turn whose thread was told it failed: nothing to do");
             return Ok(Outcome::Ignored { reason: "thread_told_failed" });
         }
+        turn.metered.dynamodb_read_units += read_units(&turn);
         self.run(turn, deadline).await
     }
 
@@ -311,6 +322,7 @@ impl Worker {
         let Some(mut turn) = self.store.load(&click.button.turn_id).await? else {
             return Ok(Outcome::Ignored { reason: "unknown_turn" });
         };
+        turn.metered.dynamodb_read_units += read_units(&turn);
         if self.thread_told_failed(&turn.id).await? {
             info!(user = %click.user, "click on a turn whose thread was told it failed: nothing runs");
             return Ok(Outcome::Ignored { reason: "thread_told_failed" });
@@ -515,11 +527,19 @@ impl Worker {
         // At least one step per invocation, so the turn always progresses
         // (even if the function's timeout is set shorter than a step).
         let mut stepped_here = false;
+        // This message's own requests: its receive, the hold, its delete.
+        turn.metered.sqs_requests += 3;
+        turn.metered.invocations += 1;
+        let mut mark = self.clock.now_millis();
+        let (mut settled_here, mut limit) = (false, None);
         loop {
             match turn.status {
                 TurnStatus::Answered | TurnStatus::Failed => {
                     let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
                     self.replies.send(&reply).await.map_err(WorkerError::Queue)?;
+                    if settled_here {
+                        self.report(&turn, limit);
+                    }
                     return Ok(Outcome::Settled { id: turn.id, status: turn.status, steps: turn.steps });
                 }
                 TurnStatus::AwaitingApproval => {
@@ -531,11 +551,15 @@ impl Worker {
 
             let now = self.clock.now_unix();
             if turn.steps >= self.limits.max_steps {
+                info!(limit = "steps", max_steps = self.limits.max_steps, "limit reached: partial answer");
                 let answer = partial_answer(&turn, "the step limit");
                 turn.settle(answer, TurnStatus::Answered, now);
+                limit = Some(LimitHit::Steps);
             } else if turn.usage.input_tokens + turn.usage.output_tokens >= self.limits.max_turn_tokens {
+                info!(limit = "tokens", max_turn_tokens = self.limits.max_turn_tokens, "limit reached: partial answer");
                 let answer = partial_answer(&turn, "the token budget");
                 turn.settle(answer, TurnStatus::Answered, now);
+                limit = Some(LimitHit::Tokens);
             } else if stepped_here && deadline.time_left() < self.limits.step_time {
                 let continuation =
                     Continuation { turn_id: turn.id.clone(), thread: turn.thread.clone(), after_step: turn.steps };
@@ -546,6 +570,13 @@ impl Worker {
                 self.step(&mut turn).await?;
                 stepped_here = true;
             }
+            settled_here = matches!(turn.status, TurnStatus::Answered | TurnStatus::Failed);
+            if settled_here {
+                turn.metered.sqs_requests += 1; // the delivery request
+            }
+            let now_ms = self.clock.now_millis();
+            turn.metered.busy_ms += u64::try_from(now_ms - mark).unwrap_or(0);
+            mark = now_ms;
 
             match self.save(&mut turn).await {
                 Ok(()) => {}
@@ -585,6 +616,52 @@ impl Worker {
         self.replies.send(&prompt).await.map_err(WorkerError::Queue)
     }
 
+    /// The settled turn's figures: one "turn settled" log line, and the
+    /// report to the metrics port.
+    fn report(&self, turn: &Turn, limit: Option<LimitHit>) {
+        let tool_uses = turn.transcript.iter().flat_map(|message| message.tool_uses()).count();
+        let results = turn.transcript.iter().flat_map(|message| &message.content).filter_map(|content| match content {
+            Content::ToolResult(result) => Some(result),
+            _ => None,
+        });
+        let (mut tool_errors, mut stored) = (0, 0);
+        for result in results {
+            tool_errors += u32::from(result.status == ToolStatus::Error);
+            stored += u64::from(matches!(result.output, ToolOutput::Stored { .. }));
+        }
+        let mut metered = turn.metered;
+        metered.s3_puts += stored;
+        let report = TurnReport {
+            turn_id: turn.id.clone(),
+            status: turn.status,
+            limit,
+            steps: turn.steps,
+            tool_calls: tool_uses as u32,
+            tool_errors,
+            usage: turn.usage,
+            metered,
+            time_to_first_status_ms: turn.first_status_ms,
+            time_to_answer_ms: turn.since_asked_ms(self.clock.now_millis()),
+            prices: self.prices,
+        };
+        info!(
+            status = turn.status.as_str(),
+            limit = limit.map(LimitHit::as_str),
+            steps = report.steps,
+            tool_calls = report.tool_calls,
+            tool_errors = report.tool_errors,
+            input_tokens = report.usage.input_tokens,
+            output_tokens = report.usage.output_tokens,
+            cache_read_tokens = report.usage.cache_read_tokens,
+            cache_write_tokens = report.usage.cache_write_tokens,
+            time_to_first_status_ms = report.time_to_first_status_ms,
+            time_to_answer_ms = report.time_to_answer_ms,
+            model_cost_usd = report.prices.map(|prices| prices.cost(&report.usage)),
+            "turn settled"
+        );
+        self.metrics.turn_settled(&report);
+    }
+
     /// Asks the responder to show what the turn is doing. Best effort: a
     /// status line is not worth failing (and repeating) a step for.
     async fn show_progress(&self, turn: &Turn, text: String) {
@@ -599,6 +676,7 @@ impl Worker {
     /// (older tool results moved to the artifact store) and saved again, so
     /// the usual save serializes the turn once.
     async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
+        turn.metered.dynamodb_write_units += write_units(turn);
         match self.store.save(turn).await {
             Err(StoreError::TooLarge { bytes, .. }) => {
                 info!(bytes, "turn state over the item limit: compacting");
@@ -647,6 +725,7 @@ impl Worker {
         match reply.stop_reason {
             StopReason::ToolUse if !calls.is_empty() => {
                 self.show_progress(turn, running(&calls)).await;
+                turn.metered.sqs_requests += 1;
                 turn.transcript.push(reply.message);
                 let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) = calls
                     .iter()
@@ -685,6 +764,22 @@ impl Worker {
         }
         Ok(())
     }
+}
+
+/// The turn's item size, roughly: its state and the item's other attributes.
+fn item_bytes(turn: &Turn) -> u64 {
+    serde_json::to_vec(turn).map_or(0, |json| json.len() as u64) + 200
+}
+
+/// DynamoDB's write units for saving `turn`: one per KB of its item.
+fn write_units(turn: &Turn) -> u64 {
+    item_bytes(turn).div_ceil(1_024)
+}
+
+/// DynamoDB's read units for loading `turn` and its delivery record
+/// (consistent reads: one per 4 KB each).
+fn read_units(turn: &Turn) -> u64 {
+    item_bytes(turn).div_ceil(4_096) + 1
 }
 
 /// The thread's status line while the first model call runs.

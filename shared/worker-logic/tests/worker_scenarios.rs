@@ -7,7 +7,9 @@ use assistant_core::delivery::{DeliveryRecord, Settled};
 use assistant_core::messages::{ApprovalButton, ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest};
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
 use assistant_core::ports::{DeliveryLog, TurnStore};
+use assistant_core::pricing::ModelPrices;
 use assistant_core::store::{RecordDeliveries, RecordTurns};
+use assistant_core::telemetry::LimitHit;
 use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolStatus, ToolUse, Turn, TurnId, TurnStatus, Usage};
 use assistant_core::{FixedClock, ThreadRef, WorkMessage};
 use async_trait::async_trait;
@@ -18,7 +20,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use testkit::memory::{ManualClock, MemoryArtifacts, MemoryQueue, MemorySlack, MemoryTimers};
+use testkit::memory::{ManualClock, MemoryArtifacts, MemoryMetrics, MemoryQueue, MemorySlack, MemoryTimers};
 use worker_logic::approvals::Approvals;
 use worker_logic::config::ApprovalsConfig;
 use worker_logic::tools::{CallContext, ChannelRule, Effect, RunTool, Tool, ToolFuture, ToolPolicy, ToolRegistry};
@@ -190,6 +192,7 @@ struct TestWorker<M = ScriptedModel> {
     replies: Arc<MemoryQueue<ReplyMessage>>,
     artifacts: Arc<MemoryArtifacts>,
     timers: Arc<MemoryTimers>,
+    metrics: Arc<MemoryMetrics>,
 }
 
 impl<M> Deref for TestWorker<M> {
@@ -215,6 +218,7 @@ fn build<M: Model + 'static>(
     let (work, replies) = (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
     let artifacts = Arc::new(MemoryArtifacts::default());
     let timers = Arc::new(MemoryTimers::default());
+    let metrics = Arc::new(MemoryMetrics::default());
     let worker = Worker {
         store: Arc::new(store.clone()),
         deliveries: Arc::new(deliveries.clone()),
@@ -229,8 +233,10 @@ fn build<M: Model + 'static>(
         clock: Arc::new(FixedClock::at(NOW)),
         system_prompt: "You are the on-call assistant.".into(),
         limits: Limits::default(),
+        metrics: metrics.clone(),
+        prices: ModelPrices::for_model("us.anthropic.claude-sonnet-4-20250514-v1:0"),
     };
-    TestWorker { worker, store, deliveries, model, work, replies, artifacts, timers }
+    TestWorker { worker, store, deliveries, model, work, replies, artifacts, timers, metrics }
 }
 
 fn worker(model: ScriptedModel, runs: &'static AtomicU32) -> TestWorker {
@@ -415,6 +421,28 @@ async fn the_step_limit_ends_with_an_honest_partial_answer() {
     let answer = stored(&worker).await.answer.unwrap();
     assert!(answer.contains("step limit"), "{answer}");
     assert!(answer.contains("`search_docs` {\"query\":\"q2\"} (ok)"), "{answer}");
+
+    // The settled turn's one report: the limit, the steps, the calls, and
+    // the exact sums of what the model reported.
+    let reports = worker.metrics.reports();
+    assert_eq!(reports.len(), 1);
+    let report = &reports[0];
+    assert_eq!((report.status, report.limit), (TurnStatus::Answered, Some(LimitHit::Steps)));
+    assert_eq!((report.steps, report.tool_calls, report.tool_errors), (3, 3, 0));
+    assert_eq!(report.usage, Usage { input_tokens: 300, output_tokens: 60, ..Usage::default() });
+    assert_eq!(
+        report.metered.sqs_requests,
+        3 + 1 + 3 + 1,
+        "receive/hold/delete, thinking, three status lines, delivery"
+    );
+    assert!(report.metered.dynamodb_write_units >= 4, "the create and three saves: {:?}", report.metered);
+    let cost = report.cost(512);
+    assert!((cost.model.unwrap() - (300.0 * 3.0 + 60.0 * 15.0) / 1e6).abs() < 1e-12, "{cost:?}");
+    assert!(cost.aws > 0.0 && cost.aws < 0.001, "{cost:?}");
+
+    // A redelivery of the settled turn reports nothing more.
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.metrics.reports().len(), 1);
 }
 
 #[tokio::test]

@@ -92,6 +92,10 @@ impl Model for BedrockModel {
         });
         Ok(ModelReply { message, stop_reason: stop_reason(&output.stop_reason), usage: usage.unwrap_or_default() })
     }
+
+    fn id(&self) -> &str {
+        &self.model_id
+    }
 }
 
 fn clamp_i32(value: u32) -> i32 {

@@ -9,7 +9,7 @@ use assistant_core::ports::SlackPoster;
 use assistant_core::turn::TurnId;
 use async_trait::async_trait;
 use serde_json::Value;
-use slack::{Ts, UserId};
+use slack::{ChannelId, Ts, UserId};
 use std::collections::BTreeMap;
 
 /// A Web API failure as the responder sees it: whether waiting, looking
@@ -78,6 +78,10 @@ impl SlackPoster for WebPoster {
 
     async fn post_ephemeral(&self, thread: &ThreadRef, user: &UserId, text: &str) -> Result<(), PostError> {
         self.client.post_ephemeral(&thread.channel, &thread.thread_ts, user, text).await.map_err(post_error)
+    }
+
+    async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<(), PostError> {
+        self.client.post_to_channel(channel, text).await.map(|_| ()).map_err(post_error)
     }
 
     async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<MessageKey, Ts>, PostError> {

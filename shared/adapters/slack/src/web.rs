@@ -119,6 +119,8 @@ pub struct WebClient {
     base_url: String,
     token: BotToken,
     retry: RetryPolicy,
+    /// Calls retried so far by this client and its clones (a metric).
+    retries: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 #[derive(Deserialize)]
@@ -130,7 +132,18 @@ struct Envelope {
 
 impl WebClient {
     pub fn new(http: reqwest::Client, base_url: impl Into<String>, token: BotToken) -> Self {
-        Self { http, base_url: base_url.into().trim_end_matches('/').to_owned(), token, retry: RetryPolicy::default() }
+        Self {
+            http,
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            token,
+            retry: RetryPolicy::default(),
+            retries: Default::default(),
+        }
+    }
+
+    /// How many calls this client (and its clones) retried so far.
+    pub fn retries(&self) -> u64 {
+        self.retries.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Calls `method` with form parameters; retries as the module says.
@@ -162,6 +175,7 @@ impl WebClient {
                 return Err(err);
             }
             warn!(method, attempt, wait_ms = wait.as_millis() as u64, error = %err, "Slack call failed; retrying");
+            self.retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             tokio::time::sleep(wait).await;
             backoff *= 2;
             attempt += 1;
@@ -297,6 +311,15 @@ impl WebClient {
             ("unfurl_media", unfurl),
         ];
         message.params(&mut params);
+        let posted: Posted = self.call_retrying("chat.postMessage", &params, Retry::RateLimitOnly).await?;
+        Ok(posted.ts)
+    }
+
+    /// A plain message at the top of `channel`, without link previews: an
+    /// operator alert (`chat.postMessage`).
+    pub async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<Ts, WebError> {
+        let params =
+            [("channel", channel.as_str()), ("text", text), ("unfurl_links", "false"), ("unfurl_media", "false")];
         let posted: Posted = self.call_retrying("chat.postMessage", &params, Retry::RateLimitOnly).await?;
         Ok(posted.ts)
     }

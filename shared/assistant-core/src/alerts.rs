@@ -1,0 +1,140 @@
+//! Operator alerts in the deployment's ops channel (`OPS_CHANNEL_ID`): a
+//! dead letter, a Slack refusal that needs a human, a failed turn, a
+//! degraded health check. Short: what happened, the reference to search
+//! the logs for, and a link to the thread.
+//!
+//! **Once per reference.** An alert is posted only if no alert with its
+//! reference was (a conditional put of an `ALERT#{reference}` record), so a
+//! redelivered dead letter or a health check failing every five minutes
+//! does not repeat itself (health references carry the hour).
+//!
+//! **Bounded.** At most [`OpsAlerts::PER_MINUTE`] alerts a minute across
+//! every function instance (a versioned counter record per minute); the
+//! rest are suppressed, and say so in the caller's log line. An incident
+//! that fails every turn pings the channel a few times, not a thousand.
+
+use crate::Clock;
+use crate::delivery::PostError;
+use crate::messages::ThreadRef;
+use crate::ports::{PortError, Put, RecordKey, SlackPoster, VersionedRecords};
+use slack::ChannelId;
+use std::sync::Arc;
+
+/// How long an alert's reference is remembered.
+const REMEMBERED_SECS: i64 = 7 * 24 * 3600;
+/// Conflicting writers on one minute's counter: tries before giving up.
+const COUNTER_TRIES: usize = 3;
+
+/// One alert.
+#[derive(Debug, Clone, Copy)]
+pub struct Alert<'a> {
+    /// What to search the logs for: the turn's reference, or a health
+    /// check's name and hour.
+    pub reference: &'a str,
+    /// What happened, in a sentence (already redacted; mrkdwn is escaped
+    /// here).
+    pub what: &'a str,
+    /// The thread it happened in, when there is one.
+    pub thread: Option<&'a ThreadRef>,
+}
+
+/// What became of an alert.
+#[derive(Debug)]
+pub enum Raised {
+    Posted,
+    /// An alert with this reference was posted before.
+    Duplicate,
+    /// Over the minute's bound.
+    Suppressed,
+    /// The store or Slack failed: the caller logs it (at ERROR).
+    Failed(String),
+}
+
+pub struct OpsAlerts {
+    channel: ChannelId,
+    slack: Arc<dyn SlackPoster>,
+    records: Arc<dyn VersionedRecords>,
+    clock: Arc<dyn Clock>,
+}
+
+impl OpsAlerts {
+    pub const PER_MINUTE: u64 = 5;
+
+    pub fn new(
+        channel: ChannelId,
+        slack: Arc<dyn SlackPoster>,
+        records: Arc<dyn VersionedRecords>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self { channel, slack, records, clock }
+    }
+
+    pub async fn raise(&self, alert: Alert<'_>) -> Raised {
+        match self.try_raise(alert).await {
+            Ok(raised) => raised,
+            Err(err) => Raised::Failed(err),
+        }
+    }
+
+    async fn try_raise(&self, alert: Alert<'_>) -> Result<Raised, String> {
+        let now = self.clock.now_unix();
+        let minute = RecordKey { partition: format!("ALERTS#{}", now / 60), kind: "COUNT" };
+        let stored = self.records.get(&minute).await.map_err(|err| err.to_string())?;
+        if stored.as_ref().is_some_and(|record| count(&record.state) >= Self::PER_MINUTE) {
+            return Ok(Raised::Suppressed);
+        }
+        let once = RecordKey { partition: format!("ALERT#{}", alert.reference), kind: "SENT" };
+        match self.records.put(&once, 0, "{}".into(), now + REMEMBERED_SECS).await.map_err(|err| err.to_string())? {
+            Put::Written => {}
+            Put::Conflict { .. } => return Ok(Raised::Duplicate),
+        }
+        if !self.count_one(&minute, stored, now).await.map_err(|err| err.to_string())? {
+            return Ok(Raised::Suppressed);
+        }
+        self.slack.post_to_channel(&self.channel, &text(&alert)).await.map_err(|err: PostError| err.to_string())?;
+        Ok(Raised::Posted)
+    }
+
+    /// Takes one of the minute's alerts; `false` when none is left.
+    async fn count_one(
+        &self,
+        minute: &RecordKey,
+        mut stored: Option<crate::ports::StoredRecord>,
+        now: i64,
+    ) -> Result<bool, PortError> {
+        for _ in 0..COUNTER_TRIES {
+            let (version, sent) = stored.as_ref().map_or((0, 0), |record| (record.version, count(&record.state)));
+            if sent >= Self::PER_MINUTE {
+                return Ok(false);
+            }
+            let state = serde_json::json!({ "sent": sent + 1 }).to_string();
+            match self.records.put(minute, version, state, now + 3_600).await? {
+                Put::Written => return Ok(true),
+                Put::Conflict { current } => stored = current,
+            }
+            if stored.is_none() {
+                stored = self.records.get(minute).await?;
+            }
+        }
+        Ok(false)
+    }
+}
+
+fn count(state: &str) -> u64 {
+    serde_json::from_str::<serde_json::Value>(state).ok().and_then(|value| value["sent"].as_u64()).unwrap_or(0)
+}
+
+/// The alert as posted: mrkdwn, with Slack's control characters escaped so
+/// the text can neither ping nor link.
+fn text(alert: &Alert<'_>) -> String {
+    let escape = |text: &str| text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let mut text = format!(":rotating_light: {}\nReference: `{}`", escape(alert.what), escape(alert.reference));
+    if let Some(thread) = alert.thread {
+        let ts: String = thread.thread_ts.as_str().chars().filter(char::is_ascii_digit).collect();
+        text.push_str(&format!(
+            "\nThread: <https://slack.com/archives/{channel}/p{ts}|open it> in <#{channel}>",
+            channel = thread.channel
+        ));
+    }
+    text
+}

@@ -1,0 +1,62 @@
+//! What a settled turn reports to operators: one [`TurnReport`] per turn,
+//! made by the worker when the turn settles and handed to [`TurnMetrics`]
+//! (CloudWatch Embedded Metric Format in Lambda, `lambda_support::metrics`).
+
+use crate::pricing::{Cost, Metered, ModelPrices, aws_cost};
+use crate::turn::{TurnId, TurnStatus, Usage};
+
+/// A limit that ended a turn before the model finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitHit {
+    Steps,
+    Tokens,
+}
+
+impl LimitHit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitHit::Steps => "steps",
+            LimitHit::Tokens => "tokens",
+        }
+    }
+}
+
+/// A settled turn's figures: the token counts are the exact sums of what
+/// the model reported for the turn's steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnReport {
+    pub turn_id: TurnId,
+    pub status: TurnStatus,
+    pub limit: Option<LimitHit>,
+    pub steps: u32,
+    pub tool_calls: u32,
+    pub tool_errors: u32,
+    pub usage: Usage,
+    pub metered: Metered,
+    pub time_to_first_status_ms: Option<u64>,
+    pub time_to_answer_ms: u64,
+    /// The model's prices, when known.
+    pub prices: Option<ModelPrices>,
+}
+
+impl TurnReport {
+    /// The turn's estimated cost, with the worker at `worker_memory_mb`.
+    pub fn cost(&self, worker_memory_mb: u32) -> Cost {
+        Cost {
+            model: self.prices.map(|prices| prices.cost(&self.usage)),
+            aws: aws_cost(&self.metered, worker_memory_mb),
+        }
+    }
+}
+
+/// Where settled turns are reported.
+pub trait TurnMetrics: Send + Sync {
+    fn turn_settled(&self, report: &TurnReport);
+}
+
+/// Reports nowhere (the local runner prints its own summary).
+pub struct NoMetrics;
+
+impl TurnMetrics for NoMetrics {
+    fn turn_settled(&self, _: &TurnReport) {}
+}
