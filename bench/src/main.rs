@@ -19,6 +19,12 @@
 //!    and the calls each step makes to the store and queues.
 //! 5. The responder's CPU per answer: redact, render to mrkdwn and split a
 //!    typical answer (a heading, a list, code, a table, links, mentions).
+//! 6. A turn's AWS cost excluding the model, for a 1-step and a 10-step
+//!    turn (what the worker meters, priced by `assistant_core::pricing`),
+//!    and the share of a 10-step turn's input tokens read from the prompt
+//!    cache, under the fake model's accounting (Bedrock's: a request reads
+//!    from the cache the prefix up to the previous request's last cache
+//!    point, and writes the rest up to its own last one).
 
 use anyhow::{Context, Result};
 use assistant_core::messages::{ReplyMessage, TurnRequest};
@@ -54,6 +60,7 @@ fn main() -> Result<()> {
     warm_handling(&runtime)?;
     runtime.block_on(worker_overhead())?;
     responder_rendering();
+    runtime.block_on(turn_cost())?;
     match std::env::var("FLOOR_BIN") {
         Ok(_) => runtime.block_on(start_up())?,
         Err(_) => println!("\nFLOOR_BIN not set: start-up, size and RSS skipped (infra/bench.sh sets them)"),
@@ -141,15 +148,52 @@ const STEPS_PER_TURN: u32 = 10;
 const TURNS: usize = 200;
 
 /// Answers at once: a tool call with some prose for the first steps, then
-/// an answer, like a model would, minus the wait.
-struct InstantModel;
+/// an answer, like a model would, minus the wait. Counts tokens as Bedrock
+/// does with cache points (a token is four bytes of the request).
+struct InstantModel {
+    steps: u32,
+    /// What the previous request of the turn put in the cache, in bytes.
+    cached: std::sync::Mutex<usize>,
+}
+
+impl InstantModel {
+    fn new(steps: u32) -> Self {
+        Self { steps, cached: std::sync::Mutex::new(0) }
+    }
+
+    fn usage(&self, request: &ModelRequest<'_>, first: bool) -> Usage {
+        let tools: usize = request
+            .tools
+            .iter()
+            .map(|tool| tool.name.len() + tool.description.len() + tool.input_schema.to_string().len())
+            .sum();
+        let stable = request.system.len() + tools;
+        let conversation = serde_json::to_string(request.messages).map_or(0, |json| json.len());
+        let mut cached = self.cached.lock().expect("cache lock");
+        if first {
+            *cached = 0;
+        }
+        let read = *cached;
+        let cached_now = stable + if request.cache_conversation { conversation } else { 0 };
+        let written = cached_now.saturating_sub(read);
+        *cached = cached_now;
+        let tokens = |bytes: usize| bytes as u64 / 4;
+        Usage {
+            input_tokens: tokens(stable + conversation - read - written),
+            output_tokens: 100,
+            cache_read_tokens: tokens(read),
+            cache_write_tokens: tokens(written),
+        }
+    }
+}
 
 #[async_trait]
 impl Model for InstantModel {
     async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
         let step = request.messages.len() / 2;
+        let usage = self.usage(&request, step == 0);
         let prose = Content::Text("Let me look at the runbook section on connection pools. ".repeat(4));
-        let (content, stop_reason) = if (step as u32) < STEPS_PER_TURN - 1 {
+        let (content, stop_reason) = if (step as u32) < self.steps - 1 {
             let call = ToolUse {
                 id: format!("tooluse_{step:04}"),
                 name: "search_docs".into(),
@@ -159,7 +203,6 @@ impl Model for InstantModel {
         } else {
             (vec![Content::Text("The pool is exhausted since the 14:02 deploy.".into())], StopReason::EndTurn)
         };
-        let usage = Usage { input_tokens: 1_000, output_tokens: 100, ..Usage::default() };
         Ok(ModelReply { message: Message { role: Role::Assistant, content }, stop_reason, usage })
     }
 }
@@ -172,8 +215,18 @@ impl Deadline for Unlimited {
     }
 }
 
-async fn worker_overhead() -> Result<()> {
-    println!("\nworker overhead per step, model and tool time excluded (budget: < 5 ms CPU, 1 state write)");
+/// The worker on in-memory ports (counted), with an instant model that
+/// answers after `steps` steps and one instant tool.
+struct BenchWorker {
+    worker: Worker,
+    store: Arc<Counting<assistant_core::store::RecordTurns>>,
+    work: Arc<Counting<MemoryQueue>>,
+    replies: Arc<Counting<MemoryQueue<ReplyMessage>>>,
+    artifacts: Arc<Counting<MemoryArtifacts>>,
+    metrics: Arc<testkit::memory::MemoryMetrics>,
+}
+
+fn bench_worker(steps: u32, clock: Arc<dyn Clock>) -> Result<BenchWorker> {
     let spec = ToolSpec {
         name: "search_docs".into(),
         description: "Search the runbooks.".into(),
@@ -190,10 +243,11 @@ async fn worker_overhead() -> Result<()> {
     let work = Arc::new(Counting::<MemoryQueue>::default());
     let replies = Arc::new(Counting::<MemoryQueue<ReplyMessage>>::default());
     let artifacts = Arc::new(Counting::<MemoryArtifacts>::default());
+    let metrics = Arc::new(testkit::memory::MemoryMetrics::default());
     let worker = Worker {
         store: store.clone(),
         deliveries: Arc::new(deliveries),
-        model: Arc::new(InstantModel),
+        model: Arc::new(InstantModel::new(steps)),
         work: work.clone(),
         replies: replies.clone(),
         artifacts: artifacts.clone(),
@@ -201,30 +255,40 @@ async fn worker_overhead() -> Result<()> {
         timers: Arc::new(MemoryTimers::default()),
         tools: ToolRegistry::new(vec![search], ToolPolicy::allow_all())?,
         approvals: Approvals::new(ApprovalsConfig::default()),
-        clock: Arc::new(FixedClock::at(NOW)),
+        clock,
         system_prompt: worker_logic::assembly::DEFAULT_SYSTEM_PROMPT.to_owned(),
-        limits: Limits { max_steps: STEPS_PER_TURN, ..Limits::default() },
+        limits: Limits { max_steps: steps, ..Limits::default() },
+        metrics: metrics.clone(),
+        prices: None,
     };
-    let request = |i: usize| {
-        WorkMessage::StartTurn(TurnRequest {
-            event_id: slack::EventId::new(format!("Ev{i:08}")),
-            thread: assistant_core::ThreadRef {
-                team: slack::TeamId::new("T061EG9R6"),
-                channel: slack::ChannelId::new("C0LAN2Q65"),
-                thread_ts: slack::Ts::new(format!("1763800000.{i:06}")),
-            },
-            message_ts: slack::Ts::new(format!("1763800000.{i:06}")),
-            user: slack::UserId::new("U061F7AUR"),
-            text: "why is checkout-api failing in prod?".into(),
-            context_channel: None,
-            bot_user: None,
-        })
-    };
+    Ok(BenchWorker { worker, store, work, replies, artifacts, metrics })
+}
 
+/// The `i`th mention, in a thread of its own.
+fn mention(i: usize) -> WorkMessage {
+    WorkMessage::StartTurn(TurnRequest {
+        event_id: slack::EventId::new(format!("Ev{i:08}")),
+        thread: assistant_core::ThreadRef {
+            team: slack::TeamId::new("T061EG9R6"),
+            channel: slack::ChannelId::new("C0LAN2Q65"),
+            thread_ts: slack::Ts::new(format!("1763800000.{i:06}")),
+        },
+        message_ts: slack::Ts::new(format!("1763800000.{i:06}")),
+        user: slack::UserId::new("U061F7AUR"),
+        text: "why is checkout-api failing in prod?".into(),
+        context_channel: None,
+        bot_user: None,
+    })
+}
+
+async fn worker_overhead() -> Result<()> {
+    println!("\nworker overhead per step, model and tool time excluded (budget: < 5 ms CPU, 1 state write)");
+    let BenchWorker { worker, store, work, replies, artifacts, .. } =
+        bench_worker(STEPS_PER_TURN, Arc::new(FixedClock::at(NOW)))?;
     let mut per_step = Vec::with_capacity(TURNS);
     for i in 0..TURNS {
         let started = Instant::now();
-        let outcome = worker.handle(&request(i), &Unlimited).await?;
+        let outcome = worker.handle(&mention(i), &Unlimited).await?;
         per_step.push(started.elapsed() / STEPS_PER_TURN);
         anyhow::ensure!(matches!(outcome, Outcome::Settled { steps: STEPS_PER_TURN, .. }), "unexpected {outcome:?}");
     }
@@ -241,6 +305,38 @@ async fn worker_overhead() -> Result<()> {
         per_turn(&work.calls),
         per_turn(&artifacts.calls)
     );
+    Ok(())
+}
+
+/// What a turn costs on AWS, without the model's tokens, and how much of a
+/// long turn's input the prompt cache serves.
+async fn turn_cost() -> Result<()> {
+    println!("\na turn's AWS cost excluding the model (DynamoDB, SQS, S3, Lambda at list prices; worker at 512 MB)");
+    for steps in [1, STEPS_PER_TURN] {
+        let bench = bench_worker(steps, Arc::new(SystemClock))?;
+        bench.worker.handle(&mention(0), &Unlimited).await?;
+        let reports = bench.metrics.reports();
+        let report = reports.first().context("the turn settled and reported")?;
+        let cost = report.cost(512);
+        println!(
+            "  {steps:>2}-step turn: ${:.7} ({} DynamoDB write units, {} SQS requests, worker busy {} ms)",
+            cost.aws, report.metered.dynamodb_write_units, report.metered.sqs_requests, report.metered.busy_ms
+        );
+        if steps == STEPS_PER_TURN {
+            let usage = report.usage;
+            let input = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
+            println!(
+                "  10-step turn's input tokens read from the prompt cache: {:.0}% ({} of {}; {} written, {} uncached)",
+                100.0 * usage.cache_read_tokens as f64 / input as f64,
+                usage.cache_read_tokens,
+                input,
+                usage.cache_write_tokens,
+                usage.input_tokens
+            );
+        }
+    }
+    let waiting = 0.5 * assistant_core::pricing::LAMBDA_GB_SECOND;
+    println!("  plus ${waiting:.7} per second the worker waits on the model (Lambda bills the wait)");
     Ok(())
 }
 
