@@ -221,9 +221,9 @@ impl Worker {
         turn.settle(answer, TurnStatus::Failed, self.clock.now_unix());
         match self.save(&mut turn).await {
             Ok(()) => {
+                self.report(&turn, None);
                 let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
                 self.replies.send(&reply).await.map_err(WorkerError::Queue)?;
-                self.report(&turn, None);
                 Ok(Outcome::Settled { id: turn.id, status: TurnStatus::Failed, steps: turn.steps })
             }
             Err(StoreError::Conflict { id, .. }) => Ok(Outcome::Superseded { id }),
@@ -535,11 +535,13 @@ impl Worker {
         loop {
             match turn.status {
                 TurnStatus::Answered | TurnStatus::Failed => {
-                    let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
-                    self.replies.send(&reply).await.map_err(WorkerError::Queue)?;
+                    // Reported once: by the handling whose save settled it,
+                    // before the delivery request (whose retry finds it settled).
                     if settled_here {
                         self.report(&turn, limit);
                     }
+                    let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
+                    self.replies.send(&reply).await.map_err(WorkerError::Queue)?;
                     return Ok(Outcome::Settled { id: turn.id, status: turn.status, steps: turn.steps });
                 }
                 TurnStatus::AwaitingApproval => {
