@@ -116,6 +116,30 @@ pub fn stage(label: &str, took: Duration, detail: &str) {
     println!("▸ {label:<10} {:>9.2} ms  {detail}", took.as_secs_f64() * 1_000.0);
 }
 
+/// Each settled turn's figures, as a stage line: what the Lambda worker
+/// emits as a metrics record.
+struct PrintedTurns;
+
+impl assistant_core::telemetry::TurnMetrics for PrintedTurns {
+    fn turn_settled(&self, report: &assistant_core::telemetry::TurnReport) {
+        let cost = report.cost(512);
+        let model = cost.model.map_or("model price unknown".to_owned(), |usd| format!("model ${usd:.5}"));
+        let detail = format!(
+            "{} after {} steps, {} tool calls ({} failed); tokens in {} out {} cache read {} write {}; {model}, AWS ${:.6}",
+            report.status.as_str(),
+            report.steps,
+            report.tool_calls,
+            report.tool_errors,
+            report.usage.input_tokens,
+            report.usage.output_tokens,
+            report.usage.cache_read_tokens,
+            report.usage.cache_write_tokens,
+            cost.aws,
+        );
+        stage("settled", Duration::from_millis(report.time_to_answer_ms), &detail);
+    }
+}
+
 impl Pipeline {
     pub async fn new(settings: Settings) -> Result<Self, SetupError> {
         let secret = SigningSecret::new(settings.signing_secret.clone()).map_err(|_| SetupError::EmptySecret)?;
@@ -220,7 +244,7 @@ impl Pipeline {
             // `${secret:NAME}` reads Secrets Manager (or the emulator) with
             // the usual AWS chain, as the worker does; only when named.
             secrets: Arc::new(SecretsManager::new(&aws, http.clone(), &settings.secrets_prefix)),
-            metrics: Arc::new(assistant_core::telemetry::NoMetrics),
+            metrics: Arc::new(PrintedTurns),
             http,
         };
         let worker =
