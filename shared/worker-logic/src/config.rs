@@ -234,4 +234,20 @@ mod tests {
             assert!(AssistantConfig::parse(bad.as_bytes()).is_err(), "{bad}");
         }
     }
+
+    #[test]
+    fn model_prices_are_dollars_per_million_tokens_and_nothing_else() {
+        let config =
+            AssistantConfig::parse(br#"{"model_prices": {"input_per_mtok": 3, "output_per_mtok": 15}}"#).unwrap();
+        let prices = config.model_prices.unwrap();
+        assert_eq!((prices.input_per_mtok, prices.output_per_mtok, prices.cache_read_per_mtok), (3.0, 15.0, 0.0));
+        for bad in [
+            r#"{"model_prices": {"input_per_mtok": -1, "output_per_mtok": 15}}"#,
+            r#"{"model_prices": {"input_per_mtok": 3, "output_per_mtok": 1e400}}"#,
+            r#"{"model_prices": {"input_per_mtok": 3, "output_per_mtok": 15, "discount": 0.5}}"#,
+            r#"{"model_prices": {"input_per_mtok": "3"}}"#,
+        ] {
+            assert!(AssistantConfig::parse(bad.as_bytes()).is_err(), "{bad}");
+        }
+    }
 }
