@@ -111,10 +111,10 @@ impl ResponderFunction {
         let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
         let records: Arc<dyn VersionedRecords> =
             Arc::new(DynamoRecords::new(clients.dynamodb.clone(), &config.turns_table));
-        let alerts = config.ops_channel.clone().map(|channel| {
-            let poster = Arc::new(WebPoster::new(slack.clone(), false));
-            OpsAlerts::new(channel, poster, records.clone(), Arc::new(SystemClock))
-        });
+        let alerts = config
+            .ops_channel
+            .clone()
+            .map(|channel| OpsAlerts::new(channel, Arc::new(slack.clone()), records.clone(), Arc::new(SystemClock)));
         let responder = Responder {
             turns: Arc::new(RecordTurns::new(records.clone())),
             deliveries: Arc::new(RecordDeliveries::new(records)),

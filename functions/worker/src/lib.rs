@@ -179,8 +179,7 @@ impl WorkerFunction {
         tracing::info!(config = %config.assistant_config_key, "worker assembled");
         let visibility = Visibility::new(clients.sqs.clone());
         let alerts = config.ops_channel.clone().map(|channel| {
-            let poster = Arc::new(adapters_slack::WebPoster::new(slack.clone(), false));
-            OpsAlerts::new(slack::ChannelId::new(channel), poster, records, Arc::new(SystemClock))
+            OpsAlerts::new(slack::ChannelId::new(channel), Arc::new(slack.clone()), records, Arc::new(SystemClock))
         });
         Ok(Self { worker, clients, config, docs_prefix: assistant.docs_prefix, visibility, slack, alerts })
     }

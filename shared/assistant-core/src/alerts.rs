@@ -16,7 +16,7 @@
 use crate::Clock;
 use crate::delivery::PostError;
 use crate::messages::ThreadRef;
-use crate::ports::{PortError, Put, RecordKey, SlackPoster, VersionedRecords};
+use crate::ports::{AlertPoster, PortError, Put, RecordKey, VersionedRecords};
 use slack::ChannelId;
 use std::sync::Arc;
 
@@ -52,7 +52,7 @@ pub enum Raised {
 
 pub struct OpsAlerts {
     channel: ChannelId,
-    slack: Arc<dyn SlackPoster>,
+    slack: Arc<dyn AlertPoster>,
     records: Arc<dyn VersionedRecords>,
     clock: Arc<dyn Clock>,
 }
@@ -62,7 +62,7 @@ impl OpsAlerts {
 
     pub fn new(
         channel: ChannelId,
-        slack: Arc<dyn SlackPoster>,
+        slack: Arc<dyn AlertPoster>,
         records: Arc<dyn VersionedRecords>,
         clock: Arc<dyn Clock>,
     ) -> Self {

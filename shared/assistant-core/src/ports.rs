@@ -264,8 +264,13 @@ pub trait SlackPoster: Send + Sync {
 
     /// The turn's messages already in the thread: key → `ts`.
     async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<MessageKey, Ts>, PostError>;
+}
 
-    /// A message at the top of `channel` (an operator alert; mrkdwn).
+/// Posts operator alerts: a message at the top of a channel. Apart from
+/// [`SlackPoster`], so a function that only alerts (the worker) links no
+/// thread-posting code.
+#[async_trait]
+pub trait AlertPoster: Send + Sync {
     async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<(), PostError>;
 }
 

@@ -5,7 +5,7 @@
 
 use assistant_core::ThreadRef;
 use assistant_core::delivery::{MessageKey, Outgoing, PostError};
-use assistant_core::ports::SlackPoster;
+use assistant_core::ports::{AlertPoster, SlackPoster};
 use assistant_core::turn::TurnId;
 use async_trait::async_trait;
 use slack::{ChannelId, Ts, UserId};
@@ -163,17 +163,6 @@ impl SlackPoster for MemoryPoster {
         Ok(())
     }
 
-    async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<(), PostError> {
-        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(CHANNEL_POST) {
-            return Err(err);
-        }
-        if self.echo {
-            println!("── Slack alert in {channel} ──\n{text}\n");
-        }
-        self.alerts.lock().expect("alerts lock").push((channel.clone(), text.to_owned()));
-        Ok(())
-    }
-
     async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<MessageKey, Ts>, PostError> {
         if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(REPLIES) {
             return Err(err);
@@ -184,5 +173,19 @@ impl SlackPoster for MemoryPoster {
             .filter(|p| &p.thread == thread && &p.turn == turn)
             .map(|p| (p.message.key.clone(), p.ts.clone()))
             .collect())
+    }
+}
+
+#[async_trait]
+impl AlertPoster for MemoryPoster {
+    async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<(), PostError> {
+        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(CHANNEL_POST) {
+            return Err(err);
+        }
+        if self.echo {
+            println!("── Slack alert in {channel} ──\n{text}\n");
+        }
+        self.alerts.lock().expect("alerts lock").push((channel.clone(), text.to_owned()));
+        Ok(())
     }
 }

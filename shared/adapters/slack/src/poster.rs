@@ -5,7 +5,7 @@
 use crate::web::{OutgoingMessage, WebClient, WebError};
 use assistant_core::ThreadRef;
 use assistant_core::delivery::{MessageKey, MessageMetadata, Outgoing, PostError};
-use assistant_core::ports::SlackPoster;
+use assistant_core::ports::{AlertPoster, SlackPoster};
 use assistant_core::turn::TurnId;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -80,10 +80,6 @@ impl SlackPoster for WebPoster {
         self.client.post_ephemeral(&thread.channel, &thread.thread_ts, user, text).await.map_err(post_error)
     }
 
-    async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<(), PostError> {
-        self.client.post_to_channel(channel, text).await.map(|_| ()).map_err(post_error)
-    }
-
     async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<MessageKey, Ts>, PostError> {
         let messages = self
             .client
@@ -98,5 +94,13 @@ impl SlackPoster for WebPoster {
                 (&ours.turn_id == turn).then_some((ours.key, message.ts))
             })
             .collect())
+    }
+}
+
+/// Operator alerts straight from the Web API client.
+#[async_trait]
+impl AlertPoster for WebClient {
+    async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<(), PostError> {
+        WebClient::post_to_channel(self, channel, text).await.map(|_| ()).map_err(post_error)
     }
 }
