@@ -123,7 +123,7 @@ impl ResponderFunction {
             mentions: config.special_mentions,
             alerts,
         };
-        let visibility = Visibility::new(clients.sqs.clone());
+        let visibility = Visibility::new(clients.sqs.clone(), &[&config.reply_queue_url]);
         Self { responder, slack, clients, config, visibility }
     }
 

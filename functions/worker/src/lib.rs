@@ -177,7 +177,7 @@ impl WorkerFunction {
         };
         let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;
         tracing::info!(config = %config.assistant_config_key, "worker assembled");
-        let visibility = Visibility::new(clients.sqs.clone());
+        let visibility = Visibility::new(clients.sqs.clone(), &[&config.work_queue_url]);
         let alerts = config.ops_channel.clone().map(|channel| {
             OpsAlerts::new(slack::ChannelId::new(channel), Arc::new(slack.clone()), records, Arc::new(SystemClock))
         });

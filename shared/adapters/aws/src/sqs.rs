@@ -69,16 +69,20 @@ pub async fn check_queue(client: &Client, url: &str) -> Result<(), String> {
 /// Sets when SQS hands a received message out again
 /// (`ChangeMessageVisibility`): the backoff of a failed record, or a hold
 /// for the rest of an invocation. Queues are named by ARN, as Lambda's
-/// events name them; each ARN's URL is asked for once per process.
+/// events name them; an ARN whose queue is one of the function's own
+/// (`known`) needs no lookup, any other's URL is asked for once per process.
 #[derive(Debug)]
 pub struct Visibility {
     client: Client,
+    known: Vec<String>,
     urls: Mutex<HashMap<String, String>>,
 }
 
 impl Visibility {
-    pub fn new(client: Client) -> Self {
-        Self { client, urls: Mutex::default() }
+    /// `known`: the URLs of the queues the function consumes
+    /// (`…/{account}/{name}`).
+    pub fn new(client: Client, known: &[&str]) -> Self {
+        Self { client, known: known.iter().map(|url| (*url).to_owned()).collect(), urls: Mutex::default() }
     }
 
     async fn url(&self, queue_arn: &str) -> Result<String, PortError> {
@@ -90,6 +94,10 @@ impl Visibility {
         let (Some(name), Some(account)) = (parts.next(), parts.next()) else {
             return Err(PortError::new("SQS GetQueueUrl", format!("{queue_arn:?} is not a queue ARN")));
         };
+        let path = format!("/{account}/{name}");
+        if let Some(url) = self.known.iter().find(|url| url.ends_with(&path)) {
+            return Ok(url.clone());
+        }
         let url = self
             .client
             .get_queue_url()
