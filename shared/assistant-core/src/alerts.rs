@@ -12,6 +12,10 @@
 //! every function instance (a versioned counter record per minute); the
 //! rest are suppressed, and say so in the caller's log line. An incident
 //! that fails every turn pings the channel a few times, not a thousand.
+//!
+//! An alert Slack refuses (the bot not in the ops channel, a revoked token)
+//! is reported to the caller, which logs it at ERROR, and is not tried again:
+//! the reference is already taken, and the CloudWatch alarms still fire.
 
 use crate::Clock;
 use crate::delivery::PostError;
