@@ -48,6 +48,7 @@ fn parse<T: serde::de::DeserializeOwned>(what: &'static str, stored: &StoredReco
 fn turn_from(stored: &StoredRecord) -> Result<Turn, StoreError> {
     let mut turn: Turn = parse("read turn state", stored)?;
     turn.version = stored.version;
+    turn.stored_bytes = stored.state.len() as u64;
     Ok(turn)
 }
 
@@ -65,10 +66,12 @@ impl RecordTurns {
 impl TurnStore for RecordTurns {
     async fn create(&self, turn: &mut Turn) -> Result<Created, StoreError> {
         let state = serialize_turn(turn)?;
+        let bytes = state.len() as u64;
         let key = turn_key(&turn.id);
         match self.0.put(&key, 0, state, turn.updated_at + TURN_TTL_SECS).await? {
             Put::Written => {
                 turn.version = 1;
+                turn.stored_bytes = bytes;
                 Ok(Created::New)
             }
             Put::Conflict { current: Some(stored) } => Ok(Created::Existing(Box::new(turn_from(&stored)?))),
@@ -86,9 +89,11 @@ impl TurnStore for RecordTurns {
 
     async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
         let state = serialize_turn(turn)?;
+        let bytes = state.len() as u64;
         match self.0.put(&turn_key(&turn.id), turn.version, state, turn.updated_at + TURN_TTL_SECS).await? {
             Put::Written => {
                 turn.version += 1;
+                turn.stored_bytes = bytes;
                 Ok(())
             }
             Put::Conflict { .. } => Err(StoreError::Conflict { id: turn.id.clone(), expected: turn.version }),

@@ -229,6 +229,10 @@ pub struct Turn {
     /// this copy was read or last saved at; 0 before the first save.
     #[serde(skip)]
     pub version: u64,
+    /// Owned by the store too: the size of the state as last read or
+    /// written (0 before), what DynamoDB charges for.
+    #[serde(skip)]
+    pub stored_bytes: u64,
     /// Model calls completed.
     pub steps: u32,
     pub transcript: Vec<Message>,
@@ -263,6 +267,7 @@ impl Turn {
             event_id: request.event_id.clone(),
             status: TurnStatus::Running,
             version: 0,
+            stored_bytes: 0,
             steps: 0,
             transcript: Vec::new(),
             usage: Usage::default(),

@@ -287,10 +287,10 @@ impl Worker {
             (Some(channel), Some(viewing)) => Some(format!("{channel} {viewing}")),
             (channel, viewing) => channel.or(viewing),
         };
-        turn.metered.dynamodb_write_units += write_units(&turn);
         match self.store.create(&mut turn).await? {
             Created::New => {
                 info!("turn started");
+                turn.metered.dynamodb_write_units += write_units(&turn);
                 self.show_progress(&turn, THINKING.to_owned()).await;
                 turn.metered.sqs_requests += 1;
                 turn.first_status_ms = Some(turn.since_asked_ms(self.clock.now_millis()));
@@ -677,16 +677,22 @@ impl Worker {
     /// One conditional save. A state grown past the item limit is compacted
     /// (older tool results moved to the artifact store) and saved again, so
     /// the usual save serializes the turn once.
+    ///
+    /// The write's units are metered once it is done (the store knows the
+    /// size), so a save's own units are stored with the next one.
     async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
-        turn.metered.dynamodb_write_units += write_units(turn);
-        match self.store.save(turn).await {
+        let saved = match self.store.save(turn).await {
             Err(StoreError::TooLarge { bytes, .. }) => {
                 info!(bytes, "turn state over the item limit: compacting");
                 offload::compact(self.artifacts.as_ref(), turn).await?;
                 self.store.save(turn).await
             }
             other => other,
+        };
+        if saved.is_ok() {
+            turn.metered.dynamodb_write_units += write_units(turn);
         }
+        saved
     }
 
     /// One model call and the tools it asks for, applied to `turn` in memory.
@@ -768,9 +774,10 @@ impl Worker {
     }
 }
 
-/// The turn's item size, roughly: its state and the item's other attributes.
+/// The turn's item size as last stored: its state and the item's other
+/// attributes.
 fn item_bytes(turn: &Turn) -> u64 {
-    serde_json::to_vec(turn).map_or(0, |json| json.len() as u64) + 200
+    turn.stored_bytes + 200
 }
 
 /// DynamoDB's write units for saving `turn`: one per KB of its item.
