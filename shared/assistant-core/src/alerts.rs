@@ -22,6 +22,7 @@ use crate::delivery::PostError;
 use crate::messages::ThreadRef;
 use crate::ports::{AlertPoster, PortError, Put, RecordKey, VersionedRecords};
 use slack::ChannelId;
+use slack::text::escape;
 use std::sync::Arc;
 
 /// How long an alert's reference is remembered.
@@ -131,7 +132,6 @@ fn count(state: &str) -> u64 {
 /// The alert as posted: mrkdwn, with Slack's control characters escaped so
 /// the text can neither ping nor link.
 fn text(alert: &Alert<'_>) -> String {
-    let escape = |text: &str| text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     let mut text = format!(":rotating_light: {}\nReference: `{}`", escape(alert.what), escape(alert.reference));
     if let Some(thread) = alert.thread {
         let ts: String = thread.thread_ts.as_str().chars().filter(char::is_ascii_digit).collect();

@@ -283,19 +283,7 @@ fn hold_code_spans(text: &str, hold: &mut impl FnMut(String) -> String) -> Strin
     out
 }
 
-/// `&`, `<` and `>` as Slack's entities.
-pub fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
-}
+pub use slack::text::escape;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! Slack's wire protocol, with no I/O: verifying that a request came from
-//! Slack, and typed views of what Slack sends (Events API callbacks and
-//! interactivity payloads). Rendering for Slack (Markdown to mrkdwn,
+//! Slack, typed views of what Slack sends (Events API callbacks and
+//! interactivity payloads), and escaping text for it ([`text`]). Rendering
+//! for Slack (Markdown to mrkdwn,
 //! splitting under Slack's limits) is the responder's, in
 //! `shared/responder-logic`, so the ingress links no regex engine.
 //!
@@ -15,6 +16,7 @@ pub mod ids;
 pub mod interaction;
 pub mod request;
 pub mod signature;
+pub mod text;
 
 pub use ids::{ChannelId, EventId, TeamId, Ts, UserId};
 pub use request::{ParseError, SlackRequest};
