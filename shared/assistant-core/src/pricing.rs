@@ -74,8 +74,9 @@ pub struct Metered {
     /// SQS requests: sends, and each handled message's receive, delete and
     /// visibility change.
     pub sqs_requests: u64,
+    /// Large tool results written to the bucket (the docs tools' reads are
+    /// not metered: a few per turn at $0.0000004 each).
     pub s3_puts: u64,
-    pub s3_gets: u64,
     /// Lambda invocations and the time they spent on the turn.
     pub invocations: u64,
     pub busy_ms: u64,
@@ -87,7 +88,6 @@ impl std::ops::AddAssign for Metered {
         self.dynamodb_read_units += other.dynamodb_read_units;
         self.sqs_requests += other.sqs_requests;
         self.s3_puts += other.s3_puts;
-        self.s3_gets += other.s3_gets;
         self.invocations += other.invocations;
         self.busy_ms += other.busy_ms;
     }
@@ -99,7 +99,6 @@ pub const DYNAMODB_READ_UNIT: f64 = 0.125 / 1e6;
 /// FIFO queues.
 pub const SQS_REQUEST: f64 = 0.50 / 1e6;
 pub const S3_PUT: f64 = 0.005 / 1e3;
-pub const S3_GET: f64 = 0.0004 / 1e3;
 pub const LAMBDA_REQUEST: f64 = 0.20 / 1e6;
 /// arm64 (the template's default); x86_64 costs a quarter more.
 pub const LAMBDA_GB_SECOND: f64 = 0.000_013_333_4;
@@ -113,7 +112,6 @@ pub const OUTSIDE_THE_WORKER: Metered = Metered {
     dynamodb_read_units: 2,
     sqs_requests: 3,
     s3_puts: 0,
-    s3_gets: 0,
     invocations: 2,
     busy_ms: 0,
 };
@@ -143,7 +141,6 @@ pub fn aws_cost(worker: &Metered, worker_memory_mb: u32) -> f64 {
         + all.dynamodb_read_units as f64 * DYNAMODB_READ_UNIT
         + all.sqs_requests as f64 * SQS_REQUEST
         + all.s3_puts as f64 * S3_PUT
-        + all.s3_gets as f64 * S3_GET
         + all.invocations as f64 * LAMBDA_REQUEST
         + (gb_seconds + OUTSIDE_THE_WORKER_GB_SECONDS) * LAMBDA_GB_SECOND
 }
