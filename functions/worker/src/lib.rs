@@ -220,18 +220,24 @@ impl WorkerFunction {
 
     async fn handle_record(&self, record: Record<'_>, deadline: &dyn Deadline) -> Handled {
         // Held until just past this invocation's end: if the process dies
-        // (a crash, the Lambda timeout), the message is back in seconds, not
-        // after the queue's visibility timeout.
-        let hold = deadline.time_left() + HOLD_MARGIN;
-        if let Err(err) = self.visibility.set(record.source, record.receipt_handle, hold).await {
-            tracing::warn!(error = %err, "message not held for the invocation: the queue's visibility timeout applies");
-        }
-        match WorkMessage::decode(record.body) {
-            Ok(message) => {
-                sqs_batch::settle(self.worker.handle(&message, deadline).await, Permanent::ToDeadLetterQueue)
+        // (a crash, the Lambda timeout), the message is back in minutes, not
+        // after the queue's visibility timeout. Beside the work, not before
+        // it: the turn's first status line does not wait for it.
+        let hold = async {
+            let until = deadline.time_left() + HOLD_MARGIN;
+            if let Err(err) = self.visibility.set(record.source, record.receipt_handle, until).await {
+                tracing::warn!(error = %err, "message not held for the invocation: the queue's visibility timeout applies");
             }
-            Err(err) => sqs_batch::malformed(&err),
-        }
+        };
+        let work = async {
+            match WorkMessage::decode(record.body) {
+                Ok(message) => {
+                    sqs_batch::settle(self.worker.handle(&message, deadline).await, Permanent::ToDeadLetterQueue)
+                }
+                Err(err) => sqs_batch::malformed(&err),
+            }
+        };
+        tokio::join!(hold, work).1
     }
 
     /// Checks the table, both queues, the bucket and the Slack token this
