@@ -31,13 +31,14 @@ fn function_config(stack: &Stack, slack: Option<&FakeSlack>) -> Config {
 
 /// The stack's clients, with Bedrock's pointed at the fake.
 async fn clients(stack: &Stack, fake: &FakeBedrock) -> Clients {
+    let aws = emulator_config().await;
     Clients {
         dynamodb: stack.dynamodb.clone(),
         sqs: stack.sqs.clone(),
         s3: stack.s3.clone(),
-        bedrock: fake.client(&emulator_config().await, retry_config().with_initial_backoff(Duration::from_millis(5))),
+        bedrock: fake.client(&aws, retry_config().with_initial_backoff(Duration::from_millis(5))),
         http: adapters_slack::web::http_client(),
-        aws: emulator_config().await,
+        aws,
     }
 }
 

@@ -52,7 +52,7 @@ pub struct Config {
     pub memory_mb: u32,
     /// Where operators are alerted of a degraded health check
     /// (`OPS_CHANNEL_ID`); none when unset.
-    pub ops_channel: Option<String>,
+    pub ops_channel: Option<slack::ChannelId>,
     pub limits: Limits,
 }
 
@@ -77,7 +77,7 @@ impl Config {
             assistant_config_key: optional("ASSISTANT_CONFIG_KEY").unwrap_or_else(|| DEFAULT_CONFIG_KEY.to_owned()),
             secrets_prefix: optional("SECRETS_PREFIX").unwrap_or_else(|| adapters_secrets::DEFAULT_PREFIX.to_owned()),
             memory_mb: optional("AWS_LAMBDA_FUNCTION_MEMORY_SIZE").and_then(|mb| mb.parse().ok()).unwrap_or(512),
-            ops_channel: lambda_support::env::ops_channel()?,
+            ops_channel: lambda_support::env::ops_channel()?.map(slack::ChannelId::new),
             limits,
         })
     }
@@ -178,9 +178,10 @@ impl WorkerFunction {
         let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;
         tracing::info!(config = %config.assistant_config_key, "worker assembled");
         let visibility = Visibility::new(clients.sqs.clone(), &[&config.work_queue_url]);
-        let alerts = config.ops_channel.clone().map(|channel| {
-            OpsAlerts::new(slack::ChannelId::new(channel), Arc::new(slack.clone()), records, Arc::new(SystemClock))
-        });
+        let alerts = config
+            .ops_channel
+            .clone()
+            .map(|channel| OpsAlerts::new(channel, Arc::new(slack.clone()), records, Arc::new(SystemClock)));
         Ok(Self { worker, clients, config, docs_prefix: assistant.docs_prefix, visibility, slack, alerts })
     }
 

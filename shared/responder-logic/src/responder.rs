@@ -466,9 +466,7 @@ impl Responder {
         }
         Ok(Outcome::Refused { id: turn_id.clone(), code })
     }
-}
 
-impl Responder {
     /// Alerts the ops channel, when there is one; what became of it is
     /// logged, never an error of the delivery.
     pub async fn alert(&self, reference: &str, what: &str, thread: Option<&ThreadRef>) {
