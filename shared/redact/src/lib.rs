@@ -13,6 +13,10 @@
 //! [remembered](Redactor::remember) and removed wherever they appear,
 //! whatever their shape.
 
+pub mod stream;
+
+pub use stream::StreamRedactor;
+
 use regex::{Captures, Regex};
 use std::borrow::Cow;
 use std::sync::{OnceLock, RwLock};
@@ -248,6 +252,12 @@ impl Redactor {
             // replaced whole.
             known.sort_by_key(|known| std::cmp::Reverse(known.len()));
         }
+    }
+
+    /// The length of the longest value [remembered](Self::remember) (0
+    /// when none): how much streamed text must be held back to see one whole.
+    pub fn longest_remembered(&self) -> usize {
+        self.known.read().unwrap_or_else(|poisoned| poisoned.into_inner()).first().map_or(0, String::len)
     }
 
     /// Redacts a JSON value in place: every string by the rules, and every

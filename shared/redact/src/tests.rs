@@ -3,6 +3,7 @@
 //! scanners (or people) to trip over.
 
 use super::*;
+use crate::stream::MIN_HOLD;
 
 /// A run of mixed characters of length `n`, shaped like key material.
 fn material(n: usize) -> String {
@@ -387,4 +388,87 @@ fn a_remembered_secret_is_removed_whatever_its_shape_and_short_values_are_not_re
     // One remembered value inside another: the longer one goes whole.
     redactor.remember(&format!("{secret}-suffix"));
     assert_eq!(redactor.redact(&format!("[{secret}-suffix]")), "[[redacted: configured secret]]");
+}
+
+/// `text` streamed in `deltas`, releasing after each as a streaming caller
+/// does: everything that left the redactor, in order.
+fn streamed(redactor: &Redactor, deltas: &[&str]) -> String {
+    let mut stream = StreamRedactor::new(redactor);
+    let mut out = String::new();
+    for delta in deltas {
+        stream.push(delta);
+        out.push_str(&stream.release());
+    }
+    out + &stream.finish()
+}
+
+/// An answer as a model writes it, with `text` in its middle.
+fn answer_around(text: &str) -> String {
+    format!(
+        "Here is what I found in the service's logs and config.\n\n{text}\n\nThat explains the failures; \
+         rotate it and redeploy the service, then watch the error rate for a while."
+    )
+}
+
+#[test]
+fn a_secret_split_across_deltas_at_any_offset_is_never_released() {
+    let redactor = Redactor::default();
+    for (kind, text, secret) in must_redact() {
+        let answer = answer_around(&text);
+        let expected = redactor.redact(&answer);
+        assert!(!expected.contains(&secret), "{kind}");
+        let offsets = answer.char_indices().map(|(at, _)| at).skip(1);
+        for at in offsets {
+            let out = streamed(&redactor, &[&answer[..at], &answer[at..]]);
+            assert!(!out.contains(&secret), "{kind}: {secret:?} released when split at {at}: {out:?}");
+            assert_eq!(out, expected, "{kind}: split at {at}");
+        }
+        // A character at a time, releasing after each.
+        let chars: Vec<String> = answer.chars().map(String::from).collect();
+        let deltas: Vec<&str> = chars.iter().map(String::as_str).collect();
+        assert_eq!(streamed(&redactor, &deltas), expected, "{kind}: one character per delta");
+    }
+}
+
+#[test]
+fn a_remembered_value_with_spaces_is_held_back_until_seen_whole() {
+    let redactor = Redactor::default();
+    let value = "open sesame, says the gatekeeper, twice";
+    redactor.remember(value);
+    let answer = answer_around(&format!("the header was X-Team-Phrase {value} (as configured)"));
+    for at in answer.char_indices().map(|(at, _)| at).skip(1) {
+        let out = streamed(&redactor, &[&answer[..at], &answer[at..]]);
+        assert!(!out.contains("sesame"), "split at {at}: {out:?}");
+        assert_eq!(out, redactor.redact(&answer));
+    }
+}
+
+#[test]
+fn ordinary_prose_is_released_while_it_is_written() {
+    let redactor = Redactor::default();
+    let mut stream = StreamRedactor::new(&redactor);
+    let prose = "The checkout service fails because its database pool is exhausted: every connection is held \
+                 by a slow report query that started at noon. ";
+    let mut released = String::new();
+    for word in prose.split_inclusive(' ') {
+        stream.push(word);
+        released.push_str(&stream.release());
+    }
+    // All but the last few words are out before the model has finished.
+    assert!(released.len() >= prose.len() - MIN_HOLD - 16, "{released:?}");
+    assert!(prose.starts_with(&released));
+    assert_eq!(released + &stream.finish(), prose);
+}
+
+#[test]
+fn lines_naming_a_secret_and_open_key_blocks_wait_for_their_end() {
+    let redactor = Redactor::default();
+    let mut stream = StreamRedactor::new(&redactor);
+    stream.push(&format!("Use these settings.\n\"password\": \"correct horse {}", "x ".repeat(60)));
+    let released = stream.release();
+    assert_eq!(released, "Use these settings.", "the naming line is held until it ends");
+    let mut stream = StreamRedactor::new(&redactor);
+    stream.push(&format!("Here it is:\n-----BEGIN RSA PRIVATE KEY-----\n{}\n", material(64).repeat(4)));
+    assert_eq!(stream.release(), "Here it is:");
+    assert_eq!(stream.release(), "", "nothing of the block until its END line");
 }
