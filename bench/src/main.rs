@@ -238,15 +238,15 @@ fn bench_worker(steps: u32, clock: Arc<dyn Clock>) -> Result<BenchWorker> {
         let excerpt = excerpt.clone();
         async move { Ok(ToolOutput::Text(excerpt)) }
     })?;
-    let (turns, deliveries) = testkit::memory::stores();
-    let store = Arc::new(Counting { inner: turns, calls: AtomicUsize::new(0) });
+    let tables = testkit::memory::tables();
+    let store = Arc::new(Counting { inner: tables.turns, calls: AtomicUsize::new(0) });
     let work = Arc::new(Counting::<MemoryQueue>::default());
     let replies = Arc::new(Counting::<MemoryQueue<ReplyMessage>>::default());
     let artifacts = Arc::new(Counting::<MemoryArtifacts>::default());
     let metrics = Arc::new(testkit::memory::MemoryMetrics::default());
     let worker = Worker {
         store: store.clone(),
-        deliveries: Arc::new(deliveries),
+        deliveries: Arc::new(tables.deliveries),
         model: Arc::new(InstantModel::new(steps)),
         work: work.clone(),
         replies: replies.clone(),
@@ -260,6 +260,11 @@ fn bench_worker(steps: u32, clock: Arc<dyn Clock>) -> Result<BenchWorker> {
         limits: Limits { max_steps: steps, ..Limits::default() },
         metrics: metrics.clone(),
         prices: None,
+        agent: Arc::new(testkit::agent_memory::MemoryAgent::default()),
+        streams: tables.streams,
+        feedback: tables.feedback,
+        contexts: Arc::new(testkit::memory::MemoryContexts::default()),
+        suggested_prompts: Vec::new(),
     };
     Ok(BenchWorker { worker, store, work, replies, artifacts, metrics })
 }
@@ -354,7 +359,11 @@ fn responder_rendering() {
     let mut samples: Vec<Duration> = Vec::with_capacity(WARM_ITERATIONS / 4);
     for _ in 0..WARM_ITERATIONS / 4 {
         let started = Instant::now();
-        let messages = responder_logic::render::answer(std::hint::black_box(ANSWER), Default::default());
+        let messages = responder_logic::render::answer(
+            std::hint::black_box(ANSWER),
+            Default::default(),
+            &assistant_core::TurnId::new("T061EG9R6-Ev0BENCH"),
+        );
         samples.push(started.elapsed());
         assert_eq!(messages.len(), 1);
     }
@@ -384,8 +393,13 @@ fn warm_handling(runtime: &tokio::runtime::Runtime) -> Result<()> {
     println!("\nwarm handling, CPU only (budget: < 200 µs excluding AWS calls)");
     let claims = Arc::new(Counting::<MemoryClaims>::default());
     let queue = Arc::new(Counting::<MemoryQueue>::default());
-    let intake =
-        Intake::new(slack::SigningSecret::new(SECRET)?, claims.clone(), queue.clone(), Arc::new(FixedClock::at(NOW)));
+    let intake = Intake::new(
+        slack::SigningSecret::new(SECRET)?,
+        claims.clone(),
+        queue.clone(),
+        Arc::new(testkit::memory::MemoryContexts::default()),
+        Arc::new(FixedClock::at(NOW)),
+    );
     let body = testkit::fixtures::APP_MENTION;
     let headers = signed_request(body, NOW);
     let request = Request { headers: &headers, body: Some(body), is_base64_encoded: false };

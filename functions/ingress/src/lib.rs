@@ -3,11 +3,11 @@
 //! Function URL or API Gateway, or the scheduled health event) to calls and
 //! back to responses.
 
-use adapters_aws::dynamodb::{self, DynamoClaims};
+use adapters_aws::dynamodb::{self, DynamoClaims, DynamoContexts};
 use adapters_aws::sqs::{self, SqsQueue};
 use assistant_core::Clock;
 use assistant_core::WorkMessage;
-use assistant_core::ports::{ClaimOutcome, EventClaim, EventClaims, PortError, WorkQueue};
+use assistant_core::ports::{ClaimOutcome, EventClaim, EventClaims, PortError, UserContext, UserContexts, WorkQueue};
 use async_trait::async_trait;
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
@@ -41,12 +41,13 @@ impl Config {
     }
 }
 
-/// The AWS side of the ingress: its two clients and the two ports on them.
+/// The AWS side of the ingress: its two clients and the ports on them.
 pub struct Aws {
     dynamodb: aws_sdk_dynamodb::Client,
     sqs: aws_sdk_sqs::Client,
     claims: DynamoClaims,
     queue: SqsQueue,
+    contexts: DynamoContexts,
 }
 
 impl Aws {
@@ -55,7 +56,8 @@ impl Aws {
         let sqs = aws_sdk_sqs::Client::new(aws);
         let claims = DynamoClaims::new(dynamodb.clone(), &config.turns_table);
         let queue = SqsQueue::new(sqs.clone(), &config.work_queue_url);
-        Self { dynamodb, sqs, claims, queue }
+        let contexts = DynamoContexts::new(dynamodb.clone(), &config.turns_table);
+        Self { dynamodb, sqs, claims, queue, contexts }
     }
 }
 
@@ -80,6 +82,27 @@ impl EventClaims for DeferredAws {
 impl WorkQueue for DeferredAws {
     async fn enqueue(&self, message: &WorkMessage) -> Result<(), PortError> {
         self.0.get().await.queue.enqueue(message).await
+    }
+}
+
+#[async_trait]
+impl UserContexts for DeferredAws {
+    async fn remember(
+        &self,
+        team: &slack::TeamId,
+        user: &slack::UserId,
+        context: &UserContext,
+    ) -> Result<(), PortError> {
+        self.0.get().await.contexts.remember(team, user, context).await
+    }
+
+    async fn recall(
+        &self,
+        team: &slack::TeamId,
+        user: &slack::UserId,
+        now_unix: i64,
+    ) -> Result<Option<UserContext>, PortError> {
+        self.0.get().await.contexts.recall(team, user, now_unix).await
     }
 }
 
@@ -114,7 +137,13 @@ impl Ingress {
     /// ports).
     fn assemble(config: Config, aws: Deferred<Aws>, clock: Arc<dyn Clock>) -> Self {
         let aws = DeferredAws(Arc::new(aws));
-        let intake = Intake::new(config.signing_secret.clone(), Arc::new(aws.clone()), Arc::new(aws.clone()), clock);
+        let intake = Intake::new(
+            config.signing_secret.clone(),
+            Arc::new(aws.clone()),
+            Arc::new(aws.clone()),
+            Arc::new(aws.clone()),
+            clock,
+        );
         Self { intake, aws, config }
     }
 

@@ -10,7 +10,7 @@ use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use assistant_core::alerts::OpsAlerts;
 use assistant_core::messages::ReplyMessage;
 use assistant_core::ports::VersionedRecords;
-use assistant_core::store::{RecordDeliveries, RecordTurns};
+use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::{Clock, SystemClock};
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_support::UnsupportedEvent;
@@ -117,7 +117,8 @@ impl ResponderFunction {
             .map(|channel| OpsAlerts::new(channel, Arc::new(slack.clone()), records.clone(), Arc::new(SystemClock)));
         let responder = Responder {
             turns: Arc::new(RecordTurns::new(records.clone())),
-            deliveries: Arc::new(RecordDeliveries::new(records)),
+            deliveries: Arc::new(RecordDeliveries::new(records.clone())),
+            streams: StreamLog::new(records),
             slack: Arc::new(WebPoster::new(slack.clone(), config.unfurl_links)),
             clock: Arc::new(SystemClock),
             mentions: config.special_mentions,

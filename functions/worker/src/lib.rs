@@ -4,17 +4,18 @@
 //! scheduled health check) to calls and back. The worker itself is built by
 //! `worker_logic::assemble`, as in the local runner.
 
-use adapters_aws::dynamodb::{self, DynamoRecords, DynamoTimers};
+use adapters_aws::dynamodb::{self, DynamoContexts, DynamoRecords, DynamoTimers};
 use adapters_aws::sqs::{self, SqsQueue, Visibility};
 use adapters_bedrock::BedrockModel;
 use adapters_mcp::StreamableHttpConnector;
 use adapters_s3::S3Artifacts;
 use adapters_secrets::SecretsManager;
-use adapters_slack::SlackWebReader;
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
+use adapters_slack::{SlackWebReader, WebAgent};
 use assistant_core::alerts::OpsAlerts;
+use assistant_core::feedback::FeedbackLog;
 use assistant_core::ports::{MessageVisibility, VersionedRecords};
-use assistant_core::store::{RecordDeliveries, RecordTurns};
+use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::{Clock, SystemClock, WorkMessage};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_support::UnsupportedEvent;
@@ -174,6 +175,10 @@ impl WorkerFunction {
             mcp: Arc::new(StreamableHttpConnector::new(clients.http.clone())),
             secrets: Arc::new(SecretsManager::new(&clients.aws, clients.http.clone(), &config.secrets_prefix)),
             metrics: Arc::new(EmfTurnMetrics { function: FUNCTION_NAME, memory_mb: config.memory_mb }),
+            agent: Arc::new(WebAgent::new(slack.clone())),
+            streams: StreamLog::new(records.clone()),
+            feedback: FeedbackLog::new(records.clone()),
+            contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
         };
         let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;
         tracing::info!(config = %config.assistant_config_key, "worker assembled");

@@ -11,11 +11,12 @@ use adapters_bedrock::BedrockModel;
 use adapters_mcp::StreamableHttpConnector;
 use adapters_secrets::SecretsManager;
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
-use adapters_slack::{SlackWebReader, WebPoster};
+use adapters_slack::{SlackWebReader, WebAgent, WebPoster};
+use assistant_core::feedback::FeedbackLog;
 use assistant_core::messages::ReplyMessage;
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest};
-use assistant_core::ports::{ArtifactStore, EventClaims, SlackPoster, SlackReader, VersionedRecords};
-use assistant_core::store::{RecordDeliveries, RecordTurns};
+use assistant_core::ports::{AgentSlack, ArtifactStore, EventClaims, SlackPoster, SlackReader, VersionedRecords};
+use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::turn::{Content, Role, ToolOutput};
 use assistant_core::{SystemClock, WorkMessage};
 use async_trait::async_trait;
@@ -25,7 +26,10 @@ use responder_logic::Responder;
 use slack::SigningSecret;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use testkit::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemoryRecords, MemorySlack, MemoryTimers};
+use testkit::agent_memory::MemoryAgent;
+use testkit::memory::{
+    MemoryArtifacts, MemoryClaims, MemoryContexts, MemoryQueue, MemoryRecords, MemorySlack, MemoryTimers,
+};
 use testkit::slack_memory::MemoryPoster;
 use worker_logic::config::AssistantConfig;
 use worker_logic::{Deadline, Limits, StartupError, Worker, WorkerPorts};
@@ -194,20 +198,22 @@ impl Pipeline {
         };
 
         let http = adapters_slack::http_client();
-        let (reader, poster, slack_label): (Arc<dyn SlackReader>, Arc<dyn SlackPoster>, String) = match &settings.slack
-        {
+        type SlackSides = (Arc<dyn SlackReader>, Arc<dyn SlackPoster>, Arc<dyn AgentSlack>, String);
+        let (reader, poster, agent, slack_label): SlackSides = match &settings.slack {
             Some((token, base_url)) => {
                 let client = WebClient::new(http.clone(), base_url, token.clone());
                 (
                     Arc::new(SlackWebReader::new(client.clone())),
-                    Arc::new(WebPoster::new(client, false)),
+                    Arc::new(WebPoster::new(client.clone(), false)),
+                    Arc::new(WebAgent::new(client)),
                     format!("real Slack at {base_url}"),
                 )
             }
             None => (
                 Arc::new(MemorySlack::default()),
                 Arc::new(MemoryPoster::echoing()),
-                "the console (prints what would be posted)".to_owned(),
+                Arc::new(MemoryAgent::echoing()),
+                "the console (prints what would be posted and streamed)".to_owned(),
             ),
         };
 
@@ -229,7 +235,8 @@ impl Pipeline {
         let (incoming, work, replies) =
             (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
         let turns = Arc::new(RecordTurns::new(records.clone()));
-        let deliveries = Arc::new(RecordDeliveries::new(records));
+        let deliveries = Arc::new(RecordDeliveries::new(records.clone()));
+        let contexts = Arc::new(MemoryContexts::default());
         let ports = WorkerPorts {
             store: turns.clone(),
             deliveries: deliveries.clone(),
@@ -246,16 +253,21 @@ impl Pipeline {
             secrets: Arc::new(SecretsManager::new(&aws, http.clone(), &settings.secrets_prefix)),
             metrics: Arc::new(PrintedTurns),
             http,
+            agent,
+            streams: StreamLog::new(records.clone()),
+            feedback: FeedbackLog::new(records.clone()),
+            contexts: contexts.clone(),
         };
         let worker =
             worker_logic::assemble(ports, &assistant, Limits::default(), &|name| std::env::var(name).ok()).await?;
 
         Ok(Self {
-            intake: Intake::new(secret, claims, incoming.clone(), Arc::new(SystemClock)),
+            intake: Intake::new(secret, claims, incoming.clone(), contexts, Arc::new(SystemClock)),
             worker,
             responder: Responder {
                 turns,
                 deliveries,
+                streams: StreamLog::new(records),
                 slack: poster,
                 clock: Arc::new(SystemClock),
                 mentions: Default::default(),
@@ -309,6 +321,8 @@ impl Pipeline {
                     WorkMessage::Approval(_) => "approval",
                     WorkMessage::Continue(_) => "continue",
                     WorkMessage::ApprovalTimeout(_) => "approval timeout",
+                    WorkMessage::Opened(_) => "opened",
+                    WorkMessage::Feedback(_) => "feedback",
                 };
                 stage("worker", started.elapsed(), &format!("{what}: {outcome:?}"));
             }
@@ -327,6 +341,7 @@ impl Pipeline {
                     }
                     ReplyMessage::ApprovalExpired { tool_use, .. } => format!("{} expired", tool_use.name),
                     ReplyMessage::ApprovalRefused { user, .. } => format!("click by {user} refused"),
+                    ReplyMessage::FeedbackNoted { user, rating, .. } => format!("{user} rated {}", rating.as_str()),
                 };
                 stage("responder", started.elapsed(), &format!("{what}: {outcome:?}"));
             }
@@ -350,37 +365,57 @@ pub struct Narrated<M>(M);
 #[async_trait]
 impl<M: Model> Model for Narrated<M> {
     async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
-        if let Some(last) = request.messages.last().filter(|m| m.role == Role::User) {
-            for content in &last.content {
-                if let Content::ToolResult(result) = content {
-                    let output = match &result.output {
-                        ToolOutput::Text(text) => text.clone(),
-                        ToolOutput::Json(json) => json.to_string(),
-                        ToolOutput::Stored { key, bytes, .. } => format!("{bytes} bytes stored as {key}"),
-                    };
-                    let preview: String = output.chars().take(100).collect();
-                    println!("    result  {} {:?}: {}", result.tool_use_id, result.status, preview.replace('\n', " "));
-                }
+        narrate(request, self.0.converse(request)).await
+    }
+
+    async fn converse_streaming(
+        &self,
+        request: ModelRequest<'_>,
+        sink: &mut dyn assistant_core::model::TextSink,
+    ) -> Result<ModelReply, ModelError> {
+        narrate(request, self.0.converse_streaming(request, sink)).await
+    }
+
+    fn id(&self) -> &str {
+        self.0.id()
+    }
+}
+
+/// Prints the tool results a model call is given and what it answered.
+async fn narrate(
+    request: ModelRequest<'_>,
+    call: impl std::future::Future<Output = Result<ModelReply, ModelError>>,
+) -> Result<ModelReply, ModelError> {
+    if let Some(last) = request.messages.last().filter(|m| m.role == Role::User) {
+        for content in &last.content {
+            if let Content::ToolResult(result) = content {
+                let output = match &result.output {
+                    ToolOutput::Text(text) => text.clone(),
+                    ToolOutput::Json(json) => json.to_string(),
+                    ToolOutput::Stored { key, bytes, .. } => format!("{bytes} bytes stored as {key}"),
+                };
+                let preview: String = output.chars().take(100).collect();
+                println!("    result  {} {:?}: {}", result.tool_use_id, result.status, preview.replace('\n', " "));
             }
         }
-        let started = Instant::now();
-        let reply = self.0.converse(request).await;
-        let step = request.messages.iter().filter(|m| m.role == Role::Assistant).count() + 1;
-        let detail = match &reply {
-            Ok(reply) => {
-                let calls: Vec<String> =
-                    reply.message.tool_uses().map(|call| format!("{}({})", call.name, call.input)).collect();
-                if calls.is_empty() {
-                    format!("step {step}: answer ({} output tokens)", reply.usage.output_tokens)
-                } else {
-                    format!("step {step}: tool calls {}", calls.join(", "))
-                }
-            }
-            Err(err) => format!("step {step}: {err}"),
-        };
-        stage("model", started.elapsed(), &detail);
-        reply
     }
+    let started = Instant::now();
+    let reply = call.await;
+    let step = request.messages.iter().filter(|m| m.role == Role::Assistant).count() + 1;
+    let detail = match &reply {
+        Ok(reply) => {
+            let calls: Vec<String> =
+                reply.message.tool_uses().map(|call| format!("{}({})", call.name, call.input)).collect();
+            if calls.is_empty() {
+                format!("step {step}: answer ({} output tokens)", reply.usage.output_tokens)
+            } else {
+                format!("step {step}: tool calls {}", calls.join(", "))
+            }
+        }
+        Err(err) => format!("step {step}: {err}"),
+    };
+    stage("model", started.elapsed(), &detail);
+    reply
 }
 
 /// A signed `app_mention` of the bot with `question`, as Slack would send

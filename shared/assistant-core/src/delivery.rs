@@ -200,6 +200,35 @@ impl DeliveryRecord {
     }
 }
 
+/// The answer the worker streamed into the thread, if it streamed one: the
+/// worker's own item beside the delivery record (one writer each). Saved
+/// with the message's `ts` before anything is appended, so a redelivered
+/// or continued turn never starts a second stream, and the responder finds
+/// the message to finish.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamRecord {
+    /// Owned by the store; 0 before the first save.
+    #[serde(skip)]
+    pub version: u64,
+    /// The streamed message; none when the start's outcome is unknown or
+    /// Slack refused it (then the answer is posted the usual way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<Ts>,
+    /// Set once the stream was stopped with the whole answer in it: the
+    /// [`stream_digest`] of the text streamed. The responder compares it
+    /// with the saved answer's and replaces the message when they differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed: Option<String>,
+    pub updated_at: i64,
+}
+
+/// A short digest of streamed text, to compare what the stream showed
+/// with the saved answer without storing the text twice.
+pub fn stream_digest(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(&Sha256::digest(text.as_bytes())[..16])
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PostError {
     /// Slack asked to slow down for longer than is worth waiting here.

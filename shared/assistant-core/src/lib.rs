@@ -9,6 +9,7 @@
 //! - [`turn`]: a turn's durable state (written by the worker only).
 //! - [`delivery`]: what the responder showed in a turn's thread (written by
 //!   the responder only), the typed keys and metadata of its messages.
+//! - [`feedback`]: the 👍 / 👎 under every answer and the ratings kept.
 //! - [`ports`]: what the functions need from the outside world, as object-safe
 //!   traits (`Arc<dyn TurnStore>`); adapters live in `shared/adapters/*`,
 //!   in-memory doubles in `testkit`.
@@ -24,6 +25,7 @@ pub mod alerts;
 pub mod approval;
 pub mod clock;
 pub mod delivery;
+pub mod feedback;
 pub mod mcp;
 pub mod messages;
 pub mod model;

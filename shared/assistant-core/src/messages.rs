@@ -8,6 +8,7 @@
 
 pub use crate::approval::ApprovalButton;
 use crate::approval::Approver;
+use crate::feedback::Rating;
 use crate::turn::{ToolUse, TurnId};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -92,6 +93,32 @@ pub struct ApprovalTimeout {
     pub tool_use_id: String,
 }
 
+/// A person opened the bot's DM (`app_home_opened`, tab `messages`) or an
+/// assistant thread (`assistant_thread_started`, older installs): the
+/// worker sets the suggested prompts. No turn, no model call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Opened {
+    pub event_id: EventId,
+    pub team: TeamId,
+    /// The DM.
+    pub channel: ChannelId,
+    pub user: UserId,
+    /// The assistant thread (older installs); none in the agent DM, where
+    /// prompts belong to the conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_ts: Option<Ts>,
+}
+
+/// Someone clicked 👍 or 👎 under an answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedbackClick {
+    pub thread: ThreadRef,
+    pub turn_id: TurnId,
+    pub user: UserId,
+    pub rating: Rating,
+    pub action_ts: Ts,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkMessage {
@@ -99,26 +126,45 @@ pub enum WorkMessage {
     Approval(ApprovalClick),
     Continue(Continuation),
     ApprovalTimeout(ApprovalTimeout),
+    Opened(Opened),
+    Feedback(FeedbackClick),
 }
 
 impl WorkMessage {
-    pub fn thread(&self) -> &ThreadRef {
+    /// The thread the message is about; none for an opened DM.
+    pub fn thread(&self) -> Option<&ThreadRef> {
         match self {
-            WorkMessage::StartTurn(request) => &request.thread,
-            WorkMessage::Approval(click) => &click.thread,
-            WorkMessage::Continue(continuation) => &continuation.thread,
-            WorkMessage::ApprovalTimeout(timeout) => &timeout.thread,
+            WorkMessage::StartTurn(request) => Some(&request.thread),
+            WorkMessage::Approval(click) => Some(&click.thread),
+            WorkMessage::Continue(continuation) => Some(&continuation.thread),
+            WorkMessage::ApprovalTimeout(timeout) => Some(&timeout.thread),
+            WorkMessage::Feedback(click) => Some(&click.thread),
+            WorkMessage::Opened(_) => None,
         }
     }
 
-    /// The turn the message is about (a start names the turn it begins).
-    pub fn turn_id(&self) -> TurnId {
-        match self {
+    /// The SQS FIFO message group: the thread, or the DM that was opened.
+    pub fn queue_group(&self) -> String {
+        match (self.thread(), self) {
+            (Some(thread), _) => thread.queue_group(),
+            (None, WorkMessage::Opened(opened)) => {
+                format!("{}:{}", opened.channel, opened.thread_ts.as_ref().map_or("open", Ts::as_str))
+            }
+            (None, _) => unreachable!("only an opened DM has no thread"),
+        }
+    }
+
+    /// The turn the message is about (a start names the turn it begins);
+    /// none for an opened DM.
+    pub fn turn_id(&self) -> Option<TurnId> {
+        Some(match self {
             WorkMessage::StartTurn(request) => TurnId::for_event(&request.thread, &request.event_id),
             WorkMessage::Approval(click) => click.button.turn_id.clone(),
             WorkMessage::Continue(continuation) => continuation.turn_id.clone(),
             WorkMessage::ApprovalTimeout(timeout) => timeout.turn_id.clone(),
-        }
+            WorkMessage::Feedback(click) => click.turn_id.clone(),
+            WorkMessage::Opened(_) => return None,
+        })
     }
 
     /// The SQS FIFO deduplication id: equal for redeliveries of the same
@@ -133,6 +179,8 @@ impl WorkMessage {
                 format!("continue:{}:{}", continuation.turn_id, continuation.after_step)
             }
             WorkMessage::ApprovalTimeout(timeout) => format!("timeout:{}:{}", timeout.turn_id, timeout.tool_use_id),
+            WorkMessage::Opened(opened) => format!("opened:{}", opened.event_id),
+            WorkMessage::Feedback(click) => format!("feedback:{}:{}:{}", click.turn_id, click.user, click.action_ts),
         }
     }
 
@@ -190,6 +238,8 @@ pub enum ReplyMessage {
         /// The requester clicked, and this team wants a second person.
         own_request: bool,
     },
+    /// A rating was kept: only the person who clicked is told.
+    FeedbackNoted { turn_id: TurnId, thread: ThreadRef, user: UserId, rating: Rating },
 }
 
 impl ReplyMessage {
@@ -200,7 +250,8 @@ impl ReplyMessage {
             | ReplyMessage::Progress { thread, .. }
             | ReplyMessage::ApprovalDecided { thread, .. }
             | ReplyMessage::ApprovalExpired { thread, .. }
-            | ReplyMessage::ApprovalRefused { thread, .. } => thread,
+            | ReplyMessage::ApprovalRefused { thread, .. }
+            | ReplyMessage::FeedbackNoted { thread, .. } => thread,
         }
     }
 
@@ -211,7 +262,8 @@ impl ReplyMessage {
             | ReplyMessage::Progress { turn_id, .. }
             | ReplyMessage::ApprovalDecided { turn_id, .. }
             | ReplyMessage::ApprovalExpired { turn_id, .. }
-            | ReplyMessage::ApprovalRefused { turn_id, .. } => turn_id,
+            | ReplyMessage::ApprovalRefused { turn_id, .. }
+            | ReplyMessage::FeedbackNoted { turn_id, .. } => turn_id,
         }
     }
 
@@ -225,6 +277,9 @@ impl ReplyMessage {
             ReplyMessage::ApprovalExpired { turn_id, tool_use, .. } => format!("expired:{turn_id}:{}", tool_use.id),
             ReplyMessage::ApprovalRefused { turn_id, user, tool_name, .. } => {
                 format!("refused:{turn_id}:{tool_name}:{user}")
+            }
+            ReplyMessage::FeedbackNoted { turn_id, user, rating, .. } => {
+                format!("feedback:{turn_id}:{user}:{}", rating.as_str())
             }
         }
     }
@@ -253,7 +308,7 @@ impl QueueMessage for WorkMessage {
     }
 
     fn group(&self) -> String {
-        self.thread().queue_group()
+        self.queue_group()
     }
 
     fn dedupe_id(&self) -> String {
@@ -362,7 +417,7 @@ mod tests {
 
     #[test]
     fn reply_messages_use_the_same_envelope() {
-        let thread = request().thread().clone();
+        let thread = request().thread().expect("a start names its thread").clone();
         let deliver = ReplyMessage::Deliver { turn_id: TurnId::new("T1-Ev01"), thread };
         let encoded = deliver.encode();
         assert!(encoded.starts_with(r#"{"v":1,"kind":"deliver""#), "{encoded}");
@@ -373,7 +428,7 @@ mod tests {
     #[test]
     fn queue_keys_follow_thread_and_event() {
         let message = request();
-        assert_eq!(message.thread().queue_group(), "C1:1700000000.000100");
+        assert_eq!(message.queue_group(), "C1:1700000000.000100");
         assert_eq!(message.dedupe_id(), "Ev01");
     }
 }

@@ -76,9 +76,32 @@ impl ModelError {
     }
 }
 
+/// Where a streamed model call hands its text as the model writes it.
+#[async_trait]
+pub trait TextSink: Send {
+    /// The next piece of the reply's text.
+    async fn text(&mut self, delta: &str);
+}
+
 #[async_trait]
 pub trait Model: Send + Sync {
     async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError>;
+
+    /// The same call, its text handed to `sink` as the model writes it
+    /// (Bedrock's ConverseStream). The default makes the call whole and
+    /// hands the text over at once.
+    async fn converse_streaming(
+        &self,
+        request: ModelRequest<'_>,
+        sink: &mut dyn TextSink,
+    ) -> Result<ModelReply, ModelError> {
+        let reply = self.converse(request).await?;
+        let text = reply.message.text();
+        if !text.is_empty() {
+            sink.text(&text).await;
+        }
+        Ok(reply)
+    }
 
     /// The model's id (Bedrock's model or inference profile id), for its
     /// prices.

@@ -4,7 +4,7 @@
 //! (`shared/adapters/slack`) or an in-memory double (`testkit`) is behind
 //! it. Each call costs one boxed future, nothing next to the I/O it does.
 
-use crate::delivery::{DeliveryRecord, MessageKey, Outgoing, PostError};
+use crate::delivery::{DeliveryRecord, MessageKey, MessageMetadata, Outgoing, PostError};
 use crate::messages::{ReplyMessage, ThreadRef, WorkMessage};
 use crate::turn::{Turn, TurnId};
 use async_trait::async_trait;
@@ -262,6 +262,10 @@ pub trait SlackPoster: Send + Sync {
     /// A message in the thread that only `user` sees (`chat.postEphemeral`).
     async fn post_ephemeral(&self, thread: &ThreadRef, user: &UserId, text: &str) -> Result<(), PostError>;
 
+    /// Ends a streamed message the worker left open (its invocation
+    /// stopped mid-answer), so it can be replaced.
+    async fn stop_stream(&self, thread: &ThreadRef, ts: &Ts) -> Result<(), PostError>;
+
     /// The turn's messages already in the thread: key → `ts`.
     async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<MessageKey, Ts>, PostError>;
 }
@@ -272,6 +276,92 @@ pub trait SlackPoster: Send + Sync {
 #[async_trait]
 pub trait AlertPoster: Send + Sync {
     async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<(), PostError>;
+}
+
+/// How long what a person has in view is remembered: a question asked
+/// within it gets it as context.
+pub const USER_CONTEXT_TTL_SECS: i64 = 3600;
+
+/// What a person had in view beside the bot's DM (`app_context_changed`,
+/// or the channel an assistant thread was opened from).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UserContext {
+    /// The channel in view; none when nothing in particular is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<ChannelId>,
+    /// When it was seen (Unix seconds).
+    pub at: i64,
+}
+
+/// What people have in view, remembered for [`USER_CONTEXT_TTL_SECS`]: a
+/// small item per person, written by the ingress, read by the worker.
+#[async_trait]
+pub trait UserContexts: Send + Sync {
+    async fn remember(&self, team: &TeamId, user: &UserId, context: &UserContext) -> Result<(), PortError>;
+
+    /// The person's context, unless it is older than the TTL at `now_unix`.
+    async fn recall(&self, team: &TeamId, user: &UserId, now_unix: i64) -> Result<Option<UserContext>, PortError>;
+}
+
+/// A prompt offered when a person opens the bot's DM: a button showing
+/// `title` that sends `message`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuggestedPrompt {
+    pub title: String,
+    pub message: String,
+}
+
+/// How far a tool step shown in a streamed answer has got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskStatus {
+    InProgress,
+    Complete,
+    Error,
+}
+
+/// One piece appended to a streamed answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamChunk {
+    /// Markdown, already redacted.
+    Text(String),
+    /// A tool step's card: created on its first update, changed by later
+    /// ones with the same `id`.
+    Task { id: String, title: String, status: TaskStatus },
+}
+
+/// What the worker does in Slack's agent surface: the prompts shown when
+/// a DM is opened, a DM thread's title, and the answer streamed as the
+/// model writes it (`chat.startStream` / `appendStream` / `stopStream`).
+#[async_trait]
+pub trait AgentSlack: Send + Sync {
+    /// Sets the prompts shown in `channel`; in the thread `thread_ts` for
+    /// an assistant thread, for the whole DM without one (agent apps, where
+    /// a thread would make Slack ignore them).
+    async fn set_suggested_prompts(
+        &self,
+        channel: &ChannelId,
+        thread_ts: Option<&Ts>,
+        prompts: &[SuggestedPrompt],
+    ) -> Result<(), PostError>;
+
+    async fn set_title(&self, thread: &ThreadRef, title: &str) -> Result<(), PostError>;
+
+    /// Starts an empty streamed message in the thread; its `ts`. Outside a
+    /// DM Slack wants the person it streams to (`recipient`).
+    async fn start_stream(&self, thread: &ThreadRef, recipient: Option<&UserId>) -> Result<Ts, PostError>;
+
+    async fn append_stream(&self, thread: &ThreadRef, ts: &Ts, chunks: &[StreamChunk]) -> Result<(), PostError>;
+
+    /// Ends the stream, adding `blocks` under the text and the message's
+    /// metadata.
+    async fn stop_stream(
+        &self,
+        thread: &ThreadRef,
+        ts: &Ts,
+        blocks: &[serde_json::Value],
+        metadata: &MessageMetadata,
+    ) -> Result<(), PostError>;
 }
 
 /// When a call waiting for approval expires: set when the worker asks,

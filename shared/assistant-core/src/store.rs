@@ -8,8 +8,10 @@
 //! |---|---|---|---|
 //! | turn state | `TURN#{turn_id}` | `STATE` | worker |
 //! | what the responder posted | `TURN#{turn_id}` | `DELIVERY` | responder |
+//! | the answer the worker streamed | `TURN#{turn_id}` | `STREAM` | worker |
+//! | ratings of the answer | `TURN#{turn_id}` | `FEEDBACK` | worker ([`crate::feedback`]) |
 
-use crate::delivery::DeliveryRecord;
+use crate::delivery::{DeliveryRecord, StreamRecord};
 use crate::ports::{
     Created, DeliveryLog, PortError, Put, RecordKey, StoreError, StoredRecord, TurnStore, VersionedRecords,
 };
@@ -123,6 +125,40 @@ impl DeliveryLog for RecordDeliveries {
     async fn save(&self, id: &TurnId, record: &mut DeliveryRecord) -> Result<(), StoreError> {
         let state = serde_json::to_string(record).expect("delivery records contain only strings and numbers");
         match self.0.put(&delivery_key(id), record.version, state, record.updated_at + TURN_TTL_SECS).await? {
+            Put::Written => {
+                record.version += 1;
+                Ok(())
+            }
+            Put::Conflict { .. } => Err(StoreError::Conflict { id: id.clone(), expected: record.version }),
+        }
+    }
+}
+
+fn stream_key(id: &TurnId) -> RecordKey {
+    RecordKey { partition: format!("TURN#{id}"), kind: "STREAM" }
+}
+
+/// Stream records on any [`VersionedRecords`].
+#[derive(Clone)]
+pub struct StreamLog(Arc<dyn VersionedRecords>);
+
+impl StreamLog {
+    pub fn new(records: Arc<dyn VersionedRecords>) -> Self {
+        Self(records)
+    }
+
+    /// The turn's record (a fresh one, version 0, when it streamed nothing).
+    pub async fn load(&self, id: &TurnId) -> Result<StreamRecord, StoreError> {
+        let Some(stored) = self.0.get(&stream_key(id)).await? else { return Ok(StreamRecord::default()) };
+        let mut record: StreamRecord = parse("read stream record", &stored)?;
+        record.version = stored.version;
+        Ok(record)
+    }
+
+    /// Saves `record` if the stored version is still `record.version`.
+    pub async fn save(&self, id: &TurnId, record: &mut StreamRecord) -> Result<(), StoreError> {
+        let state = serde_json::to_string(record).expect("stream records are strings and numbers");
+        match self.0.put(&stream_key(id), record.version, state, record.updated_at + TURN_TTL_SECS).await? {
             Put::Written => {
                 record.version += 1;
                 Ok(())

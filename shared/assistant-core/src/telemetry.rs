@@ -34,6 +34,8 @@ pub struct TurnReport {
     pub usage: Usage,
     pub metered: Metered,
     pub time_to_first_status_ms: Option<u64>,
+    /// When the first streamed text reached Slack, if the answer streamed.
+    pub time_to_first_text_ms: Option<u64>,
     pub time_to_answer_ms: u64,
     /// The model's prices, when known.
     pub prices: Option<ModelPrices>,
@@ -49,9 +51,13 @@ impl TurnReport {
     }
 }
 
-/// Where settled turns are reported.
+/// Where settled turns, and people's ratings of their answers, are
+/// reported.
 pub trait TurnMetrics: Send + Sync {
     fn turn_settled(&self, report: &TurnReport);
+
+    /// Someone rated an answer (👍 / 👎).
+    fn feedback(&self, _rating: crate::feedback::Rating) {}
 }
 
 /// Reports nowhere (the local runner prints its own summary).

@@ -30,6 +30,14 @@ impl TurnId {
         &self.0
     }
 
+    /// Whether `text` has a turn id's shape (`{team}-{event_id}`: letters,
+    /// digits, `-`, at most 64), as a value read back from Slack must.
+    pub fn is_well_formed(text: &str) -> bool {
+        (3..=64).contains(&text.len())
+            && text.contains('-')
+            && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    }
+
     /// What people and operators quote: the Slack event id, which is in
     /// every log line of the turn.
     pub fn reference(&self) -> &str {
@@ -251,6 +259,15 @@ pub struct Turn {
     /// the question was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_status_ms: Option<u64>,
+    /// When the first streamed text reached the thread, in milliseconds
+    /// after the question was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_text_ms: Option<u64>,
+    /// What the model said in steps that went on to call tools ("Let me
+    /// check the logs."): the answer begins with it, as the streamed
+    /// message shows it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub narration: String,
     /// What the worker did for the turn, for its cost.
     #[serde(default)]
     pub metered: crate::pricing::Metered,
@@ -277,6 +294,8 @@ impl Turn {
             answer: None,
             pending_approval: None,
             first_status_ms: None,
+            first_text_ms: None,
+            narration: String::new(),
             metered: Default::default(),
         }
     }
@@ -287,6 +306,26 @@ impl Turn {
         let asked_ms = secs.parse::<i64>().unwrap_or(now_ms / 1_000) * 1_000
             + micros.get(..3).and_then(|ms| ms.parse::<i64>().ok()).unwrap_or(0);
         u64::try_from(now_ms - asked_ms).unwrap_or(0)
+    }
+
+    /// A step's text that precedes its tool calls, kept for the answer.
+    pub fn narrate(&mut self, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        if !self.narration.is_empty() {
+            self.narration.push_str("\n\n");
+        }
+        self.narration.push_str(text);
+    }
+
+    /// The answer: what the model said along the way, then `text`.
+    pub fn with_narration(&self, text: &str) -> String {
+        match (self.narration.is_empty(), text.is_empty()) {
+            (true, _) => text.to_owned(),
+            (false, true) => self.narration.clone(),
+            (false, false) => format!("{}\n\n{text}", self.narration),
+        }
     }
 
     /// Ends the turn's work with what the user will be shown.

@@ -8,10 +8,10 @@
 //! never succeed answer 4xx with `X-Slack-No-Retry: 1`.
 
 use crate::http_body::{BodyError, raw_body};
-use crate::route::{Route, route};
+use crate::route::{Route, Seen, route};
 use assistant_core::Clock;
 use assistant_core::WorkMessage;
-use assistant_core::ports::{ClaimOutcome, EventClaim, EventClaims, WorkQueue};
+use assistant_core::ports::{ClaimOutcome, EventClaim, EventClaims, UserContext, UserContexts, WorkQueue};
 use http::HeaderMap;
 use slack::SigningSecret;
 use slack::signature::{SIGNATURE_HEADER, TIMESTAMP_HEADER};
@@ -85,6 +85,7 @@ pub struct Intake {
     secret: SigningSecret,
     claims: Arc<dyn EventClaims>,
     queue: Arc<dyn WorkQueue>,
+    contexts: Arc<dyn UserContexts>,
     clock: Arc<dyn Clock>,
     body_limit: usize,
 }
@@ -94,9 +95,10 @@ impl Intake {
         secret: SigningSecret,
         claims: Arc<dyn EventClaims>,
         queue: Arc<dyn WorkQueue>,
+        contexts: Arc<dyn UserContexts>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        Self { secret, claims, queue, clock, body_limit: DEFAULT_BODY_LIMIT }
+        Self { secret, claims, queue, contexts, clock, body_limit: DEFAULT_BODY_LIMIT }
     }
 
     pub fn with_body_limit(mut self, limit: usize) -> Self {
@@ -154,6 +156,26 @@ impl Intake {
             }
             Route::StartTurn { claim, message } => self.claim_and_enqueue(&claim, &message, headers).await,
             Route::Enqueue(message) => self.enqueue(&message).await,
+            Route::Remember { seen, then } => {
+                self.remember(&seen).await;
+                match then {
+                    Some(message) => self.enqueue(&message).await,
+                    None => Reply::ok(),
+                }
+            }
+        }
+    }
+
+    /// What a person has in view, for their next question. Best effort: a
+    /// question asked without it is still answered, so a failure is logged
+    /// and Slack is not asked to retry.
+    async fn remember(&self, seen: &Seen) {
+        let context = UserContext { channel: seen.channel.clone(), at: self.clock.now_unix() };
+        match self.contexts.remember(&seen.team, &seen.user, &context).await {
+            Ok(()) => {
+                info!(user = %seen.user, channel = ?seen.channel.as_ref().map(|c| c.as_str()), "context remembered")
+            }
+            Err(err) => warn!(user = %seen.user, error = %err, "context not remembered"),
         }
     }
 
@@ -198,7 +220,7 @@ impl Intake {
                 error!(event_id, error = %err, "could not release claim after failed enqueue; the retry will be taken for a duplicate");
             }
         } else {
-            info!(event_id, retry_num, group = %message.thread().queue_group(), "turn enqueued");
+            info!(event_id, retry_num, group = %message.queue_group(), "turn enqueued");
         }
         reply
     }
@@ -207,7 +229,7 @@ impl Intake {
         match self.queue.enqueue(message).await {
             Ok(()) => Reply::ok().counted(Counted::Accepted),
             Err(err) => {
-                error!(error = %err, group = %message.thread().queue_group(), "could not enqueue work; Slack will retry");
+                error!(error = %err, group = %message.queue_group(), "could not enqueue work; Slack will retry");
                 Reply::error(500, "unavailable")
             }
         }
@@ -221,7 +243,7 @@ mod tests {
     use base64::Engine;
     use http::HeaderValue;
     use testkit::fixtures;
-    use testkit::memory::{ManualClock, MemoryClaims, MemoryQueue};
+    use testkit::memory::{ManualClock, MemoryClaims, MemoryContexts, MemoryQueue};
 
     const SECRET: &str = "test-signing-secret";
     const NOW: i64 = 1_763_800_001;
@@ -231,6 +253,7 @@ mod tests {
         intake: Intake,
         claims: Arc<MemoryClaims>,
         queue: Arc<MemoryQueue>,
+        contexts: Arc<MemoryContexts>,
         clock: Arc<ManualClock>,
     }
 
@@ -255,8 +278,15 @@ mod tests {
     fn intake() -> TestIntake {
         let (claims, queue) = (Arc::new(MemoryClaims::default()), Arc::new(MemoryQueue::default()));
         let clock = Arc::new(ManualClock::at(NOW));
-        let intake = Intake::new(SigningSecret::new(SECRET).unwrap(), claims.clone(), queue.clone(), clock.clone());
-        TestIntake { intake, claims, queue, clock }
+        let contexts = Arc::new(MemoryContexts::default());
+        let intake = Intake::new(
+            SigningSecret::new(SECRET).unwrap(),
+            claims.clone(),
+            queue.clone(),
+            contexts.clone(),
+            clock.clone(),
+        );
+        TestIntake { intake, claims, queue, contexts, clock }
     }
 
     fn headers_for(body: &str, content_type: &'static str, signed_at: i64) -> HeaderMap {
@@ -267,6 +297,27 @@ mod tests {
     async fn post(intake: &TestIntake, body: &str) -> Reply {
         let headers = headers_for(body, "application/json", intake.clock.now_unix());
         intake.handle(Request { headers: &headers, body: Some(body), is_base64_encoded: false }).await
+    }
+
+    #[tokio::test]
+    async fn opening_the_dm_and_changing_context_start_no_turn_and_the_context_is_remembered() {
+        use assistant_core::ports::UserContexts;
+        let intake = intake();
+        // The DM opened: prompts requested, nothing claimed, no turn.
+        let reply = post(&intake, fixtures::APP_HOME_OPENED_MESSAGES).await;
+        assert_eq!((reply.status, reply.counted), (200, Counted::Accepted));
+        assert!(matches!(intake.queue().messages()[..], [WorkMessage::Opened(_)]));
+        assert!(intake.claims().is_empty(), "an opening claims nothing");
+
+        // The channel beside the DM: remembered, nothing enqueued.
+        let reply = post(&intake, fixtures::APP_CONTEXT_CHANGED).await;
+        assert_eq!((reply.status, reply.counted), (200, Counted::Other));
+        assert_eq!(intake.queue().messages().len(), 1);
+        let (team, user) = (slack::TeamId::new("T061EG9R6"), slack::UserId::new("U061F7AUR"));
+        let recalled = intake.contexts.recall(&team, &user, NOW + 60).await.unwrap().expect("remembered");
+        assert_eq!(recalled.channel.map(|c| c.to_string()).as_deref(), Some("C0LAN2Q65"));
+        let stale = NOW + assistant_core::ports::USER_CONTEXT_TTL_SECS;
+        assert_eq!(intake.contexts.recall(&team, &user, stale).await.unwrap(), None, "forgotten after the TTL");
     }
 
     #[tokio::test]
@@ -321,8 +372,14 @@ mod tests {
         let (claims, queue) = (Arc::new(MemoryClaims::default()), Arc::new(SlowQueue::default()));
         queue.gated.store(true, std::sync::atomic::Ordering::SeqCst);
         let clock = Arc::new(ManualClock::at(NOW));
-        let intake =
-            Arc::new(Intake::new(SigningSecret::new(SECRET).unwrap(), claims.clone(), queue.clone(), clock.clone()));
+        let contexts = Arc::new(MemoryContexts::default());
+        let intake = Arc::new(Intake::new(
+            SigningSecret::new(SECRET).unwrap(),
+            claims.clone(),
+            queue.clone(),
+            contexts,
+            clock.clone(),
+        ));
         let body = fixtures::APP_MENTION;
         let send = |intake: Arc<Intake>, signed_at: i64| async move {
             let headers = headers_for(body, "application/json", signed_at);

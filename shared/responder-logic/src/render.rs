@@ -8,6 +8,7 @@ use crate::mrkdwn;
 use crate::split::{self, Limits, SECTION_SEPARATOR};
 use assistant_core::approval::Approver;
 use assistant_core::delivery::{MessageKey, Outgoing};
+use assistant_core::feedback::answer_footer;
 use assistant_core::messages::{ApprovalButton, Decision};
 use assistant_core::turn::{ToolUse, TurnId};
 use redact::Redactor;
@@ -30,18 +31,28 @@ fn section(text: &str) -> Value {
 /// The answer as one message, or several when Slack's limits require:
 /// keyed `answer 1/n` … `answer n/n`, each a run of section blocks. Only
 /// the special mentions `mentions` allows can ping.
-pub fn answer(markdown: &str, mentions: mrkdwn::SpecialMentions) -> Vec<Outgoing> {
+pub fn answer(markdown: &str, mentions: mrkdwn::SpecialMentions, turn: &TurnId) -> Vec<Outgoing> {
     let redacted = Redactor::global().redact(markdown);
     let rendered = mrkdwn::render(&redacted, mentions);
-    let messages = split::split(&rendered, &Limits::default());
+    let footer = answer_footer(turn);
+    let limits = Limits::default();
+    let limits = Limits { blocks_per_message: limits.blocks_per_message - footer.len(), ..limits };
+    let messages = split::split(&rendered, &limits);
     let count = messages.len();
     messages
         .into_iter()
         .enumerate()
-        .map(|(index, sections)| Outgoing {
-            key: MessageKey::Answer { part: index as u32 + 1, of: count as u32 },
-            text: sections.join(SECTION_SEPARATOR),
-            blocks: sections.iter().map(|text| section(text)).collect(),
+        .map(|(index, sections)| {
+            let mut blocks: Vec<Value> = sections.iter().map(|text| section(text)).collect();
+            // The AI line and the feedback buttons end the answer.
+            if index + 1 == count {
+                blocks.extend(footer.iter().cloned());
+            }
+            Outgoing {
+                key: MessageKey::Answer { part: index as u32 + 1, of: count as u32 },
+                text: sections.join(SECTION_SEPARATOR),
+                blocks,
+            }
         })
         .collect()
 }
@@ -254,26 +265,32 @@ mod tests {
     #[test]
     fn a_short_answer_is_one_redacted_mrkdwn_message() {
         let token = format!("xoxb-{}-{}", "1234567890", "abcdefghijklmnopqrstuvwx");
-        let messages = answer(&format!("**Fixed.** The token was `{token}` & it leaked."), Default::default());
+        let turn = TurnId::new("T1-Ev1");
+        let messages = answer(&format!("**Fixed.** The token was `{token}` & it leaked."), Default::default(), &turn);
         assert_eq!(messages.len(), 1);
         let message = &messages[0];
         assert_eq!(message.key, MessageKey::Answer { part: 1, of: 1 });
         assert_eq!(message.text, "*Fixed.* The token was `[redacted: slack bot token]` &amp; it leaked.");
-        assert_eq!(message.blocks, [section(&message.text)]);
+        let mut blocks = vec![section(&message.text)];
+        blocks.extend(answer_footer(&turn));
+        assert_eq!(message.blocks, blocks, "the answer, then the AI line and the feedback buttons");
         assert!(!serde_json::to_string(&message.blocks).unwrap().contains(&token));
     }
 
     #[test]
     fn a_long_answer_becomes_numbered_messages_within_limits() {
         let paragraph = format!("{}\n\n", "word ".repeat(500));
-        let messages = answer(&paragraph.repeat(40), Default::default());
+        let messages = answer(&paragraph.repeat(40), Default::default(), &TurnId::new("T1-Ev1"));
         assert!(messages.len() > 1);
         let count = messages.len();
         for (index, message) in messages.iter().enumerate() {
             assert_eq!(message.key, MessageKey::Answer { part: index as u32 + 1, of: count as u32 });
             assert!(message.blocks.len() <= 50);
             assert!(message.text.chars().count() <= 40_000);
-            for block in &message.blocks {
+            let last = index + 1 == count;
+            let footer = message.blocks.iter().filter(|block| block["type"] == "context_actions").count();
+            assert_eq!(footer, usize::from(last), "the feedback buttons end the last part only");
+            for block in message.blocks.iter().filter(|block| block["type"] == "section") {
                 assert!(block["text"]["text"].as_str().unwrap().chars().count() <= 3_000);
             }
         }

@@ -27,9 +27,12 @@
 use crate::mrkdwn::SpecialMentions;
 use crate::render;
 use assistant_core::alerts::{Alert, OpsAlerts, Raised};
+use assistant_core::delivery::stream_digest;
 use assistant_core::delivery::{DeliveryRecord, MessageKey, Outgoing, PostError, Settled};
+use assistant_core::feedback::Rating;
 use assistant_core::messages::{ReplyMessage, WorkMessage};
 use assistant_core::ports::{DeliveryLog, SlackPoster, StoreError, TurnStore};
+use assistant_core::store::StreamLog;
 use assistant_core::turn::{ToolUse, TurnId, TurnStatus};
 use assistant_core::{Clock, Retryable, ThreadRef};
 use slack::UserId;
@@ -98,6 +101,8 @@ pub struct Responder {
     /// Read only: the worker writes turns.
     pub turns: Arc<dyn TurnStore>,
     pub deliveries: Arc<dyn DeliveryLog>,
+    /// Read only: the worker records the answer it streamed.
+    pub streams: StreamLog,
     pub slack: Arc<dyn SlackPoster>,
     pub clock: Arc<dyn Clock>,
     /// The special mentions (`<!here>`, …) an answer may use; none by default.
@@ -143,6 +148,13 @@ impl Responder {
                 let text = render::approval_refused(tool_name, requester, approvers, *own_request);
                 self.tell_privately(turn_id, thread, user, &text).await
             }
+            ReplyMessage::FeedbackNoted { turn_id, thread, user, rating } => {
+                let text = match rating {
+                    Rating::Positive => "Thanks for the 👍: it tells the team which answers help.",
+                    Rating::Negative => "Thanks for the 👎: the team reviews answers rated down to make them better.",
+                };
+                self.tell_privately(turn_id, thread, user, text).await
+            }
         }
     }
 
@@ -169,9 +181,10 @@ impl Responder {
     pub async fn handle_dead_letter(&self, letter: &DeadLetter) -> Result<Outcome, ResponderError> {
         let turn = match letter {
             DeadLetter::Work(work) => work.turn_id(),
-            DeadLetter::Reply(reply) => reply.turn_id().clone(),
+            DeadLetter::Reply(reply) => Some(reply.turn_id().clone()),
         };
-        self.dead_letter_in_turn(letter).instrument(info_span!("turn", turn_id = %turn)).await
+        let turn = turn.as_ref().map_or("none", TurnId::as_str);
+        self.dead_letter_in_turn(letter).instrument(info_span!("turn", turn_id = turn)).await
     }
 
     async fn dead_letter_in_turn(&self, letter: &DeadLetter) -> Result<Outcome, ResponderError> {
@@ -190,9 +203,14 @@ impl Responder {
             DeadLetter::Reply(
                 ReplyMessage::ApprovalDecided { .. }
                 | ReplyMessage::ApprovalExpired { .. }
-                | ReplyMessage::ApprovalRefused { .. },
+                | ReplyMessage::ApprovalRefused { .. }
+                | ReplyMessage::FeedbackNoted { .. },
             ) => {
                 return Ok(Outcome::Skipped { reason: "stale_decision" });
+            }
+            // Prompts and ratings: nothing anyone waits on.
+            DeadLetter::Work(WorkMessage::Opened(_) | WorkMessage::Feedback(_)) => {
+                return Ok(Outcome::Skipped { reason: "nothing_to_apologize_for" });
             }
             DeadLetter::Work(WorkMessage::ApprovalTimeout(timeout)) => (timeout.turn_id.clone(), &timeout.thread),
             DeadLetter::Reply(ReplyMessage::Deliver { turn_id, thread })
@@ -215,9 +233,16 @@ impl Responder {
             return Ok(Outcome::Skipped { reason: "not_settled" });
         }
         let answer = turn.answer.as_deref().unwrap_or("I have nothing to add.");
-        let messages = render::answer(answer, self.mentions);
+        let messages = render::answer(answer, self.mentions, turn_id);
+        let streamed = match self.finish_stream(&turn.thread, turn_id, answer, &messages, &mut record).await {
+            Ok(streamed) => usize::from(streamed),
+            Err(ResponderError::Slack(PostError::Rejected { code })) => {
+                return self.refused(turn_id, &turn.thread, code, &mut record).await;
+            }
+            Err(err) => return Err(err),
+        };
         let posted = match self.post_all(&turn.thread, turn_id, &messages, &mut record).await {
-            Ok(posted) => posted,
+            Ok(posted) => posted + streamed,
             Err(ResponderError::Slack(PostError::Rejected { code })) => {
                 return self.refused(turn_id, &turn.thread, code, &mut record).await;
             }
@@ -231,6 +256,42 @@ impl Responder {
             self.alert(turn_id.reference(), &what, Some(&turn.thread)).await;
         }
         Ok(Outcome::Delivered { id: turn_id.clone(), posted })
+    }
+
+    /// The message the worker streamed, if it streamed one, becomes the
+    /// answer's first part: as it stands when it streamed exactly the saved
+    /// answer (and the answer is one message), otherwise stopped and
+    /// replaced (`chat.update`). Either way it is the one answer message.
+    /// Whether it did.
+    async fn finish_stream(
+        &self,
+        thread: &ThreadRef,
+        turn_id: &TurnId,
+        answer: &str,
+        messages: &[Outgoing],
+        record: &mut DeliveryRecord,
+    ) -> Result<bool, ResponderError> {
+        let first = &messages[0];
+        if record.posted.contains_key(&first.key) {
+            return Ok(false);
+        }
+        let stream = self.streams.load(turn_id).await?;
+        let Some(ts) = stream.ts else { return Ok(false) };
+        let streamed_as_saved = stream.completed.as_deref()
+            == Some(&stream_digest(&slack::text::unpinging_markdown(&redact::redact(answer)))[..]);
+        if streamed_as_saved && messages.len() == 1 {
+            info!(ts = %ts, "the streamed message is the answer");
+        } else {
+            info!(ts = %ts, complete = streamed_as_saved, "replacing the streamed message with the saved answer");
+            match self.slack.stop_stream(thread, &ts).await {
+                Ok(()) | Err(PostError::Rejected { .. }) => {}
+                Err(err) => return Err(ResponderError::Slack(err)),
+            }
+            self.slack.update(thread, &ts, turn_id, first).await.map_err(ResponderError::Slack)?;
+        }
+        record.posted.insert(first.key.clone(), ts);
+        self.save_record(turn_id, record).await?;
+        Ok(true)
     }
 
     async fn prompt(

@@ -6,7 +6,7 @@ use assistant_core::approval::Approver;
 use assistant_core::delivery::{DeliveryRecord, MessageKey, PostError, Settled};
 use assistant_core::messages::{ApprovalButton, ReplyMessage, WorkMessage};
 use assistant_core::ports::{DeliveryLog, StoreError, TurnStore};
-use assistant_core::store::{RecordDeliveries, RecordTurns};
+use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::turn::{ToolUse, Turn, TurnId, TurnStatus};
 use assistant_core::{FixedClock, Retryable, ThreadRef};
 use async_trait::async_trait;
@@ -16,6 +16,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use testkit::memory::Tables;
 use testkit::slack_memory::{MemoryPoster, POST, REPLIES, SET_STATUS, Scripted, UPDATE};
 use testkit::store_contract::new_turn;
 
@@ -61,6 +62,8 @@ struct TestResponder {
     responder: Responder,
     turns: RecordTurns,
     deliveries: Arc<CrashingLog>,
+    /// The worker's side: what it streamed.
+    streams: StreamLog,
     slack: Arc<MemoryPoster>,
 }
 
@@ -73,18 +76,19 @@ impl Deref for TestResponder {
 }
 
 fn responder() -> TestResponder {
-    let (turns, deliveries) = testkit::memory::stores();
+    let Tables { turns, deliveries, streams, .. } = testkit::memory::tables();
     let deliveries = Arc::new(CrashingLog { inner: deliveries, fail_after: AtomicUsize::new(0) });
     let slack = Arc::new(MemoryPoster::default());
     let responder = Responder {
         turns: Arc::new(turns.clone()),
         deliveries: deliveries.clone(),
+        streams: streams.clone(),
         slack: slack.clone(),
         clock: Arc::new(FixedClock::at(1_763_800_100)),
         mentions: Default::default(),
         alerts: None,
     };
-    TestResponder { responder, turns, deliveries, slack }
+    TestResponder { responder, turns, deliveries, streams, slack }
 }
 
 /// A stored turn in `status`, with `answer`.
@@ -218,7 +222,7 @@ async fn a_long_answer_is_posted_in_parts_and_a_retry_posts_only_the_missing_one
     let responder = responder();
     let paragraph = format!("{}\n\n", "lorem ipsum ".repeat(240));
     let turn = stored(&responder, TurnStatus::Answered, Some(&paragraph.repeat(30))).await;
-    let parts = responder_logic::render::answer(turn.answer.as_deref().unwrap(), Default::default()).len();
+    let parts = responder_logic::render::answer(turn.answer.as_deref().unwrap(), Default::default(), &turn.id).len();
     assert!(parts >= 2, "{parts}");
     // The first part lands and its response is lost; the process dies
     // before it looks (the record keeps the attempt).
@@ -471,4 +475,96 @@ async fn a_failed_turn_and_a_refusal_that_needs_a_human_alert_the_ops_channel_on
     let turn = stored(&responder, TurnStatus::Answered, Some("Fine.")).await;
     responder.handle(&deliver(&turn)).await.unwrap();
     assert!(responder.slack.alerts().is_empty());
+}
+
+// --- Streamed answers and ratings -------------------------------------------
+
+use assistant_core::delivery::{StreamRecord, stream_digest};
+use assistant_core::feedback::Rating;
+use testkit::slack_memory::STOP_STREAM;
+
+/// The worker's record of a stream in `turn`'s thread whose message is
+/// `ts`, completed with `streamed` (or interrupted).
+async fn streamed(responder: &TestResponder, turn: &Turn, ts: &slack::Ts, streamed: Option<&str>) {
+    let mut record = StreamRecord {
+        ts: Some(ts.clone()),
+        completed: streamed.map(stream_digest),
+        updated_at: 1_763_800_050,
+        ..Default::default()
+    };
+    responder.streams.save(&turn.id, &mut record).await.unwrap();
+}
+
+/// A message standing in the thread as the streamed one (Slack's side).
+async fn stream_message(responder: &TestResponder, turn: &Turn, text: &str) -> slack::Ts {
+    let placeholder =
+        assistant_core::delivery::Outgoing { key: MessageKey::Placeholder, text: text.into(), blocks: Vec::new() };
+    use assistant_core::ports::SlackPoster;
+    responder.slack.post(&turn.thread, &turn.id, &placeholder).await.unwrap()
+}
+
+#[tokio::test]
+async fn an_answer_streamed_whole_is_the_answer_and_nothing_is_posted() {
+    let responder = responder();
+    let answer = "The pool is **exhausted**.";
+    let turn = stored(&responder, TurnStatus::Answered, Some(answer)).await;
+    let ts = stream_message(&responder, &turn, answer).await;
+    streamed(&responder, &turn, &ts, Some(answer)).await;
+
+    let outcome = responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(outcome, Outcome::Delivered { id: turn.id.clone(), posted: 1 });
+    assert_eq!((responder.slack.calls(POST), responder.slack.calls(UPDATE)), (1, 0), "only the stream's own message");
+    let record = responder.deliveries.load(&turn.id).await.unwrap();
+    assert_eq!(record.posted.get(&MessageKey::Answer { part: 1, of: 1 }), Some(&ts));
+    assert_eq!(record.settled, Some(Settled::Delivered));
+}
+
+#[tokio::test]
+async fn an_interrupted_stream_is_stopped_and_replaced_by_the_saved_answer_in_the_same_message() {
+    // GIVEN a stream cut off mid-answer (a crash, a redelivery), and the
+    // saved answer that a later step wrote
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Restart the **pool**.")).await;
+    let ts = stream_message(&responder, &turn, "The pool is exhau").await;
+    streamed(&responder, &turn, &ts, None).await;
+
+    let outcome = responder.handle(&deliver(&turn)).await.unwrap();
+
+    // THEN the one message now says the saved answer, with its footer
+    assert_eq!(outcome, Outcome::Delivered { id: turn.id.clone(), posted: 1 });
+    assert_eq!(responder.slack.calls(STOP_STREAM), 1);
+    let messages = responder.slack.messages();
+    assert_eq!(messages.len(), 1, "exactly one answer message");
+    assert_eq!(messages[0].ts, ts);
+    let expected = &responder_logic::render::answer("Restart the **pool**.", Default::default(), &turn.id)[0];
+    assert_eq!(&messages[0].message, expected);
+    assert!(expected.blocks.iter().any(|block| block["type"] == "context_actions"));
+}
+
+#[tokio::test]
+async fn a_stream_that_differs_from_the_saved_answer_is_corrected() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Failed, Some("Sorry, I couldn't finish answering this.")).await;
+    let ts = stream_message(&responder, &turn, "The pool is").await;
+    streamed(&responder, &turn, &ts, Some("The pool is")).await;
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(texts(&responder), ["Sorry, I couldn't finish answering this."]);
+}
+
+#[tokio::test]
+async fn a_rating_is_acknowledged_to_the_one_who_clicked() {
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Done.")).await;
+    let noted = ReplyMessage::FeedbackNoted {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        user: slack::UserId::new("U0RATER"),
+        rating: Rating::Negative,
+    };
+    assert_eq!(responder.handle(&noted).await.unwrap(), Outcome::ToldPrivately { id: turn.id.clone() });
+    let ephemerals = responder.slack.ephemerals();
+    assert_eq!(ephemerals.len(), 1);
+    assert_eq!(ephemerals[0].0.as_str(), "U0RATER");
+    assert!(ephemerals[0].1.contains("👎"), "{}", ephemerals[0].1);
+    assert!(responder.slack.messages().is_empty(), "nothing in the thread for everyone");
 }

@@ -46,6 +46,11 @@ impl EventCallback {
     pub fn bot_user_id(&self) -> Option<&UserId> {
         self.authorizations.iter().find(|a| a.is_bot).map(|a| &a.user_id)
     }
+
+    /// A person the event is for (an authorization that is not a bot's).
+    pub fn person_user_id(&self) -> Option<&UserId> {
+        self.authorizations.iter().find(|a| !a.is_bot).map(|a| &a.user_id)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -62,6 +67,8 @@ pub enum Event {
     AppMention(AppMention),
     Message(MessageEvent),
     AssistantThreadStarted(AssistantThreadStarted),
+    AppHomeOpened(AppHomeOpened),
+    AppContextChanged(AppContextChanged),
     #[serde(other)]
     Unknown,
 }
@@ -141,4 +148,59 @@ pub struct AssistantContext {
     pub channel_id: Option<ChannelId>,
     #[serde(default)]
     pub team_id: Option<TeamId>,
+}
+
+/// A person opened one of the app's tabs. With the agent experience
+/// (`agent_view`), tab `messages` is the bot's DM, opened.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AppHomeOpened {
+    pub user: UserId,
+    pub channel: ChannelId,
+    #[serde(default)]
+    pub tab: String,
+}
+
+impl AppHomeOpened {
+    pub const MESSAGES_TAB: &str = "messages";
+}
+
+/// What a person is looking at changed while the app is open beside it
+/// (agent experience only). `context.entities` are ordered by relevance;
+/// an empty context means nothing in particular.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AppContextChanged {
+    /// Who: on the event when Slack sends it, otherwise the person's
+    /// authorization on the callback.
+    #[serde(default)]
+    pub user: Option<UserId>,
+    #[serde(default)]
+    pub context: AgentContext,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct AgentContext {
+    #[serde(default)]
+    pub entities: Vec<ContextEntity>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ContextEntity {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub value: String,
+}
+
+impl AgentContext {
+    const CHANNEL_ENTITY: &str = "slack#/types/channel_id";
+
+    /// The most relevant channel in view, if its id has a channel id's
+    /// shape (anything else is not put in a prompt).
+    pub fn channel(&self) -> Option<ChannelId> {
+        self.entities
+            .iter()
+            .filter(|entity| entity.kind == Self::CHANNEL_ENTITY)
+            .map(|entity| entity.value.as_str())
+            .find(|id| ChannelId::is_well_formed(id))
+            .map(ChannelId::new)
+    }
 }

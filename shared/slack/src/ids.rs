@@ -51,3 +51,14 @@ string_id!(
     /// `ts` of its parent message, its `thread_ts`.
     Ts
 );
+
+impl ChannelId {
+    /// Whether `text` has a channel id's shape (`C…`, `G…`, `D…`: capital
+    /// letters and digits), as an id taken from an event's free-form context
+    /// must before it goes into a prompt.
+    pub fn is_well_formed(text: &str) -> bool {
+        (3..=24).contains(&text.len())
+            && text.starts_with(['C', 'G', 'D'])
+            && text.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    }
+}

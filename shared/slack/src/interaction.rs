@@ -1,7 +1,7 @@
 //! Interactivity payloads (<https://api.slack.com/reference/interaction-payloads>):
 //! what Slack POSTs as `payload=<json>` when someone clicks a button the bot
-//! posted. The bot's only buttons are approval prompts for tools that change
-//! things; their `action_id`s are defined here so the code that posts them and
+//! posted: approval prompts for tools that change things, and the feedback
+//! buttons under answers. Their `action_id`s are defined here so the code that posts them and
 //! the code that reads the clicks agree.
 
 use crate::ids::{ChannelId, TeamId, Ts, UserId};
@@ -11,6 +11,9 @@ use serde::Deserialize;
 pub const APPROVE_ACTION_ID: &str = "tool_approval.approve";
 /// `action_id` of the button that refuses it.
 pub const DENY_ACTION_ID: &str = "tool_approval.deny";
+
+/// `action_id` of the 👍 / 👎 feedback buttons under every answer.
+pub const FEEDBACK_ACTION_ID: &str = "answer_feedback";
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -14,3 +14,22 @@ pub fn escape(text: &str) -> String {
     }
     escaped
 }
+
+/// Markdown for a streamed message (`markdown_text`), made unable to ping:
+/// Slack's special mentions (`<!here>`, `<!channel>`, `<!subteam^…>`) lose
+/// their `<`. Works piece by piece on text cut at whitespace, as streamed
+/// text is: a mention never straddles a cut.
+pub fn unpinging_markdown(text: &str) -> String {
+    text.replace("<!", "&lt;!")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streamed_markdown_cannot_ping() {
+        assert_eq!(unpinging_markdown("ask <!here> or <!subteam^S1|@ops>"), "ask &lt;!here> or &lt;!subteam^S1|@ops>");
+        assert_eq!(unpinging_markdown("**bold** <@U1> stays"), "**bold** <@U1> stays");
+    }
+}

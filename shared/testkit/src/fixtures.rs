@@ -21,13 +21,19 @@ fixtures! {
     MESSAGE_CHANGED => "message_changed.json",
     MESSAGE_DELETED => "message_deleted.json",
     ASSISTANT_THREAD_STARTED => "assistant_thread_started.json",
+    APP_HOME_OPENED_MESSAGES => "app_home_opened_messages.json",
+    APP_CONTEXT_CHANGED => "app_context_changed.json",
     UNKNOWN_EVENT => "unknown_event.json",
     UNKNOWN_PAYLOAD => "unknown_payload.json",
     APP_RATE_LIMITED => "app_rate_limited.json",
     BLOCK_ACTIONS_APPROVE => "block_actions_approve.json",
     BLOCK_ACTIONS_OTHER => "block_actions_other.json",
+    BLOCK_ACTIONS_FEEDBACK => "block_actions_feedback.json",
 }
 
+/// `BLOCK_ACTIONS_FEEDBACK` is a 👎 click whose value is the placeholder
+/// `"FEEDBACK_VALUE"`, for each test to fill.
+///
 /// The bot user the fixtures are addressed to.
 pub const BOT_USER: &str = "U0LAN0Z89";
 

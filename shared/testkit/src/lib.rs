@@ -7,11 +7,14 @@
 //! - [`mcp_memory`]: MCP servers in memory (serving, refusing, hanging).
 //! - [`slack_memory`]: Slack as the responder sees it, in memory, with
 //!   scripted failures.
+//! - [`agent_memory`]: Slack's agent surface (prompts, titles, streams) as
+//!   the worker sees it, in memory, refusing what Slack refuses.
 //! - [`store_contract`]: what every turn store and delivery log must do,
 //!   run against memory here and against DynamoDB in `tests/`.
 //! - [`signed`]: a request signed as Slack signs it.
 //! - [`fixtures`]: captured-shape Slack payloads.
 
+pub mod agent_memory;
 pub mod fixtures;
 pub mod mcp_memory;
 pub mod memory;

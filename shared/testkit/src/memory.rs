@@ -292,6 +292,25 @@ pub fn stores() -> (RecordTurns, RecordDeliveries) {
     (RecordTurns::new(records.clone()), RecordDeliveries::new(records))
 }
 
+/// Every record kind of the turns table, on one in-memory table: the
+/// turn, what the responder posted, what the worker streamed, the ratings.
+pub struct Tables {
+    pub turns: RecordTurns,
+    pub deliveries: RecordDeliveries,
+    pub streams: assistant_core::store::StreamLog,
+    pub feedback: assistant_core::feedback::FeedbackLog,
+}
+
+pub fn tables() -> Tables {
+    let records: Arc<dyn VersionedRecords> = Arc::new(MemoryRecords::default());
+    Tables {
+        turns: RecordTurns::new(records.clone()),
+        deliveries: RecordDeliveries::new(records.clone()),
+        streams: assistant_core::store::StreamLog::new(records.clone()),
+        feedback: assistant_core::feedback::FeedbackLog::new(records),
+    }
+}
+
 /// A clock a test moves by hand.
 #[derive(Debug)]
 pub struct ManualClock(std::sync::atomic::AtomicI64);
@@ -332,20 +351,64 @@ mod tests {
     }
 }
 
-/// Settled turns' reports, kept.
+/// Settled turns' reports and answers' ratings, kept.
 #[derive(Default)]
 pub struct MemoryMetrics {
     reports: Mutex<Vec<assistant_core::telemetry::TurnReport>>,
+    ratings: Mutex<Vec<assistant_core::feedback::Rating>>,
 }
 
 impl MemoryMetrics {
     pub fn reports(&self) -> Vec<assistant_core::telemetry::TurnReport> {
         self.reports.lock().expect("metrics lock").clone()
     }
+
+    pub fn ratings(&self) -> Vec<assistant_core::feedback::Rating> {
+        self.ratings.lock().expect("metrics lock").clone()
+    }
 }
 
 impl assistant_core::telemetry::TurnMetrics for MemoryMetrics {
     fn turn_settled(&self, report: &assistant_core::telemetry::TurnReport) {
         self.reports.lock().expect("metrics lock").push(report.clone());
+    }
+
+    fn feedback(&self, rating: assistant_core::feedback::Rating) {
+        self.ratings.lock().expect("metrics lock").push(rating);
+    }
+}
+
+/// What people have in view, kept with their expiry as DynamoDB keeps it
+/// (and, like DynamoDB, never read back once expired).
+#[derive(Default)]
+pub struct MemoryContexts {
+    contexts: Mutex<HashMap<(String, String), assistant_core::ports::UserContext>>,
+}
+
+#[async_trait]
+impl assistant_core::ports::UserContexts for MemoryContexts {
+    async fn remember(
+        &self,
+        team: &slack::TeamId,
+        user: &UserId,
+        context: &assistant_core::ports::UserContext,
+    ) -> Result<(), PortError> {
+        let key = (team.to_string(), user.to_string());
+        self.contexts.lock().expect("contexts lock").insert(key, context.clone());
+        Ok(())
+    }
+
+    async fn recall(
+        &self,
+        team: &slack::TeamId,
+        user: &UserId,
+        now_unix: i64,
+    ) -> Result<Option<assistant_core::ports::UserContext>, PortError> {
+        let key = (team.to_string(), user.to_string());
+        let contexts = self.contexts.lock().expect("contexts lock");
+        Ok(contexts
+            .get(&key)
+            .filter(|context| now_unix < context.at + assistant_core::ports::USER_CONTEXT_TTL_SECS)
+            .cloned())
     }
 }

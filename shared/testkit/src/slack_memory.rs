@@ -47,6 +47,7 @@ pub const UPDATE: &str = "chat.update";
 pub const SET_STATUS: &str = "assistant.threads.setStatus";
 pub const REPLIES: &str = "conversations.replies";
 pub const EPHEMERAL: &str = "chat.postEphemeral";
+pub const STOP_STREAM: &str = "chat.stopStream";
 /// A top-level message (operator alerts): `chat.postMessage` too, counted
 /// apart from the thread posts.
 pub const CHANNEL_POST: &str = "chat.postMessage (channel)";
@@ -160,6 +161,13 @@ impl SlackPoster for MemoryPoster {
             println!("── Slack ephemeral to {user} in {}: {text}", thread.channel);
         }
         self.ephemerals.lock().expect("ephemerals lock").push((thread.clone(), user.clone(), text.to_owned()));
+        Ok(())
+    }
+
+    async fn stop_stream(&self, _thread: &ThreadRef, _ts: &Ts) -> Result<(), PostError> {
+        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(STOP_STREAM) {
+            return Err(err);
+        }
         Ok(())
     }
 

@@ -10,12 +10,15 @@ use crate::tools::{ChannelRule, ToolDefinitionError, ToolPolicy, ToolRegistry};
 use crate::worker::{Limits, Worker};
 use crate::{builtin_tools, docs_tools, http_tools, mcp_tools};
 use assistant_core::Clock;
+use assistant_core::feedback::FeedbackLog;
 use assistant_core::mcp::McpConnector;
 use assistant_core::model::Model;
 use assistant_core::ports::{
-    ApprovalTimers, ArtifactStore, DeliveryLog, PortError, ReplyQueue, SecretStore, SlackReader, TurnStore, WorkQueue,
+    AgentSlack, ApprovalTimers, ArtifactStore, DeliveryLog, PortError, ReplyQueue, SecretStore, SlackReader, TurnStore,
+    UserContexts, WorkQueue,
 };
 use assistant_core::pricing::ModelPrices;
+use assistant_core::store::StreamLog;
 use assistant_core::telemetry::TurnMetrics;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -45,6 +48,14 @@ pub struct WorkerPorts {
     pub secrets: Arc<dyn SecretStore>,
     /// Where settled turns are reported.
     pub metrics: Arc<dyn TurnMetrics>,
+    /// Slack's agent surface: prompts, titles, streamed answers.
+    pub agent: Arc<dyn AgentSlack>,
+    /// The worker's own records beside each turn: the answer it streamed
+    /// and the ratings of it (on the same table as the turns).
+    pub streams: StreamLog,
+    pub feedback: FeedbackLog,
+    /// What people have in view beside the DM.
+    pub contexts: Arc<dyn UserContexts>,
 }
 
 /// Why the worker could not be built. Each names what to fix.
@@ -244,6 +255,11 @@ pub async fn assemble(
         prices: assistant.model_prices.or_else(|| ModelPrices::for_model(ports.model.id())),
         model: ports.model,
         metrics: ports.metrics,
+        agent: ports.agent,
+        streams: ports.streams,
+        feedback: ports.feedback,
+        contexts: ports.contexts,
+        suggested_prompts: assistant.suggested_prompts.clone(),
     })
 }
 
@@ -264,10 +280,14 @@ mod tests {
     }
 
     fn ports() -> WorkerPorts {
-        let (store, deliveries) = testkit::memory::stores();
+        let tables = testkit::memory::tables();
         WorkerPorts {
-            store: Arc::new(store),
-            deliveries: Arc::new(deliveries),
+            store: Arc::new(tables.turns),
+            deliveries: Arc::new(tables.deliveries),
+            agent: Arc::new(testkit::agent_memory::MemoryAgent::default()),
+            streams: tables.streams,
+            feedback: tables.feedback,
+            contexts: Arc::new(testkit::memory::MemoryContexts::default()),
             model: Arc::new(NoModel),
             work: Arc::new(MemoryQueue::default()),
             replies: Arc::new(MemoryQueue::default()),

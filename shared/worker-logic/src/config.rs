@@ -13,7 +13,8 @@
 //!   ],
 //!   "http_tools": [ … see [`crate::http_tools`] … ],
 //!   "mcp_servers": [ … see [`crate::mcp_tools`] … ],
-//!   "approvals": { "approvers": ["requester"], "expires_after_secs": 3600, "allow_self_approval": true }
+//!   "approvals": { "approvers": ["requester"], "expires_after_secs": 3600, "allow_self_approval": true },
+//!   "suggested_prompts": [ { "title": "Why is a service failing?", "message": "Why is checkout-api failing?" } ]
 //! }
 //! ```
 //!
@@ -25,6 +26,7 @@ use crate::http_tools::HttpToolConfig;
 use crate::mcp_tools::McpServerConfig;
 use crate::tools::{ChannelRule, ToolPolicy};
 use assistant_core::approval::Approver;
+use assistant_core::ports::SuggestedPrompt;
 use assistant_core::pricing::ModelPrices;
 use serde::Deserialize;
 
@@ -61,6 +63,41 @@ pub struct AssistantConfig {
     /// estimated cost; known Bedrock models are priced without it.
     #[serde(default, deserialize_with = "model_prices")]
     pub model_prices: Option<ModelPrices>,
+    /// What a person sees when they open the bot's DM: up to four prompts,
+    /// each a `title` on a button and the `message` it sends. No model
+    /// call is made to show them.
+    #[serde(default = "default_prompts", deserialize_with = "suggested_prompts")]
+    pub suggested_prompts: Vec<SuggestedPrompt>,
+}
+
+/// Slack shows at most four.
+const MAX_PROMPTS: usize = 4;
+
+fn suggested_prompts<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<SuggestedPrompt>, D::Error> {
+    let prompts = Vec::<SuggestedPrompt>::deserialize(deserializer)?;
+    if !(1..=MAX_PROMPTS).contains(&prompts.len()) {
+        return Err(serde::de::Error::custom(format!("suggested_prompts: 1 to {MAX_PROMPTS} prompts")));
+    }
+    for prompt in &prompts {
+        let (title, message) = (prompt.title.trim(), prompt.message.trim());
+        if title.is_empty() || title.chars().count() > 75 || message.is_empty() || message.chars().count() > 2_000 {
+            return Err(serde::de::Error::custom(format!(
+                "suggested_prompts: {:?} needs a title of 1 to 75 characters and a message of 1 to 2000",
+                prompt.title
+            )));
+        }
+    }
+    Ok(prompts)
+}
+
+/// The prompts shown when the configuration names none.
+pub fn default_prompts() -> Vec<SuggestedPrompt> {
+    let prompt = |title: &str, message: &str| SuggestedPrompt { title: title.into(), message: message.into() };
+    vec![
+        prompt("What can you do?", "What can you help me with, and which tools can you use here?"),
+        prompt("Why is a service failing?", "Why is checkout-api failing in prod? Check its logs and recent deploys."),
+        prompt("Find it in our docs", "Where do our runbooks say how to roll back a deploy?"),
+    ]
 }
 
 fn model_prices<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<ModelPrices>, D::Error> {
@@ -159,6 +196,7 @@ impl Default for AssistantConfig {
             approvals: ApprovalsConfig::default(),
             allowed_env: Vec::new(),
             model_prices: None,
+            suggested_prompts: default_prompts(),
         }
     }
 }
@@ -246,6 +284,28 @@ mod tests {
             r#"{"model_prices": {"input_per_mtok": 3, "output_per_mtok": 1e400}}"#,
             r#"{"model_prices": {"input_per_mtok": 3, "output_per_mtok": 15, "discount": 0.5}}"#,
             r#"{"model_prices": {"input_per_mtok": "3"}}"#,
+        ] {
+            assert!(AssistantConfig::parse(bad.as_bytes()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn suggested_prompts_default_to_three_and_bad_ones_are_refused() {
+        assert_eq!(AssistantConfig::parse(b"{}").unwrap().suggested_prompts, default_prompts());
+        let config = AssistantConfig::parse(
+            br#"{"suggested_prompts": [{"title": "Deploys", "message": "What shipped today?"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(config.suggested_prompts[0].message, "What shipped today?");
+        let five = serde_json::json!({"suggested_prompts": vec![serde_json::json!({"title": "t", "message": "m"}); 5]});
+        let long_title = serde_json::json!({"suggested_prompts": [{"title": "x".repeat(76), "message": "m"}]});
+        for bad in [
+            r#"{"suggested_prompts": []}"#.to_owned(),
+            five.to_string(),
+            long_title.to_string(),
+            r#"{"suggested_prompts": [{"title": " ", "message": "m"}]}"#.to_owned(),
+            r#"{"suggested_prompts": [{"title": "t"}]}"#.to_owned(),
+            r#"{"suggested_prompts": [{"title": "t", "message": "m", "icon": "x"}]}"#.to_owned(),
         ] {
             assert!(AssistantConfig::parse(bad.as_bytes()).is_err(), "{bad}");
         }

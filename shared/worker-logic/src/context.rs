@@ -88,6 +88,23 @@ pub fn viewing_context(channel: &ChannelId) -> String {
     format!("The user has the channel <#{channel}> open beside this conversation; \"this channel\" means that one.")
 }
 
+/// A DM thread's title from its question: its first line, mentions
+/// dropped, whitespace folded, at most [`TITLE_CHARS`] characters.
+pub fn thread_title(question: &str) -> String {
+    let line = question.lines().find(|line| !line.trim().is_empty()).unwrap_or_default();
+    let words: Vec<&str> =
+        line.split_whitespace().filter(|word| !(word.starts_with("<@") && word.ends_with('>'))).collect();
+    let title = words.join(" ");
+    if title.chars().count() <= TITLE_CHARS {
+        return title;
+    }
+    let cut: String = title.chars().take(TITLE_CHARS - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+/// The longest thread title set.
+pub const TITLE_CHARS: usize = 60;
+
 /// The messages a turn starts with.
 pub fn opening(history: &[ThreadMessage], request: &TurnRequest) -> Vec<Message> {
     let asked_at = order(&request.message_ts);

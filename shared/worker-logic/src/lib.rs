@@ -15,6 +15,8 @@
 //!   [`mcp_tools`] (MCP servers' tools, discovered at start-up).
 //! - [`context`]: what a turn opens with (the thread so far, the channel).
 //! - [`offload`]: keeping a turn's item small (large results in S3).
+//! - [`streaming`]: the answer streamed into Slack as the model writes it,
+//!   through a redactor that never lets out what it may still redact.
 
 pub mod approvals;
 pub mod assembly;
@@ -27,6 +29,7 @@ pub mod mcp_tools;
 pub mod offload;
 pub mod references;
 pub mod schema;
+pub mod streaming;
 pub mod tools;
 pub mod worker;
 

@@ -36,17 +36,21 @@
 use crate::approvals::{Approvals, Verdict};
 use crate::context;
 use crate::offload;
+use crate::streaming::AnswerStream;
 use crate::tools::{Effect, ToolRegistry};
 use assistant_core::Clock;
+use assistant_core::feedback::{FeedbackLog, Rated};
 use assistant_core::messages::{
-    ApprovalClick, ApprovalTimeout, Continuation, Decision, ReplyMessage, TurnRequest, WorkMessage,
+    ApprovalClick, ApprovalTimeout, Continuation, Decision, FeedbackClick, Opened, ReplyMessage, TurnRequest,
+    WorkMessage,
 };
 use assistant_core::model::{Model, ModelError, ModelRequest, StopReason};
 use assistant_core::ports::{
-    ApprovalTimer, ApprovalTimers, ArtifactStore, Created, DeliveryLog, PortError, ReplyQueue, SlackReader, StoreError,
-    TurnStore, WorkQueue,
+    AgentSlack, ApprovalTimer, ApprovalTimers, ArtifactStore, Created, DeliveryLog, PortError, ReplyQueue, SlackReader,
+    StoreError, SuggestedPrompt, TaskStatus, TurnStore, UserContexts, WorkQueue,
 };
 use assistant_core::pricing::ModelPrices;
+use assistant_core::store::StreamLog;
 use assistant_core::telemetry::{LimitHit, TurnMetrics, TurnReport};
 use assistant_core::turn::{
     Content, Message, PendingApproval, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Turn, TurnId, TurnStatus,
@@ -106,6 +110,10 @@ pub enum Outcome {
     /// Nothing to do: a click or continuation for a turn that is not
     /// waiting for it (stale, duplicate, unknown, or already told failed).
     Ignored { reason: &'static str },
+    /// A DM was opened: its suggested prompts are set.
+    PromptsSet,
+    /// A rating of an answer is kept.
+    FeedbackKept { id: TurnId },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +129,11 @@ pub enum WorkerError {
     Artifacts(PortError),
     #[error(transparent)]
     Timers(PortError),
+    #[error(transparent)]
+    Feedback(PortError),
+    /// Slack failed setting prompts; a refusal is not an error.
+    #[error(transparent)]
+    Slack(assistant_core::delivery::PostError),
 }
 
 impl assistant_core::Retryable for WorkerError {
@@ -136,7 +149,12 @@ impl WorkerError {
         match self {
             WorkerError::Model(err) => err.is_retryable(),
             WorkerError::Store(StoreError::TooLarge { .. }) => false,
-            WorkerError::Store(_) | WorkerError::Queue(_) | WorkerError::Artifacts(_) | WorkerError::Timers(_) => true,
+            WorkerError::Store(_)
+            | WorkerError::Queue(_)
+            | WorkerError::Artifacts(_)
+            | WorkerError::Timers(_)
+            | WorkerError::Feedback(_)
+            | WorkerError::Slack(_) => true,
         }
     }
 
@@ -150,6 +168,8 @@ impl WorkerError {
             WorkerError::Queue(_) => "I could not hand on my work",
             WorkerError::Artifacts(_) => "I could not store a tool's result",
             WorkerError::Timers(_) => "I could not set an approval's deadline",
+            WorkerError::Feedback(_) => "I could not keep a rating",
+            WorkerError::Slack(_) => "Slack could not be reached",
         }
     }
 }
@@ -186,6 +206,17 @@ pub struct Worker {
     /// cost.
     pub metrics: Arc<dyn TurnMetrics>,
     pub prices: Option<ModelPrices>,
+    /// Slack's agent surface: suggested prompts, thread titles, streamed
+    /// answers.
+    pub agent: Arc<dyn AgentSlack>,
+    /// The worker's record of the answer it streamed, per turn.
+    pub streams: StreamLog,
+    /// People's ratings of answers.
+    pub feedback: FeedbackLog,
+    /// What people have in view beside the DM (written by the ingress).
+    pub contexts: Arc<dyn UserContexts>,
+    /// Shown when a person opens the DM.
+    pub suggested_prompts: Vec<SuggestedPrompt>,
 }
 
 impl Worker {
@@ -206,7 +237,8 @@ impl Worker {
     /// stands and the message goes on to the dead-letter queue, whose
     /// apology the responder posts.
     async fn fail_at_once(&self, message: &WorkMessage, err: WorkerError) -> Result<Outcome, WorkerError> {
-        let Ok(Some(mut turn)) = self.store.load(&message.turn_id()).await else { return Err(err) };
+        let Some(turn_id) = message.turn_id() else { return Err(err) };
+        let Ok(Some(mut turn)) = self.store.load(&turn_id).await else { return Err(err) };
         if !matches!(turn.status, TurnStatus::Running | TurnStatus::AwaitingApproval) {
             return Err(err);
         }
@@ -255,7 +287,63 @@ impl Worker {
                 span.record("turn_id", field::display(&timeout.turn_id));
                 self.time_out(timeout, deadline).instrument(span).await
             }
+            WorkMessage::Opened(opened) => {
+                span.record("event_id", field::display(&opened.event_id));
+                self.opened(opened).instrument(span).await
+            }
+            WorkMessage::Feedback(click) => {
+                span.record("turn_id", field::display(&click.turn_id));
+                self.rated(click).instrument(span).await
+            }
         }
+    }
+
+    /// A person opened the DM (or an assistant thread): the suggested
+    /// prompts, and no model call. Slack failing is retried by SQS; a
+    /// refusal is logged.
+    async fn opened(&self, opened: &Opened) -> Result<Outcome, WorkerError> {
+        match self
+            .agent
+            .set_suggested_prompts(&opened.channel, opened.thread_ts.as_ref(), &self.suggested_prompts)
+            .await
+        {
+            Ok(()) => {
+                info!(user = %opened.user, prompts = self.suggested_prompts.len(), "suggested prompts set");
+                Ok(Outcome::PromptsSet)
+            }
+            Err(assistant_core::delivery::PostError::Rejected { code }) => {
+                warn!(code, "Slack refused the suggested prompts (is assistant:write granted?)");
+                Ok(Outcome::Ignored { reason: "prompts_refused" })
+            }
+            Err(err) => Err(WorkerError::Slack(err)),
+        }
+    }
+
+    /// 👍 / 👎 under an answer: kept by turn (who, which way, when; a
+    /// second click replaces the first), counted, and acknowledged to the
+    /// clicker alone. Starts no turn. Only an answer the thread got can be
+    /// rated.
+    async fn rated(&self, click: &FeedbackClick) -> Result<Outcome, WorkerError> {
+        let (delivered, streamed) =
+            tokio::join!(self.deliveries.load(&click.turn_id), self.streams.load(&click.turn_id));
+        if !delivered?.has_answer() && streamed?.ts.is_none() {
+            warn!(user = %click.user, "rating of an answer this bot did not give (stale or forged): not kept");
+            return Ok(Outcome::Ignored { reason: "no_such_answer" });
+        }
+        let rated = Rated { rating: click.rating, at: self.clock.now_unix() };
+        self.feedback.rate(&click.turn_id, &click.user, rated).await.map_err(WorkerError::Feedback)?;
+        self.metrics.feedback(click.rating);
+        info!(user = %click.user, rating = click.rating.as_str(), "answer rated");
+        let noted = ReplyMessage::FeedbackNoted {
+            turn_id: click.turn_id.clone(),
+            thread: click.thread.clone(),
+            user: click.user.clone(),
+            rating: click.rating,
+        };
+        if let Err(err) = self.replies.send(&noted).await {
+            warn!(error = %err, "the rater was not thanked");
+        }
+        Ok(Outcome::FeedbackKept { id: click.turn_id.clone() })
     }
 
     /// Whether the thread was already told the turn failed (an apology, or
@@ -268,9 +356,11 @@ impl Worker {
     async fn start(&self, request: &TurnRequest, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
         // On a redelivery this history read is wasted: `create` then returns
         // the stored turn. Rare, and cheaper than a read before every create.
-        let (channel, history) = tokio::join!(
+        let in_dm = request.thread.channel.as_str().starts_with('D');
+        let (channel, history, seen) = tokio::join!(
             self.slack.channel_info(&request.thread.channel),
             self.slack.thread_history(&request.thread, request.bot_user.as_ref(), context::HISTORY_LIMIT),
+            self.channel_in_view(request, in_dm),
         );
         let history = history.unwrap_or_else(|err| {
             warn!(error = %err, "thread history unavailable: answering from the question alone");
@@ -282,7 +372,7 @@ impl Worker {
             .inspect_err(|err| warn!(error = %err, "channel info unavailable"))
             .ok()
             .map(|info| context::channel_context(&info));
-        let viewing = request.context_channel.as_ref().map(context::viewing_context);
+        let viewing = request.context_channel.clone().or(seen).as_ref().map(context::viewing_context);
         turn.channel_context = match (channel, viewing) {
             (Some(channel), Some(viewing)) => Some(format!("{channel} {viewing}")),
             (channel, viewing) => channel.or(viewing),
@@ -291,7 +381,12 @@ impl Worker {
             Created::New => {
                 info!("turn started");
                 turn.metered.dynamodb_write_units += write_units(&turn);
-                self.show_progress(&turn, THINKING.to_owned()).await;
+                let opens_dm_thread = in_dm && request.message_ts == request.thread.thread_ts;
+                tokio::join!(self.show_progress(&turn, THINKING.to_owned()), async {
+                    if opens_dm_thread {
+                        self.title(&turn.thread, &request.text).await;
+                    }
+                });
                 turn.metered.sqs_requests += 1;
                 turn.first_status_ms = Some(turn.since_asked_ms(self.clock.now_millis()));
             }
@@ -301,6 +396,32 @@ impl Worker {
             }
         }
         self.run(turn, deadline).await
+    }
+
+    /// The channel a person had in view beside the DM, as the ingress
+    /// remembered it (DMs only: in a channel, the channel is the context).
+    async fn channel_in_view(&self, request: &TurnRequest, in_dm: bool) -> Option<slack::ChannelId> {
+        if !in_dm || request.context_channel.is_some() {
+            return None;
+        }
+        match self.contexts.recall(&request.thread.team, &request.user, self.clock.now_unix()).await {
+            Ok(seen) => seen.and_then(|seen| seen.channel),
+            Err(err) => {
+                warn!(error = %err, "what the person has in view is unknown");
+                None
+            }
+        }
+    }
+
+    /// A DM thread's title, from its question (no model call). Best effort.
+    async fn title(&self, thread: &assistant_core::ThreadRef, question: &str) {
+        let title = context::thread_title(question);
+        if title.is_empty() {
+            return;
+        }
+        if let Err(err) = self.agent.set_title(thread, &title).await {
+            info!(error = %err, "thread title not set");
+        }
     }
 
     async fn resume(&self, continuation: &Continuation, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
@@ -524,6 +645,14 @@ impl Worker {
     /// time; each step ends in one conditional save.
     async fn run(&self, mut turn: Turn, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
         Span::current().record("step", turn.steps);
+        let mut stream = AnswerStream::new(
+            self.agent.as_ref(),
+            &self.streams,
+            self.clock.as_ref(),
+            turn.id.clone(),
+            turn.thread.clone(),
+            turn.user.clone(),
+        );
         // At least one step per invocation, so the turn always progresses
         // (even if the function's timeout is set shorter than a step).
         let mut stepped_here = false;
@@ -538,6 +667,7 @@ impl Worker {
                     // Reported once: by the handling whose save settled it,
                     // before the delivery request (whose retry finds it settled).
                     if settled_here {
+                        stream.finish().await;
                         self.report(&turn, limit);
                     }
                     let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
@@ -545,6 +675,7 @@ impl Worker {
                     return Ok(Outcome::Settled { id: turn.id, status: turn.status, steps: turn.steps });
                 }
                 TurnStatus::AwaitingApproval => {
+                    stream.pause().await;
                     self.ask(&turn).await?;
                     return Ok(Outcome::AwaitingApproval { id: turn.id });
                 }
@@ -565,12 +696,16 @@ impl Worker {
             } else if stepped_here && deadline.time_left() < self.limits.step_time {
                 let continuation =
                     Continuation { turn_id: turn.id.clone(), thread: turn.thread.clone(), after_step: turn.steps };
+                stream.pause().await;
                 self.work.enqueue(&WorkMessage::Continue(continuation)).await.map_err(WorkerError::Queue)?;
                 info!("out of time: continuation queued");
                 return Ok(Outcome::Continued { id: turn.id, after_step: turn.steps });
             } else {
-                self.step(&mut turn).await?;
+                self.step(&mut turn, &mut stream).await?;
                 stepped_here = true;
+                if let (None, Some(at)) = (turn.first_text_ms, stream.first_text_at_ms) {
+                    turn.first_text_ms = Some(turn.since_asked_ms(at));
+                }
             }
             settled_here = matches!(turn.status, TurnStatus::Answered | TurnStatus::Failed);
             if settled_here {
@@ -643,6 +778,7 @@ impl Worker {
             usage: turn.usage,
             metered,
             time_to_first_status_ms: turn.first_status_ms,
+            time_to_first_text_ms: turn.first_text_ms,
             time_to_answer_ms: turn.since_asked_ms(self.clock.now_millis()),
             prices: self.prices,
         };
@@ -657,6 +793,7 @@ impl Worker {
             cache_read_tokens = report.usage.cache_read_tokens,
             cache_write_tokens = report.usage.cache_write_tokens,
             time_to_first_status_ms = report.time_to_first_status_ms,
+            time_to_first_text_ms = report.time_to_first_text_ms,
             time_to_answer_ms = report.time_to_answer_ms,
             model_cost_usd = report.prices.map(|prices| prices.cost(&report.usage)),
             "turn settled"
@@ -696,7 +833,7 @@ impl Worker {
     }
 
     /// One model call and the tools it asks for, applied to `turn` in memory.
-    async fn step(&self, turn: &mut Turn) -> Result<(), WorkerError> {
+    async fn step(&self, turn: &mut Turn, stream: &mut AnswerStream<'_>) -> Result<(), WorkerError> {
         let channel = turn.thread.channel.clone();
         let tools = self.tools.advertised(&channel);
         let system = match &turn.channel_context {
@@ -710,7 +847,9 @@ impl Worker {
             max_tokens: self.limits.max_output_tokens,
             cache_conversation: turn.steps > 0,
         };
-        let reply = match self.model.converse(request).await {
+        let reply = self.model.converse_streaming(request, stream).await;
+        stream.step_done().await;
+        let reply = match reply {
             Ok(reply) => reply,
             Err(err) if err.is_retryable() || matches!(err, ModelError::Malformed(_)) => {
                 // SQS redelivers; after its maximum receives the message goes
@@ -732,13 +871,19 @@ impl Worker {
 
         match reply.stop_reason {
             StopReason::ToolUse if !calls.is_empty() => {
-                self.show_progress(turn, running(&calls)).await;
-                turn.metered.sqs_requests += 1;
-                turn.transcript.push(reply.message);
                 let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) = calls
                     .iter()
                     .partition(|call| self.tools.effect(&channel, &call.name) == Some(Effect::ChangesThings));
+                tokio::join!(self.show_progress(turn, running(&calls)), stream.tasks(&now, TaskStatus::InProgress));
+                turn.metered.sqs_requests += 1;
+                turn.narrate(&reply.message.text());
+                turn.transcript.push(reply.message);
                 let mut results = self.tools.run_all(&now, &channel).await;
+                for (call, result) in now.iter().zip(&results) {
+                    let status =
+                        if result.status == ToolStatus::Success { TaskStatus::Complete } else { TaskStatus::Error };
+                    stream.tasks(&[*call], status).await;
+                }
                 offload::offload_large(self.artifacts.as_ref(), &turn.id, &mut results)
                     .await
                     .map_err(WorkerError::Artifacts)?;
@@ -759,14 +904,16 @@ impl Worker {
             }
             StopReason::Refused => turn.settle(REFUSAL.to_owned(), TurnStatus::Answered, turn.updated_at),
             StopReason::MaxTokens => {
-                let text = reply.message.text();
+                let text = turn.with_narration(&reply.message.text());
                 let answer = format!("{text}\n\n_(My answer was cut off at the length limit.)_");
                 turn.settle(answer.trim_start().to_owned(), TurnStatus::Answered, turn.updated_at);
             }
             _ => {
                 let text = reply.message.text();
                 turn.transcript.push(reply.message);
-                let answer = if text.trim().is_empty() { "I have nothing to add.".to_owned() } else { text };
+                let text = if text.trim().is_empty() { String::new() } else { text };
+                let answer = turn.with_narration(&text);
+                let answer = if answer.trim().is_empty() { "I have nothing to add.".to_owned() } else { answer };
                 turn.settle(answer, TurnStatus::Answered, turn.updated_at);
             }
         }

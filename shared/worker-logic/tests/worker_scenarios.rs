@@ -4,10 +4,12 @@
 
 use assistant_core::approval::Approver;
 use assistant_core::delivery::{DeliveryRecord, Settled};
+use assistant_core::feedback::FeedbackLog;
 use assistant_core::messages::{ApprovalButton, ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest};
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
 use assistant_core::ports::{DeliveryLog, TurnStore};
 use assistant_core::pricing::ModelPrices;
+use assistant_core::store::StreamLog;
 use assistant_core::store::{RecordDeliveries, RecordTurns};
 use assistant_core::telemetry::LimitHit;
 use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolStatus, ToolUse, Turn, TurnId, TurnStatus, Usage};
@@ -20,7 +22,10 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use testkit::memory::{ManualClock, MemoryArtifacts, MemoryMetrics, MemoryQueue, MemorySlack, MemoryTimers};
+use testkit::agent_memory::MemoryAgent;
+use testkit::memory::{
+    ManualClock, MemoryArtifacts, MemoryContexts, MemoryMetrics, MemoryQueue, MemorySlack, MemoryTimers, Tables,
+};
 use worker_logic::approvals::Approvals;
 use worker_logic::config::ApprovalsConfig;
 use worker_logic::tools::{CallContext, ChannelRule, Effect, RunTool, Tool, ToolFuture, ToolPolicy, ToolRegistry};
@@ -193,6 +198,10 @@ struct TestWorker<M = ScriptedModel> {
     artifacts: Arc<MemoryArtifacts>,
     timers: Arc<MemoryTimers>,
     metrics: Arc<MemoryMetrics>,
+    agent: Arc<MemoryAgent>,
+    streams: StreamLog,
+    feedback: FeedbackLog,
+    contexts: Arc<MemoryContexts>,
 }
 
 impl<M> Deref for TestWorker<M> {
@@ -209,11 +218,9 @@ impl<M> DerefMut for TestWorker<M> {
     }
 }
 
-fn build<M: Model + 'static>(
-    model: M,
-    runs: &'static AtomicU32,
-    (store, deliveries): (RecordTurns, RecordDeliveries),
-) -> TestWorker<M> {
+fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables) -> TestWorker<M> {
+    let Tables { turns: store, deliveries, streams, feedback } = tables;
+    let (agent, contexts) = (Arc::new(MemoryAgent::default()), Arc::new(MemoryContexts::default()));
     let model = Arc::new(model);
     let (work, replies) = (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
     let artifacts = Arc::new(MemoryArtifacts::default());
@@ -235,12 +242,31 @@ fn build<M: Model + 'static>(
         limits: Limits::default(),
         metrics: metrics.clone(),
         prices: ModelPrices::for_model("us.anthropic.claude-sonnet-4-20250514-v1:0"),
+        agent: agent.clone(),
+        streams: streams.clone(),
+        feedback: feedback.clone(),
+        contexts: contexts.clone(),
+        suggested_prompts: worker_logic::config::default_prompts(),
     };
-    TestWorker { worker, store, deliveries, model, work, replies, artifacts, timers, metrics }
+    TestWorker {
+        worker,
+        store,
+        deliveries,
+        model,
+        work,
+        replies,
+        artifacts,
+        timers,
+        metrics,
+        agent,
+        streams,
+        feedback,
+        contexts,
+    }
 }
 
 fn worker(model: ScriptedModel, runs: &'static AtomicU32) -> TestWorker {
-    build(model, runs, testkit::memory::stores())
+    build(model, runs, testkit::memory::tables())
 }
 
 /// The test clock's time: the worker's clock stands still at it.
@@ -536,9 +562,9 @@ async fn with_time_for_two_steps_an_invocation_makes_two() {
 
 #[tokio::test]
 async fn a_worker_whose_save_conflicts_stops_without_overwriting() {
-    let stores = testkit::memory::stores();
-    let store = stores.0.clone();
-    let worker = build(RacedModel { store: store.clone() }, counter(), stores);
+    let tables = testkit::memory::tables();
+    let store = tables.turns.clone();
+    let worker = build(RacedModel { store: store.clone() }, counter(), tables);
     let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
 
     assert_eq!(outcome, Outcome::Superseded { id: turn_id() });
@@ -1009,4 +1035,287 @@ async fn a_turn_that_fails_after_approve_is_carried_on_by_the_redelivered_click(
     assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(stored(&worker).await.answer.as_deref(), Some("Restarted; healthy again."));
+}
+
+// --- Slack's agent experience: prompts, titles, context, streams, ratings ----
+
+use assistant_core::delivery::{PostError as SlackError, stream_digest};
+use assistant_core::feedback::{FeedbackButton, Rating};
+use assistant_core::messages::{FeedbackClick, Opened};
+use assistant_core::model::TextSink;
+use assistant_core::ports::{TaskStatus, UserContext, UserContexts};
+use testkit::agent_memory::{APPEND_STREAM, START_STREAM};
+use testkit::slack_memory::Scripted as SlackScript;
+
+/// A model that writes its scripted replies' text in pieces, cut at the
+/// given byte offsets, as Bedrock's ConverseStream does.
+struct InDeltas {
+    inner: ScriptedModel,
+    cuts: Vec<usize>,
+    /// Deltas written before each reply fails (a dropped stream).
+    fail_after: Mutex<VecDeque<Option<usize>>>,
+}
+
+#[async_trait]
+impl Model for InDeltas {
+    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        self.inner.converse(request).await
+    }
+
+    async fn converse_streaming(
+        &self,
+        request: ModelRequest<'_>,
+        sink: &mut dyn TextSink,
+    ) -> Result<ModelReply, ModelError> {
+        let reply = self.inner.converse(request).await?;
+        let text = reply.message.text();
+        let mut bounds: Vec<usize> = self.cuts.iter().copied().filter(|&cut| cut < text.len()).collect();
+        bounds.push(text.len());
+        let fail_after = self.fail_after.lock().unwrap().pop_front().flatten();
+        let mut from = 0;
+        for (index, to) in bounds.into_iter().enumerate() {
+            if fail_after == Some(index) {
+                return Err(ModelError::Unavailable("the stream dropped".into()));
+            }
+            sink.text(&text[from..to]).await;
+            from = to;
+        }
+        Ok(reply)
+    }
+}
+
+fn in_deltas(replies: impl IntoIterator<Item = Result<ModelReply, ModelError>>, cuts: &[usize]) -> InDeltas {
+    InDeltas { inner: ScriptedModel::new(replies), cuts: cuts.to_vec(), fail_after: Mutex::default() }
+}
+
+fn dm() -> ThreadRef {
+    ThreadRef { team: TeamId::new("T1"), channel: ChannelId::new("D1"), thread_ts: Ts::new("1763800000.000100") }
+}
+
+/// A top-level DM message: the question opens its own thread.
+fn dm_question(text: &str) -> WorkMessage {
+    WorkMessage::StartTurn(TurnRequest {
+        event_id: EventId::new("Ev01"),
+        thread: dm(),
+        message_ts: Ts::new("1763800000.000100"),
+        user: UserId::new("U1"),
+        text: text.into(),
+        context_channel: None,
+        bot_user: None,
+    })
+}
+
+fn rating(user: &str, rating: Rating, action_ts: &str) -> WorkMessage {
+    WorkMessage::Feedback(FeedbackClick {
+        thread: thread(),
+        turn_id: turn_id(),
+        user: UserId::new(user),
+        rating,
+        action_ts: Ts::new(action_ts),
+    })
+}
+
+#[tokio::test]
+async fn opening_the_dm_sets_the_prompts_for_the_dm_and_calls_no_model() {
+    let worker = worker(ScriptedModel::default(), counter());
+    let opened = WorkMessage::Opened(Opened {
+        event_id: EventId::new("Ev0OPEN"),
+        team: TeamId::new("T1"),
+        channel: ChannelId::new("D1"),
+        user: UserId::new("U1"),
+        thread_ts: None,
+    });
+    assert_eq!(worker.handle(&opened, &Budget::plenty()).await.unwrap(), Outcome::PromptsSet);
+    let prompts = worker.agent.prompts();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!((prompts[0].0.as_str(), prompts[0].1.as_ref()), ("D1", None), "no thread: agent apps ignore one");
+    assert_eq!(prompts[0].2, worker_logic::config::default_prompts());
+    assert_eq!(worker.model.calls(), 0, "no model call to open the DM");
+    assert!(worker.replies.messages().is_empty() && worker.store.load(&turn_id()).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_dm_question_is_titled_streamed_in_its_thread_and_recorded_as_streamed() {
+    let answer = "The pool is exhausted: a report query holds every connection since noon. Kill it, then \
+                  raise the pool's limit.";
+    let worker = build(in_deltas([text(answer)], &[3, 10, 40, 41, 90]), counter(), testkit::memory::tables());
+    worker.handle(&dm_question("<@UBOT> why is checkout-api failing\nsince noon?"), &Budget::plenty()).await.unwrap();
+
+    let titles = worker.agent.titles();
+    assert_eq!(titles.len(), 1);
+    assert_eq!((titles[0].0.clone(), titles[0].1.as_str()), (dm(), "why is checkout-api failing"));
+    let streams = worker.agent.streams();
+    assert_eq!(streams.len(), 1, "one stream");
+    let stream = &streams[0];
+    assert_eq!(stream.thread, dm(), "in the question's own thread");
+    assert_eq!(stream.text, answer);
+    assert!(stream.stopped && stream.appends >= 1);
+    assert_eq!(stream.blocks, assistant_core::feedback::answer_footer(&turn_id()), "AI line and feedback buttons");
+    let key = &stream.metadata.as_ref().expect("metadata names the answer").event_payload;
+    assert_eq!((key.turn_id.clone(), key.key.to_string()), (turn_id(), "answer 1/1".to_owned()));
+    let record = worker.streams.load(&turn_id()).await.unwrap();
+    assert_eq!(record.ts.as_ref(), Some(&stream.ts));
+    assert_eq!(record.completed, Some(stream_digest(answer)));
+    let turn = stored(&worker).await;
+    assert_eq!(turn.answer.as_deref(), Some(answer));
+    assert!(turn.first_text_ms.is_some());
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]), "the responder still delivers");
+}
+
+#[tokio::test]
+async fn a_channel_answer_streams_to_the_person_who_asked_with_task_cards_for_its_tools() {
+    let model = in_deltas(
+        [
+            Ok(ModelReply {
+                message: Message {
+                    role: Role::Assistant,
+                    content: vec![
+                        Content::Text("Let me check the runbook.".into()),
+                        Content::ToolUse(ToolUse { id: "t1".into(), name: "search_docs".into(), input: json!({}) }),
+                        Content::ToolUse(ToolUse { id: "t2".into(), name: "fetch_logs".into(), input: json!({}) }),
+                    ],
+                },
+                stop_reason: StopReason::ToolUse,
+                usage: usage(),
+            }),
+            text("It says to restart the pool."),
+        ],
+        &[5],
+    );
+    let worker = build(model, counter(), testkit::memory::tables());
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    let stream = &worker.agent.streams()[0];
+    assert_eq!(
+        stream.recipient.as_ref().map(UserId::as_str),
+        Some(REQUESTER),
+        "Slack refuses a channel stream without"
+    );
+    assert_eq!(
+        stream.tasks,
+        [
+            ("t1".to_owned(), "`search_docs`".to_owned(), TaskStatus::Complete),
+            ("t2".to_owned(), "`fetch_logs`".to_owned(), TaskStatus::Error)
+        ]
+    );
+    let answer = "Let me check the runbook.\n\nIt says to restart the pool.";
+    assert_eq!(stream.text, answer, "what the model said on the way, then the answer");
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some(answer), "the saved answer is what was streamed");
+    assert_eq!(worker.streams.load(&turn_id()).await.unwrap().completed, Some(stream_digest(answer)));
+}
+
+#[tokio::test]
+async fn a_refused_stream_leaves_the_answer_to_the_post_once_path() {
+    let worker = build(in_deltas([text("The pool is exhausted.")], &[4]), counter(), testkit::memory::tables());
+    worker.agent.script(START_STREAM, [SlackScript::Fail(SlackError::Rejected { code: "missing_scope".into() })]);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert!(worker.agent.streams().is_empty());
+    assert_eq!(worker.agent.calls(APPEND_STREAM), 0);
+    assert_eq!(worker.streams.load(&turn_id()).await.unwrap().ts, None, "the responder posts the answer");
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some("The pool is exhausted."));
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]));
+}
+
+#[tokio::test]
+async fn a_secret_split_across_deltas_is_never_streamed_at_any_offset() {
+    let token = format!("xox{}-{}-{}", "b", "123456789012", "abcdefghijklmnopqrstuvwx");
+    let answer = format!("The bot token in the logs is {token} and it must be rotated today, before anything else.");
+    let secret_at = answer.find(&token).unwrap();
+    for cut in (secret_at - 2)..=(secret_at + token.len() + 2) {
+        let worker = build(in_deltas([text(&answer)], &[cut]), counter(), testkit::memory::tables());
+        worker.handle(&start(), &Budget::plenty()).await.unwrap();
+        let stream = &worker.agent.streams()[0];
+        assert!(!stream.text.contains(&token), "cut at {cut}: {:?}", stream.text);
+        assert!(!stream.text.contains("abcdefghij"), "no piece of it either, cut at {cut}: {:?}", stream.text);
+        assert!(stream.text.contains("[redacted: slack bot token]"), "cut at {cut}");
+        let expected = redact::redact(&answer);
+        assert_eq!(worker.streams.load(&turn_id()).await.unwrap().completed, Some(stream_digest(&expected)));
+    }
+}
+
+#[tokio::test]
+async fn a_turn_redelivered_mid_stream_never_starts_a_second_stream() {
+    // GIVEN a model whose stream drops after two deltas, then answers
+    let model =
+        in_deltas([text("The pool is exhausted because of a slow report query."), text("Restart it.")], &[20, 30]);
+    *model.fail_after.lock().unwrap() = VecDeque::from([Some(2), None]);
+    let worker = build(model, counter(), testkit::memory::tables());
+    // WHEN the first delivery fails mid-stream and the message comes again
+    assert!(worker.handle(&start(), &Budget::plenty()).await.unwrap_err().is_retryable());
+    let first = worker.agent.streams();
+    assert_eq!(first.len(), 1);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    // THEN one stream in all; the record has its ts but no completion, so
+    // the responder replaces the message with the saved answer
+    assert_eq!(worker.agent.calls(START_STREAM), 1);
+    let record = worker.streams.load(&turn_id()).await.unwrap();
+    assert_eq!((record.ts, record.completed), (Some(first[0].ts.clone()), None));
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some("Restart it."));
+    assert_eq!(deliveries(&worker), 1);
+}
+
+#[tokio::test]
+async fn a_dm_question_gets_the_channel_the_person_has_in_view() {
+    let worker = worker(ScriptedModel::new([text("It's #incidents.")]), counter());
+    let seen = UserContext { channel: Some(ChannelId::new("C0INCIDENT")), at: NOW - 60 };
+    worker.contexts.remember(&TeamId::new("T1"), &UserId::new("U1"), &seen).await.unwrap();
+    worker.handle(&dm_question("what is this channel for?"), &Budget::plenty()).await.unwrap();
+    let system = worker.model.systems.lock().unwrap()[0].clone();
+    assert!(system.contains("<#C0INCIDENT>"), "{system}");
+
+    // An hour later it is forgotten.
+    let stale = UserContext { at: NOW - 3_600, ..seen };
+    let later = worker_with_context(stale).await;
+    assert!(!later.model.systems.lock().unwrap()[0].contains("C0INCIDENT"));
+}
+
+async fn worker_with_context(seen: UserContext) -> TestWorker {
+    let worker = worker(ScriptedModel::new([text("Hm.")]), counter());
+    worker.contexts.remember(&TeamId::new("T1"), &UserId::new("U1"), &seen).await.unwrap();
+    worker.handle(&dm_question("what is this channel for?"), &Budget::plenty()).await.unwrap();
+    worker
+}
+
+#[tokio::test]
+async fn a_rating_is_kept_by_turn_replaced_by_a_second_click_counted_and_starts_no_turn() {
+    // GIVEN an answered, delivered turn
+    let worker = worker(ScriptedModel::new([text("The pool is exhausted.")]), counter());
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let mut delivered = DeliveryRecord::default();
+    delivered.posted.insert(assistant_core::delivery::MessageKey::Answer { part: 1, of: 1 }, Ts::new("1.2"));
+    worker.deliveries.save(&turn_id(), &mut delivered).await.unwrap();
+    let version = stored(&worker).await.version;
+
+    // WHEN U2 clicks 👎, then 👍, and U3 clicks 👎
+    for click in [
+        rating("U2", Rating::Negative, "1763801000.000001"),
+        rating("U2", Rating::Positive, "1763801001.000001"),
+        rating("U3", Rating::Negative, "1763801002.000001"),
+    ] {
+        assert_eq!(worker.handle(&click, &Budget::plenty()).await.unwrap(), Outcome::FeedbackKept { id: turn_id() });
+    }
+
+    // THEN one rating each, the latest; counted; each clicker thanked alone
+    let kept = worker.feedback.load(&turn_id()).await.unwrap();
+    let ratings: Vec<(&str, Rating)> = kept.ratings.iter().map(|(user, rated)| (user.as_str(), rated.rating)).collect();
+    assert_eq!(ratings, [("U2", Rating::Positive), ("U3", Rating::Negative)]);
+    assert!(kept.ratings.values().all(|rated| rated.at == NOW));
+    assert!(!serde_json::to_string(&kept).unwrap().contains("pool"), "never the answer's text");
+    assert_eq!(worker.metrics.ratings(), [Rating::Negative, Rating::Positive, Rating::Negative]);
+    let noted = worker.replies.messages().into_iter().filter(|m| matches!(m, ReplyMessage::FeedbackNoted { .. }));
+    assert_eq!(noted.count(), 3);
+    assert_eq!(worker.model.calls(), 1, "no model call");
+    assert_eq!(stored(&worker).await.version, version, "the turn is untouched");
+}
+
+#[tokio::test]
+async fn a_rating_of_an_answer_never_given_is_not_kept() {
+    let worker = worker(ScriptedModel::default(), counter());
+    let outcome = worker.handle(&rating("U2", Rating::Negative, "1763801000.000001"), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Ignored { reason: "no_such_answer" });
+    assert!(worker.feedback.load(&turn_id()).await.unwrap().ratings.is_empty());
+    assert!(worker.metrics.ratings().is_empty() && worker.replies.messages().is_empty());
+    // The button a forged value would need does not decode.
+    assert_eq!(FeedbackButton::decode("{\"v\":1,\"turn_id\":\"T1-Ev01\",\"rating\":\"both\"}"), None);
 }

@@ -11,17 +11,19 @@
 //! (bounded, exponential backoff with jitter, see [`retry_config`]); what is
 //! left after that comes back as a retryable [`ModelError`].
 
-use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
+use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, TextSink, ToolSpec};
 use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolStatus, ToolUse, Usage};
 use aws_config::retry::RetryConfig;
 use aws_sdk_bedrockruntime::Client;
 use aws_sdk_bedrockruntime::config::http::HttpResponse;
+use aws_sdk_bedrockruntime::error::ProvideErrorMetadata;
 use aws_sdk_bedrockruntime::error::SdkError;
 use aws_sdk_bedrockruntime::operation::converse::ConverseError;
 use aws_sdk_bedrockruntime::types::{
-    self as bedrock, CachePointBlock, CachePointType, ContentBlock, ConversationRole, ConverseOutput,
-    InferenceConfiguration, SystemContentBlock, Tool, ToolConfiguration, ToolInputSchema, ToolResultBlock,
-    ToolResultContentBlock, ToolResultStatus, ToolSpecification, ToolUseBlock,
+    self as bedrock, CachePointBlock, CachePointType, ContentBlock, ContentBlockDelta, ContentBlockStart,
+    ConversationRole, ConverseOutput, ConverseStreamOutput, InferenceConfiguration, SystemContentBlock, Tool,
+    ToolConfiguration, ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolResultStatus, ToolSpecification,
+    ToolUseBlock,
 };
 use aws_smithy_types::{Document, Number};
 use std::time::Duration;
@@ -54,47 +56,190 @@ impl BedrockModel {
     }
 }
 
-#[async_trait::async_trait]
-impl Model for BedrockModel {
-    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
-        let built = |what: &str, err: aws_smithy_types::error::operation::BuildError| {
-            ModelError::Rejected(format!("cannot build {what}: {err}"))
-        };
-        let cache_point =
-            CachePointBlock::builder().r#type(CachePointType::Default).build().map_err(|e| built("cache point", e))?;
+/// A request's parts in Converse's types: the same for `Converse` and
+/// `ConverseStream`.
+struct Parts {
+    system: Vec<SystemContentBlock>,
+    messages: Vec<bedrock::Message>,
+    inference: InferenceConfiguration,
+    tools: Option<ToolConfiguration>,
+}
 
-        let mut tools = request.tools.iter().map(tool).collect::<Result<Vec<_>, _>>().map_err(|e| built("tool", e))?;
-        let mut call = self
-            .client
-            .converse()
-            .model_id(&self.model_id)
-            .system(SystemContentBlock::Text(request.system.to_owned()))
-            .system(SystemContentBlock::CachePoint(cache_point.clone()))
-            .set_messages(Some(messages(&request, &cache_point).map_err(|e| built("message", e))?))
-            .inference_config(InferenceConfiguration::builder().max_tokens(clamp_i32(request.max_tokens)).build());
-        if !tools.is_empty() {
-            tools.push(Tool::CachePoint(cache_point));
-            call = call.tool_config(
-                ToolConfiguration::builder().set_tools(Some(tools)).build().map_err(|e| built("tool config", e))?,
-            );
-        }
+/// A `Converse` or `ConverseStream` call (two builder types, one shape)
+/// with the model and the request's parts set.
+macro_rules! with_parts {
+    ($call:expr, $model:expr, $parts:expr) => {
+        $call
+            .model_id($model)
+            .set_system(Some($parts.system))
+            .set_messages(Some($parts.messages))
+            .inference_config($parts.inference)
+            .set_tool_config($parts.tools)
+    };
+}
 
-        let output = call.send().await.map_err(model_error)?;
-        let message = match output.output {
-            Some(ConverseOutput::Message(message)) => from_bedrock_message(message)?,
-            other => return Err(ModelError::Malformed(format!("no message in the reply: {other:?}"))),
-        };
-        let usage = output.usage.map(|u| Usage {
+fn parts(request: &ModelRequest<'_>) -> Result<Parts, ModelError> {
+    let built = |what: &str, err: aws_smithy_types::error::operation::BuildError| {
+        ModelError::Rejected(format!("cannot build {what}: {err}"))
+    };
+    let cache_point =
+        CachePointBlock::builder().r#type(CachePointType::Default).build().map_err(|e| built("cache point", e))?;
+    let mut tools = request.tools.iter().map(tool).collect::<Result<Vec<_>, _>>().map_err(|e| built("tool", e))?;
+    let tools = if tools.is_empty() {
+        None
+    } else {
+        tools.push(Tool::CachePoint(cache_point.clone()));
+        Some(ToolConfiguration::builder().set_tools(Some(tools)).build().map_err(|e| built("tool config", e))?)
+    };
+    Ok(Parts {
+        system: vec![
+            SystemContentBlock::Text(request.system.to_owned()),
+            SystemContentBlock::CachePoint(cache_point.clone()),
+        ],
+        messages: messages(request, &cache_point).map_err(|e| built("message", e))?,
+        inference: InferenceConfiguration::builder().max_tokens(clamp_i32(request.max_tokens)).build(),
+        tools,
+    })
+}
+
+fn usage(usage: Option<bedrock::TokenUsage>) -> Usage {
+    usage
+        .map(|u| Usage {
             input_tokens: u.input_tokens.max(0) as u64,
             output_tokens: u.output_tokens.max(0) as u64,
             cache_read_tokens: u.cache_read_input_tokens.unwrap_or_default().max(0) as u64,
             cache_write_tokens: u.cache_write_input_tokens.unwrap_or_default().max(0) as u64,
-        });
-        Ok(ModelReply { message, stop_reason: stop_reason(&output.stop_reason), usage: usage.unwrap_or_default() })
+        })
+        .unwrap_or_default()
+}
+
+#[async_trait::async_trait]
+impl Model for BedrockModel {
+    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        let parts = parts(&request)?;
+        let output = with_parts!(self.client.converse(), &self.model_id, parts).send().await.map_err(model_error)?;
+        let message = match output.output {
+            Some(ConverseOutput::Message(message)) => from_bedrock_message(message)?,
+            other => return Err(ModelError::Malformed(format!("no message in the reply: {other:?}"))),
+        };
+        Ok(ModelReply { message, stop_reason: stop_reason(&output.stop_reason), usage: usage(output.usage) })
+    }
+
+    /// ConverseStream: text blocks go to `sink` delta by delta; tool calls
+    /// are assembled from their start and input deltas; the reply is the
+    /// same as `converse` would return.
+    async fn converse_streaming(
+        &self,
+        request: ModelRequest<'_>,
+        sink: &mut dyn TextSink,
+    ) -> Result<ModelReply, ModelError> {
+        let parts = parts(&request)?;
+        let mut output = with_parts!(self.client.converse_stream(), &self.model_id, parts)
+            .send()
+            .await
+            .map_err(|err| error_by_code(err.code(), adapters_aws::summarize(&err)))?;
+        let mut reply = StreamedReply::default();
+        loop {
+            let event =
+                output.stream.recv().await.map_err(|err| error_by_code(err.code(), adapters_aws::summarize(&err)))?;
+            match event {
+                None => break,
+                Some(ConverseStreamOutput::ContentBlockStart(start)) => {
+                    if let Some(ContentBlockStart::ToolUse(call)) = start.start {
+                        reply.start_call(start.content_block_index, call.tool_use_id, call.name);
+                    }
+                }
+                Some(ConverseStreamOutput::ContentBlockDelta(delta)) => match delta.delta {
+                    Some(ContentBlockDelta::Text(text)) => {
+                        reply.text(delta.content_block_index, &text);
+                        sink.text(&text).await;
+                    }
+                    Some(ContentBlockDelta::ToolUse(input)) => {
+                        reply.call_input(delta.content_block_index, &input.input)
+                    }
+                    _ => {}
+                },
+                Some(ConverseStreamOutput::MessageStop(stop)) => {
+                    reply.stop_reason = Some(stop_reason(&stop.stop_reason))
+                }
+                Some(ConverseStreamOutput::Metadata(metadata)) => reply.usage = usage(metadata.usage),
+                Some(_) => {}
+            }
+        }
+        reply.finish()
     }
 
     fn id(&self) -> &str {
         &self.model_id
+    }
+}
+
+/// A streamed reply as it is assembled: blocks by their index.
+#[derive(Default)]
+struct StreamedReply {
+    blocks: std::collections::BTreeMap<i32, StreamedBlock>,
+    stop_reason: Option<StopReason>,
+    usage: Usage,
+}
+
+enum StreamedBlock {
+    Text(String),
+    Call { id: String, name: String, input: String },
+}
+
+impl StreamedReply {
+    fn start_call(&mut self, index: i32, id: String, name: String) {
+        self.blocks.insert(index, StreamedBlock::Call { id, name, input: String::new() });
+    }
+
+    fn text(&mut self, index: i32, text: &str) {
+        if let StreamedBlock::Text(block) =
+            self.blocks.entry(index).or_insert_with(|| StreamedBlock::Text(String::new()))
+        {
+            block.push_str(text);
+        }
+    }
+
+    fn call_input(&mut self, index: i32, piece: &str) {
+        if let Some(StreamedBlock::Call { input, .. }) = self.blocks.get_mut(&index) {
+            input.push_str(piece);
+        }
+    }
+
+    fn finish(self) -> Result<ModelReply, ModelError> {
+        let stop_reason =
+            self.stop_reason.ok_or_else(|| ModelError::Malformed("the stream ended without a stop reason".into()))?;
+        let content = self
+            .blocks
+            .into_values()
+            .map(|block| match block {
+                StreamedBlock::Text(text) => Ok(Content::Text(text)),
+                StreamedBlock::Call { id, name, input } => {
+                    let input = if input.trim().is_empty() {
+                        serde_json::json!({})
+                    } else {
+                        serde_json::from_str(&input).map_err(|err| {
+                            ModelError::Malformed(format!("tool call {name}'s input is not JSON: {err}"))
+                        })?
+                    };
+                    Ok(Content::ToolUse(ToolUse { id, name, input }))
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(ModelReply { message: Message { role: Role::Assistant, content }, stop_reason, usage: self.usage })
+    }
+}
+
+/// A ConverseStream error, by its AWS error code (the stream's own errors
+/// and the call's share the codes).
+fn error_by_code(code: Option<&str>, detail: String) -> ModelError {
+    match code {
+        Some("ThrottlingException") => ModelError::Throttled(detail),
+        Some("ValidationException" | "AccessDeniedException" | "ResourceNotFoundException") => {
+            ModelError::Rejected(detail)
+        }
+        Some("ModelErrorException") => ModelError::Malformed(detail),
+        _ => ModelError::Unavailable(detail),
     }
 }
 

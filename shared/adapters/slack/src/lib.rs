@@ -5,14 +5,18 @@
 //!   follows no redirects and ([`egress`]) refuses internal addresses;
 //! - [`reader`]: the worker's [`SlackReader`](assistant_core::ports::SlackReader)
 //!   (the channel, the thread so far);
+//! - [`agent`]: the worker's [`AgentSlack`](assistant_core::ports::AgentSlack)
+//!   (suggested prompts, thread titles, streamed answers);
 //! - [`poster`]: the responder's [`SlackPoster`](assistant_core::ports::SlackPoster)
 //!   (post, update, status line, find what was posted by its metadata).
 
+pub mod agent;
 pub mod egress;
 pub mod poster;
 pub mod reader;
 pub mod web;
 
+pub use agent::WebAgent;
 pub use poster::WebPoster;
 pub use reader::SlackWebReader;
 pub use web::{BotToken, DEFAULT_BASE_URL, WebClient, WebError, http_client};

@@ -80,6 +80,12 @@ impl SlackPoster for WebPoster {
         self.client.post_ephemeral(&thread.channel, &thread.thread_ts, user, text).await.map_err(post_error)
     }
 
+    async fn stop_stream(&self, thread: &ThreadRef, ts: &Ts) -> Result<(), PostError> {
+        let params = [("channel", thread.channel.as_str()), ("ts", ts.as_str())];
+        let _: Value = self.client.call("chat.stopStream", &params).await.map_err(post_error)?;
+        Ok(())
+    }
+
     async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<MessageKey, Ts>, PostError> {
         let messages = self
             .client

@@ -105,7 +105,7 @@ impl WebError {
 
 /// Which failures a call may be retried after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Retry {
+pub(crate) enum Retry {
     Everything,
     /// Only a 429, which Slack answers without doing anything. For calls
     /// that are not idempotent (`chat.postMessage`): after a 5xx or a lost
@@ -151,7 +151,7 @@ impl WebClient {
         self.call_retrying(method, params, Retry::Everything).await
     }
 
-    async fn call_retrying<T: DeserializeOwned>(
+    pub(crate) async fn call_retrying<T: DeserializeOwned>(
         &self,
         method: &str,
         params: &[(&str, &str)],

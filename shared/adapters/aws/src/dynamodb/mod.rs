@@ -8,6 +8,9 @@
 //! | bot thread | `THREAD#{team}#{channel}#{thread_ts}` | `THREAD` | [`claims::DynamoClaims`] |
 //! | turn state | `TURN#{turn_id}` | `STATE` | [`records::DynamoRecords`] |
 //! | what the responder posted | `TURN#{turn_id}` | `DELIVERY` | [`records::DynamoRecords`] |
+//! | the answer the worker streamed | `TURN#{turn_id}` | `STREAM` | [`records::DynamoRecords`] |
+//! | ratings of the answer | `TURN#{turn_id}` | `FEEDBACK` | [`records::DynamoRecords`] |
+//! | what a person has in view | `USER#{team}#{user}` | `CONTEXT` | [`contexts::DynamoContexts`] |
 //! | approval deadline | `APPROVAL_TIMERS` | `{due_at}#{turn_id}#{tool_use_id}` | [`timers::DynamoTimers`] |
 //!
 //! Turn state and delivery records are versioned records: which key and
@@ -18,10 +21,12 @@
 //! also treat an item past `expires_at` as absent.
 
 pub mod claims;
+pub mod contexts;
 pub mod records;
 pub mod timers;
 
 pub use claims::DynamoClaims;
+pub use contexts::DynamoContexts;
 pub use records::DynamoRecords;
 pub use timers::DynamoTimers;
 

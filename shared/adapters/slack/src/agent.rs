@@ -1,0 +1,121 @@
+//! The Slack Web API as the worker's [`AgentSlack`] port: suggested prompts
+//! (`assistant.threads.setSuggestedPrompts`), thread titles
+//! (`assistant.threads.setTitle`) and streamed answers (`chat.startStream`,
+//! `chat.appendStream`, `chat.stopStream`).
+//!
+//! Stream calls are retried only after a 429 Slack wants waited out
+//! briefly: after a 5xx an append may have landed, and appending it again
+//! would show it twice.
+
+use crate::poster::post_error;
+use crate::web::{Retry, WebClient};
+use assistant_core::ThreadRef;
+use assistant_core::delivery::{MessageMetadata, PostError};
+use assistant_core::ports::{AgentSlack, StreamChunk, SuggestedPrompt, TaskStatus};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use slack::{ChannelId, Ts, UserId};
+
+/// Slack's limit on one append's (or start's, or stop's) markdown.
+pub const STREAM_TEXT_LIMIT: usize = 12_000;
+
+/// The Slack Web API as the agent surface.
+#[derive(Debug, Clone)]
+pub struct WebAgent {
+    client: WebClient,
+}
+
+impl WebAgent {
+    pub fn new(client: WebClient) -> Self {
+        Self { client }
+    }
+}
+
+/// A chunk as `chat.appendStream` takes it.
+pub fn chunk_json(chunk: &StreamChunk) -> Value {
+    match chunk {
+        StreamChunk::Text(text) => json!({"type": "markdown_text", "text": text}),
+        StreamChunk::Task { id, title, status } => {
+            let status = match status {
+                TaskStatus::InProgress => "in_progress",
+                TaskStatus::Complete => "complete",
+                TaskStatus::Error => "error",
+            };
+            json!({"type": "task_update", "id": id, "title": title, "status": status})
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Started {
+    ts: Ts,
+}
+
+/// Whether a channel is a DM (`D…`), where streams need no recipient.
+fn is_dm(channel: &ChannelId) -> bool {
+    channel.as_str().starts_with('D')
+}
+
+#[async_trait]
+impl AgentSlack for WebAgent {
+    async fn set_suggested_prompts(
+        &self,
+        channel: &ChannelId,
+        thread_ts: Option<&Ts>,
+        prompts: &[SuggestedPrompt],
+    ) -> Result<(), PostError> {
+        let prompts = serde_json::to_string(prompts).expect("prompts are strings");
+        let mut params = vec![("channel_id", channel.as_str()), ("prompts", prompts.as_str())];
+        if let Some(thread_ts) = thread_ts {
+            params.push(("thread_ts", thread_ts.as_str()));
+        }
+        let _: Value = self.client.call("assistant.threads.setSuggestedPrompts", &params).await.map_err(post_error)?;
+        Ok(())
+    }
+
+    async fn set_title(&self, thread: &ThreadRef, title: &str) -> Result<(), PostError> {
+        let params =
+            [("channel_id", thread.channel.as_str()), ("thread_ts", thread.thread_ts.as_str()), ("title", title)];
+        let _: Value = self.client.call("assistant.threads.setTitle", &params).await.map_err(post_error)?;
+        Ok(())
+    }
+
+    async fn start_stream(&self, thread: &ThreadRef, recipient: Option<&UserId>) -> Result<Ts, PostError> {
+        let mut params = vec![("channel", thread.channel.as_str()), ("thread_ts", thread.thread_ts.as_str())];
+        if let (Some(user), false) = (recipient, is_dm(&thread.channel)) {
+            params.push(("recipient_user_id", user.as_str()));
+            params.push(("recipient_team_id", thread.team.as_str()));
+        }
+        let started: Started =
+            self.client.call_retrying("chat.startStream", &params, Retry::RateLimitOnly).await.map_err(post_error)?;
+        Ok(started.ts)
+    }
+
+    async fn append_stream(&self, thread: &ThreadRef, ts: &Ts, chunks: &[StreamChunk]) -> Result<(), PostError> {
+        let chunks = Value::Array(chunks.iter().map(chunk_json).collect()).to_string();
+        let params = [("channel", thread.channel.as_str()), ("ts", ts.as_str()), ("chunks", chunks.as_str())];
+        let _: Value =
+            self.client.call_retrying("chat.appendStream", &params, Retry::RateLimitOnly).await.map_err(post_error)?;
+        Ok(())
+    }
+
+    async fn stop_stream(
+        &self,
+        thread: &ThreadRef,
+        ts: &Ts,
+        blocks: &[Value],
+        metadata: &MessageMetadata,
+    ) -> Result<(), PostError> {
+        let blocks = Value::Array(blocks.to_vec()).to_string();
+        let metadata = serde_json::to_string(metadata).expect("metadata is strings");
+        let mut params = vec![("channel", thread.channel.as_str()), ("ts", ts.as_str())];
+        if blocks != "[]" {
+            params.push(("blocks", blocks.as_str()));
+        }
+        params.push(("metadata", metadata.as_str()));
+        let _: Value =
+            self.client.call_retrying("chat.stopStream", &params, Retry::RateLimitOnly).await.map_err(post_error)?;
+        Ok(())
+    }
+}

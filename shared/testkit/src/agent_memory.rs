@@ -1,0 +1,195 @@
+//! Slack's agent surface as the worker sees it, in memory, behaving as
+//! Slack does: a stream outside a DM needs its recipient, nothing can be
+//! appended once a stream is stopped (`message_not_in_streaming_state`),
+//! and one call's markdown is at most 12,000 characters (`msg_too_long`).
+//! Every call is recorded; failures are scripted per method.
+
+use crate::slack_memory::Scripted;
+use assistant_core::ThreadRef;
+use assistant_core::delivery::{MessageMetadata, PostError};
+use assistant_core::ports::{AgentSlack, StreamChunk, SuggestedPrompt, TaskStatus};
+use async_trait::async_trait;
+use serde_json::Value;
+use slack::{ChannelId, Ts, UserId};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+pub const SET_PROMPTS: &str = "assistant.threads.setSuggestedPrompts";
+pub const SET_TITLE: &str = "assistant.threads.setTitle";
+pub const START_STREAM: &str = "chat.startStream";
+pub const APPEND_STREAM: &str = "chat.appendStream";
+pub const STOP_STREAM: &str = "chat.stopStream";
+
+/// The most markdown one stream call may carry.
+pub const STREAM_TEXT_LIMIT: usize = 12_000;
+
+/// A streamed message as it now stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stream {
+    pub thread: ThreadRef,
+    pub ts: Ts,
+    pub recipient: Option<UserId>,
+    /// The markdown appended so far, in order.
+    pub text: String,
+    /// Each task's id and its latest title and status, in order of first
+    /// appearance.
+    pub tasks: Vec<(String, String, TaskStatus)>,
+    pub appends: usize,
+    pub stopped: bool,
+    pub blocks: Vec<Value>,
+    pub metadata: Option<MessageMetadata>,
+}
+
+/// Prompts set: where (the DM, and a thread for assistant threads), which.
+pub type PromptsSet = (ChannelId, Option<Ts>, Vec<SuggestedPrompt>);
+
+#[derive(Debug, Default)]
+pub struct MemoryAgent {
+    calls: Mutex<Vec<&'static str>>,
+    scripts: Mutex<HashMap<&'static str, VecDeque<Scripted>>>,
+    prompts: Mutex<Vec<PromptsSet>>,
+    titles: Mutex<Vec<(ThreadRef, String)>>,
+    streams: Mutex<Vec<Stream>>,
+    /// Also print what is streamed, as the local runner shows Slack.
+    echo: bool,
+}
+
+impl MemoryAgent {
+    pub fn echoing() -> Self {
+        Self { echo: true, ..Self::default() }
+    }
+
+    pub fn script(&self, method: &'static str, outcomes: impl IntoIterator<Item = Scripted>) {
+        self.scripts.lock().expect("scripts lock").entry(method).or_default().extend(outcomes);
+    }
+
+    pub fn calls(&self, method: &str) -> usize {
+        self.calls.lock().expect("calls lock").iter().filter(|m| **m == method).count()
+    }
+
+    pub fn prompts(&self) -> Vec<PromptsSet> {
+        self.prompts.lock().expect("prompts lock").clone()
+    }
+
+    pub fn titles(&self) -> Vec<(ThreadRef, String)> {
+        self.titles.lock().expect("titles lock").clone()
+    }
+
+    pub fn streams(&self) -> Vec<Stream> {
+        self.streams.lock().expect("streams lock").clone()
+    }
+
+    fn called(&self, method: &'static str) -> Result<(), PostError> {
+        self.calls.lock().expect("calls lock").push(method);
+        match self.scripts.lock().expect("scripts lock").get_mut(method).and_then(VecDeque::pop_front) {
+            Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) => Err(err),
+            None => Ok(()),
+        }
+    }
+
+    fn with_stream<T>(&self, ts: &Ts, f: impl FnOnce(&mut Stream) -> Result<T, PostError>) -> Result<T, PostError> {
+        let mut streams = self.streams.lock().expect("streams lock");
+        let stream = streams.iter_mut().find(|s| &s.ts == ts).ok_or_else(|| refused("message_not_found"))?;
+        if stream.stopped {
+            return Err(refused("message_not_in_streaming_state"));
+        }
+        f(stream)
+    }
+}
+
+fn refused(code: &str) -> PostError {
+    PostError::Rejected { code: code.to_owned() }
+}
+
+fn apply(stream: &mut Stream, chunks: &[StreamChunk]) -> Result<(), PostError> {
+    let text: usize = chunks.iter().map(|c| if let StreamChunk::Text(t) = c { t.chars().count() } else { 0 }).sum();
+    if text > STREAM_TEXT_LIMIT {
+        return Err(refused("msg_too_long"));
+    }
+    for chunk in chunks {
+        match chunk {
+            StreamChunk::Text(text) => stream.text.push_str(text),
+            StreamChunk::Task { id, title, status } => match stream.tasks.iter_mut().find(|(known, ..)| known == id) {
+                Some(task) => *task = (id.clone(), title.clone(), *status),
+                None => stream.tasks.push((id.clone(), title.clone(), *status)),
+            },
+        }
+    }
+    stream.appends += 1;
+    Ok(())
+}
+
+#[async_trait]
+impl AgentSlack for MemoryAgent {
+    async fn set_suggested_prompts(
+        &self,
+        channel: &ChannelId,
+        thread_ts: Option<&Ts>,
+        prompts: &[SuggestedPrompt],
+    ) -> Result<(), PostError> {
+        self.called(SET_PROMPTS)?;
+        self.prompts.lock().expect("prompts lock").push((channel.clone(), thread_ts.cloned(), prompts.to_vec()));
+        Ok(())
+    }
+
+    async fn set_title(&self, thread: &ThreadRef, title: &str) -> Result<(), PostError> {
+        self.called(SET_TITLE)?;
+        self.titles.lock().expect("titles lock").push((thread.clone(), title.to_owned()));
+        Ok(())
+    }
+
+    async fn start_stream(&self, thread: &ThreadRef, recipient: Option<&UserId>) -> Result<Ts, PostError> {
+        self.called(START_STREAM)?;
+        if recipient.is_none() && !thread.channel.as_str().starts_with('D') {
+            return Err(refused("invalid_arguments"));
+        }
+        let mut streams = self.streams.lock().expect("streams lock");
+        let ts = Ts::new(format!("1763800500.{:06}", streams.len() + 1));
+        if self.echo {
+            println!("── Slack stream in {} (thread {}) ──", thread.channel, thread.thread_ts);
+        }
+        streams.push(Stream {
+            thread: thread.clone(),
+            ts: ts.clone(),
+            recipient: recipient.cloned(),
+            text: String::new(),
+            tasks: Vec::new(),
+            appends: 0,
+            stopped: false,
+            blocks: Vec::new(),
+            metadata: None,
+        });
+        Ok(ts)
+    }
+
+    async fn append_stream(&self, _thread: &ThreadRef, ts: &Ts, chunks: &[StreamChunk]) -> Result<(), PostError> {
+        self.called(APPEND_STREAM)?;
+        if self.echo {
+            for chunk in chunks {
+                if let StreamChunk::Text(text) = chunk {
+                    print!("{text}");
+                }
+            }
+        }
+        self.with_stream(ts, |stream| apply(stream, chunks))
+    }
+
+    async fn stop_stream(
+        &self,
+        _thread: &ThreadRef,
+        ts: &Ts,
+        blocks: &[Value],
+        metadata: &MessageMetadata,
+    ) -> Result<(), PostError> {
+        self.called(STOP_STREAM)?;
+        if self.echo {
+            println!("\n── Slack stream {ts} stopped ──");
+        }
+        self.with_stream(ts, |stream| {
+            stream.stopped = true;
+            stream.blocks = blocks.to_vec();
+            stream.metadata = Some(metadata.clone());
+            Ok(())
+        })
+    }
+}

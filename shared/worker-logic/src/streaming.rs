@@ -1,0 +1,273 @@
+//! The answer streamed into Slack as the model writes it.
+//!
+//! One stream per turn, ever: before `chat.startStream` the worker saves a
+//! [`StreamRecord`] (its own item), and the message's `ts` right after, so
+//! a redelivered or continued turn finds the record and streams nothing
+//! more; the responder then makes that one message the saved answer.
+//!
+//! Text goes through a [`StreamRedactor`]: nothing is appended whose
+//! redaction could still change. Appends are batched (at most one per
+//! [`APPEND_INTERVAL`], each under Slack's 12,000 characters); tool steps
+//! show as task cards. When the turn settles in the same invocation the
+//! stream is stopped with the answer's footer (the AI line and feedback
+//! buttons) and the metadata that names it, and the record keeps a digest
+//! of what was streamed; the responder compares it with the saved answer.
+//!
+//! Whatever Slack refuses (no stream in that conversation, a missing scope,
+//! a stream no longer streaming, rate limits) only ends the streaming: the
+//! responder delivers the answer the usual way.
+
+use assistant_core::Clock;
+use assistant_core::ThreadRef;
+use assistant_core::delivery::{MessageKey, MessageMetadata, StreamRecord, stream_digest};
+use assistant_core::feedback::answer_footer;
+use assistant_core::model::TextSink;
+use assistant_core::ports::{AgentSlack, StreamChunk, TaskStatus};
+use assistant_core::store::StreamLog;
+use assistant_core::turn::{ToolUse, TurnId};
+use async_trait::async_trait;
+use redact::{Redactor, StreamRedactor};
+use slack::UserId;
+use std::time::{Duration, Instant};
+use tracing::{info, warn};
+
+/// The least time between two appends: a few a second at most, as Slack
+/// asks of streams.
+pub const APPEND_INTERVAL: Duration = Duration::from_millis(400);
+/// Slack's limit on the markdown of one append.
+pub const APPEND_CHARS: usize = 12_000;
+
+enum State {
+    /// Nothing streamed yet in this invocation.
+    NotStarted,
+    /// This invocation streams nothing (an earlier one tried, or Slack
+    /// refused).
+    Off,
+    Live(Live),
+}
+
+struct Live {
+    ts: slack::Ts,
+    record: StreamRecord,
+    redactor: StreamRedactor<'static>,
+    /// Everything appended so far (redacted, as Slack shows it).
+    streamed: String,
+    last_append: Option<Instant>,
+    /// A step's text follows earlier text: the two are separated as the
+    /// saved answer separates them.
+    separate: bool,
+    /// An append failed: nothing more goes out, and the stream is not
+    /// complete (the responder replaces the message).
+    broken: bool,
+}
+
+/// One invocation's stream of one turn's answer.
+pub struct AnswerStream<'w> {
+    agent: &'w dyn AgentSlack,
+    log: &'w StreamLog,
+    clock: &'w dyn Clock,
+    turn_id: TurnId,
+    thread: ThreadRef,
+    /// Who asked: Slack streams to them outside a DM.
+    recipient: UserId,
+    state: State,
+    /// When the first text reached Slack (Unix milliseconds).
+    pub first_text_at_ms: Option<i64>,
+}
+
+impl<'w> AnswerStream<'w> {
+    pub fn new(
+        agent: &'w dyn AgentSlack,
+        log: &'w StreamLog,
+        clock: &'w dyn Clock,
+        turn_id: TurnId,
+        thread: ThreadRef,
+        recipient: UserId,
+    ) -> Self {
+        Self { agent, log, clock, turn_id, thread, recipient, state: State::NotStarted, first_text_at_ms: None }
+    }
+
+    /// Starts the stream unless this turn had one: the record first, then
+    /// `chat.startStream`, then its `ts` in the record, before any append.
+    async fn start(&mut self) {
+        if !matches!(self.state, State::NotStarted) {
+            return;
+        }
+        self.state = State::Off;
+        let mut record = match self.log.load(&self.turn_id).await {
+            Ok(record) if record.version == 0 => record,
+            Ok(_) => {
+                info!("this turn's answer was streamed before: the responder finishes that message");
+                return;
+            }
+            Err(err) => {
+                warn!(error = %err, "stream record unreadable: not streaming");
+                return;
+            }
+        };
+        record.updated_at = self.clock.now_unix();
+        if let Err(err) = self.log.save(&self.turn_id, &mut record).await {
+            warn!(error = %err, "stream not recorded: not streaming");
+            return;
+        }
+        let ts = match self.agent.start_stream(&self.thread, Some(&self.recipient)).await {
+            Ok(ts) => ts,
+            Err(err) => {
+                info!(error = %err, "Slack did not start a stream: the answer is posted when done");
+                return;
+            }
+        };
+        record.ts = Some(ts.clone());
+        record.updated_at = self.clock.now_unix();
+        if let Err(err) = self.log.save(&self.turn_id, &mut record).await {
+            // Without its ts on record, nothing may go into this message.
+            warn!(error = %err, "stream's ts not recorded: leaving the stream empty");
+            return;
+        }
+        info!(ts = %ts, "streaming the answer");
+        self.state = State::Live(Live {
+            ts,
+            record,
+            redactor: StreamRedactor::new(Redactor::global()),
+            streamed: String::new(),
+            last_append: None,
+            separate: false,
+            broken: false,
+        });
+    }
+
+    /// Appends what the redactor released (all of it when `whole`).
+    async fn flush(&mut self, whole: bool) {
+        let State::Live(live) = &mut self.state else { return };
+        if live.broken {
+            return;
+        }
+        let released = if whole { live.redactor.finish() } else { live.redactor.release() };
+        if released.is_empty() {
+            return;
+        }
+        let text = slack::text::unpinging_markdown(&released);
+        for piece in pieces(&text, APPEND_CHARS) {
+            let chunk = [StreamChunk::Text(piece.to_owned())];
+            if let Err(err) = self.agent.append_stream(&self.thread, &live.ts, &chunk).await {
+                warn!(error = %err, "Slack refused an append: the responder replaces the streamed message");
+                live.broken = true;
+                return;
+            }
+            live.streamed.push_str(piece);
+        }
+        live.last_append = Some(Instant::now());
+        if self.first_text_at_ms.is_none() {
+            self.first_text_at_ms = Some(self.clock.now_millis());
+        }
+    }
+
+    /// The model's step ended: its text goes out whole, and the next
+    /// step's text is separated from it.
+    pub async fn step_done(&mut self) {
+        self.flush(true).await;
+        if let State::Live(live) = &mut self.state {
+            live.separate = !live.streamed.is_empty();
+        }
+    }
+
+    /// Task cards for a step's tool calls.
+    pub async fn tasks(&mut self, calls: &[&ToolUse], status: TaskStatus) {
+        if calls.is_empty() {
+            return;
+        }
+        self.start().await;
+        let State::Live(live) = &mut self.state else { return };
+        if live.broken {
+            return;
+        }
+        let chunks: Vec<StreamChunk> = calls
+            .iter()
+            .map(|call| StreamChunk::Task { id: call.id.clone(), title: format!("`{}`", call.name), status })
+            .collect();
+        if let Err(err) = self.agent.append_stream(&self.thread, &live.ts, &chunks).await {
+            warn!(error = %err, "Slack refused a task update: the responder replaces the streamed message");
+            live.broken = true;
+        }
+    }
+
+    /// The turn settled in this invocation: the rest of the text, then the
+    /// stream stopped with the answer's footer and metadata, and the
+    /// record told what was streamed.
+    pub async fn finish(&mut self) {
+        self.flush(true).await;
+        let State::Live(live) = &mut self.state else { return };
+        let metadata = MessageMetadata::new(&self.turn_id, &MessageKey::Answer { part: 1, of: 1 });
+        if let Err(err) = self.agent.stop_stream(&self.thread, &live.ts, &answer_footer(&self.turn_id), &metadata).await
+        {
+            warn!(error = %err, "stream not stopped: the responder replaces the streamed message");
+            return;
+        }
+        if live.broken {
+            return;
+        }
+        live.record.completed = Some(stream_digest(&live.streamed));
+        live.record.updated_at = self.clock.now_unix();
+        if let Err(err) = self.log.save(&self.turn_id, &mut live.record).await {
+            warn!(error = %err, "streamed answer not recorded: the responder replaces the message");
+        }
+        self.state = State::Off;
+    }
+
+    /// The turn waits (for a human, or the next invocation): the stream
+    /// stops where it is; the responder finishes the message later.
+    pub async fn pause(&mut self) {
+        self.flush(true).await;
+        let State::Live(live) = &mut self.state else { return };
+        let metadata = MessageMetadata::new(&self.turn_id, &MessageKey::Answer { part: 1, of: 1 });
+        if let Err(err) = self.agent.stop_stream(&self.thread, &live.ts, &[], &metadata).await {
+            info!(error = %err, "paused stream not stopped");
+        }
+        self.state = State::Off;
+    }
+}
+
+#[async_trait]
+impl TextSink for AnswerStream<'_> {
+    async fn text(&mut self, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        self.start().await;
+        let State::Live(live) = &mut self.state else { return };
+        if live.separate {
+            live.redactor.push("\n\n");
+            live.separate = false;
+        }
+        live.redactor.push(delta);
+        if live.last_append.is_none_or(|at| at.elapsed() >= APPEND_INTERVAL) {
+            self.flush(false).await;
+        }
+    }
+}
+
+/// `text` in pieces of at most `limit` characters (on char boundaries).
+fn pieces(text: &str, limit: usize) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = rest.char_indices().nth(limit).map_or(rest.len(), |(at, _)| at);
+        pieces.push(&rest[..end]);
+        rest = &rest[end..];
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_text_goes_in_pieces_under_the_limit() {
+        let text = "é".repeat(25_000);
+        let parts = pieces(&text, APPEND_CHARS);
+        assert_eq!(parts.iter().map(|p| p.chars().count()).collect::<Vec<_>>(), [12_000, 12_000, 1_000]);
+        assert_eq!(parts.concat(), text);
+        assert!(pieces("", APPEND_CHARS).is_empty());
+    }
+}
