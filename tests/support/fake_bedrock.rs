@@ -1,10 +1,16 @@
 //! A fake Amazon Bedrock Runtime speaking the Converse REST JSON protocol
-//! (`POST /model/{modelId}/converse`), so the real `aws-sdk-bedrockruntime`
-//! client is what the tests exercise. Each test scripts the replies in
-//! order and reads back the requests the client sent.
+//! (`POST /model/{modelId}/converse`) and ConverseStream
+//! (`POST /model/{modelId}/converse-stream`: AWS's binary event-stream
+//! frames, `messageStart`, `contentBlockStart`/`Delta`/`Stop`,
+//! `messageStop`, `metadata`), so the real `aws-sdk-bedrockruntime` client
+//! is what the tests exercise. Each test scripts the replies in order (one
+//! script for both calls: a streamed call plays the same reply as events)
+//! and reads back the requests the client sent. A streamed reply's text is
+//! cut into deltas at the points a test chooses, a pause apart.
 //!
 //! Errors are sent as AWS's restJson1 protocol sends them: the HTTP status,
-//! an `x-amzn-ErrorType` header and a `{"message": …}` body.
+//! an `x-amzn-ErrorType` header and a `{"message": …}` body; a stream that
+//! breaks sends an `exception` frame after some deltas.
 
 use crate::local_server::LocalServer;
 use axum::Router;
@@ -29,6 +35,9 @@ pub enum Scripted {
     Error { status: u16, error_type: &'static str, message: &'static str },
     /// Whatever bytes, with this status (malformed output).
     Raw { status: u16, body: &'static str },
+    /// Streamed only: this reply's first `deltas` text deltas, then the
+    /// stream breaks (a `modelStreamErrorException` frame).
+    BreaksAfter { reply: Value, deltas: usize },
 }
 
 impl Scripted {
@@ -58,6 +67,11 @@ pub struct Recorded {
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<Scripted>>,
+    /// Where streamed text is cut into deltas (byte offsets in each text
+    /// block); none: one delta per 24 bytes.
+    cuts: Mutex<Option<Vec<usize>>>,
+    /// The pause before each delta.
+    pause: Mutex<std::time::Duration>,
     requests: Mutex<Vec<Recorded>>,
     /// Every call is throttled until then, whatever the script says.
     throttled_until: Mutex<Option<std::time::Instant>>,
@@ -72,7 +86,10 @@ impl FakeBedrock {
     /// Listens on a free loopback port.
     pub async fn start() -> Self {
         let shared = Arc::new(Shared::default());
-        let app = Router::new().route("/model/{model_id}/converse", post(converse)).with_state(shared.clone());
+        let app = Router::new()
+            .route("/model/{model_id}/converse", post(converse))
+            .route("/model/{model_id}/converse-stream", post(converse_stream))
+            .with_state(shared.clone());
         Self { server: LocalServer::start(app).await, shared }
     }
 
@@ -91,6 +108,16 @@ impl FakeBedrock {
         *self.shared.throttled_until.lock().expect("throttle lock") = Some(until);
     }
 
+    /// Streamed text is cut at these byte offsets of each text block.
+    pub fn cut_deltas_at(&self, cuts: &[usize]) {
+        *self.shared.cuts.lock().expect("cuts lock") = Some(cuts.to_vec());
+    }
+
+    /// Each streamed delta comes this long after the one before.
+    pub fn pause_between_deltas(&self, pause: std::time::Duration) {
+        *self.shared.pause.lock().expect("pause lock") = pause;
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.requests.lock().expect("requests lock").clone()
     }
@@ -107,15 +134,128 @@ impl FakeBedrock {
     }
 }
 
+impl Shared {
+    /// Records the request; the scripted answer (throttling while throttled).
+    fn next(&self, model_id: String, body: String) -> Option<Scripted> {
+        let body = serde_json::from_str(&body).unwrap_or(Value::String(body));
+        self.requests.lock().expect("requests lock").push(Recorded { model_id, body });
+        let throttled =
+            self.throttled_until.lock().expect("throttle lock").is_some_and(|until| std::time::Instant::now() < until);
+        if throttled { Some(Scripted::throttling()) } else { self.script.lock().expect("script lock").pop_front() }
+    }
+}
+
 async fn converse(State(shared): State<Arc<Shared>>, Path(model_id): Path<String>, body: String) -> Response {
-    let body = serde_json::from_str(&body).unwrap_or(Value::String(body));
-    shared.requests.lock().expect("requests lock").push(Recorded { model_id, body });
-    let throttled =
-        shared.throttled_until.lock().expect("throttle lock").is_some_and(|until| std::time::Instant::now() < until);
-    let next =
-        if throttled { Some(Scripted::throttling()) } else { shared.script.lock().expect("script lock").pop_front() };
-    match next {
+    match shared.next(model_id, body) {
         Some(Scripted::Reply(reply)) => axum::Json(reply).into_response(),
+        Some(Scripted::BreaksAfter { .. }) => panic!("a broken stream is scripted for a call that does not stream"),
+        other => error_response(other),
+    }
+}
+
+/// The scripted reply as ConverseStream sends it.
+async fn converse_stream(State(shared): State<Arc<Shared>>, Path(model_id): Path<String>, body: String) -> Response {
+    let (reply, breaks_after) = match shared.next(model_id, body) {
+        Some(Scripted::Reply(reply)) => (reply, None),
+        Some(Scripted::BreaksAfter { reply, deltas }) => (reply, Some(deltas)),
+        other => return error_response(other),
+    };
+    let cuts = shared.cuts.lock().expect("cuts lock").clone();
+    let pause = *shared.pause.lock().expect("pause lock");
+    let frames = stream_frames(&reply, cuts.as_deref(), breaks_after);
+    let body = futures_util::stream::unfold(frames.into_iter(), move |mut frames| async move {
+        let (frame, is_delta) = frames.next()?;
+        if is_delta && !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
+        Some((Ok::<_, std::io::Error>(frame), frames))
+    });
+    let mut headers = HeaderMap::new();
+    headers.insert("content-type", HeaderValue::from_static("application/vnd.amazon.eventstream"));
+    (StatusCode::OK, headers, axum::body::Body::from_stream(body)).into_response()
+}
+
+/// One event-stream frame.
+fn frame(message_type: &'static str, type_header: (&'static str, &str), payload: &Value) -> bytes::Bytes {
+    use aws_smithy_types::event_stream::{Header, HeaderValue as Value_, Message};
+    let message = Message::new(payload.to_string().into_bytes())
+        .add_header(Header::new(type_header.0, Value_::String(type_header.1.to_owned().into())))
+        .add_header(Header::new(":content-type", Value_::String("application/json".into())))
+        .add_header(Header::new(":message-type", Value_::String(message_type.into())));
+    let mut buffer = Vec::new();
+    aws_smithy_eventstream::frame::write_message_to(&message, &mut buffer).expect("a frame encodes");
+    buffer.into()
+}
+
+fn event(name: &str, payload: Value) -> bytes::Bytes {
+    frame("event", (":event-type", name), &payload)
+}
+
+/// A Converse reply as the frames ConverseStream sends, each with whether
+/// it is a text delta (the ones that come a pause apart).
+fn stream_frames(reply: &Value, cuts: Option<&[usize]>, breaks_after: Option<usize>) -> Vec<(bytes::Bytes, bool)> {
+    let mut frames = vec![(event("messageStart", serde_json::json!({"role": "assistant"})), false)];
+    let mut deltas = 0;
+    let empty = Vec::new();
+    let blocks = reply["output"]["message"]["content"].as_array().unwrap_or(&empty);
+    for (index, block) in blocks.iter().enumerate() {
+        if let Some(text) = block["text"].as_str() {
+            for piece in cut(text, cuts) {
+                if breaks_after == Some(deltas) {
+                    let broken = serde_json::json!({"message": "The model's stream was interrupted."});
+                    frames.push((frame("exception", (":exception-type", "modelStreamErrorException"), &broken), true));
+                    return frames;
+                }
+                let delta = serde_json::json!({"contentBlockIndex": index, "delta": {"text": piece}});
+                frames.push((event("contentBlockDelta", delta), true));
+                deltas += 1;
+            }
+        } else if let Some(call) = block.get("toolUse") {
+            let start = serde_json::json!({"contentBlockIndex": index, "start": {"toolUse": {
+                "toolUseId": call["toolUseId"], "name": call["name"]}}});
+            frames.push((event("contentBlockStart", start), false));
+            let input = serde_json::json!({"contentBlockIndex": index, "delta": {"toolUse": {"input": call["input"].to_string()}}});
+            frames.push((event("contentBlockDelta", input), false));
+        }
+        frames.push((event("contentBlockStop", serde_json::json!({"contentBlockIndex": index})), false));
+    }
+    if let Some(reason) = reply["stopReason"].as_str() {
+        frames.push((event("messageStop", serde_json::json!({"stopReason": reason})), false));
+    }
+    let metadata = serde_json::json!({"usage": reply["usage"], "metrics": {"latencyMs": 1}});
+    frames.push((event("metadata", metadata), false));
+    frames
+}
+
+/// `text` cut at `cuts` (byte offsets, moved to char boundaries), or every
+/// 24 bytes.
+fn cut<'a>(text: &'a str, cuts: Option<&[usize]>) -> Vec<&'a str> {
+    let mut bounds: Vec<usize> = match cuts {
+        Some(cuts) => cuts.iter().copied().filter(|&at| at > 0 && at < text.len()).collect(),
+        None => (1..).map(|n| n * 24).take_while(|&at| at < text.len()).collect(),
+    };
+    for bound in &mut bounds {
+        while !text.is_char_boundary(*bound) {
+            *bound += 1;
+        }
+    }
+    bounds.push(text.len());
+    bounds.dedup();
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    for to in bounds {
+        if to > from {
+            pieces.push(&text[from..to]);
+            from = to;
+        }
+    }
+    pieces
+}
+
+/// An error (or the end of the script) as Bedrock's restJson1 sends it.
+fn error_response(next: Option<Scripted>) -> Response {
+    match next {
+        Some(Scripted::Reply(_) | Scripted::BreaksAfter { .. }) => unreachable!("replies are answered by the caller"),
         Some(Scripted::Error { status, error_type, message }) => {
             let mut headers = HeaderMap::new();
             headers.insert("x-amzn-errortype", HeaderValue::from_static(error_type));

@@ -10,6 +10,16 @@
 //! `chat.postEphemeral` records the note (only to a user in the channel's
 //! fake membership: any user here), and `usergroups.users.list` answers the
 //! groups given with [`FakeSlack::user_group`] (`no_such_subteam` for others).
+//!
+//! Streams as Slack runs them: `chat.startStream` adds an empty message to
+//! the thread, and refuses a stream outside a DM without
+//! `recipient_user_id` and `recipient_team_id`; `chat.appendStream` adds
+//! markdown and task updates (each call at most 12,000 characters of
+//! markdown, `msg_too_long` beyond); after `chat.stopStream` (which adds
+//! the final blocks and metadata) both answer
+//! `message_not_in_streaming_state`. `assistant.threads.setSuggestedPrompts`
+//! takes 1 to 4 prompts, with or without a thread;
+//! `assistant.threads.setTitle` needs a thread.
 
 use crate::local_server::LocalServer;
 use axum::Router;
@@ -46,7 +56,14 @@ pub struct Posted {
     pub text: String,
     pub blocks: Option<Value>,
     pub metadata: Option<Value>,
+    /// A streamed message still streaming.
+    pub streaming: bool,
+    /// Task updates appended to a streamed message, in order.
+    pub tasks: Vec<Value>,
 }
+
+/// The most markdown one stream call may carry.
+pub const STREAM_TEXT_LIMIT: usize = 12_000;
 
 #[derive(Debug, Clone)]
 pub struct Call {
@@ -116,6 +133,39 @@ impl FakeSlack {
 }
 
 impl Shared {
+    /// `chat.appendStream` / `chat.stopStream` on a streamed message.
+    fn stream(&self, method: &str, form: &HashMap<String, String>) -> Value {
+        let field = |name: &str| form.get(name).cloned().unwrap_or_default();
+        let mut posted = self.posted.lock().expect("posted lock");
+        let Some(message) = posted.iter_mut().find(|m| m.channel == field("channel") && m.ts == field("ts")) else {
+            return serde_json::json!({"ok": false, "error": "message_not_found"});
+        };
+        if !message.streaming {
+            return serde_json::json!({"ok": false, "error": "message_not_in_streaming_state"});
+        }
+        let chunks: Vec<Value> = serde_json::from_str(&field("chunks")).unwrap_or_default();
+        let mut text = field("markdown_text");
+        let mut tasks = Vec::new();
+        for chunk in chunks {
+            match chunk["type"].as_str() {
+                Some("markdown_text") => text.push_str(chunk["text"].as_str().unwrap_or_default()),
+                Some("task_update") => tasks.push(chunk),
+                _ => return serde_json::json!({"ok": false, "error": "invalid_chunks"}),
+            }
+        }
+        if text.chars().count() > STREAM_TEXT_LIMIT {
+            return serde_json::json!({"ok": false, "error": "msg_too_long"});
+        }
+        message.text.push_str(&text);
+        message.tasks.extend(tasks);
+        if method == "chat.stopStream" {
+            message.streaming = false;
+            message.blocks = form.get("blocks").and_then(|v| serde_json::from_str(v).ok());
+            message.metadata = form.get("metadata").and_then(|v| serde_json::from_str(v).ok());
+        }
+        serde_json::json!({"ok": true, "channel": message.channel, "ts": message.ts})
+    }
+
     /// A user group and its members, as `usergroups.users.list` answers.
     fn add_group(&self, group: &str, members: &[&str]) {
         let members = members.iter().map(|m| m.to_string()).collect();
@@ -133,6 +183,8 @@ impl Shared {
             text: form.get("text").cloned().unwrap_or_default(),
             blocks: json("blocks"),
             metadata: json("metadata"),
+            streaming: false,
+            tasks: Vec::new(),
         };
         let channel = message.channel.clone();
         posted.push(message);
@@ -175,6 +227,35 @@ impl Shared {
                 serde_json::json!({"ok": true, "messages": messages, "has_more": false})
             }
             "assistant.threads.setStatus" => serde_json::json!({"ok": true}),
+            "assistant.threads.setSuggestedPrompts" => {
+                let prompts: Vec<Value> = serde_json::from_str(&field("prompts")).unwrap_or_default();
+                let well_formed = prompts.iter().all(|p| p["title"].is_string() && p["message"].is_string());
+                if field("channel_id").is_empty() || !(1..=4).contains(&prompts.len()) || !well_formed {
+                    return serde_json::json!({"ok": false, "error": "invalid_arguments"});
+                }
+                serde_json::json!({"ok": true})
+            }
+            "assistant.threads.setTitle" => {
+                if field("channel_id").is_empty() || field("thread_ts").is_empty() || field("title").is_empty() {
+                    return serde_json::json!({"ok": false, "error": "invalid_arguments"});
+                }
+                serde_json::json!({"ok": true})
+            }
+            "chat.startStream" => {
+                let in_dm = field("channel").starts_with('D');
+                if field("thread_ts").is_empty()
+                    || (!in_dm && (field("recipient_user_id").is_empty() || field("recipient_team_id").is_empty()))
+                {
+                    return serde_json::json!({"ok": false, "error": "invalid_arguments"});
+                }
+                let started = self.post(form);
+                let mut posted = self.posted.lock().expect("posted lock");
+                let message = posted.last_mut().expect("just started");
+                message.streaming = true;
+                message.text = String::new();
+                started
+            }
+            "chat.appendStream" | "chat.stopStream" => self.stream(method, form),
             "chat.postEphemeral" => {
                 if field("user").is_empty() || field("channel").is_empty() {
                     return serde_json::json!({"ok": false, "error": "invalid_arguments"});

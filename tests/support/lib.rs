@@ -93,6 +93,16 @@ impl Stack {
         RecordDeliveries::new(Arc::new(DynamoRecords::new(self.dynamodb.clone(), &self.table)))
     }
 
+    /// The worker's records of the answers it streamed.
+    pub fn streams(&self) -> assistant_core::store::StreamLog {
+        assistant_core::store::StreamLog::new(Arc::new(DynamoRecords::new(self.dynamodb.clone(), &self.table)))
+    }
+
+    /// People's ratings of answers.
+    pub fn feedback(&self) -> assistant_core::feedback::FeedbackLog {
+        assistant_core::feedback::FeedbackLog::new(Arc::new(DynamoRecords::new(self.dynamodb.clone(), &self.table)))
+    }
+
     pub async fn new(aws: &SdkConfig) -> Result<Self> {
         let dynamodb = aws_sdk_dynamodb::Client::new(aws);
         let sqs = aws_sdk_sqs::Client::new(aws);

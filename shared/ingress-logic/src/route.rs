@@ -358,6 +358,66 @@ mod tests {
         assert_eq!(claim.rule, ThreadRule::Opens);
     }
 
+    /// The manifest a new team pastes (README's set-up).
+    const MANIFEST: &str = include_str!("../../../infra/slack-app-manifest.yaml");
+
+    /// The items of the YAML list under `key:` (one level, `- item`).
+    fn manifest_list(key: &str) -> Vec<&'static str> {
+        let mut lines = MANIFEST.lines().skip_while(|line| line.trim() != format!("{key}:"));
+        lines.next();
+        lines
+            .take_while(|line| line.trim_start().starts_with('-') || line.trim_start().starts_with('#'))
+            .filter_map(|line| line.trim().strip_prefix("- "))
+            .collect()
+    }
+
+    #[test]
+    fn the_manifest_creates_an_agent_app_subscribed_to_what_the_bot_handles() {
+        assert!(MANIFEST.contains("\n  agent_view:\n"), "new apps can only use the agent experience");
+        assert!(!MANIFEST.contains("\n  assistant_view:"), "assistant_view is for older apps only");
+        // The folded description, as Slack reads it: at most 300 characters.
+        let description: Vec<&str> = MANIFEST
+            .lines()
+            .skip_while(|line| !line.contains("agent_description:"))
+            .skip(1)
+            .take_while(|line| line.starts_with("      "))
+            .map(str::trim)
+            .collect();
+        let description = description.join(" ");
+        assert!((40..=300).contains(&description.chars().count()), "{description}");
+        let events = manifest_list("bot_events");
+        assert_eq!(
+            events,
+            [
+                "app_mention",
+                "message.channels",
+                "message.groups",
+                "message.im",
+                "app_home_opened",
+                "app_context_changed"
+            ]
+        );
+        // Each event the manifest asks for is one the router acts on.
+        for (event, fixture) in [
+            ("app_mention", fixtures::APP_MENTION),
+            ("message.im", fixtures::MESSAGE_IM),
+            ("message.channels", fixtures::MESSAGE_THREAD_REPLY),
+            ("app_home_opened", fixtures::APP_HOME_OPENED_MESSAGES),
+            ("app_context_changed", fixtures::APP_CONTEXT_CHANGED),
+        ] {
+            assert!(!matches!(route_fixture(fixture), Route::Ignore(_)), "{event} routes to nothing");
+        }
+        let scopes = manifest_list("bot");
+        for scope in &scopes {
+            let explained = MANIFEST
+                .lines()
+                .take_while(|line| !line.starts_with("display_information"))
+                .any(|line| line.contains(scope));
+            assert!(explained, "scope {scope} is not explained in the manifest's header");
+        }
+        assert!(scopes.contains(&"assistant:write") && scopes.contains(&"chat:write"));
+    }
+
     #[test]
     fn opening_an_assistant_thread_remembers_its_channel_and_asks_for_prompts_only() {
         let Route::Remember { seen, then: Some(WorkMessage::Opened(opened)) } =

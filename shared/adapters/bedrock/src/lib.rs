@@ -137,11 +137,10 @@ impl Model for BedrockModel {
         let mut output = with_parts!(self.client.converse_stream(), &self.model_id, parts)
             .send()
             .await
-            .map_err(|err| error_by_code(err.code(), adapters_aws::summarize(&err)))?;
+            .map_err(|err| stream_error(&err))?;
         let mut reply = StreamedReply::default();
         loop {
-            let event =
-                output.stream.recv().await.map_err(|err| error_by_code(err.code(), adapters_aws::summarize(&err)))?;
+            let event = output.stream.recv().await.map_err(|err| stream_error(&err))?;
             match event {
                 None => break,
                 Some(ConverseStreamOutput::ContentBlockStart(start)) => {
@@ -207,8 +206,10 @@ impl StreamedReply {
     }
 
     fn finish(self) -> Result<ModelReply, ModelError> {
-        let stop_reason =
-            self.stop_reason.ok_or_else(|| ModelError::Malformed("the stream ended without a stop reason".into()))?;
+        // A stream cut off before the model finished: worth asking again.
+        let stop_reason = self
+            .stop_reason
+            .ok_or_else(|| ModelError::Unavailable("the stream ended before the model finished".into()))?;
         let content = self
             .blocks
             .into_values()
@@ -230,10 +231,19 @@ impl StreamedReply {
     }
 }
 
-/// A ConverseStream error, by its AWS error code (the stream's own errors
-/// and the call's share the codes).
-fn error_by_code(code: Option<&str>, detail: String) -> ModelError {
-    match code {
+/// A ConverseStream error: unreadable frames are a malformed reply; the
+/// rest by AWS's error code (the stream's own errors and the call's share
+/// the codes).
+fn stream_error<E, R>(err: &SdkError<E, R>) -> ModelError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    let detail = adapters_aws::summarize(err);
+    if matches!(err, SdkError::ResponseError(_)) {
+        return ModelError::Malformed(detail);
+    }
+    match err.code() {
         Some("ThrottlingException") => ModelError::Throttled(detail),
         Some("ValidationException" | "AccessDeniedException" | "ResourceNotFoundException") => {
             ModelError::Rejected(detail)
