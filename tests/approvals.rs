@@ -105,10 +105,13 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     assert_eq!(ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
     round().await;
 
-    // THEN a prompt with buttons is in the thread, and nothing ran
+    // THEN what the model said so far is streamed and stopped, a prompt
+    // with buttons follows it, and nothing ran
     let posted = slack.posted();
-    assert_eq!(posted.len(), 1, "{posted:?}");
-    let prompt = posted[0].clone();
+    assert_eq!(posted.len(), 2, "{posted:?}");
+    let said = "Restarting checkout-api should clear the exhausted pool; I need approval for that.";
+    assert_eq!((posted[0].text.as_str(), posted[0].streaming), (said, false), "streamed, then paused");
+    let prompt = posted[1].clone();
     assert!(prompt.text.contains("asked me to run `restart_service`"), "{}", prompt.text);
     assert!(seen.lock().unwrap().is_empty());
 
@@ -123,7 +126,7 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     assert_eq!(ephemerals.len(), 1, "{ephemerals:?}");
     assert_eq!(ephemerals[0].0, "U0BYSTANDER");
     assert!(ephemerals[0].1.starts_with("Only <@U061F7AUR> (who asked) may approve"), "{}", ephemerals[0].1);
-    assert_eq!(slack.posted().len(), 1, "nothing new in the thread");
+    assert_eq!(slack.posted().len(), 2, "nothing new in the thread");
 
     // WHEN the requester clicks Approve
     let requester_click = click(&prompt, 0, "U061F7AUR");
@@ -137,9 +140,10 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
         *seen.lock().unwrap(),
         [("/restart/checkout-api".to_owned(), Some(format!("{turn_id}:tooluse_R3stArtCh3ckoutAp1x")))]
     );
+    // (in the one answer message: the stream, now the whole saved answer)
     let texts: Vec<String> = slack.posted().iter().map(|p| p.text.clone()).collect();
-    assert_eq!(texts[0], "✅ <@U061F7AUR> approved running `restart_service`.", "{texts:?}");
-    assert_eq!(texts[1], "Restarted checkout-api: 3 pods are back.");
+    assert_eq!(texts[0], format!("{said}\n\nRestarted checkout-api: 3 pods are back."), "{texts:?}");
+    assert_eq!(texts[1], "✅ <@U061F7AUR> approved running `restart_service`.", "{texts:?}");
     assert_eq!(texts.len(), 2);
 
     // WHEN the same click arrives again (a double click, or a replay)

@@ -63,6 +63,7 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
         "CacheReadTokens",
         "CacheWriteTokens",
         "TimeToFirstStatusMs",
+        "TimeToFirstTextMs",
         "TimeToAnswerMs",
         "EstimatedCostUsd",
     ] {

@@ -25,13 +25,20 @@
 //!    cache, under the fake model's accounting (Bedrock's: a request reads
 //!    from the cache the prefix up to the previous request's last cache
 //!    point, and writes the rest up to its own last one).
+//! 7. Time to first streamed text: from the model's first token to the
+//!    first text appended to the Slack stream, with a model that writes its
+//!    answer a token at a time at 30, 60 and 120 tokens a second (the real
+//!    worker, its redacting stream buffer and batching; Slack's own latency
+//!    for `chat.startStream` and `chat.appendStream` comes on top).
 
 use anyhow::{Context, Result};
+use assistant_core::delivery::{MessageMetadata, PostError};
 use assistant_core::messages::{ReplyMessage, TurnRequest};
+use assistant_core::model::TextSink;
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
 use assistant_core::ports::{
-    ArtifactStore, ClaimOutcome, Created, EventClaim, EventClaims, PortError, ReplyQueue, StoreError, TurnStore,
-    WorkQueue,
+    AgentSlack, ArtifactStore, ClaimOutcome, Created, EventClaim, EventClaims, PortError, ReplyQueue, StoreError,
+    StreamChunk, SuggestedPrompt, TurnStore, WorkQueue,
 };
 use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolUse, Turn, TurnId, Usage};
 use assistant_core::{Clock, FixedClock, SystemClock, WorkMessage};
@@ -61,6 +68,7 @@ fn main() -> Result<()> {
     runtime.block_on(worker_overhead())?;
     responder_rendering();
     runtime.block_on(turn_cost())?;
+    runtime.block_on(first_streamed_text())?;
     match std::env::var("FLOOR_BIN") {
         Ok(_) => runtime.block_on(start_up())?,
         Err(_) => println!("\nFLOOR_BIN not set: start-up, size and RSS skipped (infra/bench.sh sets them)"),
@@ -227,6 +235,16 @@ struct BenchWorker {
 }
 
 fn bench_worker(steps: u32, clock: Arc<dyn Clock>) -> Result<BenchWorker> {
+    let agent = Arc::new(testkit::agent_memory::MemoryAgent::default());
+    bench_worker_with(Arc::new(InstantModel::new(steps)), agent, steps, clock)
+}
+
+fn bench_worker_with(
+    model: Arc<dyn Model>,
+    agent: Arc<dyn AgentSlack>,
+    steps: u32,
+    clock: Arc<dyn Clock>,
+) -> Result<BenchWorker> {
     let spec = ToolSpec {
         name: "search_docs".into(),
         description: "Search the runbooks.".into(),
@@ -247,7 +265,7 @@ fn bench_worker(steps: u32, clock: Arc<dyn Clock>) -> Result<BenchWorker> {
     let worker = Worker {
         store: store.clone(),
         deliveries: Arc::new(tables.deliveries),
-        model: Arc::new(InstantModel::new(steps)),
+        model,
         work: work.clone(),
         replies: replies.clone(),
         artifacts: artifacts.clone(),
@@ -260,7 +278,7 @@ fn bench_worker(steps: u32, clock: Arc<dyn Clock>) -> Result<BenchWorker> {
         limits: Limits { max_steps: steps, ..Limits::default() },
         metrics: metrics.clone(),
         prices: None,
-        agent: Arc::new(testkit::agent_memory::MemoryAgent::default()),
+        agent,
         streams: tables.streams,
         feedback: tables.feedback,
         contexts: Arc::new(testkit::memory::MemoryContexts::default()),
@@ -644,4 +662,120 @@ fn peak_rss_kib_of(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A model writing its answer a token (about 4 characters) at a time,
+/// `every` apart, as Bedrock streams.
+struct PacedModel {
+    answer: &'static str,
+    every: Duration,
+    first_token: std::sync::Mutex<Option<Instant>>,
+}
+
+#[async_trait]
+impl Model for PacedModel {
+    async fn converse(&self, _: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        Err(ModelError::Rejected("the benchmark streams".into()))
+    }
+
+    async fn converse_streaming(&self, _: ModelRequest<'_>, sink: &mut dyn TextSink) -> Result<ModelReply, ModelError> {
+        let chars: Vec<char> = self.answer.chars().collect();
+        for token in chars.chunks(4) {
+            tokio::time::sleep(self.every).await;
+            self.first_token.lock().expect("lock").get_or_insert_with(Instant::now);
+            sink.text(&token.iter().collect::<String>()).await;
+        }
+        Ok(ModelReply {
+            message: Message { role: Role::Assistant, content: vec![Content::Text(self.answer.into())] },
+            stop_reason: StopReason::EndTurn,
+            usage: Usage { input_tokens: 900, output_tokens: (chars.len() / 4) as u64, ..Usage::default() },
+        })
+    }
+}
+
+/// Slack's agent surface in memory, noting when the first text arrives.
+#[derive(Default)]
+struct TimedAgent {
+    inner: testkit::agent_memory::MemoryAgent,
+    first_text: std::sync::Mutex<Option<Instant>>,
+}
+
+#[async_trait]
+impl AgentSlack for TimedAgent {
+    async fn set_suggested_prompts(
+        &self,
+        channel: &slack::ChannelId,
+        thread_ts: Option<&slack::Ts>,
+        prompts: &[SuggestedPrompt],
+    ) -> Result<(), PostError> {
+        self.inner.set_suggested_prompts(channel, thread_ts, prompts).await
+    }
+
+    async fn set_title(&self, thread: &assistant_core::ThreadRef, title: &str) -> Result<(), PostError> {
+        self.inner.set_title(thread, title).await
+    }
+
+    async fn start_stream(
+        &self,
+        thread: &assistant_core::ThreadRef,
+        recipient: Option<&slack::UserId>,
+    ) -> Result<slack::Ts, PostError> {
+        self.inner.start_stream(thread, recipient).await
+    }
+
+    async fn append_stream(
+        &self,
+        thread: &assistant_core::ThreadRef,
+        ts: &slack::Ts,
+        chunks: &[StreamChunk],
+    ) -> Result<(), PostError> {
+        if chunks.iter().any(|chunk| matches!(chunk, StreamChunk::Text(text) if !text.is_empty())) {
+            self.first_text.lock().expect("lock").get_or_insert_with(Instant::now);
+        }
+        self.inner.append_stream(thread, ts, chunks).await
+    }
+
+    async fn stop_stream(
+        &self,
+        thread: &assistant_core::ThreadRef,
+        ts: &slack::Ts,
+        blocks: &[serde_json::Value],
+        metadata: &MessageMetadata,
+    ) -> Result<(), PostError> {
+        self.inner.stop_stream(thread, ts, blocks, metadata).await
+    }
+}
+
+/// From the model's first token to the first streamed text in Slack.
+async fn first_streamed_text() -> Result<()> {
+    println!(
+        "
+time to first streamed text after the model's first token (goal: < 1 s; Slack's own latency on top)"
+    );
+    const PROSE: &str = "The checkout-api pods fail their readiness checks because the database pool is \
+                         exhausted: a report query started at 14:02 holds every connection. Cancel it, then \
+                         raise DB_POOL_MAX from 20 to 40 and restart the pods one at a time.";
+    const NAMING: &str = "The rotated password for the reporting user is in Secrets Manager under \
+                          reporting/db; nothing in the logs shows it.\nThe checkout-api pods fail their readiness \
+                          checks because the database pool is exhausted.";
+    for (label, answer) in [("an answer in prose", PROSE), ("whose first line names a secret", NAMING)] {
+        for tokens_per_second in [30u64, 60, 120] {
+            let mut samples = Vec::new();
+            for i in 0..5 {
+                let model = Arc::new(PacedModel {
+                    answer,
+                    every: Duration::from_micros(1_000_000 / tokens_per_second),
+                    first_token: Default::default(),
+                });
+                let agent = Arc::new(TimedAgent::default());
+                let bench = bench_worker_with(model.clone(), agent.clone(), 1, Arc::new(SystemClock))?;
+                bench.worker.handle(&mention(i), &Unlimited).await?;
+                let first_token = model.first_token.lock().expect("lock").context("the model wrote")?;
+                let first_text = agent.first_text.lock().expect("lock").context("the answer streamed")?;
+                samples.push(first_text.duration_since(first_token));
+            }
+            report_ms(&format!("{label}, {tokens_per_second} tokens/s"), samples);
+        }
+    }
+    Ok(())
 }

@@ -143,6 +143,9 @@ impl EmfTurnMetrics {
         if let Some(ms) = report.time_to_first_status_ms {
             record = record.millis("TimeToFirstStatusMs", ms);
         }
+        if let Some(ms) = report.time_to_first_text_ms {
+            record = record.millis("TimeToFirstTextMs", ms);
+        }
         if cost.model.is_none() {
             record = record.property("model_prices", "unknown: set model_prices in the assistant configuration");
         }
@@ -154,11 +157,31 @@ impl TurnMetrics for EmfTurnMetrics {
     fn turn_settled(&self, report: &TurnReport) {
         self.record(report).emit();
     }
+
+    fn feedback(&self, rating: assistant_core::feedback::Rating) {
+        self.rating(rating).emit();
+    }
+}
+
+impl EmfTurnMetrics {
+    /// A rating of an answer: one `Feedback` by `Function` and `Rating`.
+    pub fn rating(&self, rating: assistant_core::feedback::Rating) -> Emf {
+        Emf::new(self.function, &[("Rating", rating.as_str())]).count("Feedback", 1)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rating_is_one_feedback_count_by_rating() {
+        let metrics = EmfTurnMetrics { function: "worker", memory_mb: 512 };
+        let line = metrics.rating(assistant_core::feedback::Rating::Negative).to_line(1);
+        let record: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(record["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Function", "Rating"]]));
+        assert_eq!((record["Rating"].as_str(), record["Feedback"].as_f64()), (Some("negative"), Some(1.0)));
+    }
 
     #[test]
     fn a_record_names_its_metrics_and_dimensions_and_carries_their_values() {

@@ -73,6 +73,8 @@ pub struct AnswerStream<'w> {
     state: State,
     /// When the first text reached Slack (Unix milliseconds).
     pub first_text_at_ms: Option<i64>,
+    /// Saves of the stream record, for the turn's cost.
+    pub record_writes: u64,
 }
 
 impl<'w> AnswerStream<'w> {
@@ -84,7 +86,17 @@ impl<'w> AnswerStream<'w> {
         thread: ThreadRef,
         recipient: UserId,
     ) -> Self {
-        Self { agent, log, clock, turn_id, thread, recipient, state: State::NotStarted, first_text_at_ms: None }
+        Self {
+            agent,
+            log,
+            clock,
+            turn_id,
+            thread,
+            recipient,
+            state: State::NotStarted,
+            first_text_at_ms: None,
+            record_writes: 0,
+        }
     }
 
     /// Starts the stream unless this turn had one: the record first, then
@@ -106,6 +118,7 @@ impl<'w> AnswerStream<'w> {
             }
         };
         record.updated_at = self.clock.now_unix();
+        self.record_writes += 1;
         if let Err(err) = self.log.save(&self.turn_id, &mut record).await {
             warn!(error = %err, "stream not recorded: not streaming");
             return;
@@ -119,6 +132,7 @@ impl<'w> AnswerStream<'w> {
         };
         record.ts = Some(ts.clone());
         record.updated_at = self.clock.now_unix();
+        self.record_writes += 1;
         if let Err(err) = self.log.save(&self.turn_id, &mut record).await {
             // Without its ts on record, nothing may go into this message.
             warn!(error = %err, "stream's ts not recorded: leaving the stream empty");
@@ -208,6 +222,7 @@ impl<'w> AnswerStream<'w> {
         }
         live.record.completed = Some(stream_digest(&live.streamed));
         live.record.updated_at = self.clock.now_unix();
+        self.record_writes += 1;
         if let Err(err) = self.log.save(&self.turn_id, &mut live.record).await {
             warn!(error = %err, "streamed answer not recorded: the responder replaces the message");
         }

@@ -668,6 +668,8 @@ impl Worker {
                     // before the delivery request (whose retry finds it settled).
                     if settled_here {
                         stream.finish().await;
+                        // The stream record's small writes, a unit each.
+                        turn.metered.dynamodb_write_units += stream.record_writes;
                         self.report(&turn, limit);
                     }
                     let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
