@@ -261,3 +261,27 @@ async fn a_thumbs_down_is_kept_by_turn_acknowledged_privately_and_starts_no_turn
     assert_eq!(world.bedrock.requests().len(), 1, "no model call for a click");
     assert_eq!(world.slack.posted().len(), 1, "nothing new in the thread");
 }
+
+#[tokio::test]
+async fn a_long_answer_streams_in_appends_under_slacks_limit() {
+    let world = World::new().await;
+    let paragraph =
+        format!("{}\n\n", "The pool is exhausted because a report query holds its connections. ".repeat(20));
+    let answer = paragraph.repeat(22);
+    assert!(answer.len() > 2 * 12_000, "{}", answer.len());
+    world.bedrock.script([answer_reply(&answer)]);
+    world.answer(testkit::fixtures::MESSAGE_IM).await;
+
+    let appends = world.slack.calls("chat.appendStream");
+    let sizes: Vec<usize> = appends
+        .iter()
+        .map(|call| {
+            let chunks: Vec<Value> = serde_json::from_str(&call.form["chunks"]).unwrap();
+            chunks.iter().filter_map(|c| c["text"].as_str()).map(|t| t.chars().count()).sum()
+        })
+        .collect();
+    assert!(sizes.iter().all(|&size| size <= 12_000), "{sizes:?}");
+    assert!(sizes.len() >= 3, "{sizes:?}");
+    let message = the_one_message(&world.slack);
+    assert_eq!(message.text.len(), answer.len(), "every character streamed once, in one message");
+}

@@ -209,3 +209,87 @@ async fn a_guardrail_stop_is_a_refusal() {
     let reply = ask(&model(&fake).await, &[Message::user_text("…")]).await.unwrap();
     assert_eq!(reply.stop_reason, StopReason::Refused);
 }
+
+// --- ConverseStream ------------------------------------------------------------
+
+/// Collects the text deltas a streamed call hands over.
+#[derive(Default)]
+struct Deltas(Vec<String>);
+
+#[async_trait::async_trait]
+impl assistant_core::model::TextSink for Deltas {
+    async fn text(&mut self, delta: &str) {
+        self.0.push(delta.to_owned());
+    }
+}
+
+async fn ask_streaming(
+    model: &BedrockModel,
+    messages: &[Message],
+) -> (Result<assistant_core::model::ModelReply, ModelError>, Vec<String>) {
+    let tools = tools();
+    let mut deltas = Deltas::default();
+    let request = ModelRequest {
+        system: "You are the on-call assistant.",
+        tools: &tools,
+        messages,
+        max_tokens: 2048,
+        cache_conversation: false,
+    };
+    let reply = model.converse_streaming(request, &mut deltas).await;
+    (reply, deltas.0)
+}
+
+#[tokio::test]
+async fn a_streamed_answer_arrives_in_the_deltas_the_model_wrote_and_reads_as_converse_would() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY), Scripted::fixture(TEXT_REPLY)]);
+    fake.cut_deltas_at(&[3, 10, 11, 50]);
+    let model = model(&fake).await;
+    let question = [Message::user_text("why is checkout-api failing?")];
+    let (streamed, deltas) = ask_streaming(&model, &question).await;
+    let whole = ask(&model, &question).await.unwrap();
+    let streamed = streamed.unwrap();
+
+    assert_eq!(streamed, whole, "the same reply, text, stop reason and usage");
+    assert_eq!(deltas.concat(), whole.message.text());
+    assert_eq!(deltas.iter().map(String::len).take(4).collect::<Vec<_>>(), [3, 7, 1, 39], "cut where the model cut");
+    assert!(fake.requests()[0].model_id.contains("claude"), "streamed to the model it names");
+}
+
+#[tokio::test]
+async fn a_streamed_tool_call_is_assembled_from_its_start_and_input() {
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TOOL_USE_REPLY)]);
+    fake.script([Scripted::fixture(TOOL_USE_REPLY)]);
+    let model = model(&fake).await;
+    let (streamed, _) = ask_streaming(&model, &[Message::user_text("why?")]).await;
+    let streamed = streamed.unwrap();
+    let whole = ask(&model, &[Message::user_text("why?")]).await.unwrap();
+    assert_eq!(streamed.stop_reason, StopReason::ToolUse);
+    let names: Vec<&str> = streamed.message.tool_uses().map(|call| call.name.as_str()).collect();
+    assert_eq!(names, ["search_docs", "current_time"]);
+    assert_eq!(streamed.message, whole.message, "ids, names and inputs as Converse reads them");
+}
+
+#[tokio::test]
+async fn a_stream_that_breaks_is_retryable_and_unreadable_frames_are_malformed() {
+    let fake = FakeBedrock::start().await;
+    let reply: serde_json::Value = serde_json::from_str(TEXT_REPLY).unwrap();
+    fake.script([Scripted::BreaksAfter { reply, deltas: 2 }]);
+    fake.cut_deltas_at(&[5, 9, 20]);
+    let (reply, deltas) = ask_streaming(&model(&fake).await, &[Message::user_text("why?")]).await;
+    let err = reply.unwrap_err();
+    assert!(err.is_retryable(), "{err:?}");
+    assert_eq!(deltas.len(), 2, "what came before the break was handed over");
+
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::Raw { status: 200, body: "{\"output\": {\"message\": 42" }]);
+    let (reply, deltas) = ask_streaming(&model(&fake).await, &[Message::user_text("why?")]).await;
+    assert!(reply.is_err() && deltas.is_empty(), "{reply:?}");
+
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::throttling(), Scripted::fixture(TEXT_REPLY)]);
+    let (reply, _) = ask_streaming(&model(&fake).await, &[Message::user_text("why?")]).await;
+    assert!(reply.is_ok(), "a throttled stream is retried by the SDK: {reply:?}");
+}

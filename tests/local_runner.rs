@@ -204,7 +204,7 @@ async fn serve_mode_answers_slack_and_posts_to_the_console() {
     let mut posted = false;
     while !posted && Instant::now() < deadline {
         match lines.next() {
-            Some(Ok(line)) => posted = line.contains("Slack stream in C0LOCAL"),
+            Some(Ok(line)) => posted = line.contains("stopped; it reads"),
             _ => break,
         }
     }

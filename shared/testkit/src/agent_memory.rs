@@ -50,7 +50,8 @@ pub struct MemoryAgent {
     prompts: Mutex<Vec<PromptsSet>>,
     titles: Mutex<Vec<(ThreadRef, String)>>,
     streams: Mutex<Vec<Stream>>,
-    /// Also print what is streamed, as the local runner shows Slack.
+    /// Also print what is streamed (when the stream stops), as the local
+    /// runner shows Slack.
     echo: bool,
 }
 
@@ -164,13 +165,6 @@ impl AgentSlack for MemoryAgent {
 
     async fn append_stream(&self, _thread: &ThreadRef, ts: &Ts, chunks: &[StreamChunk]) -> Result<(), PostError> {
         self.called(APPEND_STREAM)?;
-        if self.echo {
-            for chunk in chunks {
-                if let StreamChunk::Text(text) = chunk {
-                    print!("{text}");
-                }
-            }
-        }
         self.with_stream(ts, |stream| apply(stream, chunks))
     }
 
@@ -182,10 +176,14 @@ impl AgentSlack for MemoryAgent {
         metadata: &MessageMetadata,
     ) -> Result<(), PostError> {
         self.called(STOP_STREAM)?;
-        if self.echo {
-            println!("\n── Slack stream {ts} stopped ──");
-        }
+        let echo = self.echo;
         self.with_stream(ts, |stream| {
+            if echo {
+                for (_, title, status) in &stream.tasks {
+                    println!("── Slack task {title}: {status:?}");
+                }
+                println!("── Slack stream {ts} stopped; it reads ──\n{}\n", stream.text);
+            }
             stream.stopped = true;
             stream.blocks = blocks.to_vec();
             stream.metadata = Some(metadata.clone());

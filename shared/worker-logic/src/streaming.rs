@@ -197,7 +197,7 @@ impl<'w> AnswerStream<'w> {
         }
         let chunks: Vec<StreamChunk> = calls
             .iter()
-            .map(|call| StreamChunk::Task { id: call.id.clone(), title: format!("`{}`", call.name), status })
+            .map(|call| StreamChunk::Task { id: call.id.clone(), title: call.name.clone(), status })
             .collect();
         if let Err(err) = self.agent.append_stream(&self.thread, &live.ts, &chunks).await {
             warn!(error = %err, "Slack refused a task update: the responder replaces the streamed message");

@@ -1194,8 +1194,8 @@ async fn a_channel_answer_streams_to_the_person_who_asked_with_task_cards_for_it
     assert_eq!(
         stream.tasks,
         [
-            ("t1".to_owned(), "`search_docs`".to_owned(), TaskStatus::Complete),
-            ("t2".to_owned(), "`fetch_logs`".to_owned(), TaskStatus::Error)
+            ("t1".to_owned(), "search_docs".to_owned(), TaskStatus::Complete),
+            ("t2".to_owned(), "fetch_logs".to_owned(), TaskStatus::Error)
         ]
     );
     let answer = "Let me check the runbook.\n\nIt says to restart the pool.";
