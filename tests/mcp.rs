@@ -132,10 +132,12 @@ async fn a_reference_server_tool_that_is_not_read_only_waits_for_approval() {
     // WHEN someone mentions the bot
     pipeline.mention().await;
 
-    // THEN an approval prompt is in the thread, and the model heard nothing back (nothing ran)
+    // THEN what the model said is streamed, an approval prompt follows it,
+    // and the model heard nothing back (nothing ran)
     let posted = pipeline.slack.posted();
-    assert_eq!(posted.len(), 1, "{posted:?}");
-    let buttons = posted[0].blocks.as_ref().map(Value::to_string).unwrap_or_default();
+    assert_eq!(posted.len(), 2, "{posted:?}");
+    assert_eq!(posted[0].text, "Turning on the server's simulated logging needs your approval.");
+    let buttons = posted[1].blocks.as_ref().map(Value::to_string).unwrap_or_default();
     assert!(buttons.contains("everything__toggle-simulated-logging") && buttons.contains("approve"), "{buttons}");
     assert_eq!(pipeline.bedrock.requests().len(), 1);
 }

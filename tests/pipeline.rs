@@ -1,8 +1,8 @@
 //! The whole pipeline end to end: a signed Slack event through the ingress
 //! handler, the work queue, the worker handler (the fake Bedrock calls a
-//! tool, then answers with a secret in the text), the reply queue and the
-//! responder handler, to the fake Slack: exactly one reply, redacted, in
-//! the right thread. Real SQS queues and DynamoDB (the local emulator)
+//! tool, then answers with a secret in the text; the answer streams into
+//! the thread), the reply queue and the responder handler, to the fake
+//! Slack: exactly one reply, redacted, in the right thread. Real SQS queues and DynamoDB (the local emulator)
 //! between the handlers, as Lambda's event source mappings would feed them.
 
 use assistant_core::delivery::Settled;
@@ -68,12 +68,25 @@ async fn a_mention_gets_exactly_one_redacted_answer_in_its_thread() {
     let reply = &posted[0];
     assert_eq!(reply.channel, request.thread.channel.as_str());
     assert_eq!(reply.thread_ts, request.thread.thread_ts.as_str());
+    // Streamed as the model wrote it (what it said before its tool call,
+    // then the answer), redacted, and stopped with the feedback buttons.
     assert_eq!(
         reply.text,
-        "The pool is *exhausted*. The deploy config also holds `[redacted: slack bot token]`: rotate it."
+        "I'll check the runbook and the current time.\n\nThe pool is **exhausted**. The deploy config also holds \
+         `[redacted: slack bot token]`: rotate it."
     );
-    let payload = serde_json::to_string(&slack.calls("chat.postMessage")[0].form).unwrap();
-    assert!(!payload.contains(&token), "the secret never reaches Slack, blocks included");
+    assert!(!reply.streaming);
+    let tasks: Vec<(&str, &str)> =
+        reply.tasks.iter().map(|task| (task["title"].as_str().unwrap(), task["status"].as_str().unwrap())).collect();
+    assert!(
+        tasks.contains(&("search_docs", "in_progress")) && tasks.contains(&("search_docs", "complete")),
+        "{tasks:?}"
+    );
+    assert!(slack.calls("chat.postMessage").is_empty(), "the stream is the one answer message");
+    for method in ["chat.startStream", "chat.appendStream", "chat.stopStream", "chat.update"] {
+        let payload = serde_json::to_string(&slack.calls(method).iter().map(|c| &c.form).collect::<Vec<_>>()).unwrap();
+        assert!(!payload.contains(&token), "the secret never reaches Slack ({method}), blocks included");
+    }
 
     let statuses: Vec<String> =
         slack.calls("assistant.threads.setStatus").iter().map(|c| c.form["status"].clone()).collect();

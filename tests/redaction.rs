@@ -100,8 +100,12 @@ async fn secrets_in_a_tools_answer_reach_neither_the_model_nor_the_table_nor_sla
         let body = stack.s3.get_object().bucket(&stack.bucket).key(key).send().await.unwrap();
         bucket.push_str(&String::from_utf8_lossy(&body.body.collect().await.unwrap().into_bytes()));
     }
-    let to_slack = format!("{:?}", slack.calls("chat.postMessage").iter().map(|c| &c.form).collect::<Vec<_>>());
-    assert!(!to_slack.is_empty() && to_slack.contains("degraded"), "the answer was posted: {to_slack}");
+    // Every Slack call: posts, updates, and the streamed answer's start,
+    // appends and stop.
+    let methods = ["chat.postMessage", "chat.update", "chat.startStream", "chat.appendStream", "chat.stopStream"];
+    let forms: Vec<_> = methods.iter().flat_map(|method| slack.calls(method)).map(|call| call.form).collect();
+    let to_slack = format!("{forms:?}");
+    assert!(to_slack.contains("degraded"), "the answer reached the thread: {to_slack}");
     for secret in &secrets {
         for (place, seen) in
             [("the model", &to_model), ("the table", &table), ("the bucket", &bucket), ("Slack", &to_slack)]

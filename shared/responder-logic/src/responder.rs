@@ -291,6 +291,10 @@ impl Responder {
         }
         record.posted.insert(first.key.clone(), ts);
         self.save_record(turn_id, record).await?;
+        // The answer is in the thread: the status line goes.
+        if let Err(err) = self.slack.set_status(thread, "").await {
+            info!(error = %err, "status line not cleared");
+        }
         Ok(true)
     }
 
