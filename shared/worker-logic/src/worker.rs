@@ -413,9 +413,10 @@ impl Worker {
         }
     }
 
-    /// A DM thread's title, from its question (no model call). Best effort.
+    /// A DM thread's title, from its question (no model call), redacted
+    /// like everything the bot sends. Best effort.
     async fn title(&self, thread: &assistant_core::ThreadRef, question: &str) {
-        let title = context::thread_title(question);
+        let title = context::thread_title(&redact::redact(question));
         if title.is_empty() {
             return;
         }

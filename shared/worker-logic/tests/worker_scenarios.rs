@@ -1144,6 +1144,13 @@ async fn a_dm_question_is_titled_streamed_in_its_thread_and_recorded_as_streamed
     let titles = worker.agent.titles();
     assert_eq!(titles.len(), 1);
     assert_eq!((titles[0].0.clone(), titles[0].1.as_str()), (dm(), "why is checkout-api failing"));
+
+    // A question holding a secret gives a title without it.
+    let token = format!("xox{}-{}-{}", "b", "123456789012", "abcdefghijklmnopqrstuvwx");
+    let other = build(in_deltas([text("Rotate it.")], &[]), counter(), testkit::memory::tables());
+    other.handle(&dm_question(&format!("is {token} still valid?")), &Budget::plenty()).await.unwrap();
+    let title = &other.agent.titles()[0].1;
+    assert!(!title.contains("abcdefghij") && title.starts_with("is [redacted"), "{title}");
     let streams = worker.agent.streams();
     assert_eq!(streams.len(), 1, "one stream");
     let stream = &streams[0];
