@@ -287,7 +287,16 @@ impl Responder {
                 Ok(()) | Err(PostError::Rejected { .. }) => {}
                 Err(err) => return Err(ResponderError::Slack(err)),
             }
-            self.slack.update(thread, &ts, turn_id, first).await.map_err(ResponderError::Slack)?;
+            match self.slack.update(thread, &ts, turn_id, first).await {
+                Ok(()) => {}
+                // Slack will not change that message (deleted, say): the
+                // answer is posted below it rather than lost.
+                Err(PostError::Rejected { code }) => {
+                    warn!(ts = %ts, code, "the streamed message cannot be replaced: posting the answer");
+                    return Ok(false);
+                }
+                Err(err) => return Err(ResponderError::Slack(err)),
+            }
         }
         record.posted.insert(first.key.clone(), ts);
         self.save_record(turn_id, record).await?;

@@ -568,3 +568,18 @@ async fn a_rating_is_acknowledged_to_the_one_who_clicked() {
     assert!(ephemerals[0].1.contains("👎"), "{}", ephemerals[0].1);
     assert!(responder.slack.messages().is_empty(), "nothing in the thread for everyone");
 }
+
+#[tokio::test]
+async fn a_streamed_message_slack_will_not_replace_gives_way_to_a_posted_answer() {
+    // GIVEN an interrupted stream whose message is gone (deleted by someone)
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Answered, Some("Restart the pool.")).await;
+    streamed(&responder, &turn, &slack::Ts::new("1763800500.000009"), None).await;
+
+    let outcome = responder.handle(&deliver(&turn)).await.unwrap();
+
+    // THEN the answer is posted rather than lost
+    assert_eq!(outcome, Outcome::Delivered { id: turn.id.clone(), posted: 1 });
+    assert_eq!(texts(&responder), ["Restart the pool."]);
+    assert_eq!(settled(&responder, &turn).await, Some(Settled::Delivered));
+}
