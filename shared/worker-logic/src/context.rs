@@ -40,6 +40,9 @@ fn capped(text: String, max: usize) -> String {
     format!("{} …(cut: {} more bytes)", &text[..end], text.len() - end)
 }
 
+/// For a message without words (a file shared with no text): the model
+/// greets and says what it can do. (Opening the DM or an assistant thread
+/// no longer starts a turn: it shows the suggested prompts.)
 const GREETING_REQUEST: &str = "(The user opened a conversation with you without a question yet. Greet them briefly and say what you can help with.)";
 
 /// `1763800000.000100` as (seconds, microseconds), for ordering.
@@ -243,7 +246,7 @@ mod tests {
     }
 
     #[test]
-    fn an_opened_assistant_panel_asks_for_a_greeting() {
+    fn a_message_without_words_asks_for_a_greeting() {
         let messages = opening(&[], &request(""));
         assert!(texts(&messages[0])[0].contains("Greet them"));
     }
