@@ -185,8 +185,8 @@ impl<'w> AnswerStream<'w> {
         }
     }
 
-    /// Task cards for a step's tool calls.
-    pub async fn tasks(&mut self, calls: &[&ToolUse], status: TaskStatus) {
+    /// Task cards for a step's tool calls, in one append.
+    pub async fn tasks(&mut self, calls: &[(&ToolUse, TaskStatus)]) {
         if calls.is_empty() {
             return;
         }
@@ -197,7 +197,7 @@ impl<'w> AnswerStream<'w> {
         }
         let chunks: Vec<StreamChunk> = calls
             .iter()
-            .map(|call| StreamChunk::Task { id: call.id.clone(), title: call.name.clone(), status })
+            .map(|(call, status)| StreamChunk::Task { id: call.id.clone(), title: call.name.clone(), status: *status })
             .collect();
         if let Err(err) = self.agent.append_stream(&self.thread, &live.ts, &chunks).await {
             warn!(error = %err, "Slack refused a task update: the responder replaces the streamed message");
@@ -206,17 +206,11 @@ impl<'w> AnswerStream<'w> {
     }
 
     /// The turn settled in this invocation: the rest of the text, then the
-    /// stream stopped with the answer's footer and metadata, and the
-    /// record told what was streamed.
+    /// stream stopped with the answer's footer, and the record told what
+    /// was streamed.
     pub async fn finish(&mut self) {
-        self.flush(true).await;
-        let State::Live(live) = &mut self.state else { return };
-        let metadata = MessageMetadata::new(&self.turn_id, &MessageKey::Answer { part: 1, of: 1 });
-        if let Err(err) = self.agent.stop_stream(&self.thread, &live.ts, &answer_footer(&self.turn_id), &metadata).await
-        {
-            warn!(error = %err, "stream not stopped: the responder replaces the streamed message");
-            return;
-        }
+        let footer = answer_footer(&self.turn_id);
+        let Some(mut live) = self.stop(&footer).await else { return };
         if live.broken {
             return;
         }
@@ -226,19 +220,28 @@ impl<'w> AnswerStream<'w> {
         if let Err(err) = self.log.save(&self.turn_id, &mut live.record).await {
             warn!(error = %err, "streamed answer not recorded: the responder replaces the message");
         }
-        self.state = State::Off;
     }
 
     /// The turn waits (for a human, or the next invocation): the stream
     /// stops where it is; the responder finishes the message later.
     pub async fn pause(&mut self) {
+        self.stop(&[]).await;
+    }
+
+    /// The rest of the text, then `chat.stopStream` with `blocks` and the
+    /// answer's metadata; the stream as it ended, if Slack stopped it. This
+    /// invocation streams nothing more either way.
+    async fn stop(&mut self, blocks: &[serde_json::Value]) -> Option<Live> {
         self.flush(true).await;
-        let State::Live(live) = &mut self.state else { return };
+        let State::Live(live) = std::mem::replace(&mut self.state, State::Off) else { return None };
         let metadata = MessageMetadata::new(&self.turn_id, &MessageKey::Answer { part: 1, of: 1 });
-        if let Err(err) = self.agent.stop_stream(&self.thread, &live.ts, &[], &metadata).await {
-            info!(error = %err, "paused stream not stopped");
+        match self.agent.stop_stream(&self.thread, &live.ts, blocks, &metadata).await {
+            Ok(()) => Some(live),
+            Err(err) => {
+                warn!(error = %err, "stream not stopped: the responder replaces the streamed message");
+                None
+            }
         }
-        self.state = State::Off;
     }
 }
 

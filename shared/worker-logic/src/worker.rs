@@ -877,16 +877,21 @@ impl Worker {
                 let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) = calls
                     .iter()
                     .partition(|call| self.tools.effect(&channel, &call.name) == Some(Effect::ChangesThings));
-                tokio::join!(self.show_progress(turn, running(&calls)), stream.tasks(&now, TaskStatus::InProgress));
+                let started: Vec<_> = now.iter().map(|call| (*call, TaskStatus::InProgress)).collect();
+                tokio::join!(self.show_progress(turn, running(&calls)), stream.tasks(&started));
                 turn.metered.sqs_requests += 1;
                 turn.narrate(&reply.message.text());
                 turn.transcript.push(reply.message);
                 let mut results = self.tools.run_all(&now, &channel).await;
-                for (call, result) in now.iter().zip(&results) {
-                    let status =
-                        if result.status == ToolStatus::Success { TaskStatus::Complete } else { TaskStatus::Error };
-                    stream.tasks(&[*call], status).await;
-                }
+                let ended: Vec<_> = now
+                    .iter()
+                    .zip(&results)
+                    .map(|(call, result)| {
+                        let ok = result.status == ToolStatus::Success;
+                        (*call, if ok { TaskStatus::Complete } else { TaskStatus::Error })
+                    })
+                    .collect();
+                stream.tasks(&ended).await;
                 offload::offload_large(self.artifacts.as_ref(), &turn.id, &mut results)
                     .await
                     .map_err(WorkerError::Artifacts)?;
