@@ -32,13 +32,12 @@
 //!    for `chat.startStream` and `chat.appendStream` comes on top).
 
 use anyhow::{Context, Result};
-use assistant_core::delivery::{MessageMetadata, PostError};
 use assistant_core::messages::{ReplyMessage, TurnRequest};
 use assistant_core::model::TextSink;
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
 use assistant_core::ports::{
     AgentSlack, ArtifactStore, ClaimOutcome, Created, EventClaim, EventClaims, PortError, ReplyQueue, StoreError,
-    StreamChunk, SuggestedPrompt, TurnStore, WorkQueue,
+    TurnStore, WorkQueue,
 };
 use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolUse, Turn, TurnId, Usage};
 use assistant_core::{Clock, FixedClock, SystemClock, WorkMessage};
@@ -693,59 +692,6 @@ impl Model for PacedModel {
     }
 }
 
-/// Slack's agent surface in memory, noting when the first text arrives.
-#[derive(Default)]
-struct TimedAgent {
-    inner: testkit::agent_memory::MemoryAgent,
-    first_text: std::sync::Mutex<Option<Instant>>,
-}
-
-#[async_trait]
-impl AgentSlack for TimedAgent {
-    async fn set_suggested_prompts(
-        &self,
-        channel: &slack::ChannelId,
-        thread_ts: Option<&slack::Ts>,
-        prompts: &[SuggestedPrompt],
-    ) -> Result<(), PostError> {
-        self.inner.set_suggested_prompts(channel, thread_ts, prompts).await
-    }
-
-    async fn set_title(&self, thread: &assistant_core::ThreadRef, title: &str) -> Result<(), PostError> {
-        self.inner.set_title(thread, title).await
-    }
-
-    async fn start_stream(
-        &self,
-        thread: &assistant_core::ThreadRef,
-        recipient: Option<&slack::UserId>,
-    ) -> Result<slack::Ts, PostError> {
-        self.inner.start_stream(thread, recipient).await
-    }
-
-    async fn append_stream(
-        &self,
-        thread: &assistant_core::ThreadRef,
-        ts: &slack::Ts,
-        chunks: &[StreamChunk],
-    ) -> Result<(), PostError> {
-        if chunks.iter().any(|chunk| matches!(chunk, StreamChunk::Text(text) if !text.is_empty())) {
-            self.first_text.lock().expect("lock").get_or_insert_with(Instant::now);
-        }
-        self.inner.append_stream(thread, ts, chunks).await
-    }
-
-    async fn stop_stream(
-        &self,
-        thread: &assistant_core::ThreadRef,
-        ts: &slack::Ts,
-        blocks: &[serde_json::Value],
-        metadata: &MessageMetadata,
-    ) -> Result<(), PostError> {
-        self.inner.stop_stream(thread, ts, blocks, metadata).await
-    }
-}
-
 /// From the model's first token to the first streamed text in Slack.
 async fn first_streamed_text() -> Result<()> {
     println!(
@@ -767,11 +713,12 @@ time to first streamed text after the model's first token (goal: < 1 s; Slack's 
                     every: Duration::from_micros(1_000_000 / tokens_per_second),
                     first_token: Default::default(),
                 });
-                let agent = Arc::new(TimedAgent::default());
+                let agent = Arc::new(testkit::agent_memory::MemoryAgent::default());
                 let bench = bench_worker_with(model.clone(), agent.clone(), 1, Arc::new(SystemClock))?;
                 bench.worker.handle(&mention(i), &Unlimited).await?;
                 let first_token = model.first_token.lock().expect("lock").context("the model wrote")?;
-                let first_text = agent.first_text.lock().expect("lock").context("the answer streamed")?;
+                let streams = agent.streams();
+                let first_text = streams.first().and_then(|s| s.first_text_at).context("the answer streamed")?;
                 samples.push(first_text.duration_since(first_token));
             }
             report_ms(&format!("{label}, {tokens_per_second} tokens/s"), samples);

@@ -35,6 +35,8 @@ pub struct Stream {
     /// appearance.
     pub tasks: Vec<(String, String, TaskStatus)>,
     pub appends: usize,
+    /// When the first text was appended (for the benchmark's timing).
+    pub first_text_at: Option<std::time::Instant>,
     pub stopped: bool,
     pub blocks: Vec<Value>,
     pub metadata: Option<MessageMetadata>,
@@ -109,7 +111,12 @@ fn apply(stream: &mut Stream, chunks: &[StreamChunk]) -> Result<(), PostError> {
     }
     for chunk in chunks {
         match chunk {
-            StreamChunk::Text(text) => stream.text.push_str(text),
+            StreamChunk::Text(text) => {
+                if !text.is_empty() {
+                    stream.first_text_at.get_or_insert_with(std::time::Instant::now);
+                }
+                stream.text.push_str(text);
+            }
             StreamChunk::Task { id, title, status } => match stream.tasks.iter_mut().find(|(known, ..)| known == id) {
                 Some(task) => *task = (id.clone(), title.clone(), *status),
                 None => stream.tasks.push((id.clone(), title.clone(), *status)),
@@ -156,6 +163,7 @@ impl AgentSlack for MemoryAgent {
             text: String::new(),
             tasks: Vec::new(),
             appends: 0,
+            first_text_at: None,
             stopped: false,
             blocks: Vec::new(),
             metadata: None,
