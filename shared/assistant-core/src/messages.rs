@@ -145,12 +145,11 @@ impl WorkMessage {
 
     /// The SQS FIFO message group: the thread, or the DM that was opened.
     pub fn queue_group(&self) -> String {
-        match (self.thread(), self) {
-            (Some(thread), _) => thread.queue_group(),
-            (None, WorkMessage::Opened(opened)) => {
+        match (self, self.thread()) {
+            (WorkMessage::Opened(opened), _) => {
                 format!("{}:{}", opened.channel, opened.thread_ts.as_ref().map_or("open", Ts::as_str))
             }
-            (None, _) => unreachable!("only an opened DM has no thread"),
+            (_, thread) => thread.expect("every message but an opened DM names its thread").queue_group(),
         }
     }
 

@@ -4,12 +4,11 @@
 //! was seen. Reads filter on the expiry: DynamoDB deletes expired items
 //! late.
 
-use super::{TTL_ATTRIBUTE, key};
+use super::{key, put_json};
 use crate::port_error;
 use assistant_core::ports::{PortError, USER_CONTEXT_TTL_SECS, UserContext, UserContexts};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::types::AttributeValue;
 use slack::{TeamId, UserId};
 
 const SORT: &str = "CONTEXT";
@@ -34,18 +33,16 @@ fn partition(team: &TeamId, user: &UserId) -> String {
 #[async_trait]
 impl UserContexts for DynamoContexts {
     async fn remember(&self, team: &TeamId, user: &UserId, context: &UserContext) -> Result<(), PortError> {
-        let mut item = key(partition(team, user), SORT);
         let json = serde_json::to_string(context).expect("contexts are strings and numbers");
-        item.insert(CONTEXT.to_owned(), AttributeValue::S(json));
-        item.insert(TTL_ATTRIBUTE.to_owned(), AttributeValue::N((context.at + USER_CONTEXT_TTL_SECS).to_string()));
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(|err| port_error("DynamoDB PutItem (user context)", err))?;
-        Ok(())
+        put_json(
+            &self.client,
+            &self.table,
+            (partition(team, user), SORT),
+            (CONTEXT, json),
+            context.at + USER_CONTEXT_TTL_SECS,
+            "DynamoDB PutItem (user context)",
+        )
+        .await
     }
 
     async fn recall(&self, team: &TeamId, user: &UserId, now_unix: i64) -> Result<Option<UserContext>, PortError> {

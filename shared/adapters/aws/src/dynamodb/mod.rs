@@ -46,6 +46,29 @@ fn key(pk: String, sk: &str) -> HashMap<String, AttributeValue> {
     ])
 }
 
+/// An item holding one JSON attribute, written whatever was there (the
+/// record's one writer decides), expiring at `expires_at`.
+async fn put_json(
+    client: &Client,
+    table: &str,
+    (pk, sk): (String, &str),
+    (attribute, json): (&str, String),
+    expires_at: i64,
+    operation: &'static str,
+) -> Result<(), assistant_core::ports::PortError> {
+    let mut item = key(pk, sk);
+    item.insert(attribute.to_owned(), AttributeValue::S(json));
+    item.insert(TTL_ATTRIBUTE.to_owned(), AttributeValue::N(expires_at.to_string()));
+    client
+        .put_item()
+        .table_name(table)
+        .set_item(Some(item))
+        .send()
+        .await
+        .map_err(|err| crate::port_error(operation, err))?;
+    Ok(())
+}
+
 /// Health, for a function that reads items: a consistent read of a key no
 /// record uses answers. Proves what the function needs (the table, read
 /// permission, the data plane) with no `DescribeTable` permission, and

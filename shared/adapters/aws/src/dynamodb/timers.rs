@@ -4,7 +4,7 @@
 //! wait for approval at once, so one partition is never hot; each item also
 //! carries the table's TTL, a week after it was due.
 
-use super::{PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE, key};
+use super::{PARTITION_KEY, SORT_KEY, key, put_json};
 use crate::port_error;
 use assistant_core::ports::{ApprovalTimer, ApprovalTimers, PortError};
 use async_trait::async_trait;
@@ -34,18 +34,16 @@ fn sort_key(timer: &ApprovalTimer) -> String {
 #[async_trait]
 impl ApprovalTimers for DynamoTimers {
     async fn set(&self, timer: &ApprovalTimer) -> Result<(), PortError> {
-        let mut item = key(PARTITION.to_owned(), &sort_key(timer));
         let json = serde_json::to_string(timer).expect("timers are strings and numbers");
-        item.insert(TIMER.to_owned(), AttributeValue::S(json));
-        item.insert(TTL_ATTRIBUTE.to_owned(), AttributeValue::N((timer.due_at + KEPT_AFTER_DUE_SECS).to_string()));
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(|err| port_error("DynamoDB PutItem (approval timer)", err))?;
-        Ok(())
+        put_json(
+            &self.client,
+            &self.table,
+            (PARTITION.to_owned(), &sort_key(timer)),
+            (TIMER, json),
+            timer.due_at + KEPT_AFTER_DUE_SECS,
+            "DynamoDB PutItem (approval timer)",
+        )
+        .await
     }
 
     async fn due(&self, now_unix: i64, max: usize) -> Result<Vec<ApprovalTimer>, PortError> {
