@@ -92,11 +92,6 @@ impl<T: EventClaims> EventClaims for Counting<T> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.inner.claim(claim, now_unix).await
     }
-
-    async fn release(&self, claim: &EventClaim) -> Result<(), PortError> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.inner.release(claim).await
-    }
 }
 
 #[async_trait]

@@ -72,10 +72,6 @@ impl EventClaims for DeferredAws {
     async fn claim(&self, claim: &EventClaim, now_unix: i64) -> Result<ClaimOutcome, PortError> {
         self.0.get().await.claims.claim(claim, now_unix).await
     }
-
-    async fn release(&self, claim: &EventClaim) -> Result<(), PortError> {
-        self.0.get().await.claims.release(claim).await
-    }
 }
 
 #[async_trait]

@@ -21,6 +21,7 @@ use crate::Clock;
 use crate::delivery::PostError;
 use crate::messages::ThreadRef;
 use crate::ports::{AlertPoster, PortError, Put, RecordKey, VersionedRecords};
+use crate::store::put_versioned;
 use slack::ChannelId;
 use slack::text::escape;
 use std::sync::Arc;
@@ -89,7 +90,8 @@ impl OpsAlerts {
             return Ok(Raised::Suppressed);
         }
         let once = RecordKey { partition: format!("ALERT#{}", alert.reference), kind: "SENT" };
-        match self.records.put(&once, 0, "{}".into(), now + REMEMBERED_SECS).await.map_err(|err| err.to_string())? {
+        let sent_once = put_versioned(self.records.as_ref(), &once, 0, "{}".into(), now + REMEMBERED_SECS).await;
+        match sent_once.map_err(|err| err.to_string())? {
             Put::Written => {}
             Put::Conflict { .. } => return Ok(Raised::Duplicate),
         }
@@ -113,7 +115,7 @@ impl OpsAlerts {
                 return Ok(false);
             }
             let state = serde_json::json!({ "sent": sent + 1 }).to_string();
-            match self.records.put(minute, version, state, now + 3_600).await? {
+            match put_versioned(self.records.as_ref(), minute, version, state, now + 3_600).await? {
                 Put::Written => return Ok(true),
                 Put::Conflict { current } => stored = current,
             }

@@ -104,7 +104,15 @@ impl FeedbackLog {
             let mut record = self.load(id).await?;
             record.ratings.insert(user.clone(), rated.clone());
             let state = serde_json::to_string(&record).expect("feedback is strings and numbers");
-            match self.0.put(&feedback_key(id), record.version, state, rated.at + TURN_TTL_SECS).await? {
+            match crate::store::put_versioned(
+                self.0.as_ref(),
+                &feedback_key(id),
+                record.version,
+                state,
+                rated.at + TURN_TTL_SECS,
+            )
+            .await?
+            {
                 Put::Written => return Ok(()),
                 Put::Conflict { .. } => continue,
             }

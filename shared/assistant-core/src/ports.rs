@@ -43,9 +43,10 @@ pub struct EventClaim {
 pub enum ClaimOutcome {
     /// First delivery: go on and enqueue.
     Claimed,
-    /// Seen before (a Slack retry, or a concurrent delivery won), claimed
-    /// at this time (Unix seconds) when the store says.
-    Duplicate { claimed_at: Option<i64> },
+    /// Seen before: a Slack retry, a concurrent delivery that won, or this
+    /// delivery's own claim applied by an attempt whose answer was lost.
+    /// Its work may or may not be on the queue: enqueue it again.
+    Duplicate,
     /// A reply in a thread the bot takes no part in.
     NotABotThread,
 }
@@ -57,10 +58,6 @@ pub trait EventClaims: Send + Sync {
     /// Atomically records the event if it is new (and, per `claim.rule`,
     /// records or checks the thread).
     async fn claim(&self, claim: &EventClaim, now_unix: i64) -> Result<ClaimOutcome, PortError>;
-
-    /// Forgets a claim whose work could not be enqueued, so Slack's retry of
-    /// the same event is not mistaken for a duplicate.
-    async fn release(&self, claim: &EventClaim) -> Result<(), PortError>;
 }
 
 /// The work queue (SQS FIFO in AWS).
@@ -123,11 +120,66 @@ pub trait DeliveryLog: Send + Sync {
     async fn save(&self, id: &TurnId, record: &mut DeliveryRecord) -> Result<(), StoreError>;
 }
 
-/// A record as stored: its JSON state and the version kept beside it.
+/// A record as stored: its JSON state, the version kept beside it, and
+/// the token of the write that stored it (none for records written before
+/// writes carried one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredRecord {
     pub version: u64,
     pub state: String,
+    pub token: Option<WriteToken>,
+}
+
+/// Names one write, so its writer can tell its own write from another's
+/// when the answer to it was lost (a timeout, a reset, a 5xx after the
+/// store committed) and a retry, or a read, finds the record already
+/// changed. Unique per write: a process-wide random prefix and a counter.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WriteToken(String);
+
+impl WriteToken {
+    pub fn fresh() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        use std::sync::OnceLock;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static PROCESS: OnceLock<u64> = OnceLock::new();
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        // std's hasher keys come from the OS's randomness: a fresh
+        // `RandomState` is a random number without another dependency.
+        let process = *PROCESS.get_or_init(|| {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_u32(std::process::id());
+            hasher.finish()
+        });
+        Self(format!("{process:016x}{:08x}", COUNTER.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    /// A token as a store read it back.
+    pub fn from_stored(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A conditional put as its writer sends it: `state` at version
+/// `expected + 1`, only where the stored version is `expected` (0: none
+/// stored), expiring after `expires_at` (Unix seconds), named by `token`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordWrite {
+    pub expected: u64,
+    pub state: String,
+    pub expires_at: i64,
+    pub token: WriteToken,
+}
+
+impl RecordWrite {
+    /// Whether `stored` is this write, applied.
+    pub fn is_applied_in(&self, stored: &StoredRecord) -> bool {
+        stored.version == self.expected + 1 && stored.token.as_ref() == Some(&self.token)
+    }
 }
 
 /// Where a versioned record lives: a partition and a kind within it (a
@@ -150,19 +202,21 @@ pub enum Put {
     },
 }
 
-/// The one primitive both stores stand on: JSON records with a version,
-/// written only where the stored version is the expected one. DynamoDB
-/// (a conditional `PutItem`) and memory implement it; [`crate::store`]
-/// builds the turn store and the delivery log on it.
+/// The one primitive both stores stand on: JSON records with a version and
+/// the token of the write that stored them, written only where the stored
+/// version is the expected one. DynamoDB (a conditional `PutItem`) and
+/// memory implement it; [`crate::store`] builds the turn store and the
+/// delivery log on it.
 #[async_trait]
 pub trait VersionedRecords: Send + Sync {
     /// The record, read consistently.
     async fn get(&self, key: &RecordKey) -> Result<Option<StoredRecord>, PortError>;
 
-    /// Stores `state` at version `expected + 1` if the stored version is
-    /// `expected` (0: nothing stored). The record expires after `expires_at`
-    /// (Unix seconds).
-    async fn put(&self, key: &RecordKey, expected: u64, state: String, expires_at: i64) -> Result<Put, PortError>;
+    /// Stores `write` if the stored version is `write.expected`, keeping
+    /// its token beside the state. Callers go through
+    /// [`crate::store::put_versioned`], which tells a lost answer to this
+    /// call from a refusal.
+    async fn put(&self, key: &RecordKey, write: &RecordWrite) -> Result<Put, PortError>;
 }
 
 /// Objects too large for a turn's item (large tool results), and

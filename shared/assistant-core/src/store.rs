@@ -10,10 +10,18 @@
 //! | what the responder posted | `TURN#{turn_id}` | `DELIVERY` | responder |
 //! | the answer the worker streamed | `TURN#{turn_id}` | `STREAM` | worker |
 //! | ratings of the answer | `TURN#{turn_id}` | `FEEDBACK` | worker ([`crate::feedback`]) |
+//!
+//! Every write goes through [`put_versioned`], which names it with a fresh
+//! [`WriteToken`]: a writer whose answer was lost (the store committed, the
+//! reply never came, and the SDK's retry of the same put then fails the
+//! condition its own first attempt satisfied) finds its token in the record
+//! and knows the write is its own, instead of taking it for another
+//! writer's and stopping.
 
 use crate::delivery::{DeliveryRecord, StreamRecord};
 use crate::ports::{
-    Created, DeliveryLog, PortError, Put, RecordKey, StoreError, StoredRecord, TurnStore, VersionedRecords,
+    Created, DeliveryLog, PortError, Put, RecordKey, RecordWrite, StoreError, StoredRecord, TurnStore,
+    VersionedRecords, WriteToken,
 };
 use crate::turn::{Turn, TurnId};
 use async_trait::async_trait;
@@ -54,6 +62,42 @@ fn turn_from(stored: &StoredRecord) -> Result<Turn, StoreError> {
     Ok(turn)
 }
 
+/// Writes `state` at version `expected + 1` where the stored version is
+/// `expected`, and says whether it was written, also when the answer to the
+/// put was lost:
+/// - a refusal whose record carries this write's token is this write,
+///   applied by an attempt whose answer was lost: [`Put::Written`];
+/// - an error (timeout, reset, 5xx) is followed by one consistent read: the
+///   record with this write's token is [`Put::Written`], a record at another
+///   version is [`Put::Conflict`]; when the record is still at `expected`
+///   the error stands (the write may yet land: the caller's retry re-reads).
+pub async fn put_versioned(
+    records: &dyn VersionedRecords,
+    key: &RecordKey,
+    expected: u64,
+    state: String,
+    expires_at: i64,
+) -> Result<Put, PortError> {
+    let write = RecordWrite { expected, state, expires_at, token: WriteToken::fresh() };
+    match records.put(key, &write).await {
+        Ok(Put::Conflict { current: Some(stored) }) if write.is_applied_in(&stored) => {
+            tracing::info!(record = %key.partition, kind = key.kind, "a retried put found its own write: written");
+            Ok(Put::Written)
+        }
+        Ok(put) => Ok(put),
+        Err(err) => match records.get(key).await {
+            Ok(Some(stored)) if write.is_applied_in(&stored) => {
+                tracing::warn!(record = %key.partition, kind = key.kind, error = %err, "the answer to a put was lost, but the write was applied");
+                Ok(Put::Written)
+            }
+            Ok(current) if current.as_ref().map_or(0, |stored| stored.version) != expected => {
+                Ok(Put::Conflict { current })
+            }
+            _ => Err(err),
+        },
+    }
+}
+
 /// Turns on any [`VersionedRecords`].
 #[derive(Clone)]
 pub struct RecordTurns(Arc<dyn VersionedRecords>);
@@ -70,7 +114,7 @@ impl TurnStore for RecordTurns {
         let state = serialize_turn(turn)?;
         let bytes = state.len() as u64;
         let key = turn_key(&turn.id);
-        match self.0.put(&key, 0, state, turn.updated_at + TURN_TTL_SECS).await? {
+        match put_versioned(self.0.as_ref(), &key, 0, state, turn.updated_at + TURN_TTL_SECS).await? {
             Put::Written => {
                 turn.version = 1;
                 turn.stored_bytes = bytes;
@@ -92,7 +136,9 @@ impl TurnStore for RecordTurns {
     async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
         let state = serialize_turn(turn)?;
         let bytes = state.len() as u64;
-        match self.0.put(&turn_key(&turn.id), turn.version, state, turn.updated_at + TURN_TTL_SECS).await? {
+        match put_versioned(self.0.as_ref(), &turn_key(&turn.id), turn.version, state, turn.updated_at + TURN_TTL_SECS)
+            .await?
+        {
             Put::Written => {
                 turn.version += 1;
                 turn.stored_bytes = bytes;
@@ -124,7 +170,15 @@ impl DeliveryLog for RecordDeliveries {
 
     async fn save(&self, id: &TurnId, record: &mut DeliveryRecord) -> Result<(), StoreError> {
         let state = serde_json::to_string(record).expect("delivery records contain only strings and numbers");
-        match self.0.put(&delivery_key(id), record.version, state, record.updated_at + TURN_TTL_SECS).await? {
+        match put_versioned(
+            self.0.as_ref(),
+            &delivery_key(id),
+            record.version,
+            state,
+            record.updated_at + TURN_TTL_SECS,
+        )
+        .await?
+        {
             Put::Written => {
                 record.version += 1;
                 Ok(())
@@ -158,7 +212,9 @@ impl StreamLog {
     /// Saves `record` if the stored version is still `record.version`.
     pub async fn save(&self, id: &TurnId, record: &mut StreamRecord) -> Result<(), StoreError> {
         let state = serde_json::to_string(record).expect("stream records are strings and numbers");
-        match self.0.put(&stream_key(id), record.version, state, record.updated_at + TURN_TTL_SECS).await? {
+        match put_versioned(self.0.as_ref(), &stream_key(id), record.version, state, record.updated_at + TURN_TTL_SECS)
+            .await?
+        {
             Put::Written => {
                 record.version += 1;
                 Ok(())

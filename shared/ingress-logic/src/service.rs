@@ -22,11 +22,6 @@ use tracing::{error, info, warn};
 /// messages and blocks while refusing anything absurd early.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 
-/// How long after a claim its delivery may still be enqueueing: longer than
-/// the whole acknowledgement path can take (its AWS timeouts sum to 2.4 s,
-/// see `adapters_aws::config::ack_path_timeouts`), with a margin for clocks.
-pub const CLAIM_IN_FLIGHT_SECS: i64 = 5;
-
 const RETRY_NUM_HEADER: &str = "x-slack-retry-num";
 const RETRY_REASON_HEADER: &str = "x-slack-retry-reason";
 
@@ -179,48 +174,42 @@ impl Intake {
         }
     }
 
+    /// Claims the event, then enqueues its work, for the first delivery and
+    /// for every retry alike: a retry may follow a delivery whose claim was
+    /// applied but whose enqueue never happened (the claim's answer lost,
+    /// the function stopped), and only enqueueing again saves that
+    /// question. A second enqueue is harmless: SQS drops it within five
+    /// minutes (the event id is the deduplication id), and the worker after
+    /// that (the turn id derives from the event id; a stored turn is
+    /// resumed, never started again). Nothing is undone after a failure,
+    /// so no write of this path can strand a question: Slack's retry finds
+    /// the claim and enqueues.
     async fn claim_and_enqueue(&self, claim: &EventClaim, message: &WorkMessage, headers: &HeaderMap) -> Reply {
         let retry_num = headers.get(RETRY_NUM_HEADER).and_then(|v| v.to_str().ok());
         let retry_reason = headers.get(RETRY_REASON_HEADER).and_then(|v| v.to_str().ok());
         let event_id = claim.event_id.as_str();
-        match self.claims.claim(claim, self.clock.now_unix()).await {
-            Ok(ClaimOutcome::Claimed) => {}
-            Ok(ClaimOutcome::Duplicate { claimed_at }) => {
-                // The first delivery may still be enqueueing, and may yet
-                // fail (and release its claim): acknowledging this retry
-                // would lose the question, as Slack would not retry again.
-                // Ask Slack to retry later instead.
-                if claimed_at.is_some_and(|at| self.clock.now_unix() - at < CLAIM_IN_FLIGHT_SECS) {
-                    warn!(
-                        event_id,
-                        retry_num,
-                        retry_reason,
-                        "retry while the first delivery may still be enqueueing: asking Slack to retry later"
-                    );
-                    return Reply::error(500, "first_delivery_in_flight").counted(Counted::Duplicate);
-                }
-                info!(event_id, retry_num, retry_reason, "duplicate delivery: already claimed");
-                return Reply::ok().counted(Counted::Duplicate);
+        let counted = match self.claims.claim(claim, self.clock.now_unix()).await {
+            Ok(ClaimOutcome::Claimed) => Counted::Accepted,
+            Ok(ClaimOutcome::Duplicate) => {
+                info!(event_id, retry_num, retry_reason, "delivery of an event already claimed: enqueued again");
+                Counted::Duplicate
             }
             Ok(ClaimOutcome::NotABotThread) => {
                 info!(event_id, reason = "not_a_bot_thread", "acknowledged without work");
                 return Reply::ok();
             }
             Err(err) => {
+                // The claim may have been applied: Slack's retry finds it
+                // (a duplicate) and enqueues. Whether the thread is the
+                // bot's is not known, so nothing is enqueued now.
                 error!(event_id, error = %err, "could not claim event; Slack will retry");
                 return Reply::error(500, "unavailable");
             }
-        }
-
+        };
         let reply = self.enqueue(message).await;
-        if reply.status != 200 {
-            // Without this, Slack's retry would find the claim and be
-            // dropped as a duplicate: the question would be lost.
-            if let Err(err) = self.claims.release(claim).await {
-                error!(event_id, error = %err, "could not release claim after failed enqueue; the retry will be taken for a duplicate");
-            }
-        } else {
+        if reply.status == 200 {
             info!(event_id, retry_num, group = %message.queue_group(), "turn enqueued");
+            return reply.counted(counted);
         }
         reply
     }
@@ -332,82 +321,73 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn slack_retries_of_one_event_enqueue_it_once() {
+    async fn slack_retries_of_one_event_are_answered_200_and_enqueued_under_the_same_deduplication_id() {
         let intake = intake();
-        // Slack's schedule: the event, then retries after a minute and five.
-        for (after, counted) in [(0, Counted::Accepted), (60, Counted::Duplicate), (300, Counted::Duplicate)] {
+        // Slack's schedule: the event, then retries at once, after a minute and after five.
+        for (after, counted) in
+            [(0, Counted::Accepted), (3, Counted::Duplicate), (60, Counted::Duplicate), (300, Counted::Duplicate)]
+        {
             intake.clock.set(NOW + after);
             let reply = post(&intake, fixtures::APP_MENTION).await;
             assert_eq!((reply.status, reply.counted), (200, counted), "after {after} s");
         }
-        assert_eq!(intake.queue().messages().len(), 1);
+        let queued = intake.queue().messages();
+        assert_eq!(queued.len(), 4, "each delivery enqueues: SQS and the worker drop the copies");
+        assert!(queued.iter().all(|m| m.dedupe_id() == "Ev0LAN670R" && *m == queued[0]), "{queued:?}");
     }
 
-    /// A work queue that holds every enqueue until released, then fails or
-    /// passes it on.
+    /// Claims whose first answers are lost: the claim is applied and the
+    /// ingress hears an error (the SDK's retries spent).
     #[derive(Default)]
-    struct SlowQueue {
-        inner: MemoryQueue,
-        release: tokio::sync::Notify,
-        fail: std::sync::atomic::AtomicBool,
-        gated: std::sync::atomic::AtomicBool,
+    struct LostClaims {
+        inner: MemoryClaims,
+        lose: std::sync::atomic::AtomicUsize,
     }
 
     #[async_trait::async_trait]
-    impl WorkQueue for SlowQueue {
-        async fn enqueue(&self, message: &WorkMessage) -> Result<(), assistant_core::PortError> {
-            if self.gated.load(std::sync::atomic::Ordering::SeqCst) {
-                self.release.notified().await;
+    impl EventClaims for LostClaims {
+        async fn claim(&self, claim: &EventClaim, now_unix: i64) -> Result<ClaimOutcome, assistant_core::PortError> {
+            let outcome = self.inner.claim(claim, now_unix).await?;
+            if self.lose.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+                self.lose.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                return Err(assistant_core::PortError::new("claim", "the answer was lost (applied)"));
             }
-            if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
-                return Err(assistant_core::PortError::new("send", "the queue timed out"));
-            }
-            self.inner.enqueue(message).await
+            Ok(outcome)
         }
     }
 
     #[tokio::test]
-    async fn a_retry_while_the_first_delivery_enqueues_slowly_is_asked_again_and_the_question_is_not_lost() {
-        // GIVEN a queue slow to take the first delivery, which then fails
-        let (claims, queue) = (Arc::new(MemoryClaims::default()), Arc::new(SlowQueue::default()));
-        queue.gated.store(true, std::sync::atomic::Ordering::SeqCst);
+    async fn a_claim_applied_with_its_answer_lost_does_not_lose_the_question() {
+        // GIVEN a claim that is applied but whose answer never comes back
+        let (claims, queue) = (Arc::new(LostClaims::default()), Arc::new(MemoryQueue::default()));
+        claims.lose.store(1, std::sync::atomic::Ordering::SeqCst);
         let clock = Arc::new(ManualClock::at(NOW));
-        let contexts = Arc::new(MemoryContexts::default());
-        let intake = Arc::new(Intake::new(
+        let intake = Intake::new(
             SigningSecret::new(SECRET).unwrap(),
             claims.clone(),
             queue.clone(),
-            contexts,
+            Arc::new(MemoryContexts::default()),
             clock.clone(),
-        ));
-        let body = fixtures::APP_MENTION;
-        let send = |intake: Arc<Intake>, signed_at: i64| async move {
-            let headers = headers_for(body, "application/json", signed_at);
-            intake.handle(Request { headers: &headers, body: Some(body), is_base64_encoded: false }).await
+        );
+        let send = |signed_at: i64| {
+            let intake = &intake;
+            async move {
+                let body = fixtures::APP_MENTION;
+                let headers = headers_for(body, "application/json", signed_at);
+                intake.handle(Request { headers: &headers, body: Some(body), is_base64_encoded: false }).await
+            }
         };
-        let first = tokio::spawn(send(intake.clone(), NOW));
-        while claims.is_empty() {
-            tokio::task::yield_now().await;
-        }
 
-        // WHEN Slack retries meanwhile (its 3 s ran out): asked to retry later
-        clock.set(NOW + 3);
-        let retry = send(intake.clone(), NOW + 3).await;
-        assert_eq!(retry.status, 500, "a 200 here would lose the question if the first delivery fails");
-        // AND the first delivery's enqueue fails: its claim is released
-        queue.fail.store(true, std::sync::atomic::Ordering::SeqCst);
-        queue.release.notify_one();
-        assert_eq!(first.await.unwrap().status, 500);
+        // WHEN the first delivery hears an error: Slack is asked to retry, nothing enqueued
+        assert_eq!(send(NOW).await.status, 500);
+        assert!(queue.messages().is_empty());
+        assert!(!claims.inner.is_empty(), "the claim was applied");
 
-        // THEN Slack's next retry starts the turn, once
-        queue.gated.store(false, std::sync::atomic::Ordering::SeqCst);
-        queue.fail.store(false, std::sync::atomic::Ordering::SeqCst);
-        clock.set(NOW + 60);
-        assert_eq!(send(intake.clone(), NOW + 60).await.status, 200);
-        assert_eq!(queue.inner.messages().len(), 1);
-        clock.set(NOW + 300);
-        assert_eq!(send(intake, NOW + 300).await.status, 200, "an old claim: a plain duplicate");
-        assert_eq!(queue.inner.messages().len(), 1);
+        // THEN Slack's retry meets the claim and enqueues the question
+        clock.set(NOW + 1);
+        let retry = send(NOW + 1).await;
+        assert_eq!((retry.status, retry.counted), (200, Counted::Duplicate));
+        assert_eq!(queue.messages().len(), 1);
     }
 
     #[tokio::test]

@@ -7,8 +7,8 @@ use assistant_core::ThreadRef;
 use assistant_core::messages::{ReplyMessage, WorkMessage};
 use assistant_core::ports::{
     ApprovalTimer, ApprovalTimers, ArtifactStore, BOT_THREAD_TTL_SECS, ChannelInfo, ClaimOutcome, EVENT_CLAIM_TTL_SECS,
-    EventClaim, EventClaims, PortError, Put, RecordKey, ReplyQueue, SecretStore, SlackReader, StoredRecord,
-    ThreadMessage, ThreadRule, VersionedRecords, WorkQueue,
+    EventClaim, EventClaims, PortError, Put, RecordKey, RecordWrite, ReplyQueue, SecretStore, SlackReader,
+    StoredRecord, ThreadMessage, ThreadRule, VersionedRecords, WorkQueue,
 };
 use assistant_core::store::{RecordDeliveries, RecordTurns};
 use async_trait::async_trait;
@@ -47,8 +47,8 @@ impl EventClaims for MemoryClaims {
         let mut records = self.records.lock().expect("claims lock");
         let live = |key: &str| records.get(key).filter(|(expires, _)| *expires >= now_unix).map(|(_, at)| *at);
         let (event_key, thread_key) = (Self::event_key(claim), Self::thread_key(claim));
-        if let Some(claimed_at) = live(&event_key) {
-            return Ok(ClaimOutcome::Duplicate { claimed_at: Some(claimed_at) });
+        if live(&event_key).is_some() {
+            return Ok(ClaimOutcome::Duplicate);
         }
         if claim.rule == ThreadRule::MustBeKnown && live(&thread_key).is_none() {
             return Ok(ClaimOutcome::NotABotThread);
@@ -56,11 +56,6 @@ impl EventClaims for MemoryClaims {
         records.insert(event_key, (now_unix + EVENT_CLAIM_TTL_SECS, now_unix));
         records.insert(thread_key, (now_unix + BOT_THREAD_TTL_SECS, now_unix));
         Ok(ClaimOutcome::Claimed)
-    }
-
-    async fn release(&self, claim: &EventClaim) -> Result<(), PortError> {
-        self.records.lock().expect("claims lock").remove(&Self::event_key(claim));
-        Ok(())
     }
 }
 
@@ -263,9 +258,30 @@ impl SecretStore for MemorySecrets {
 
 /// Versioned records kept as serialized JSON, as a real store keeps them,
 /// so what does not survive serialization does not survive here either.
+/// Puts can be made to lose their answers ([`MemoryRecords::lose_answers`]).
 #[derive(Debug, Default)]
 pub struct MemoryRecords {
     records: Mutex<HashMap<RecordKey, StoredRecord>>,
+    lost: Mutex<std::collections::VecDeque<LostAnswer>>,
+}
+
+/// How the answer to an applied put is lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LostAnswer {
+    /// The put is applied and the caller gets an error (a timeout, a
+    /// reset, a 5xx after the commit, the SDK's retries spent).
+    Error,
+    /// The put is applied, its answer lost, and the SDK's retry of the same
+    /// put is what the caller hears: refused, the record (its own) returned.
+    RetryRefused,
+}
+
+impl MemoryRecords {
+    /// The next puts that would be written are applied and their answers
+    /// lost, one per entry, in order.
+    pub fn lose_answers(&self, lost: impl IntoIterator<Item = LostAnswer>) {
+        self.lost.lock().expect("lost lock").extend(lost);
+    }
 }
 
 #[async_trait]
@@ -274,14 +290,20 @@ impl VersionedRecords for MemoryRecords {
         Ok(self.records.lock().expect("records lock").get(key).cloned())
     }
 
-    async fn put(&self, key: &RecordKey, expected: u64, state: String, _expires_at: i64) -> Result<Put, PortError> {
+    async fn put(&self, key: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {
         let mut records = self.records.lock().expect("records lock");
         let stored = records.get(key).map_or(0, |record| record.version);
-        if stored != expected {
+        if stored != write.expected {
             return Ok(Put::Conflict { current: records.get(key).cloned() });
         }
-        records.insert(key.clone(), StoredRecord { version: expected + 1, state });
-        Ok(Put::Written)
+        let record =
+            StoredRecord { version: write.expected + 1, state: write.state.clone(), token: Some(write.token.clone()) };
+        records.insert(key.clone(), record.clone());
+        match self.lost.lock().expect("lost lock").pop_front() {
+            None => Ok(Put::Written),
+            Some(LostAnswer::Error) => Err(PortError::new("memory put", "the answer was lost (applied)")),
+            Some(LostAnswer::RetryRefused) => Ok(Put::Conflict { current: Some(record) }),
+        }
     }
 }
 
@@ -302,7 +324,12 @@ pub struct Tables {
 }
 
 pub fn tables() -> Tables {
-    let records: Arc<dyn VersionedRecords> = Arc::new(MemoryRecords::default());
+    tables_on(Arc::new(MemoryRecords::default()))
+}
+
+/// Every record kind on `records` (which a test can make lose answers).
+pub fn tables_on(records: Arc<MemoryRecords>) -> Tables {
+    let records: Arc<dyn VersionedRecords> = records;
     Tables {
         turns: RecordTurns::new(records.clone()),
         deliveries: RecordDeliveries::new(records.clone()),
@@ -342,6 +369,20 @@ mod tests {
         store_contract::stale_writer_loses(&turns, "Ev2").await;
         store_contract::missing_turns(&turns, "Ev3").await;
         store_contract::oversized_state_is_refused(&turns, "Ev4").await;
+    }
+
+    #[tokio::test]
+    async fn memory_turns_know_their_own_writes_when_the_answer_was_lost() {
+        use super::{LostAnswer, MemoryRecords};
+        use assistant_core::store::RecordTurns;
+        use std::sync::Arc;
+        for lost in [LostAnswer::Error, LostAnswer::RetryRefused] {
+            let records = Arc::new(MemoryRecords::default());
+            let turns = RecordTurns::new(records.clone());
+            let lose = || records.lose_answers([lost]);
+            store_contract::lost_answers_are_the_writers_own(&turns, "Ev6", &lose).await;
+            store_contract::another_writers_save_is_still_a_conflict(&turns, "Ev7", &lose).await;
+        }
     }
 
     #[tokio::test]

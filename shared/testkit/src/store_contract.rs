@@ -110,3 +110,45 @@ pub async fn delivery_records_are_versioned(log: &dyn DeliveryLog, event_id: &st
     assert_eq!(loaded, record, "as saved, version included");
     assert_eq!(loaded.version, 2);
 }
+
+/// A create and a save whose answers were lost (the store applied them; the
+/// caller heard an error, or the refusal of the SDK's retry of the same
+/// put) are the writer's own: each succeeds once, the version moves on by
+/// one, and the next save goes on from there. `lose_next_answer` makes the
+/// backend lose the answer to its next applied put.
+pub async fn lost_answers_are_the_writers_own(store: &dyn TurnStore, event_id: &str, lose_next_answer: &dyn Fn()) {
+    let mut turn = new_turn(event_id);
+    lose_next_answer();
+    assert_eq!(store.create(&mut turn).await.expect("a create whose answer was lost"), Created::New);
+    assert_eq!(turn.version, 1);
+
+    turn.steps = 1;
+    turn.transcript.push(Message::user_text("step one"));
+    lose_next_answer();
+    store.save(&mut turn).await.expect("a save whose answer was lost is the writer's own, not a conflict");
+    assert_eq!(turn.version, 2);
+    assert_eq!(store.load(&turn.id).await.expect("load").expect("stored"), turn, "saved once, as written");
+
+    turn.steps = 2;
+    store.save(&mut turn).await.expect("the next save goes on from it");
+    assert_eq!(turn.version, 3);
+}
+
+/// Another writer's save stays a conflict, whatever answer the loser's own
+/// put got: `lose_next_answer` is armed before the loser's put, which the
+/// store refuses (so nothing of the loser's is applied).
+pub async fn another_writers_save_is_still_a_conflict(
+    store: &dyn TurnStore,
+    event_id: &str,
+    lose_next_answer: &dyn Fn(),
+) {
+    let mut turn = new_turn(event_id);
+    store.create(&mut turn).await.expect("create");
+    let mut loser = turn.clone();
+    turn.steps = 1;
+    store.save(&mut turn).await.expect("the winner's save");
+    loser.status = TurnStatus::Failed;
+    lose_next_answer();
+    assert!(matches!(store.save(&mut loser).await, Err(StoreError::Conflict { expected: 1, .. })));
+    assert_eq!(store.load(&turn.id).await.expect("load").expect("stored"), turn, "the winner's state");
+}

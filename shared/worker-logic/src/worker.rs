@@ -721,12 +721,29 @@ impl Worker {
             match self.save(&mut turn).await {
                 Ok(()) => {}
                 Err(StoreError::Conflict { id, .. }) => {
-                    warn!("another worker saved this turn first: stopping");
-                    return Ok(Outcome::Superseded { id });
+                    stream.pause().await;
+                    return self.superseded(id).await;
                 }
                 Err(err) => return Err(err.into()),
             }
         }
+    }
+
+    /// Another worker saved the turn first (a redelivery raced this one):
+    /// it carries the turn on. So that the turn is never left undelivered
+    /// whatever happens to that worker, a turn already settled has its
+    /// delivery requested again (the reply queue and the responder drop
+    /// the copy); a running one is the winner's, whose message comes back
+    /// if it dies.
+    async fn superseded(&self, id: TurnId) -> Result<Outcome, WorkerError> {
+        warn!("another worker saved this turn first: stopping");
+        if let Some(turn) = self.store.load(&id).await?
+            && matches!(turn.status, TurnStatus::Answered | TurnStatus::Failed)
+        {
+            let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
+            self.replies.send(&reply).await.map_err(WorkerError::Queue)?;
+        }
+        Ok(Outcome::Superseded { id })
     }
 
     /// Shows the first waiting call's prompt and starts its clock (both

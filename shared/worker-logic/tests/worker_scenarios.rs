@@ -24,7 +24,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use testkit::agent_memory::MemoryAgent;
 use testkit::memory::{
-    ManualClock, MemoryArtifacts, MemoryContexts, MemoryMetrics, MemoryQueue, MemorySlack, MemoryTimers, Tables,
+    LostAnswer, ManualClock, MemoryArtifacts, MemoryContexts, MemoryMetrics, MemoryQueue, MemorySlack, MemoryTimers,
+    Tables,
 };
 use worker_logic::approvals::Approvals;
 use worker_logic::config::ApprovalsConfig;
@@ -572,6 +573,59 @@ async fn a_worker_whose_save_conflicts_stops_without_overwriting() {
     assert_eq!(turn.transcript.last().unwrap().text(), "from the other worker", "the winner's state stands");
     assert_eq!((turn.status, turn.answer), (TurnStatus::Running, None));
     assert!(requests(&worker.replies).is_empty(), "the loser asks for nothing");
+}
+
+#[tokio::test]
+async fn a_worker_whose_saves_lose_their_answers_still_answers_once() {
+    // GIVEN a table where every write is applied but its answer lost: the
+    // caller hears an error, or the refusal of the SDK's retry of its own put
+    let records = Arc::new(testkit::memory::MemoryRecords::default());
+    records.lose_answers([LostAnswer::RetryRefused, LostAnswer::Error].repeat(10));
+    let model = ScriptedModel::new([calls(&[("t1", "search_docs", json!({"query": "a"}))]), text("Found it.")]);
+    let worker = build(model, counter(), testkit::memory::tables_on(records));
+
+    // WHEN the turn runs
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN every write is taken for the worker's own: the turn is answered
+    // in one pass, one model call per step, and its delivery requested once
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(worker.model.calls(), 2);
+    let turn = stored(&worker).await;
+    assert_eq!((turn.status, turn.answer.as_deref()), (TurnStatus::Answered, Some("Found it.")));
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]), "{:?}", requests(&worker.replies));
+}
+
+/// A model during whose call another worker saves the turn settled.
+struct SettledElsewhere {
+    store: RecordTurns,
+}
+
+#[async_trait]
+impl Model for SettledElsewhere {
+    async fn converse(&self, _: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        let mut other = self.store.load(&turn_id()).await.unwrap().unwrap();
+        other.settle("The other worker's answer.".into(), TurnStatus::Answered, NOW);
+        self.store.save(&mut other).await.unwrap();
+        text("mine")
+    }
+}
+
+#[tokio::test]
+async fn a_worker_that_loses_the_race_to_a_settled_turn_requests_its_delivery() {
+    // GIVEN another worker that settles the turn while this one calls the model
+    let tables = testkit::memory::tables();
+    let store = tables.turns.clone();
+    let worker = build(SettledElsewhere { store: store.clone() }, counter(), tables);
+
+    // WHEN this one's save conflicts
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN it stops, and the settled turn's delivery is requested (whatever
+    // became of the winner): the reply queue and the responder drop a copy
+    assert_eq!(outcome, Outcome::Superseded { id: turn_id() });
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some("The other worker's answer."));
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]));
 }
 
 #[tokio::test]

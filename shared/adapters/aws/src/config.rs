@@ -9,8 +9,8 @@ use aws_config::{BehaviorVersion, SdkConfig};
 use std::time::Duration;
 
 /// For the ingress acknowledgement path: Slack gives up after 3 s, so the
-/// path's calls together (claim, enqueue, and after a failed enqueue the
-/// claim's release: 3 × 0.8 s) stay under 2.5 s, retries included.
+/// path's two calls together (claim, enqueue: 2 × 0.8 s) stay well under
+/// it, retries included.
 pub fn ack_path_timeouts() -> TimeoutConfig {
     TimeoutConfig::builder()
         .connect_timeout(Duration::from_millis(300))

@@ -11,7 +11,7 @@ use assistant_core::ports::{
 };
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use std::collections::HashMap;
 
 const CONDITION_FAILED: &str = "ConditionalCheckFailed";
@@ -48,8 +48,6 @@ impl DynamoClaims {
             .expression_attribute_names("#pk", PARTITION_KEY)
             .expression_attribute_names("#exp", TTL_ATTRIBUTE)
             .expression_attribute_values(":now", number(now))
-            // A refused claim says when the first delivery claimed it.
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(|err| build_error("build event claim", err))?;
 
@@ -98,14 +96,7 @@ impl EventClaims for DynamoClaims {
             };
             // Item 0 is the event claim, item 1 the thread write.
             if failed(0) {
-                let claimed_at = cancelled
-                    .cancellation_reasons()
-                    .first()
-                    .and_then(|reason| reason.item())
-                    .and_then(|item| item.get("claimed_at"))
-                    .and_then(|value| value.as_n().ok())
-                    .and_then(|n| n.parse().ok());
-                return Ok(ClaimOutcome::Duplicate { claimed_at });
+                return Ok(ClaimOutcome::Duplicate);
             }
             if failed(1) {
                 return Ok(ClaimOutcome::NotABotThread);
@@ -114,16 +105,5 @@ impl EventClaims for DynamoClaims {
         // Anything else, a concurrent transaction on the same event
         // included, is retryable: Slack retries and finds the claim.
         Err(port_error("DynamoDB TransactWriteItems (claim event)", err))
-    }
-
-    async fn release(&self, claim: &EventClaim) -> Result<(), PortError> {
-        self.client
-            .delete_item()
-            .table_name(&self.table)
-            .set_key(Some(Self::event_key(claim)))
-            .send()
-            .await
-            .map_err(|err| port_error("DynamoDB DeleteItem (release event claim)", err))?;
-        Ok(())
     }
 }

@@ -1,14 +1,17 @@
 //! Versioned records (turn state, delivery records) as the
 //! [`VersionedRecords`] port: one item per record holding the JSON `state`,
-//! its `version` and a TTL, written by a conditional `PutItem`: where no
+//! its `version`, the `write_token` of the put that stored it and a TTL,
+//! written by a conditional `PutItem`: where no
 //! item exists for version 0, where the stored version is the expected one
 //! otherwise. A refused put returns the stored item in the same call
 //! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so a redelivered start
-//! finds the turn already begun without a second read.
+//! finds the turn already begun without a second read, and a put the SDK
+//! retried after a lost answer finds its own token there
+//! (`assistant_core::store::put_versioned` decides).
 
 use super::{TTL_ATTRIBUTE, key};
 use crate::port_error;
-use assistant_core::ports::{PortError, Put, RecordKey, StoredRecord, VersionedRecords};
+use assistant_core::ports::{PortError, Put, RecordKey, RecordWrite, StoredRecord, VersionedRecords, WriteToken};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
@@ -17,6 +20,7 @@ use std::collections::HashMap;
 
 const VERSION: &str = "version";
 const STATE: &str = "state";
+const WRITE_TOKEN: &str = "write_token";
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -44,7 +48,8 @@ fn stored(item: &Item) -> Result<StoredRecord, PortError> {
         .and_then(|n| n.parse().ok())
         .ok_or_else(|| unreadable(VERSION))?;
     let state = item.get(STATE).and_then(|v| v.as_s().ok()).ok_or_else(|| unreadable(STATE))?;
-    Ok(StoredRecord { version, state: state.clone() })
+    let token = item.get(WRITE_TOKEN).and_then(|v| v.as_s().ok()).map(WriteToken::from_stored);
+    Ok(StoredRecord { version, state: state.clone(), token })
 }
 
 #[async_trait]
@@ -62,11 +67,13 @@ impl VersionedRecords for DynamoRecords {
         output.item.as_ref().map(stored).transpose()
     }
 
-    async fn put(&self, record: &RecordKey, expected: u64, state: String, expires_at: i64) -> Result<Put, PortError> {
+    async fn put(&self, record: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {
+        let expected = write.expected;
         let mut item = item_key(record);
         item.insert(VERSION.to_owned(), AttributeValue::N((expected + 1).to_string()));
-        item.insert(STATE.to_owned(), AttributeValue::S(state));
-        item.insert(TTL_ATTRIBUTE.to_owned(), AttributeValue::N(expires_at.to_string()));
+        item.insert(STATE.to_owned(), AttributeValue::S(write.state.clone()));
+        item.insert(WRITE_TOKEN.to_owned(), AttributeValue::S(write.token.as_str().to_owned()));
+        item.insert(TTL_ATTRIBUTE.to_owned(), AttributeValue::N(write.expires_at.to_string()));
         let request = self
             .client
             .put_item()
