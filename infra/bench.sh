@@ -36,3 +36,10 @@ step "benchmark"
 FLOOR_BIN="$CARGO_TARGET_DIR/lambda/floor" INGRESS_BIN="$CARGO_TARGET_DIR/lambda/ingress" \
   WORKER_BIN="$CARGO_TARGET_DIR/lambda/worker" RESPONDER_BIN="$CARGO_TARGET_DIR/lambda/responder" \
   "$CARGO_TARGET_DIR/lambda/bench"
+
+# The soak: questions through a fault-injecting proxy (about one call in
+# eight failing, applied-with-the-answer-lost included), with Slack's
+# retries; it prints what became of every question and the faults by kind.
+step "soak under injected faults (tests::soak, 200 questions)"
+cargo build --quiet -p tests --bin soak
+"$CARGO_TARGET_DIR/debug/soak" --questions 200 --seed 7 --one-in 8

@@ -1,10 +1,13 @@
 //! The turn store on DynamoDB's versioned records, through the real SDK
 //! against the local AWS emulator, keeps the same contract as on memory
-//! (`testkit::store_contract`): create once, optimistic locking, item limit;
+//! (`testkit::store_contract`): create once, optimistic locking, item limit,
+//! a write whose answer was lost known as its writer's own;
 //! and so does the responder's delivery log beside it.
 
+use adapters_aws::dynamodb::DynamoRecords;
 use assistant_core::store::RecordTurns;
 use testkit::store_contract;
+use tests::fault_proxy::{Fault, FaultProxy, Plan, Upstream};
 use tests::{Stack, emulator_config};
 
 async fn store() -> (Stack, RecordTurns) {
@@ -35,6 +38,32 @@ async fn missing_turns_load_as_none_and_cannot_be_saved() {
 async fn state_over_the_item_limit_is_refused_before_dynamodb_sees_it() {
     let (_stack, store) = store().await;
     store_contract::oversized_state_is_refused(&store, "Ev0LARGE01").await;
+}
+
+#[tokio::test]
+async fn a_put_applied_with_its_answer_lost_is_the_writers_own() {
+    // GIVEN a proxy between the store and the emulator that loses answers
+    // to puts the emulator applied
+    let (stack, _) = store().await;
+    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
+    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    // WHEN the SDK retries once (its retry meets the write its first
+    // attempt applied), or not at all (the store reads to find out)
+    for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
+        let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
+        let records = DynamoRecords::new(aws_sdk_dynamodb::Client::new(&aws), &stack.table);
+        let store = RecordTurns::new(std::sync::Arc::new(records));
+        let lose = || proxy.script("DynamoDB_20120810.PutItem", fault);
+        // THEN each write is its writer's own, and another's still conflicts
+        store_contract::lost_answers_are_the_writers_own(&store, &format!("Ev0LOST0{attempts}"), &lose).await;
+        store_contract::another_writers_save_is_still_a_conflict(&store, &format!("Ev0LOSE0{attempts}"), &lose).await;
+    }
+    let injected = proxy.injected_by_kind();
+    assert_eq!(
+        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
+        (Some(&3), Some(&3)),
+        "every scripted fault was injected: {injected:?}"
+    );
 }
 
 #[tokio::test]

@@ -64,6 +64,9 @@ pub struct Recorded {
     pub body: Value,
 }
 
+/// Makes a reply from a request's body.
+type Answerer = fn(&Value) -> Scripted;
+
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<Scripted>>,
@@ -75,6 +78,8 @@ struct Shared {
     requests: Mutex<Vec<Recorded>>,
     /// Every call is throttled until then, whatever the script says.
     throttled_until: Mutex<Option<std::time::Instant>>,
+    /// Once the script is used up: answers made from each request.
+    answerer: Mutex<Option<Answerer>>,
 }
 
 pub struct FakeBedrock {
@@ -100,6 +105,13 @@ impl FakeBedrock {
     /// Queues the answers to the next calls, in order.
     pub fn script(&self, replies: impl IntoIterator<Item = Scripted>) {
         self.shared.script.lock().expect("script lock").extend(replies);
+    }
+
+    /// Answers every call the script does not with `answer(request body)`:
+    /// for tests that run many turns at once, whose calls come in no fixed
+    /// order.
+    pub fn answer_with(&self, answer: fn(&Value) -> Scripted) {
+        *self.shared.answerer.lock().expect("answerer lock") = Some(answer);
     }
 
     /// Throttles every call until `until` (as Bedrock does under a quota),
@@ -138,10 +150,15 @@ impl Shared {
     /// Records the request; the scripted answer (throttling while throttled).
     fn next(&self, model_id: String, body: String) -> Option<Scripted> {
         let body = serde_json::from_str(&body).unwrap_or(Value::String(body));
+        let answerer = *self.answerer.lock().expect("answerer lock");
+        let made = answerer.map(|answer| answer(&body));
         self.requests.lock().expect("requests lock").push(Recorded { model_id, body });
         let throttled =
             self.throttled_until.lock().expect("throttle lock").is_some_and(|until| std::time::Instant::now() < until);
-        if throttled { Some(Scripted::throttling()) } else { self.script.lock().expect("script lock").pop_front() }
+        if throttled {
+            return Some(Scripted::throttling());
+        }
+        self.script.lock().expect("script lock").pop_front().or(made)
     }
 }
 

@@ -12,9 +12,11 @@
 pub mod events;
 pub mod fake_bedrock;
 pub mod fake_slack;
+pub mod fault_proxy;
 pub mod lambda;
 pub mod local_server;
 pub mod mcp_server;
+pub mod soak;
 
 use adapters_aws::dynamodb::DynamoRecords;
 use adapters_aws::provision::{self, QueueUrls};
@@ -39,6 +41,27 @@ pub async fn emulator_config() -> SdkConfig {
     env_from_test_command("AWS_ENDPOINT_URL");
     aws_config::defaults(BehaviorVersion::latest())
         .retry_config(RetryConfig::standard().with_max_attempts(1))
+        .load()
+        .await
+}
+
+/// The real SDK configuration, pointed at the emulator through a
+/// [`fault_proxy::FaultProxy`] at `proxy_url`, with the SDK's standard
+/// retries (`max_attempts`, backoff shortened so tests take milliseconds).
+pub async fn config_through(
+    proxy_url: &str,
+    max_attempts: u32,
+    timeouts: aws_config::timeout::TimeoutConfig,
+) -> SdkConfig {
+    env_from_test_command("AWS_ENDPOINT_URL");
+    aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(proxy_url)
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(max_attempts)
+                .with_initial_backoff(std::time::Duration::from_millis(10)),
+        )
+        .timeout_config(timeouts)
         .load()
         .await
 }
