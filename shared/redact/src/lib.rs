@@ -52,8 +52,7 @@ fn is_placeholder_value(value: &str) -> bool {
     let lower = value.to_ascii_lowercase();
     value.starts_with('/')
         || value.starts_with("~/")
-        || lower.starts_with("your-")
-        || lower.starts_with("your_")
+        || lower.split(|c: char| !c.is_ascii_alphanumeric()).any(|word| word == "your")
         || lower.ends_with("-here")
         || lower.ends_with("_here")
         || lower.contains("replace-me")
@@ -66,6 +65,14 @@ fn is_placeholder_value(value: &str) -> bool {
 /// an `@` in its path.
 fn is_port_and_path(value: &str) -> bool {
     value.split_once('/').is_some_and(|(port, _)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// `pattern` (whose secret is a fixed number of characters from
+/// `alphabet`) where no further character of the alphabet follows. A
+/// trailing `\b` would not do: after a key ending in `-`, `/` or `+` there
+/// is no word boundary before a space, and the key would survive whole.
+fn ends(pattern: &str, alphabet: &str) -> String {
+    format!("{pattern}(?:[^{alphabet}]|$)")
 }
 
 fn rules() -> Vec<Rule> {
@@ -93,7 +100,7 @@ fn rules() -> Vec<Rule> {
         rule("slack user token", r"\bxox[pas]-[0-9]{6,}-[A-Za-z0-9-]{10,}", 0),
         // Source hosting.
         rule("github token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})\b", 0),
-        rule("gitlab token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas|ft|soat|imt|agent|wt|ffct)-[A-Za-z0-9_-]{20,}\b", 0),
+        rule("gitlab token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas|ft|soat|imt|agent|wt|ffct)-[A-Za-z0-9_-]{20,}", 0),
         rule("npm token", r"\bnpm_[A-Za-z0-9]{36}\b", 0),
         // Model and API vendors. Anthropic's prefix also matches OpenAI's
         // pattern, so it comes first.
@@ -101,11 +108,11 @@ fn rules() -> Vec<Rule> {
         rule("openai api key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}", 0),
         rule("openai api key", r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}", 0),
         rule("bedrock api key", r"\b(?:ABSK[A-Za-z0-9+/]{40,}={0,2}|bedrock-api-key-[A-Za-z0-9+/]{40,}={0,2})", 0),
-        rule("google api key", r"\bAIza[0-9A-Za-z_-]{35}\b", 0),
+        rule("google api key", &ends(r"\b(AIza[0-9A-Za-z_-]{35})", "0-9A-Za-z_-"), 1),
         rule("stripe key", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}\b", 0),
         rule("stripe webhook secret", r"\bwhsec_[A-Za-z0-9]{24,}\b", 0),
-        rule("sendgrid api key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b", 0),
-        rule("google oauth client secret", r"\bGOCSPX-[A-Za-z0-9_-]{28}\b", 0),
+        rule("sendgrid api key", &ends(r"\b(SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})", "A-Za-z0-9_-"), 1),
+        rule("google oauth client secret", &ends(r"\b(GOCSPX-[A-Za-z0-9_-]{28})", "A-Za-z0-9_-"), 1),
         rule("azure storage key", r"(?i)\bAccountKey=([A-Za-z0-9+/]{86}==)", 1),
         rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0),
         // AWS: key ids by shape, secrets and session tokens by their name.
@@ -117,7 +124,10 @@ fn rules() -> Vec<Rule> {
         ),
         rule(
             "aws secret access key",
-            r#"(?i)(?:aws_secret_access_key|aws_secret_key|secret_access_key|secretaccesskey)["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})\b"#,
+            &ends(
+                r#"(?i)(?:aws_secret_access_key|aws_secret_key|secret_access_key|secretaccesskey)["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})"#,
+                "A-Za-z0-9/+=",
+            ),
             1,
         ),
         // Credentials in transit.

@@ -161,6 +161,9 @@ const LOOK_ALIKES: &[&str] = &[
     "next_token=eyJwYWdlIjoyfQ and nextPageToken: CAEQAA and pagination_token=abc123def456",
     "bypass: true, compass=north",
     "Accept: text/html",
+    "SLACK_BOT_TOKEN=xoxb-your-bot-token and SLACK_APP_TOKEN=xapp-your-app-token",
+    "DB_USER=app and DB_HOST=db.internal and DB_NAME=app",
+    "GITHUB_TOKEN=ghp_your_token_here and OPENAI_API_KEY=sk-your-key-here",
 ];
 
 #[test]
@@ -355,6 +358,82 @@ fn generated_secrets_never_survive_anywhere_in_random_json() {
             "seed {seed}, {kind}: {secret:?} survived in {json}"
         );
     }
+}
+
+/// What may stand at a position of a kind's key material, beyond letters
+/// and digits (which every kind takes).
+fn extra_classes(kind: &str) -> &'static [char] {
+    match kind {
+        "aws secret access key" | "azure storage key" | "aws session token" => &['/', '+'],
+        "jwt"
+        | "google api key"
+        | "google oauth client secret"
+        | "sendgrid api key"
+        | "openai api key"
+        | "anthropic api key" => &['-', '_'],
+        "authorization credential" | "bearer token" => &['-', '_', '.', '~', '+', '/'],
+        "cookie" => &['-', '_', '.'],
+        _ => &[],
+    }
+}
+
+/// What stands right after a secret in real text: a query's next
+/// parameter, quotes, punctuation, brackets, the end of a line or of the
+/// text.
+const AFTER: &[&str] = &["", " ", "&page=2", "#top", "\"", "'", ".", ",", ";", ")", "]", ">", ":", "!", "?", "\n", "`"];
+/// And right before it.
+const BEFORE: &[&str] = &[" ", "=", ":", "\"", "'", "(", "[", "<", "`", "\n", "\t"];
+
+#[test]
+fn every_character_class_at_every_position_of_every_kind_of_secret_is_redacted() {
+    // Where each kind's key material stands: the table built with a
+    // sentinel for material.
+    const SENTINEL: char = '\u{1}';
+    let shapes = must_redact_with(&mut |n| std::iter::repeat_n(SENTINEL, n).collect());
+    let mut random = Random(0x5EED_CAFE_F00D_0001);
+    let mut tried = 0;
+    for (kind, context, shape) in shapes {
+        let positions: Vec<usize> = shape.chars().enumerate().filter(|(_, c)| *c == SENTINEL).map(|(i, _)| i).collect();
+        let standalone = context == format!("found {shape} in the logs");
+        let mut classes: Vec<fn(&mut Random) -> char> =
+            vec![|r| (b'A' + r.below(26) as u8) as char, |r| (b'a' + r.below(26) as u8) as char, |r| {
+                (b'0' + r.below(10) as u8) as char
+            }];
+        let extra = extra_classes(kind);
+        for &position in &positions {
+            let mut chosen: Vec<char> = classes.iter_mut().map(|class| class(&mut random)).collect();
+            chosen.extend(extra.iter());
+            for class_char in chosen {
+                let secret: String = shape
+                    .chars()
+                    .enumerate()
+                    .map(|(i, c)| match (c, i == position) {
+                        (SENTINEL, true) => class_char,
+                        (SENTINEL, false) => random.material(1).chars().next().expect("one character"),
+                        (c, _) => c,
+                    })
+                    .collect();
+                let text = if standalone {
+                    let (before, after) = (*random.pick(BEFORE), *random.pick(AFTER));
+                    format!("found{before}{secret}{after} in the logs")
+                } else {
+                    context.replace(&shape, &secret)
+                };
+                let redacted = redact(&text);
+                tried += 1;
+                assert!(
+                    !redacted.contains(&secret),
+                    "{kind}: {class_char:?} at {position} of {secret:?} survived in {redacted:?}"
+                );
+                let (head, tail) = text.split_once(&secret).expect("the secret is in its text");
+                assert!(
+                    redacted.starts_with(head) && redacted.ends_with(tail),
+                    "{kind}: what stands around {secret:?} changed: {text:?} became {redacted:?}"
+                );
+            }
+        }
+    }
+    assert!(tried > 5_000, "tried {tried}");
 }
 
 #[test]
