@@ -35,6 +35,20 @@ async fn missing_turns_load_as_none_and_cannot_be_saved() {
 }
 
 #[tokio::test]
+async fn saves_write_what_they_added_and_earlier_changes_are_kept() {
+    let (_stack, store) = store().await;
+    store_contract::saves_write_what_they_added(&store, "Ev0LINEAR1").await;
+    store_contract::earlier_messages_changed_are_saved(&store, "Ev0REWRITE").await;
+}
+
+#[tokio::test]
+async fn a_turn_stored_whole_before_parts_still_loads() {
+    let (stack, store) = store().await;
+    let records = DynamoRecords::new(stack.dynamodb.clone(), &stack.table);
+    store_contract::turns_stored_whole_still_load(&records, &store, "Ev0WHOLE01").await;
+}
+
+#[tokio::test]
 async fn state_over_the_item_limit_is_refused_before_dynamodb_sees_it() {
     let (_stack, store) = store().await;
     store_contract::oversized_state_is_refused(&store, "Ev0LARGE01").await;
@@ -53,7 +67,8 @@ async fn a_put_applied_with_its_answer_lost_is_the_writers_own() {
         let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
         let records = DynamoRecords::new(aws_sdk_dynamodb::Client::new(&aws), &stack.table);
         let store = RecordTurns::new(std::sync::Arc::new(records));
-        let lose = || proxy.script("DynamoDB_20120810.PutItem", fault);
+        // The head's put: a part's is a plain put, its retry idempotent.
+        let lose = || proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"STATE"}"#, fault);
         // THEN each write is its writer's own, and another's still conflicts
         store_contract::lost_answers_are_the_writers_own(&store, &format!("Ev0LOST0{attempts}"), &lose).await;
         store_contract::another_writers_save_is_still_a_conflict(&store, &format!("Ev0LOSE0{attempts}"), &lose).await;

@@ -313,7 +313,7 @@ async fn worker_overhead() -> Result<()> {
     let per_turn = |calls: &AtomicUsize| calls.load(Ordering::Relaxed) as f64 / TURNS as f64;
     let store_calls = per_turn(&store.calls);
     println!(
-        "  state store calls per turn: {store_calls:.0} (1 create + {:.0} saves = 1 write per step)",
+        "  state store calls per turn: {store_calls:.0} (1 create + {:.0} saves, one per step: each writes the head and the step's messages)",
         store_calls - 1.0
     );
     println!(
@@ -329,15 +329,19 @@ async fn worker_overhead() -> Result<()> {
 /// long turn's input the prompt cache serves.
 async fn turn_cost() -> Result<()> {
     println!("\na turn's AWS cost excluding the model (DynamoDB, SQS, S3, Lambda at list prices; worker at 512 MB)");
-    for steps in [1, STEPS_PER_TURN] {
+    for steps in [1, STEPS_PER_TURN, 30] {
         let bench = bench_worker(steps, Arc::new(SystemClock))?;
         bench.worker.handle(&mention(0), &Unlimited).await?;
         let reports = bench.metrics.reports();
         let report = reports.first().context("the turn settled and reported")?;
         let cost = report.cost(512);
+        let units = report.metered.dynamodb_write_units;
         println!(
-            "  {steps:>2}-step turn: ${:.7} ({} DynamoDB write units, {} SQS requests, worker busy {} ms)",
-            cost.aws, report.metered.dynamodb_write_units, report.metered.sqs_requests, report.metered.busy_ms
+            "  {steps:>2}-step turn: ${:.7} ({units} DynamoDB write units, {:.1} per step; {} SQS requests, worker busy {} ms)",
+            cost.aws,
+            units as f64 / f64::from(steps),
+            report.metered.sqs_requests,
+            report.metered.busy_ms
         );
         if steps == STEPS_PER_TURN {
             let usage = report.usage;

@@ -103,7 +103,8 @@ struct Shared {
     plan: Plan,
     /// Calls per operation so far: the `n` a seeded fault is decided on.
     calls: Mutex<HashMap<String, u64>>,
-    scripted: Mutex<VecDeque<(String, Fault)>>,
+    /// (operation, text the request must contain, fault).
+    scripted: Mutex<VecDeque<(String, Option<String>, Fault)>>,
     injected: Mutex<BTreeMap<(String, Fault), u32>>,
     transactions: Mutex<HashMap<String, (Instant, StatusCode, Bytes)>>,
     fifo_sends: Mutex<HashMap<(String, String), (Instant, Bytes)>>,
@@ -150,7 +151,14 @@ impl FaultProxy {
 
     /// The next call of `operation` fails with `fault`, whatever the plan.
     pub fn script(&self, operation: &str, fault: Fault) {
-        self.shared.scripted.lock().expect("script lock").push_back((operation.to_owned(), fault));
+        self.shared.scripted.lock().expect("script lock").push_back((operation.to_owned(), None, fault));
+    }
+
+    /// The next call of `operation` whose request contains `needle` (a
+    /// DynamoDB key, say) fails with `fault`.
+    pub fn script_when(&self, operation: &str, needle: &str, fault: Fault) {
+        let entry = (operation.to_owned(), Some(needle.to_owned()), fault);
+        self.shared.scripted.lock().expect("script lock").push_back(entry);
     }
 
     /// Faults injected so far, by operation and kind.
@@ -205,7 +213,7 @@ impl Shared {
         }
     }
 
-    fn fault_for(&self, operation: &str) -> Option<Fault> {
+    fn fault_for(&self, operation: &str, body: &[u8]) -> Option<Fault> {
         let n = {
             let mut calls = self.calls.lock().expect("calls lock");
             let n = calls.entry(operation.to_owned()).or_default();
@@ -214,8 +222,12 @@ impl Shared {
         };
         {
             let mut scripted = self.scripted.lock().expect("script lock");
-            if let Some(index) = scripted.iter().position(|(op, _)| op == operation) {
-                return scripted.remove(index).map(|(_, fault)| fault);
+            let body = String::from_utf8_lossy(body);
+            let matches = |(op, needle, _): &(String, Option<String>, Fault)| {
+                op == operation && needle.as_ref().is_none_or(|needle| body.contains(needle.as_str()))
+            };
+            if let Some(index) = scripted.iter().position(matches) {
+                return scripted.remove(index).map(|(_, _, fault)| fault);
             }
         }
         let kinds = (self.plan.kinds)(operation);
@@ -334,7 +346,7 @@ async fn forward(
     body: Bytes,
 ) -> Response {
     let operation = shared.operation(&method, &uri, &headers);
-    let fault = shared.fault_for(&operation);
+    let fault = shared.fault_for(&operation, &body);
     if let Some(fault) = fault {
         shared.count(&operation, fault);
         match fault {

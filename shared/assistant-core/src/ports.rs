@@ -217,6 +217,15 @@ pub trait VersionedRecords: Send + Sync {
     /// [`crate::store::put_versioned`], which tells a lost answer to this
     /// call from a refusal.
     async fn put(&self, key: &RecordKey, write: &RecordWrite) -> Result<Put, PortError>;
+
+    /// Writes an item beside a record (a part of a turn's transcript) under
+    /// a sort key no other write uses, replacing whatever was there: a
+    /// retry writes the same bytes again.
+    async fn put_part(&self, partition: &str, sort_key: &str, state: String, expires_at: i64) -> Result<(), PortError>;
+
+    /// The items of `partition` whose sort key starts with `prefix`, as
+    /// (sort key, state) in sort-key order, read consistently.
+    async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError>;
 }
 
 /// Objects too large for a turn's item (large tool results), and

@@ -6,7 +6,8 @@
 //!
 //! | record | partition | kind | writer |
 //! |---|---|---|---|
-//! | turn state | `TURN#{turn_id}` | `STATE` | worker |
+//! | turn state (the head) | `TURN#{turn_id}` | `STATE` | worker |
+//! | the transcript, in parts | `TURN#{turn_id}` | `PART#{version}.{n}.{tag}` | worker ([`RecordTurns`]) |
 //! | what the responder posted | `TURN#{turn_id}` | `DELIVERY` | responder |
 //! | the answer the worker streamed | `TURN#{turn_id}` | `STREAM` | worker |
 //! | ratings of the answer | `TURN#{turn_id}` | `FEEDBACK` | worker ([`crate::feedback`]) |
@@ -23,31 +24,34 @@ use crate::ports::{
     Created, DeliveryLog, PortError, Put, RecordKey, RecordWrite, StoreError, StoredRecord, TurnStore,
     VersionedRecords, WriteToken,
 };
-use crate::turn::{Turn, TurnId};
+use crate::turn::{Message, StoredTurn, Turn, TurnId};
 use async_trait::async_trait;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// How long a turn (and its delivery record) is kept after its last change.
 pub const TURN_TTL_SECS: i64 = 30 * 24 * 3600;
-/// The largest serialized turn state any store accepts: under DynamoDB's
-/// 400 KB item limit with room for the item's other attributes.
+/// The largest item any store accepts (a turn's head, one part of its
+/// transcript, one message): under DynamoDB's 400 KB item limit with room
+/// for the item's other attributes.
 pub const MAX_TURN_STATE_BYTES: usize = 380_000;
+/// Where a turn's transcript parts sort, under its partition.
+const PART_PREFIX: &str = "PART#";
+
+fn turn_partition(id: &TurnId) -> String {
+    format!("TURN#{id}")
+}
 
 fn turn_key(id: &TurnId) -> RecordKey {
-    RecordKey { partition: format!("TURN#{id}"), kind: "STATE" }
+    RecordKey { partition: turn_partition(id), kind: "STATE" }
 }
 
 fn delivery_key(id: &TurnId) -> RecordKey {
     RecordKey { partition: format!("TURN#{id}"), kind: "DELIVERY" }
 }
 
-/// The turn as stored (JSON), refused when over [`MAX_TURN_STATE_BYTES`].
-pub fn serialize_turn(turn: &Turn) -> Result<String, StoreError> {
-    let state = serde_json::to_string(turn).expect("turn state contains only JSON-safe values");
-    if state.len() > MAX_TURN_STATE_BYTES {
-        return Err(StoreError::TooLarge { id: turn.id.clone(), bytes: state.len(), limit: MAX_TURN_STATE_BYTES });
-    }
-    Ok(state)
+fn too_large(id: &TurnId, bytes: usize) -> StoreError {
+    StoreError::TooLarge { id: id.clone(), bytes, limit: MAX_TURN_STATE_BYTES }
 }
 
 fn parse<T: serde::de::DeserializeOwned>(what: &'static str, stored: &StoredRecord) -> Result<T, StoreError> {
@@ -55,11 +59,52 @@ fn parse<T: serde::de::DeserializeOwned>(what: &'static str, stored: &StoredReco
         .map_err(|err| PortError::new(what, format!("stored state does not parse: {err}")).into())
 }
 
-fn turn_from(stored: &StoredRecord) -> Result<Turn, StoreError> {
-    let mut turn: Turn = parse("read turn state", stored)?;
-    turn.version = stored.version;
-    turn.stored_bytes = stored.state.len() as u64;
-    Ok(turn)
+fn unreadable(detail: String) -> StoreError {
+    PortError::new("read turn state", detail).into()
+}
+
+/// A digest of a transcript's messages, as serialized.
+fn digest(messages: &[String]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for message in messages {
+        hasher.update(message.as_bytes());
+        hasher.update(b"\n");
+    }
+    hasher.finalize().into()
+}
+
+/// What names a save's parts beside their version: 48 bits of its write
+/// token's digest, so two writers of the same version never share a name,
+/// in a dozen characters (the head lists every part's name).
+fn part_tag(token: &WriteToken) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(&Sha256::digest(token.as_str().as_bytes())[..6])
+}
+
+/// `messages` (serialized) as JSON arrays of at most
+/// [`MAX_TURN_STATE_BYTES`] each; a message alone over it is refused.
+fn chunk(id: &TurnId, messages: &[String]) -> Result<Vec<String>, StoreError> {
+    let mut parts = Vec::new();
+    let mut part = String::from("[");
+    for message in messages {
+        if message.len() + 2 > MAX_TURN_STATE_BYTES {
+            return Err(too_large(id, message.len()));
+        }
+        if part.len() + message.len() + 2 > MAX_TURN_STATE_BYTES {
+            part.push(']');
+            parts.push(std::mem::replace(&mut part, String::from("[")));
+        }
+        if part.len() > 1 {
+            part.push(',');
+        }
+        part.push_str(message);
+    }
+    if part.len() > 1 {
+        part.push(']');
+        parts.push(part);
+    }
+    Ok(parts)
 }
 
 /// Writes `state` at version `expected + 1` where the stored version is
@@ -78,7 +123,16 @@ pub async fn put_versioned(
     state: String,
     expires_at: i64,
 ) -> Result<Put, PortError> {
-    let write = RecordWrite { expected, state, expires_at, token: WriteToken::fresh() };
+    put_versioned_as(records, key, RecordWrite { expected, state, expires_at, token: WriteToken::fresh() }).await
+}
+
+/// [`put_versioned`] with the caller's token (a turn names its parts with it).
+async fn put_versioned_as(
+    records: &dyn VersionedRecords,
+    key: &RecordKey,
+    write: RecordWrite,
+) -> Result<Put, PortError> {
+    let expected = write.expected;
     match records.put(key, &write).await {
         Ok(Put::Conflict { current: Some(stored) }) if write.is_applied_in(&stored) => {
             tracing::info!(record = %key.partition, kind = key.kind, "a retried put found its own write: written");
@@ -98,7 +152,16 @@ pub async fn put_versioned(
     }
 }
 
-/// Turns on any [`VersionedRecords`].
+/// Turns on any [`VersionedRecords`], stored so that a save writes what it
+/// added: a *head* record (`STATE`: everything but the transcript, and the
+/// names of the parts holding it) and *parts* (`PART#…`: the messages each
+/// save added, as a JSON array). A save writes its new messages as parts
+/// named by its version and its write token, which no other write uses, then
+/// the head conditionally on the version it read; a writer that loses the
+/// race leaves parts no head names (they expire with the turn). When earlier
+/// messages changed (compaction moved results out), the save writes the
+/// whole transcript as new parts. A turn stored whole in its head (before
+/// parts) still loads, and its next save moves it to parts.
 #[derive(Clone)]
 pub struct RecordTurns(Arc<dyn VersionedRecords>);
 
@@ -106,23 +169,119 @@ impl RecordTurns {
     pub fn new(records: Arc<dyn VersionedRecords>) -> Self {
         Self(records)
     }
+
+    /// Writes `turn` at `turn.version + 1`: its new parts, then its head.
+    async fn write(&self, turn: &mut Turn) -> Result<Put, StoreError> {
+        let expires_at = turn.updated_at + TURN_TTL_SECS;
+        let messages: Vec<String> = turn
+            .transcript
+            .iter()
+            .map(|message| serde_json::to_string(message).expect("messages contain only JSON-safe values"))
+            .collect();
+        let stored = &turn.stored;
+        let unchanged = !stored.parts.is_empty()
+            && stored.messages <= messages.len()
+            && digest(&messages[..stored.messages]) == stored.digest;
+        let (mut parts, from, mut bytes) = if unchanged {
+            (stored.parts.clone(), stored.messages, stored.bytes.saturating_sub(stored.written_head()))
+        } else {
+            (Vec::new(), 0, 0)
+        };
+
+        let token = WriteToken::fresh();
+        let version = turn.version + 1;
+        let partition = turn_partition(&turn.id);
+        let mut written = vec![0];
+        for (index, part) in chunk(&turn.id, &messages[from..])?.into_iter().enumerate() {
+            let name = format!("{version}.{index}.{}", part_tag(&token));
+            written.push(part.len() as u64);
+            bytes += part.len() as u64;
+            self.0.put_part(&partition, &format!("{PART_PREFIX}{name}"), part, expires_at).await?;
+            parts.push(name);
+        }
+
+        let transcript = std::mem::take(&mut turn.transcript);
+        let mut head = serde_json::to_value(&*turn).expect("turn state contains only JSON-safe values");
+        turn.transcript = transcript;
+        head["parts"] = serde_json::json!(parts);
+        let head = head.to_string();
+        if head.len() > MAX_TURN_STATE_BYTES {
+            return Err(too_large(&turn.id, head.len()));
+        }
+        written[0] = head.len() as u64;
+        let write = RecordWrite { expected: turn.version, state: head, expires_at, token };
+        let put = put_versioned_as(self.0.as_ref(), &turn_key(&turn.id), write).await?;
+        if put == Put::Written {
+            turn.version = version;
+            turn.stored = StoredTurn {
+                parts,
+                messages: messages.len(),
+                digest: digest(&messages),
+                bytes: bytes + written[0],
+                written,
+            };
+        }
+        Ok(put)
+    }
+
+    /// The turn whose head is `stored`, its transcript read from its parts.
+    async fn assemble(&self, stored: &StoredRecord) -> Result<Turn, StoreError> {
+        let mut head: serde_json::Value = parse("read turn state", stored)?;
+        let names: Option<Vec<String>> = head
+            .as_object_mut()
+            .and_then(|object| object.remove("parts"))
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|err| unreadable(format!("the turn's parts are unreadable: {err}")))?;
+        let mut turn: Turn =
+            serde_json::from_value(head).map_err(|err| unreadable(format!("stored state does not parse: {err}")))?;
+        turn.version = stored.version;
+        let head_bytes = stored.state.len() as u64;
+        let Some(names) = names else {
+            // Stored whole, before parts: its next save writes parts.
+            turn.stored = StoredTurn { bytes: head_bytes, written: vec![head_bytes], ..StoredTurn::default() };
+            return Ok(turn);
+        };
+        let found: HashMap<String, String> = if names.is_empty() {
+            HashMap::new()
+        } else {
+            self.0.parts(&turn_partition(&turn.id), PART_PREFIX).await?.into_iter().collect()
+        };
+        let (mut messages, mut bytes) = (Vec::new(), head_bytes);
+        for name in &names {
+            let part = found
+                .get(&format!("{PART_PREFIX}{name}"))
+                .ok_or_else(|| unreadable(format!("part {name} of turn {} is missing", turn.id)))?;
+            bytes += part.len() as u64;
+            let values: Vec<serde_json::Value> =
+                serde_json::from_str(part).map_err(|err| unreadable(format!("part {name} does not parse: {err}")))?;
+            for value in values {
+                let message: Message = serde_json::from_value(value)
+                    .map_err(|err| unreadable(format!("a message of part {name} does not parse: {err}")))?;
+                // Serialized as a save serializes it, for the digest.
+                messages.push(serde_json::to_string(&message).expect("messages contain only JSON-safe values"));
+                turn.transcript.push(message);
+            }
+        }
+        turn.stored = StoredTurn {
+            parts: names,
+            messages: messages.len(),
+            digest: digest(&messages),
+            bytes,
+            written: vec![head_bytes],
+        };
+        Ok(turn)
+    }
 }
 
 #[async_trait]
 impl TurnStore for RecordTurns {
     async fn create(&self, turn: &mut Turn) -> Result<Created, StoreError> {
-        let state = serialize_turn(turn)?;
-        let bytes = state.len() as u64;
-        let key = turn_key(&turn.id);
-        match put_versioned(self.0.as_ref(), &key, 0, state, turn.updated_at + TURN_TTL_SECS).await? {
-            Put::Written => {
-                turn.version = 1;
-                turn.stored_bytes = bytes;
-                Ok(Created::New)
-            }
-            Put::Conflict { current: Some(stored) } => Ok(Created::Existing(Box::new(turn_from(&stored)?))),
-            Put::Conflict { current: None } => match self.0.get(&key).await? {
-                Some(stored) => Ok(Created::Existing(Box::new(turn_from(&stored)?))),
+        match self.write(turn).await? {
+            Put::Written => Ok(Created::New),
+            Put::Conflict { current: Some(stored) } => Ok(Created::Existing(Box::new(self.assemble(&stored).await?))),
+            Put::Conflict { current: None } => match self.load(&turn.id).await? {
+                Some(stored) => Ok(Created::Existing(Box::new(stored))),
                 // Refused, then gone before the read: let the caller retry.
                 None => Err(StoreError::Conflict { id: turn.id.clone(), expected: 0 }),
             },
@@ -130,20 +289,15 @@ impl TurnStore for RecordTurns {
     }
 
     async fn load(&self, id: &TurnId) -> Result<Option<Turn>, StoreError> {
-        self.0.get(&turn_key(id)).await?.as_ref().map(turn_from).transpose()
+        match self.0.get(&turn_key(id)).await? {
+            Some(stored) => Ok(Some(self.assemble(&stored).await?)),
+            None => Ok(None),
+        }
     }
 
     async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
-        let state = serialize_turn(turn)?;
-        let bytes = state.len() as u64;
-        match put_versioned(self.0.as_ref(), &turn_key(&turn.id), turn.version, state, turn.updated_at + TURN_TTL_SECS)
-            .await?
-        {
-            Put::Written => {
-                turn.version += 1;
-                turn.stored_bytes = bytes;
-                Ok(())
-            }
+        match self.write(turn).await? {
+            Put::Written => Ok(()),
             Put::Conflict { .. } => Err(StoreError::Conflict { id: turn.id.clone(), expected: turn.version }),
         }
     }

@@ -224,6 +224,38 @@ impl PendingApproval {
     }
 }
 
+/// How a turn is stored, as the store last read or wrote it: the head
+/// item and the parts that hold its transcript (`assistant_core::store`).
+/// Kept with the turn so a save writes only the messages added since.
+#[derive(Debug, Clone, Default)]
+pub struct StoredTurn {
+    /// The transcript parts the head names, in order.
+    pub parts: Vec<String>,
+    /// How many messages those parts hold, and a digest of them: a save
+    /// whose first messages still match writes only the rest.
+    pub messages: usize,
+    pub digest: [u8; 32],
+    /// Bytes of every item of the turn (head and parts), what a read costs.
+    pub bytes: u64,
+    /// The sizes of the items the last write wrote, what it cost.
+    pub written: Vec<u64>,
+}
+
+impl StoredTurn {
+    /// The head's size in the last write (its first item).
+    pub fn written_head(&self) -> u64 {
+        self.written.first().copied().unwrap_or(0)
+    }
+}
+
+/// Two copies are stored alike when they name the same parts; what reading
+/// or writing them cost is no part of the turn.
+impl PartialEq for StoredTurn {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.parts, self.messages, self.digest) == (&other.parts, other.messages, other.digest)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Turn {
     pub id: TurnId,
@@ -237,10 +269,10 @@ pub struct Turn {
     /// this copy was read or last saved at; 0 before the first save.
     #[serde(skip)]
     pub version: u64,
-    /// Owned by the store too: the size of the state as last read or
-    /// written (0 before), what DynamoDB charges for.
+    /// Owned by the store too: how the turn is stored (which items hold
+    /// its transcript) and what the last read or write of it cost.
     #[serde(skip)]
-    pub stored_bytes: u64,
+    pub stored: StoredTurn,
     /// Model calls completed.
     pub steps: u32,
     pub transcript: Vec<Message>,
@@ -263,11 +295,6 @@ pub struct Turn {
     /// after the question was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_text_ms: Option<u64>,
-    /// What the model said in steps that went on to call tools ("Let me
-    /// check the logs."): the answer begins with it, as the streamed
-    /// message shows it.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub narration: String,
     /// What the worker did for the turn, for its cost.
     #[serde(default)]
     pub metered: crate::pricing::Metered,
@@ -284,7 +311,7 @@ impl Turn {
             event_id: request.event_id.clone(),
             status: TurnStatus::Running,
             version: 0,
-            stored_bytes: 0,
+            stored: StoredTurn::default(),
             steps: 0,
             transcript: Vec::new(),
             usage: Usage::default(),
@@ -295,7 +322,6 @@ impl Turn {
             pending_approval: None,
             first_status_ms: None,
             first_text_ms: None,
-            narration: String::new(),
             metered: Default::default(),
         }
     }
@@ -308,23 +334,28 @@ impl Turn {
         u64::try_from(now_ms - asked_ms).unwrap_or(0)
     }
 
-    /// A step's text that precedes its tool calls, kept for the answer.
-    pub fn narrate(&mut self, text: &str) {
-        if text.trim().is_empty() {
-            return;
-        }
-        if !self.narration.is_empty() {
-            self.narration.push_str("\n\n");
-        }
-        self.narration.push_str(text);
+    /// What the model said in steps that went on to call tools ("Let me
+    /// check the logs."): the answer begins with it, as the streamed
+    /// message shows it. Read from the transcript (those steps' messages),
+    /// so the turn's head does not grow with every step.
+    pub fn narration(&self) -> String {
+        let said: Vec<String> = self
+            .transcript
+            .iter()
+            .filter(|message| message.role == Role::Assistant && message.tool_uses().next().is_some())
+            .map(Message::text)
+            .filter(|text| !text.trim().is_empty())
+            .collect();
+        said.join("\n\n")
     }
 
     /// The answer: what the model said along the way, then `text`.
     pub fn with_narration(&self, text: &str) -> String {
-        match (self.narration.is_empty(), text.is_empty()) {
+        let narration = self.narration();
+        match (narration.is_empty(), text.is_empty()) {
             (true, _) => text.to_owned(),
-            (false, true) => self.narration.clone(),
-            (false, false) => format!("{}\n\n{text}", self.narration),
+            (false, true) => narration,
+            (false, false) => format!("{narration}\n\n{text}"),
         }
     }
 

@@ -262,6 +262,7 @@ impl SecretStore for MemorySecrets {
 #[derive(Debug, Default)]
 pub struct MemoryRecords {
     records: Mutex<HashMap<RecordKey, StoredRecord>>,
+    parts: Mutex<std::collections::BTreeMap<(String, String), String>>,
     lost: Mutex<std::collections::VecDeque<LostAnswer>>,
 }
 
@@ -304,6 +305,26 @@ impl VersionedRecords for MemoryRecords {
             Some(LostAnswer::Error) => Err(PortError::new("memory put", "the answer was lost (applied)")),
             Some(LostAnswer::RetryRefused) => Ok(Put::Conflict { current: Some(record) }),
         }
+    }
+
+    async fn put_part(
+        &self,
+        partition: &str,
+        sort_key: &str,
+        state: String,
+        _expires_at: i64,
+    ) -> Result<(), PortError> {
+        self.parts.lock().expect("parts lock").insert((partition.to_owned(), sort_key.to_owned()), state);
+        Ok(())
+    }
+
+    async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
+        let parts = self.parts.lock().expect("parts lock");
+        Ok(parts
+            .iter()
+            .filter(|((p, sort), _)| p == partition && sort.starts_with(prefix))
+            .map(|((_, sort), state)| (sort.clone(), state.clone()))
+            .collect())
     }
 }
 
@@ -369,6 +390,15 @@ mod tests {
         store_contract::stale_writer_loses(&turns, "Ev2").await;
         store_contract::missing_turns(&turns, "Ev3").await;
         store_contract::oversized_state_is_refused(&turns, "Ev4").await;
+        store_contract::saves_write_what_they_added(&turns, "Ev8").await;
+        store_contract::earlier_messages_changed_are_saved(&turns, "Ev9").await;
+    }
+
+    #[tokio::test]
+    async fn memory_turns_stored_whole_still_load() {
+        let records = std::sync::Arc::new(super::MemoryRecords::default());
+        let turns = assistant_core::store::RecordTurns::new(records.clone());
+        store_contract::turns_stored_whole_still_load(records.as_ref(), &turns, "Ev10").await;
     }
 
     #[tokio::test]

@@ -57,6 +57,7 @@ pub async fn stale_writer_loses(store: &dyn TurnStore, event_id: &str) {
 
     second.steps = 1;
     second.status = TurnStatus::Failed;
+    second.transcript.push(Message::user_text("from the second worker, never to be read"));
     match store.save(&mut second).await {
         Err(StoreError::Conflict { expected: 1, .. }) => {}
         other => panic!("a stale save must conflict, got {other:?}"),
@@ -151,4 +152,68 @@ pub async fn another_writers_save_is_still_a_conflict(
     lose_next_answer();
     assert!(matches!(store.save(&mut loser).await, Err(StoreError::Conflict { expected: 1, .. })));
     assert_eq!(store.load(&turn.id).await.expect("load").expect("stored"), turn, "the winner's state");
+}
+
+/// A save writes what it added: the head and the new messages, not the
+/// transcript again. Over a 30-step turn the bytes each save writes grow by
+/// no more than the name of the part each step adds to the head (about 20
+/// bytes), while the turn grows by the whole message; the turn loads whole.
+pub async fn saves_write_what_they_added(store: &dyn TurnStore, event_id: &str) {
+    let mut turn = new_turn(event_id);
+    store.create(&mut turn).await.expect("create");
+    let mut per_save = Vec::new();
+    for step in 1..=30 {
+        turn.steps = step;
+        turn.transcript.push(Message::user_text(format!("step {step}: {}", "result text ".repeat(80))));
+        store.save(&mut turn).await.expect("save");
+        per_save.push(turn.stored.written.iter().sum::<u64>());
+    }
+    let (first, last) = (per_save[0], per_save[29]);
+    let growth = per_save.windows(2).map(|pair| pair[1] as i64 - pair[0] as i64).max().unwrap_or(0);
+    assert!(growth <= 24, "a save wrote {growth} bytes more than the one before: {per_save:?}");
+    assert!(last < first + 30 * 24, "the 30th save wrote {last} bytes, the first {first}: {per_save:?}");
+    assert!(turn.stored.bytes > 25 * first / 2, "the turn grew while its saves did not: {}", turn.stored.bytes);
+    let loaded = store.load(&turn.id).await.expect("load").expect("stored");
+    assert_eq!(loaded.transcript, turn.transcript);
+    assert_eq!(loaded, turn);
+}
+
+/// A save after earlier messages changed (compaction moved a result out)
+/// stores them as changed.
+pub async fn earlier_messages_changed_are_saved(store: &dyn TurnStore, event_id: &str) {
+    let mut turn = new_turn(event_id);
+    turn.transcript.push(Message::user_text("the question"));
+    turn.transcript.push(Message::user_text(format!("a large result {}", "x".repeat(2_000))));
+    store.create(&mut turn).await.expect("create");
+    turn.transcript[1] = Message::user_text("a large result, now in the artifact store");
+    turn.transcript.push(Message::user_text("the next step"));
+    store.save(&mut turn).await.expect("save");
+    let loaded = store.load(&turn.id).await.expect("load").expect("stored");
+    assert_eq!(loaded.transcript, turn.transcript);
+    turn.transcript.push(Message::user_text("and one more"));
+    store.save(&mut turn).await.expect("a save after the rewrite");
+    assert_eq!(store.load(&turn.id).await.expect("load").expect("stored").transcript, turn.transcript);
+}
+
+/// A turn stored whole in its record, as before transcripts were stored in
+/// parts, loads; its next save moves it to parts and it loads again.
+pub async fn turns_stored_whole_still_load(
+    records: &dyn assistant_core::ports::VersionedRecords,
+    store: &dyn TurnStore,
+    event_id: &str,
+) {
+    let mut turn = new_turn(event_id);
+    turn.transcript.push(Message::user_text("asked before the upgrade"));
+    turn.steps = 1;
+    let whole = serde_json::to_string(&turn).expect("a turn serializes");
+    let key = assistant_core::ports::RecordKey { partition: format!("TURN#{}", turn.id), kind: "STATE" };
+    let written = assistant_core::store::put_versioned(records, &key, 0, whole, turn.updated_at + 3_600).await;
+    assert_eq!(written.expect("the old record is written"), assistant_core::ports::Put::Written);
+
+    let mut loaded = store.load(&turn.id).await.expect("load").expect("stored");
+    assert_eq!((loaded.version, &loaded.transcript, loaded.steps), (1, &turn.transcript, 1));
+    loaded.transcript.push(Message::user_text("answered after it"));
+    store.save(&mut loaded).await.expect("save");
+    assert_eq!(loaded.stored.parts.len(), 1, "moved to parts");
+    assert_eq!(store.load(&turn.id).await.expect("load").expect("stored"), loaded);
 }

@@ -4,15 +4,17 @@
 //! Two rules:
 //! 1. a tool result over [`INLINE_RESULT_BYTES`] is stored as an artifact
 //!    as soon as it arrives;
-//! 2. when the store refuses a state as too large (many medium-sized
-//!    results), older inline results are moved out too, oldest first,
-//!    until it is under [`STATE_BUDGET_BYTES`], and the save is retried.
+//! 2. when the store refuses a message as too large for one item (a step
+//!    with many medium-sized results), that message's inline results are
+//!    moved out, first to last, until it is under [`STATE_BUDGET_BYTES`],
+//!    and the save is retried. Other messages stay as they are: the store
+//!    keeps a transcript in parts, so a long turn has no size limit.
 //!
 //! The model then sees the preview and a note saying how much there was.
 
 use assistant_core::ports::{ArtifactStore, PortError};
 use assistant_core::store::MAX_TURN_STATE_BYTES;
-use assistant_core::turn::{Content, ToolOutput, ToolResult, Turn, TurnId};
+use assistant_core::turn::{Content, Message, ToolOutput, ToolResult, Turn, TurnId};
 
 /// Results up to this size stay in the transcript.
 pub const INLINE_RESULT_BYTES: usize = 16 * 1024;
@@ -71,25 +73,26 @@ pub async fn offload_large(
     Ok(())
 }
 
-fn state_bytes(turn: &Turn) -> usize {
-    serde_json::to_string(turn).map(|s| s.len()).unwrap_or(usize::MAX)
+fn message_bytes(message: &Message) -> usize {
+    serde_json::to_string(message).map(|s| s.len()).unwrap_or(usize::MAX)
 }
 
-/// Rule 2: moves older inline results out until the state fits the budget.
+/// Rule 2: moves inline results out of each message too large for one
+/// item until it fits the budget.
 pub async fn compact(artifacts: &dyn ArtifactStore, turn: &mut Turn) -> Result<(), PortError> {
-    if state_bytes(turn) <= STATE_BUDGET_BYTES {
-        return Ok(());
-    }
     let id = turn.id.clone();
-    for message_index in 0..turn.transcript.len() {
-        for content_index in 0..turn.transcript[message_index].content.len() {
-            if let Content::ToolResult(result) = &mut turn.transcript[message_index].content[content_index] {
+    for message in &mut turn.transcript {
+        if message_bytes(message) <= STATE_BUDGET_BYTES {
+            continue;
+        }
+        for index in 0..message.content.len() {
+            if let Content::ToolResult(result) = &mut message.content[index] {
                 store(artifacts, &id, result, COMPACTABLE_BYTES).await?;
             }
             // Re-measured after each move; a few serializations of a few
-            // hundred KB, only on turns that outgrew the budget.
-            if state_bytes(turn) <= STATE_BUDGET_BYTES {
-                return Ok(());
+            // hundred KB, only for a message that outgrew an item.
+            if message_bytes(message) <= STATE_BUDGET_BYTES {
+                break;
             }
         }
     }
@@ -122,20 +125,25 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn many_medium_results_are_compacted_oldest_first_until_the_state_fits() {
+    async fn a_message_too_large_for_an_item_has_its_results_moved_out_and_others_stay() {
         let artifacts = MemoryArtifacts::default();
         let mut turn = new_turn("Ev1");
+        // A long turn: 40 steps of two 15 KB results, 1.2 MB in all.
         for step in 0..40 {
             let results = (0..2).map(|i| Content::ToolResult(result(&format!("s{step}r{i}"), "x".repeat(15_000))));
             turn.transcript.push(Message { role: Role::User, content: results.collect() });
         }
-        assert!(state_bytes(&turn) > MAX_TURN_STATE_BYTES);
+        // Then one step of thirty: one message over an item's limit.
+        let results = (0..30).map(|i| Content::ToolResult(result(&format!("big{i}"), "y".repeat(15_000))));
+        turn.transcript.push(Message { role: Role::User, content: results.collect() });
+        assert!(message_bytes(turn.transcript.last().unwrap()) > MAX_TURN_STATE_BYTES);
 
         compact(&artifacts, &mut turn).await.unwrap();
-        assert!(state_bytes(&turn) <= STATE_BUDGET_BYTES);
+        assert!(message_bytes(turn.transcript.last().unwrap()) <= STATE_BUDGET_BYTES);
         let keys = artifacts.keys();
-        assert!(keys.contains(&"turns/T061EG9R6-Ev1/s0r0".to_owned()), "the oldest went first: {keys:?}");
-        let newest = &turn.transcript.last().unwrap().content[1];
-        assert!(matches!(newest, Content::ToolResult(r) if matches!(r.output, ToolOutput::Text(_))), "newest kept");
+        assert!(keys.contains(&"turns/T061EG9R6-Ev1/big0".to_owned()), "the first result went first: {keys:?}");
+        assert!(keys.iter().all(|key| key.contains("/big")), "earlier messages stay inline: {keys:?}");
+        let last = &turn.transcript.last().unwrap().content[29];
+        assert!(matches!(last, Content::ToolResult(r) if matches!(r.output, ToolOutput::Text(_))), "the rest kept");
     }
 }

@@ -897,7 +897,6 @@ impl Worker {
                 let started: Vec<_> = now.iter().map(|call| (*call, TaskStatus::InProgress)).collect();
                 tokio::join!(self.show_progress(turn, running(&calls)), stream.tasks(&started));
                 turn.metered.sqs_requests += 1;
-                turn.narrate(&reply.message.text());
                 turn.transcript.push(reply.message);
                 let mut results = self.tools.run_all(&now, &channel).await;
                 let ended: Vec<_> = now
@@ -946,21 +945,20 @@ impl Worker {
     }
 }
 
-/// The turn's item size as last stored: its state and the item's other
-/// attributes.
-fn item_bytes(turn: &Turn) -> u64 {
-    turn.stored_bytes + 200
-}
+/// What an item costs beyond its state: its keys, version, token and TTL.
+const ITEM_OVERHEAD_BYTES: u64 = 200;
 
-/// DynamoDB's write units for saving `turn`: one per KB of its item.
+/// DynamoDB's write units for the turn's last save: one per KB of each
+/// item it wrote (the head, and the parts holding the messages it added).
 fn write_units(turn: &Turn) -> u64 {
-    item_bytes(turn).div_ceil(1_024)
+    turn.stored.written.iter().map(|bytes| (bytes + ITEM_OVERHEAD_BYTES).div_ceil(1_024)).sum()
 }
 
-/// DynamoDB's read units for loading `turn` and its delivery record
-/// (consistent reads: one per 4 KB each).
+/// DynamoDB's read units for loading `turn` (its head, and its parts in one
+/// query) and its delivery record: consistent reads, one per 4 KB.
 fn read_units(turn: &Turn) -> u64 {
-    item_bytes(turn).div_ceil(4_096) + 1
+    let items = 1 + turn.stored.parts.len() as u64;
+    (turn.stored.bytes + items * ITEM_OVERHEAD_BYTES).div_ceil(4_096) + 1
 }
 
 /// The thread's status line while the first model call runs.

@@ -9,7 +9,7 @@
 //! retried after a lost answer finds its own token there
 //! (`assistant_core::store::put_versioned` decides).
 
-use super::{TTL_ATTRIBUTE, key};
+use super::{PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE, key};
 use crate::port_error;
 use assistant_core::ports::{PortError, Put, RecordKey, RecordWrite, StoredRecord, VersionedRecords, WriteToken};
 use async_trait::async_trait;
@@ -97,5 +97,47 @@ impl VersionedRecords for DynamoRecords {
                 _ => Err(port_error("DynamoDB PutItem (record)", err)),
             },
         }
+    }
+
+    async fn put_part(&self, partition: &str, sort_key: &str, state: String, expires_at: i64) -> Result<(), PortError> {
+        let mut item = key(partition.to_owned(), sort_key);
+        item.insert(STATE.to_owned(), AttributeValue::S(state));
+        item.insert(TTL_ATTRIBUTE.to_owned(), AttributeValue::N(expires_at.to_string()));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|err| port_error("DynamoDB PutItem (record part)", err))?;
+        Ok(())
+    }
+
+    async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
+        let pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+            .expression_attribute_names("#pk", PARTITION_KEY)
+            .expression_attribute_names("#sk", SORT_KEY)
+            .expression_attribute_values(":pk", AttributeValue::S(partition.to_owned()))
+            .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_owned()))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Vec<_>>()
+            .await;
+        let mut parts = Vec::new();
+        for item in pages {
+            let item = item.map_err(|err| port_error("DynamoDB Query (record parts)", err))?;
+            let readable = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+            let (Some(sort_key), Some(state)) = (readable(SORT_KEY), readable(STATE)) else {
+                return Err(PortError::new("read record part", "item has no readable sort key or state"));
+            };
+            parts.push((sort_key, state));
+        }
+        Ok(parts)
     }
 }
