@@ -78,6 +78,9 @@ struct Shared {
     defaults: Mutex<HashMap<String, Value>>,
     calls: Mutex<Vec<Call>>,
     posted: Mutex<Vec<Posted>>,
+    /// Messages ever posted: a message's `ts` is never reused, even after
+    /// another was deleted.
+    ever_posted: std::sync::atomic::AtomicUsize,
     ephemerals: Mutex<Vec<(String, String)>>,
     groups: Mutex<HashMap<String, Vec<String>>>,
 }
@@ -174,7 +177,8 @@ impl Shared {
 
     fn post(&self, form: &HashMap<String, String>) -> Value {
         let mut posted = self.posted.lock().expect("posted lock");
-        let ts = format!("1763800200.{:06}", posted.len() + 1);
+        let n = self.ever_posted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let ts = format!("1763800200.{n:06}");
         let json = |name: &str| form.get(name).and_then(|v| serde_json::from_str::<Value>(v).ok());
         let message = Posted {
             channel: form.get("channel").cloned().unwrap_or_default(),
@@ -206,6 +210,15 @@ impl Shared {
                 message.blocks = form.get("blocks").and_then(|v| serde_json::from_str(v).ok());
                 message.metadata = form.get("metadata").and_then(|v| serde_json::from_str(v).ok());
                 serde_json::json!({"ok": true, "channel": message.channel, "ts": message.ts})
+            }
+            "chat.delete" => {
+                let mut posted = self.posted.lock().expect("posted lock");
+                let before = posted.len();
+                posted.retain(|m| !(m.channel == field("channel") && m.ts == field("ts")));
+                if posted.len() == before {
+                    return serde_json::json!({"ok": false, "error": "message_not_found"});
+                }
+                serde_json::json!({"ok": true, "channel": field("channel"), "ts": field("ts")})
             }
             "conversations.replies" => {
                 let with_metadata = field("include_all_metadata") == "true";

@@ -194,22 +194,28 @@ impl Stack {
     pub async fn receive(&self, queue_url: &str) -> Result<Vec<Message>> {
         let mut received = Vec::new();
         loop {
-            let batch = self
-                .sqs
-                .receive_message()
-                .queue_url(queue_url)
-                .max_number_of_messages(10)
-                .message_system_attribute_names(MessageSystemAttributeName::All)
-                .send()
-                .await
-                .context("receive")?
-                .messages
-                .unwrap_or_default();
+            let batch = self.receive_batch(queue_url).await?;
             if batch.is_empty() {
                 return Ok(received);
             }
             received.extend(batch);
         }
+    }
+
+    /// Up to ten messages now visible on `queue_url`, as one Lambda batch
+    /// would get them, with their system attributes.
+    pub async fn receive_batch(&self, queue_url: &str) -> Result<Vec<Message>> {
+        Ok(self
+            .sqs
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .send()
+            .await
+            .context("receive")?
+            .messages
+            .unwrap_or_default())
     }
 
     /// Puts an object in the stack's artifact bucket (an assistant

@@ -19,7 +19,6 @@ use crate::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
 use crate::fault_proxy::{Fault, FaultProxy, Plan, Upstream};
 use crate::{Stack, batch_failures, emulator_config, env_from_test_command, queue_arn, sqs_event};
 use aws_config::SdkConfig;
-use aws_sdk_sqs::types::MessageSystemAttributeName;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -243,17 +242,7 @@ async fn drain(stack: &Stack, pipeline: &Pipeline) -> usize {
     for _ in 0..5_000 {
         let mut this_round = 0;
         for (url, is_work) in &queues {
-            let batch = stack
-                .sqs
-                .receive_message()
-                .queue_url(url)
-                .max_number_of_messages(10)
-                .message_system_attribute_names(MessageSystemAttributeName::All)
-                .send()
-                .await
-                .expect("receive")
-                .messages
-                .unwrap_or_default();
+            let batch = stack.receive_batch(url).await.expect("receive");
             if batch.is_empty() {
                 continue;
             }

@@ -416,6 +416,11 @@ pub trait AgentSlack: Send + Sync {
 
     async fn append_stream(&self, thread: &ThreadRef, ts: &Ts, chunks: &[StreamChunk]) -> Result<(), PostError>;
 
+    /// Deletes the bot's message `ts`: a stream started whose `ts` could not
+    /// be recorded, which nothing may go into and which must not stay empty
+    /// above the answer. A message already gone counts as deleted.
+    async fn delete_message(&self, thread: &ThreadRef, ts: &Ts) -> Result<(), PostError>;
+
     /// Ends the stream, adding `blocks` under the text and the message's
     /// metadata.
     async fn stop_stream(

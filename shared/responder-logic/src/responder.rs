@@ -259,10 +259,10 @@ impl Responder {
     }
 
     /// The message the worker streamed, if it streamed one, becomes the
-    /// answer's first part: as it stands when it streamed exactly the saved
-    /// answer (and the answer is one message), otherwise stopped and
-    /// replaced (`chat.update`). Either way it is the one answer message.
-    /// Whether it did.
+    /// answer's first part (or the apology): as it stands when it streamed
+    /// exactly the saved answer (and the answer is one message), otherwise
+    /// stopped and replaced (`chat.update`). Either way it is the one
+    /// answer message. Whether it did.
     async fn finish_stream(
         &self,
         thread: &ThreadRef,
@@ -410,7 +410,17 @@ impl Responder {
         }
         let reference = turn_id.reference().to_owned();
         error!(reference, "the turn's work ended in a dead-letter queue: telling the thread");
-        match self.post_all(thread, turn_id, &[render::apology(turn_id)], &mut record).await {
+        let apology = [render::apology(turn_id)];
+        // A stream the worker started and never finished becomes the
+        // apology: one message, none left streaming.
+        let streamed = match self.finish_stream(thread, turn_id, "", &apology, &mut record).await {
+            Ok(streamed) => usize::from(streamed),
+            Err(ResponderError::Slack(PostError::Rejected { code })) => {
+                return self.refused(turn_id, thread, code, &mut record).await;
+            }
+            Err(err) => return Err(err),
+        };
+        match self.post_all(thread, turn_id, &apology, &mut record).await.map(|posted| posted + streamed) {
             Ok(posted) => {
                 record.settled = Some(Settled::Apologized { reference: reference.clone() });
                 self.save_record(turn_id, &mut record).await?;

@@ -552,6 +552,29 @@ async fn a_stream_that_differs_from_the_saved_answer_is_corrected() {
 }
 
 #[tokio::test]
+async fn work_that_died_mid_stream_turns_the_streamed_message_into_the_apology() {
+    // GIVEN a turn whose answer was streaming when its work ended in a
+    // dead-letter queue (every retry failed)
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::Running, None).await;
+    let ts = stream_message(&responder, &turn, "I'll check the runbook and").await;
+    streamed(&responder, &turn, &ts, None).await;
+
+    // WHEN the responder apologizes
+    let outcome = responder.handle_dead_letter(&dead_start(&turn.thread)).await.unwrap();
+
+    // THEN the streamed message is stopped and becomes the apology: one
+    // message in the thread, nothing left streaming
+    assert_eq!(outcome, Outcome::Delivered { id: turn.id.clone(), posted: 1 });
+    assert_eq!(responder.slack.calls(STOP_STREAM), 1);
+    let messages = responder.slack.messages();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0].ts, ts);
+    assert!(messages[0].message.text.starts_with("Sorry, something went wrong"), "{:?}", messages[0].message.text);
+    assert_eq!(settled(&responder, &turn).await, Some(Settled::Apologized { reference: "Ev0LAN670R".into() }));
+}
+
+#[tokio::test]
 async fn a_rating_is_acknowledged_to_the_one_who_clicked() {
     let responder = responder();
     let turn = stored(&responder, TurnStatus::Answered, Some("Done.")).await;

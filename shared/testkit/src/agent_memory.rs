@@ -19,6 +19,7 @@ pub const SET_TITLE: &str = "assistant.threads.setTitle";
 pub const START_STREAM: &str = "chat.startStream";
 pub const APPEND_STREAM: &str = "chat.appendStream";
 pub const STOP_STREAM: &str = "chat.stopStream";
+pub const DELETE: &str = "chat.delete";
 
 /// The most markdown one stream call may carry.
 pub const STREAM_TEXT_LIMIT: usize = 12_000;
@@ -174,6 +175,12 @@ impl AgentSlack for MemoryAgent {
     async fn append_stream(&self, _thread: &ThreadRef, ts: &Ts, chunks: &[StreamChunk]) -> Result<(), PostError> {
         self.called(APPEND_STREAM)?;
         self.with_stream(ts, |stream| apply(stream, chunks))
+    }
+
+    async fn delete_message(&self, _thread: &ThreadRef, ts: &Ts) -> Result<(), PostError> {
+        self.called(DELETE)?;
+        self.streams.lock().expect("streams lock").retain(|stream| &stream.ts != ts);
+        Ok(())
     }
 
     async fn stop_stream(

@@ -350,7 +350,11 @@ pub fn tables() -> Tables {
 
 /// Every record kind on `records` (which a test can make lose answers).
 pub fn tables_on(records: Arc<MemoryRecords>) -> Tables {
-    let records: Arc<dyn VersionedRecords> = records;
+    tables_over(records)
+}
+
+/// Every record kind on any versioned records (a test's own wrapper).
+pub fn tables_over(records: Arc<dyn VersionedRecords>) -> Tables {
     Tables {
         turns: RecordTurns::new(records.clone()),
         deliveries: RecordDeliveries::new(records.clone()),

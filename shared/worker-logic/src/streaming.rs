@@ -134,8 +134,13 @@ impl<'w> AnswerStream<'w> {
         record.updated_at = self.clock.now_unix();
         self.record_writes += 1;
         if let Err(err) = self.log.save(&self.turn_id, &mut record).await {
-            // Without its ts on record, nothing may go into this message.
-            warn!(error = %err, "stream's ts not recorded: leaving the stream empty");
+            // Without its ts on record, nothing may go into this message,
+            // and nobody else can find it: take it back. The answer is
+            // posted the usual way.
+            warn!(error = %err, "stream's ts not recorded: deleting the empty stream");
+            if let Err(err) = self.agent.delete_message(&self.thread, &ts).await {
+                warn!(error = %err, ts = %ts, "an empty streamed message could not be deleted");
+            }
             return;
         }
         info!(ts = %ts, "streaming the answer");

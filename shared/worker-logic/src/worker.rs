@@ -391,6 +391,12 @@ impl Worker {
                 turn.first_status_ms = Some(turn.since_asked_ms(self.clock.now_millis()));
             }
             Created::Existing(stored) => {
+                // A redelivery, or Slack's retry of the question: the turn
+                // goes on where it is, unless its thread was told it failed.
+                if self.thread_told_failed(&stored.id).await? {
+                    info!("start of a turn whose thread was told it failed: nothing to do");
+                    return Ok(Outcome::Ignored { reason: "thread_told_failed" });
+                }
                 info!(step = stored.steps, "turn already stored: resuming");
                 turn = *stored;
             }

@@ -7,7 +7,9 @@ use assistant_core::delivery::{DeliveryRecord, Settled};
 use assistant_core::feedback::FeedbackLog;
 use assistant_core::messages::{ApprovalButton, ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest};
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
-use assistant_core::ports::{DeliveryLog, TurnStore};
+use assistant_core::ports::{
+    DeliveryLog, PortError, Put, RecordKey, RecordWrite, StoredRecord, TurnStore, VersionedRecords,
+};
 use assistant_core::pricing::ModelPrices;
 use assistant_core::store::StreamLog;
 use assistant_core::store::{RecordDeliveries, RecordTurns};
@@ -533,16 +535,18 @@ async fn out_of_time_queues_a_continuation_that_resumes_in_a_later_invocation() 
     assert_eq!(worker.model.calls(), 3);
 }
 
-/// A model during whose call another worker saves the same turn.
+/// A model during whose call another worker saves the same turn, changed
+/// by `other`.
 struct RacedModel {
     store: RecordTurns,
+    other: fn(&mut Turn),
 }
 
 #[async_trait]
 impl Model for RacedModel {
     async fn converse(&self, _: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
         let mut other = self.store.load(&turn_id()).await.unwrap().unwrap();
-        other.transcript.push(Message::user_text("from the other worker"));
+        (self.other)(&mut other);
         self.store.save(&mut other).await.unwrap();
         text("mine")
     }
@@ -565,7 +569,8 @@ async fn with_time_for_two_steps_an_invocation_makes_two() {
 async fn a_worker_whose_save_conflicts_stops_without_overwriting() {
     let tables = testkit::memory::tables();
     let store = tables.turns.clone();
-    let worker = build(RacedModel { store: store.clone() }, counter(), tables);
+    let other = |turn: &mut Turn| turn.transcript.push(Message::user_text("from the other worker"));
+    let worker = build(RacedModel { store: store.clone(), other }, counter(), tables);
     let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
 
     assert_eq!(outcome, Outcome::Superseded { id: turn_id() });
@@ -596,27 +601,13 @@ async fn a_worker_whose_saves_lose_their_answers_still_answers_once() {
     assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]), "{:?}", requests(&worker.replies));
 }
 
-/// A model during whose call another worker saves the turn settled.
-struct SettledElsewhere {
-    store: RecordTurns,
-}
-
-#[async_trait]
-impl Model for SettledElsewhere {
-    async fn converse(&self, _: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
-        let mut other = self.store.load(&turn_id()).await.unwrap().unwrap();
-        other.settle("The other worker's answer.".into(), TurnStatus::Answered, NOW);
-        self.store.save(&mut other).await.unwrap();
-        text("mine")
-    }
-}
-
 #[tokio::test]
 async fn a_worker_that_loses_the_race_to_a_settled_turn_requests_its_delivery() {
     // GIVEN another worker that settles the turn while this one calls the model
     let tables = testkit::memory::tables();
     let store = tables.turns.clone();
-    let worker = build(SettledElsewhere { store: store.clone() }, counter(), tables);
+    let other = |turn: &mut Turn| turn.settle("The other worker's answer.".into(), TurnStatus::Answered, NOW);
+    let worker = build(RacedModel { store: store.clone(), other }, counter(), tables);
 
     // WHEN this one's save conflicts
     let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
@@ -773,7 +764,7 @@ async fn a_step_whose_results_outgrow_the_item_is_compacted_and_saved() {
 }
 
 #[tokio::test]
-async fn after_the_thread_was_told_the_turn_failed_clicks_and_continuations_do_nothing() {
+async fn after_the_thread_was_told_the_turn_failed_clicks_continuations_and_retried_questions_do_nothing() {
     // GIVEN a turn waiting for approval, whose work then ended in a
     // dead-letter queue: the responder posted an apology and recorded it
     let runs = counter();
@@ -793,10 +784,13 @@ async fn after_the_thread_was_told_the_turn_failed_clicks_and_continuations_do_n
     let clicked = worker.handle(&click, &Budget::plenty()).await.unwrap();
     let continuation = Continuation { turn_id: turn_id(), thread: thread(), after_step: 1 };
     let continued = worker.handle(&WorkMessage::Continue(continuation), &Budget::plenty()).await.unwrap();
+    // (and Slack's retry of the question, enqueued again by the ingress)
+    let retried = worker.handle(&start(), &Budget::plenty()).await.unwrap();
 
     // THEN nothing runs, the model is not called again, the turn is as it was
     assert_eq!(clicked, Outcome::Ignored { reason: "thread_told_failed" });
     assert_eq!(continued, Outcome::Ignored { reason: "thread_told_failed" });
+    assert_eq!(retried, Outcome::Ignored { reason: "thread_told_failed" });
     assert_eq!(runs.load(Ordering::SeqCst), 0, "the side effect never ran");
     assert_eq!(worker.model.calls(), 1);
     assert_eq!(stored(&worker).await, before);
@@ -1098,7 +1092,7 @@ use assistant_core::feedback::{FeedbackButton, Rating};
 use assistant_core::messages::{FeedbackClick, Opened};
 use assistant_core::model::TextSink;
 use assistant_core::ports::{TaskStatus, UserContext, UserContexts};
-use testkit::agent_memory::{APPEND_STREAM, START_STREAM};
+use testkit::agent_memory::{APPEND_STREAM, DELETE, START_STREAM};
 use testkit::slack_memory::Scripted as SlackScript;
 
 /// A model that writes its scripted replies' text in pieces, cut at the
@@ -1263,6 +1257,51 @@ async fn a_channel_answer_streams_to_the_person_who_asked_with_task_cards_for_it
     assert_eq!(stream.text, answer, "what the model said on the way, then the answer");
     assert_eq!(stored(&worker).await.answer.as_deref(), Some(answer), "the saved answer is what was streamed");
     assert_eq!(worker.streams.load(&turn_id()).await.unwrap().completed, Some(stream_digest(answer)));
+}
+
+/// Records whose stream record refuses to take a stream's `ts`: the
+/// store is unavailable for that one write.
+#[derive(Default)]
+struct NoStreamTs(testkit::memory::MemoryRecords);
+
+#[async_trait]
+impl VersionedRecords for NoStreamTs {
+    async fn get(&self, key: &RecordKey) -> Result<Option<StoredRecord>, PortError> {
+        self.0.get(key).await
+    }
+
+    async fn put(&self, key: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {
+        if key.kind == "STREAM" && write.state.contains("\"ts\"") {
+            return Err(PortError::new("put", "the table is unavailable"));
+        }
+        self.0.put(key, write).await
+    }
+
+    async fn put_part(&self, partition: &str, sort_key: &str, state: String, expires_at: i64) -> Result<(), PortError> {
+        self.0.put_part(partition, sort_key, state, expires_at).await
+    }
+
+    async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
+        self.0.parts(partition, prefix).await
+    }
+}
+
+#[tokio::test]
+async fn a_stream_whose_ts_cannot_be_recorded_is_deleted_and_the_answer_posted() {
+    // GIVEN a table that fails the one write recording the stream's ts
+    let tables = testkit::memory::tables_over(Arc::new(NoStreamTs::default()));
+    let worker = build(in_deltas([text("The pool is exhausted.")], &[4]), counter(), tables);
+
+    // WHEN the answer would stream
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN the stream Slack started is taken back: nothing went into it,
+    // none stays empty in the thread, and the responder posts the answer
+    assert_eq!((worker.agent.calls(START_STREAM), worker.agent.calls(DELETE)), (1, 1));
+    assert!(worker.agent.streams().is_empty(), "{:?}", worker.agent.streams());
+    assert_eq!(worker.agent.calls(APPEND_STREAM), 0);
+    assert_eq!(worker.streams.load(&turn_id()).await.unwrap().ts, None, "the responder posts the answer");
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]));
 }
 
 #[tokio::test]

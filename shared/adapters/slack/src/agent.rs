@@ -100,6 +100,16 @@ impl AgentSlack for WebAgent {
         Ok(())
     }
 
+    async fn delete_message(&self, thread: &ThreadRef, ts: &Ts) -> Result<(), PostError> {
+        let params = [("channel", thread.channel.as_str()), ("ts", ts.as_str())];
+        // Deleting twice is harmless: retried on anything, and a message
+        // already gone is what was asked for.
+        match self.client.call::<Value>("chat.delete", &params).await.map_err(post_error) {
+            Err(PostError::Rejected { code }) if code == "message_not_found" => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+
     async fn stop_stream(
         &self,
         thread: &ThreadRef,
