@@ -52,6 +52,17 @@ impl Scripted {
         Scripted::Reply(reply)
     }
 
+    /// A step that calls these tools (`(id, name, input)`), in one reply.
+    pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Self {
+        let mut reply: Value = serde_json::from_str(TOOL_USE_REPLY).expect("fixture is JSON");
+        let content: Vec<Value> = calls
+            .iter()
+            .map(|(id, name, input)| serde_json::json!({"toolUse": {"toolUseId": id, "name": name, "input": input}}))
+            .collect();
+        reply["output"]["message"]["content"] = Value::Array(content);
+        Scripted::Reply(reply)
+    }
+
     pub fn throttling() -> Self {
         Scripted::Error { status: 429, error_type: "ThrottlingException", message: "Too many requests, please wait." }
     }
@@ -80,6 +91,10 @@ struct Shared {
     throttled_until: Mutex<Option<std::time::Instant>>,
     /// Once the script is used up: answers made from each request.
     answerer: Mutex<Option<Answerer>>,
+    /// Bedrock Agent Runtime's `Retrieve`: what each knowledge base
+    /// answers, and the requests it got (signature checked).
+    knowledge: Mutex<std::collections::HashMap<String, Value>>,
+    retrieves: Mutex<Vec<Result<Value, String>>>,
 }
 
 pub struct FakeBedrock {
@@ -94,6 +109,7 @@ impl FakeBedrock {
         let app = Router::new()
             .route("/model/{model_id}/converse", post(converse))
             .route("/model/{model_id}/converse-stream", post(converse_stream))
+            .route("/knowledgebases/{id}/retrieve", post(retrieve))
             .with_state(shared.clone());
         Self { server: LocalServer::start(app).await, shared }
     }
@@ -128,6 +144,19 @@ impl FakeBedrock {
     /// Each streamed delta comes this long after the one before.
     pub fn pause_between_deltas(&self, pause: std::time::Duration) {
         *self.shared.pause.lock().expect("pause lock") = pause;
+    }
+
+    /// What `Retrieve` on knowledge base `id` answers (its wire format:
+    /// `{"retrievalResults": [...]}`); Bedrock Agent Runtime's endpoint
+    /// variable (`AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME`) points here.
+    pub fn knowledge_base(&self, id: &str, answer: Value) {
+        self.shared.knowledge.lock().expect("knowledge lock").insert(id.to_owned(), answer);
+    }
+
+    /// Every `Retrieve` request's body, or why its signature failed the
+    /// check (SigV4 for `bedrock`, with the test command's secret key).
+    pub fn retrieves(&self) -> Vec<Result<Value, String>> {
+        self.shared.retrieves.lock().expect("retrieves lock").clone()
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -287,6 +316,47 @@ fn error_response(next: Option<Scripted>) -> Response {
             headers.insert("x-amzn-errortype", HeaderValue::from_static("ValidationException"));
             let body = serde_json::json!({ "message": "fake Bedrock: no scripted reply left for this call" });
             (StatusCode::BAD_REQUEST, headers, axum::Json(body)).into_response()
+        }
+    }
+}
+
+/// Bedrock Agent Runtime's `Retrieve`, signed for `bedrock` or refused.
+async fn retrieve(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    request: axum::extract::Request,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str().to_owned(), value.to_str().unwrap_or_default().to_owned()))
+        .collect();
+    let secret_key = std::env::var("AWS_SECRET_ACCESS_KEY").unwrap_or_default();
+    let checked = testkit::sigv4_check::verify(
+        parts.method.as_str(),
+        parts.uri.path(),
+        parts.uri.query().unwrap_or_default(),
+        &headers,
+        &body,
+        &secret_key,
+    )
+    .and_then(|signed| if signed.service == "bedrock" { Ok(()) } else { Err(format!("signed for {}", signed.service)) })
+    .and_then(|()| serde_json::from_slice::<Value>(&body).map_err(|err| err.to_string()));
+    let refused = checked.is_err();
+    shared.retrieves.lock().expect("retrieves lock").push(checked);
+    if refused {
+        let body = serde_json::json!({"message": "The request signature we calculated does not match"});
+        return (StatusCode::FORBIDDEN, [("x-amzn-errortype", "InvalidSignatureException")], axum::Json(body))
+            .into_response();
+    }
+    match shared.knowledge.lock().expect("knowledge lock").get(&id) {
+        Some(answer) => axum::Json(answer.clone()).into_response(),
+        None => {
+            let body = serde_json::json!({"message": format!("Knowledge base {id} does not exist")});
+            (StatusCode::NOT_FOUND, [("x-amzn-errortype", "ResourceNotFoundException")], axum::Json(body))
+                .into_response()
         }
     }
 }

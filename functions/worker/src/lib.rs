@@ -7,9 +7,12 @@
 use adapters_aws::dynamodb::{self, DynamoContexts, DynamoRecords, DynamoTimers};
 use adapters_aws::sqs::{self, SqsQueue, Visibility};
 use adapters_bedrock::BedrockModel;
+use adapters_cloudwatch::SignedAws;
+use adapters_knowledge_base::BedrockKnowledgeBases;
 use adapters_mcp::StreamableHttpConnector;
 use adapters_s3::S3Artifacts;
 use adapters_secrets::SecretsManager;
+use adapters_sigv4::{AwsApi, Signer};
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use adapters_slack::{SlackWebReader, WebAgent};
 use assistant_core::alerts::OpsAlerts;
@@ -92,7 +95,8 @@ pub struct Clients {
     pub s3: aws_sdk_s3::Client,
     pub bedrock: aws_sdk_bedrockruntime::Client,
     pub http: reqwest::Client,
-    /// The region, credentials and endpoints for the Secrets Manager read.
+    /// The region, credentials and endpoints for the calls signed by hand
+    /// (Secrets Manager, CloudWatch, Logs, knowledge bases).
     pub aws: aws_config::SdkConfig,
 }
 
@@ -161,6 +165,9 @@ impl WorkerFunction {
         let records: Arc<dyn VersionedRecords> =
             Arc::new(DynamoRecords::new(clients.dynamodb.clone(), &config.turns_table));
         let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
+        // One signer for every hand-signed AWS call of the process.
+        let signer = Signer::new(&clients.aws);
+        let knowledge = AwsApi::new(clients.http.clone(), signer.clone(), adapters_knowledge_base::AGENT_RUNTIME, None);
         let ports = WorkerPorts {
             store: Arc::new(RecordTurns::new(records.clone())),
             deliveries: Arc::new(RecordDeliveries::new(records.clone())),
@@ -173,7 +180,9 @@ impl WorkerFunction {
             clock: Arc::new(SystemClock),
             http: clients.http.clone(),
             mcp: Arc::new(StreamableHttpConnector::new(clients.http.clone())),
-            secrets: Arc::new(SecretsManager::new(&clients.aws, clients.http.clone(), &config.secrets_prefix)),
+            aws: Arc::new(SignedAws::new(&clients.aws, signer.clone(), clients.http.clone())),
+            knowledge: Arc::new(BedrockKnowledgeBases::new(knowledge)),
+            secrets: Arc::new(SecretsManager::new(&signer, clients.http.clone(), &config.secrets_prefix)),
             metrics: Arc::new(EmfTurnMetrics { function: FUNCTION_NAME, memory_mb: config.memory_mb }),
             agent: Arc::new(WebAgent::new(slack.clone())),
             streams: StreamLog::new(records.clone()),

@@ -8,8 +8,11 @@
 use crate::offline::{DEFAULT_RECORDING, DEFAULT_RECORDING_PATH, OfflineModel};
 use adapters_aws::dynamodb::{DynamoClaims, DynamoRecords};
 use adapters_bedrock::BedrockModel;
+use adapters_cloudwatch::SignedAws;
+use adapters_knowledge_base::BedrockKnowledgeBases;
 use adapters_mcp::StreamableHttpConnector;
 use adapters_secrets::SecretsManager;
+use adapters_sigv4::{AwsApi, Signer};
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use adapters_slack::{SlackWebReader, WebAgent, WebPoster};
 use assistant_core::feedback::FeedbackLog;
@@ -237,6 +240,7 @@ impl Pipeline {
         let turns = Arc::new(RecordTurns::new(records.clone()));
         let deliveries = Arc::new(RecordDeliveries::new(records.clone()));
         let contexts = Arc::new(MemoryContexts::default());
+        let signer = Signer::new(&aws);
         let ports = WorkerPorts {
             store: turns.clone(),
             deliveries: deliveries.clone(),
@@ -250,7 +254,17 @@ impl Pipeline {
             mcp: Arc::new(StreamableHttpConnector::new(http.clone())),
             // `${secret:NAME}` reads Secrets Manager (or the emulator) with
             // the usual AWS chain, as the worker does; only when named.
-            secrets: Arc::new(SecretsManager::new(&aws, http.clone(), &settings.secrets_prefix)),
+            secrets: Arc::new(SecretsManager::new(&signer, http.clone(), &settings.secrets_prefix)),
+            // The AWS tools and knowledge bases read the emulator
+            // (`infra/emulator.sh` seeds alarms, metrics and logs) or, with
+            // credentials and no endpoint, the account.
+            aws: Arc::new(SignedAws::new(&aws, signer.clone(), http.clone())),
+            knowledge: Arc::new(BedrockKnowledgeBases::new(AwsApi::new(
+                http.clone(),
+                signer.clone(),
+                adapters_knowledge_base::AGENT_RUNTIME,
+                None,
+            ))),
             metrics: Arc::new(PrintedTurns),
             http,
             agent,

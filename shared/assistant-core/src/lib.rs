@@ -31,6 +31,7 @@ pub mod messages;
 pub mod model;
 pub mod ports;
 pub mod pricing;
+pub mod signals;
 pub mod store;
 pub mod telemetry;
 pub mod turn;

@@ -390,7 +390,17 @@ pub enum StreamChunk {
     Text(String),
     /// A tool step's card: created on its first update, changed by later
     /// ones with the same `id`.
-    Task { id: String, title: String, status: TaskStatus },
+    /// `sources`: what the step read (knowledge-base documents, pages),
+    /// shown on the card.
+    Task { id: String, title: String, status: TaskStatus, sources: Vec<TaskSource> },
+}
+
+/// A source on a tool step's card: a link with its text (Slack refuses a
+/// source without text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskSource {
+    pub title: String,
+    pub url: String,
 }
 
 /// What the worker does in Slack's agent surface: the prompts shown when

@@ -7,7 +7,7 @@
 use crate::slack_memory::Scripted;
 use assistant_core::ThreadRef;
 use assistant_core::delivery::{MessageMetadata, PostError};
-use assistant_core::ports::{AgentSlack, StreamChunk, SuggestedPrompt, TaskStatus};
+use assistant_core::ports::{AgentSlack, StreamChunk, SuggestedPrompt, TaskSource, TaskStatus};
 use async_trait::async_trait;
 use serde_json::Value;
 use slack::{ChannelId, Ts, UserId};
@@ -35,6 +35,8 @@ pub struct Stream {
     /// Each task's id and its latest title and status, in order of first
     /// appearance.
     pub tasks: Vec<(String, String, TaskStatus)>,
+    /// The sources each task's updates carried: `(task id, sources)`.
+    pub sources: Vec<(String, Vec<TaskSource>)>,
     pub appends: usize,
     /// When the first text was appended (for the benchmark's timing).
     pub first_text_at: Option<std::time::Instant>,
@@ -118,10 +120,15 @@ fn apply(stream: &mut Stream, chunks: &[StreamChunk]) -> Result<(), PostError> {
                 }
                 stream.text.push_str(text);
             }
-            StreamChunk::Task { id, title, status } => match stream.tasks.iter_mut().find(|(known, ..)| known == id) {
-                Some(task) => *task = (id.clone(), title.clone(), *status),
-                None => stream.tasks.push((id.clone(), title.clone(), *status)),
-            },
+            StreamChunk::Task { id, title, status, sources } => {
+                if !sources.is_empty() {
+                    stream.sources.push((id.clone(), sources.clone()));
+                }
+                match stream.tasks.iter_mut().find(|(known, ..)| known == id) {
+                    Some(task) => *task = (id.clone(), title.clone(), *status),
+                    None => stream.tasks.push((id.clone(), title.clone(), *status)),
+                }
+            }
         }
     }
     stream.appends += 1;
@@ -163,6 +170,7 @@ impl AgentSlack for MemoryAgent {
             recipient: recipient.cloned(),
             text: String::new(),
             tasks: Vec::new(),
+            sources: Vec::new(),
             appends: 0,
             first_text_at: None,
             stopped: false,

@@ -11,13 +11,18 @@
 //!   the worker sees it, in memory, refusing what Slack refuses.
 //! - [`store_contract`]: what every turn store and delivery log must do,
 //!   run against memory here and against DynamoDB in `tests/`.
-//! - [`signed`]: a request signed as Slack signs it.
+//! - [`signed`]: a request signed as Slack signs it; [`sigv4_check`]: an
+//!   AWS SigV4 signature recomputed from the request received.
+//! - [`signals_memory`]: CloudWatch, Logs Insights and knowledge bases in
+//!   memory.
 //! - [`fixtures`]: captured-shape Slack payloads.
 
 pub mod agent_memory;
 pub mod fixtures;
 pub mod mcp_memory;
 pub mod memory;
+pub mod signals_memory;
 pub mod signed;
+pub mod sigv4_check;
 pub mod slack_memory;
 pub mod store_contract;

@@ -8,7 +8,7 @@ use crate::config::AssistantConfig;
 use crate::references::Reference;
 use crate::tools::{ChannelRule, ToolDefinitionError, ToolPolicy, ToolRegistry};
 use crate::worker::{Limits, Worker};
-use crate::{builtin_tools, docs_tools, http_tools, mcp_tools};
+use crate::{aws_tools, builtin_tools, docs_tools, http_tools, knowledge_tools, mcp_tools};
 use assistant_core::Clock;
 use assistant_core::feedback::FeedbackLog;
 use assistant_core::mcp::McpConnector;
@@ -18,6 +18,7 @@ use assistant_core::ports::{
     UserContexts, WorkQueue,
 };
 use assistant_core::pricing::ModelPrices;
+use assistant_core::signals::{AwsConnector, KnowledgeBases};
 use assistant_core::store::StreamLog;
 use assistant_core::telemetry::TurnMetrics;
 use std::collections::HashMap;
@@ -42,6 +43,10 @@ pub struct WorkerPorts {
     /// The process's HTTP client, shared by the HTTP tools. It must not
     /// follow redirects (`adapters_slack::http_client()` does not).
     pub http: reqwest::Client,
+    /// Opens CloudWatch and Logs for the AWS tools, per account.
+    pub aws: Arc<dyn AwsConnector>,
+    /// Bedrock knowledge bases' `Retrieve`.
+    pub knowledge: Arc<dyn KnowledgeBases>,
     /// Opens sessions with the configured MCP servers.
     pub mcp: Arc<dyn McpConnector>,
     /// Where `${secret:NAME}` in tools' headers is read, once, at start-up.
@@ -215,6 +220,9 @@ pub async fn assemble(
     };
     let mut tools = vec![builtin_tools::current_time(ports.clock.clone())];
     tools.extend(docs_tools::docs_tools(ports.artifacts.clone(), &assistant.docs_prefix)?);
+    // Read-only and off until configured: built in, like the docs tools.
+    tools.extend(aws_tools::aws_tools(&assistant.aws_tools, ports.aws.as_ref(), ports.clock.clone()).await?);
+    tools.extend(knowledge_tools::knowledge_tools(&assistant.knowledge_bases, ports.knowledge.clone())?);
     let built_in: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), lookup)?);
     let taken = tools.iter().map(|tool| tool.spec().name.clone()).collect();
@@ -297,6 +305,8 @@ mod tests {
             clock: Arc::new(FixedClock::at(0)),
             http: reqwest::Client::new(),
             mcp: Arc::new(assistant_core::mcp::NoMcpServers),
+            aws: Arc::new(testkit::signals_memory::MemoryAws(Default::default())),
+            knowledge: Arc::new(testkit::signals_memory::MemorySignals::default()),
             secrets: Arc::new(assistant_core::ports::NoSecrets),
             metrics: Arc::new(assistant_core::telemetry::NoMetrics),
         }

@@ -13,6 +13,8 @@
 //!   ],
 //!   "http_tools": [ … see [`crate::http_tools`] … ],
 //!   "mcp_servers": [ … see [`crate::mcp_tools`] … ],
+//!   "aws_tools": { … see [`crate::aws_tools`] … },
+//!   "knowledge_bases": [ { "name": "code", "id": "KB12345678", "description": "Our services' code and READMEs", "max_results": 5 } ],
 //!   "approvals": { "approvers": ["requester"], "expires_after_secs": 3600, "allow_self_approval": true },
 //!   "suggested_prompts": [ { "title": "Why is a service failing?", "message": "Why is checkout-api failing?" } ]
 //! }
@@ -22,7 +24,9 @@
 //! documents under `docs/`, and only the built-in read-only tools in every
 //! channel (a declared tool is usable only where a `tool_policy` allows it).
 
+use crate::aws_tools::AwsToolsConfig;
 use crate::http_tools::HttpToolConfig;
+use crate::knowledge_tools::KnowledgeBaseConfig;
 use crate::mcp_tools::McpServerConfig;
 use crate::tools::{ChannelRule, ToolPolicy};
 use assistant_core::approval::Approver;
@@ -50,6 +54,13 @@ pub struct AssistantConfig {
     /// MCP servers whose tools the model may call.
     #[serde(default)]
     pub mcp_servers: Vec<McpServerConfig>,
+    /// The account's alarms, metrics and logs as built-in read-only tools;
+    /// each off until named.
+    #[serde(default)]
+    pub aws_tools: AwsToolsConfig,
+    /// Bedrock knowledge bases, a `search_{name}` tool each.
+    #[serde(default, deserialize_with = "knowledge_bases")]
+    pub knowledge_bases: Vec<KnowledgeBaseConfig>,
     /// Who may approve calls that change things, and for how long.
     #[serde(default)]
     pub approvals: ApprovalsConfig,
@@ -98,6 +109,22 @@ pub fn default_prompts() -> Vec<SuggestedPrompt> {
         prompt("Why is a service failing?", "Why is checkout-api failing in prod? Check its logs and recent deploys."),
         prompt("Find it in our docs", "Where do our runbooks say how to roll back a deploy?"),
     ]
+}
+
+/// Knowledge bases the model chooses among at most.
+const MAX_KNOWLEDGE_BASES: usize = 10;
+
+fn knowledge_bases<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<KnowledgeBaseConfig>, D::Error> {
+    let bases = Vec::<KnowledgeBaseConfig>::deserialize(deserializer)?;
+    if bases.len() > MAX_KNOWLEDGE_BASES {
+        return Err(serde::de::Error::custom(format!("knowledge_bases: at most {MAX_KNOWLEDGE_BASES}")));
+    }
+    for (n, base) in bases.iter().enumerate() {
+        if bases[..n].iter().any(|earlier| earlier.name == base.name) {
+            return Err(serde::de::Error::custom(format!("knowledge_bases: two are named {}", base.name)));
+        }
+    }
+    Ok(bases)
 }
 
 fn model_prices<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<ModelPrices>, D::Error> {
@@ -193,6 +220,8 @@ impl Default for AssistantConfig {
             tool_policy: None,
             http_tools: Vec::new(),
             mcp_servers: Vec::new(),
+            aws_tools: AwsToolsConfig::default(),
+            knowledge_bases: Vec::new(),
             approvals: ApprovalsConfig::default(),
             allowed_env: Vec::new(),
             model_prices: None,

@@ -12,7 +12,9 @@
 //!   checker.
 //! - The tools themselves: [`builtin_tools`], [`docs_tools`] (runbooks in
 //!   the artifact bucket), [`http_tools`] (a team's APIs, declared),
-//!   [`mcp_tools`] (MCP servers' tools, discovered at start-up).
+//!   [`mcp_tools`] (MCP servers' tools, discovered at start-up),
+//!   [`aws_tools`] (the account's alarms, metrics and logs),
+//!   [`knowledge_tools`] (Bedrock knowledge bases).
 //! - [`context`]: what a turn opens with (the thread so far, the channel).
 //! - [`offload`]: keeping a turn's item small (large results in S3).
 //! - [`streaming`]: the answer streamed into Slack as the model writes it,
@@ -20,11 +22,13 @@
 
 pub mod approvals;
 pub mod assembly;
+pub mod aws_tools;
 pub mod builtin_tools;
 pub mod config;
 pub mod context;
 pub mod docs_tools;
 pub mod http_tools;
+pub mod knowledge_tools;
 pub mod mcp_tools;
 pub mod offload;
 pub mod references;

@@ -22,9 +22,9 @@ use assistant_core::ThreadRef;
 use assistant_core::delivery::{MessageKey, MessageMetadata, StreamRecord, stream_digest};
 use assistant_core::feedback::answer_footer;
 use assistant_core::model::TextSink;
-use assistant_core::ports::{AgentSlack, StreamChunk, TaskStatus};
+use assistant_core::ports::{AgentSlack, StreamChunk, TaskSource, TaskStatus};
 use assistant_core::store::StreamLog;
-use assistant_core::turn::{ToolUse, TurnId};
+use assistant_core::turn::{ToolOutput, ToolUse, TurnId};
 use async_trait::async_trait;
 use redact::{Redactor, StreamRedactor};
 use slack::UserId;
@@ -190,8 +190,9 @@ impl<'w> AnswerStream<'w> {
         }
     }
 
-    /// Task cards for a step's tool calls, in one append.
-    pub async fn tasks(&mut self, calls: &[(&ToolUse, TaskStatus)]) {
+    /// Task cards for a step's tool calls, in one append, each with the
+    /// sources its result named.
+    pub async fn tasks(&mut self, calls: &[(&ToolUse, TaskStatus, Vec<TaskSource>)]) {
         if calls.is_empty() {
             return;
         }
@@ -202,7 +203,12 @@ impl<'w> AnswerStream<'w> {
         }
         let chunks: Vec<StreamChunk> = calls
             .iter()
-            .map(|(call, status)| StreamChunk::Task { id: call.id.clone(), title: call.name.clone(), status: *status })
+            .map(|(call, status, sources)| StreamChunk::Task {
+                id: call.id.clone(),
+                title: call.name.clone(),
+                status: *status,
+                sources: sources.clone(),
+            })
             .collect();
         if let Err(err) = self.agent.append_stream(&self.thread, &live.ts, &chunks).await {
             warn!(error = %err, "Slack refused a task update: the responder replaces the streamed message");
@@ -279,6 +285,27 @@ fn pieces(text: &str, limit: usize) -> Vec<&str> {
         rest = &rest[end..];
     }
     pieces
+}
+
+/// Sources shown on one card at most.
+const MAX_SOURCES: usize = 10;
+
+/// The sources a tool's result names (`"sources": [{"title", "url"}]`, as
+/// the knowledge-base tools answer): web links only, a few, titles short.
+pub fn sources_of(output: &ToolOutput) -> Vec<TaskSource> {
+    let ToolOutput::Json(value) = output else { return Vec::new() };
+    value["sources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|source| {
+            let url = source["url"].as_str()?;
+            let title = source["title"].as_str().filter(|title| !title.trim().is_empty()).unwrap_or(url);
+            (url.starts_with("https://") || url.starts_with("http://"))
+                .then(|| TaskSource { title: title.chars().take(100).collect(), url: url.to_owned() })
+        })
+        .take(MAX_SOURCES)
+        .collect()
 }
 
 #[cfg(test)]

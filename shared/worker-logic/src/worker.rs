@@ -36,7 +36,7 @@
 use crate::approvals::{Approvals, Verdict};
 use crate::context;
 use crate::offload;
-use crate::streaming::AnswerStream;
+use crate::streaming::{self, AnswerStream};
 use crate::tools::{Effect, ToolRegistry};
 use assistant_core::Clock;
 use assistant_core::feedback::{FeedbackLog, Rated};
@@ -900,7 +900,7 @@ impl Worker {
                 let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) = calls
                     .iter()
                     .partition(|call| self.tools.effect(&channel, &call.name) == Some(Effect::ChangesThings));
-                let started: Vec<_> = now.iter().map(|call| (*call, TaskStatus::InProgress)).collect();
+                let started: Vec<_> = now.iter().map(|call| (*call, TaskStatus::InProgress, Vec::new())).collect();
                 tokio::join!(self.show_progress(turn, running(&calls)), stream.tasks(&started));
                 turn.metered.sqs_requests += 1;
                 turn.transcript.push(reply.message);
@@ -910,7 +910,8 @@ impl Worker {
                     .zip(&results)
                     .map(|(call, result)| {
                         let ok = result.status == ToolStatus::Success;
-                        (*call, if ok { TaskStatus::Complete } else { TaskStatus::Error })
+                        let status = if ok { TaskStatus::Complete } else { TaskStatus::Error };
+                        (*call, status, streaming::sources_of(&result.output))
                     })
                     .collect();
                 stream.tasks(&ended).await;

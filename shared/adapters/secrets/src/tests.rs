@@ -1,7 +1,6 @@
 //! Against a fake that answers as Secrets Manager's JSON protocol does.
 
 use super::*;
-use aws_config::Region;
 use aws_credential_types::Credentials;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
@@ -18,7 +17,8 @@ async fn answer(fake: Arc<Fake>, headers: HeaderMap, body: String) -> axum::resp
     let earlier = fake.requests.lock().unwrap().iter().filter(|(_, seen)| seen["SecretId"] == id.as_str()).count();
     fake.requests.lock().unwrap().push((headers, body));
     let error = |status: StatusCode, kind: &str| {
-        (status, [("content-type", CONTENT_TYPE)], format!(r#"{{"__type":"{kind}","message":"no"}}"#)).into_response()
+        (status, [("content-type", "application/x-amz-json-1.1")], format!(r#"{{"__type":"{kind}","message":"no"}}"#))
+            .into_response()
     };
     match id.as_str() {
         "team/status-api" => {
@@ -46,12 +46,8 @@ async fn serve() -> (Arc<Fake>, String) {
 
 fn store(endpoint: &str, session_token: Option<&str>) -> SecretsManager {
     let credentials = Credentials::new("AKIDTEST", "test-secret-key", session_token.map(str::to_owned), None, "test");
-    let aws = SdkConfig::builder()
-        .region(Region::new("eu-west-1"))
-        .credentials_provider(SharedCredentialsProvider::new(credentials))
-        .endpoint_url(endpoint)
-        .build();
-    SecretsManager::new(&aws, reqwest::Client::new(), "team/")
+    let signer = Signer::with_credentials(credentials, "eu-west-1").with_endpoint_url(endpoint);
+    SecretsManager::new(&signer, reqwest::Client::new(), "team/")
 }
 
 #[tokio::test]
@@ -63,8 +59,8 @@ async fn a_secret_is_read_under_the_prefix_with_a_signed_request() {
     let requests = fake.requests.lock().unwrap();
     let (headers, body) = &requests[0];
     assert_eq!(body["SecretId"], "team/status-api", "the configuration's name under the deployment's prefix");
-    assert_eq!(headers["x-amz-target"], TARGET);
-    assert_eq!(headers["content-type"], CONTENT_TYPE);
+    assert_eq!(headers["x-amz-target"], "secretsmanager.GetSecretValue");
+    assert_eq!(headers["content-type"], "application/x-amz-json-1.1");
     let authorization = headers["authorization"].to_str().unwrap();
     assert!(authorization.starts_with("AWS4-HMAC-SHA256 Credential=AKIDTEST/"), "{authorization}");
     assert!(authorization.contains("/eu-west-1/secretsmanager/aws4_request"), "{authorization}");
@@ -94,14 +90,15 @@ async fn refusals_and_outages_are_errors_that_name_the_secret_and_the_reason() {
     assert!(down.contains("ServiceUnavailable"), "{down}");
     let attempts =
         fake.requests.lock().unwrap().iter().filter(|(_, body)| body["SecretId"] == "team/always-down").count();
-    assert_eq!(attempts, ATTEMPTS as usize, "an outage is retried, then reported");
+    assert_eq!(attempts, adapters_sigv4::ATTEMPTS as usize, "an outage is retried, then reported");
     let denials = fake.requests.lock().unwrap().iter().filter(|(_, body)| body["SecretId"] == "team/denied").count();
     assert_eq!(denials, 1, "a refusal is not retried");
 }
 
 #[tokio::test]
 async fn without_credentials_or_a_region_the_read_fails_clearly() {
-    let aws = SdkConfig::builder().endpoint_url("http://127.0.0.1:9").build();
-    let err = SecretsManager::new(&aws, reqwest::Client::new(), "team/").secret("x").await.unwrap_err().to_string();
+    let aws = aws_config::SdkConfig::builder().endpoint_url("http://127.0.0.1:9").build();
+    let signer = Signer::new(&aws);
+    let err = SecretsManager::new(&signer, reqwest::Client::new(), "team/").secret("x").await.unwrap_err().to_string();
     assert!(err.contains("no AWS region"), "{err}");
 }

@@ -36,13 +36,20 @@ impl WebAgent {
 pub fn chunk_json(chunk: &StreamChunk) -> Value {
     match chunk {
         StreamChunk::Text(text) => json!({"type": "markdown_text", "text": text}),
-        StreamChunk::Task { id, title, status } => {
+        StreamChunk::Task { id, title, status, sources } => {
             let status = match status {
                 TaskStatus::InProgress => "in_progress",
                 TaskStatus::Complete => "complete",
                 TaskStatus::Error => "error",
             };
-            json!({"type": "task_update", "id": id, "title": title, "status": status})
+            let mut task = json!({"type": "task_update", "id": id, "title": title, "status": status});
+            if !sources.is_empty() {
+                task["sources"] = sources
+                    .iter()
+                    .map(|source| json!({"type": "url", "url": source.url, "text": source.title}))
+                    .collect();
+            }
+            task
         }
     }
 }
