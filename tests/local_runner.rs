@@ -212,3 +212,40 @@ async fn serve_mode_answers_slack_and_posts_to_the_console() {
     child.wait().unwrap();
     assert!(posted, "the answer was streamed to the console");
 }
+
+#[test]
+fn against_the_seeded_emulator_the_aws_tools_read_its_alarms_metrics_and_logs() {
+    // As `infra/emulator.sh` does: the stack's resources and sample signals.
+    let with_emulator = |command: &mut Command| {
+        command
+            .env("AWS_ENDPOINT_URL", env_from_test_command("AWS_ENDPOINT_URL"))
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test");
+    };
+    let mut provision = runner();
+    with_emulator(&mut provision);
+    let provisioned = provision.arg("--provision").output().unwrap();
+    assert!(provisioned.status.success(), "{}", String::from_utf8_lossy(&provisioned.stderr));
+
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut ask = runner();
+    with_emulator(&mut ask);
+    let output = ask
+        .current_dir(&root)
+        .args(["--config", "infra/local/aws-tools.json", "--replay", "infra/local/recorded/aws-tools.json"])
+        .arg("why is checkout-api failing?")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    for expected in [
+        "result  tooluse_aws_1 Success: {\"alarms\":[{",
+        "result  tooluse_aws_2 Success: {\"dimensions\":{\"Service\":\"checkout-api\"}",
+        "result  tooluse_aws_3 Success: {\"bytes_scanned\"",
+        "3 tool calls (0 failed)",
+        "1 message(s) posted",
+    ] {
+        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+    }
+}

@@ -1,6 +1,9 @@
 //! `local --provision`: creates at a local AWS emulator what `template.yaml`
 //! declares (the table, the FIFO work and reply queues with their
-//! dead-letter queues, the artifact bucket), under the names
+//! dead-letter queues, the artifact bucket), and an account's worth of
+//! signals for the AWS tools to read (an alarm firing, its metric's last
+//! hour, a service's log lines: `infra/local/aws-tools.json` configures the
+//! tools over them), under the names
 //! `infra/env.local.json` uses, and prints the environment the three
 //! functions need there, one `NAME=value` a line (for `cargo lambda watch
 //! --env-file`). `infra/emulator.sh` starts the emulator and calls this.
@@ -9,6 +12,8 @@
 //! is never meant to create anything in a real account.
 
 use adapters_aws::provision::{fifo_queue_with_dlq, turns_table};
+use adapters_sigv4::{AwsApi, Repeat, Signer};
+use serde_json::{Value, json};
 
 const TABLE: &str = "slack-assistant-turns";
 const WORK_QUEUE: &str = "slack-assistant-work";
@@ -27,6 +32,8 @@ pub enum ProvisionError {
     NotLocal(Option<String>),
     #[error(transparent)]
     Aws(#[from] assistant_core::PortError),
+    #[error(transparent)]
+    Signals(#[from] adapters_sigv4::AwsError),
 }
 
 pub async fn provision() -> Result<(), ProvisionError> {
@@ -50,6 +57,7 @@ pub async fn provision() -> Result<(), ProvisionError> {
     if adapters_s3::check_bucket(&s3, BUCKET, "docs/").await.is_err() {
         adapters_s3::provision_bucket(&s3, BUCKET).await?;
     }
+    seed_signals(&aws).await?;
     let dead_letter_arns = [&work.dead_letter, &reply.dead_letter]
         .map(|url| {
             let name = url.rsplit('/').next().unwrap_or_default();
@@ -73,5 +81,56 @@ pub async fn provision() -> Result<(), ProvisionError> {
     ] {
         println!("{name}={value}");
     }
+    Ok(())
+}
+
+/// The sample service the seeded signals belong to.
+const SERVICE: &str = "checkout-api";
+
+/// An alarm in ALARM on `Sample/Errors` for checkout-api, the metric's
+/// last hour, and `/aws/lambda/checkout-api` with a few lines (written when
+/// the group is created, so a second run adds none).
+async fn seed_signals(aws: &aws_config::SdkConfig) -> Result<(), adapters_sigv4::AwsError> {
+    let http = reqwest::Client::new();
+    let signer = Signer::new(aws);
+    let cloudwatch = AwsApi::new(http.clone(), signer.clone(), adapters_cloudwatch::CLOUDWATCH, None);
+    let logs = AwsApi::new(http, signer, adapters_cloudwatch::LOGS, None);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
+    let dimensions = json!([{"Name": "Service", "Value": SERVICE}]);
+    let alarm = json!({
+        "AlarmName": format!("prod-{SERVICE}-errors"), "Namespace": "Sample", "MetricName": "Errors",
+        "Dimensions": dimensions, "Statistic": "Sum", "Period": 60, "EvaluationPeriods": 3, "DatapointsToAlarm": 2,
+        "Threshold": 5, "ComparisonOperator": "GreaterThanThreshold",
+    });
+    cloudwatch.call("PutMetricAlarm", &alarm, Repeat::Safe).await?;
+    let state = json!({"AlarmName": format!("prod-{SERVICE}-errors"), "StateValue": "ALARM",
+        "StateReason": "Threshold Crossed: 2 out of the last 3 datapoints [14.0, 9.0] were greater than the threshold (5.0)."});
+    cloudwatch.call("SetAlarmState", &state, Repeat::Safe).await?;
+    let data: Vec<Value> = (0..60)
+        .map(|minute| {
+            let errors = if minute >= 50 { 9 + (minute % 3) * 2 } else { minute % 2 };
+            json!({"MetricName": "Errors", "Dimensions": dimensions, "Timestamp": now - (60 - minute) * 60, "Value": errors})
+        })
+        .collect();
+    cloudwatch.call("PutMetricData", &json!({"Namespace": "Sample", "MetricData": data}), Repeat::Safe).await?;
+    let group = format!("/aws/lambda/{SERVICE}");
+    match logs.call("CreateLogGroup", &json!({"logGroupName": group}), Repeat::OnlyIfRefused).await {
+        Err(err) if err.kind == "ResourceAlreadyExistsException" => return Ok(()),
+        other => other?,
+    };
+    let stream = "2026/01/01/[$LATEST]sample";
+    logs.call("CreateLogStream", &json!({"logGroupName": group, "logStreamName": stream}), Repeat::Safe).await?;
+    let lines = [
+        (600, "INFO POST /checkout 200 in 84 ms"),
+        (540, "WARN payments-gateway slow: 2400 ms"),
+        (480, "ERROR POST /checkout 502: payments-gateway timed out after 3000 ms"),
+        (420, "ERROR POST /checkout 502: payments-gateway timed out after 3000 ms"),
+        (300, "INFO deploy 42 of checkout-api started"),
+        (120, "ERROR POST /checkout 502: connection pool exhausted (50/50 in use)"),
+    ];
+    let events: Vec<Value> =
+        lines.iter().map(|(ago, line)| json!({"timestamp": (now - ago) * 1000, "message": line})).collect();
+    let put = json!({"logGroupName": group, "logStreamName": stream, "logEvents": events});
+    logs.call("PutLogEvents", &put, Repeat::OnlyIfRefused).await?;
     Ok(())
 }
