@@ -64,8 +64,13 @@ async fn tools_reach_only_where_their_url_says_and_never_follow_a_redirect() {
         tool("name_to_loopback", format!("http://localhost:{port}/status")),
         tool("redirecting", format!("http://127.0.0.1:{port}/moved")),
     ];
-    let tools =
-        http_tools(&declared, adapters_slack::http_client(), |_: &worker_logic::references::Reference| None).unwrap();
+    let tools = http_tools(
+        &declared,
+        adapters_slack::http_client(),
+        std::sync::Arc::new(assistant_core::ports::NoSigner),
+        |_: &worker_logic::references::Reference| None,
+    )
+    .unwrap();
     let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
 
     let (status, _) = call(&registry, "named_address").await;

@@ -269,3 +269,33 @@ async fn a_server_that_restarted_and_refused_us_for_a_while_is_used_again_when_i
 
     assert_eq!((status, output), (ToolStatus::Success, ToolOutput::Text("BACK".into())));
 }
+
+#[tokio::test]
+async fn a_server_behind_aws_iam_gets_every_request_signed_and_verified() {
+    use aws_credential_types::Credentials;
+    let server = McpTestServer::start_signed("mcp-iam-secret").await;
+    let servers = json!([{"name": "gateway", "url": server.url,
+        "auth": {"aws_iam": {"service": "execute-api", "region": "eu-west-1"}}}]);
+    let configs: Vec<McpServerConfig> = serde_json::from_value(servers).unwrap();
+    let signer = |secret: &str| {
+        let credentials = Credentials::new("AKIDWORKER", secret, Some("session".into()), None, "test");
+        std::sync::Arc::new(adapters_sigv4::Signer::with_credentials(credentials, "us-east-1"))
+    };
+    let none = |_: &Reference| None;
+
+    // Signed with the right key: discovered, called, every request verified.
+    let connector = StreamableHttpConnector::new(adapters_slack::http_client()).with_signer(signer("mcp-iam-secret"));
+    let tools = mcp_tools(&configs, &connector, none, &HashSet::new(), DISCOVERY_DEADLINE).await.unwrap();
+    let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
+    let (status, output) = call(&registry, "gateway__upper", json!({"text": "signed"})).await;
+    assert_eq!(status, ToolStatus::Success, "{output:?}");
+    assert!(text(&output).contains("SIGNED"), "{output:?}");
+    assert!(server.seen.signed.load(Ordering::SeqCst) >= 3, "initialize, initialized, tools/list, tools/call");
+    assert!(server.seen.refused_signatures.lock().unwrap().is_empty(), "{:?}", server.seen.refused_signatures);
+
+    // Signed with another key: the server refuses; the tools are not offered.
+    let connector = StreamableHttpConnector::new(adapters_slack::http_client()).with_signer(signer("wrong-key"));
+    let tools = mcp_tools(&configs, &connector, none, &HashSet::new(), DISCOVERY_DEADLINE).await.unwrap();
+    assert!(tools.is_empty(), "a server that refuses us offers nothing");
+    assert!(!server.seen.refused_signatures.lock().unwrap().is_empty());
+}

@@ -35,6 +35,10 @@ pub struct Seen {
     pub cancelled: AtomicBool,
     /// Every request is refused with 401 from now on.
     pub revoked: AtomicBool,
+    /// Behind AWS IAM (`start_signed`): requests whose SigV4 signature the
+    /// server recomputed and accepted, and those it refused.
+    pub signed: AtomicUsize,
+    pub refused_signatures: std::sync::Mutex<Vec<String>>,
 }
 
 #[derive(Clone)]
@@ -114,6 +118,25 @@ impl McpTestServer {
         Self { url: format!("{}/mcp", server.base_url), seen, sessions, _server: server }
     }
 
+    /// The same server behind AWS IAM, as AgentCore Gateway or API Gateway
+    /// puts one: every request's SigV4 signature (for `execute-api`) is
+    /// recomputed with `secret_key`; a mismatch is a 403.
+    pub async fn start_signed(secret_key: &'static str) -> Self {
+        let seen = Arc::new(Seen::default());
+        let sessions = Arc::new(LocalSessionManager::default());
+        let handler = Handler { seen: seen.clone() };
+        let service = StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            sessions.clone(),
+            StreamableHttpServerConfig::default().with_sse_keep_alive(None),
+        );
+        let app = Router::new()
+            .nest_service("/mcp", service)
+            .layer(middleware::from_fn_with_state((seen.clone(), secret_key), verify_signature));
+        let server = LocalServer::start(app).await;
+        Self { url: format!("{}/mcp", server.base_url), seen, sessions, _server: server }
+    }
+
     /// Forgets every session, as a server does after a restart or an idle
     /// timeout: the next request with an old session id gets 404.
     pub async fn expire_sessions(&self) {
@@ -132,4 +155,39 @@ async fn authorize(State(seen): State<Arc<Seen>>, request: Request, next: Next) 
         seen.sessions.fetch_add(1, Ordering::SeqCst);
     }
     next.run(request).await
+}
+
+/// 403 unless the request is signed for `execute-api` with `secret_key`.
+async fn verify_signature(
+    State((seen, secret_key)): State<(Arc<Seen>, &'static str)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 16 << 20).await else {
+        return (axum::http::StatusCode::PAYLOAD_TOO_LARGE, "too large").into_response();
+    };
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str().to_owned(), value.to_str().unwrap_or_default().to_owned()))
+        .collect();
+    let checked = testkit::sigv4_check::verify(
+        parts.method.as_str(),
+        parts.uri.path(),
+        parts.uri.query().unwrap_or_default(),
+        &headers,
+        &body,
+        secret_key,
+    )
+    .and_then(
+        |signed| if signed.service == "execute-api" { Ok(()) } else { Err(format!("signed for {}", signed.service)) },
+    );
+    if let Err(reason) = checked {
+        seen.refused_signatures.lock().unwrap().push(reason);
+        return (axum::http::StatusCode::FORBIDDEN, "The request signature we calculated does not match")
+            .into_response();
+    }
+    seen.signed.fetch_add(1, Ordering::SeqCst);
+    next.run(Request::from_parts(parts, axum::body::Body::from(body))).await
 }

@@ -251,7 +251,7 @@ impl Pipeline {
             slack: reader,
             timers: Arc::new(MemoryTimers::default()),
             clock: Arc::new(SystemClock),
-            mcp: Arc::new(StreamableHttpConnector::new(http.clone())),
+            mcp: Arc::new(StreamableHttpConnector::new(http.clone()).with_signer(Arc::new(signer.clone()))),
             // `${secret:NAME}` reads Secrets Manager (or the emulator) with
             // the usual AWS chain, as the worker does; only when named.
             secrets: Arc::new(SecretsManager::new(&signer, http.clone(), &settings.secrets_prefix)),
@@ -259,6 +259,7 @@ impl Pipeline {
             // (`infra/emulator.sh` seeds alarms, metrics and logs) or, with
             // credentials and no endpoint, the account.
             aws: Arc::new(SignedAws::new(&aws, signer.clone(), http.clone())),
+            signer: Arc::new(signer.clone()),
             knowledge: Arc::new(BedrockKnowledgeBases::new(AwsApi::new(
                 http.clone(),
                 signer.clone(),

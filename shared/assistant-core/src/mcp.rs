@@ -20,6 +20,8 @@ pub struct McpEndpoint {
     pub name: String,
     pub url: String,
     pub headers: Vec<(String, String)>,
+    /// Each request signed with SigV4 for this scope (`"auth": "aws_iam"`).
+    pub signing: Option<crate::ports::AwsScope>,
 }
 
 impl fmt::Debug for McpEndpoint {

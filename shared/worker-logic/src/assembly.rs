@@ -14,8 +14,8 @@ use assistant_core::feedback::FeedbackLog;
 use assistant_core::mcp::McpConnector;
 use assistant_core::model::Model;
 use assistant_core::ports::{
-    AgentSlack, ApprovalTimers, ArtifactStore, DeliveryLog, PortError, ReplyQueue, SecretStore, SlackReader, TurnStore,
-    UserContexts, WorkQueue,
+    AgentSlack, ApprovalTimers, ArtifactStore, DeliveryLog, PortError, ReplyQueue, RequestSigner, SecretStore,
+    SlackReader, TurnStore, UserContexts, WorkQueue,
 };
 use assistant_core::pricing::ModelPrices;
 use assistant_core::signals::{AwsConnector, KnowledgeBases};
@@ -43,6 +43,9 @@ pub struct WorkerPorts {
     /// The process's HTTP client, shared by the HTTP tools. It must not
     /// follow redirects (`adapters_slack::http_client()` does not).
     pub http: reqwest::Client,
+    /// Signs the calls of tools with `"auth": "aws_iam"` (the process's one
+    /// AWS signer).
+    pub signer: Arc<dyn RequestSigner>,
     /// Opens CloudWatch and Logs for the AWS tools, per account.
     pub aws: Arc<dyn AwsConnector>,
     /// Bedrock knowledge bases' `Retrieve`.
@@ -224,7 +227,7 @@ pub async fn assemble(
     tools.extend(aws_tools::aws_tools(&assistant.aws_tools, ports.aws.as_ref(), ports.clock.clone()).await?);
     tools.extend(knowledge_tools::knowledge_tools(&assistant.knowledge_bases, ports.knowledge.clone())?);
     let built_in: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
-    tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), lookup)?);
+    tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), ports.signer.clone(), lookup)?);
     let taken = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     tools.extend(
         mcp_tools::mcp_tools(&assistant.mcp_servers, ports.mcp.as_ref(), lookup, &taken, mcp_tools::DISCOVERY_DEADLINE)
@@ -306,6 +309,7 @@ mod tests {
             http: reqwest::Client::new(),
             mcp: Arc::new(assistant_core::mcp::NoMcpServers),
             aws: Arc::new(testkit::signals_memory::MemoryAws(Default::default())),
+            signer: Arc::new(assistant_core::ports::NoSigner),
             knowledge: Arc::new(testkit::signals_memory::MemorySignals::default()),
             secrets: Arc::new(assistant_core::ports::NoSecrets),
             metrics: Arc::new(assistant_core::telemetry::NoMetrics),

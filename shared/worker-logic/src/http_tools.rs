@@ -30,12 +30,15 @@
 //! overrides either way; `approvers` says who, instead of the default). For
 //! those, the input object is sent as the JSON body, and an approved call
 //! carries `Idempotency-Key: {turn_id}:{tool_use_id}`, the same on every
-//! attempt.
+//! attempt. `"auth": "aws_iam"` signs every call with SigV4 as the worker's
+//! role (see [`crate::auth`]).
 
+use crate::auth::ToolAuth;
 use crate::references::{self, Reference};
 use crate::tools::{CallContext, Effect, RunTool, Tool, ToolDefinitionError, ToolFuture};
 use assistant_core::approval::Approver;
 use assistant_core::model::ToolSpec;
+use assistant_core::ports::{AwsScope, RequestSigner, UnsignedRequest};
 use assistant_core::turn::ToolOutput;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
@@ -78,6 +81,9 @@ pub struct HttpToolConfig {
     /// `approvals.approvers`.
     #[serde(default)]
     pub approvers: Option<Vec<Approver>>,
+    /// `"aws_iam"`: each call signed with SigV4 as the worker's role.
+    #[serde(default)]
+    pub auth: Option<ToolAuth>,
 }
 
 fn default_method() -> String {
@@ -105,6 +111,8 @@ struct Endpoint {
     query: BTreeMap<String, String>,
     headers: Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
     max_response_bytes: usize,
+    /// Signs each call as the worker's role (`auth: aws_iam`).
+    signing: Option<(Arc<dyn RequestSigner>, AwsScope)>,
 }
 
 /// The declared tools, checked and ready; `lookup` resolves `${env:NAME}`
@@ -112,14 +120,16 @@ struct Endpoint {
 pub fn http_tools(
     configs: &[HttpToolConfig],
     http: reqwest::Client,
+    signer: Arc<dyn RequestSigner>,
     lookup: impl Fn(&Reference) -> Option<String>,
 ) -> Result<Vec<Tool>, HttpToolError> {
-    configs.iter().map(|config| http_tool(config, http.clone(), &lookup)).collect()
+    configs.iter().map(|config| http_tool(config, http.clone(), &signer, &lookup)).collect()
 }
 
 fn http_tool(
     config: &HttpToolConfig,
     http: reqwest::Client,
+    signer: &Arc<dyn RequestSigner>,
     lookup: &impl Fn(&Reference) -> Option<String>,
 ) -> Result<Tool, HttpToolError> {
     let invalid = |reason: String| HttpToolError::Invalid { name: config.name.clone(), reason };
@@ -149,6 +159,15 @@ fn http_tool(
     if config.timeout_secs.is_some_and(|secs| secs == 0 || secs > max_secs) {
         return Err(invalid(format!("timeout_secs must be from 1 to {max_secs}")));
     }
+    let signing = match &config.auth {
+        Some(auth) => {
+            if config.headers.keys().any(|name| name.eq_ignore_ascii_case("authorization")) {
+                return Err(invalid("a tool signed with aws_iam may not set its own Authorization header".into()));
+            }
+            Some((signer.clone(), auth.scope_for(&template).map_err(invalid)?))
+        }
+        None => None,
+    };
     let destructive = method == reqwest::Method::DELETE;
     let endpoint = Arc::new(Endpoint {
         method,
@@ -158,6 +177,7 @@ fn http_tool(
         query: config.query.clone(),
         headers,
         max_response_bytes: config.max_response_bytes.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES),
+        signing,
     });
     let spec = ToolSpec {
         name: config.name.clone(),
@@ -253,7 +273,11 @@ impl Endpoint {
         if let Some(key) = idempotency_key {
             request = request.header("idempotency-key", key);
         }
-        let mut response = request.send().await.map_err(|err| format!("the request failed: {err}"))?;
+        let mut request = request.build().map_err(|err| format!("the request cannot be built: {err}"))?;
+        if let Some((signer, scope)) = &self.signing {
+            sign(signer.as_ref(), scope, &mut request).await?;
+        }
+        let mut response = http.execute(request).await.map_err(|err| format!("the request failed: {err}"))?;
         let status = response.status();
         let is_json = response
             .headers()
@@ -283,6 +307,27 @@ impl Endpoint {
         }
         Ok(ToolOutput::Text(text))
     }
+}
+
+/// Adds the SigV4 headers for `request` as it stands: every header it has
+/// and its body are signed.
+async fn sign(signer: &dyn RequestSigner, scope: &AwsScope, request: &mut reqwest::Request) -> Result<(), String> {
+    let headers: Vec<(String, String)> = request
+        .headers()
+        .iter()
+        .filter_map(|(name, value)| Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned())))
+        .collect();
+    let body = request.body().and_then(reqwest::Body::as_bytes).unwrap_or_default();
+    let url = request.url().to_string();
+    let unsigned = UnsignedRequest { method: request.method().as_str(), url: &url, headers: &headers, body };
+    let signature = signer.sign(unsigned, scope).await.map_err(|err| format!("the request cannot be signed: {err}"))?;
+    for (name, value) in signature {
+        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|err| err.to_string())?;
+        let mut value = reqwest::header::HeaderValue::from_str(&value).map_err(|err| err.to_string())?;
+        value.set_sensitive(true);
+        request.headers_mut().insert(name, value);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@
 
 pub mod approvals;
 pub mod assembly;
+pub mod auth;
 pub mod aws_tools;
 pub mod builtin_tools;
 pub mod config;

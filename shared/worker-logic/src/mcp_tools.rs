@@ -83,6 +83,10 @@ pub struct McpServerConfig {
     /// Per call; default 30 s, at most 300 s.
     #[serde(default)]
     pub timeout_secs: Option<u64>,
+    /// `"aws_iam"`: every request signed with SigV4 as the worker's role
+    /// (AgentCore Gateway, a server behind API Gateway or a function URL).
+    #[serde(default)]
+    pub auth: Option<crate::auth::ToolAuth>,
 }
 
 fn all_tools() -> Vec<String> {
@@ -153,7 +157,16 @@ fn endpoint(
         }
         headers.push((name.clone(), value));
     }
-    Ok(McpEndpoint { name: config.name.clone(), url: config.url.clone(), headers })
+    let signing = match &config.auth {
+        Some(auth) => {
+            if config.headers.keys().any(|name| name.eq_ignore_ascii_case("authorization")) {
+                return Err(invalid("a server signed with aws_iam may not set its own Authorization header"));
+            }
+            Some(auth.scope_for(&url).map_err(|reason| invalid(&reason))?)
+        }
+        None => None,
+    };
+    Ok(McpEndpoint { name: config.name.clone(), url: config.url.clone(), headers, signing })
 }
 
 /// What a server's headers name (`${env:NAME}`, `${secret:NAME}`).

@@ -7,9 +7,11 @@
 //! once, and telling the server `notifications/cancelled` when a call's
 //! future is dropped (our timeout). This adapter only translates: the
 //! SDK's types to the core's, and its errors to [`McpError`] (401/403 as
-//! [`McpError::Unauthorized`], so a revoked token reads as one).
+//! [`McpError::Unauthorized`], so a revoked token reads as one). A server
+//! behind AWS IAM gets each request signed ([`signed`]).
 
 use assistant_core::mcp::{McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpSession, McpToolInfo};
+use assistant_core::ports::{NoSigner, RequestSigner};
 use async_trait::async_trait;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
@@ -27,6 +29,8 @@ use std::error::Error as StdError;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod signed;
+
 /// The largest JSON answer or SSE event accepted from a server. A tool
 /// result past a few hundred kilobytes goes to S3 anyway; this bounds the
 /// memory one misbehaving server can take.
@@ -35,13 +39,22 @@ const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// Opens Streamable HTTP sessions on one shared HTTP client.
 pub struct StreamableHttpConnector {
     http: reqwest::Client,
+    /// Signs the requests of servers with `"auth": "aws_iam"`.
+    signer: Arc<dyn RequestSigner>,
 }
 
 impl StreamableHttpConnector {
     /// `http` must not follow redirects: a server's `Authorization` header
     /// must never travel to where it redirects.
     pub fn new(http: reqwest::Client) -> Self {
-        Self { http }
+        Self { http, signer: Arc::new(NoSigner) }
+    }
+
+    /// Signs the requests to servers behind AWS IAM with `signer` (the
+    /// process's one signer).
+    pub fn with_signer(mut self, signer: Arc<dyn RequestSigner>) -> Self {
+        self.signer = signer;
+        self
     }
 }
 
@@ -62,12 +75,19 @@ impl McpConnector for StreamableHttpConnector {
             .reinit_on_expired_session(true)
             .max_json_response_size(MAX_ANSWER_BYTES)
             .max_sse_event_size(MAX_ANSWER_BYTES);
-        let transport = StreamableHttpClientTransport::with_client(self.http.clone(), config);
         let info = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("slack-assistant", env!("CARGO_PKG_VERSION")),
         );
-        let service = info.serve(transport).await.map_err(|err| classify(&err))?;
+        let service = match &endpoint.signing {
+            Some(scope) => {
+                let client =
+                    signed::SignedHttp { http: self.http.clone(), signer: self.signer.clone(), scope: scope.clone() };
+                info.serve(StreamableHttpClientTransport::with_client(client, config)).await
+            }
+            None => info.serve(StreamableHttpClientTransport::with_client(self.http.clone(), config)).await,
+        }
+        .map_err(|err| classify(&err))?;
         Ok(Arc::new(Session { service }))
     }
 }

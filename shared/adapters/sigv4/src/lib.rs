@@ -18,6 +18,7 @@
 //! ([`Repeat::Safe`]). Answers are read up to a byte limit, never whole
 //! whatever their size.
 
+use assistant_core::ports::{AwsScope, PortError, RequestSigner, UnsignedRequest};
 use aws_config::SdkConfig;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
@@ -106,14 +107,6 @@ impl Signer {
         service: &str,
         region: Option<&str>,
     ) -> Result<(), SignError> {
-        let region = region.or(self.region.as_deref()).ok_or(SignError::NoRegion)?;
-        let credentials = self
-            .credentials
-            .as_ref()
-            .ok_or(SignError::NoCredentials)?
-            .provide_credentials()
-            .await
-            .map_err(|err| SignError::Credentials(err.to_string()))?;
         let url = request.url().to_string();
         let unsignable = |reason: String| SignError::Unsignable { url: url.clone(), reason };
         let headers: Vec<(String, String)> = request
@@ -123,8 +116,42 @@ impl Signer {
             .collect::<Result<_, String>>()
             .map_err(unsignable)?;
         let body = match request.body().and_then(reqwest::Body::as_bytes) {
+            Some(bytes) => Some(bytes),
+            None if request.body().is_none() => Some(&[][..]),
+            None => None,
+        };
+        let signature = self.headers_for(request.method().as_str(), &url, &headers, body, service, region).await?;
+        for (name, value) in signature {
+            let value = reqwest::header::HeaderValue::from_str(&value).map_err(|err| unsignable(err.to_string()))?;
+            let name =
+                reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|err| unsignable(err.to_string()))?;
+            request.headers_mut().insert(name, value);
+        }
+        Ok(())
+    }
+
+    /// The signature headers for a request as it will be sent: `headers`
+    /// are signed, `body` hashed (`None`: `UNSIGNED-PAYLOAD`).
+    pub async fn headers_for(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: Option<&[u8]>,
+        service: &str,
+        region: Option<&str>,
+    ) -> Result<Vec<(String, String)>, SignError> {
+        let region = region.or(self.region.as_deref()).ok_or(SignError::NoRegion)?;
+        let credentials = self
+            .credentials
+            .as_ref()
+            .ok_or(SignError::NoCredentials)?
+            .provide_credentials()
+            .await
+            .map_err(|err| SignError::Credentials(err.to_string()))?;
+        let unsignable = |reason: String| SignError::Unsignable { url: url.to_owned(), reason };
+        let body = match body {
             Some(bytes) => SignableBody::Bytes(bytes),
-            None if request.body().is_none() => SignableBody::Bytes(&[]),
             None => SignableBody::UnsignedPayload,
         };
         let identity = credentials.into();
@@ -138,20 +165,30 @@ impl Signer {
             .map_err(|err| unsignable(err.to_string()))?
             .into();
         let signable = SignableRequest::new(
-            request.method().as_str(),
-            &url,
+            method,
+            url,
             headers.iter().map(|(name, value)| (name.as_str(), value.as_str())),
             body,
         )
         .map_err(|err| unsignable(err.to_string()))?;
         let (instructions, _) = sign(signable, &params).map_err(|err| unsignable(err.to_string()))?.into_parts();
-        for (name, value) in instructions.headers() {
-            let value = reqwest::header::HeaderValue::from_str(value).map_err(|err| unsignable(err.to_string()))?;
-            let name =
-                reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|err| unsignable(err.to_string()))?;
-            request.headers_mut().insert(name, value);
-        }
-        Ok(())
+        Ok(instructions.headers().map(|(name, value)| (name.to_owned(), value.to_owned())).collect())
+    }
+}
+
+#[async_trait::async_trait]
+impl RequestSigner for Signer {
+    async fn sign(&self, request: UnsignedRequest<'_>, scope: &AwsScope) -> Result<Vec<(String, String)>, PortError> {
+        self.headers_for(
+            request.method,
+            request.url,
+            request.headers,
+            Some(request.body),
+            &scope.service,
+            scope.region.as_deref(),
+        )
+        .await
+        .map_err(|err| PortError::new("signing a request", err.to_string()).with_source(err))
     }
 }
 

@@ -8,6 +8,7 @@ use crate::tools::{ToolPolicy, ToolRegistry};
 use assistant_core::turn::{ToolStatus, ToolUse};
 use axum::Router;
 use axum::extract::Request;
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use serde_json::json;
 use std::sync::Mutex;
@@ -78,7 +79,7 @@ fn client() -> reqwest::Client {
 }
 
 async fn registry(port: &str) -> ToolRegistry {
-    let tools = http_tools(&configs(port), client(), env).unwrap();
+    let tools = http_tools(&configs(port), client(), no_signer(), env).unwrap();
     ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap()
 }
 
@@ -162,7 +163,7 @@ async fn large_responses_are_cut_and_failures_are_error_results() {
 #[tokio::test]
 async fn a_post_tool_changes_things_and_sends_the_input_as_json() {
     let (port, seen) = api().await;
-    let tools = http_tools(&configs(&port), client(), env).unwrap();
+    let tools = http_tools(&configs(&port), client(), no_signer(), env).unwrap();
     let restart = tools.iter().find(|t| t.spec().name == "restart_service").unwrap();
     assert_eq!(restart.effect(), Effect::ChangesThings);
     assert_eq!(tools[0].effect(), Effect::ReadOnly);
@@ -188,7 +189,7 @@ async fn an_approved_call_carries_its_idempotency_key_and_approval_can_be_declar
     declared[3].requires_approval = Some(false);
     declared[2].method = "DELETE".into();
     declared[0].approvers = Some(vec![Approver::User(slack::UserId::new("U0DBA"))]);
-    let tools = http_tools(&declared, client(), env).unwrap();
+    let tools = http_tools(&declared, client(), no_signer(), env).unwrap();
     let effects: Vec<Effect> = tools.iter().map(Tool::effect).collect();
     assert_eq!(
         effects,
@@ -202,7 +203,7 @@ async fn an_approved_call_carries_its_idempotency_key_and_approval_can_be_declar
 
     declared[0].approvers = Some(vec![]);
     assert!(
-        matches!(http_tools(&declared, client(), env), Err(HttpToolError::Invalid { .. })),
+        matches!(http_tools(&declared, client(), no_signer(), env), Err(HttpToolError::Invalid { .. })),
         "a tool nobody may approve is refused"
     );
 }
@@ -210,7 +211,7 @@ async fn an_approved_call_carries_its_idempotency_key_and_approval_can_be_declar
 #[test]
 fn declarations_that_cannot_be_safe_are_refused_at_start_up() {
     let mut config = configs("1")[0].clone();
-    let err = http_tools(std::slice::from_ref(&config), client(), |_: &Reference| None).err().unwrap();
+    let err = http_tools(std::slice::from_ref(&config), client(), no_signer(), |_: &Reference| None).err().unwrap();
     assert!(
         matches!(err, HttpToolError::Unresolved { reason: Unresolved::Missing(Reference::Env(ref variable)), .. } if variable == "STATUS_API_TOKEN"),
         "{err}"
@@ -222,7 +223,7 @@ fn declarations_that_cannot_be_safe_are_refused_at_start_up() {
         config.url = url.into();
         assert!(
             matches!(
-                http_tools(std::slice::from_ref(&config), client(), |_: &Reference| None),
+                http_tools(std::slice::from_ref(&config), client(), no_signer(), |_: &Reference| None),
                 Err(HttpToolError::Invalid { .. })
             ),
             "{url}"
@@ -233,7 +234,108 @@ fn declarations_that_cannot_be_safe_are_refused_at_start_up() {
     config.url = "https://status.example.com/api".into();
     for secs in [0, 121, 86_400] {
         config.timeout_secs = Some(secs);
-        let err = http_tools(std::slice::from_ref(&config), client(), |_: &Reference| None).err().expect("refused");
+        let err = http_tools(std::slice::from_ref(&config), client(), no_signer(), |_: &Reference| None)
+            .err()
+            .expect("refused");
         assert!(err.to_string().contains("timeout_secs must be from 1 to 120"), "{secs}: {err}");
     }
+}
+
+fn no_signer() -> Arc<dyn RequestSigner> {
+    Arc::new(assistant_core::ports::NoSigner)
+}
+
+/// An API behind IAM auth: it recomputes each request's SigV4 signature
+/// (testkit's check, written from AWS's specification) and answers 403 to
+/// any mismatch, as API Gateway does.
+async fn iam_api() -> (String, Arc<Mutex<Vec<Result<String, String>>>>) {
+    let checks: Arc<Mutex<Vec<Result<String, String>>>> = Arc::default();
+    let seen = checks.clone();
+    let app = Router::new().fallback(move |request: Request| {
+        let seen = seen.clone();
+        async move {
+            let (parts, body) = request.into_parts();
+            let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+            let headers: Vec<(String, String)> =
+                parts.headers.iter().map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned())).collect();
+            let query = parts.uri.query().unwrap_or_default();
+            let check = testkit::sigv4_check::verify(
+                parts.method.as_str(),
+                parts.uri.path(),
+                query,
+                &headers,
+                &body,
+                "iam-secret",
+            )
+            .map(|signed| format!("{} {} {}", signed.service, signed.region, signed.signed_headers.join(";")));
+            let ok = check.is_ok();
+            seen.lock().unwrap().push(check);
+            if ok {
+                axum::Json(json!({"restarted": true})).into_response()
+            } else {
+                (axum::http::StatusCode::FORBIDDEN, "The request signature we calculated does not match")
+                    .into_response()
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (port.to_string(), checks)
+}
+
+fn iam_tool(port: &str, extra: Value) -> Vec<HttpToolConfig> {
+    let mut tool = json!({
+        "name": "restart_service", "description": "Restart a service.",
+        "input_schema": {"type": "object", "properties": {"service": {"type": "string"}}, "required": ["service"]},
+        "method": "POST", "url": format!("http://127.0.0.1:{port}/prod/services/{{service}}/restart"),
+        "query": {"reason": "asked in Slack"},
+        "auth": {"aws_iam": {"service": "execute-api", "region": "eu-west-1"}}
+    });
+    tool.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    serde_json::from_value(vec![tool].into()).unwrap()
+}
+
+#[tokio::test]
+async fn an_aws_iam_tool_signs_each_call_as_the_workers_role_and_the_server_verifies_it() {
+    use aws_credential_types::Credentials;
+    let (port, checks) = iam_api().await;
+    let signer: Arc<dyn RequestSigner> = Arc::new(adapters_sigv4::Signer::with_credentials(
+        Credentials::new("AKIDWORKER", "iam-secret", Some("session-token".into()), None, "test"),
+        "us-east-1",
+    ));
+    let tools = http_tools(&iam_tool(&port, json!({})), client(), signer, env).unwrap();
+    let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
+    let call = ToolUse { id: "t1".into(), name: "restart_service".into(), input: json!({"service": "checkout api"}) };
+    let result = registry.run_approved(&call, &slack::ChannelId::new("C1"), "turn-1:t1".into()).await;
+    assert_eq!(result.status, ToolStatus::Success, "{:?}", result.output);
+    let checks = checks.lock().unwrap().clone();
+    let signed = checks[0].as_ref().expect("the server's own computation matches");
+    assert!(signed.starts_with("execute-api eu-west-1 "), "the configured scope: {signed}");
+    for header in ["host", "x-amz-date", "x-amz-security-token", "idempotency-key", "content-type"] {
+        assert!(signed.contains(header), "{header} is signed: {signed}");
+    }
+
+    // The same call signed with another key fails the server's check.
+    let wrong: Arc<dyn RequestSigner> = Arc::new(adapters_sigv4::Signer::with_credentials(
+        Credentials::new("AKIDWORKER", "not-the-secret", None, None, "test"),
+        "us-east-1",
+    ));
+    let tools = http_tools(&iam_tool(&port, json!({})), client(), wrong, env).unwrap();
+    let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
+    let result = registry.run(&call, &slack::ChannelId::new("C1")).await;
+    assert_eq!(result.status, ToolStatus::Error);
+    assert!(format!("{:?}", result.output).contains("403"), "{:?}", result.output);
+}
+
+#[test]
+fn a_signed_tool_may_not_carry_its_own_authorization_nor_sign_for_an_unknown_host() {
+    let refused = |configs: Vec<HttpToolConfig>| match http_tools(&configs, client(), no_signer(), env) {
+        Err(err) => err.to_string(),
+        Ok(_) => panic!("accepted"),
+    };
+    let both = refused(iam_tool("1", json!({"headers": {"Authorization": "Bearer x"}})));
+    assert!(both.contains("may not set its own Authorization"), "{both}");
+    let unknown = refused(iam_tool("1", json!({"auth": "aws_iam"})));
+    assert!(unknown.contains("cannot tell which AWS service"), "{unknown}");
 }
