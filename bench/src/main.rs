@@ -277,6 +277,7 @@ fn bench_worker_with(
         feedback: tables.feedback,
         contexts: Arc::new(testkit::memory::MemoryContexts::default()),
         suggested_prompts: Vec::new(),
+        home_channels: Vec::new(),
     };
     Ok(BenchWorker { worker, store, work, replies, artifacts, metrics })
 }

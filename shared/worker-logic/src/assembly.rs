@@ -271,6 +271,7 @@ pub async fn assemble(
         feedback: ports.feedback,
         contexts: ports.contexts,
         suggested_prompts: assistant.suggested_prompts.clone(),
+        home_channels: assistant.home_channels.clone(),
     })
 }
 

@@ -64,6 +64,11 @@ pub struct AssistantConfig {
     /// Who may approve calls that change things, and for how long.
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// Channel globs (`C0ONCALL*`) that are the team's place for these
+    /// questions: the model is told to answer there and never send people
+    /// elsewhere.
+    #[serde(default)]
+    pub home_channels: Vec<String>,
     /// The environment variables `${env:NAME}` may name (HTTP tools' and
     /// MCP servers' headers). Never `AWS_*` or `SLACK_*`: whoever can write the
     /// configuration must not be able to send the function's own
@@ -222,6 +227,7 @@ impl Default for AssistantConfig {
             mcp_servers: Vec::new(),
             aws_tools: AwsToolsConfig::default(),
             knowledge_bases: Vec::new(),
+            home_channels: Vec::new(),
             approvals: ApprovalsConfig::default(),
             allowed_env: Vec::new(),
             model_prices: None,

@@ -85,6 +85,10 @@ pub fn channel_context(info: &ChannelInfo) -> String {
     line
 }
 
+/// A line for the system prompt in a channel the configuration names as the
+/// team's place for these questions (`home_channels`).
+pub const HOME_CHANNEL: &str = "This channel is the team's place for these questions: answer here, and never send the person to another channel, team or support queue to ask instead.";
+
 /// A line for the system prompt saying which channel the user had open in
 /// the assistant panel when they asked (Slack's `context.channel_id`).
 pub fn viewing_context(channel: &ChannelId) -> String {

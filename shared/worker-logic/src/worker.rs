@@ -217,6 +217,9 @@ pub struct Worker {
     pub contexts: Arc<dyn UserContexts>,
     /// Shown when a person opens the DM.
     pub suggested_prompts: Vec<SuggestedPrompt>,
+    /// Channel globs that are the team's place for these questions: the
+    /// model is told not to send people elsewhere there.
+    pub home_channels: Vec<String>,
 }
 
 impl Worker {
@@ -373,10 +376,13 @@ impl Worker {
             .ok()
             .map(|info| context::channel_context(&info));
         let viewing = request.context_channel.clone().or(seen).as_ref().map(context::viewing_context);
-        turn.channel_context = match (channel, viewing) {
-            (Some(channel), Some(viewing)) => Some(format!("{channel} {viewing}")),
-            (channel, viewing) => channel.or(viewing),
-        };
+        let home = self
+            .home_channels
+            .iter()
+            .any(|glob| crate::tools::glob_matches(glob, request.thread.channel.as_str()))
+            .then(|| context::HOME_CHANNEL.to_owned());
+        let lines: Vec<String> = [channel, viewing, home].into_iter().flatten().collect();
+        turn.channel_context = (!lines.is_empty()).then(|| lines.join(" "));
         match self.store.create(&mut turn).await? {
             Created::New => {
                 info!("turn started");

@@ -250,6 +250,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         feedback: feedback.clone(),
         contexts: contexts.clone(),
         suggested_prompts: worker_logic::config::default_prompts(),
+        home_channels: vec!["C0HOME*".into()],
     };
     TestWorker {
         worker,
@@ -806,6 +807,20 @@ async fn the_channel_open_in_the_assistant_panel_reaches_the_system_prompt() {
     let system = worker.model.systems.lock().unwrap()[0].clone();
     assert!(system.starts_with("You are the on-call assistant."), "{system}");
     assert!(system.contains("<#C0DEPLOYS>"), "{system}");
+}
+
+#[tokio::test]
+async fn in_a_home_channel_the_model_is_told_to_answer_there_and_elsewhere_it_is_not() {
+    let home = worker(ScriptedModel::new([text("Answered here.")]), counter());
+    let WorkMessage::StartTurn(mut request) = start() else { unreachable!() };
+    request.thread.channel = ChannelId::new("C0HOME42");
+    home.handle(&WorkMessage::StartTurn(request), &Budget::plenty()).await.unwrap();
+    let system = home.model.systems.lock().unwrap()[0].clone();
+    assert!(system.contains(worker_logic::context::HOME_CHANNEL), "{system}");
+
+    let elsewhere = worker(ScriptedModel::new([text("Answered.")]), counter());
+    elsewhere.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert!(!elsewhere.model.systems.lock().unwrap()[0].contains("team's place"), "not a home channel");
 }
 
 // --- Approvals: only the right person, exactly once, never stranded ----------
