@@ -36,6 +36,7 @@ async fn ask(model: &BedrockModel, messages: &[Message]) -> Result<assistant_cor
             messages,
             max_tokens: 2048,
             cache_conversation: false,
+            force_tool: None,
         })
         .await
 }
@@ -235,6 +236,7 @@ async fn ask_streaming(
         messages,
         max_tokens: 2048,
         cache_conversation: false,
+        force_tool: None,
     };
     let reply = model.converse_streaming(request, &mut deltas).await;
     (reply, deltas.0)

@@ -278,6 +278,7 @@ fn bench_worker_with(
         contexts: Arc::new(testkit::memory::MemoryContexts::default()),
         suggested_prompts: Vec::new(),
         home_channels: Vec::new(),
+        enhancer: None,
     };
     Ok(BenchWorker { worker, store, work, replies, artifacts, metrics })
 }

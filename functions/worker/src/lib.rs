@@ -172,6 +172,12 @@ impl WorkerFunction {
             store: Arc::new(RecordTurns::new(records.clone())),
             deliveries: Arc::new(RecordDeliveries::new(records.clone())),
             model: Arc::new(BedrockModel::new(clients.bedrock.clone(), &config.model_id)),
+            models: Arc::new({
+                let bedrock = clients.bedrock.clone();
+                move |id: &str| {
+                    Arc::new(BedrockModel::new(bedrock.clone(), id)) as Arc<dyn assistant_core::model::Model>
+                }
+            }),
             work: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.work_queue_url)),
             replies: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url)),
             artifacts,

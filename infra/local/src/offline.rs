@@ -83,7 +83,14 @@ mod tests {
     async fn the_recording_calls_tools_then_answers_and_says_it_is_offline() {
         let model = OfflineModel::from_json(DEFAULT_RECORDING).unwrap();
         fn request(messages: &[Message]) -> ModelRequest<'_> {
-            ModelRequest { system: "", tools: &[], messages, max_tokens: 100, cache_conversation: false }
+            ModelRequest {
+                system: "",
+                tools: &[],
+                messages,
+                max_tokens: 100,
+                cache_conversation: false,
+                force_tool: None,
+            }
         }
         let first = model.converse(request(&[Message::user_text("hi")])).await.unwrap();
         assert_eq!(first.stop_reason, StopReason::ToolUse);

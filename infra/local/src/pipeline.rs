@@ -17,7 +17,7 @@ use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use adapters_slack::{SlackWebReader, WebAgent, WebPoster};
 use assistant_core::feedback::FeedbackLog;
 use assistant_core::messages::ReplyMessage;
-use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest};
+use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, OpenModel};
 use assistant_core::ports::{AgentSlack, ArtifactStore, EventClaims, SlackPoster, SlackReader, VersionedRecords};
 use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::turn::{Content, Role, ToolOutput};
@@ -174,6 +174,9 @@ impl Pipeline {
                 ),
             };
 
+        // The prompt enhancer's cheap model: on Bedrock beside the main one,
+        // or the same recording offline.
+        let models: Arc<dyn OpenModel>;
         let (model, model_label): (Arc<dyn Model>, String) = match &settings.model_id {
             Some(model_id) => {
                 let credentials = aws.credentials_provider().ok_or_else(|| SetupError::NoCredentials("none".into()))?;
@@ -185,6 +188,8 @@ impl Pipeline {
                     .timeout_config(adapters_bedrock::timeout_config(worker_logic::MODEL_CALL_TIME))
                     .build();
                 let client = aws_sdk_bedrockruntime::Client::from_conf(config);
+                let opener = client.clone();
+                models = Arc::new(move |id: &str| Arc::new(BedrockModel::new(opener.clone(), id)) as Arc<dyn Model>);
                 (Arc::new(Narrated(BedrockModel::new(client, model_id))), format!("Bedrock {model_id}"))
             }
             None => {
@@ -196,7 +201,10 @@ impl Pipeline {
                     ),
                     None => (DEFAULT_RECORDING.to_owned(), DEFAULT_RECORDING_PATH.to_owned()),
                 };
-                (Arc::new(Narrated(OfflineModel::from_json(&json)?)), format!("OFFLINE replay of {path}"))
+                let offline: Arc<dyn Model> = Arc::new(Narrated(OfflineModel::from_json(&json)?));
+                let same = offline.clone();
+                models = Arc::new(move |_: &str| same.clone());
+                (offline, format!("OFFLINE replay of {path}"))
             }
         };
 
@@ -245,6 +253,7 @@ impl Pipeline {
             store: turns.clone(),
             deliveries: deliveries.clone(),
             model,
+            models,
             work: work.clone(),
             replies: replies.clone(),
             artifacts,

@@ -27,6 +27,9 @@ pub struct ModelRequest<'a> {
     /// after the first, so a step reads the conversation so far (every
     /// earlier step) from the cache, and writes its own for the next.
     pub cache_conversation: bool,
+    /// The model must answer by calling this tool (Converse's `toolChoice`):
+    /// a structured answer forced through the tool's schema.
+    pub force_tool: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,5 +110,20 @@ pub trait Model: Send + Sync {
     /// prices.
     fn id(&self) -> &str {
         ""
+    }
+}
+
+/// Opens a model by its id: the worker's main model is one; the prompt
+/// enhancer's cheap model, named in the assistant configuration, another.
+pub trait OpenModel: Send + Sync {
+    fn open(&self, model_id: &str) -> std::sync::Arc<dyn Model>;
+}
+
+impl<F> OpenModel for F
+where
+    F: Fn(&str) -> std::sync::Arc<dyn Model> + Send + Sync,
+{
+    fn open(&self, model_id: &str) -> std::sync::Arc<dyn Model> {
+        self(model_id)
     }
 }

@@ -39,13 +39,27 @@ pub struct TurnReport {
     pub time_to_answer_ms: u64,
     /// The model's prices, when known.
     pub prices: Option<ModelPrices>,
+    /// The prompt enhancer's call, when one was made.
+    pub enhancer: Option<EnhancerReport>,
+}
+
+/// The prompt enhancer's part of a turn: its tokens (not in `usage`, which
+/// is the main model's), its prices, its latency, and whether it was used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnhancerReport {
+    pub usage: Usage,
+    pub prices: Option<ModelPrices>,
+    pub latency_ms: u64,
+    pub used: bool,
 }
 
 impl TurnReport {
     /// The turn's estimated cost, with the worker at `worker_memory_mb`.
     pub fn cost(&self, worker_memory_mb: u32) -> Cost {
+        let enhancer =
+            self.enhancer.as_ref().map_or(0.0, |run| run.prices.map_or(0.0, |prices| prices.cost(&run.usage)));
         Cost {
-            model: self.prices.map(|prices| prices.cost(&self.usage)),
+            model: self.prices.map(|prices| prices.cost(&self.usage) + enhancer),
             aws: aws_cost(&self.metered, worker_memory_mb),
         }
     }

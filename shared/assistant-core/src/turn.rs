@@ -298,6 +298,21 @@ pub struct Turn {
     /// What the worker did for the turn, for its cost.
     #[serde(default)]
     pub metered: crate::pricing::Metered,
+    /// The prompt enhancer's call before the first step, when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enhancer: Option<EnhancerRun>,
+}
+
+/// What the prompt enhancer's one call cost and gave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnhancerRun {
+    pub model_id: String,
+    pub usage: Usage,
+    pub latency_ms: u64,
+    /// Whether its extraction reached the main model (`false`: it timed
+    /// out, failed or answered something unreadable; the turn went on
+    /// without it).
+    pub used: bool,
 }
 
 impl Turn {
@@ -323,6 +338,7 @@ impl Turn {
             first_status_ms: None,
             first_text_ms: None,
             metered: Default::default(),
+            enhancer: None,
         }
     }
 

@@ -126,14 +126,16 @@ impl EmfTurnMetrics {
     pub fn record(&self, report: &TurnReport) -> Emf {
         let limit = report.limit.map_or("none", |limit| limit.as_str());
         let cost = report.cost(self.memory_mb);
+        // The enhancer's tokens count with the turn's; its cost is in the model's.
+        let enhancer = report.enhancer.as_ref().map(|run| run.usage).unwrap_or_default();
         let mut record = Emf::new(self.function, &[("Outcome", report.status.as_str()), ("Limit", limit)])
             .count("Turns", 1)
             .count("Steps", u64::from(report.steps))
             .count("ToolCalls", u64::from(report.tool_calls))
             .count("ToolErrors", u64::from(report.tool_errors))
             .count("LimitHits", u64::from(report.limit.is_some()))
-            .count("InputTokens", report.usage.input_tokens)
-            .count("OutputTokens", report.usage.output_tokens)
+            .count("InputTokens", report.usage.input_tokens + enhancer.input_tokens)
+            .count("OutputTokens", report.usage.output_tokens + enhancer.output_tokens)
             .count("CacheReadTokens", report.usage.cache_read_tokens)
             .count("CacheWriteTokens", report.usage.cache_write_tokens)
             .millis("TimeToAnswerMs", report.time_to_answer_ms)
@@ -145,6 +147,10 @@ impl EmfTurnMetrics {
         }
         if let Some(ms) = report.time_to_first_text_ms {
             record = record.millis("TimeToFirstTextMs", ms);
+        }
+        if let Some(run) = &report.enhancer {
+            record =
+                record.millis("EnhancerLatencyMs", run.latency_ms).count("EnhancerFallbacks", u64::from(!run.used));
         }
         if cost.model.is_none() {
             record = record.property("model_prices", "unknown: set model_prices in the assistant configuration");

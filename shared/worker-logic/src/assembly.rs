@@ -5,6 +5,7 @@
 
 use crate::approvals::Approvals;
 use crate::config::AssistantConfig;
+use crate::enhancer::{Enhancer, ServiceCatalog};
 use crate::references::Reference;
 use crate::tools::{ChannelRule, ToolDefinitionError, ToolPolicy, ToolRegistry};
 use crate::worker::{Limits, Worker};
@@ -12,7 +13,7 @@ use crate::{aws_tools, builtin_tools, docs_tools, http_tools, knowledge_tools, m
 use assistant_core::Clock;
 use assistant_core::feedback::FeedbackLog;
 use assistant_core::mcp::McpConnector;
-use assistant_core::model::Model;
+use assistant_core::model::{Model, OpenModel};
 use assistant_core::ports::{
     AgentSlack, ApprovalTimers, ArtifactStore, DeliveryLog, PortError, ReplyQueue, RequestSigner, SecretStore,
     SlackReader, TurnStore, UserContexts, WorkQueue,
@@ -33,6 +34,8 @@ pub struct WorkerPorts {
     pub store: Arc<dyn TurnStore>,
     pub deliveries: Arc<dyn DeliveryLog>,
     pub model: Arc<dyn Model>,
+    /// Opens the prompt enhancer's cheap model by its id.
+    pub models: Arc<dyn OpenModel>,
     pub work: Arc<dyn WorkQueue>,
     pub replies: Arc<dyn ReplyQueue>,
     /// Large tool results, the system prompt and the docs.
@@ -83,6 +86,8 @@ pub enum StartupError {
     },
     #[error("the system prompt {0} named in the assistant configuration does not exist")]
     MissingPrompt(String),
+    #[error("{0}, named in the assistant configuration, does not exist in the artifact bucket")]
+    Missing(String),
     #[error("the tools cannot be defined: {0}")]
     Tools(#[from] ToolDefinitionError),
     #[error(transparent)]
@@ -221,10 +226,43 @@ pub async fn assemble(
         }
         value
     };
+    let read = |key: &String| {
+        let artifacts = ports.artifacts.clone();
+        let key = key.clone();
+        async move {
+            artifacts
+                .get(&key)
+                .await
+                .map_err(|source| StartupError::Read { key: key.clone(), source })?
+                .ok_or(StartupError::Missing(key))
+        }
+    };
+    let catalog = match &assistant.service_catalog_key {
+        Some(key) => {
+            let json = read(key).await?;
+            let catalog: ServiceCatalog =
+                serde_json::from_slice(&json).map_err(|source| StartupError::Config { origin: key.clone(), source })?;
+            Some(Arc::new(catalog))
+        }
+        None => None,
+    };
+    let enhancer = match &assistant.prompt_enhancer {
+        Some(config) => Some(Enhancer {
+            model: ports.models.open(&config.model_id),
+            model_id: config.model_id.clone(),
+            timeout: std::time::Duration::from_millis(config.timeout_ms),
+            prompt: match &config.prompt_key {
+                Some(key) => String::from_utf8_lossy(&read(key).await?).into_owned(),
+                None => crate::enhancer::DEFAULT_PROMPT.to_owned(),
+            },
+            catalog: catalog.clone(),
+        }),
+        None => None,
+    };
     let mut tools = vec![builtin_tools::current_time(ports.clock.clone())];
     tools.extend(docs_tools::docs_tools(ports.artifacts.clone(), &assistant.docs_prefix)?);
     // Read-only and off until configured: built in, like the docs tools.
-    tools.extend(aws_tools::aws_tools(&assistant.aws_tools, ports.aws.as_ref(), ports.clock.clone()).await?);
+    tools.extend(aws_tools::aws_tools(&assistant.aws_tools, ports.aws.as_ref(), ports.clock.clone(), catalog).await?);
     tools.extend(knowledge_tools::knowledge_tools(&assistant.knowledge_bases, ports.knowledge.clone())?);
     let built_in: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), ports.signer.clone(), lookup)?);
@@ -272,6 +310,7 @@ pub async fn assemble(
         contexts: ports.contexts,
         suggested_prompts: assistant.suggested_prompts.clone(),
         home_channels: assistant.home_channels.clone(),
+        enhancer,
     })
 }
 
@@ -301,6 +340,7 @@ mod tests {
             feedback: tables.feedback,
             contexts: Arc::new(testkit::memory::MemoryContexts::default()),
             model: Arc::new(NoModel),
+            models: Arc::new(|_: &str| Arc::new(NoModel) as Arc<dyn Model>),
             work: Arc::new(MemoryQueue::default()),
             replies: Arc::new(MemoryQueue::default()),
             artifacts: Arc::new(MemoryArtifacts::default()),

@@ -24,6 +24,7 @@
 //! query's scan small.
 
 use crate::builtin_tools::iso8601_utc;
+use crate::enhancer::ServiceCatalog;
 use crate::tools::{Effect, Tool, ToolDefinitionError, glob_matches};
 use assistant_core::Clock;
 use assistant_core::model::ToolSpec;
@@ -220,10 +221,12 @@ const POLL_EVERY: Duration = Duration::from_millis(750);
 const STOP_MARGIN: Duration = Duration::from_secs(5);
 
 /// The configured AWS tools, opened for their accounts.
+/// `catalog` lets `logs_query` take a service's name for its log groups.
 pub async fn aws_tools(
     config: &AwsToolsConfig,
     aws: &dyn AwsConnector,
     clock: Arc<dyn Clock>,
+    catalog: Option<Arc<ServiceCatalog>>,
 ) -> Result<Vec<Tool>, ToolDefinitionError> {
     let mut tools = Vec::new();
     if let Some(alarms) = &config.alarms {
@@ -233,7 +236,7 @@ pub async fn aws_tools(
         tools.push(metrics_tool(metrics.clone(), aws.cloudwatch(&metrics.account).await, clock.clone())?);
     }
     if let Some(logs) = &config.logs {
-        tools.push(logs_tool(logs.clone(), aws.logs(&logs.account).await, clock)?);
+        tools.push(logs_tool(logs.clone(), aws.logs(&logs.account).await, clock, catalog)?);
     }
     Ok(tools)
 }
@@ -414,6 +417,7 @@ pub fn logs_tool(
     config: LogsConfig,
     logs: Arc<dyn LogsInsights>,
     clock: Arc<dyn Clock>,
+    catalog: Option<Arc<ServiceCatalog>>,
 ) -> Result<Tool, ToolDefinitionError> {
     let spec = ToolSpec {
         name: "logs_query".into(),
@@ -427,26 +431,37 @@ pub fn logs_tool(
         input_schema: json!({
             "type": "object",
             "properties": {
-                "log_groups": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 512}, "minItems": 1, "maxItems": MAX_GROUPS},
+                "log_groups": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 512}, "maxItems": MAX_GROUPS},
+                "service": {"type": "string", "maxLength": 100, "description": "A service from the team's service catalog: its log groups are queried"},
                 "query": {"type": "string", "minLength": 1, "maxLength": 10000},
                 "since_minutes": {"type": "integer", "minimum": 1, "description": "Start of the window, minutes ago"},
                 "until_minutes": {"type": "integer", "minimum": 0, "description": "End of the window, minutes ago (default 0: now)"}
             },
-            "required": ["log_groups", "query"],
+            "required": ["query"],
             "additionalProperties": false
         }),
     };
     let timeout = Duration::from_secs(config.timeout_secs);
     let config = Arc::new(config);
     Tool::new(spec, Effect::ReadOnly, timeout + STOP_MARGIN, move |input: Value| {
-        let (config, logs, clock) = (config.clone(), logs.clone(), clock.clone());
+        let (config, logs, clock, catalog) = (config.clone(), logs.clone(), clock.clone(), catalog.clone());
         async move {
-            let groups: Vec<String> = input["log_groups"]
+            let mut groups: Vec<String> = input["log_groups"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .filter_map(|g| g.as_str().map(str::to_owned))
                 .collect();
+            if let Some(name) = input["service"].as_str() {
+                let service = catalog.as_ref().and_then(|catalog| catalog.find(name)).ok_or_else(|| {
+                    format!("There is no service {name:?} in the team's service catalog: name its log groups instead.")
+                })?;
+                for group in &service.log_groups {
+                    if !groups.contains(group) {
+                        groups.push(group.clone());
+                    }
+                }
+            }
             check_groups(&config, &groups)?;
             let (start, end) =
                 window(&input, config.default_window_minutes as i64, config.max_window_hours, clock.now_unix())?;
@@ -466,7 +481,7 @@ pub fn logs_tool(
 /// [`MAX_GROUPS`]; a glob itself is not a group name.
 fn check_groups(config: &LogsConfig, groups: &[String]) -> Result<(), Refusal> {
     if groups.is_empty() || groups.len() > MAX_GROUPS {
-        return Err(format!("Name 1 to {MAX_GROUPS} log groups."));
+        return Err(format!("Name 1 to {MAX_GROUPS} log groups (log_groups, or a service from the catalog)."));
     }
     for group in groups {
         if group.contains(['*', '?']) {

@@ -25,6 +25,7 @@
 //! channel (a declared tool is usable only where a `tool_policy` allows it).
 
 use crate::aws_tools::AwsToolsConfig;
+use crate::enhancer::PromptEnhancerConfig;
 use crate::http_tools::HttpToolConfig;
 use crate::knowledge_tools::KnowledgeBaseConfig;
 use crate::mcp_tools::McpServerConfig;
@@ -64,6 +65,14 @@ pub struct AssistantConfig {
     /// Who may approve calls that change things, and for how long.
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// A cheap model's reading of the question before the first step.
+    #[serde(default)]
+    pub prompt_enhancer: Option<PromptEnhancerConfig>,
+    /// The bucket object listing the team's services (names, aliases,
+    /// owners, log groups, dashboards): the enhancer resolves services
+    /// with it, `logs_query` finds a service's log groups.
+    #[serde(default)]
+    pub service_catalog_key: Option<String>,
     /// Channel globs (`C0ONCALL*`) that are the team's place for these
     /// questions: the model is told to answer there and never send people
     /// elsewhere.
@@ -228,6 +237,8 @@ impl Default for AssistantConfig {
             aws_tools: AwsToolsConfig::default(),
             knowledge_bases: Vec::new(),
             home_channels: Vec::new(),
+            prompt_enhancer: None,
+            service_catalog_key: None,
             approvals: ApprovalsConfig::default(),
             allowed_env: Vec::new(),
             model_prices: None,

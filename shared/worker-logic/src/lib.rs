@@ -15,7 +15,8 @@
 //!   [`mcp_tools`] (MCP servers' tools, discovered at start-up),
 //!   [`aws_tools`] (the account's alarms, metrics and logs),
 //!   [`knowledge_tools`] (Bedrock knowledge bases).
-//! - [`context`]: what a turn opens with (the thread so far, the channel).
+//! - [`context`]: what a turn opens with (the thread so far, the channel);
+//!   [`enhancer`]: the cheap model's reading of the question.
 //! - [`offload`]: keeping a turn's item small (large results in S3).
 //! - [`streaming`]: the answer streamed into Slack as the model writes it,
 //!   through a redactor that never lets out what it may still redact.
@@ -28,6 +29,7 @@ pub mod builtin_tools;
 pub mod config;
 pub mod context;
 pub mod docs_tools;
+pub mod enhancer;
 pub mod http_tools;
 pub mod knowledge_tools;
 pub mod mcp_tools;

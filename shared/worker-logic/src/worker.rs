@@ -51,7 +51,7 @@ use assistant_core::ports::{
 };
 use assistant_core::pricing::ModelPrices;
 use assistant_core::store::StreamLog;
-use assistant_core::telemetry::{LimitHit, TurnMetrics, TurnReport};
+use assistant_core::telemetry::{EnhancerReport, LimitHit, TurnMetrics, TurnReport};
 use assistant_core::turn::{
     Content, Message, PendingApproval, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Turn, TurnId, TurnStatus,
 };
@@ -220,6 +220,8 @@ pub struct Worker {
     /// Channel globs that are the team's place for these questions: the
     /// model is told not to send people elsewhere there.
     pub home_channels: Vec<String>,
+    /// The cheap model's reading of the question, when configured.
+    pub enhancer: Option<crate::enhancer::Enhancer>,
 }
 
 impl Worker {
@@ -360,10 +362,17 @@ impl Worker {
         // On a redelivery this history read is wasted: `create` then returns
         // the stored turn. Rare, and cheaper than a read before every create.
         let in_dm = request.thread.channel.as_str().starts_with('D');
-        let (channel, history, seen) = tokio::join!(
+        let enhance = async {
+            match &self.enhancer {
+                Some(enhancer) => Some(enhancer.run(&request.text).await),
+                None => None,
+            }
+        };
+        let (channel, history, seen, enhanced) = tokio::join!(
             self.slack.channel_info(&request.thread.channel),
             self.slack.thread_history(&request.thread, request.bot_user.as_ref(), context::HISTORY_LIMIT),
             self.channel_in_view(request, in_dm),
+            enhance,
         );
         let history = history.unwrap_or_else(|err| {
             warn!(error = %err, "thread history unavailable: answering from the question alone");
@@ -371,6 +380,12 @@ impl Worker {
         });
         let mut turn = Turn::start(request, self.clock.now_unix());
         turn.transcript = context::opening(&history, request);
+        if let Some((block, run)) = enhanced {
+            if let Some(block) = block {
+                crate::enhancer::attach(&mut turn.transcript, block);
+            }
+            turn.enhancer = Some(run);
+        }
         let channel = channel
             .inspect_err(|err| warn!(error = %err, "channel info unavailable"))
             .ok()
@@ -813,6 +828,12 @@ impl Worker {
             time_to_first_text_ms: turn.first_text_ms,
             time_to_answer_ms: turn.since_asked_ms(self.clock.now_millis()),
             prices: self.prices,
+            enhancer: turn.enhancer.as_ref().map(|run| EnhancerReport {
+                usage: run.usage,
+                prices: ModelPrices::for_model(&run.model_id),
+                latency_ms: run.latency_ms,
+                used: run.used,
+            }),
         };
         info!(
             status = turn.status.as_str(),
@@ -878,6 +899,7 @@ impl Worker {
             messages: &turn.transcript,
             max_tokens: self.limits.max_output_tokens,
             cache_conversation: turn.steps > 0,
+            force_tool: None,
         };
         let reply = self.model.converse_streaming(request, stream).await;
         stream.step_done().await;

@@ -251,6 +251,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         contexts: contexts.clone(),
         suggested_prompts: worker_logic::config::default_prompts(),
         home_channels: vec!["C0HOME*".into()],
+        enhancer: None,
     };
     TestWorker {
         worker,

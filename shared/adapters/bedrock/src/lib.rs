@@ -21,9 +21,9 @@ use aws_sdk_bedrockruntime::error::SdkError;
 use aws_sdk_bedrockruntime::operation::converse::ConverseError;
 use aws_sdk_bedrockruntime::types::{
     self as bedrock, CachePointBlock, CachePointType, ContentBlock, ContentBlockDelta, ContentBlockStart,
-    ConversationRole, ConverseOutput, ConverseStreamOutput, InferenceConfiguration, SystemContentBlock, Tool,
-    ToolConfiguration, ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolResultStatus, ToolSpecification,
-    ToolUseBlock,
+    ConversationRole, ConverseOutput, ConverseStreamOutput, InferenceConfiguration, SpecificToolChoice,
+    SystemContentBlock, Tool, ToolChoice, ToolConfiguration, ToolInputSchema, ToolResultBlock, ToolResultContentBlock,
+    ToolResultStatus, ToolSpecification, ToolUseBlock,
 };
 use aws_smithy_types::{Document, Number};
 use std::time::Duration;
@@ -89,7 +89,19 @@ fn parts(request: &ModelRequest<'_>) -> Result<Parts, ModelError> {
         None
     } else {
         tools.push(Tool::CachePoint(cache_point.clone()));
-        Some(ToolConfiguration::builder().set_tools(Some(tools)).build().map_err(|e| built("tool config", e))?)
+        let choice = match request.force_tool {
+            Some(name) => Some(ToolChoice::Tool(
+                SpecificToolChoice::builder().name(name).build().map_err(|e| built("tool choice", e))?,
+            )),
+            None => None,
+        };
+        Some(
+            ToolConfiguration::builder()
+                .set_tools(Some(tools))
+                .set_tool_choice(choice)
+                .build()
+                .map_err(|e| built("tool config", e))?,
+        )
     };
     Ok(Parts {
         system: vec![

@@ -12,7 +12,8 @@ fn config(json: Value) -> AwsToolsConfig {
 }
 
 async fn registry(signals: &Arc<MemorySignals>, json: Value) -> ToolRegistry {
-    let tools = aws_tools(&config(json), &MemoryAws(signals.clone()), Arc::new(FixedClock::at(NOW))).await.unwrap();
+    let tools =
+        aws_tools(&config(json), &MemoryAws(signals.clone()), Arc::new(FixedClock::at(NOW)), None).await.unwrap();
     ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap()
 }
 
@@ -35,7 +36,7 @@ fn logs() -> Value {
 async fn nothing_configured_means_no_aws_tool_and_each_section_adds_its_own() {
     let signals = Arc::new(MemorySignals::default());
     assert!(
-        aws_tools(&AwsToolsConfig::default(), &MemoryAws(signals.clone()), Arc::new(FixedClock::at(NOW)))
+        aws_tools(&AwsToolsConfig::default(), &MemoryAws(signals.clone()), Arc::new(FixedClock::at(NOW)), None)
             .await
             .unwrap()
             .is_empty()
@@ -44,6 +45,7 @@ async fn nothing_configured_means_no_aws_tool_and_each_section_adds_its_own() {
         &config(json!({"alarms": {}, "metrics": {}, "logs": {"log_groups": ["/aws/lambda/*"]}})),
         &MemoryAws(signals),
         Arc::new(FixedClock::at(NOW)),
+        None,
     )
     .await
     .unwrap()
@@ -221,4 +223,34 @@ async fn each_entry_opens_its_own_account() {
     let accounts = signals.accounts.lock().unwrap().clone();
     assert_eq!(accounts[0], AwsAccount::default(), "alarms: the worker's own account");
     assert_eq!(accounts[1].role_arn.as_deref(), Some(role), "logs: the production account's role");
+}
+
+#[tokio::test]
+async fn a_service_from_the_catalog_names_its_log_groups_still_within_the_globs() {
+    let signals = Arc::new(MemorySignals::default());
+    let catalog: ServiceCatalog = serde_json::from_value(json!({"services": [
+        {"name": "checkout-api", "aliases": ["cast-core"], "log_groups": ["/aws/lambda/checkout-api", "/aws/lambda/checkout-worker"]},
+        {"name": "payroll", "log_groups": ["/aws/lambda/payroll"]}
+    ]}))
+    .unwrap();
+    let tools =
+        aws_tools(&config(logs()), &MemoryAws(signals.clone()), Arc::new(FixedClock::at(NOW)), Some(Arc::new(catalog)))
+            .await
+            .unwrap();
+    let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
+    let (status, _) = call(&registry, "logs_query", json!({"service": "cast-core", "query": "fields @message"})).await;
+    assert_eq!(status, ToolStatus::Success);
+    assert_eq!(
+        signals.logs_queries.lock().unwrap()[0].log_groups,
+        ["/aws/lambda/checkout-api", "/aws/lambda/checkout-worker"]
+    );
+
+    let (status, output) =
+        call(&registry, "logs_query", json!({"service": "payroll", "query": "fields @message"})).await;
+    assert_eq!(status, ToolStatus::Error, "the catalog cannot widen the globs");
+    assert!(output.to_string().contains("not one this assistant may read"), "{output}");
+    let (status, output) = call(&registry, "logs_query", json!({"service": "nope", "query": "fields @message"})).await;
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.as_str().unwrap().contains(r#"no service "nope""#), "{output}");
+    assert_eq!(signals.logs_queries.lock().unwrap().len(), 1);
 }
