@@ -249,3 +249,38 @@ fn against_the_seeded_emulator_the_aws_tools_read_its_alarms_metrics_and_logs() 
         assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
     }
 }
+
+#[test]
+fn the_tool_inspection_shows_two_channels_with_different_policies_and_why_tools_are_missing() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let output = runner()
+        .current_dir(&root)
+        .args(["--config", "tests/fixtures/local-runner/tools-assistant.json", "--tools"])
+        .args(["--channel", "C0INCIDENTS", "--channel", "C0GENERAL"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let (incidents, general) = stdout.split_once("== tools in C0GENERAL ==").expect("both channels");
+    let incidents = incidents.split_once("== tools in C0INCIDENTS ==").expect("the first channel").1;
+    for expected in [
+        "✓ restart_service (tool_policy[0] (channels \"C0INCIDENTS*\")): waits for approval by S0ONCALL",
+        "✓ logs_query (tool_policy[0] (channels \"C0INCIDENTS*\")): runs at once (read-only)",
+        // The schema as the Converse request carries it.
+        "\"toolSpec\": {",
+        "\"required\": [\n              \"service\"\n            ]",
+        "✗ delete_deployment: denied by tool_policy[0] (channels \"C0INCIDENTS*\").deny \"*delete*\"",
+        "✗ github__*: server down",
+        "✗ cloudwatch_alarms: not configured: add aws_tools.alarms",
+    ] {
+        assert!(incidents.contains(expected), "missing {expected:?} in:\n{incidents}");
+    }
+    for expected in [
+        "✓ search_docs (tool_policy[1] (channels \"C*\")): runs at once (read-only)",
+        "✗ restart_service: not in tool_policy[1] (channels \"C*\").tools",
+        "✗ delete_deployment: not in tool_policy[1] (channels \"C*\").tools",
+    ] {
+        assert!(general.contains(expected), "missing {expected:?} in:\n{general}");
+    }
+    assert!(!general.contains("✓ restart_service"), "a tool outside the channel's rule is not offered there");
+}

@@ -279,6 +279,7 @@ fn bench_worker_with(
         suggested_prompts: Vec::new(),
         home_channels: Vec::new(),
         enhancer: None,
+        unoffered: Vec::new(),
     };
     Ok(BenchWorker { worker, store, work, replies, artifacts, metrics })
 }

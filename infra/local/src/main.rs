@@ -6,6 +6,8 @@
 //! cargo run -p local -- --serve [--port 3000]            serve Slack's requests on 127.0.0.1 until stopped
 //! cargo run -p local -- --config FILE "question"         with an assistant configuration (as in S3)
 //! cargo run -p local -- --provision                      the stack's resources at a local AWS emulator
+//! cargo run -p local -- --tools [--channel C…] [--config FILE]
+//!                                                        every tool the model is offered in each channel, and why not the rest
 //! ```
 //!
 //! What it talks to comes from the environment (see README.md): with no
@@ -29,12 +31,17 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
 
-const USAGE: &str = "usage: local [--config FILE] [--replay FILE] \"QUESTION\"\n       local [--config FILE] [--replay FILE] --serve [--port PORT]\n       local --provision";
+const USAGE: &str = "usage: local [--config FILE] [--replay FILE] \"QUESTION\"\n       local [--config FILE] [--replay FILE] --serve [--port PORT]\n       local [--config FILE] --tools [--channel CHANNEL_ID]...\n       local --provision";
+
+/// The channel the runner's own questions are asked in.
+const LOCAL_CHANNEL: &str = "C0LOCAL";
 
 enum Mode {
     Ask(String),
     Serve(u16),
     Provision,
+    /// What the model is offered in these channels.
+    Tools(Vec<String>),
 }
 
 struct Args {
@@ -47,8 +54,11 @@ fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let (mut serve, mut port, mut replay, mut config, mut words) = (false, 3000, None, None, Vec::new());
     let mut provision = false;
+    let (mut tools, mut channels) = (false, Vec::new());
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "--tools" => tools = true,
+            "--channel" => channels.push(args.next().ok_or("--channel takes a channel id")?),
             "--serve" => serve = true,
             "--port" => port = args.next().and_then(|p| p.parse().ok()).ok_or("--port takes a number")?,
             "--replay" => replay = Some(args.next().ok_or("--replay takes a file")?),
@@ -58,7 +68,15 @@ fn parse_args() -> Result<Args, String> {
             _ => words.push(arg),
         }
     }
+    if !channels.is_empty() && !tools {
+        return Err("--channel goes with --tools".into());
+    }
     let mode = match (serve, words.is_empty()) {
+        _ if tools && (serve || provision || !words.is_empty()) => {
+            return Err("--tools takes only --channel and --config".into());
+        }
+        _ if tools && channels.is_empty() => Mode::Tools(vec![LOCAL_CHANNEL.to_owned()]),
+        _ if tools => Mode::Tools(channels),
         _ if provision && (serve || !words.is_empty()) => return Err("--provision takes nothing else".into()),
         _ if provision => Mode::Provision,
         (true, true) => Mode::Serve(port),
@@ -101,6 +119,12 @@ async fn main() -> ExitCode {
         Mode::Serve(port) => serve(pipeline, port).await,
         Mode::Ask(question) => ask(&pipeline, &question).await,
         Mode::Provision => unreachable!("provisioning returned above"),
+        Mode::Tools(channels) => {
+            for channel in channels {
+                println!("{}", pipeline.tools_report(&slack::ChannelId::new(&channel)));
+            }
+            ExitCode::SUCCESS
+        }
     }
 }
 

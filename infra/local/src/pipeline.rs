@@ -148,6 +148,12 @@ impl assistant_core::telemetry::TurnMetrics for PrintedTurns {
 }
 
 impl Pipeline {
+    /// Every tool offered in `channel`, its schema and approval, and why
+    /// the others are not (`local --tools`).
+    pub fn tools_report(&self, channel: &slack::ChannelId) -> String {
+        worker_logic::inspect::tools_report(&self.worker, channel)
+    }
+
     pub async fn new(settings: Settings) -> Result<Self, SetupError> {
         let secret = SigningSecret::new(settings.signing_secret.clone()).map_err(|_| SetupError::EmptySecret)?;
         let aws = adapters_aws::config::load(adapters_aws::config::worker_timeouts()).await;

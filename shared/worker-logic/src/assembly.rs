@@ -7,7 +7,7 @@ use crate::approvals::Approvals;
 use crate::config::AssistantConfig;
 use crate::enhancer::{Enhancer, ServiceCatalog};
 use crate::references::Reference;
-use crate::tools::{ChannelRule, ToolDefinitionError, ToolPolicy, ToolRegistry};
+use crate::tools::{ChannelRule, ToolDefinitionError, ToolPolicy, ToolRegistry, Unoffered};
 use crate::worker::{Limits, Worker};
 use crate::{aws_tools, builtin_tools, docs_tools, http_tools, knowledge_tools, mcp_tools};
 use assistant_core::Clock;
@@ -267,15 +267,31 @@ pub async fn assemble(
     let built_in: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), ports.signer.clone(), lookup)?);
     let taken = tools.iter().map(|tool| tool.spec().name.clone()).collect();
-    tools.extend(
-        mcp_tools::mcp_tools(&assistant.mcp_servers, ports.mcp.as_ref(), lookup, &taken, mcp_tools::DISCOVERY_DEADLINE)
-            .await?,
-    );
+    let (discovered, mut unoffered) = mcp_tools::discover_tools(
+        &assistant.mcp_servers,
+        ports.mcp.as_ref(),
+        lookup,
+        &taken,
+        mcp_tools::DISCOVERY_DEADLINE,
+    )
+    .await?;
+    tools.extend(discovered);
+    let aws = &assistant.aws_tools;
+    for (name, on, field) in [
+        ("cloudwatch_alarms", aws.alarms.is_some(), "aws_tools.alarms"),
+        ("cloudwatch_metrics", aws.metrics.is_some(), "aws_tools.metrics"),
+        ("logs_query", aws.logs.is_some(), "aws_tools.logs"),
+        ("search_*", !assistant.knowledge_bases.is_empty(), "knowledge_bases"),
+    ] {
+        if !on {
+            unoffered.push(Unoffered { name: name.into(), reason: format!("not configured: add {field}") });
+        }
+    }
     let policy = match assistant.policy() {
         Some(policy) => policy,
         None => {
             info!("no tool_policy: only the built-in read-only tools are allowed, in every channel");
-            ToolPolicy::new(vec![ChannelRule { channels: "*".into(), tools: built_in }])
+            ToolPolicy::new(vec![ChannelRule { channels: "*".into(), tools: built_in, deny: Vec::new() }])
         }
     };
     let count = tools.len();
@@ -311,6 +327,7 @@ pub async fn assemble(
         suggested_prompts: assistant.suggested_prompts.clone(),
         home_channels: assistant.home_channels.clone(),
         enhancer,
+        unoffered,
     })
 }
 

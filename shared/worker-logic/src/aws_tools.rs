@@ -441,6 +441,13 @@ pub fn logs_tool(
             "additionalProperties": false
         }),
     };
+    let mut spec = spec;
+    if catalog.is_none() {
+        // Without a catalog there is no service to name.
+        if let Some(properties) = spec.input_schema["properties"].as_object_mut() {
+            properties.remove("service");
+        }
+    }
     let timeout = Duration::from_secs(config.timeout_secs);
     let config = Arc::new(config);
     Tool::new(spec, Effect::ReadOnly, timeout + STOP_MARGIN, move |input: Value| {

@@ -15,6 +15,8 @@
 //!   [`mcp_tools`] (MCP servers' tools, discovered at start-up),
 //!   [`aws_tools`] (the account's alarms, metrics and logs),
 //!   [`knowledge_tools`] (Bedrock knowledge bases).
+//! - [`inspect`]: what the model is offered in a channel, and why not the
+//!   rest (`local --tools`).
 //! - [`context`]: what a turn opens with (the thread so far, the channel);
 //!   [`enhancer`]: the cheap model's reading of the question.
 //! - [`offload`]: keeping a turn's item small (large results in S3).
@@ -31,6 +33,7 @@ pub mod context;
 pub mod docs_tools;
 pub mod enhancer;
 pub mod http_tools;
+pub mod inspect;
 pub mod knowledge_tools;
 pub mod mcp_tools;
 pub mod offload;

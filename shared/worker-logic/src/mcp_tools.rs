@@ -33,7 +33,7 @@
 //! the worker moves large results to the artifact store.
 
 use crate::references::{self, Reference};
-use crate::tools::{CallContext, Effect, RunTool, Tool, ToolFuture, glob_matches};
+use crate::tools::{CallContext, Effect, RunTool, Tool, ToolFuture, Unoffered, glob_matches};
 use assistant_core::approval::Approver;
 use assistant_core::mcp::{McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpSession, McpToolInfo};
 use assistant_core::model::ToolSpec;
@@ -75,6 +75,10 @@ pub struct McpServerConfig {
     /// Globs over the server's tool names; default all.
     #[serde(default = "all_tools")]
     pub tools: Vec<String>,
+    /// Globs over the server's tool names never offered, whatever `tools`
+    /// says (`["delete_*", "merge_*"]`).
+    #[serde(default)]
+    pub deny: Vec<String>,
     #[serde(default)]
     pub requires_approval: RequiresApproval,
     /// Who may approve this server's calls; default: `approvals.approvers`.
@@ -183,6 +187,19 @@ pub async fn mcp_tools(
     taken: &HashSet<String>,
     deadline: Duration,
 ) -> Result<Vec<Tool>, McpConfigError> {
+    Ok(discover_tools(configs, connector, lookup, taken, deadline).await?.0)
+}
+
+/// As [`mcp_tools`], with what is not offered and why: a server that is
+/// down, a tool its `tools` do not list or its `deny` names.
+pub async fn discover_tools(
+    configs: &[McpServerConfig],
+    connector: &dyn McpConnector,
+    lookup: impl Fn(&Reference) -> Option<String>,
+    taken: &HashSet<String>,
+    deadline: Duration,
+) -> Result<(Vec<Tool>, Vec<Unoffered>), McpConfigError> {
+    let mut unoffered = Vec::new();
     let endpoints = configs.iter().map(|config| endpoint(config, &lookup)).collect::<Result<Vec<_>, _>>()?;
     let mut servers = HashSet::new();
     if let Some(twice) = configs.iter().find(|config| !servers.insert(&config.name)) {
@@ -199,13 +216,25 @@ pub async fn mcp_tools(
                 let redactor = redact::Redactor::global();
                 let (url, reason) = (redactor.redact(&endpoint.url), redactor.redact(&err.to_string()).into_owned());
                 warn!(server = %config.name, %url, error = %reason, "MCP server unavailable at start-up: its tools are not offered");
+                unoffered
+                    .push(Unoffered { name: format!("{}__*", config.name), reason: format!("server down: {reason}") });
                 continue;
             }
         };
-        let wanted: Vec<McpToolInfo> = listed
-            .into_iter()
-            .filter(|tool| config.tools.iter().any(|pattern| glob_matches(pattern, &tool.name)))
-            .collect();
+        let mut wanted = Vec::new();
+        for tool in listed {
+            let denied = config.deny.iter().find(|glob| glob_matches(glob, &tool.name));
+            let listed = config.tools.iter().any(|pattern| glob_matches(pattern, &tool.name));
+            let reason = match (denied, listed) {
+                (Some(glob), _) => format!("denied by mcp_servers[{}].deny {glob:?}", config.name),
+                (None, false) => format!("not in mcp_servers[{}].tools", config.name),
+                (None, true) => {
+                    wanted.push(tool);
+                    continue;
+                }
+            };
+            unoffered.push(Unoffered { name: format!("{}__{}", config.name, tool.name), reason });
+        }
         if wanted.len() > MAX_TOOLS_PER_SERVER {
             warn!(server = %config.name, offered = wanted.len(), kept = MAX_TOOLS_PER_SERVER, "MCP server offers more tools than are advertised: narrow its `tools`");
         }
@@ -216,7 +245,7 @@ pub async fn mcp_tools(
         }
         info!(server = %config.name, tools = count, "MCP server ready");
     }
-    Ok(tools)
+    Ok((tools, unoffered))
 }
 
 async fn discover(

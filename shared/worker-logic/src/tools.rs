@@ -160,9 +160,36 @@ pub struct ToolPolicy {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ChannelRule {
     pub channels: String,
     pub tools: Vec<String>,
+    /// Globs over tool names that this rule never allows, whatever
+    /// `tools` says (`["*"]` with `["*delete*"]` denied).
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// A tool that exists nowhere in this worker, and why: for the inspection
+/// of what the model sees (`local --tools`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unoffered {
+    /// A tool's name, or `{server}__*` for a whole MCP server.
+    pub name: String,
+    pub reason: String,
+}
+
+/// Whether a tool is offered in a channel, and which rule said so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Rule `rule` (0-based, in configuration order) allows it.
+    Allowed { rule: usize },
+    /// No rule matches the channel: no tools there.
+    NoRule,
+    /// The channel's rule does not list it.
+    NotListed { rule: usize },
+    /// The channel's rule denies it with `glob`.
+    Denied { rule: usize, glob: String },
 }
 
 impl ToolPolicy {
@@ -174,14 +201,34 @@ impl ToolPolicy {
     /// configured policy a deployment allows only the built-in read-only
     /// tools (see `assembly`).
     pub fn allow_all() -> Self {
-        Self::new(vec![ChannelRule { channels: "*".into(), tools: vec!["*".into()] }])
+        Self::new(vec![ChannelRule { channels: "*".into(), tools: vec!["*".into()], deny: Vec::new() }])
     }
 
     pub fn allows(&self, channel: &ChannelId, tool: &str) -> bool {
-        self.rules
-            .iter()
-            .find(|rule| glob_matches(&rule.channels, channel.as_str()))
-            .is_some_and(|rule| rule.tools.iter().any(|pattern| glob_matches(pattern, tool)))
+        matches!(self.verdict(channel, tool), Verdict::Allowed { .. })
+    }
+
+    /// Why `tool` is or is not offered in `channel`: the first rule whose
+    /// channel pattern matches decides; its `deny` wins over its `tools`.
+    pub fn verdict(&self, channel: &ChannelId, tool: &str) -> Verdict {
+        let Some((rule, found)) =
+            self.rules.iter().enumerate().find(|(_, rule)| glob_matches(&rule.channels, channel.as_str()))
+        else {
+            return Verdict::NoRule;
+        };
+        if let Some(glob) = found.deny.iter().find(|glob| glob_matches(glob, tool)) {
+            return Verdict::Denied { rule, glob: glob.clone() };
+        }
+        if found.tools.iter().any(|pattern| glob_matches(pattern, tool)) {
+            Verdict::Allowed { rule }
+        } else {
+            Verdict::NotListed { rule }
+        }
+    }
+
+    /// The rule at `index`, for reports.
+    pub fn rule(&self, index: usize) -> Option<&ChannelRule> {
+        self.rules.get(index)
     }
 }
 
@@ -216,6 +263,17 @@ pub fn glob_matches(pattern: &str, text: &str) -> bool {
 pub struct ToolRegistry {
     tools: Vec<Tool>,
     policy: ToolPolicy,
+}
+
+impl ToolRegistry {
+    /// Every tool defined, offered anywhere or not.
+    pub fn all(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    pub fn policy(&self) -> &ToolPolicy {
+        &self.policy
+    }
 }
 
 /// How many schema violations an error result lists.
@@ -363,13 +421,38 @@ mod tests {
     #[test]
     fn the_first_matching_channel_rule_decides() {
         let policy = ToolPolicy::new(vec![
-            ChannelRule { channels: "C0INCIDENT*".into(), tools: vec!["search_*".into(), "restart_service".into()] },
-            ChannelRule { channels: "*".into(), tools: vec!["search_docs".into()] },
+            ChannelRule {
+                channels: "C0INCIDENT*".into(),
+                tools: vec!["search_*".into(), "restart_service".into()],
+                deny: Vec::new(),
+            },
+            ChannelRule { channels: "*".into(), tools: vec!["search_docs".into()], deny: Vec::new() },
         ]);
         assert!(policy.allows(&channel("C0INCIDENT1"), "restart_service"));
         assert!(!policy.allows(&channel("C0GENERAL"), "restart_service"));
         assert!(policy.allows(&channel("C0GENERAL"), "search_docs"));
         assert!(!ToolPolicy::default().allows(&channel("C0GENERAL"), "search_docs"), "no rule, no tools");
+    }
+
+    #[test]
+    fn a_deny_glob_wins_over_the_rules_tools_and_every_verdict_says_which_rule() {
+        let rules: Vec<ChannelRule> = serde_json::from_value(json!([
+            {"channels": "C0INCIDENT*", "tools": ["*"], "deny": ["*delete*", "github__merge_*"]},
+            {"channels": "C0GEN*", "tools": ["search_*"]}
+        ]))
+        .unwrap();
+        let policy = ToolPolicy::new(rules);
+        assert_eq!(policy.verdict(&channel("C0INCIDENT1"), "restart_service"), Verdict::Allowed { rule: 0 });
+        assert_eq!(
+            policy.verdict(&channel("C0INCIDENT1"), "github__delete_branch"),
+            Verdict::Denied { rule: 0, glob: "*delete*".into() }
+        );
+        assert!(!policy.allows(&channel("C0INCIDENT1"), "github__merge_pr"));
+        assert_eq!(policy.verdict(&channel("C0GENERAL"), "restart_service"), Verdict::NotListed { rule: 1 });
+        assert_eq!(policy.verdict(&channel("D0DM"), "search_docs"), Verdict::NoRule);
+        let typo =
+            serde_json::from_value::<Vec<ChannelRule>>(json!([{"channels": "*", "tools": ["*"], "denied": ["x"]}]));
+        assert!(typo.is_err(), "an unknown field in a rule is refused, not ignored");
     }
 
     #[test]
@@ -388,7 +471,11 @@ mod tests {
     }
 
     fn registry() -> ToolRegistry {
-        let policy = ToolPolicy::new(vec![ChannelRule { channels: "*".into(), tools: vec!["search_*".into()] }]);
+        let policy = ToolPolicy::new(vec![ChannelRule {
+            channels: "*".into(),
+            tools: vec!["search_*".into()],
+            deny: Vec::new(),
+        }]);
         ToolRegistry::new(
             vec![echo("search_docs", Duration::from_secs(1)), echo("restart", Duration::from_secs(1))],
             policy,

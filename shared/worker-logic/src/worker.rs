@@ -222,6 +222,8 @@ pub struct Worker {
     pub home_channels: Vec<String>,
     /// The cheap model's reading of the question, when configured.
     pub enhancer: Option<crate::enhancer::Enhancer>,
+    /// Tools that exist nowhere in this worker, and why (inspection only).
+    pub unoffered: Vec<crate::tools::Unoffered>,
 }
 
 impl Worker {

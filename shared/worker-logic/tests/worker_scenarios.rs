@@ -154,6 +154,7 @@ fn tools(runs: &'static AtomicU32) -> ToolRegistry {
     let policy = ToolPolicy::new(vec![ChannelRule {
         channels: "C*".into(),
         tools: ["search_docs", "fetch_logs", "slow_query", "restart_service"].map(String::from).to_vec(),
+        deny: Vec::new(),
     }]);
     ToolRegistry::new(tools, policy).unwrap()
 }
@@ -252,6 +253,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         suggested_prompts: worker_logic::config::default_prompts(),
         home_channels: vec!["C0HOME*".into()],
         enhancer: None,
+        unoffered: Vec::new(),
     };
     TestWorker {
         worker,
