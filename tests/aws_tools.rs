@@ -297,3 +297,33 @@ async fn a_knowledge_base_is_searched_through_its_wire_format_and_its_sources_sh
     );
     assert_eq!(cards[0]["title"], "search_code");
 }
+
+#[tokio::test]
+async fn a_second_accounts_role_is_assumed_through_sts_and_its_credentials_sign_the_reads() {
+    use assistant_core::signals::{AlarmQuery, AwsAccount, AwsConnector};
+    let aws = emulator_config().await;
+    let seeded = seed(&aws).await;
+    let role = "arn:aws:iam::222222222222:role/assistant-read";
+
+    // The role's temporary credentials, not the worker's own key, sign the calls.
+    let signer = Signer::assuming(&aws, role, "slack-assistant-worker").await;
+    let headers = signer
+        .headers_for("POST", "https://monitoring.us-east-1.amazonaws.com/", &[], Some(b"{}"), "monitoring", None)
+        .await
+        .expect("STS answered AssumeRole");
+    let authorization = &headers.iter().find(|(name, _)| name == "authorization").expect("signed").1;
+    let own_key = std::env::var("AWS_ACCESS_KEY_ID").unwrap();
+    assert!(!authorization.contains(&format!("Credential={own_key}/")), "{authorization}");
+    assert!(headers.iter().any(|(name, _)| name == "x-amz-security-token"), "temporary credentials");
+
+    // And a tool entry with that account reads that account: the emulator
+    // keeps accounts apart by the credentials' account, so the alarm seeded
+    // in the worker's own account is there, and not through the role.
+    let connector = adapters_cloudwatch::SignedAws::new(&aws, Signer::new(&aws), reqwest::Client::new());
+    let query = AlarmQuery { state: Some("ALARM".into()), name_prefix: Some(seeded.alarm.clone()), max: 10 };
+    let own = connector.cloudwatch(&AwsAccount::default()).await.alarms(&query).await.unwrap();
+    assert_eq!(own.len(), 1, "{own:?}");
+    let account = AwsAccount { role_arn: Some(role.into()), region: None };
+    let other = connector.cloudwatch(&account).await.alarms(&query).await.unwrap();
+    assert!(other.is_empty(), "the other account has no such alarm: {other:?}");
+}
