@@ -229,17 +229,8 @@ async fn a_knowledge_base_is_searched_through_its_wire_format_and_its_sources_sh
         "knowledge_bases": [{"name": "code", "id": "KBCODE1234", "description": "Our services' code, runbooks and READMEs.", "max_results": 5}]
     });
     stack.put("config/assistant.json", &config.to_string()).await;
-    let env = vec![
-        ("TURNS_TABLE", stack.table.clone()),
-        ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
-        ("REPLY_QUEUE_URL", stack.reply_queue.queue.clone()),
-        ("ARTIFACT_BUCKET", stack.bucket.clone()),
-        ("MODEL_ID", "us.anthropic.claude-sonnet-4-20250514-v1:0".to_owned()),
-        ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", bedrock.url().to_owned()),
-        ("AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME", bedrock.url().to_owned()),
-        ("SLACK_BOT_TOKEN", "xoxb-test-token".to_owned()),
-        ("SLACK_API_BASE_URL", slack.url().to_owned()),
-    ];
+    let mut env = tests::worker_env(&stack, bedrock.url(), slack.url());
+    env.push(("AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME", bedrock.url().to_owned()));
     let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
 
     // WHEN a queued question asks what the knowledge base knows

@@ -22,16 +22,7 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
     slack.default_reply("conversations.replies", CONVERSATIONS_REPLIES);
     slack.default_reply("conversations.info", CONVERSATIONS_INFO);
     let stack = Stack::new(&emulator_config().await).await.unwrap();
-    let env = vec![
-        ("TURNS_TABLE", stack.table.clone()),
-        ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
-        ("REPLY_QUEUE_URL", stack.reply_queue.queue.clone()),
-        ("ARTIFACT_BUCKET", stack.bucket.clone()),
-        ("MODEL_ID", "us.anthropic.claude-sonnet-4-20250514-v1:0".to_owned()),
-        ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.url().to_owned()),
-        ("SLACK_BOT_TOKEN", "xoxb-test-token".to_owned()),
-        ("SLACK_API_BASE_URL", slack.url().to_owned()),
-    ];
+    let env = tests::worker_env(&stack, fake.url(), slack.url());
     let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
 
     let response = lambda.invoke(&events::parse(events::WORKER_SQS_START_TURN)).await.unwrap();

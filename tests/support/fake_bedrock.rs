@@ -328,22 +328,12 @@ async fn retrieve(
 ) -> Response {
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let headers: Vec<(String, String)> = parts
-        .headers
-        .iter()
-        .map(|(name, value)| (name.as_str().to_owned(), value.to_str().unwrap_or_default().to_owned()))
-        .collect();
     let secret_key = std::env::var("AWS_SECRET_ACCESS_KEY").unwrap_or_default();
-    let checked = testkit::sigv4_check::verify(
-        parts.method.as_str(),
-        parts.uri.path(),
-        parts.uri.query().unwrap_or_default(),
-        &headers,
-        &body,
-        &secret_key,
-    )
-    .and_then(|signed| if signed.service == "bedrock" { Ok(()) } else { Err(format!("signed for {}", signed.service)) })
-    .and_then(|()| serde_json::from_slice::<Value>(&body).map_err(|err| err.to_string()));
+    let checked = testkit::sigv4_check::verify_received(&parts, &body, &secret_key)
+        .and_then(
+            |signed| if signed.service == "bedrock" { Ok(()) } else { Err(format!("signed for {}", signed.service)) },
+        )
+        .and_then(|()| serde_json::from_slice::<Value>(&body).map_err(|err| err.to_string()));
     let refused = checked.is_err();
     shared.retrieves.lock().expect("retrieves lock").push(checked);
     if refused {

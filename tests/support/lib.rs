@@ -350,6 +350,22 @@ pub fn worker_config(stack: &Stack, slack_api_base_url: &str) -> worker::Config 
     }
 }
 
+/// The worker binary's environment on `stack` (the runtime contract's
+/// variables), its Bedrock client at `bedrock_url` through the SDK's
+/// endpoint variable and its Slack client at `slack_url`.
+pub fn worker_env(stack: &Stack, bedrock_url: &str, slack_url: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("TURNS_TABLE", stack.table.clone()),
+        ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
+        ("REPLY_QUEUE_URL", stack.reply_queue.queue.clone()),
+        ("ARTIFACT_BUCKET", stack.bucket.clone()),
+        ("MODEL_ID", "us.anthropic.claude-sonnet-4-20250514-v1:0".to_owned()),
+        ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", bedrock_url.to_owned()),
+        ("SLACK_BOT_TOKEN", "xoxb-test-token".to_owned()),
+        ("SLACK_API_BASE_URL", slack_url.to_owned()),
+    ]
+}
+
 /// The responder's configuration for `stack`, posting to `slack_api_base_url`.
 pub fn responder_config(
     stack: &Stack,

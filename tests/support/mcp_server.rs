@@ -104,6 +104,11 @@ pub struct McpTestServer {
 
 impl McpTestServer {
     pub async fn start() -> Self {
+        Self::serve(|router, seen| router.layer(middleware::from_fn_with_state(seen, authorize))).await
+    }
+
+    /// The server at `/mcp`, behind what `guard` layers on it.
+    async fn serve(guard: impl FnOnce(Router, Arc<Seen>) -> Router) -> Self {
         let seen = Arc::new(Seen::default());
         let sessions = Arc::new(LocalSessionManager::default());
         let handler = Handler { seen: seen.clone() };
@@ -112,8 +117,7 @@ impl McpTestServer {
             sessions.clone(),
             StreamableHttpServerConfig::default().with_sse_keep_alive(None),
         );
-        let app =
-            Router::new().nest_service("/mcp", service).layer(middleware::from_fn_with_state(seen.clone(), authorize));
+        let app = guard(Router::new().nest_service("/mcp", service), seen.clone());
         let server = LocalServer::start(app).await;
         Self { url: format!("{}/mcp", server.base_url), seen, sessions, _server: server }
     }
@@ -122,19 +126,8 @@ impl McpTestServer {
     /// puts one: every request's SigV4 signature (for `execute-api`) is
     /// recomputed with `secret_key`; a mismatch is a 403.
     pub async fn start_signed(secret_key: &'static str) -> Self {
-        let seen = Arc::new(Seen::default());
-        let sessions = Arc::new(LocalSessionManager::default());
-        let handler = Handler { seen: seen.clone() };
-        let service = StreamableHttpService::new(
-            move || Ok(handler.clone()),
-            sessions.clone(),
-            StreamableHttpServerConfig::default().with_sse_keep_alive(None),
-        );
-        let app = Router::new()
-            .nest_service("/mcp", service)
-            .layer(middleware::from_fn_with_state((seen.clone(), secret_key), verify_signature));
-        let server = LocalServer::start(app).await;
-        Self { url: format!("{}/mcp", server.base_url), seen, sessions, _server: server }
+        Self::serve(|router, seen| router.layer(middleware::from_fn_with_state((seen, secret_key), verify_signature)))
+            .await
     }
 
     /// Forgets every session, as a server does after a restart or an idle
@@ -167,22 +160,9 @@ async fn verify_signature(
     let Ok(body) = axum::body::to_bytes(body, 16 << 20).await else {
         return (axum::http::StatusCode::PAYLOAD_TOO_LARGE, "too large").into_response();
     };
-    let headers: Vec<(String, String)> = parts
-        .headers
-        .iter()
-        .map(|(name, value)| (name.as_str().to_owned(), value.to_str().unwrap_or_default().to_owned()))
-        .collect();
-    let checked = testkit::sigv4_check::verify(
-        parts.method.as_str(),
-        parts.uri.path(),
-        parts.uri.query().unwrap_or_default(),
-        &headers,
-        &body,
-        secret_key,
-    )
-    .and_then(
-        |signed| if signed.service == "execute-api" { Ok(()) } else { Err(format!("signed for {}", signed.service)) },
-    );
+    let checked = testkit::sigv4_check::verify_received(&parts, &body, secret_key).and_then(|signed| {
+        if signed.service == "execute-api" { Ok(()) } else { Err(format!("signed for {}", signed.service)) }
+    });
     if let Err(reason) = checked {
         seen.refused_signatures.lock().unwrap().push(reason);
         return (axum::http::StatusCode::FORBIDDEN, "The request signature we calculated does not match")

@@ -102,6 +102,17 @@ pub fn verify(
     })
 }
 
+/// [`verify`] for a request a test server received (`http` types, as axum
+/// hands them over).
+pub fn verify_received(parts: &http::request::Parts, body: &[u8], secret_key: &str) -> Result<Signed, String> {
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .map(|(name, value)| (name.as_str().to_owned(), value.to_str().unwrap_or_default().to_owned()))
+        .collect();
+    verify(parts.method.as_str(), parts.uri.path(), parts.uri.query().unwrap_or_default(), &headers, body, secret_key)
+}
+
 fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
     let mut mac = HmacSha256::new_from_slice(key).expect("any key length");
     mac.update(data);

@@ -27,18 +27,8 @@ struct Fake {
 async fn answer(State(fake): State<Arc<Fake>>, request: Request) -> axum::response::Response {
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
-    let headers: Vec<(String, String)> =
-        parts.headers.iter().map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned())).collect();
-    let checked = testkit::sigv4_check::verify(
-        parts.method.as_str(),
-        parts.uri.path(),
-        parts.uri.query().unwrap_or_default(),
-        &headers,
-        &body,
-        SECRET_KEY,
-    )
-    .map(|signed| {
-        let target = headers.iter().find(|(n, _)| n == "x-amz-target").map(|(_, v)| v.clone()).unwrap_or_default();
+    let checked = testkit::sigv4_check::verify_received(&parts, &body, SECRET_KEY).map(|signed| {
+        let target = parts.headers.get("x-amz-target").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
         (format!("{} {} {}", signed.service, signed.region, target), serde_json::from_slice(&body).unwrap())
     });
     let refused = checked.is_err();
