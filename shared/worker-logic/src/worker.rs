@@ -364,10 +364,11 @@ impl Worker {
         // On a redelivery this history read is wasted: `create` then returns
         // the stored turn. Rare, and cheaper than a read before every create.
         let in_dm = request.thread.channel.as_str().starts_with('D');
+        // A message without words (a greeting is asked for) has nothing to read.
         let enhance = async {
             match &self.enhancer {
-                Some(enhancer) => Some(enhancer.run(&request.text).await),
-                None => None,
+                Some(enhancer) if !request.text.trim().is_empty() => Some(enhancer.run(&request.text).await),
+                _ => None,
             }
         };
         let (channel, history, seen, enhanced) = tokio::join!(
