@@ -284,3 +284,28 @@ fn the_tool_inspection_shows_two_channels_with_different_policies_and_why_tools_
     }
     assert!(!general.contains("✓ restart_service"), "a tool outside the channel's rule is not offered there");
 }
+
+#[test]
+fn the_tool_inspection_for_a_person_applies_the_rules_that_name_them() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let config = std::env::temp_dir().join(format!("{}.json", tests::unique_name("people-policy")));
+    let rules = r#"{"tool_policy": [
+        {"channels": "*", "users": ["U0ADMIN"], "tools": ["*"]},
+        {"channels": "*", "tools": ["current_time"]}]}"#;
+    std::fs::write(&config, rules).unwrap();
+    let output = runner()
+        .current_dir(&root)
+        .args(["--config", config.to_str().unwrap(), "--tools", "--channel", "D0DM"])
+        .args(["--user", "U0ADMIN", "--user", "U0SOMEONE"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let (admin, someone) = stdout.split_once("== tools in D0DM for U0SOMEONE").expect("both people");
+    assert!(
+        admin.contains("== tools in D0DM for U0ADMIN") && admin.contains("✓ search_docs (tool_policy[0]"),
+        "{admin}"
+    );
+    assert!(someone.contains("✓ current_time (tool_policy[1]"), "{someone}");
+    assert!(someone.contains("✗ search_docs: not in tool_policy[1]"), "{someone}");
+}

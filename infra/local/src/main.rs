@@ -6,7 +6,7 @@
 //! cargo run -p local -- --serve [--port 3000]            serve Slack's requests on 127.0.0.1 until stopped
 //! cargo run -p local -- --config FILE "question"         with an assistant configuration (as in S3)
 //! cargo run -p local -- --provision                      the stack's resources at a local AWS emulator
-//! cargo run -p local -- --tools [--channel C…] [--config FILE]
+//! cargo run -p local -- --tools [--channel C…] [--user U…] [--config FILE]
 //!                                                        every tool the model is offered in each channel, and why not the rest
 //! ```
 //!
@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
 
-const USAGE: &str = "usage: local [--config FILE] [--replay FILE] \"QUESTION\"\n       local [--config FILE] [--replay FILE] --serve [--port PORT]\n       local [--config FILE] --tools [--channel CHANNEL_ID]...\n       local --provision";
+const USAGE: &str = "usage: local [--config FILE] [--replay FILE] \"QUESTION\"\n       local [--config FILE] [--replay FILE] --serve [--port PORT]\n       local [--config FILE] --tools [--channel CHANNEL_ID]... [--user USER_ID]...\n       local --provision";
 
 /// The channel the runner's own questions are asked in.
 const LOCAL_CHANNEL: &str = "C0LOCAL";
@@ -40,8 +40,8 @@ enum Mode {
     Ask(String),
     Serve(u16),
     Provision,
-    /// What the model is offered in these channels.
-    Tools(Vec<String>),
+    /// What the model is offered in these channels (to these people).
+    Tools(Vec<String>, Vec<String>),
 }
 
 struct Args {
@@ -54,11 +54,12 @@ fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let (mut serve, mut port, mut replay, mut config, mut words) = (false, 3000, None, None, Vec::new());
     let mut provision = false;
-    let (mut tools, mut channels) = (false, Vec::new());
+    let (mut tools, mut channels, mut users) = (false, Vec::new(), Vec::new());
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--tools" => tools = true,
             "--channel" => channels.push(args.next().ok_or("--channel takes a channel id")?),
+            "--user" => users.push(args.next().ok_or("--user takes a user id")?),
             "--serve" => serve = true,
             "--port" => port = args.next().and_then(|p| p.parse().ok()).ok_or("--port takes a number")?,
             "--replay" => replay = Some(args.next().ok_or("--replay takes a file")?),
@@ -68,15 +69,15 @@ fn parse_args() -> Result<Args, String> {
             _ => words.push(arg),
         }
     }
-    if !channels.is_empty() && !tools {
-        return Err("--channel goes with --tools".into());
+    if (!channels.is_empty() || !users.is_empty()) && !tools {
+        return Err("--channel and --user go with --tools".into());
     }
     let mode = match (serve, words.is_empty()) {
         _ if tools && (serve || provision || !words.is_empty()) => {
-            return Err("--tools takes only --channel and --config".into());
+            return Err("--tools takes only --channel, --user and --config".into());
         }
-        _ if tools && channels.is_empty() => Mode::Tools(vec![LOCAL_CHANNEL.to_owned()]),
-        _ if tools => Mode::Tools(channels),
+        _ if tools && channels.is_empty() => Mode::Tools(vec![LOCAL_CHANNEL.to_owned()], users),
+        _ if tools => Mode::Tools(channels, users),
         _ if provision && (serve || !words.is_empty()) => return Err("--provision takes nothing else".into()),
         _ if provision => Mode::Provision,
         (true, true) => Mode::Serve(port),
@@ -119,9 +120,15 @@ async fn main() -> ExitCode {
         Mode::Serve(port) => serve(pipeline, port).await,
         Mode::Ask(question) => ask(&pipeline, &question).await,
         Mode::Provision => unreachable!("provisioning returned above"),
-        Mode::Tools(channels) => {
+        Mode::Tools(channels, users) => {
+            let users: Vec<Option<slack::UserId>> = match users.is_empty() {
+                true => vec![None],
+                false => users.iter().map(|user| Some(slack::UserId::new(user))).collect(),
+            };
             for channel in channels {
-                println!("{}", pipeline.tools_report(&slack::ChannelId::new(&channel)));
+                for user in &users {
+                    println!("{}", pipeline.tools_report(&slack::ChannelId::new(&channel), user.as_ref()));
+                }
             }
             ExitCode::SUCCESS
         }

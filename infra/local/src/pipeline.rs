@@ -150,8 +150,9 @@ impl assistant_core::telemetry::TurnMetrics for PrintedTurns {
 impl Pipeline {
     /// Every tool offered in `channel`, its schema and approval, and why
     /// the others are not (`local --tools`).
-    pub fn tools_report(&self, channel: &slack::ChannelId) -> String {
-        worker_logic::inspect::tools_report(&self.worker, channel)
+    pub fn tools_report(&self, channel: &slack::ChannelId, user: Option<&slack::UserId>) -> String {
+        let asker = worker_logic::tools::Asker { channel: channel.clone(), user: user.cloned(), groups: Vec::new() };
+        worker_logic::inspect::tools_report(&self.worker, &asker)
     }
 
     pub async fn new(settings: Settings) -> Result<Self, SetupError> {

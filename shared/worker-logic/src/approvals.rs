@@ -75,7 +75,9 @@ impl Approvals {
         Verdict::MayNot { own_request: false }
     }
 
-    async fn members(&self, slack: &dyn SlackReader, group: &str, now_unix: i64) -> Vec<UserId> {
+    /// A user group's members, read through Slack and cached a few minutes
+    /// (approvers, and tool policies that name groups).
+    pub async fn members(&self, slack: &dyn SlackReader, group: &str, now_unix: i64) -> Vec<UserId> {
         if let Some((read_at, members)) = self.groups.lock().expect("groups lock").get(group)
             && now_unix - read_at < GROUP_CACHE_SECS
         {

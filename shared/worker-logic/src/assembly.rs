@@ -291,7 +291,7 @@ pub async fn assemble(
         Some(policy) => policy,
         None => {
             info!("no tool_policy: only the built-in read-only tools are allowed, in every channel");
-            ToolPolicy::new(vec![ChannelRule { channels: "*".into(), tools: built_in, deny: Vec::new() }])
+            ToolPolicy::new(vec![ChannelRule::everyone("*", built_in)])
         }
     };
     let count = tools.len();

@@ -5,14 +5,16 @@
 //! out, the `deny` glob that names it, its MCP server being down, or the
 //! configuration not turning it on.
 
-use crate::tools::{Effect, Verdict};
+use crate::tools::{Asker, Effect, Verdict};
 use crate::worker::Worker;
 use serde_json::json;
 use slack::ChannelId;
 use std::fmt::Write;
 
-/// The report for `channel`, as text for a terminal.
-pub fn tools_report(worker: &Worker, channel: &ChannelId) -> String {
+/// The report for `asker` (a channel, and the person when given), as text
+/// for a terminal.
+pub fn tools_report(worker: &Worker, asker: &Asker) -> String {
+    let channel: &ChannelId = &asker.channel;
     let registry = &worker.tools;
     let policy = registry.policy();
     let mut out = String::new();
@@ -22,14 +24,23 @@ pub fn tools_report(worker: &Worker, channel: &ChannelId) -> String {
             .map(|rule| format!("tool_policy[{index}] (channels {:?})", rule.channels))
             .unwrap_or_else(|| "the built-in rule".to_owned())
     };
-    let _ = writeln!(out, "== tools in {channel} ==");
+    match &asker.user {
+        Some(user) => {
+            let _ = writeln!(out, "== tools in {channel} for {user} (groups: {}) ==", asker.groups.join(", "));
+        }
+        None => {
+            let _ = writeln!(out, "== tools in {channel} ==");
+        }
+    }
     let mut offered = Vec::new();
     let mut refused = Vec::new();
     for tool in registry.all() {
         let name = &tool.spec().name;
-        match policy.verdict(channel, name) {
+        match policy.verdict(asker, name) {
             Verdict::Allowed { rule } => offered.push((tool, rule)),
-            Verdict::NoRule => refused.push((name.clone(), "no tool_policy rule matches this channel".to_owned())),
+            Verdict::NoRule => {
+                refused.push((name.clone(), "no tool_policy rule matches this channel and person".to_owned()))
+            }
             Verdict::NotListed { rule } => refused.push((name.clone(), format!("not in {}.tools", rule_name(rule)))),
             Verdict::Denied { rule, glob } => {
                 refused.push((name.clone(), format!("denied by {}.deny {glob:?}", rule_name(rule))))
@@ -41,7 +52,7 @@ pub fn tools_report(worker: &Worker, channel: &ChannelId) -> String {
         let mode = match tool.effect() {
             Effect::ReadOnly => "runs at once (read-only)".to_owned(),
             Effect::ChangesThings => {
-                let approvers = worker.approvals.approvers_for(registry.approval_rule(channel, &spec.name));
+                let approvers = worker.approvals.approvers_for(registry.approval_rule(asker, &spec.name));
                 let approvers: Vec<String> = approvers.iter().map(ToString::to_string).collect();
                 let red = if tool.is_destructive() { ", destructive (red confirmation)" } else { "" };
                 format!("waits for approval by {}{red}", approvers.join(", "))

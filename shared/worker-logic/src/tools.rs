@@ -15,7 +15,7 @@ use assistant_core::approval::Approver;
 use assistant_core::model::ToolSpec;
 use assistant_core::turn::{ToolOutput, ToolResult, ToolStatus, ToolUse};
 use futures_util::future::join_all;
-use slack::ChannelId;
+use slack::{ChannelId, UserId};
 use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
@@ -163,6 +163,13 @@ pub struct ToolPolicy {
 #[serde(deny_unknown_fields)]
 pub struct ChannelRule {
     pub channels: String,
+    /// The people the rule is for: Slack user ids and user group ids
+    /// (`S…`); both empty, everyone. A rule whose people do not include
+    /// the asker is passed over, and the next rule for the channel decides.
+    #[serde(default)]
+    pub users: Vec<UserId>,
+    #[serde(default)]
+    pub usergroups: Vec<String>,
     pub tools: Vec<String>,
     /// Globs over tool names that this rule never allows, whatever
     /// `tools` says (`["*"]` with `["*delete*"]` denied).
@@ -179,12 +186,50 @@ pub struct Unoffered {
     pub reason: String,
 }
 
+/// Who asks, and where: what a policy decides by. A DM is a channel too
+/// (`D…`): rules whose `channels` match it (`"D*"`, or `"*"`) decide there,
+/// so a person's rules follow them into the DM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asker {
+    pub channel: ChannelId,
+    /// `None`: no person (rules naming people never match).
+    pub user: Option<UserId>,
+    /// The user groups the person belongs to, of those the policy names.
+    pub groups: Vec<String>,
+}
+
+impl From<&ChannelId> for Asker {
+    fn from(channel: &ChannelId) -> Self {
+        Self { channel: channel.clone(), user: None, groups: Vec::new() }
+    }
+}
+
+impl From<&Asker> for Asker {
+    fn from(asker: &Asker) -> Self {
+        asker.clone()
+    }
+}
+
+impl ChannelRule {
+    /// A rule for everyone in `channels`.
+    pub fn everyone(channels: &str, tools: Vec<String>) -> Self {
+        Self { channels: channels.into(), users: Vec::new(), usergroups: Vec::new(), tools, deny: Vec::new() }
+    }
+
+    fn applies_to(&self, asker: &Asker) -> bool {
+        glob_matches(&self.channels, asker.channel.as_str())
+            && ((self.users.is_empty() && self.usergroups.is_empty())
+                || asker.user.as_ref().is_some_and(|user| self.users.contains(user))
+                || self.usergroups.iter().any(|group| asker.groups.contains(group)))
+    }
+}
+
 /// Whether a tool is offered in a channel, and which rule said so.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// Rule `rule` (0-based, in configuration order) allows it.
     Allowed { rule: usize },
-    /// No rule matches the channel: no tools there.
+    /// No rule matches the channel and the person: no tools there.
     NoRule,
     /// The channel's rule does not list it.
     NotListed { rule: usize },
@@ -201,19 +246,19 @@ impl ToolPolicy {
     /// configured policy a deployment allows only the built-in read-only
     /// tools (see `assembly`).
     pub fn allow_all() -> Self {
-        Self::new(vec![ChannelRule { channels: "*".into(), tools: vec!["*".into()], deny: Vec::new() }])
+        Self::new(vec![ChannelRule::everyone("*", vec!["*".into()])])
     }
 
-    pub fn allows(&self, channel: &ChannelId, tool: &str) -> bool {
-        matches!(self.verdict(channel, tool), Verdict::Allowed { .. })
+    pub fn allows(&self, asker: impl Into<Asker>, tool: &str) -> bool {
+        matches!(self.verdict(asker, tool), Verdict::Allowed { .. })
     }
 
-    /// Why `tool` is or is not offered in `channel`: the first rule whose
-    /// channel pattern matches decides; its `deny` wins over its `tools`.
-    pub fn verdict(&self, channel: &ChannelId, tool: &str) -> Verdict {
-        let Some((rule, found)) =
-            self.rules.iter().enumerate().find(|(_, rule)| glob_matches(&rule.channels, channel.as_str()))
-        else {
+    /// Why `tool` is or is not offered to `asker`: the first rule whose
+    /// channel pattern matches and whose people include the asker decides;
+    /// its `deny` wins over its `tools`.
+    pub fn verdict(&self, asker: impl Into<Asker>, tool: &str) -> Verdict {
+        let asker = asker.into();
+        let Some((rule, found)) = self.rules.iter().enumerate().find(|(_, rule)| rule.applies_to(&asker)) else {
             return Verdict::NoRule;
         };
         if let Some(glob) = found.deny.iter().find(|glob| glob_matches(glob, tool)) {
@@ -224,6 +269,16 @@ impl ToolPolicy {
         } else {
             Verdict::NotListed { rule }
         }
+    }
+
+    /// The user groups any rule names: the ones whose members the worker
+    /// looks up for an asker.
+    pub fn named_groups(&self) -> Vec<&str> {
+        let mut groups: Vec<&str> =
+            self.rules.iter().flat_map(|rule| rule.usergroups.iter().map(String::as_str)).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        groups
     }
 
     /// The rule at `index`, for reports.
@@ -290,44 +345,47 @@ impl ToolRegistry {
         Ok(Self { tools, policy })
     }
 
-    fn allowed<'a>(&'a self, channel: &'a ChannelId) -> impl Iterator<Item = &'a Tool> + 'a {
-        self.tools.iter().filter(move |tool| self.policy.allows(channel, &tool.spec.name))
+    fn allowed<'a>(&'a self, asker: &'a Asker) -> impl Iterator<Item = &'a Tool> + 'a {
+        self.tools.iter().filter(move |tool| self.policy.allows(asker, &tool.spec.name))
     }
 
-    /// What the model is told it may call in this channel.
-    pub fn advertised(&self, channel: &ChannelId) -> Vec<ToolSpec> {
-        self.allowed(channel).map(|tool| tool.spec.clone()).collect()
+    /// What the model is told it may call, for this person in this channel.
+    pub fn advertised(&self, asker: impl Into<Asker>) -> Vec<ToolSpec> {
+        let asker = asker.into();
+        self.allowed(&asker).map(|tool| tool.spec.clone()).collect()
     }
 
     /// The effect of an allowed tool, `None` for unknown or disallowed ones
     /// (their calls are refused, never held for approval).
-    pub fn effect(&self, channel: &ChannelId, name: &str) -> Option<Effect> {
-        self.allowed(channel).find(|tool| tool.spec.name == name).map(|tool| tool.effect)
+    pub fn effect(&self, asker: impl Into<Asker>, name: &str) -> Option<Effect> {
+        let asker = asker.into();
+        self.allowed(&asker).find(|tool| tool.spec.name == name).map(|tool| tool.effect)
     }
 
     /// What approving a call of an allowed tool takes; `None` for unknown
     /// or disallowed tools.
-    pub fn approval_rule(&self, channel: &ChannelId, name: &str) -> Option<ApprovalRule<'_>> {
+    pub fn approval_rule(&self, asker: impl Into<Asker>, name: &str) -> Option<ApprovalRule<'_>> {
+        let asker = asker.into();
         self.tools
             .iter()
-            .find(|tool| tool.spec.name == name && self.policy.allows(channel, name))
+            .find(|tool| tool.spec.name == name && self.policy.allows(&asker, name))
             .map(|tool| ApprovalRule { approvers: tool.approvers.as_deref(), destructive: tool.destructive })
     }
 
     /// Runs one call; whatever goes wrong is an error result. Secrets in the
     /// result are redacted.
-    pub async fn run(&self, call: &ToolUse, channel: &ChannelId) -> ToolResult {
-        self.run_with(call, channel, CallContext::default()).await
+    pub async fn run(&self, call: &ToolUse, asker: impl Into<Asker>) -> ToolResult {
+        self.run_with(call, &asker.into(), CallContext::default()).await
     }
 
     /// Runs a call a human approved, with the idempotency key it keeps on
     /// every attempt.
-    pub async fn run_approved(&self, call: &ToolUse, channel: &ChannelId, idempotency_key: String) -> ToolResult {
-        self.run_with(call, channel, CallContext { idempotency_key: Some(idempotency_key) }).await
+    pub async fn run_approved(&self, call: &ToolUse, asker: impl Into<Asker>, idempotency_key: String) -> ToolResult {
+        self.run_with(call, &asker.into(), CallContext { idempotency_key: Some(idempotency_key) }).await
     }
 
-    async fn run_with(&self, call: &ToolUse, channel: &ChannelId, context: CallContext) -> ToolResult {
-        let mut result = self.run_unredacted(call, channel, context).await;
+    async fn run_with(&self, call: &ToolUse, asker: &Asker, context: CallContext) -> ToolResult {
+        let mut result = self.run_unredacted(call, asker, context).await;
         let redactor = redact::Redactor::global();
         match &mut result.output {
             ToolOutput::Text(text) => {
@@ -341,18 +399,18 @@ impl ToolRegistry {
         result
     }
 
-    async fn run_unredacted(&self, call: &ToolUse, channel: &ChannelId, context: CallContext) -> ToolResult {
+    async fn run_unredacted(&self, call: &ToolUse, asker: &Asker, context: CallContext) -> ToolResult {
         let error = |message: String| ToolResult {
             tool_use_id: call.id.clone(),
             status: ToolStatus::Error,
             output: ToolOutput::Text(message),
         };
         let Some(tool) = self.tools.iter().find(|tool| tool.spec.name == call.name) else {
-            let known: Vec<_> = self.allowed(channel).map(|tool| tool.spec.name.as_str()).collect();
+            let known: Vec<_> = self.allowed(asker).map(|tool| tool.spec.name.as_str()).collect();
             return error(format!("There is no tool named {:?}. Available tools: {}.", call.name, known.join(", ")));
         };
-        if !self.policy.allows(channel, &call.name) {
-            return error(format!("The tool {:?} is not allowed in this channel.", call.name));
+        if !self.policy.allows(asker, &call.name) {
+            return error(format!("The tool {:?} is not allowed here for the person who asked.", call.name));
         }
         let violations: Vec<String> =
             tool.schema.violations(&call.input).into_iter().take(MAX_REPORTED_VIOLATIONS).collect();
@@ -367,8 +425,9 @@ impl ToolRegistry {
     }
 
     /// Runs calls concurrently; results in the order of the calls.
-    pub async fn run_all(&self, calls: &[&ToolUse], channel: &ChannelId) -> Vec<ToolResult> {
-        join_all(calls.iter().map(|call| self.run(call, channel))).await
+    pub async fn run_all(&self, calls: &[&ToolUse], asker: impl Into<Asker>) -> Vec<ToolResult> {
+        let asker = asker.into();
+        join_all(calls.iter().map(|call| self.run(call, &asker))).await
     }
 }
 
@@ -421,12 +480,8 @@ mod tests {
     #[test]
     fn the_first_matching_channel_rule_decides() {
         let policy = ToolPolicy::new(vec![
-            ChannelRule {
-                channels: "C0INCIDENT*".into(),
-                tools: vec!["search_*".into(), "restart_service".into()],
-                deny: Vec::new(),
-            },
-            ChannelRule { channels: "*".into(), tools: vec!["search_docs".into()], deny: Vec::new() },
+            crate::tools::ChannelRule::everyone("C0INCIDENT*", vec!["search_*".into(), "restart_service".into()]),
+            ChannelRule::everyone("*", vec!["search_docs".into()]),
         ]);
         assert!(policy.allows(&channel("C0INCIDENT1"), "restart_service"));
         assert!(!policy.allows(&channel("C0GENERAL"), "restart_service"));
@@ -456,6 +511,43 @@ mod tests {
     }
 
     #[test]
+    fn rules_for_people_decide_for_them_and_are_passed_over_for_everyone_else_in_channels_and_dms() {
+        let rules: Vec<ChannelRule> = serde_json::from_value(json!([
+            {"channels": "*", "users": ["U0ADMIN"], "tools": ["*"]},
+            {"channels": "C0INC*", "usergroups": ["S0ONCALL"], "tools": ["restart_service", "search_*"]},
+            {"channels": "*", "tools": ["search_*"]}
+        ]))
+        .unwrap();
+        let policy = ToolPolicy::new(rules);
+        let asker = |channel: &str, user: &str, groups: &[&str]| Asker {
+            channel: ChannelId::new(channel),
+            user: Some(UserId::new(user)),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        };
+        assert_eq!(policy.named_groups(), ["S0ONCALL"]);
+        // The admin everywhere, DMs included.
+        assert!(policy.allows(asker("C0GENERAL", "U0ADMIN", &[]), "delete_deployment"));
+        assert!(policy.allows(asker("D0ADMINDM", "U0ADMIN", &[]), "delete_deployment"));
+        // On-call in the incident channels only.
+        assert_eq!(
+            policy.verdict(asker("C0INC1", "U0ONCALL", &["S0ONCALL"]), "restart_service"),
+            Verdict::Allowed { rule: 1 }
+        );
+        assert!(!policy.allows(asker("C0GENERAL", "U0ONCALL", &["S0ONCALL"]), "restart_service"));
+        // Anyone else: only what the rule for everyone gives, in channels and in their DM.
+        for channel in ["C0INC1", "C0GENERAL", "D0SOMEONE"] {
+            let someone = asker(channel, "U0SOMEONE", &[]);
+            assert_eq!(policy.verdict(&someone, "restart_service"), Verdict::NotListed { rule: 2 }, "{channel}");
+            assert!(policy.allows(&someone, "search_docs"), "{channel}");
+        }
+        // No person known: rules for people never match.
+        assert!(!policy.allows(&ChannelId::new("C0GENERAL"), "delete_deployment"));
+        let typo =
+            serde_json::from_value::<Vec<ChannelRule>>(json!([{"channels": "*", "user": ["U1"], "tools": ["*"]}]));
+        assert!(typo.is_err(), "`user` for `users` is refused, not ignored");
+    }
+
+    #[test]
     fn an_invalid_schema_or_a_duplicate_name_is_refused_at_start_up() {
         let bad = ToolSpec { input_schema: json!({"type": "no-such-type"}), ..spec("bad") };
         let runner = |_: serde_json::Value| async { Ok(ToolOutput::Text(String::new())) };
@@ -471,11 +563,7 @@ mod tests {
     }
 
     fn registry() -> ToolRegistry {
-        let policy = ToolPolicy::new(vec![ChannelRule {
-            channels: "*".into(),
-            tools: vec!["search_*".into()],
-            deny: Vec::new(),
-        }]);
+        let policy = ToolPolicy::new(vec![crate::tools::ChannelRule::everyone("*", vec!["search_*".into()])]);
         ToolRegistry::new(
             vec![echo("search_docs", Duration::from_secs(1)), echo("restart", Duration::from_secs(1))],
             policy,
@@ -490,7 +578,10 @@ mod tests {
         assert_eq!(names, ["search_docs"]);
         let refused = registry.run(&call("1", "restart", json!({"query": "x"})), &channel("C1")).await;
         assert_eq!(refused.status, ToolStatus::Error);
-        assert_eq!(refused.output, ToolOutput::Text("The tool \"restart\" is not allowed in this channel.".into()));
+        assert_eq!(
+            refused.output,
+            ToolOutput::Text("The tool \"restart\" is not allowed here for the person who asked.".into())
+        );
         assert_eq!(registry.effect(&channel("C1"), "restart"), None);
     }
 

@@ -37,7 +37,7 @@ use crate::approvals::{Approvals, Verdict};
 use crate::context;
 use crate::offload;
 use crate::streaming::{self, AnswerStream};
-use crate::tools::{Effect, ToolRegistry};
+use crate::tools::{Asker, Effect, ToolRegistry};
 use assistant_core::Clock;
 use assistant_core::feedback::{FeedbackLog, Rated};
 use assistant_core::messages::{
@@ -495,6 +495,7 @@ impl Worker {
         if settle_unknown_outcomes(&mut turn) {
             return self.save_decided(turn, None, deadline).await;
         }
+        let asker = self.asker(&turn).await;
         let pending = turn.pending_approval.as_mut().expect("a turn awaiting approval has a pending approval");
         let Some(index) = pending.waiting.iter().position(|call| click.button.names(call)) else {
             warn!(
@@ -510,7 +511,7 @@ impl Worker {
             return self.expire(turn, &id, deadline).await;
         }
         let call = pending.waiting[index].clone();
-        let approvers = self.approvals.approvers_for(self.tools.approval_rule(&turn.thread.channel, &call.name));
+        let approvers = self.approvals.approvers_for(self.tools.approval_rule(&asker, &call.name));
         let verdict = self.approvals.verdict(self.slack.as_ref(), &turn.user, &click.user, approvers, now).await;
         if let Verdict::MayNot { own_request } = verdict {
             warn!(user = %click.user, requester = %turn.user, tool = %call.name, "click by someone who may not decide: nothing runs");
@@ -555,7 +556,7 @@ impl Worker {
                     Err(err) => return Err(err.into()),
                 }
                 let key = format!("{}:{}", turn.id, call.id);
-                let mut result = self.tools.run_approved(&call, &turn.thread.channel, key).await;
+                let mut result = self.tools.run_approved(&call, &asker, key).await;
                 offload::offload_large(self.artifacts.as_ref(), &turn.id, std::slice::from_mut(&mut result))
                     .await
                     .map_err(WorkerError::Artifacts)?;
@@ -790,7 +791,8 @@ impl Worker {
             tool_use_id: call.id.clone(),
         };
         self.timers.set(&timer).await.map_err(WorkerError::Timers)?;
-        let rule = self.tools.approval_rule(&turn.thread.channel, &call.name);
+        let asker = self.asker(turn).await;
+        let rule = self.tools.approval_rule(&asker, &call.name);
         let prompt = ReplyMessage::ApprovalPrompt {
             turn_id: turn.id.clone(),
             thread: turn.thread.clone(),
@@ -888,10 +890,25 @@ impl Worker {
         saved
     }
 
+    /// Who asked this turn, where, and which of the policy's user groups
+    /// they are in (members read through Slack, cached a few minutes).
+    async fn asker(&self, turn: &Turn) -> Asker {
+        let mut groups = Vec::new();
+        let now = self.clock.now_unix();
+        for group in self.tools.policy().named_groups() {
+            if self.approvals.members(self.slack.as_ref(), group, now).await.contains(&turn.user) {
+                groups.push(group.to_owned());
+            }
+        }
+        Asker { channel: turn.thread.channel.clone(), user: Some(turn.user.clone()), groups }
+    }
+
     /// One model call and the tools it asks for, applied to `turn` in memory.
     async fn step(&self, turn: &mut Turn, stream: &mut AnswerStream<'_>) -> Result<(), WorkerError> {
-        let channel = turn.thread.channel.clone();
-        let tools = self.tools.advertised(&channel);
+        // The tools this person may use here: a tool outside their rules is
+        // neither offered nor run.
+        let asker = self.asker(turn).await;
+        let tools = self.tools.advertised(&asker);
         let system = match &turn.channel_context {
             Some(where_) => format!("{}\n\n{where_}", self.system_prompt),
             None => self.system_prompt.clone(),
@@ -928,14 +945,13 @@ impl Worker {
 
         match reply.stop_reason {
             StopReason::ToolUse if !calls.is_empty() => {
-                let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) = calls
-                    .iter()
-                    .partition(|call| self.tools.effect(&channel, &call.name) == Some(Effect::ChangesThings));
+                let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) =
+                    calls.iter().partition(|call| self.tools.effect(&asker, &call.name) == Some(Effect::ChangesThings));
                 let started: Vec<_> = now.iter().map(|call| (*call, TaskStatus::InProgress, Vec::new())).collect();
                 tokio::join!(self.show_progress(turn, running(&calls)), stream.tasks(&started));
                 turn.metered.sqs_requests += 1;
                 turn.transcript.push(reply.message);
-                let mut results = self.tools.run_all(&now, &channel).await;
+                let mut results = self.tools.run_all(&now, &asker).await;
                 let ended: Vec<_> = now
                     .iter()
                     .zip(&results)

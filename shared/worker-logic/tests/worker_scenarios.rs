@@ -117,6 +117,15 @@ fn spec(name: &str) -> ToolSpec {
 /// `slow_query` outlives its timeout, `restart_service` changes things,
 /// `admin_only` is not allowed in the test channels.
 fn tools(runs: &'static AtomicU32) -> ToolRegistry {
+    let policy = ToolPolicy::new(vec![ChannelRule::everyone(
+        "C*",
+        ["search_docs", "fetch_logs", "slow_query", "restart_service"].map(String::from).to_vec(),
+    )]);
+    tools_under(runs, policy)
+}
+
+/// The same tools under another policy.
+fn tools_under(runs: &'static AtomicU32, policy: ToolPolicy) -> ToolRegistry {
     let counted = move |output: Result<ToolOutput, String>| {
         move |input: serde_json::Value| {
             runs.fetch_add(1, Ordering::SeqCst);
@@ -151,11 +160,6 @@ fn tools(runs: &'static AtomicU32) -> ToolRegistry {
         Tool::new(spec("admin_only"), Effect::ReadOnly, second, counted(Ok(ToolOutput::Text("secret".into()))))
             .unwrap(),
     ];
-    let policy = ToolPolicy::new(vec![ChannelRule {
-        channels: "C*".into(),
-        tools: ["search_docs", "fetch_logs", "slow_query", "restart_service"].map(String::from).to_vec(),
-        deny: Vec::new(),
-    }]);
     ToolRegistry::new(tools, policy).unwrap()
 }
 
@@ -824,6 +828,48 @@ async fn in_a_home_channel_the_model_is_told_to_answer_there_and_elsewhere_it_is
     let elsewhere = worker(ScriptedModel::new([text("Answered.")]), counter());
     elsewhere.handle(&start(), &Budget::plenty()).await.unwrap();
     assert!(!elsewhere.model.systems.lock().unwrap()[0].contains("team's place"), "not a home channel");
+}
+
+#[tokio::test]
+async fn a_person_outside_a_rule_neither_sees_nor_runs_its_tools_in_a_dm_while_a_member_of_its_group_does() {
+    // Admins may use every tool anywhere; everyone else only search_docs,
+    // in channels and in DMs alike (a DM is matched as its channel, D…).
+    let rules: Vec<ChannelRule> = serde_json::from_value(json!([
+        {"channels": "*", "usergroups": ["S0ADMINS"], "tools": ["*"]},
+        {"channels": "*", "tools": ["search_docs"]}
+    ]))
+    .unwrap();
+    let in_dm = |user: &str| {
+        let WorkMessage::StartTurn(mut request) = start() else { unreachable!() };
+        request.thread.channel = ChannelId::new("D0DIRECT");
+        request.user = UserId::new(user);
+        WorkMessage::StartTurn(request)
+    };
+    let asking_for_admin_only = || ScriptedModel::new([calls(&[("a", "admin_only", json!({}))]), text("Done.")]);
+
+    // WHEN someone who is not an admin asks in their DM, and the model asks for it anyway
+    let runs = counter();
+    let mut someone = worker(asking_for_admin_only(), runs);
+    someone.tools = tools_under(runs, ToolPolicy::new(rules.clone()));
+    someone.slack = Arc::new(MemorySlack::default().with_group("S0ADMINS", &["U9"]));
+    someone.handle(&in_dm("U1"), &Budget::plenty()).await.unwrap();
+
+    // THEN it was not offered and did not run
+    assert_eq!(someone.model.advertised(0), ["search_docs"]);
+    let turn = stored(&someone).await;
+    let results = results(&turn.transcript[2]);
+    assert_eq!(results[0].1, ToolStatus::Error);
+    assert!(results[0].2.contains("not allowed here for the person who asked"), "{}", results[0].2);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    // AND an admin, asking the same in their DM, is offered it and it runs
+    let runs = counter();
+    let mut admin = worker(asking_for_admin_only(), runs);
+    admin.tools = tools_under(runs, ToolPolicy::new(rules));
+    admin.slack = Arc::new(MemorySlack::default().with_group("S0ADMINS", &["U9"]));
+    admin.handle(&in_dm("U9"), &Budget::plenty()).await.unwrap();
+    assert!(admin.model.advertised(0).contains(&"admin_only".to_owned()));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
 // --- Approvals: only the right person, exactly once, never stranded ----------

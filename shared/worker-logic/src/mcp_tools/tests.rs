@@ -286,11 +286,7 @@ async fn secrets_in_a_servers_answer_never_reach_the_model() {
 #[tokio::test]
 async fn the_channel_policy_applies_to_the_namespaced_names() {
     let session = MemoryMcpSession::new(vec![info("echo", Some(true)), info("delete", Some(false))]);
-    let policy = ToolPolicy::new(vec![crate::tools::ChannelRule {
-        channels: "C0OPS".into(),
-        tools: vec!["srv__echo".into()],
-        deny: Vec::new(),
-    }]);
+    let policy = ToolPolicy::new(vec![crate::tools::ChannelRule::everyone("C0OPS", vec!["srv__echo".into()])]);
     let registry = registry_with(session, policy).await;
     let advertised: Vec<String> = registry.advertised(&channel()).into_iter().map(|spec| spec.name).collect();
     assert_eq!(advertised, ["srv__echo"]);
