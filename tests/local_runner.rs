@@ -20,6 +20,17 @@ fn runner() -> Command {
     command
 }
 
+/// The runner pointed at the test command's local AWS emulator.
+fn at_the_emulator() -> Command {
+    let mut command = runner();
+    command
+        .env("AWS_ENDPOINT_URL", env_from_test_command("AWS_ENDPOINT_URL"))
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test");
+    command
+}
+
 #[test]
 fn one_question_runs_every_stage_and_prints_the_answer() {
     let output = runner().arg("why is checkout-api failing?").output().expect("the runner starts");
@@ -42,15 +53,7 @@ fn one_question_runs_every_stage_and_prints_the_answer() {
 #[test]
 fn with_the_local_aws_emulator_configured_it_keeps_turns_in_its_table() {
     let table = tests::unique_name("local-turns");
-    let output = runner()
-        .env("AWS_ENDPOINT_URL", env_from_test_command("AWS_ENDPOINT_URL"))
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("TURNS_TABLE", &table)
-        .arg("hello")
-        .output()
-        .unwrap();
+    let output = at_the_emulator().env("TURNS_TABLE", &table).arg("hello").output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     assert!(stdout.contains(&format!("created table {table} at the local AWS emulator")), "{stdout}");
@@ -216,22 +219,11 @@ async fn serve_mode_answers_slack_and_posts_to_the_console() {
 #[test]
 fn against_the_seeded_emulator_the_aws_tools_read_its_alarms_metrics_and_logs() {
     // As `infra/emulator.sh` does: the stack's resources and sample signals.
-    let with_emulator = |command: &mut Command| {
-        command
-            .env("AWS_ENDPOINT_URL", env_from_test_command("AWS_ENDPOINT_URL"))
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ACCESS_KEY_ID", "test")
-            .env("AWS_SECRET_ACCESS_KEY", "test");
-    };
-    let mut provision = runner();
-    with_emulator(&mut provision);
-    let provisioned = provision.arg("--provision").output().unwrap();
+    let provisioned = at_the_emulator().arg("--provision").output().unwrap();
     assert!(provisioned.status.success(), "{}", String::from_utf8_lossy(&provisioned.stderr));
 
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut ask = runner();
-    with_emulator(&mut ask);
-    let output = ask
+    let output = at_the_emulator()
         .current_dir(&root)
         .args(["--config", "infra/local/aws-tools.json", "--replay", "infra/local/recorded/aws-tools.json"])
         .arg("why is checkout-api failing?")

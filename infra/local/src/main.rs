@@ -33,9 +33,6 @@ use tokio::sync::Notify;
 
 const USAGE: &str = "usage: local [--config FILE] [--replay FILE] \"QUESTION\"\n       local [--config FILE] [--replay FILE] --serve [--port PORT]\n       local [--config FILE] --tools [--channel CHANNEL_ID]... [--user USER_ID]...\n       local --provision";
 
-/// The channel the runner's own questions are asked in.
-const LOCAL_CHANNEL: &str = "C0LOCAL";
-
 enum Mode {
     Ask(String),
     Serve(u16),
@@ -76,7 +73,7 @@ fn parse_args() -> Result<Args, String> {
         _ if tools && (serve || provision || !words.is_empty()) => {
             return Err("--tools takes only --channel, --user and --config".into());
         }
-        _ if tools && channels.is_empty() => Mode::Tools(vec![LOCAL_CHANNEL.to_owned()], users),
+        _ if tools && channels.is_empty() => Mode::Tools(vec![pipeline::LOCAL_CHANNEL.to_owned()], users),
         _ if tools => Mode::Tools(channels, users),
         _ if provision && (serve || !words.is_empty()) => return Err("--provision takes nothing else".into()),
         _ if provision => Mode::Provision,

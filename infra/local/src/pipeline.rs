@@ -104,6 +104,9 @@ pub enum SetupError {
     Worker(#[from] StartupError),
 }
 
+/// The channel the runner's own questions are asked in.
+pub const LOCAL_CHANNEL: &str = "C0LOCAL";
+
 pub struct Pipeline {
     /// What requests to this runner are signed with.
     pub signing_secret: String,
@@ -463,7 +466,7 @@ pub fn mention(secret: &str, question: &str) -> (HeaderMap, String) {
         "event_time": now.as_secs(),
         "event": {
             "type": "app_mention", "user": "U0LOCALUSER", "text": format!("<@U0LOCALBOT> {question}"),
-            "ts": ts, "event_ts": ts, "channel": "C0LOCAL", "team": "T0LOCAL",
+            "ts": ts, "event_ts": ts, "channel": LOCAL_CHANNEL, "team": "T0LOCAL",
         },
         "authorizations": [{"team_id": "T0LOCAL", "user_id": "U0LOCALBOT", "is_bot": true}],
     })

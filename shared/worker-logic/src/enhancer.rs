@@ -23,7 +23,7 @@ use assistant_core::model::{Model, ModelRequest, ToolSpec};
 use assistant_core::turn::{Content, EnhancerRun, Message, Role, Usage};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
@@ -175,8 +175,9 @@ impl Enhancer {
     /// The extraction, checked against the tool's schema, as a labelled
     /// block with each service resolved against the catalog.
     fn block(&self, input: &Value) -> Result<String, String> {
-        let schema = Schema::compile(&spec().input_schema).expect("the enhancer's schema is valid");
-        let violations = schema.violations(input);
+        static SCHEMA: LazyLock<Schema> =
+            LazyLock::new(|| Schema::compile(&spec().input_schema).expect("the enhancer's schema is valid"));
+        let violations = SCHEMA.violations(input);
         if !violations.is_empty() {
             return Err(violations.join("; "));
         }

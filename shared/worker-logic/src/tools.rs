@@ -250,15 +250,24 @@ impl ToolPolicy {
     }
 
     pub fn allows(&self, asker: impl Into<Asker>, tool: &str) -> bool {
-        matches!(self.verdict(asker, tool), Verdict::Allowed { .. })
+        self.permits(&asker.into(), tool)
+    }
+
+    /// [`ToolPolicy::allows`] for an asker already built: the registry
+    /// checks every tool of a step with one.
+    fn permits(&self, asker: &Asker, tool: &str) -> bool {
+        matches!(self.decide(asker, tool), Verdict::Allowed { .. })
     }
 
     /// Why `tool` is or is not offered to `asker`: the first rule whose
     /// channel pattern matches and whose people include the asker decides;
     /// its `deny` wins over its `tools`.
     pub fn verdict(&self, asker: impl Into<Asker>, tool: &str) -> Verdict {
-        let asker = asker.into();
-        let Some((rule, found)) = self.rules.iter().enumerate().find(|(_, rule)| rule.applies_to(&asker)) else {
+        self.decide(&asker.into(), tool)
+    }
+
+    fn decide(&self, asker: &Asker, tool: &str) -> Verdict {
+        let Some((rule, found)) = self.rules.iter().enumerate().find(|(_, rule)| rule.applies_to(asker)) else {
             return Verdict::NoRule;
         };
         if let Some(glob) = found.deny.iter().find(|glob| glob_matches(glob, tool)) {
@@ -346,7 +355,7 @@ impl ToolRegistry {
     }
 
     fn allowed<'a>(&'a self, asker: &'a Asker) -> impl Iterator<Item = &'a Tool> + 'a {
-        self.tools.iter().filter(move |tool| self.policy.allows(asker, &tool.spec.name))
+        self.tools.iter().filter(move |tool| self.policy.permits(asker, &tool.spec.name))
     }
 
     /// What the model is told it may call, for this person in this channel.
@@ -368,7 +377,7 @@ impl ToolRegistry {
         let asker = asker.into();
         self.tools
             .iter()
-            .find(|tool| tool.spec.name == name && self.policy.allows(&asker, name))
+            .find(|tool| tool.spec.name == name && self.policy.permits(&asker, name))
             .map(|tool| ApprovalRule { approvers: tool.approvers.as_deref(), destructive: tool.destructive })
     }
 
@@ -409,7 +418,7 @@ impl ToolRegistry {
             let known: Vec<_> = self.allowed(asker).map(|tool| tool.spec.name.as_str()).collect();
             return error(format!("There is no tool named {:?}. Available tools: {}.", call.name, known.join(", ")));
         };
-        if !self.policy.allows(asker, &call.name) {
+        if !self.policy.permits(asker, &call.name) {
             return error(format!("The tool {:?} is not allowed here for the person who asked.", call.name));
         }
         let violations: Vec<String> =

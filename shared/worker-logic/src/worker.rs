@@ -361,8 +361,9 @@ impl Worker {
     }
 
     async fn start(&self, request: &TurnRequest, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
-        // On a redelivery this history read is wasted: `create` then returns
-        // the stored turn. Rare, and cheaper than a read before every create.
+        // On a redelivery this history read (and the enhancer's call) is
+        // wasted: `create` then returns the stored turn. Rare, and cheaper
+        // than a read before every create.
         let in_dm = request.thread.channel.as_str().starts_with('D');
         // A message without words (a greeting is asked for) has nothing to read.
         let enhance = async {

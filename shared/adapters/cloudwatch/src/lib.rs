@@ -72,22 +72,24 @@ impl CloudWatch for CloudWatchApi {
             .call("DescribeAlarms", &input, Repeat::Safe)
             .await
             .map_err(port_error("CloudWatch DescribeAlarms"))?;
-        let metric = answer["MetricAlarms"].as_array().into_iter().flatten().map(|alarm| Alarm {
+        let alarm = |alarm: &Value, metric: Option<String>, condition: Option<String>| Alarm {
             name: text(&alarm["AlarmName"]),
             state: text(&alarm["StateValue"]),
             reason: text(&alarm["StateReason"]),
             since: alarm["StateUpdatedTimestamp"].as_f64().map(|t| t as i64),
-            metric: Some(metric_name(alarm)),
-            condition: Some(condition(alarm)),
-        });
-        let composite = answer["CompositeAlarms"].as_array().into_iter().flatten().map(|alarm| Alarm {
-            name: text(&alarm["AlarmName"]),
-            state: text(&alarm["StateValue"]),
-            reason: text(&alarm["StateReason"]),
-            since: alarm["StateUpdatedTimestamp"].as_f64().map(|t| t as i64),
-            metric: None,
-            condition: alarm["AlarmRule"].as_str().map(|rule| format!("composite: {rule}")),
-        });
+            metric,
+            condition,
+        };
+        let metric = answer["MetricAlarms"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|found| alarm(found, Some(metric_name(found)), Some(condition(found))));
+        let composite = answer["CompositeAlarms"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|found| alarm(found, None, found["AlarmRule"].as_str().map(|rule| format!("composite: {rule}"))));
         Ok(metric.chain(composite).take(query.max).collect())
     }
 
@@ -257,30 +259,31 @@ impl LogsInsights for LogsApi {
 pub struct SignedAws {
     aws: aws_config::SdkConfig,
     http: reqwest::Client,
-    signers: Mutex<HashMap<Option<String>, Signer>>,
+    /// The worker's own account.
+    own: Signer,
+    /// Roles assumed so far, by ARN.
+    roles: Mutex<HashMap<String, Signer>>,
 }
 
 impl SignedAws {
     /// `signer` is the process's own (the worker's account); `aws` the
     /// configuration a second account's role is assumed with.
     pub fn new(aws: &aws_config::SdkConfig, signer: Signer, http: reqwest::Client) -> Self {
-        let signers = HashMap::from([(None, signer)]);
-        Self { aws: aws.clone(), http, signers: Mutex::new(signers) }
+        Self { aws: aws.clone(), http, own: signer, roles: Mutex::default() }
     }
 
     async fn api(&self, account: &AwsAccount, service: Service) -> AwsApi {
-        let signer = {
-            let mut signers = self.signers.lock().await;
-            match signers.get(&account.role_arn) {
-                Some(signer) => signer.clone(),
-                None => {
-                    let signer = match &account.role_arn {
-                        Some(role) => Signer::assuming(&self.aws, role, SESSION_NAME).await,
-                        None => Signer::new(&self.aws),
-                    };
-                    // Only a role's signer is missing: the default is there from the start.
-                    signers.insert(account.role_arn.clone(), signer.clone());
-                    signer
+        let signer = match &account.role_arn {
+            None => self.own.clone(),
+            Some(role) => {
+                let mut roles = self.roles.lock().await;
+                match roles.get(role) {
+                    Some(signer) => signer.clone(),
+                    None => {
+                        let signer = Signer::assuming(&self.aws, role, SESSION_NAME).await;
+                        roles.insert(role.clone(), signer.clone());
+                        signer
+                    }
                 }
             }
         };

@@ -229,6 +229,8 @@ pub struct AwsError {
 
 /// Attempts of one call at most.
 pub const ATTEMPTS: u32 = 3;
+/// Each attempt's time limit.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes of one answer read at most unless a call says otherwise.
 pub const DEFAULT_MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
@@ -240,7 +242,6 @@ pub struct AwsApi {
     service: Service,
     endpoint: String,
     region: Option<String>,
-    attempt_timeout: Duration,
     max_answer_bytes: usize,
 }
 
@@ -278,15 +279,8 @@ impl AwsApi {
             service,
             endpoint: endpoint.trim_end_matches('/').to_owned(),
             region,
-            attempt_timeout: Duration::from_secs(10),
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
         }
-    }
-
-    /// Each attempt's time limit (default 10 s).
-    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
-        self.attempt_timeout = timeout;
-        self
     }
 
     /// The largest answer read (default [`DEFAULT_MAX_ANSWER_BYTES`]); a
@@ -366,7 +360,7 @@ impl AwsApi {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Result<serde_json::Value, Failure> {
-        let mut request = self.http.post(url).timeout(self.attempt_timeout).body(body.to_vec());
+        let mut request = self.http.post(url).timeout(ATTEMPT_TIMEOUT).body(body.to_vec());
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
