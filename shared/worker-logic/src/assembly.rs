@@ -178,17 +178,34 @@ pub async fn assemble(
     limits: Limits,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Worker, StartupError> {
-    let system_prompt = match &assistant.system_prompt_key {
-        Some(key) => {
-            let prompt = ports
-                .artifacts
-                .get(key)
-                .await
-                .map_err(|source| StartupError::Read { key: key.clone(), source })?
-                .ok_or_else(|| StartupError::MissingPrompt(key.clone()))?;
-            String::from_utf8_lossy(&prompt).into_owned()
+    // The objects the configuration names, read together: the system
+    // prompt, the service catalog and the enhancer's prompt.
+    let read = |key: Option<&String>, missing: fn(String) -> StartupError| {
+        let artifacts = ports.artifacts.clone();
+        let key = key.cloned();
+        async move {
+            let Some(key) = key else { return Ok(None) };
+            let found = artifacts.get(&key).await.map_err(|source| StartupError::Read { key: key.clone(), source })?;
+            found.map(|bytes| Some((key.clone(), bytes))).ok_or(missing(key))
         }
+    };
+    let (system_prompt, catalog, enhancer_prompt) = futures_util::future::try_join3(
+        read(assistant.system_prompt_key.as_ref(), StartupError::MissingPrompt),
+        read(assistant.service_catalog_key.as_ref(), StartupError::Missing),
+        read(assistant.prompt_enhancer.as_ref().and_then(|config| config.prompt_key.as_ref()), StartupError::Missing),
+    )
+    .await?;
+    let system_prompt = match system_prompt {
+        Some((_, prompt)) => String::from_utf8_lossy(&prompt).into_owned(),
         None => DEFAULT_SYSTEM_PROMPT.to_owned(),
+    };
+    let catalog = match catalog {
+        Some((key, json)) => {
+            let catalog: ServiceCatalog =
+                serde_json::from_slice(&json).map_err(|source| StartupError::Config { origin: key, source })?;
+            Some(Arc::new(catalog))
+        }
+        None => None,
     };
     let named: Vec<(String, Vec<Reference>)> = assistant
         .http_tools
@@ -226,33 +243,13 @@ pub async fn assemble(
         }
         value
     };
-    let read = |key: &String| {
-        let artifacts = ports.artifacts.clone();
-        let key = key.clone();
-        async move {
-            artifacts
-                .get(&key)
-                .await
-                .map_err(|source| StartupError::Read { key: key.clone(), source })?
-                .ok_or(StartupError::Missing(key))
-        }
-    };
-    let catalog = match &assistant.service_catalog_key {
-        Some(key) => {
-            let json = read(key).await?;
-            let catalog: ServiceCatalog =
-                serde_json::from_slice(&json).map_err(|source| StartupError::Config { origin: key.clone(), source })?;
-            Some(Arc::new(catalog))
-        }
-        None => None,
-    };
     let enhancer = match &assistant.prompt_enhancer {
         Some(config) => Some(Enhancer {
             model: ports.models.open(&config.model_id),
             model_id: config.model_id.clone(),
             timeout: std::time::Duration::from_millis(config.timeout_ms),
-            prompt: match &config.prompt_key {
-                Some(key) => String::from_utf8_lossy(&read(key).await?).into_owned(),
+            prompt: match &enhancer_prompt {
+                Some((_, prompt)) => String::from_utf8_lossy(prompt).into_owned(),
                 None => crate::enhancer::DEFAULT_PROMPT.to_owned(),
             },
             catalog: catalog.clone(),
