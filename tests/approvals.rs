@@ -48,6 +48,26 @@ fn no_failures(response: &Value) {
     assert_eq!(tests::batch_failures(response), Vec::<String>::new(), "{response}");
 }
 
+/// One round: whatever is on the work queue through the worker, then
+/// whatever is on the reply queue through the responder.
+async fn round(
+    stack: &Stack,
+    functions: &tests::Functions,
+) -> (Vec<aws_sdk_sqs::types::Message>, Vec<aws_sdk_sqs::types::Message>) {
+    let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
+    let work = stack.receive_work().await.unwrap();
+    if !work.is_empty() {
+        no_failures(&functions.worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline).await.unwrap());
+        stack.acknowledge(&stack.work_queue.queue, &work).await.unwrap();
+    }
+    let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
+    if !replies.is_empty() {
+        no_failures(&functions.responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)).await.unwrap());
+        stack.acknowledge(&stack.reply_queue.queue, &replies).await.unwrap();
+    }
+    (work, replies)
+}
+
 /// A click on the posted prompt's button by `user`, as Slack sends it:
 /// the interactivity payload, form-encoded and signed.
 fn click(prompt: &tests::fake_slack::Posted, action: usize, user: &str) -> Value {
@@ -64,6 +84,9 @@ fn click(prompt: &tests::fake_slack::Posted, action: usize, user: &str) -> Value
     payload["message"]["ts"] = prompt.ts.clone().into();
     payload["actions"][0]["action_id"] = button["action_id"].clone();
     payload["actions"][0]["value"] = button["value"].clone();
+    // Slack stamps the click with when it happened.
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    payload["actions"][0]["action_ts"] = format!("{}.{:06}", now.as_secs(), now.subsec_micros()).into();
     let form = testkit::fixtures::interaction_form(&payload.to_string());
     events::with_body(&events::parse(events::APPROVAL_CLICK), &form)
 }
@@ -82,24 +105,9 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     let bedrock = FakeBedrock::start().await;
     bedrock.script([Scripted::fixture(RESTART_REPLY), Scripted::text("Restarted checkout-api: 3 pods are back.")]);
 
-    let tests::Functions { ingress, worker, responder } =
-        tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
-    let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
-    // One round: whatever is on the work queue through the worker, then
-    // whatever is on the reply queue through the responder.
-    let round = || async {
-        let work = stack.receive_work().await.unwrap();
-        if !work.is_empty() {
-            no_failures(&worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline).await.unwrap());
-            stack.acknowledge(&stack.work_queue.queue, &work).await.unwrap();
-        }
-        let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
-        if !replies.is_empty() {
-            no_failures(&responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)).await.unwrap());
-            stack.acknowledge(&stack.reply_queue.queue, &replies).await.unwrap();
-        }
-        (work, replies)
-    };
+    let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+    let ingress = &functions.ingress;
+    let round = || round(&stack, &functions);
 
     // WHEN someone mentions the bot
     assert_eq!(ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
@@ -159,4 +167,90 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     assert_eq!(seen.lock().unwrap().len(), 1, "the POST never runs twice");
     assert_eq!(slack.posted().len(), 2);
     assert_eq!(bedrock.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_revoked() {
+    // GIVEN the stack and a model that wants the POST tool in each of three questions in one thread
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let (api, seen) = team_api().await;
+    let port = api.base_url.rsplit(':').next().unwrap();
+    stack.put("config/assistant.json", &CONFIG.replace("{{PORT}}", port)).await;
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    bedrock.script([
+        Scripted::fixture(RESTART_REPLY),
+        Scripted::text("Restarted."),
+        Scripted::fixture(RESTART_REPLY),
+        Scripted::text("Restarted again."),
+        Scripted::fixture(RESTART_REPLY),
+    ]);
+    let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+    let ingress = &functions.ingress;
+    let round = || async {
+        for _ in 0..3 {
+            round(&stack, &functions).await;
+        }
+    };
+    // A later mention in the same thread, as Slack sends it.
+    let follow_up = |event_id: &str, ts: &str| {
+        let mention = events::parse(events::APP_MENTION);
+        let mut body: Value = serde_json::from_slice(&events::body(&mention)).unwrap();
+        body["event_id"] = event_id.into();
+        body["event"]["ts"] = ts.into();
+        body["event"]["event_ts"] = ts.into();
+        body["event"]["thread_ts"] = "1763800000.000100".into();
+        events::with_body(&mention, &body.to_string())
+    };
+
+    // WHEN the requester clicks "Approve restart_service for this thread (60 min)"
+    assert_eq!(ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
+    round().await;
+    let prompt = slack.posted().into_iter().find(|p| p.text.contains("asked me to run")).expect("a prompt");
+    let actions = prompt.blocks.as_ref().unwrap().as_array().unwrap().iter().find(|b| b["type"] == "actions").cloned();
+    let labels: Vec<String> = actions.unwrap()["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["text"]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(labels, ["Approve", "Approve restart_service for this thread (60 min)", "Deny"]);
+    assert_eq!(ingress.handle(click(&prompt, 1, "U061F7AUR")).await.unwrap()["statusCode"], 200);
+    round().await;
+    assert_eq!(seen.lock().unwrap().len(), 1, "the approved call ran");
+    let decided = slack.posted().into_iter().find(|p| p.ts == prompt.ts).unwrap();
+    assert!(decided.text.contains("in this thread without asking until"), "{}", decided.text);
+
+    // THEN a later question in the thread runs it at once, and the thread is told, with a Revoke button
+    assert_eq!(ingress.handle(follow_up("Ev0LAN671S", "1763800100.000200")).await.unwrap()["statusCode"], 200);
+    round().await;
+    assert_eq!(seen.lock().unwrap().len(), 2, "ran without a prompt");
+    let posted = slack.posted();
+    assert_eq!(posted.iter().filter(|p| p.text.contains("asked me to run")).count(), 0, "no second prompt");
+    let notice = posted.iter().find(|p| p.text.starts_with("▶️ Ran `restart_service` without asking")).expect("told");
+    assert!(notice.text.contains("<@U061F7AUR> approved `restart_service` for this thread"), "{}", notice.text);
+    assert!(posted.iter().any(|p| p.text.contains("Restarted again.")), "answered");
+
+    // WHEN a bystander clicks Revoke: nothing changes, and only they are told
+    assert_eq!(ingress.handle(click(notice, 0, "U0BYSTANDER")).await.unwrap()["statusCode"], 200);
+    round().await;
+    let told = slack.ephemerals();
+    assert!(told.iter().any(|(user, text)| user == "U0BYSTANDER" && text.starts_with("Only the person who approved")));
+
+    // WHEN the person who granted it clicks Revoke, the thread is told, and the next call asks again
+    assert_eq!(ingress.handle(click(notice, 0, "U061F7AUR")).await.unwrap()["statusCode"], 200);
+    round().await;
+    let posted = slack.posted();
+    assert!(
+        posted
+            .iter()
+            .any(|p| p.text
+                == "🔒 <@U061F7AUR> revoked this thread's approval of `restart_service`: its calls ask again.")
+    );
+    assert_eq!(ingress.handle(follow_up("Ev0LAN672T", "1763800200.000300")).await.unwrap()["statusCode"], 200);
+    round().await;
+    assert_eq!(seen.lock().unwrap().len(), 2, "asked, not run");
+    assert_eq!(slack.posted().iter().filter(|p| p.text.contains("asked me to run")).count(), 1, "a new prompt");
 }

@@ -109,3 +109,58 @@ async fn the_item_keeps_version_and_ttl_beside_the_state() {
     assert_eq!(expires, turn.updated_at + assistant_core::store::TURN_TTL_SECS);
     assert!(!item["state"].as_s().unwrap().contains("\"version\""), "the version lives beside the state");
 }
+
+#[tokio::test]
+async fn a_thread_grant_or_revoke_whose_answer_was_lost_is_written_once_and_the_retry_finds_it() {
+    use assistant_core::grants::{Revoked, ThreadGrant, ThreadGrants};
+    let (stack, _) = store().await;
+    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
+    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
+        let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
+        let records = DynamoRecords::new(aws_sdk_dynamodb::Client::new(&aws), &stack.table);
+        let grants = ThreadGrants::new(std::sync::Arc::new(records));
+        let thread = assistant_core::ThreadRef {
+            team: slack::TeamId::new("T1"),
+            channel: slack::ChannelId::new(format!("C0GRANT{attempts}")),
+            thread_ts: slack::Ts::new("1763800000.000100"),
+        };
+        let lead = slack::UserId::new("U0LEAD");
+        let grant = ThreadGrant {
+            scope: "deploys__*".into(),
+            granted_by: lead.clone(),
+            turn_id: assistant_core::TurnId::new("T1-Ev1"),
+            granted_at: 1_000,
+            until: 4_600,
+            revoked: None,
+        };
+        let lose = || proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"GRANT#deploys__*"}"#, fault);
+
+        // The grant: the worker's error sends the click back; its retry writes the same item.
+        lose();
+        if grants.put(&thread, &grant).await.is_err() {
+            grants.put(&thread, &grant).await.expect("the redelivered click's write");
+        }
+        assert_eq!(grants.all(&thread).await.unwrap(), std::slice::from_ref(&grant), "one grant, as written");
+        assert!(grants.covering(&thread, "deploys__rollback", 2_000).await.unwrap().is_some());
+
+        // The revoke: its retry finds its own revoke and returns it, so the thread is still told.
+        lose();
+        let revoked = match grants.revoke(&thread, "deploys__*", &lead, 2_000).await {
+            Ok(revoked) => revoked,
+            Err(_) => grants.revoke(&thread, "deploys__*", &lead, 2_000).await.expect("the retry"),
+        };
+        let expected = ThreadGrant { revoked: Some(Revoked { by: lead.clone(), at: 2_000 }), ..grant.clone() };
+        assert_eq!(revoked.as_ref(), Some(&expected));
+        assert_eq!(grants.all(&thread).await.unwrap(), [expected]);
+        assert!(grants.covering(&thread, "deploys__rollback", 2_001).await.unwrap().is_none(), "revoked");
+        let other = slack::UserId::new("U0OTHER");
+        assert_eq!(grants.revoke(&thread, "deploys__*", &other, 2_100).await.unwrap(), None, "no second revoke");
+    }
+    let injected = proxy.injected_by_kind();
+    assert_eq!(
+        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
+        (Some(&2), Some(&2)),
+        "every scripted fault was injected: {injected:?}"
+    );
+}

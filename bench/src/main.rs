@@ -275,6 +275,7 @@ fn bench_worker_with(
         agent,
         streams: tables.streams,
         feedback: tables.feedback,
+        grants: tables.grants,
         contexts: Arc::new(testkit::memory::MemoryContexts::default()),
         suggested_prompts: Vec::new(),
         home_channels: Vec::new(),

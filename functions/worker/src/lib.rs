@@ -194,6 +194,7 @@ impl WorkerFunction {
             agent: Arc::new(WebAgent::new(slack.clone())),
             streams: StreamLog::new(records.clone()),
             feedback: FeedbackLog::new(records.clone()),
+            grants: assistant_core::grants::ThreadGrants::new(records.clone()),
             contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
         };
         let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;

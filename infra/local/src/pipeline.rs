@@ -290,6 +290,7 @@ impl Pipeline {
             agent,
             streams: StreamLog::new(records.clone()),
             feedback: FeedbackLog::new(records.clone()),
+            grants: assistant_core::grants::ThreadGrants::new(records.clone()),
             contexts: contexts.clone(),
         };
         let worker =
@@ -357,6 +358,7 @@ impl Pipeline {
                     WorkMessage::ApprovalTimeout(_) => "approval timeout",
                     WorkMessage::Opened(_) => "opened",
                     WorkMessage::Feedback(_) => "feedback",
+                    WorkMessage::RevokeGrant(_) => "revoke grant",
                 };
                 stage("worker", started.elapsed(), &format!("{what}: {outcome:?}"));
             }
@@ -376,6 +378,11 @@ impl Pipeline {
                     ReplyMessage::ApprovalExpired { tool_use, .. } => format!("{} expired", tool_use.name),
                     ReplyMessage::ApprovalRefused { user, .. } => format!("click by {user} refused"),
                     ReplyMessage::FeedbackNoted { user, rating, .. } => format!("{user} rated {}", rating.as_str()),
+                    ReplyMessage::RanUnderGrant { tool_use, grant, .. } => {
+                        format!("{} ran under {}'s thread grant", tool_use.name, grant.granted_by)
+                    }
+                    ReplyMessage::GrantRevoked { grant, user, .. } => format!("{user} revoked {}", grant.scope),
+                    ReplyMessage::RevokeRefused { user, .. } => format!("revoke by {user} refused"),
                 };
                 stage("responder", started.elapsed(), &format!("{what}: {outcome:?}"));
             }

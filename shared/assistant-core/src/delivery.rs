@@ -32,6 +32,8 @@ pub enum MessageKey {
     Placeholder,
     /// The apology for a turn whose work ended in a dead-letter queue.
     Apology,
+    /// A notice in the thread (a grant revoked), named by what it tells.
+    Notice { id: String },
 }
 
 impl MessageKey {
@@ -47,6 +49,7 @@ impl fmt::Display for MessageKey {
             MessageKey::Approval { tool_use_id } => write!(f, "approval {tool_use_id}"),
             MessageKey::Placeholder => f.write_str("placeholder"),
             MessageKey::Apology => f.write_str("apology"),
+            MessageKey::Notice { id } => write!(f, "notice {id}"),
         }
     }
 }
@@ -71,6 +74,7 @@ impl FromStr for MessageKey {
             Some(("approval", id)) if !id.is_empty() && !id.contains(' ') => {
                 Ok(MessageKey::Approval { tool_use_id: id.to_owned() })
             }
+            Some(("notice", id)) if !id.is_empty() && !id.contains(' ') => Ok(MessageKey::Notice { id: id.to_owned() }),
             _ => Err(bad()),
         }
     }
@@ -255,11 +259,23 @@ mod tests {
             MessageKey::Approval { tool_use_id: "tooluse_ab-1".into() },
             MessageKey::Placeholder,
             MessageKey::Apology,
+            MessageKey::Notice { id: "revoked:deploys__*:1763801100".into() },
         ] {
             assert_eq!(key.to_string().parse::<MessageKey>(), Ok(key.clone()));
             assert_eq!(serde_json::to_value(&key).unwrap(), key.to_string());
         }
-        for bad in ["", "answer", "answer 0/1", "answer 3/2", "answer x/y", "approval ", "approval a b", "apology 1"] {
+        for bad in [
+            "",
+            "answer",
+            "answer 0/1",
+            "answer 3/2",
+            "answer x/y",
+            "approval ",
+            "approval a b",
+            "apology 1",
+            "notice ",
+            "notice a b",
+        ] {
             assert!(bad.parse::<MessageKey>().is_err(), "{bad:?}");
         }
     }

@@ -26,6 +26,7 @@ pub mod approval;
 pub mod clock;
 pub mod delivery;
 pub mod feedback;
+pub mod grants;
 pub mod mcp;
 pub mod messages;
 pub mod model;

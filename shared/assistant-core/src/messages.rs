@@ -9,6 +9,7 @@
 pub use crate::approval::ApprovalButton;
 use crate::approval::Approver;
 use crate::feedback::Rating;
+use crate::grants::{RevokeButton, ThreadGrant};
 use crate::turn::{ToolUse, TurnId};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -57,7 +58,17 @@ pub struct TurnRequest {
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Approve,
+    /// Approve, and let the same tool (or MCP server) run in this thread
+    /// without asking for a while.
+    ApproveForThread,
     Deny,
+}
+
+impl Decision {
+    /// Whether the call runs.
+    pub fn approves(self) -> bool {
+        matches!(self, Decision::Approve | Decision::ApproveForThread)
+    }
 }
 
 /// Someone clicked Approve or Deny on a tool call that waits for a human.
@@ -70,6 +81,15 @@ pub struct ApprovalClick {
     pub decision: Decision,
     /// What the button carried: the paused turn and tool call.
     pub button: ApprovalButton,
+    pub action_ts: Ts,
+}
+
+/// Someone clicked Revoke under a thread grant's notice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantRevoke {
+    pub thread: ThreadRef,
+    pub user: UserId,
+    pub button: RevokeButton,
     pub action_ts: Ts,
 }
 
@@ -128,6 +148,7 @@ pub enum WorkMessage {
     ApprovalTimeout(ApprovalTimeout),
     Opened(Opened),
     Feedback(FeedbackClick),
+    RevokeGrant(GrantRevoke),
 }
 
 impl WorkMessage {
@@ -139,6 +160,7 @@ impl WorkMessage {
             WorkMessage::Continue(continuation) => Some(&continuation.thread),
             WorkMessage::ApprovalTimeout(timeout) => Some(&timeout.thread),
             WorkMessage::Feedback(click) => Some(&click.thread),
+            WorkMessage::RevokeGrant(click) => Some(&click.thread),
             WorkMessage::Opened(_) => None,
         }
     }
@@ -162,6 +184,7 @@ impl WorkMessage {
             WorkMessage::Continue(continuation) => continuation.turn_id.clone(),
             WorkMessage::ApprovalTimeout(timeout) => timeout.turn_id.clone(),
             WorkMessage::Feedback(click) => click.turn_id.clone(),
+            WorkMessage::RevokeGrant(click) => click.button.turn_id.clone(),
             WorkMessage::Opened(_) => return None,
         })
     }
@@ -180,6 +203,9 @@ impl WorkMessage {
             WorkMessage::ApprovalTimeout(timeout) => format!("timeout:{}:{}", timeout.turn_id, timeout.tool_use_id),
             WorkMessage::Opened(opened) => format!("opened:{}", opened.event_id),
             WorkMessage::Feedback(click) => format!("feedback:{}:{}:{}", click.turn_id, click.user, click.action_ts),
+            WorkMessage::RevokeGrant(click) => {
+                format!("revoke:{}:{}:{}:{}", click.thread.channel, click.thread.thread_ts, click.user, click.action_ts)
+            }
         }
     }
 
@@ -216,12 +242,35 @@ pub enum ReplyMessage {
         /// Deleting or overwriting: the Approve confirmation is red.
         #[serde(default)]
         destructive: bool,
+        /// Offer "Approve for this thread" for this many minutes (never
+        /// for destructive calls, or where the configuration turns it off).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant_minutes: Option<u32>,
+        /// What the grant would cover: the tool, or its MCP server.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant_scope: Option<String>,
     },
     /// A status line while tools run ("running search_docs…").
     Progress { turn_id: TurnId, thread: ThreadRef, step: u32, text: String },
     /// Someone clicked Approve or Deny: the prompt shows who decided what,
-    /// and its buttons go.
-    ApprovalDecided { turn_id: TurnId, thread: ThreadRef, tool_use: ToolUse, decision: Decision, user: UserId },
+    /// and its buttons go (a grant's notice keeps a Revoke button).
+    ApprovalDecided {
+        turn_id: TurnId,
+        thread: ThreadRef,
+        tool_use: ToolUse,
+        decision: Decision,
+        user: UserId,
+        /// The grant the decision gave the thread.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<ThreadGrant>,
+    },
+    /// A call ran without a prompt under the thread's grant: the thread
+    /// is told, with a Revoke button.
+    RanUnderGrant { turn_id: TurnId, thread: ThreadRef, tool_use: ToolUse, grant: ThreadGrant },
+    /// A grant was revoked: the thread is told who ended it.
+    GrantRevoked { turn_id: TurnId, thread: ThreadRef, grant: ThreadGrant, user: UserId },
+    /// Someone who may not revoke clicked Revoke: only they are told.
+    RevokeRefused { turn_id: TurnId, thread: ThreadRef, user: UserId, scope: String },
     /// Nobody decided in time: the prompt says so, and its buttons go.
     ApprovalExpired { turn_id: TurnId, thread: ThreadRef, tool_use: ToolUse },
     /// Someone who may not approve clicked: only they are told (an
@@ -250,6 +299,9 @@ impl ReplyMessage {
             | ReplyMessage::ApprovalDecided { thread, .. }
             | ReplyMessage::ApprovalExpired { thread, .. }
             | ReplyMessage::ApprovalRefused { thread, .. }
+            | ReplyMessage::RanUnderGrant { thread, .. }
+            | ReplyMessage::GrantRevoked { thread, .. }
+            | ReplyMessage::RevokeRefused { thread, .. }
             | ReplyMessage::FeedbackNoted { thread, .. } => thread,
         }
     }
@@ -262,6 +314,9 @@ impl ReplyMessage {
             | ReplyMessage::ApprovalDecided { turn_id, .. }
             | ReplyMessage::ApprovalExpired { turn_id, .. }
             | ReplyMessage::ApprovalRefused { turn_id, .. }
+            | ReplyMessage::RanUnderGrant { turn_id, .. }
+            | ReplyMessage::GrantRevoked { turn_id, .. }
+            | ReplyMessage::RevokeRefused { turn_id, .. }
             | ReplyMessage::FeedbackNoted { turn_id, .. } => turn_id,
         }
     }
@@ -279,6 +334,14 @@ impl ReplyMessage {
             }
             ReplyMessage::FeedbackNoted { turn_id, user, rating, .. } => {
                 format!("feedback:{turn_id}:{user}:{}", rating.as_str())
+            }
+            ReplyMessage::RanUnderGrant { turn_id, tool_use, .. } => format!("granted:{turn_id}:{}", tool_use.id),
+            ReplyMessage::GrantRevoked { turn_id, grant, .. } => {
+                let revoked_at = grant.revoked.as_ref().map_or(0, |revoked| revoked.at);
+                format!("revoked:{turn_id}:{}:{revoked_at}", grant.scope)
+            }
+            ReplyMessage::RevokeRefused { turn_id, user, scope, .. } => {
+                format!("revoke-refused:{turn_id}:{scope}:{user}")
             }
         }
     }

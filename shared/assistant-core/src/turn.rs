@@ -301,6 +301,32 @@ pub struct Turn {
     /// The prompt enhancer's call before the first step, when configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enhancer: Option<EnhancerRun>,
+    /// Every call that changed things, and who let it run: the audit
+    /// trail, written before the call is made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<ActionRecord>,
+}
+
+/// A call that changed things, as the audit trail keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionRecord {
+    pub tool_use_id: String,
+    pub tool: String,
+    /// Who approved it, or gave the grant it ran under.
+    pub approved_by: UserId,
+    /// Unix seconds.
+    pub at: i64,
+    /// The thread grant it ran under, if it ran without a prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantUse>,
+}
+
+/// The grant a call ran under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantUse {
+    pub scope: String,
+    pub granted_at: i64,
+    pub until: i64,
 }
 
 /// What the prompt enhancer's one call cost and gave.
@@ -339,6 +365,7 @@ impl Turn {
             first_text_ms: None,
             metered: Default::default(),
             enhancer: None,
+            actions: Vec::new(),
         }
     }
 

@@ -10,11 +10,16 @@
 //! message subtypes, and channel messages not addressed to the bot.
 
 use assistant_core::feedback::FeedbackButton;
+use assistant_core::grants::RevokeButton;
+use assistant_core::messages::GrantRevoke;
 use assistant_core::messages::{ApprovalButton, ApprovalClick, Decision, FeedbackClick, Opened, TurnRequest};
 use assistant_core::ports::{EventClaim, ThreadRule};
 use assistant_core::{ThreadRef, WorkMessage};
 use slack::events::{AppHomeOpened, Event, EventCallback, EventsPayload, MessageEvent};
-use slack::interaction::{APPROVE_ACTION_ID, BlockActions, DENY_ACTION_ID, FEEDBACK_ACTION_ID, Interaction};
+use slack::interaction::{
+    APPROVE_ACTION_ID, APPROVE_FOR_THREAD_ACTION_ID, BlockActions, DENY_ACTION_ID, FEEDBACK_ACTION_ID, Interaction,
+    REVOKE_GRANT_ACTION_ID,
+};
 use slack::{ChannelId, SlackRequest, TeamId, Ts, UserId};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -75,6 +80,8 @@ pub enum Ignored {
     OtherTab,
     /// A feedback click whose value is none of ours, or missing its place.
     UnreadableFeedback,
+    /// A Revoke click whose value is none of ours, or missing its thread.
+    UnreadableRevoke,
 }
 
 impl Ignored {
@@ -97,6 +104,7 @@ impl Ignored {
             Ignored::OtherForm => "unsupported_form",
             Ignored::OtherTab => "app_home_tab_not_messages",
             Ignored::UnreadableFeedback => "unreadable_feedback_click",
+            Ignored::UnreadableRevoke => "unreadable_revoke_click",
         }
     }
 }
@@ -259,8 +267,12 @@ fn route_block_actions(actions: &BlockActions) -> Route {
     if let Some(action) = actions.actions.iter().find(|action| action.action_id == FEEDBACK_ACTION_ID) {
         return route_feedback(actions, action);
     }
+    if let Some(action) = actions.actions.iter().find(|action| action.action_id == REVOKE_GRANT_ACTION_ID) {
+        return route_revoke(actions, action);
+    }
     let Some((action, decision)) = actions.actions.iter().find_map(|action| match action.action_id.as_str() {
         APPROVE_ACTION_ID => Some((action, Decision::Approve)),
+        APPROVE_FOR_THREAD_ACTION_ID => Some((action, Decision::ApproveForThread)),
         DENY_ACTION_ID => Some((action, Decision::Deny)),
         _ => None,
     }) else {
@@ -288,18 +300,40 @@ fn route_block_actions(actions: &BlockActions) -> Route {
     }))
 }
 
+/// The thread of the message whose button was clicked, as Slack's payload
+/// says (a button's value never names a thread).
+fn clicked_in(actions: &BlockActions) -> Option<ThreadRef> {
+    let (channel, message_ts) = (actions.channel_id()?, actions.message_ts()?);
+    Some(ThreadRef {
+        team: actions.team.id.clone(),
+        channel: channel.clone(),
+        thread_ts: actions.thread_ts().unwrap_or(message_ts).clone(),
+    })
+}
+
+/// Revoke under a thread grant's notice: the worker decides whether the
+/// clicker may. The thread is Slack's, never the button's.
+fn route_revoke(actions: &BlockActions, action: &slack::interaction::Action) -> Route {
+    let button = action.value.as_deref().and_then(RevokeButton::decode);
+    let (Some(button), Some(thread)) = (button, clicked_in(actions)) else {
+        return Route::Ignore(Ignored::UnreadableRevoke);
+    };
+    Route::Enqueue(WorkMessage::RevokeGrant(GrantRevoke {
+        thread,
+        user: actions.user.id.clone(),
+        button,
+        action_ts: action.action_ts.clone(),
+    }))
+}
+
 /// A 👍 / 👎 under an answer: a rating for the worker to keep.
 fn route_feedback(actions: &BlockActions, action: &slack::interaction::Action) -> Route {
     let button = action.value.as_deref().and_then(FeedbackButton::decode);
-    let (Some(button), Some(channel), Some(message_ts)) = (button, actions.channel_id(), actions.message_ts()) else {
+    let (Some(button), Some(thread)) = (button, clicked_in(actions)) else {
         return Route::Ignore(Ignored::UnreadableFeedback);
     };
     Route::Enqueue(WorkMessage::Feedback(FeedbackClick {
-        thread: ThreadRef {
-            team: actions.team.id.clone(),
-            channel: channel.clone(),
-            thread_ts: actions.thread_ts().unwrap_or(message_ts).clone(),
-        },
+        thread,
         turn_id: button.turn_id,
         user: actions.user.id.clone(),
         rating: button.rating,
@@ -540,6 +574,11 @@ mod tests {
         assert_eq!(click.button.tool_use_id, "call-1");
         assert_eq!(click.thread.queue_group(), "C0LAN2Q65:1763800000.000100");
         assert_eq!(click.user.as_str(), "U061F7AUR");
+        let for_thread = fixtures::BLOCK_ACTIONS_APPROVE.replace(APPROVE_ACTION_ID, APPROVE_FOR_THREAD_ACTION_ID);
+        assert!(matches!(
+            route_form(&for_thread),
+            Route::Enqueue(WorkMessage::Approval(c)) if c.decision == Decision::ApproveForThread
+        ));
         let deny = fixtures::BLOCK_ACTIONS_APPROVE.replace(APPROVE_ACTION_ID, DENY_ACTION_ID);
         assert!(matches!(route_form(&deny), Route::Enqueue(WorkMessage::Approval(c)) if c.decision == Decision::Deny));
 
@@ -553,6 +592,24 @@ mod tests {
         let v1 = fixtures::BLOCK_ACTIONS_APPROVE.replace("\"turn-7f3a:call-1\"", &encoded);
         let Route::Enqueue(WorkMessage::Approval(click)) = route_form(&v1) else { panic!("expected an approval") };
         assert_eq!(click.button, button);
+    }
+
+    #[test]
+    fn a_revoke_click_names_slacks_thread_and_a_forged_one_is_ignored() {
+        let button = RevokeButton { scope: "deploys__*".into(), turn_id: TurnId::new("T1-Ev1") };
+        let encoded = serde_json::to_string(&button.encode()).unwrap();
+        let revoke = fixtures::BLOCK_ACTIONS_APPROVE
+            .replace(APPROVE_ACTION_ID, REVOKE_GRANT_ACTION_ID)
+            .replace("\"turn-7f3a:call-1\"", &encoded);
+        let Route::Enqueue(WorkMessage::RevokeGrant(click)) = route_form(&revoke) else { panic!("expected a revoke") };
+        assert_eq!((click.button, click.user.as_str()), (button, "U061F7AUR"));
+        assert_eq!(click.thread.queue_group(), "C0LAN2Q65:1763800000.000100", "the thread of the click");
+        for forged in ["\"turn-7f3a:call-1\"", "\"{\\\"v\\\":1,\\\"scope\\\":\\\"\\\"}\""] {
+            let value = fixtures::BLOCK_ACTIONS_APPROVE
+                .replace(APPROVE_ACTION_ID, REVOKE_GRANT_ACTION_ID)
+                .replace("\"turn-7f3a:call-1\"", forged);
+            assert_eq!(route_form(&value), Route::Ignore(Ignored::UnreadableRevoke), "{forged}");
+        }
     }
 
     #[test]

@@ -9,18 +9,21 @@ use crate::split::{self, Limits, SECTION_SEPARATOR};
 use assistant_core::approval::Approver;
 use assistant_core::delivery::{MessageKey, Outgoing};
 use assistant_core::feedback::answer_footer;
+use assistant_core::grants::{RevokeButton, ThreadGrant};
 use assistant_core::messages::{ApprovalButton, Decision};
 use assistant_core::turn::{ToolUse, TurnId};
 use redact::Redactor;
 use serde_json::{Value, json};
 use slack::UserId;
-use slack::interaction::{APPROVE_ACTION_ID, DENY_ACTION_ID};
+use slack::interaction::{APPROVE_ACTION_ID, APPROVE_FOR_THREAD_ACTION_ID, DENY_ACTION_ID, REVOKE_GRANT_ACTION_ID};
 
 /// Slack's limit on a section's text, counted after escaping.
 const SECTION_CHARS: usize = 3_000;
 /// Slack's limit on a confirmation dialog's text and title.
 const CONFIRM_TEXT_CHARS: usize = 300;
 const CONFIRM_TITLE_CHARS: usize = 100;
+/// Slack's limit on a button's text.
+const BUTTON_TEXT_CHARS: usize = 75;
 /// Approvers named in a prompt before "and N more".
 const NAMED_APPROVERS: usize = 10;
 
@@ -72,6 +75,8 @@ pub struct Ask<'a> {
     pub expires_at: Option<i64>,
     /// Deletes or overwrites: the confirmation is red.
     pub destructive: bool,
+    /// Offer "Approve for this thread": what it grants, for how many minutes.
+    pub grant: Option<(&'a str, u32)>,
 }
 
 /// `text` escaped for mrkdwn and cut to at most `max` characters of
@@ -197,13 +202,35 @@ pub fn approval(turn: &TurnId, tool_use: &ToolUse, ask: &Ask<'_>) -> Outgoing {
         "value": value,
         "style": "danger",
     });
+    let mut buttons = vec![approve];
+    // Never for destructive calls, whatever the worker asked.
+    if let Some((scope, minutes)) = ask.grant.filter(|_| !ask.destructive) {
+        let label = scope_label(scope);
+        let (scope_text, _) = fit_escaped(&scope_in_words(scope), 80);
+        buttons.push(json!({
+            "type": "button",
+            "text": {"type": "plain_text", "text": shorten(&format!("Approve {label} for this thread ({minutes} min)"), BUTTON_TEXT_CHARS)},
+            "action_id": APPROVE_FOR_THREAD_ACTION_ID,
+            "value": value,
+            "confirm": {
+                "title": {"type": "plain_text", "text": shorten(&format!("Approve {label} for this thread?"), CONFIRM_TITLE_CHARS)},
+                "text": {"type": "mrkdwn", "text": format!(
+                    "This call runs now, and for {minutes} minutes later calls of {scope_text} in this thread run \
+                     without asking (the thread is told each time, and anyone who may approve can revoke it)."
+                )},
+                "confirm": {"type": "plain_text", "text": "Approve for thread"},
+                "deny": {"type": "plain_text", "text": "Cancel"},
+            },
+        }));
+    }
+    buttons.push(deny);
     Outgoing {
         key: approval_key(tool_use),
         blocks: vec![
             section(&headline),
             section(&input_block),
             json!({"type": "context", "elements": [{"type": "mrkdwn", "text": who}]}),
-            json!({"type": "actions", "elements": [approve, deny]}),
+            json!({"type": "actions", "elements": buttons}),
         ],
         text: format!("{headline} Approve?"),
     }
@@ -229,14 +256,109 @@ pub fn approval_refused(tool_name: &str, requester: &UserId, approvers: &[Approv
     }
 }
 
-/// The approval prompt once decided: who decided what, and no buttons.
-pub fn approval_decided(tool_use: &ToolUse, decision: Decision, user: &UserId) -> Outgoing {
-    let (mark, verb) = match decision {
-        Decision::Approve => ("✅", "approved"),
-        Decision::Deny => ("🚫", "denied"),
+/// The approval prompt once decided: who decided what, and no buttons
+/// but a grant's Revoke.
+pub fn approval_decided(
+    turn: &TurnId,
+    tool_use: &ToolUse,
+    decision: Decision,
+    user: &UserId,
+    grant: Option<&ThreadGrant>,
+) -> Outgoing {
+    let name = mrkdwn::escape(&tool_use.name);
+    let text = match (decision, grant) {
+        (Decision::ApproveForThread, Some(grant)) => format!(
+            "✅ <@{user}> approved running `{name}`, and {} in this thread without asking until {}.",
+            scope_runs(&grant.scope),
+            slack_time(grant.until)
+        ),
+        (Decision::Approve | Decision::ApproveForThread, _) => format!("✅ <@{user}> approved running `{name}`."),
+        (Decision::Deny, _) => format!("🚫 <@{user}> denied running `{name}`."),
     };
-    let text = format!("{mark} <@{user}> {verb} running `{}`.", mrkdwn::escape(&tool_use.name));
-    Outgoing { key: approval_key(tool_use), blocks: vec![section(&text)], text }
+    let mut blocks = vec![section(&text)];
+    if let Some(grant) = grant {
+        blocks.push(revoke_button(turn, grant));
+    }
+    Outgoing { key: approval_key(tool_use), blocks, text }
+}
+
+/// A call that ran without a prompt, under the thread's grant: said in the
+/// thread, with what ran and a Revoke button.
+pub fn ran_under_grant(turn: &TurnId, tool_use: &ToolUse, grant: &ThreadGrant) -> Outgoing {
+    let (inputs, _) = fit_escaped(&key_inputs(&tool_use.input), 300);
+    let text = format!(
+        "▶️ Ran `{}` without asking ({inputs}): <@{}> approved {} for this thread until {}.",
+        mrkdwn::escape(&tool_use.name),
+        grant.granted_by,
+        scope_in_words(&grant.scope),
+        slack_time(grant.until)
+    );
+    Outgoing { key: approval_key(tool_use), blocks: vec![section(&text), revoke_button(turn, grant)], text }
+}
+
+/// The thread told a grant ended early.
+pub fn grant_revoked(grant: &ThreadGrant, user: &UserId) -> Outgoing {
+    let at = grant.revoked.as_ref().map_or(0, |revoked| revoked.at);
+    let text = format!(
+        "🔒 <@{user}> revoked this thread's approval of {}: its calls ask again.",
+        scope_in_words(&grant.scope)
+    );
+    let key = MessageKey::Notice { id: format!("revoked:{}:{at}", grant.scope) };
+    Outgoing { key, blocks: vec![section(&text)], text }
+}
+
+/// What someone who may not revoke a grant is told, and only they.
+pub fn revoke_refused(scope: &str) -> String {
+    format!(
+        "Only the person who approved {} for this thread, or someone who may approve it, can revoke that. \
+         It stands until it ends.",
+        scope_in_words(scope)
+    )
+}
+
+fn revoke_button(turn: &TurnId, grant: &ThreadGrant) -> Value {
+    let value = RevokeButton { scope: grant.scope.clone(), turn_id: turn.clone() }.encode();
+    json!({"type": "actions", "elements": [{
+        "type": "button",
+        "text": {"type": "plain_text", "text": "Revoke"},
+        "action_id": REVOKE_GRANT_ACTION_ID,
+        "value": value,
+        "confirm": {
+            "title": {"type": "plain_text", "text": "Revoke this thread's approval?"},
+            "text": {"type": "mrkdwn", "text": format!("Later calls of {} in this thread will ask again.", scope_in_words(&grant.scope))},
+            "confirm": {"type": "plain_text", "text": "Revoke"},
+            "deny": {"type": "plain_text", "text": "Keep"},
+            "style": "danger",
+        },
+    }]})
+}
+
+/// A grant's scope on a button: the tool, or the MCP server's tools.
+fn scope_label(scope: &str) -> String {
+    match scope.strip_suffix("__*") {
+        Some(server) => format!("{server} tools"),
+        None => scope.to_owned(),
+    }
+}
+
+/// A grant's scope in mrkdwn: `` `tool` `` or "the tools of `server`".
+fn scope_in_words(scope: &str) -> String {
+    match scope.strip_suffix("__*") {
+        Some(server) => format!("the tools of `{}`", mrkdwn::escape(server)),
+        None => format!("`{}`", mrkdwn::escape(scope)),
+    }
+}
+
+fn scope_runs(scope: &str) -> String {
+    match scope.strip_suffix("__*") {
+        Some(server) => format!("the other tools of `{}` run", mrkdwn::escape(server)),
+        None => format!("`{}` runs", mrkdwn::escape(scope)),
+    }
+}
+
+/// A time shown in each reader's own zone.
+fn slack_time(unix: i64) -> String {
+    format!("<!date^{unix}^{{time}}|{unix}>")
 }
 
 /// The message that stands in for the answer while tools run.
@@ -312,6 +434,7 @@ mod tests {
             approvers: &approvers,
             expires_at: Some(1_763_803_600),
             destructive: false,
+            grant: None,
         };
         let prompt = approval(&TurnId::new("T1-Ev1"), &call, &ask);
         assert_eq!(prompt.key, MessageKey::Approval { tool_use_id: "tooluse_1".into() });
@@ -390,7 +513,7 @@ mod tests {
     #[test]
     fn a_decided_prompt_says_who_decided_and_has_no_buttons() {
         let call = ToolUse { id: "tooluse_1".into(), name: "restart_service".into(), input: json!({}) };
-        let decided = approval_decided(&call, Decision::Deny, &UserId::new("U2"));
+        let decided = approval_decided(&TurnId::new("T1-Ev1"), &call, Decision::Deny, &UserId::new("U2"), None);
         assert_eq!(decided.key, approval_key(&call), "it replaces the prompt");
         assert_eq!(decided.text, "🚫 <@U2> denied running `restart_service`.");
         assert!(decided.blocks.iter().all(|block| block["type"] != "actions"));

@@ -33,7 +33,7 @@ use assistant_core::feedback::Rating;
 use assistant_core::messages::{ReplyMessage, WorkMessage};
 use assistant_core::ports::{DeliveryLog, SlackPoster, StoreError, TurnStore};
 use assistant_core::store::StreamLog;
-use assistant_core::turn::{ToolUse, TurnId, TurnStatus};
+use assistant_core::turn::{TurnId, TurnStatus};
 use assistant_core::{Clock, Retryable, ThreadRef};
 use slack::UserId;
 use std::sync::Arc;
@@ -128,18 +128,31 @@ impl Responder {
                 approvers,
                 expires_at,
                 destructive,
+                grant_minutes,
+                grant_scope,
             } => {
                 let ask = render::Ask {
                     requester: requester.as_ref(),
                     approvers,
                     expires_at: *expires_at,
                     destructive: *destructive,
+                    grant: grant_scope.as_deref().zip(*grant_minutes),
                 };
-                self.prompt(turn_id, thread, tool_use, &ask).await
+                self.post_in_thread(turn_id, thread, &render::approval(turn_id, tool_use, &ask)).await
+            }
+            ReplyMessage::RanUnderGrant { turn_id, thread, tool_use, grant } => {
+                self.post_in_thread(turn_id, thread, &render::ran_under_grant(turn_id, tool_use, grant)).await
+            }
+            ReplyMessage::GrantRevoked { turn_id, thread, grant, user } => {
+                self.post_in_thread(turn_id, thread, &render::grant_revoked(grant, user)).await
+            }
+            ReplyMessage::RevokeRefused { turn_id, thread, user, scope } => {
+                self.tell_privately(turn_id, thread, user, &render::revoke_refused(scope)).await
             }
             ReplyMessage::Progress { turn_id, thread, step, text } => self.progress(turn_id, thread, *step, text).await,
-            ReplyMessage::ApprovalDecided { turn_id, thread, tool_use, decision, user } => {
-                self.decided(turn_id, thread, &render::approval_decided(tool_use, *decision, user)).await
+            ReplyMessage::ApprovalDecided { turn_id, thread, tool_use, decision, user, grant } => {
+                let decided = render::approval_decided(turn_id, tool_use, *decision, user, grant.as_ref());
+                self.decided(turn_id, thread, &decided).await
             }
             ReplyMessage::ApprovalExpired { turn_id, thread, tool_use } => {
                 self.decided(turn_id, thread, &render::approval_expired(tool_use)).await
@@ -204,12 +217,15 @@ impl Responder {
                 ReplyMessage::ApprovalDecided { .. }
                 | ReplyMessage::ApprovalExpired { .. }
                 | ReplyMessage::ApprovalRefused { .. }
+                | ReplyMessage::RanUnderGrant { .. }
+                | ReplyMessage::GrantRevoked { .. }
+                | ReplyMessage::RevokeRefused { .. }
                 | ReplyMessage::FeedbackNoted { .. },
             ) => {
                 return Ok(Outcome::Skipped { reason: "stale_decision" });
             }
             // Prompts and ratings: nothing anyone waits on.
-            DeadLetter::Work(WorkMessage::Opened(_) | WorkMessage::Feedback(_)) => {
+            DeadLetter::Work(WorkMessage::Opened(_) | WorkMessage::Feedback(_) | WorkMessage::RevokeGrant(_)) => {
                 return Ok(Outcome::Skipped { reason: "nothing_to_apologize_for" });
             }
             DeadLetter::Work(WorkMessage::ApprovalTimeout(timeout)) => (timeout.turn_id.clone(), &timeout.thread),
@@ -307,14 +323,15 @@ impl Responder {
         Ok(true)
     }
 
-    async fn prompt(
+    /// Posts a message of the turn's that is not its answer (a prompt, a
+    /// grant's notice), once.
+    async fn post_in_thread(
         &self,
         turn_id: &TurnId,
         thread: &ThreadRef,
-        tool_use: &ToolUse,
-        ask: &render::Ask<'_>,
+        message: &Outgoing,
     ) -> Result<Outcome, ResponderError> {
-        let message = render::approval(turn_id, tool_use, ask);
+        let message = message.clone();
         let mut record = self.deliveries.load(turn_id).await?;
         match self.post_all(thread, turn_id, std::slice::from_ref(&message), &mut record).await {
             Ok(posted) => Ok(Outcome::Delivered { id: turn_id.clone(), posted }),

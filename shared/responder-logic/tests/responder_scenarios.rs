@@ -307,6 +307,8 @@ async fn an_approval_prompt_is_posted_once_with_its_buttons() {
         approvers: vec![Approver::Requester],
         expires_at: Some(1_763_803_600),
         destructive: false,
+        grant_minutes: Some(60),
+        grant_scope: Some("restart_service".into()),
     };
     responder.handle(&prompt).await.unwrap();
     responder.handle(&prompt).await.unwrap();
@@ -316,6 +318,11 @@ async fn an_approval_prompt_is_posted_once_with_its_buttons() {
     let actions = posted[0].message.blocks.iter().find(|block| block["type"] == "actions").unwrap();
     let value = actions["elements"][0]["value"].as_str().unwrap();
     assert_eq!(ApprovalButton::decode(value), Some(ApprovalButton::for_call(&turn.id, &call)));
+    let labels: Vec<&str> =
+        actions["elements"].as_array().unwrap().iter().map(|b| b["text"]["text"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["Approve", "Approve restart_service for this thread (60 min)", "Deny"]);
+    assert_eq!(actions["elements"][1]["action_id"], slack::interaction::APPROVE_FOR_THREAD_ACTION_ID);
+    assert_eq!(actions["elements"][1]["value"], actions["elements"][0]["value"], "it names the same call");
     assert!(posted[0].message.text.starts_with(&format!("<@{}> asked me to run `restart_service`", turn.user)));
 
     // Someone approves: the prompt says so and loses its buttons.
@@ -326,6 +333,7 @@ async fn an_approval_prompt_is_posted_once_with_its_buttons() {
         tool_use,
         decision: assistant_core::messages::Decision::Approve,
         user: slack::UserId::new("U2"),
+        grant: None,
     };
     assert_eq!(responder.handle(&decided).await.unwrap(), Outcome::PromptUpdated { id: turn.id.clone() });
     assert_eq!(texts(&responder), ["✅ <@U2> approved running `restart_service`."]);
@@ -346,8 +354,13 @@ async fn an_expired_prompt_loses_its_buttons_and_a_refused_clicker_alone_is_told
         approvers: vec![Approver::Requester],
         expires_at: None,
         destructive: true,
+        // A worker that offered a grant on a destructive call: not shown.
+        grant_minutes: Some(60),
+        grant_scope: Some("restart_service".into()),
     };
     responder.handle(&prompt).await.unwrap();
+    let buttons = &responder.slack.messages()[0].message.blocks[3]["elements"];
+    assert_eq!(buttons.as_array().unwrap().len(), 2, "no grant on a destructive call: {buttons}");
 
     let refused = ReplyMessage::ApprovalRefused {
         turn_id: turn.id.clone(),
@@ -605,4 +618,60 @@ async fn a_streamed_message_slack_will_not_replace_gives_way_to_a_posted_answer(
     assert_eq!(outcome, Outcome::Delivered { id: turn.id.clone(), posted: 1 });
     assert_eq!(texts(&responder), ["Restart the pool."]);
     assert_eq!(settled(&responder, &turn).await, Some(Settled::Delivered));
+}
+
+#[tokio::test]
+async fn a_grant_is_shown_with_its_revoke_button_each_call_under_it_is_told_once_and_a_revoke_is_said() {
+    use assistant_core::grants::{RevokeButton, Revoked, ThreadGrant};
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::AwaitingApproval, None).await;
+    let call = ToolUse { id: "tooluse_7".into(), name: "restart_service".into(), input: json!({"service": "api"}) };
+    let grant = ThreadGrant {
+        scope: "restart_service".into(),
+        granted_by: slack::UserId::new("U0LEAD"),
+        turn_id: turn.id.clone(),
+        granted_at: 1_000,
+        until: 4_600,
+        revoked: None,
+    };
+    let ran = ReplyMessage::RanUnderGrant {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        tool_use: call.clone(),
+        grant: grant.clone(),
+    };
+    responder.handle(&ran).await.unwrap();
+    responder.handle(&ran).await.unwrap();
+    let posted = responder.slack.messages();
+    assert_eq!(posted.len(), 1, "told once");
+    assert!(
+        posted[0]
+            .message
+            .text
+            .starts_with("▶️ Ran `restart_service` without asking (service: api): <@U0LEAD> approved"),
+        "{}",
+        posted[0].message.text
+    );
+    let revoke = &posted[0].message.blocks[1]["elements"][0];
+    assert_eq!(revoke["action_id"], slack::interaction::REVOKE_GRANT_ACTION_ID);
+    assert_eq!(
+        RevokeButton::decode(revoke["value"].as_str().unwrap()),
+        Some(RevokeButton { scope: "restart_service".into(), turn_id: turn.id.clone() })
+    );
+
+    let revoked = ThreadGrant { revoked: Some(Revoked { by: slack::UserId::new("U0LEAD"), at: 2_000 }), ..grant };
+    let told = ReplyMessage::GrantRevoked {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        grant: revoked,
+        user: slack::UserId::new("U0LEAD"),
+    };
+    responder.handle(&told).await.unwrap();
+    responder.handle(&told).await.unwrap();
+    let posted = responder.slack.messages();
+    assert_eq!(posted.len(), 2, "the revoke said once");
+    assert_eq!(
+        posted[1].message.text,
+        "🔒 <@U0LEAD> revoked this thread's approval of `restart_service`: its calls ask again."
+    );
 }

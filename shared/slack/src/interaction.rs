@@ -9,6 +9,11 @@ use serde::Deserialize;
 
 /// `action_id` of the button that lets a paused tool call run.
 pub const APPROVE_ACTION_ID: &str = "tool_approval.approve";
+/// `action_id` of the button that lets it run and grants its tool to the
+/// thread for a while.
+pub const APPROVE_FOR_THREAD_ACTION_ID: &str = "tool_approval.approve_thread";
+/// `action_id` of the button that ends a thread's grant.
+pub const REVOKE_GRANT_ACTION_ID: &str = "tool_grant.revoke";
 /// `action_id` of the button that refuses it.
 pub const DENY_ACTION_ID: &str = "tool_approval.deny";
 

@@ -342,6 +342,7 @@ pub struct Tables {
     pub deliveries: RecordDeliveries,
     pub streams: assistant_core::store::StreamLog,
     pub feedback: assistant_core::feedback::FeedbackLog,
+    pub grants: assistant_core::grants::ThreadGrants,
 }
 
 pub fn tables() -> Tables {
@@ -359,7 +360,8 @@ pub fn tables_over(records: Arc<dyn VersionedRecords>) -> Tables {
         turns: RecordTurns::new(records.clone()),
         deliveries: RecordDeliveries::new(records.clone()),
         streams: assistant_core::store::StreamLog::new(records.clone()),
-        feedback: assistant_core::feedback::FeedbackLog::new(records),
+        feedback: assistant_core::feedback::FeedbackLog::new(records.clone()),
+        grants: assistant_core::grants::ThreadGrants::new(records),
     }
 }
 

@@ -62,17 +62,26 @@ impl Approvals {
         if own && !self.config.allow_self_approval {
             return Verdict::MayNot { own_request: true };
         }
-        for approver in approvers {
-            let may = match approver {
-                Approver::Requester => own,
-                Approver::User(user) => user == clicker,
-                Approver::Group(group) => self.members(slack, group, now_unix).await.contains(clicker),
-            };
-            if may {
-                return Verdict::May;
-            }
+        if (own && approvers.contains(&Approver::Requester)) || self.names(slack, clicker, approvers, now_unix).await {
+            return Verdict::May;
         }
         Verdict::MayNot { own_request: false }
+    }
+
+    /// Whether `approvers` name `user` themselves or a group they are in
+    /// ("requester" names nobody here).
+    pub async fn names(&self, slack: &dyn SlackReader, user: &UserId, approvers: &[Approver], now_unix: i64) -> bool {
+        for approver in approvers {
+            let named = match approver {
+                Approver::Requester => false,
+                Approver::User(named) => named == user,
+                Approver::Group(group) => self.members(slack, group, now_unix).await.contains(user),
+            };
+            if named {
+                return true;
+            }
+        }
+        false
     }
 
     /// A user group's members, read through Slack and cached a few minutes
@@ -107,7 +116,7 @@ mod tests {
 
     fn approvals(approvers: &[&str], allow_self_approval: bool) -> Approvals {
         let approvers = approvers.iter().map(|a| Approver::try_from(a.to_string()).unwrap()).collect();
-        Approvals::new(ApprovalsConfig { approvers, expires_after_secs: 3_600, allow_self_approval })
+        Approvals::new(ApprovalsConfig { approvers, allow_self_approval, ..ApprovalsConfig::default() })
     }
 
     /// The verdict on `clicker` for a request by U0ASKER, with the default approvers.
@@ -146,7 +155,7 @@ mod tests {
     async fn a_tools_own_approvers_replace_the_default() {
         let approvals = approvals(&["requester"], true);
         let own = [Approver::User(user("U0DBA"))];
-        let rule = ApprovalRule { approvers: Some(&own), destructive: false };
+        let rule = ApprovalRule { approvers: Some(&own), destructive: false, grant_scope: None };
         assert_eq!(approvals.approvers_for(Some(rule)), own);
         let slack = MemorySlack::default();
         let verdict = approvals.verdict(&slack, &user("U0ASKER"), &user("U0ASKER"), &own, 0).await;

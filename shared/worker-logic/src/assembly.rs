@@ -12,6 +12,7 @@ use crate::worker::{Limits, Worker};
 use crate::{aws_tools, builtin_tools, docs_tools, http_tools, knowledge_tools, mcp_tools};
 use assistant_core::Clock;
 use assistant_core::feedback::FeedbackLog;
+use assistant_core::grants::ThreadGrants;
 use assistant_core::mcp::McpConnector;
 use assistant_core::model::{Model, OpenModel};
 use assistant_core::ports::{
@@ -65,6 +66,7 @@ pub struct WorkerPorts {
     /// and the ratings of it (on the same table as the turns).
     pub streams: StreamLog,
     pub feedback: FeedbackLog,
+    pub grants: ThreadGrants,
     /// What people have in view beside the DM.
     pub contexts: Arc<dyn UserContexts>,
 }
@@ -320,6 +322,7 @@ pub async fn assemble(
         agent: ports.agent,
         streams: ports.streams,
         feedback: ports.feedback,
+        grants: ports.grants,
         contexts: ports.contexts,
         suggested_prompts: assistant.suggested_prompts.clone(),
         home_channels: assistant.home_channels.clone(),
@@ -352,6 +355,7 @@ mod tests {
             agent: Arc::new(testkit::agent_memory::MemoryAgent::default()),
             streams: tables.streams,
             feedback: tables.feedback,
+            grants: tables.grants,
             contexts: Arc::new(testkit::memory::MemoryContexts::default()),
             model: Arc::new(NoModel),
             models: Arc::new(|_: &str| Arc::new(NoModel) as Arc<dyn Model>),

@@ -178,11 +178,22 @@ pub struct ApprovalsConfig {
     pub expires_after_secs: u64,
     /// `false`: "four eyes", the requester may not approve their own request.
     pub allow_self_approval: bool,
+    /// Offer "Approve for this thread" on calls that do not delete or
+    /// overwrite. Default `true`.
+    pub thread_grants: bool,
+    /// How long such a grant lasts. Default 60 minutes.
+    pub grant_minutes: u32,
 }
 
 impl Default for ApprovalsConfig {
     fn default() -> Self {
-        Self { approvers: Approver::requester_only(), expires_after_secs: 3_600, allow_self_approval: true }
+        Self {
+            approvers: Approver::requester_only(),
+            expires_after_secs: 3_600,
+            allow_self_approval: true,
+            thread_grants: true,
+            grant_minutes: 60,
+        }
     }
 }
 
@@ -196,6 +207,8 @@ struct RawApprovals {
     approvers: Option<Vec<Approver>>,
     expires_after_secs: Option<u64>,
     allow_self_approval: Option<bool>,
+    thread_grants: Option<bool>,
+    grant_minutes: Option<u32>,
 }
 
 impl TryFrom<RawApprovals> for ApprovalsConfig {
@@ -207,6 +220,8 @@ impl TryFrom<RawApprovals> for ApprovalsConfig {
             approvers: raw.approvers.unwrap_or(defaults.approvers),
             expires_after_secs: raw.expires_after_secs.unwrap_or(defaults.expires_after_secs),
             allow_self_approval: raw.allow_self_approval.unwrap_or(defaults.allow_self_approval),
+            thread_grants: raw.thread_grants.unwrap_or(defaults.thread_grants),
+            grant_minutes: raw.grant_minutes.unwrap_or(defaults.grant_minutes),
         };
         if config.approvers.is_empty() {
             return Err("approvals.approvers is empty: nobody could approve anything".into());
@@ -217,6 +232,10 @@ impl TryFrom<RawApprovals> for ApprovalsConfig {
                 EXPIRY_RANGE_SECS.start(),
                 EXPIRY_RANGE_SECS.end()
             ));
+        }
+        let most = assistant_core::grants::MAX_GRANT_MINUTES;
+        if !(1..=most).contains(&config.grant_minutes) {
+            return Err(format!("approvals.grant_minutes must be from 1 to {most} minutes"));
         }
         Ok(config)
     }
@@ -307,7 +326,13 @@ mod tests {
         .unwrap();
         assert_eq!(config.approvals.approvers.len(), 3);
         assert_eq!((config.approvals.expires_after_secs, config.approvals.allow_self_approval), (3_600, false));
+        assert_eq!((config.approvals.thread_grants, config.approvals.grant_minutes), (true, 60), "grants by default");
+        let off = AssistantConfig::parse(br#"{"approvals": {"thread_grants": false, "grant_minutes": 15}}"#).unwrap();
+        assert_eq!((off.approvals.thread_grants, off.approvals.grant_minutes), (false, 15));
         for bad in [
+            r#"{"approvals": {"grant_minutes": 0}}"#,
+            r#"{"approvals": {"grant_minutes": 1441}}"#,
+            r#"{"approvals": {"thread_grants": "yes"}}"#,
             r#"{"approvals": {"approvers": []}}"#,
             r#"{"approvals": {"approvers": ["everyone"]}}"#,
             r#"{"approvals": {"approvers": ["<!channel>"]}}"#,

@@ -81,6 +81,9 @@ pub struct HttpToolConfig {
     /// `approvals.approvers`.
     #[serde(default)]
     pub approvers: Option<Vec<Approver>>,
+    /// `false`: its prompts never offer "Approve for this thread".
+    #[serde(default)]
+    pub thread_grants: Option<bool>,
     /// `"aws_iam"`: each call signed with SigV4 as the worker's role.
     #[serde(default)]
     pub auth: Option<ToolAuth>,
@@ -186,7 +189,8 @@ fn http_tool(
     };
     let timeout = Duration::from_secs(config.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS));
     let tool = Tool::new(spec, effect, timeout, HttpTool { endpoint, http })?;
-    Ok(tool.with_approvers(config.approvers.clone()).destructive(destructive))
+    let grant_scope = (config.thread_grants != Some(false)).then(|| config.name.clone());
+    Ok(tool.with_approvers(config.approvers.clone()).destructive(destructive).grantable_as(grant_scope))
 }
 
 /// A declared tool, ready to call.

@@ -84,6 +84,10 @@ pub struct McpServerConfig {
     /// Who may approve this server's calls; default: `approvals.approvers`.
     #[serde(default)]
     pub approvers: Option<Vec<Approver>>,
+    /// `false`: its prompts never offer "Approve for this thread" (which
+    /// grants the whole server's non-destructive tools to the thread).
+    #[serde(default)]
+    pub thread_grants: Option<bool>,
     /// Per call; default 30 s, at most 300 s.
     #[serde(default)]
     pub timeout_secs: Option<u64>,
@@ -280,6 +284,7 @@ fn tool(config: &McpServerConfig, name: String, info: McpToolInfo, session: Arc<
     Tool::with_servers_schema(spec, effect, timeout, runner)
         .with_approvers(config.approvers.clone())
         .destructive(destructive)
+        .grantable_as((config.thread_grants != Some(false)).then(|| format!("{}__*", config.name)))
 }
 
 /// `{server}__{tool}` within the model's rules, not yet in `taken` (and

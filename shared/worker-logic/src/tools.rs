@@ -67,6 +67,9 @@ pub struct Tool {
     approvers: Option<Vec<Approver>>,
     /// It deletes or overwrites: its confirmation dialog is red.
     destructive: bool,
+    /// What "Approve for this thread" grants for it (its name, or its MCP
+    /// server's `{server}__*`); `None`: never offered.
+    grant_scope: Option<String>,
 }
 
 /// What approving a tool's call takes.
@@ -75,6 +78,9 @@ pub struct ApprovalRule<'a> {
     /// The tool's own approvers; `None`: the configured default.
     pub approvers: Option<&'a [Approver]>,
     pub destructive: bool,
+    /// What a thread grant for it covers; `None`: never granted (nor for
+    /// destructive tools, whatever the configuration says).
+    pub grant_scope: Option<&'a str>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -123,7 +129,17 @@ impl Tool {
         runner: impl RunTool + 'static,
     ) -> Self {
         let timeout = timeout.min(MAX_TOOL_TIME);
-        Self { spec, effect, timeout, schema, runner: Arc::new(runner), approvers: None, destructive: false }
+        let grant_scope = Some(spec.name.clone());
+        Self {
+            spec,
+            effect,
+            timeout,
+            schema,
+            runner: Arc::new(runner),
+            approvers: None,
+            destructive: false,
+            grant_scope,
+        }
     }
 
     /// Who may approve this tool's calls, instead of the default.
@@ -135,6 +151,12 @@ impl Tool {
     /// Marks a tool that deletes or overwrites.
     pub fn destructive(mut self, destructive: bool) -> Self {
         self.destructive = destructive;
+        self
+    }
+
+    /// What "Approve for this thread" grants for it; `None`: never offered.
+    pub fn grantable_as(mut self, scope: Option<String>) -> Self {
+        self.grant_scope = scope;
         self
     }
 
@@ -375,10 +397,24 @@ impl ToolRegistry {
     /// or disallowed tools.
     pub fn approval_rule(&self, asker: impl Into<Asker>, name: &str) -> Option<ApprovalRule<'_>> {
         let asker = asker.into();
-        self.tools
-            .iter()
-            .find(|tool| tool.spec.name == name && self.policy.permits(&asker, name))
-            .map(|tool| ApprovalRule { approvers: tool.approvers.as_deref(), destructive: tool.destructive })
+        self.tools.iter().find(|tool| tool.spec.name == name && self.policy.permits(&asker, name)).map(|tool| {
+            ApprovalRule {
+                approvers: tool.approvers.as_deref(),
+                destructive: tool.destructive,
+                grant_scope: tool.grant_scope.as_deref().filter(|_| !tool.destructive),
+            }
+        })
+    }
+
+    /// What approving a call of a tool that a grant's `scope` covers takes,
+    /// for whoever asks (who may revoke a grant: who may approve its tools).
+    pub fn rule_for_scope(&self, scope: &str) -> Option<ApprovalRule<'_>> {
+        let tool = self.tools.iter().find(|tool| tool.grant_scope.as_deref() == Some(scope))?;
+        Some(ApprovalRule {
+            approvers: tool.approvers.as_deref(),
+            destructive: tool.destructive,
+            grant_scope: tool.grant_scope.as_deref(),
+        })
     }
 
     /// Runs one call; whatever goes wrong is an error result. Secrets in the

@@ -40,9 +40,10 @@ use crate::streaming::{self, AnswerStream};
 use crate::tools::{Asker, Effect, ToolRegistry};
 use assistant_core::Clock;
 use assistant_core::feedback::{FeedbackLog, Rated};
+use assistant_core::grants::{ThreadGrant, ThreadGrants};
 use assistant_core::messages::{
-    ApprovalClick, ApprovalTimeout, Continuation, Decision, FeedbackClick, Opened, ReplyMessage, TurnRequest,
-    WorkMessage,
+    ApprovalClick, ApprovalTimeout, Continuation, Decision, FeedbackClick, GrantRevoke, Opened, ReplyMessage,
+    TurnRequest, WorkMessage,
 };
 use assistant_core::model::{Model, ModelError, ModelRequest, StopReason};
 use assistant_core::ports::{
@@ -53,7 +54,8 @@ use assistant_core::pricing::ModelPrices;
 use assistant_core::store::StreamLog;
 use assistant_core::telemetry::{EnhancerReport, LimitHit, TurnMetrics, TurnReport};
 use assistant_core::turn::{
-    Content, Message, PendingApproval, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Turn, TurnId, TurnStatus,
+    ActionRecord, Content, GrantUse, Message, PendingApproval, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Turn,
+    TurnId, TurnStatus,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -114,6 +116,8 @@ pub enum Outcome {
     PromptsSet,
     /// A rating of an answer is kept.
     FeedbackKept { id: TurnId },
+    /// A thread grant ended on a person's click.
+    GrantRevoked,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -131,6 +135,8 @@ pub enum WorkerError {
     Timers(PortError),
     #[error(transparent)]
     Feedback(PortError),
+    #[error(transparent)]
+    Grants(PortError),
     /// Slack failed setting prompts; a refusal is not an error.
     #[error(transparent)]
     Slack(assistant_core::delivery::PostError),
@@ -154,6 +160,7 @@ impl WorkerError {
             | WorkerError::Artifacts(_)
             | WorkerError::Timers(_)
             | WorkerError::Feedback(_)
+            | WorkerError::Grants(_)
             | WorkerError::Slack(_) => true,
         }
     }
@@ -169,6 +176,7 @@ impl WorkerError {
             WorkerError::Artifacts(_) => "I could not store a tool's result",
             WorkerError::Timers(_) => "I could not set an approval's deadline",
             WorkerError::Feedback(_) => "I could not keep a rating",
+            WorkerError::Grants(_) => "I could not read or keep this thread's approvals",
             WorkerError::Slack(_) => "Slack could not be reached",
         }
     }
@@ -213,6 +221,8 @@ pub struct Worker {
     pub streams: StreamLog,
     /// People's ratings of answers.
     pub feedback: FeedbackLog,
+    /// "Approve for this thread": tools a thread may run without a prompt.
+    pub grants: ThreadGrants,
     /// What people have in view beside the DM (written by the ingress).
     pub contexts: Arc<dyn UserContexts>,
     /// Shown when a person opens the DM.
@@ -301,6 +311,10 @@ impl Worker {
             WorkMessage::Feedback(click) => {
                 span.record("turn_id", field::display(&click.turn_id));
                 self.rated(click).instrument(span).await
+            }
+            WorkMessage::RevokeGrant(click) => {
+                span.record("turn_id", field::display(&click.button.turn_id));
+                self.revoke_grant(click).instrument(span).await
             }
         }
     }
@@ -496,6 +510,7 @@ impl Worker {
         if settle_unknown_outcomes(&mut turn) {
             return self.save_decided(turn, None, deadline).await;
         }
+        let now = self.clock.now_unix();
         let asker = self.asker(&turn).await;
         let pending = turn.pending_approval.as_mut().expect("a turn awaiting approval has a pending approval");
         let Some(index) = pending.waiting.iter().position(|call| click.button.names(call)) else {
@@ -506,13 +521,13 @@ impl Worker {
             );
             return Ok(Outcome::Ignored { reason: "stale_button" });
         };
-        let now = self.clock.now_unix();
         if now >= pending.asked_at + self.approvals.expires_after_secs() {
             let id = pending.waiting[index].id.clone();
             return self.expire(turn, &id, deadline).await;
         }
         let call = pending.waiting[index].clone();
-        let approvers = self.approvals.approvers_for(self.tools.approval_rule(&asker, &call.name));
+        let rule = self.tools.approval_rule(&asker, &call.name);
+        let approvers = self.approvals.approvers_for(rule);
         let verdict = self.approvals.verdict(self.slack.as_ref(), &turn.user, &click.user, approvers, now).await;
         if let Verdict::MayNot { own_request } = verdict {
             warn!(user = %click.user, requester = %turn.user, tool = %call.name, "click by someone who may not decide: nothing runs");
@@ -531,6 +546,33 @@ impl Worker {
             return Ok(Outcome::Ignored { reason: "not_an_approver" });
         }
 
+        // "Approve for this thread" counts only where it was offered: a
+        // forged click on a destructive call's prompt grants nothing.
+        let grant = match click.decision {
+            Decision::ApproveForThread => {
+                let Some(scope) =
+                    rule.and_then(|rule| rule.grant_scope).filter(|_| self.approvals.config.thread_grants)
+                else {
+                    warn!(user = %click.user, tool = %call.name, "a thread grant for a call that offers none: nothing runs");
+                    return Ok(Outcome::Ignored { reason: "grant_not_offered" });
+                };
+                let granted_at = unix_secs(&click.action_ts).unwrap_or(now);
+                let grant = ThreadGrant {
+                    scope: scope.to_owned(),
+                    granted_by: click.user.clone(),
+                    turn_id: turn.id.clone(),
+                    granted_at,
+                    until: granted_at + i64::from(self.approvals.config.grant_minutes) * 60,
+                    revoked: None,
+                };
+                // Before the call: a grant whose call never ran is harmless,
+                // and a retry writes the same item again.
+                self.grants.put(&turn.thread, &grant).await.map_err(WorkerError::Grants)?;
+                info!(scope = %grant.scope, granted_by = %grant.granted_by, until = grant.until, "thread grant given");
+                Some(grant)
+            }
+            Decision::Approve | Decision::Deny => None,
+        };
         info!(tool = %call.name, decision = ?click.decision, user = %click.user, requester = %turn.user, "approval decided");
         let decided = ReplyMessage::ApprovalDecided {
             turn_id: turn.id.clone(),
@@ -538,35 +580,168 @@ impl Worker {
             tool_use: call.clone(),
             decision: click.decision,
             user: click.user.clone(),
+            grant,
         };
+        let pending = turn.pending_approval.as_mut().expect("a turn awaiting approval has a pending approval");
         pending.waiting.remove(index);
-        match click.decision {
-            Decision::Deny => pending.completed.push(ToolResult {
+        if click.decision.approves() {
+            let record = ActionRecord {
+                tool_use_id: call.id.clone(),
+                tool: call.name.clone(),
+                approved_by: click.user.clone(),
+                at: now,
+                grant: None,
+            };
+            if let Some(superseded) = self.make_approved_call(&mut turn, &call, &asker, record).await? {
+                return Ok(superseded);
+            }
+        } else {
+            pending.completed.push(ToolResult {
                 tool_use_id: call.id.clone(),
                 status: ToolStatus::Error,
                 output: ToolOutput::Text(format!("<@{}> denied this action; do not retry it.", click.user)),
-            }),
-            Decision::Approve => {
-                // At most once: recorded as running before it is made. A
-                // delivery that finds it running never makes it again.
-                pending.running.push(call.clone());
-                turn.updated_at = now;
-                match self.save(&mut turn).await {
-                    Ok(()) => {}
-                    Err(StoreError::Conflict { id, .. }) => return Ok(Outcome::Superseded { id }),
-                    Err(err) => return Err(err.into()),
-                }
-                let key = format!("{}:{}", turn.id, call.id);
-                let mut result = self.tools.run_approved(&call, &asker, key).await;
-                offload::offload_large(self.artifacts.as_ref(), &turn.id, std::slice::from_mut(&mut result))
-                    .await
-                    .map_err(WorkerError::Artifacts)?;
-                let pending = turn.pending_approval.as_mut().expect("still pending");
-                pending.running.retain(|running| running.id != call.id);
-                pending.completed.push(result);
-            }
+            });
         }
         self.save_decided(turn, Some(decided), deadline).await
+    }
+
+    /// Makes an approved call at most once: recorded as running (with who
+    /// let it run) and saved before it is made, so a delivery that finds it
+    /// running never makes it again; its result joins the step's. `Some`:
+    /// another worker saved the turn first, and nothing was called.
+    async fn make_approved_call(
+        &self,
+        turn: &mut Turn,
+        call: &ToolUse,
+        asker: &Asker,
+        record: ActionRecord,
+    ) -> Result<Option<Outcome>, WorkerError> {
+        let pending = turn.pending_approval.as_mut().expect("an approved call is pending");
+        pending.running.push(call.clone());
+        turn.actions.push(record);
+        turn.updated_at = self.clock.now_unix();
+        match self.save(turn).await {
+            Ok(()) => {}
+            Err(StoreError::Conflict { id, .. }) => return Ok(Some(Outcome::Superseded { id })),
+            Err(err) => return Err(err.into()),
+        }
+        let key = format!("{}:{}", turn.id, call.id);
+        let mut result = self.tools.run_approved(call, asker, key).await;
+        offload::offload_large(self.artifacts.as_ref(), &turn.id, std::slice::from_mut(&mut result))
+            .await
+            .map_err(WorkerError::Artifacts)?;
+        let pending = turn.pending_approval.as_mut().expect("still pending");
+        pending.running.retain(|running| running.id != call.id);
+        pending.completed.push(result);
+        Ok(None)
+    }
+
+    /// The thread's grant that lets the next waiting call run without a
+    /// prompt, if there is one in force and the call may still be granted
+    /// (not destructive, grants not turned off since). A grant that cannot
+    /// be read is no grant: the prompt is shown.
+    async fn grant_for_next(&self, turn: &Turn, asker: &Asker) -> Option<(ToolUse, ThreadGrant)> {
+        if !self.approvals.config.thread_grants {
+            return None;
+        }
+        let call = turn.pending_approval.as_ref()?.waiting.first()?;
+        let scope = self.tools.approval_rule(asker, &call.name)?.grant_scope?;
+        match self.grants.covering(&turn.thread, &call.name, self.clock.now_unix()).await {
+            Ok(grant) => grant.filter(|grant| grant.scope == scope).map(|grant| (call.clone(), grant)),
+            Err(err) => {
+                warn!(error = %err, "thread grants unreadable: asking instead");
+                None
+            }
+        }
+    }
+
+    /// Runs the next waiting call under the thread's grant: recorded with
+    /// the grant, made at most once like any approved call, and the thread
+    /// told. `Some`: another worker saved the turn first.
+    async fn run_under_grant(
+        &self,
+        turn: &mut Turn,
+        asker: &Asker,
+        call: ToolUse,
+        grant: ThreadGrant,
+    ) -> Result<Option<Outcome>, WorkerError> {
+        info!(
+            tool = %call.name,
+            granted_by = %grant.granted_by,
+            scope = %grant.scope,
+            until = grant.until,
+            "running under the thread's grant: no prompt"
+        );
+        let pending = turn.pending_approval.as_mut().expect("a turn awaiting approval has a pending approval");
+        pending.waiting.retain(|waiting| waiting.id != call.id);
+        let record = ActionRecord {
+            tool_use_id: call.id.clone(),
+            tool: call.name.clone(),
+            approved_by: grant.granted_by.clone(),
+            at: self.clock.now_unix(),
+            grant: Some(GrantUse { scope: grant.scope.clone(), granted_at: grant.granted_at, until: grant.until }),
+        };
+        if let Some(superseded) = self.make_approved_call(turn, &call, asker, record).await? {
+            return Ok(Some(superseded));
+        }
+        after_decision(turn, self.clock.now_unix());
+        match self.save(turn).await {
+            Ok(()) => {}
+            Err(StoreError::Conflict { id, .. }) => return Ok(Some(Outcome::Superseded { id })),
+            Err(err) => return Err(err.into()),
+        }
+        let told = ReplyMessage::RanUnderGrant {
+            turn_id: turn.id.clone(),
+            thread: turn.thread.clone(),
+            tool_use: call,
+            grant,
+        };
+        if let Err(err) = self.replies.send(&told).await {
+            warn!(error = %err, "the thread was not told a call ran under its grant");
+        }
+        Ok(None)
+    }
+
+    /// A Revoke click under a grant's notice: the grant ends if the clicker
+    /// gave it or may approve its tools; anyone else is told, only them.
+    async fn revoke_grant(&self, click: &GrantRevoke) -> Result<Outcome, WorkerError> {
+        let scope = &click.button.scope;
+        let now = unix_secs(&click.action_ts).unwrap_or_else(|| self.clock.now_unix());
+        let grants = self.grants.all(&click.thread).await.map_err(WorkerError::Grants)?;
+        let Some(grant) = grants.iter().find(|g| &g.scope == scope && g.revocable_by(&click.user, now)) else {
+            info!(scope = %scope, user = %click.user, "revoke of a grant not in force: nothing to do");
+            return Ok(Outcome::Ignored { reason: "no_grant" });
+        };
+        let approvers = self.approvals.approvers_for(self.tools.rule_for_scope(scope));
+        let may = click.user == grant.granted_by
+            || self.approvals.names(self.slack.as_ref(), &click.user, approvers, self.clock.now_unix()).await;
+        if !may {
+            warn!(scope = %scope, user = %click.user, "revoke by someone who may not: the grant stands");
+            let refused = ReplyMessage::RevokeRefused {
+                turn_id: click.button.turn_id.clone(),
+                thread: click.thread.clone(),
+                user: click.user.clone(),
+                scope: scope.clone(),
+            };
+            if let Err(err) = self.replies.send(&refused).await {
+                warn!(error = %err, "the refused clicker was not told why");
+            }
+            return Ok(Outcome::Ignored { reason: "not_an_approver" });
+        }
+        let Some(revoked) =
+            self.grants.revoke(&click.thread, scope, &click.user, now).await.map_err(WorkerError::Grants)?
+        else {
+            return Ok(Outcome::Ignored { reason: "no_grant" });
+        };
+        info!(scope = %scope, user = %click.user, granted_by = %revoked.granted_by, "thread grant revoked");
+        let told = ReplyMessage::GrantRevoked {
+            turn_id: click.button.turn_id.clone(),
+            thread: click.thread.clone(),
+            grant: revoked,
+            user: click.user.clone(),
+        };
+        self.replies.send(&told).await.map_err(WorkerError::Queue)?;
+        Ok(Outcome::GrantRevoked)
     }
 
     /// A call that waited too long: the model reads that it was not
@@ -647,17 +822,7 @@ impl Worker {
         update: Option<ReplyMessage>,
         deadline: &dyn Deadline,
     ) -> Result<Outcome, WorkerError> {
-        let now = self.clock.now_unix();
-        let pending = turn.pending_approval.as_mut().expect("a decided turn had a pending approval");
-        if pending.is_done() {
-            let pending = turn.pending_approval.take().expect("checked above");
-            let results = in_call_order(&turn, pending.completed);
-            turn.transcript.push(Message { role: Role::User, content: results });
-            turn.status = TurnStatus::Running;
-        } else {
-            pending.asked_at = now;
-        }
-        turn.updated_at = now;
+        after_decision(&mut turn, self.clock.now_unix());
         match self.save(&mut turn).await {
             Ok(()) => {
                 // The prompt's update is for people; the decision stands
@@ -710,8 +875,29 @@ impl Worker {
                     return Ok(Outcome::Settled { id: turn.id, status: turn.status, steps: turn.steps });
                 }
                 TurnStatus::AwaitingApproval => {
+                    // A call made under a grant whose result was never saved
+                    // (the process died): never made again.
+                    if settle_unknown_outcomes(&mut turn) {
+                        after_decision(&mut turn, self.clock.now_unix());
+                        match self.save(&mut turn).await {
+                            Ok(()) => continue,
+                            Err(StoreError::Conflict { id, .. }) => {
+                                stream.pause().await;
+                                return self.superseded(id).await;
+                            }
+                            Err(err) => return Err(err.into()),
+                        }
+                    }
+                    let asker = self.asker(&turn).await;
+                    if let Some((call, grant)) = self.grant_for_next(&turn, &asker).await {
+                        if let Some(superseded) = self.run_under_grant(&mut turn, &asker, call, grant).await? {
+                            stream.pause().await;
+                            return Ok(superseded);
+                        }
+                        continue;
+                    }
                     stream.pause().await;
-                    self.ask(&turn).await?;
+                    self.ask(&turn, &asker).await?;
                     return Ok(Outcome::AwaitingApproval { id: turn.id });
                 }
                 TurnStatus::Running => {}
@@ -781,7 +967,7 @@ impl Worker {
     /// Shows the first waiting call's prompt and starts its clock (both
     /// idempotent: a redelivery sets the same timer and SQS drops the
     /// repeated prompt request, as does the responder).
-    async fn ask(&self, turn: &Turn) -> Result<(), WorkerError> {
+    async fn ask(&self, turn: &Turn, asker: &Asker) -> Result<(), WorkerError> {
         let Some(pending) = turn.pending_approval.as_ref() else { return Ok(()) };
         let Some(call) = pending.waiting.first() else { return Ok(()) };
         let expires_at = pending.asked_at + self.approvals.expires_after_secs();
@@ -792,8 +978,10 @@ impl Worker {
             tool_use_id: call.id.clone(),
         };
         self.timers.set(&timer).await.map_err(WorkerError::Timers)?;
-        let asker = self.asker(turn).await;
-        let rule = self.tools.approval_rule(&asker, &call.name);
+        let rule = self.tools.approval_rule(asker, &call.name);
+        // Offered only where a grant could be used: never for destructive
+        // calls (the rule has no scope then), nor where turned off.
+        let grant_scope = rule.and_then(|rule| rule.grant_scope).filter(|_| self.approvals.config.thread_grants);
         let prompt = ReplyMessage::ApprovalPrompt {
             turn_id: turn.id.clone(),
             thread: turn.thread.clone(),
@@ -802,6 +990,8 @@ impl Worker {
             approvers: self.approvals.approvers_for(rule).to_vec(),
             expires_at: Some(expires_at),
             destructive: rule.is_some_and(|rule| rule.destructive),
+            grant_minutes: grant_scope.map(|_| self.approvals.config.grant_minutes),
+            grant_scope: grant_scope.map(str::to_owned),
         };
         self.replies.send(&prompt).await.map_err(WorkerError::Queue)
     }
@@ -1047,6 +1237,26 @@ fn settle_unknown_outcomes(turn: &mut Turn) -> bool {
         });
     }
     true
+}
+
+/// After a decision: once nothing is left to decide, the step's results
+/// go to the model; otherwise the next call's clock starts now.
+fn after_decision(turn: &mut Turn, now: i64) {
+    let pending = turn.pending_approval.as_mut().expect("a decided turn had a pending approval");
+    if pending.is_done() {
+        let pending = turn.pending_approval.take().expect("checked above");
+        let results = in_call_order(turn, pending.completed);
+        turn.transcript.push(Message { role: Role::User, content: results });
+        turn.status = TurnStatus::Running;
+    } else {
+        pending.asked_at = now;
+    }
+    turn.updated_at = now;
+}
+
+/// A Slack timestamp's whole seconds.
+fn unix_secs(ts: &slack::Ts) -> Option<i64> {
+    ts.as_str().split('.').next()?.parse().ok()
 }
 
 /// Tool results ordered as the model asked for them.

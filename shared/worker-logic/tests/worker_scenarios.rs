@@ -5,6 +5,7 @@
 use assistant_core::approval::Approver;
 use assistant_core::delivery::{DeliveryRecord, Settled};
 use assistant_core::feedback::FeedbackLog;
+use assistant_core::grants::ThreadGrants;
 use assistant_core::messages::{ApprovalButton, ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest};
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
 use assistant_core::ports::{
@@ -209,6 +210,7 @@ struct TestWorker<M = ScriptedModel> {
     agent: Arc<MemoryAgent>,
     streams: StreamLog,
     feedback: FeedbackLog,
+    grants: ThreadGrants,
     contexts: Arc<MemoryContexts>,
 }
 
@@ -227,7 +229,7 @@ impl<M> DerefMut for TestWorker<M> {
 }
 
 fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables) -> TestWorker<M> {
-    let Tables { turns: store, deliveries, streams, feedback } = tables;
+    let Tables { turns: store, deliveries, streams, feedback, grants } = tables;
     let (agent, contexts) = (Arc::new(MemoryAgent::default()), Arc::new(MemoryContexts::default()));
     let model = Arc::new(model);
     let (work, replies) = (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
@@ -253,6 +255,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         agent: agent.clone(),
         streams: streams.clone(),
         feedback: feedback.clone(),
+        grants: grants.clone(),
         contexts: contexts.clone(),
         suggested_prompts: worker_logic::config::default_prompts(),
         home_channels: vec!["C0HOME*".into()],
@@ -272,6 +275,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         agent,
         streams,
         feedback,
+        grants,
         contexts,
     }
 }
@@ -928,8 +932,8 @@ async fn members_of_an_approver_group_may_approve_and_with_four_eyes_the_request
     worker.slack = Arc::new(MemorySlack::default().with_group("S0ONCALL", &["U3"]));
     worker.approvals = Approvals::new(ApprovalsConfig {
         approvers: vec![Approver::Requester, Approver::Group("S0ONCALL".into())],
-        expires_after_secs: 3_600,
         allow_self_approval: false,
+        ..ApprovalsConfig::default()
     });
     let call = waiting_call(&worker).await;
 
@@ -1482,4 +1486,242 @@ async fn a_rating_of_an_answer_never_given_is_not_kept() {
     assert!(worker.metrics.ratings().is_empty() && worker.replies.messages().is_empty());
     // The button a forged value would need does not decode.
     assert_eq!(FeedbackButton::decode("{\"v\":1,\"turn_id\":\"T1-Ev01\",\"rating\":\"both\"}"), None);
+}
+
+// --- Approve for this thread ----------------------------------------------------
+
+/// A later question in the same thread as `start()`.
+fn start_later(event: &str, ts: &str) -> WorkMessage {
+    let WorkMessage::StartTurn(request) = start() else { unreachable!() };
+    WorkMessage::StartTurn(TurnRequest { event_id: EventId::new(event), message_ts: Ts::new(ts), ..request })
+}
+
+fn later_turn(event: &str) -> TurnId {
+    TurnId::for_event(&thread(), &EventId::new(event))
+}
+
+fn revoke_by(user: &str, scope: &str, action_ts: &str) -> WorkMessage {
+    WorkMessage::RevokeGrant(assistant_core::messages::GrantRevoke {
+        thread: thread(),
+        user: UserId::new(user),
+        button: assistant_core::grants::RevokeButton { scope: scope.into(), turn_id: turn_id() },
+        action_ts: Ts::new(action_ts),
+    })
+}
+
+/// The prompts the worker asked for: (call id, grant offered as (scope, minutes)).
+fn prompts(replies: &MemoryQueue<ReplyMessage>) -> Vec<(String, Option<(String, u32)>)> {
+    replies
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ApprovalPrompt { tool_use, grant_scope, grant_minutes, .. } => {
+                Some((tool_use.id, grant_scope.zip(grant_minutes)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn ran_under_grant(replies: &MemoryQueue<ReplyMessage>) -> Vec<(String, String)> {
+    replies
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::RanUnderGrant { tool_use, grant, .. } => Some((tool_use.id, grant.granted_by.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_thread_grant_lets_later_calls_in_the_thread_run_without_a_prompt_until_it_ends() {
+    // GIVEN a restart waiting for approval, whose prompt offers the grant
+    let runs = counter();
+    let (worker, clock) = awaiting_restart(
+        runs,
+        vec![
+            text("Restarted."),
+            calls(&[("r2", "restart_service", json!({"query": "checkout-api"}))]),
+            text("Restarted again."),
+            calls(&[("r3", "restart_service", json!({"query": "checkout-api"}))]),
+        ],
+    )
+    .await;
+    assert_eq!(prompts(&worker.replies), [("r1".to_owned(), Some(("restart_service".to_owned(), 60)))]);
+
+    // WHEN the requester approves it for the thread
+    let call = waiting_call(&worker).await;
+    let outcome = worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await;
+    assert!(matches!(outcome.unwrap(), Outcome::Settled { .. }));
+    let granted_at = 1_763_800_950; // the click's action_ts
+    let grants = worker.grants.all(&thread()).await.unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!((grants[0].scope.as_str(), grants[0].granted_by.as_str()), ("restart_service", REQUESTER));
+    assert_eq!((grants[0].granted_at, grants[0].until), (granted_at, granted_at + 3_600));
+    let decided = worker.replies.messages().into_iter().find_map(|m| match m {
+        ReplyMessage::ApprovalDecided { grant, decision, .. } => Some((decision, grant)),
+        _ => None,
+    });
+    assert!(matches!(decided, Some((Decision::ApproveForThread, Some(_)))), "the prompt shows the grant: {decided:?}");
+
+    // THEN a later question in the thread restarts without a prompt, says so, and records the grant
+    let later = start_later("Ev02", "1763801000.000200");
+    let outcome = worker.handle(&later, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: later_turn("Ev02"), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(prompts(&worker.replies).len(), 1, "no second prompt");
+    assert_eq!(ran_under_grant(&worker.replies), [("r2".to_owned(), REQUESTER.to_owned())]);
+    let turn = worker.store.load(&later_turn("Ev02")).await.unwrap().unwrap();
+    assert_eq!(turn.actions.len(), 1);
+    let action = &turn.actions[0];
+    assert_eq!((action.tool_use_id.as_str(), action.approved_by.as_str()), ("r2", REQUESTER));
+    let used = action.grant.as_ref().expect("recorded with its grant");
+    assert_eq!((used.scope.as_str(), used.granted_at, used.until), ("restart_service", granted_at, granted_at + 3_600));
+    let (_, status, _) = results(&turn.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Success);
+
+    // AND once it has ended, the next call asks again
+    clock.set(granted_at + 3_600);
+    let outcome = worker.handle(&start_later("Ev03", "1763805000.000300"), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: later_turn("Ev03") });
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(prompts(&worker.replies).len(), 2);
+}
+
+#[tokio::test]
+async fn a_grant_is_revoked_by_who_gave_it_not_by_a_bystander_and_then_calls_ask_again() {
+    let runs = counter();
+    let (worker, _) = awaiting_restart(
+        runs,
+        vec![text("Restarted."), calls(&[("r2", "restart_service", json!({"query": "checkout-api"}))])],
+    )
+    .await;
+    let call = waiting_call(&worker).await;
+    worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await.unwrap();
+
+    let bystander = revoke_by("U0BYSTANDER", "restart_service", "1763801000.1");
+    let outcome = worker.handle(&bystander, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Ignored { reason: "not_an_approver" });
+    assert!(
+        requests(&worker.replies)
+            .iter()
+            .any(|m| matches!(m, ReplyMessage::RevokeRefused { user, .. } if user.as_str() == "U0BYSTANDER"))
+    );
+    assert!(worker.grants.covering(&thread(), "restart_service", NOW).await.unwrap().is_some(), "it stands");
+
+    let revoke = revoke_by(REQUESTER, "restart_service", "1763801100.1");
+    assert_eq!(worker.handle(&revoke, &Budget::plenty()).await.unwrap(), Outcome::GrantRevoked);
+    assert_eq!(
+        worker.handle(&revoke, &Budget::plenty()).await.unwrap(),
+        Outcome::GrantRevoked,
+        "a redelivered click finds its own revoke (the thread is told again; the responder posts once)"
+    );
+    let another = revoke_by(REQUESTER, "restart_service", "1763801150.1");
+    assert_eq!(
+        worker.handle(&another, &Budget::plenty()).await.unwrap(),
+        Outcome::Ignored { reason: "no_grant" },
+        "a second click revokes nothing"
+    );
+    let grants = worker.grants.all(&thread()).await.unwrap();
+    let revoked = grants[0].revoked.as_ref().expect("kept, marked revoked");
+    assert_eq!((revoked.by.as_str(), revoked.at), (REQUESTER, 1_763_801_100));
+    let told: Vec<String> = requests(&worker.replies)
+        .iter()
+        .filter(|m| matches!(m, ReplyMessage::GrantRevoked { .. }))
+        .map(ReplyMessage::dedupe_id)
+        .collect();
+    assert_eq!(told.len(), 2);
+    assert_eq!(told[0], told[1], "the same notice, which the queue and the responder post once");
+
+    let outcome = worker.handle(&start_later("Ev02", "1763801200.000200"), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: later_turn("Ev02") }, "asks again");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn no_grant_for_destructive_calls_for_non_approvers_or_where_turned_off() {
+    // A destructive tool: its prompt offers no grant, and a forged grant click runs nothing.
+    let runs = counter();
+    let (mut worker, _) = awaiting_restart(runs, vec![text("Deleted.")]).await;
+    let destructive = Tool::new(
+        spec("restart_service"),
+        Effect::ChangesThings,
+        Duration::from_secs(1),
+        move |_: serde_json::Value| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            async { Ok(ToolOutput::Text("done".into())) }
+        },
+    )
+    .unwrap()
+    .destructive(true);
+    worker.tools = ToolRegistry::new(vec![destructive], ToolPolicy::allow_all()).unwrap();
+    let call = waiting_call(&worker).await;
+    let forged = worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await;
+    assert_eq!(forged.unwrap(), Outcome::Ignored { reason: "grant_not_offered" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert!(worker.grants.all(&thread()).await.unwrap().is_empty());
+
+    // Someone who may not approve grants nothing either.
+    let runs = counter();
+    let (worker, _) = awaiting_restart(runs, vec![text("Restarted.")]).await;
+    let call = waiting_call(&worker).await;
+    let outcome = worker.handle(&click_on(&call, "U0BYSTANDER", Decision::ApproveForThread), &Budget::plenty()).await;
+    assert_eq!(outcome.unwrap(), Outcome::Ignored { reason: "not_an_approver" });
+    assert!(worker.grants.all(&thread()).await.unwrap().is_empty());
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    // With thread_grants off: not offered, and a forged click runs nothing.
+    let runs = counter();
+    let mut replies = vec![calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))])];
+    replies.push(text("Restarted."));
+    let mut off = crate::worker(ScriptedModel::new(replies), runs);
+    off.approvals = Approvals::new(ApprovalsConfig { thread_grants: false, ..ApprovalsConfig::default() });
+    off.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(prompts(&off.replies), [("r1".to_owned(), None)]);
+    let call = waiting_call(&off).await;
+    let outcome = off.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await;
+    assert_eq!(outcome.unwrap(), Outcome::Ignored { reason: "grant_not_offered" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_call_under_a_grant_whose_result_was_never_saved_is_never_made_again() {
+    // GIVEN a grant, and a later turn that died after saving its call as running
+    let runs = counter();
+    let (worker, _) = awaiting_restart(
+        runs,
+        vec![
+            calls(&[("r2", "restart_service", json!({"query": "checkout-api"}))]),
+            text("I can't tell whether it restarted."),
+        ],
+    )
+    .await;
+    let grant = assistant_core::grants::ThreadGrant {
+        scope: "restart_service".into(),
+        granted_by: UserId::new(REQUESTER),
+        turn_id: turn_id(),
+        granted_at: NOW,
+        until: NOW + 3_600,
+        revoked: None,
+    };
+    let later = start_later("Ev02", "1763801000.000200");
+    // The later turn asks for r2 (no grant yet), then the crash is staged.
+    worker.handle(&later, &Budget::plenty()).await.unwrap();
+    let mut turn = worker.store.load(&later_turn("Ev02")).await.unwrap().unwrap();
+    let pending = turn.pending_approval.as_mut().unwrap();
+    pending.running.push(pending.waiting.remove(0));
+    worker.store.save(&mut turn).await.unwrap();
+    worker.grants.put(&thread(), &grant).await.unwrap();
+
+    // WHEN SQS redelivers the question
+    let outcome = worker.handle(&later, &Budget::plenty()).await.unwrap();
+
+    // THEN the call is not made again; the model is told its outcome is unknown
+    assert!(matches!(outcome, Outcome::Settled { .. }), "{outcome:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let turn = worker.store.load(&later_turn("Ev02")).await.unwrap().unwrap();
+    let (_, status, output) = results(&turn.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("whether it completed is unknown"), "{output}");
 }
