@@ -3,7 +3,7 @@
 #
 # Installs what the tests need, idempotently and outside the clone (a Python
 # virtualenv with the AWS emulator, SAM CLI and cfn-lint; faketime; the MCP
-# project's reference server from npm), starts the local AWS emulator and
+# project's reference server and the OpenID provider oidc-provider from npm), starts the local AWS emulator and
 # the MCP server on free loopback ports, then runs: cargo fmt
 # --check, clippy -D warnings, every test (unit, emulator, real binaries under
 # the Lambda Runtime Interface Emulator), cfn-lint and sam validate --lint.
@@ -18,6 +18,7 @@ step "test tools (virtualenv in $venv, faketime, the MCP reference server)"
 ensure_python_tools
 ensure_faketime
 ensure_mcp_reference_server
+ensure_oidc_provider
 
 # --- Static checks ----------------------------------------------------------
 step "cargo fmt --check"

@@ -57,23 +57,37 @@ wait_until_ready() {
   done
 }
 
-# The MCP project's reference server (@modelcontextprotocol/server-everything,
-# pinned by infra/mcp-reference-server/package-lock.json), installed with
-# `npm ci` outside the clone; reinstalled only when the lock file changes.
-ensure_mcp_reference_server() {
-  local lock="$root/infra/mcp-reference-server/package-lock.json"
-  local prefix="$cache/mcp-reference-server"
+# Installs infra/$1's npm packages (pinned by its package-lock.json) with
+# `npm ci` under $cache/$1, outside the clone; again only when the lock file
+# changes. Sets npm_prefix to where they are.
+ensure_npm_packages() {
+  local name="$1" lock="$root/infra/$1/package-lock.json"
+  npm_prefix="$cache/$1"
   local stamp
-  stamp="$prefix/.installed-$(sha256sum "$lock" | cut -c1-16)"
+  stamp="$npm_prefix/.installed-$(sha256sum "$lock" | cut -c1-16)"
   if [ ! -f "$stamp" ]; then
-    command -v npm >/dev/null || { echo "npm (Node.js 18+) is needed for the MCP tests" >&2; return 1; }
-    rm -rf "$prefix" && mkdir -p "$prefix"
-    cp "$root/infra/mcp-reference-server/package.json" "$lock" "$prefix/"
-    (cd "$prefix" && npm ci --silent --no-audit --no-fund --loglevel=error)
+    command -v npm >/dev/null || { echo "npm (Node.js 20+) is needed for the tests using $name" >&2; return 1; }
+    rm -rf "$npm_prefix" && mkdir -p "$npm_prefix"
+    cp "$root/infra/$name/package.json" "$lock" "$npm_prefix/"
+    (cd "$npm_prefix" && npm ci --silent --no-audit --no-fund --loglevel=error)
     touch "$stamp"
   fi
-  mcp_reference_server="$prefix/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-  [ -f "$mcp_reference_server" ] || { echo "the MCP reference server is not in $prefix" >&2; return 1; }
+}
+
+# The MCP project's reference server (@modelcontextprotocol/server-everything).
+ensure_mcp_reference_server() {
+  ensure_npm_packages mcp-reference-server
+  mcp_reference_server="$npm_prefix/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+  [ -f "$mcp_reference_server" ] || { echo "the MCP reference server is not in $npm_prefix" >&2; return 1; }
+}
+
+# The npm package oidc-provider (a certified OpenID provider) for the
+# per-user sign-in tests, pinned by infra/oidc-provider/package-lock.json;
+# exports OIDC_PROVIDER_MODULES (tests/support/oidc_provider.mjs runs it).
+ensure_oidc_provider() {
+  ensure_npm_packages oidc-provider
+  [ -f "$npm_prefix/node_modules/oidc-provider/lib/index.js" ] || { echo "oidc-provider is not in $npm_prefix" >&2; return 1; }
+  export OIDC_PROVIDER_MODULES="$npm_prefix/node_modules"
 }
 
 # Starts the reference server over Streamable HTTP on 127.0.0.1:$1, logging

@@ -30,6 +30,7 @@ pub mod grants;
 pub mod mcp;
 pub mod messages;
 pub mod model;
+pub mod oauth;
 pub mod ports;
 pub mod pricing;
 pub mod signals;

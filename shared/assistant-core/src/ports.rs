@@ -223,9 +223,21 @@ pub trait VersionedRecords: Send + Sync {
     /// retry writes the same bytes again.
     async fn put_part(&self, partition: &str, sort_key: &str, state: String, expires_at: i64) -> Result<(), PortError>;
 
+    /// Deletes an item written by [`Self::put_part`]; deleting what is not
+    /// there succeeds, so a retry is harmless.
+    async fn delete_part(&self, partition: &str, sort_key: &str) -> Result<(), PortError>;
+
     /// The items of `partition` whose sort key starts with `prefix`, as
     /// (sort key, state) in sort-key order, read consistently.
     async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError>;
+}
+
+/// Encrypts a small secret (a person's tokens) bound to a context: it opens
+/// only with the same context. KMS envelope encryption in AWS.
+#[async_trait]
+pub trait KeySealer: Send + Sync {
+    async fn seal(&self, plaintext: &[u8], context: &[(&'static str, &str)]) -> Result<String, PortError>;
+    async fn open(&self, sealed: &str, context: &[(&'static str, &str)]) -> Result<Vec<u8>, PortError>;
 }
 
 /// Objects too large for a turn's item (large tool results), and

@@ -318,6 +318,11 @@ impl VersionedRecords for MemoryRecords {
         Ok(())
     }
 
+    async fn delete_part(&self, partition: &str, sort_key: &str) -> Result<(), PortError> {
+        self.parts.lock().expect("parts lock").remove(&(partition.to_owned(), sort_key.to_owned()));
+        Ok(())
+    }
+
     async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
         let parts = self.parts.lock().expect("parts lock");
         Ok(parts

@@ -1349,6 +1349,10 @@ impl VersionedRecords for NoStreamTs {
         self.0.put_part(partition, sort_key, state, expires_at).await
     }
 
+    async fn delete_part(&self, partition: &str, sort_key: &str) -> Result<(), PortError> {
+        self.0.delete_part(partition, sort_key).await
+    }
+
     async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
         self.0.parts(partition, prefix).await
     }

@@ -113,6 +113,17 @@ impl VersionedRecords for DynamoRecords {
         Ok(())
     }
 
+    async fn delete_part(&self, partition: &str, sort_key: &str) -> Result<(), PortError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(partition.to_owned(), sort_key)))
+            .send()
+            .await
+            .map_err(|err| port_error("DynamoDB DeleteItem (record part)", err))?;
+        Ok(())
+    }
+
     async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
         let pages = self
             .client

@@ -1,0 +1,295 @@
+//! Per-user sign-in against a real, certified OpenID provider (the npm
+//! package `oidc-provider`, installed by the test command) and the local
+//! AWS emulator's DynamoDB and KMS: the sign-in's state is single-use,
+//! short-lived and bound to its person; the code flow with PKCE gives the
+//! person's tokens; they are sealed under KMS in the table (never in the
+//! clear, never openable as another person's); an API that accepts only
+//! the provider's tokens answers as the person; refresh rotates them; a
+//! refused refresh means signing in again; disconnecting revokes them at
+//! the provider.
+//!
+//! The person's browser is played over HTTP here (the provider's own
+//! sign-in and consent pages, their forms posted as a browser would, with
+//! its cookies).
+
+use adapters_aws::dynamodb::DynamoRecords;
+use adapters_kms::KmsSealer;
+use adapters_oauth::{OAuthClient, OAuthError, OAuthProvider};
+use assistant_core::TurnId;
+use assistant_core::oauth::{ConnectStates, ConnectionKey, SealedVault, StateRefused, TokenVault, Tokens};
+use assistant_core::ports::{KeySealer, VersionedRecords};
+use serde_json::json;
+use slack::{TeamId, UserId};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tests::{Stack, emulator_config};
+use url::Url;
+
+const CLIENT_SECRET: &str = "client-secret-for-the-tests-0123456789";
+const NOW: i64 = 1_763_800_000;
+
+/// The provider, running until dropped.
+struct Provider {
+    issuer: String,
+    redirect_uri: Url,
+    process: std::process::Child,
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+impl Provider {
+    async fn start() -> Self {
+        let modules = tests::env_from_test_command("OIDC_PROVIDER_MODULES");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let redirect_uri = Url::parse("https://bot.example/oauth/callback").unwrap();
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/support/oidc_provider.mjs");
+        let mut process = std::process::Command::new("node")
+            .arg(script)
+            .env("OIDC_PROVIDER_MODULES", modules)
+            .env("PORT", port.to_string())
+            .env("REDIRECT_URI", redirect_uri.as_str())
+            .env("CLIENT_SECRET", CLIENT_SECRET)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("node runs");
+        let stdout = process.stdout.take().unwrap();
+        let waiting = tokio::task::spawn_blocking(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                if let Some(issuer) = line.unwrap().strip_prefix("listening ") {
+                    return issuer.to_owned();
+                }
+            }
+            panic!("the provider exited before listening")
+        });
+        let issuer = tokio::time::timeout(std::time::Duration::from_secs(20), waiting)
+            .await
+            .expect("the provider starts")
+            .unwrap();
+        Self { issuer, redirect_uri, process }
+    }
+
+    fn client(&self) -> OAuthProvider {
+        let at = |path: &str| Url::parse(&format!("{}{path}", self.issuer)).unwrap();
+        OAuthProvider {
+            name: "idp".into(),
+            authorization_endpoint: at("/auth"),
+            token_endpoint: at("/token"),
+            revocation_endpoint: Some(at("/token/revocation")),
+            client_id: "slack-assistant".into(),
+            client_secret: Some(CLIENT_SECRET.into()),
+            scopes: vec!["openid".into(), "offline_access".into()],
+            redirect_uri: self.redirect_uri.clone(),
+        }
+    }
+
+    /// The protected API: the provider's UserInfo endpoint, which accepts
+    /// only its own access tokens; the account a token belongs to, or the
+    /// status.
+    async fn whoami(&self, access_token: &str) -> Result<String, u16> {
+        let response =
+            reqwest::Client::new().get(format!("{}/me", self.issuer)).bearer_auth(access_token).send().await.unwrap();
+        match response.status().as_u16() {
+            200 => Ok(response.json::<serde_json::Value>().await.unwrap()["sub"].as_str().unwrap().to_owned()),
+            status => Err(status),
+        }
+    }
+}
+
+/// A person's browser: follows the provider's redirects with its cookies,
+/// signs in as `login` and consents, and returns where the provider sent
+/// it back to the bot (the callback URL with `code` and `state`).
+async fn sign_in_and_consent(start: Url, login: &str, callback: &Url) -> Url {
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let mut cookies: HashMap<String, String> = HashMap::new();
+    let mut next = start;
+    let mut form: Option<Vec<(&str, &str)>> = None;
+    for _ in 0..12 {
+        if next.as_str().starts_with(callback.as_str()) {
+            return next;
+        }
+        let cookie = cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ");
+        let request = match form.take() {
+            Some(fields) => http.post(next.clone()).form(&fields),
+            None => http.get(next.clone()),
+        };
+        let response = request.header("cookie", cookie).send().await.unwrap();
+        for value in response.headers().get_all("set-cookie") {
+            let pair = value.to_str().unwrap().split(';').next().unwrap();
+            if let Some((name, value)) = pair.split_once('=') {
+                cookies.insert(name.to_owned(), value.to_owned());
+            }
+        }
+        if let Some(location) = response.headers().get("location") {
+            next = next.join(location.to_str().unwrap()).unwrap();
+            continue;
+        }
+        // A page: the sign-in form, or the consent form.
+        let page = response.text().await.unwrap();
+        form = Some(if page.contains("name=\"login\"") {
+            vec![("prompt", "login"), ("login", login), ("password", "any")]
+        } else {
+            assert!(page.contains("consent"), "neither sign-in nor consent: {page}");
+            vec![("prompt", "consent")]
+        });
+    }
+    panic!("the provider never sent the browser back")
+}
+
+fn query(url: &Url, name: &str) -> Option<String> {
+    url.query_pairs().find(|(n, _)| n == name).map(|(_, v)| v.into_owned())
+}
+
+async fn kms_key() -> String {
+    let aws = emulator_config().await;
+    let api =
+        adapters_sigv4::AwsApi::new(reqwest::Client::new(), adapters_sigv4::Signer::new(&aws), adapters_kms::KMS, None);
+    let created = api
+        .call(
+            "CreateKey",
+            &json!({"Description": "tokens", "KeyUsage": "ENCRYPT_DECRYPT"}),
+            adapters_sigv4::Repeat::Safe,
+        )
+        .await
+        .expect("moto creates a key");
+    created["KeyMetadata"]["KeyId"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_person_connects_calls_as_themselves_refreshes_and_disconnects() {
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let records: Arc<dyn VersionedRecords> = Arc::new(DynamoRecords::new(stack.dynamodb.clone(), &stack.table));
+    let provider = Provider::start().await;
+    let idp = provider.client();
+    let client =
+        OAuthClient::new(reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap());
+    let (team, alice) = (TeamId::new("T1"), UserId::new("U0ALICE"));
+    let turn = TurnId::new("T1-Ev1");
+
+    // The Connect button's sign-in: a state bound to team, person, turn and provider.
+    let states = ConnectStates::new(records.clone());
+    let (state, pkce) = states.open(&team, &alice, &turn, "idp", NOW).await.unwrap();
+    let start = idp.authorization_url(&state, &pkce);
+    assert!(!start.as_str().contains(&pkce.verifier), "the verifier never goes to the browser");
+
+    // The person signs in and consents on the provider's own pages.
+    let back = sign_in_and_consent(start, "alice", &provider.redirect_uri).await;
+    assert_eq!(query(&back, "state").as_deref(), Some(state.as_str()));
+    let code = query(&back, "code").expect("a code");
+
+    // The callback takes the state once; a replay, a forgery and a stale one change nothing.
+    let taken = states.take(&state, NOW + 30).await.unwrap();
+    assert_eq!((&taken.user, &taken.turn_id, taken.provider.as_str()), (&alice, &turn, "idp"));
+    assert_eq!(states.take(&state, NOW + 31).await.unwrap_err(), StateRefused::Replayed);
+    assert_eq!(states.take(&assistant_core::oauth::random_token(32), NOW).await.unwrap_err(), StateRefused::Unknown);
+    assert_eq!(states.take("../../etc/passwd", NOW).await.unwrap_err(), StateRefused::Unknown);
+    let (late, _) = states.open(&team, &alice, &turn, "idp", NOW).await.unwrap();
+    let after = NOW + assistant_core::oauth::STATE_TTL_SECS;
+    assert_eq!(states.take(&late, after).await.unwrap_err(), StateRefused::Expired);
+
+    // The code, with the verifier only the bot has, for the person's tokens; never twice.
+    let tokens = client.exchange(&idp, &code, &taken.verifier, NOW).await.unwrap();
+    assert_eq!(tokens.subject.as_deref(), Some("alice"), "who signed in, for the audit trail");
+    assert!(tokens.refresh_token.is_some());
+
+    // Sealed under KMS in the table: not in the clear, and not openable as someone else's.
+    let sealer: Arc<dyn KeySealer> =
+        Arc::new(KmsSealer::new(&adapters_sigv4::Signer::new(&aws), reqwest::Client::new(), &kms_key().await));
+    let vault = SealedVault::new(records.clone(), sealer.clone());
+    let key = ConnectionKey { team: team.clone(), user: alice.clone(), provider: "idp".into() };
+    vault.put(&key, &tokens, NOW).await.unwrap();
+    let scan = stack.dynamodb.scan().table_name(&stack.table).send().await.unwrap();
+    let table = format!("{:?}", scan.items());
+    assert!(table.contains("TOKENS#idp"), "stored");
+    for secret in [&tokens.access_token, tokens.refresh_token.as_ref().unwrap()] {
+        assert!(!table.contains(secret.as_str()), "a token in the clear in the table");
+    }
+    assert_eq!(vault.get(&key).await.unwrap().as_ref(), Some(&tokens));
+    let (_, item) = records.parts("USER#T1#U0ALICE", "TOKENS#").await.unwrap().remove(0);
+    records.put_part("USER#T1#U0MALLORY", "TOKENS#idp", item, NOW + 3_600).await.unwrap();
+    let mallory = ConnectionKey { user: UserId::new("U0MALLORY"), ..key.clone() };
+    assert!(vault.get(&mallory).await.is_err(), "a copied seal does not open for another person");
+    let listed = vault.connections(&team, &alice).await.unwrap();
+    assert_eq!((listed.len(), listed[0].subject.as_deref()), (1, Some("alice")));
+
+    // The API accepts only the provider's tokens, and answers as the person.
+    assert_eq!(provider.whoami(&tokens.access_token).await, Ok("alice".to_owned()));
+    assert_eq!(provider.whoami("forged-token").await, Err(401));
+
+    // Refresh rotates the tokens; the spent refresh token is refused.
+    let old_refresh = tokens.refresh_token.clone().unwrap();
+    let fresh = client.refresh(&idp, &old_refresh, NOW + 100).await.unwrap();
+    assert_ne!(fresh.refresh_token.as_ref(), Some(&old_refresh), "rotated");
+    assert_eq!(provider.whoami(&fresh.access_token).await, Ok("alice".to_owned()));
+    vault.put(&key, &fresh, NOW + 100).await.unwrap();
+
+    // Disconnecting forgets the tokens and revokes them at the provider.
+    let removed = vault.remove(&key).await.unwrap().expect("there were tokens");
+    assert!(client.revoke(&idp, removed.refresh_token.as_ref().unwrap(), "refresh_token").await.unwrap());
+    assert!(client.revoke(&idp, &removed.access_token, "access_token").await.unwrap());
+    assert_eq!(provider.whoami(&removed.access_token).await, Err(401), "revoked at the provider");
+    let refused = client.refresh(&idp, removed.refresh_token.as_ref().unwrap(), NOW + 200).await.unwrap_err();
+    assert!(refused.needs_sign_in(), "a refused refresh means connecting again: {refused:?}");
+    assert_eq!(vault.get(&key).await.unwrap(), None);
+    assert!(vault.connections(&team, &alice).await.unwrap().is_empty());
+
+    // A code is good once: a replayed callback's exchange is refused.
+    let again = client.exchange(&idp, &code, &taken.verifier, NOW).await.unwrap_err();
+    assert!(again.needs_sign_in(), "{again:?}");
+}
+
+#[tokio::test]
+async fn a_provider_that_errors_or_answers_with_extra_secrets_gives_nothing_more_than_the_tokens() {
+    use axum::routing::post;
+    // A token endpoint that adds secrets of its own, and one that refuses.
+    let app = axum::Router::new()
+        .route(
+            "/token",
+            post(|| async {
+                axum::Json(json!({
+                    "access_token": "at-1", "token_type": "Bearer", "expires_in": 600, "refresh_token": "rt-1",
+                    "client_secret": "leaked-client-secret", "password": "hunter2", "debug": {"db": "postgres://x:y@z"}
+                }))
+            }),
+        )
+        .route(
+            "/refuse",
+            post(|| async {
+                (
+                    axum::http::StatusCode::BAD_REQUEST,
+                    axum::Json(json!({"error": "invalid_grant", "error_description": "<script>alert(1)</script>"})),
+                )
+            }),
+        )
+        .route("/down", post(|| async { axum::http::StatusCode::BAD_GATEWAY }));
+    let server = tests::local_server::LocalServer::start(app).await;
+    let at = |path: &str| Url::parse(&format!("{}{path}", server.base_url)).unwrap();
+    let mut idp = OAuthProvider {
+        name: "idp".into(),
+        authorization_endpoint: at("/auth"),
+        token_endpoint: at("/token"),
+        revocation_endpoint: None,
+        client_id: "bot".into(),
+        client_secret: None,
+        scopes: vec![],
+        redirect_uri: Url::parse("https://bot.example/oauth/callback").unwrap(),
+    };
+    let client = OAuthClient::new(reqwest::Client::new());
+    let tokens: Tokens = client.exchange(&idp, "code", "verifier", NOW).await.unwrap();
+    let kept = serde_json::to_string(&tokens).unwrap();
+    assert_eq!(kept, r#"{"access_token":"at-1","refresh_token":"rt-1","expires_at":1763800600}"#);
+
+    idp.token_endpoint = at("/refuse");
+    let refused = client.exchange(&idp, "code", "verifier", NOW).await.unwrap_err();
+    assert_eq!(refused, OAuthError::Refused { error: "invalid_grant".into() }, "the code only, never the text");
+    idp.token_endpoint = at("/down");
+    assert!(matches!(client.refresh(&idp, "rt", NOW).await.unwrap_err(), OAuthError::Unavailable(_)));
+    assert!(!client.revoke(&idp, "rt", "refresh_token").await.unwrap(), "no revocation endpoint: nothing to do");
+}

@@ -1,0 +1,55 @@
+// A real OpenID provider (the npm package `oidc-provider`, certified) for
+// the per-user sign-in tests, and an API that accepts only its tokens.
+//
+//   node oidc_provider.mjs
+// Environment: OIDC_PROVIDER_MODULES (node_modules holding oidc-provider),
+// PORT, REDIRECT_URI, CLIENT_SECRET, ACCESS_TOKEN_SECS.
+// Prints "listening <issuer>" once it accepts connections.
+//
+// Sign-in uses the package's own development pages: any login name signs
+// in as that account, then a consent page. Its UserInfo endpoint (`/me`)
+// is the protected API of the tests: it accepts only this provider's
+// access tokens.
+import { pathToFileURL } from 'node:url';
+import path from 'node:path';
+
+const modules = process.env.OIDC_PROVIDER_MODULES;
+const { default: Provider } = await import(pathToFileURL(path.join(modules, 'oidc-provider', 'lib', 'index.js')));
+
+const port = Number(process.env.PORT);
+const issuer = `http://127.0.0.1:${port}`;
+const provider = new Provider(issuer, {
+  clients: [{
+    client_id: 'slack-assistant',
+    client_secret: process.env.CLIENT_SECRET,
+    redirect_uris: [process.env.REDIRECT_URI],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    scope: 'openid offline_access',
+  }],
+  scopes: ['openid', 'offline_access'],
+  pkce: { required: () => true },
+  features: {
+    devInteractions: { enabled: true },
+    revocation: { enabled: true },
+  },
+  // Refresh tokens rotate: a used one is spent.
+  rotateRefreshToken: true,
+  issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
+  ttl: {
+    AccessToken: Number(process.env.ACCESS_TOKEN_SECS || 3600),
+    RefreshToken: 24 * 3600,
+    Interaction: 600,
+    Session: 3600,
+    Grant: 24 * 3600,
+    IdToken: 3600,
+    AuthorizationCode: 60,
+  },
+  findAccount: async (ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+});
+// Plain http on loopback: the tests' provider is not on the internet.
+provider.proxy = false;
+
+provider.listen(port, '127.0.0.1', () => {
+  console.log(`listening ${issuer}`);
+});
