@@ -27,7 +27,10 @@
 //! told the outcome is unknown). Any approval message for a turn already
 //! decided carries it on, so a failure after Approve is retried like any
 //! step. A call nobody decides on expires: the worker's sweep of due
-//! deadlines puts a timeout on the work queue.
+//! deadlines puts a timeout on the work queue. "Approve for this thread"
+//! also stores a grant beside the thread ([`assistant_core::grants`]): a
+//! later waiting call it covers runs without a prompt, at most once like
+//! any approved call, recorded in the turn's `actions` with the grant.
 //!
 //! Every message is handled inside a `turn` span (`turn_id`, `event_id`,
 //! `step`), so every log line of a turn, the adapters' included, can be
