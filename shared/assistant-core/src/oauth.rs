@@ -34,7 +34,7 @@ pub const STATE_TTL_SECS: i64 = 10 * 60;
 /// `bytes` random bytes from the OS, base64url without padding.
 pub fn random_token(bytes: usize) -> String {
     let mut buffer = vec![0u8; bytes];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut buffer)
+    aws_lc_rs::rand::SecureRandom::fill(&aws_lc_rs::rand::SystemRandom::new(), &mut buffer)
         .expect("the OS random number generator works");
     URL_SAFE_NO_PAD.encode(buffer)
 }

@@ -16,9 +16,9 @@
 use adapters_sigv4::{AwsApi, Repeat, Service, Signer};
 use assistant_core::ports::{KeySealer, PortError};
 use async_trait::async_trait;
+use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use serde_json::{Map, Value, json};
 
 pub const KMS: Service = Service {
@@ -76,7 +76,7 @@ impl KeySealer for KmsSealer {
             answer["CiphertextBlob"].as_str().ok_or_else(|| failed(OP, "KMS answered without the encrypted key"))?;
         let blob = STANDARD.decode(blob).map_err(|_| failed(OP, "the encrypted key is not base64"))?;
         let mut nonce = [0u8; NONCE_LEN];
-        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut nonce)
+        aws_lc_rs::rand::SecureRandom::fill(&aws_lc_rs::rand::SystemRandom::new(), &mut nonce)
             .map_err(|_| failed(OP, "no random nonce"))?;
         let mut sealed = plaintext.to_vec();
         key.seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(aad(context)), &mut sealed)
