@@ -10,6 +10,12 @@ use testkit::store_contract;
 use tests::fault_proxy::{Fault, FaultProxy, Plan, Upstream};
 use tests::{Stack, emulator_config};
 
+/// The turns table's records through `proxy`, with `attempts` SDK attempts per call.
+async fn records_through(proxy: &FaultProxy, attempts: u32, table: &str) -> DynamoRecords {
+    let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
+    DynamoRecords::new(aws_sdk_dynamodb::Client::new(&aws), table)
+}
+
 async fn store() -> (Stack, RecordTurns) {
     let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
     let store = stack.turns();
@@ -64,9 +70,7 @@ async fn a_put_applied_with_its_answer_lost_is_the_writers_own() {
     // WHEN the SDK retries once (its retry meets the write its first
     // attempt applied), or not at all (the store reads to find out)
     for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
-        let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
-        let records = DynamoRecords::new(aws_sdk_dynamodb::Client::new(&aws), &stack.table);
-        let store = RecordTurns::new(std::sync::Arc::new(records));
+        let store = RecordTurns::new(std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await));
         // The head's put: a part's is a plain put, its retry idempotent.
         let lose = || proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"STATE"}"#, fault);
         // THEN each write is its writer's own, and another's still conflicts
@@ -117,9 +121,7 @@ async fn a_thread_grant_or_revoke_whose_answer_was_lost_is_written_once_and_the_
     let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
     let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
     for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
-        let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
-        let records = DynamoRecords::new(aws_sdk_dynamodb::Client::new(&aws), &stack.table);
-        let grants = ThreadGrants::new(std::sync::Arc::new(records));
+        let grants = ThreadGrants::new(std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await));
         let thread = assistant_core::ThreadRef {
             team: slack::TeamId::new("T1"),
             channel: slack::ChannelId::new(format!("C0GRANT{attempts}")),
@@ -146,16 +148,24 @@ async fn a_thread_grant_or_revoke_whose_answer_was_lost_is_written_once_and_the_
 
         // The revoke: its retry finds its own revoke and returns it, so the thread is still told.
         lose();
-        let revoked = match grants.revoke(&thread, "deploys__*", &lead, 2_000).await {
+        // As the worker does: find what the click revokes, then mark it.
+        let revoke = || async {
+            let found = grants.revocable(&thread, "deploys__*", &lead, 2_000).await?;
+            match found {
+                Some(grant) => grants.revoke(&thread, grant, &lead, 2_000).await.map(Some),
+                None => Ok(None),
+            }
+        };
+        let revoked = match revoke().await {
             Ok(revoked) => revoked,
-            Err(_) => grants.revoke(&thread, "deploys__*", &lead, 2_000).await.expect("the retry"),
+            Err(_) => revoke().await.expect("the retry"),
         };
         let expected = ThreadGrant { revoked: Some(Revoked { by: lead.clone(), at: 2_000 }), ..grant.clone() };
         assert_eq!(revoked.as_ref(), Some(&expected));
         assert_eq!(grants.all(&thread).await.unwrap(), [expected]);
         assert!(grants.covering(&thread, "deploys__rollback", 2_001).await.unwrap().is_none(), "revoked");
         let other = slack::UserId::new("U0OTHER");
-        assert_eq!(grants.revoke(&thread, "deploys__*", &other, 2_100).await.unwrap(), None, "no second revoke");
+        assert_eq!(grants.revocable(&thread, "deploys__*", &other, 2_100).await.unwrap(), None, "no second revoke");
     }
     let injected = proxy.injected_by_kind();
     assert_eq!(

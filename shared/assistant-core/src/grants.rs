@@ -143,24 +143,31 @@ impl ThreadGrants {
         self.0.put_part(&partition(thread), &sort_key, state, grant.until + GRANT_RECORD_SECS).await
     }
 
-    /// Marks the thread's grant of `scope` revoked by `by` at `now_unix`;
-    /// `None` when there is no grant of it in force (never given, ended, or
-    /// revoked by another click). Repeating the same revoke finds it done
-    /// and returns it again.
-    pub async fn revoke(
+    /// The thread's grant of `scope` that a revoke by `by` at `now_unix`
+    /// applies to: one in force, or one that very revoke already ended (so
+    /// a repeated revoke finds it and tells the thread again); `None` when
+    /// there is none (never given, ended, or revoked by another click).
+    pub async fn revocable(
         &self,
         thread: &ThreadRef,
         scope: &str,
         by: &UserId,
         now_unix: i64,
     ) -> Result<Option<ThreadGrant>, PortError> {
-        let grants = self.all(thread).await?;
-        let Some(mut grant) = grants.into_iter().find(|g| g.scope == scope && g.revocable_by(by, now_unix)) else {
-            return Ok(None);
-        };
+        Ok(self.all(thread).await?.into_iter().find(|g| g.scope == scope && g.revocable_by(by, now_unix)))
+    }
+
+    /// Marks `grant` (found by [`Self::revocable`]) revoked by `by` at `now_unix`.
+    pub async fn revoke(
+        &self,
+        thread: &ThreadRef,
+        mut grant: ThreadGrant,
+        by: &UserId,
+        now_unix: i64,
+    ) -> Result<ThreadGrant, PortError> {
         grant.revoked = Some(Revoked { by: by.clone(), at: now_unix });
         self.put(thread, &grant).await?;
-        Ok(Some(grant))
+        Ok(grant)
     }
 }
 

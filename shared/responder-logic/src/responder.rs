@@ -331,9 +331,8 @@ impl Responder {
         thread: &ThreadRef,
         message: &Outgoing,
     ) -> Result<Outcome, ResponderError> {
-        let message = message.clone();
         let mut record = self.deliveries.load(turn_id).await?;
-        match self.post_all(thread, turn_id, std::slice::from_ref(&message), &mut record).await {
+        match self.post_all(thread, turn_id, std::slice::from_ref(message), &mut record).await {
             Ok(posted) => Ok(Outcome::Delivered { id: turn_id.clone(), posted }),
             Err(ResponderError::Slack(PostError::Rejected { code })) => {
                 self.refused(turn_id, thread, code, &mut record).await

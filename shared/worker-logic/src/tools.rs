@@ -171,6 +171,15 @@ impl Tool {
     pub fn is_destructive(&self) -> bool {
         self.destructive
     }
+
+    /// What approving its calls takes (never a grant for a destructive tool).
+    fn approval_rule(&self) -> ApprovalRule<'_> {
+        ApprovalRule {
+            approvers: self.approvers.as_deref(),
+            destructive: self.destructive,
+            grant_scope: self.grant_scope.as_deref().filter(|_| !self.destructive),
+        }
+    }
 }
 
 /// Which tools may be used in which channels: ordered rules, the first
@@ -397,24 +406,16 @@ impl ToolRegistry {
     /// or disallowed tools.
     pub fn approval_rule(&self, asker: impl Into<Asker>, name: &str) -> Option<ApprovalRule<'_>> {
         let asker = asker.into();
-        self.tools.iter().find(|tool| tool.spec.name == name && self.policy.permits(&asker, name)).map(|tool| {
-            ApprovalRule {
-                approvers: tool.approvers.as_deref(),
-                destructive: tool.destructive,
-                grant_scope: tool.grant_scope.as_deref().filter(|_| !tool.destructive),
-            }
-        })
+        self.tools
+            .iter()
+            .find(|tool| tool.spec.name == name && self.policy.permits(&asker, name))
+            .map(Tool::approval_rule)
     }
 
     /// What approving a call of a tool that a grant's `scope` covers takes,
     /// for whoever asks (who may revoke a grant: who may approve its tools).
     pub fn rule_for_scope(&self, scope: &str) -> Option<ApprovalRule<'_>> {
-        let tool = self.tools.iter().find(|tool| tool.grant_scope.as_deref() == Some(scope))?;
-        Some(ApprovalRule {
-            approvers: tool.approvers.as_deref(),
-            destructive: tool.destructive,
-            grant_scope: tool.grant_scope.as_deref(),
-        })
+        self.tools.iter().find(|tool| tool.grant_scope.as_deref() == Some(scope)).map(Tool::approval_rule)
     }
 
     /// Runs one call; whatever goes wrong is an error result. Secrets in the

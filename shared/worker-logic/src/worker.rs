@@ -710,8 +710,8 @@ impl Worker {
     async fn revoke_grant(&self, click: &GrantRevoke) -> Result<Outcome, WorkerError> {
         let scope = &click.button.scope;
         let now = unix_secs(&click.action_ts).unwrap_or_else(|| self.clock.now_unix());
-        let grants = self.grants.all(&click.thread).await.map_err(WorkerError::Grants)?;
-        let Some(grant) = grants.iter().find(|g| &g.scope == scope && g.revocable_by(&click.user, now)) else {
+        let found = self.grants.revocable(&click.thread, scope, &click.user, now).await.map_err(WorkerError::Grants)?;
+        let Some(grant) = found else {
             info!(scope = %scope, user = %click.user, "revoke of a grant not in force: nothing to do");
             return Ok(Outcome::Ignored { reason: "no_grant" });
         };
@@ -731,11 +731,7 @@ impl Worker {
             }
             return Ok(Outcome::Ignored { reason: "not_an_approver" });
         }
-        let Some(revoked) =
-            self.grants.revoke(&click.thread, scope, &click.user, now).await.map_err(WorkerError::Grants)?
-        else {
-            return Ok(Outcome::Ignored { reason: "no_grant" });
-        };
+        let revoked = self.grants.revoke(&click.thread, grant, &click.user, now).await.map_err(WorkerError::Grants)?;
         info!(scope = %scope, user = %click.user, granted_by = %revoked.granted_by, "thread grant revoked");
         let told = ReplyMessage::GrantRevoked {
             turn_id: click.button.turn_id.clone(),
