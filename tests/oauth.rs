@@ -16,7 +16,7 @@ use adapters_aws::dynamodb::DynamoRecords;
 use adapters_kms::KmsSealer;
 use adapters_oauth::{OAuthClient, OAuthError, OAuthProvider};
 use assistant_core::TurnId;
-use assistant_core::oauth::{ConnectStates, ConnectionKey, SealedVault, StateRefused, TokenVault, Tokens};
+use assistant_core::oauth::{ConnectStates, ConnectionKey, OAuthTokens, SealedVault, StateRefused, TokenVault, Tokens};
 use assistant_core::ports::{KeySealer, VersionedRecords};
 use serde_json::json;
 use slack::{TeamId, UserId};
@@ -172,10 +172,15 @@ async fn a_person_connects_calls_as_themselves_refreshes_and_disconnects() {
         OAuthClient::new(reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap());
     let (team, alice) = (TeamId::new("T1"), UserId::new("U0ALICE"));
     let turn = TurnId::new("T1-Ev1");
+    let thread = assistant_core::ThreadRef {
+        team: team.clone(),
+        channel: slack::ChannelId::new("C1"),
+        thread_ts: slack::Ts::new("1700000000.000100"),
+    };
 
     // The Connect button's sign-in: a state bound to team, person, turn and provider.
     let states = ConnectStates::new(records.clone());
-    let (state, pkce) = states.open(&team, &alice, &turn, "idp", NOW).await.unwrap();
+    let (state, pkce) = states.open(&thread, &alice, &turn, "idp", NOW).await.unwrap();
     let start = idp.authorization_url(&state, &pkce);
     assert!(!start.as_str().contains(&pkce.verifier), "the verifier never goes to the browser");
 
@@ -184,15 +189,23 @@ async fn a_person_connects_calls_as_themselves_refreshes_and_disconnects() {
     assert_eq!(query(&back, "state").as_deref(), Some(state.as_str()));
     let code = query(&back, "code").expect("a code");
 
-    // The callback takes the state once; a replay, a forgery and a stale one change nothing.
-    let taken = states.take(&state, NOW + 30).await.unwrap();
+    // The callback takes the state once, keeping its code; the same callback again (a reload)
+    // finds its own take; a replay with another code, a forgery and a stale one change nothing.
+    let taken = states.take(&state, &code, NOW + 30).await.unwrap();
     assert_eq!((&taken.user, &taken.turn_id, taken.provider.as_str()), (&alice, &turn, "idp"));
-    assert_eq!(states.take(&state, NOW + 31).await.unwrap_err(), StateRefused::Replayed);
-    assert_eq!(states.take(&assistant_core::oauth::random_token(32), NOW).await.unwrap_err(), StateRefused::Unknown);
-    assert_eq!(states.take("../../etc/passwd", NOW).await.unwrap_err(), StateRefused::Unknown);
-    let (late, _) = states.open(&team, &alice, &turn, "idp", NOW).await.unwrap();
+    assert_eq!(taken.code.as_deref(), Some(code.as_str()));
+    assert_eq!(states.take(&state, &code, NOW + 31).await.unwrap(), taken, "the same callback again");
+    assert_eq!(states.take(&state, "another-code", NOW + 31).await.unwrap_err(), StateRefused::Replayed);
+    let forged = assistant_core::oauth::random_token(32);
+    assert_eq!(states.take(&forged, &code, NOW).await.unwrap_err(), StateRefused::Unknown);
+    assert_eq!(states.take("../../etc/passwd", &code, NOW).await.unwrap_err(), StateRefused::Unknown);
+    // Someone else's click burns a state: its callback is then refused.
+    let (burned, _) = states.open(&thread, &alice, &turn, "idp", NOW).await.unwrap();
+    assert!(states.burn(&burned, &UserId::new("U0MALLORY")).await.unwrap().is_some());
+    assert_eq!(states.take(&burned, &code, NOW + 1).await.unwrap_err(), StateRefused::Replayed);
+    let (late, _) = states.open(&thread, &alice, &turn, "idp", NOW).await.unwrap();
     let after = NOW + assistant_core::oauth::STATE_TTL_SECS;
-    assert_eq!(states.take(&late, after).await.unwrap_err(), StateRefused::Expired);
+    assert_eq!(states.take(&late, &code, after).await.unwrap_err(), StateRefused::Expired);
 
     // The code, with the verifier only the bot has, for the person's tokens; never twice.
     let tokens = client.exchange(&idp, &code, &taken.verifier, NOW).await.unwrap();

@@ -174,3 +174,72 @@ async fn a_thread_grant_or_revoke_whose_answer_was_lost_is_written_once_and_the_
         "every scripted fault was injected: {injected:?}"
     );
 }
+
+#[tokio::test]
+async fn a_sign_ins_take_burn_or_tokens_whose_answer_was_lost_are_the_writers_own_on_retry() {
+    use assistant_core::oauth::{ConnectStates, ConnectionKey, SealedVault, StateRefused, TokenVault, Tokens};
+    let (stack, _) = store().await;
+    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
+    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    let thread = assistant_core::ThreadRef {
+        team: slack::TeamId::new("T1"),
+        channel: slack::ChannelId::new("C0SIGNIN"),
+        thread_ts: slack::Ts::new("1763800000.000100"),
+    };
+    let (alice, bob) = (slack::UserId::new("U0ALICE"), slack::UserId::new("U0BOB"));
+    let turn = assistant_core::TurnId::new("T1-Ev1");
+    for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
+        let records = std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await);
+        let states = ConnectStates::new(records.clone());
+        let lose = || proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"STATE"}"#, fault);
+
+        // The callback's take: lost, then (the SDK's retry, or the
+        // person's reload after a 503) its own take, the code kept once.
+        let (state, _) = states.open(&thread, &alice, &turn, "tracker", 1_000).await.unwrap();
+        lose();
+        // (A put whose answer is lost is resolved by reading it back: see
+        // `store::put_versioned`.)
+        let taken = match states.take(&state, "code-1", 1_001).await {
+            Ok(taken) => taken,
+            Err(StateRefused::Store(_)) => states.take(&state, "code-1", 1_002).await.expect("the reload"),
+            Err(other) => panic!("a lost answer is not a refusal: {other}"),
+        };
+        assert_eq!(taken.code.as_deref(), Some("code-1"));
+        assert_eq!(states.take(&state, "code-2", 1_003).await.map(|_| ()), Err(StateRefused::Replayed));
+
+        // Someone else's click: burned once, and the retry knows it burned it.
+        let (state, _) = states.open(&thread, &alice, &turn, "tracker", 1_000).await.unwrap();
+        lose();
+        let burned = match states.burn(&state, &bob).await {
+            Ok(burned) => burned,
+            Err(StateRefused::Store(_)) => states.burn(&state, &bob).await.expect("the redelivered click"),
+            Err(other) => panic!("{other}"),
+        };
+        assert_eq!(burned.and_then(|record| record.burned_by), Some(bob.clone()));
+        assert_eq!(states.take(&state, "code-3", 1_004).await.map(|_| ()), Err(StateRefused::Replayed));
+
+        // The tokens: a plain put, its retry the same item.
+        let vault = SealedVault::new(records.clone(), std::sync::Arc::new(testkit::memory::MemorySealer));
+        let key = ConnectionKey { team: thread.team.clone(), user: alice.clone(), provider: format!("p{attempts}") };
+        let tokens = Tokens {
+            access_token: "tok".into(),
+            refresh_token: None,
+            expires_at: Some(5_000),
+            scope: None,
+            subject: Some("alice".into()),
+        };
+        proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"TOKENS#"#, fault);
+        if vault.put(&key, &tokens, 1_000).await.is_err() {
+            vault.put(&key, &tokens, 1_000).await.expect("the redelivered sign-in's write");
+        }
+        assert_eq!(vault.get(&key).await.unwrap(), Some(tokens));
+        let connections = vault.connections(&key.team, &key.user).await.unwrap();
+        assert_eq!(connections.iter().filter(|found| found.provider == key.provider).count(), 1, "one item");
+    }
+    let injected = proxy.injected_by_kind();
+    assert_eq!(
+        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
+        (Some(&3), Some(&3)),
+        "every scripted fault was injected: {injected:?}"
+    );
+}

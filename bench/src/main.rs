@@ -281,6 +281,7 @@ fn bench_worker_with(
         home_channels: Vec::new(),
         enhancer: None,
         unoffered: Vec::new(),
+        sign_in: None,
     };
     Ok(BenchWorker { worker, store, work, replies, artifacts, metrics })
 }

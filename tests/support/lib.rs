@@ -346,6 +346,7 @@ pub fn worker_config(stack: &Stack, slack_api_base_url: &str) -> worker::Config 
         secrets_prefix: stack.secrets_prefix.clone(),
         memory_mb: 512,
         ops_channel: None,
+        sign_in: None,
         limits: Default::default(),
     }
 }

@@ -3,15 +3,20 @@
 //! Function URL or API Gateway, or the scheduled health event) to calls and
 //! back to responses.
 
-use adapters_aws::dynamodb::{self, DynamoClaims, DynamoContexts};
+use adapters_aws::dynamodb::{self, DynamoClaims, DynamoContexts, DynamoRecords};
 use adapters_aws::sqs::{self, SqsQueue};
 use assistant_core::Clock;
 use assistant_core::WorkMessage;
-use assistant_core::ports::{ClaimOutcome, EventClaim, EventClaims, PortError, UserContext, UserContexts, WorkQueue};
+use assistant_core::oauth::ConnectStates;
+use assistant_core::ports::{
+    ClaimOutcome, EventClaim, EventClaims, PortError, Put, RecordKey, RecordWrite, StoredRecord, UserContext,
+    UserContexts, VersionedRecords, WorkQueue,
+};
 use async_trait::async_trait;
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
 use http::{HeaderMap, HeaderValue, header};
+use ingress_logic::callback::{CALLBACK_PATH, Callback, Page};
 use ingress_logic::{Counted, Intake, Reply, Request};
 use lambda_support::UnsupportedEvent;
 use lambda_support::deferred::Deferred;
@@ -48,6 +53,8 @@ pub struct Aws {
     claims: DynamoClaims,
     queue: SqsQueue,
     contexts: DynamoContexts,
+    /// Sign-in states, taken by the OAuth callback.
+    records: Arc<DynamoRecords>,
 }
 
 impl Aws {
@@ -57,7 +64,8 @@ impl Aws {
         let claims = DynamoClaims::new(dynamodb.clone(), &config.turns_table);
         let queue = SqsQueue::new(sqs.clone(), &config.work_queue_url);
         let contexts = DynamoContexts::new(dynamodb.clone(), &config.turns_table);
-        Self { dynamodb, sqs, claims, queue, contexts }
+        let records = Arc::new(DynamoRecords::new(dynamodb.clone(), &config.turns_table));
+        Self { dynamodb, sqs, claims, queue, contexts, records }
     }
 }
 
@@ -78,6 +86,31 @@ impl EventClaims for DeferredAws {
 impl WorkQueue for DeferredAws {
     async fn enqueue(&self, message: &WorkMessage) -> Result<(), PortError> {
         self.0.get().await.queue.enqueue(message).await
+    }
+}
+
+/// The turns table's versioned records, once the clients are built: the
+/// OAuth callback's sign-in states.
+#[async_trait]
+impl VersionedRecords for DeferredAws {
+    async fn get(&self, key: &RecordKey) -> Result<Option<StoredRecord>, PortError> {
+        self.0.get().await.records.get(key).await
+    }
+
+    async fn put(&self, key: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {
+        self.0.get().await.records.put(key, write).await
+    }
+
+    async fn put_part(&self, partition: &str, sort_key: &str, state: String, expires_at: i64) -> Result<(), PortError> {
+        self.0.get().await.records.put_part(partition, sort_key, state, expires_at).await
+    }
+
+    async fn delete_part(&self, partition: &str, sort_key: &str) -> Result<(), PortError> {
+        self.0.get().await.records.delete_part(partition, sort_key).await
+    }
+
+    async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
+        self.0.get().await.records.parts(partition, prefix).await
     }
 }
 
@@ -104,6 +137,8 @@ impl UserContexts for DeferredAws {
 
 pub struct Ingress {
     intake: Intake,
+    /// `GET /oauth/callback`: a person back from a provider's sign-in.
+    callback: Callback,
     aws: DeferredAws,
     config: Config,
 }
@@ -138,18 +173,26 @@ impl Ingress {
             Arc::new(aws.clone()),
             Arc::new(aws.clone()),
             Arc::new(aws.clone()),
-            clock,
+            clock.clone(),
         );
-        Self { intake, aws, config }
+        let callback = Callback::new(ConnectStates::new(Arc::new(aws.clone())), Arc::new(aws.clone()), clock);
+        Self { intake, callback, aws, config }
     }
 
-    /// One invocation: a health check or an HTTP request from Slack.
+    /// One invocation: a health check, an HTTP request from Slack, or a
+    /// person's browser back from a provider's sign-in.
     pub async fn handle(&self, event: Value) -> Result<Value, UnsupportedEvent> {
         if health::is_scheduled_event(&event) {
             return Ok(serde_json::to_value(self.health().await.published()).expect("health report serializes"));
         }
         let request: ApiGatewayV2httpRequest = serde_json::from_value(event)
             .map_err(|source| UnsupportedEvent { expected: "an HTTP request (payload 2.0)", source })?;
+        if request.raw_path.as_deref() == Some(CALLBACK_PATH)
+            && request.request_context.http.method == http::Method::GET
+        {
+            let page = self.callback.handle(request.raw_query_string.as_deref()).await;
+            return Ok(serde_json::to_value(page_response(&page)).expect("HTTP response serializes"));
+        }
         let reply = self
             .intake
             .handle(Request {
@@ -180,6 +223,18 @@ fn request_metrics(counted: Counted) -> Emf {
         .count("Accepted", u64::from(counted == Counted::Accepted))
         .count("Duplicates", u64::from(counted == Counted::Duplicate))
         .count("Rejected", u64::from(counted == Counted::Rejected))
+}
+
+fn page_response(page: &Page) -> ApiGatewayV2httpResponse {
+    let mut headers = HeaderMap::new();
+    for (name, value) in Page::headers() {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    let mut response = ApiGatewayV2httpResponse::default();
+    response.status_code = i64::from(page.status);
+    response.headers = headers;
+    response.body = Some(Body::Text(page.html()));
+    response
 }
 
 fn http_response(reply: Reply) -> ApiGatewayV2httpResponse {

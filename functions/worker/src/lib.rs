@@ -17,6 +17,7 @@ use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use adapters_slack::{SlackWebReader, WebAgent};
 use assistant_core::alerts::OpsAlerts;
 use assistant_core::feedback::FeedbackLog;
+use assistant_core::oauth::{ConnectStates, SealedVault};
 use assistant_core::ports::{MessageVisibility, VersionedRecords};
 use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::{Clock, SystemClock, WorkMessage};
@@ -30,6 +31,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use worker_logic::config::DEFAULT_CONFIG_KEY;
+use worker_logic::sign_in::SignInPorts;
 use worker_logic::tools::ToolRegistry;
 use worker_logic::{Deadline, Limits, StartupError, Worker, WorkerPorts};
 
@@ -57,6 +59,10 @@ pub struct Config {
     /// Where operators are alerted of a degraded health check
     /// (`OPS_CHANNEL_ID`); none when unset.
     pub ops_channel: Option<slack::ChannelId>,
+    /// Per-user sign-in (`TOKEN_KEY_ID`: the KMS key that seals people's
+    /// tokens; `OAUTH_REDIRECT_URI`: the ingress's function URL +
+    /// `/oauth/callback`); both or neither.
+    pub sign_in: Option<(String, url::Url)>,
     pub limits: Limits,
 }
 
@@ -82,8 +88,31 @@ impl Config {
             secrets_prefix: optional("SECRETS_PREFIX").unwrap_or_else(|| adapters_secrets::DEFAULT_PREFIX.to_owned()),
             memory_mb: optional("AWS_LAMBDA_FUNCTION_MEMORY_SIZE").and_then(|mb| mb.parse().ok()).unwrap_or(512),
             ops_channel: lambda_support::env::ops_channel()?.map(slack::ChannelId::new),
+            sign_in: sign_in_from_env()?,
             limits,
         })
+    }
+}
+
+/// `TOKEN_KEY_ID` and `OAUTH_REDIRECT_URI`, both or neither.
+fn sign_in_from_env() -> Result<Option<(String, url::Url)>, ConfigError> {
+    match (optional("TOKEN_KEY_ID"), optional("OAUTH_REDIRECT_URI")) {
+        (None, None) => Ok(None),
+        (Some(key), Some(uri)) => {
+            let uri = url::Url::parse(&uri)
+                .ok()
+                .filter(|uri| uri.scheme() == "https" || uri.host_str() == Some("127.0.0.1"))
+                .ok_or(ConfigError::Invalid { name: "OAUTH_REDIRECT_URI", reason: "not an https URL".into() })?;
+            Ok(Some((key, uri)))
+        }
+        (Some(_), None) => Err(ConfigError::Invalid {
+            name: "OAUTH_REDIRECT_URI",
+            reason: "TOKEN_KEY_ID is set: set the callback URL too".into(),
+        }),
+        (None, Some(_)) => Err(ConfigError::Invalid {
+            name: "TOKEN_KEY_ID",
+            reason: "OAUTH_REDIRECT_URI is set: set the key that seals tokens too".into(),
+        }),
     }
 }
 
@@ -196,6 +225,15 @@ impl WorkerFunction {
             feedback: FeedbackLog::new(records.clone()),
             grants: assistant_core::grants::ThreadGrants::new(records.clone()),
             contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
+            sign_in: config.sign_in.as_ref().map(|(key, redirect_uri)| {
+                let sealer = adapters_kms::KmsSealer::new(&signer, clients.http.clone(), key);
+                SignInPorts {
+                    vault: Arc::new(SealedVault::new(records.clone(), Arc::new(sealer))),
+                    states: ConnectStates::new(records.clone()),
+                    tokens: Arc::new(adapters_oauth::OAuthClient::new(clients.http.clone())),
+                    redirect_uri: redirect_uri.clone(),
+                }
+            }),
         };
         let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;
         tracing::info!(config = %config.assistant_config_key, "worker assembled");

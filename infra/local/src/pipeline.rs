@@ -292,6 +292,7 @@ impl Pipeline {
             feedback: FeedbackLog::new(records.clone()),
             grants: assistant_core::grants::ThreadGrants::new(records.clone()),
             contexts: contexts.clone(),
+            sign_in: None,
         };
         let worker =
             worker_logic::assemble(ports, &assistant, Limits::default(), &|name| std::env::var(name).ok()).await?;
@@ -359,6 +360,9 @@ impl Pipeline {
                     WorkMessage::Opened(_) => "opened",
                     WorkMessage::Feedback(_) => "feedback",
                     WorkMessage::RevokeGrant(_) => "revoke grant",
+                    WorkMessage::SignedIn(_) => "signed in",
+                    WorkMessage::ConnectClick(_) => "connect click",
+                    WorkMessage::Home(_) => "home tab",
                 };
                 stage("worker", started.elapsed(), &format!("{what}: {outcome:?}"));
             }
@@ -383,6 +387,8 @@ impl Pipeline {
                     }
                     ReplyMessage::GrantRevoked { grant, user, .. } => format!("{user} revoked {}", grant.scope),
                     ReplyMessage::RevokeRefused { user, .. } => format!("revoke by {user} refused"),
+                    ReplyMessage::ConnectPrompt { user, provider, .. } => format!("{user} asked to connect {provider}"),
+                    ReplyMessage::ConnectRefused { user, .. } => format!("connect click by {user} refused"),
                 };
                 stage("responder", started.elapsed(), &format!("{what}: {outcome:?}"));
             }

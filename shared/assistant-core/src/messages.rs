@@ -10,7 +10,7 @@ pub use crate::approval::ApprovalButton;
 use crate::approval::Approver;
 use crate::feedback::Rating;
 use crate::grants::{RevokeButton, ThreadGrant};
-use crate::turn::{ToolUse, TurnId};
+use crate::turn::{SignInReason, ToolUse, TurnId};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use slack::{ChannelId, EventId, TeamId, Ts, UserId};
@@ -139,6 +139,41 @@ pub struct FeedbackClick {
     pub action_ts: Ts,
 }
 
+/// A person came back from signing in at a provider: the ingress took the
+/// sign-in's `state` (single use) and stored the code with it; the worker
+/// exchanges the code and resumes the turn. The message names the state,
+/// never the code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignedIn {
+    pub state: String,
+    pub turn_id: TurnId,
+    pub thread: ThreadRef,
+}
+
+/// Someone clicked a Connect button: if it is not the person it was made
+/// for, the worker burns its sign-in and tells the clicker, only them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectClick {
+    pub thread: ThreadRef,
+    pub user: UserId,
+    /// The button's value: the sign-in's `state`.
+    pub state: String,
+    pub action_ts: Ts,
+}
+
+/// The app's Home tab: a person opened it (`disconnect: None`) or clicked
+/// Disconnect on one of their connections. Always the clicker's own: the
+/// person is Slack's, never a button's value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HomeAction {
+    pub team: TeamId,
+    pub user: UserId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disconnect: Option<String>,
+    /// The event id or the click's `action_ts`: what makes it this action.
+    pub id: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkMessage {
@@ -149,6 +184,9 @@ pub enum WorkMessage {
     Opened(Opened),
     Feedback(FeedbackClick),
     RevokeGrant(GrantRevoke),
+    SignedIn(SignedIn),
+    ConnectClick(ConnectClick),
+    Home(HomeAction),
 }
 
 impl WorkMessage {
@@ -161,17 +199,21 @@ impl WorkMessage {
             WorkMessage::ApprovalTimeout(timeout) => Some(&timeout.thread),
             WorkMessage::Feedback(click) => Some(&click.thread),
             WorkMessage::RevokeGrant(click) => Some(&click.thread),
-            WorkMessage::Opened(_) => None,
+            WorkMessage::SignedIn(signed_in) => Some(&signed_in.thread),
+            WorkMessage::ConnectClick(click) => Some(&click.thread),
+            WorkMessage::Opened(_) | WorkMessage::Home(_) => None,
         }
     }
 
-    /// The SQS FIFO message group: the thread, or the DM that was opened.
+    /// The SQS FIFO message group: the thread, the DM that was opened, or
+    /// the person's Home tab.
     pub fn queue_group(&self) -> String {
         match (self, self.thread()) {
             (WorkMessage::Opened(opened), _) => {
                 format!("{}:{}", opened.channel, opened.thread_ts.as_ref().map_or("open", Ts::as_str))
             }
-            (_, thread) => thread.expect("every message but an opened DM names its thread").queue_group(),
+            (WorkMessage::Home(home), _) => format!("home:{}:{}", home.team, home.user),
+            (_, thread) => thread.expect("every message but an opened DM or Home names its thread").queue_group(),
         }
     }
 
@@ -185,7 +227,8 @@ impl WorkMessage {
             WorkMessage::ApprovalTimeout(timeout) => timeout.turn_id.clone(),
             WorkMessage::Feedback(click) => click.turn_id.clone(),
             WorkMessage::RevokeGrant(click) => click.button.turn_id.clone(),
-            WorkMessage::Opened(_) => return None,
+            WorkMessage::SignedIn(signed_in) => signed_in.turn_id.clone(),
+            WorkMessage::Opened(_) | WorkMessage::ConnectClick(_) | WorkMessage::Home(_) => return None,
         })
     }
 
@@ -206,6 +249,10 @@ impl WorkMessage {
             WorkMessage::RevokeGrant(click) => {
                 format!("revoke:{}:{}:{}:{}", click.thread.channel, click.thread.thread_ts, click.user, click.action_ts)
             }
+            // A state is 43 characters: the id stays under SQS's 128.
+            WorkMessage::SignedIn(signed_in) => format!("signed-in:{}", signed_in.state),
+            WorkMessage::ConnectClick(click) => format!("connect:{}:{}", click.state, click.user),
+            WorkMessage::Home(home) => format!("home:{}:{}:{}", home.team, home.user, home.id),
         }
     }
 
@@ -288,6 +335,21 @@ pub enum ReplyMessage {
     },
     /// A rating was kept: only the person who clicked is told.
     FeedbackNoted { turn_id: TurnId, thread: ThreadRef, user: UserId, rating: Rating },
+    /// The turn waits for the person who asked to connect `provider`:
+    /// only they see a Connect button to `url` (the provider's sign-in
+    /// page; its `state` is single use, and the button's value).
+    ConnectPrompt {
+        turn_id: TurnId,
+        thread: ThreadRef,
+        user: UserId,
+        provider: String,
+        url: String,
+        state: String,
+        reason: SignInReason,
+    },
+    /// Someone clicked another person's Connect button: only they are
+    /// told, and that button no longer works.
+    ConnectRefused { turn_id: TurnId, thread: ThreadRef, user: UserId, owner: UserId, provider: String },
 }
 
 impl ReplyMessage {
@@ -302,7 +364,9 @@ impl ReplyMessage {
             | ReplyMessage::RanUnderGrant { thread, .. }
             | ReplyMessage::GrantRevoked { thread, .. }
             | ReplyMessage::RevokeRefused { thread, .. }
-            | ReplyMessage::FeedbackNoted { thread, .. } => thread,
+            | ReplyMessage::FeedbackNoted { thread, .. }
+            | ReplyMessage::ConnectPrompt { thread, .. }
+            | ReplyMessage::ConnectRefused { thread, .. } => thread,
         }
     }
 
@@ -317,7 +381,9 @@ impl ReplyMessage {
             | ReplyMessage::RanUnderGrant { turn_id, .. }
             | ReplyMessage::GrantRevoked { turn_id, .. }
             | ReplyMessage::RevokeRefused { turn_id, .. }
-            | ReplyMessage::FeedbackNoted { turn_id, .. } => turn_id,
+            | ReplyMessage::FeedbackNoted { turn_id, .. }
+            | ReplyMessage::ConnectPrompt { turn_id, .. }
+            | ReplyMessage::ConnectRefused { turn_id, .. } => turn_id,
         }
     }
 
@@ -342,6 +408,11 @@ impl ReplyMessage {
             }
             ReplyMessage::RevokeRefused { turn_id, user, scope, .. } => {
                 format!("revoke-refused:{turn_id}:{scope}:{user}")
+            }
+            // One per sign-in link: a new link (after a burn) is a new prompt.
+            ReplyMessage::ConnectPrompt { turn_id, state, .. } => format!("connect:{turn_id}:{state}"),
+            ReplyMessage::ConnectRefused { turn_id, user, provider, .. } => {
+                format!("connect-refused:{turn_id}:{provider}:{user}")
             }
         }
     }

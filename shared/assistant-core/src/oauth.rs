@@ -17,6 +17,7 @@
 //! Tokens never enter the turn, logs, S3, metrics or Slack: [`Tokens`]
 //! prints as `Tokens { .. }`.
 
+use crate::messages::ThreadRef;
 use crate::ports::{KeySealer, PortError, Put, RecordKey, VersionedRecords};
 use crate::turn::TurnId;
 use async_trait::async_trait;
@@ -27,6 +28,7 @@ use sha2::{Digest, Sha256};
 use slack::{TeamId, UserId};
 use std::fmt;
 use std::sync::Arc;
+use url::Url;
 
 /// How long a sign-in may take, from the Connect button to the callback.
 pub const STATE_TTL_SECS: i64 = 10 * 60;
@@ -71,14 +73,24 @@ pub struct ConnectState {
     pub team: TeamId,
     pub user: UserId,
     pub turn_id: TurnId,
+    /// Where the turn asks, to resume it.
+    pub thread: ThreadRef,
     pub provider: String,
     /// The PKCE verifier, sent only with the code exchange.
     pub verifier: String,
     /// Unix seconds.
     pub expires_at: i64,
-    /// Taken by a callback (or refused for another person's click).
+    /// Taken by a callback (or burned by another person's click).
     #[serde(default)]
     pub taken: bool,
+    /// The code the callback brought, for the worker's exchange: useless
+    /// without the verifier beside it, and spent once exchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Someone other than `user` clicked the Connect button: the state is
+    /// burned, and no callback can use it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burned_by: Option<UserId>,
 }
 
 impl fmt::Debug for ConnectState {
@@ -90,6 +102,7 @@ impl fmt::Debug for ConnectState {
             .field("provider", &self.provider)
             .field("expires_at", &self.expires_at)
             .field("taken", &self.taken)
+            .field("burned_by", &self.burned_by)
             .finish_non_exhaustive()
     }
 }
@@ -130,7 +143,7 @@ impl ConnectStates {
     /// whose challenge goes in the authorization URL).
     pub async fn open(
         &self,
-        team: &TeamId,
+        thread: &ThreadRef,
         user: &UserId,
         turn_id: &TurnId,
         provider: &str,
@@ -138,13 +151,16 @@ impl ConnectStates {
     ) -> Result<(String, Pkce), PortError> {
         let (state, pkce) = (random_token(32), Pkce::fresh());
         let record = ConnectState {
-            team: team.clone(),
+            team: thread.team.clone(),
             user: user.clone(),
             turn_id: turn_id.clone(),
+            thread: thread.clone(),
             provider: provider.to_owned(),
             verifier: pkce.verifier.clone(),
             expires_at: now_unix + STATE_TTL_SECS,
             taken: false,
+            code: None,
+            burned_by: None,
         };
         let json = serde_json::to_string(&record).expect("states are strings and numbers");
         match crate::store::put_versioned(self.0.as_ref(), &state_key(&state), 0, json, record.expires_at).await? {
@@ -154,27 +170,28 @@ impl ConnectStates {
         }
     }
 
-    /// The sign-in `state` names, if it is ours, unused and in time; it
-    /// is marked taken before it is returned, so no second callback (or
-    /// click) can use it.
-    pub async fn take(&self, state: &str, now_unix: i64) -> Result<ConnectState, StateRefused> {
-        if !well_formed(state) {
-            return Err(StateRefused::Unknown);
-        }
-        let key = state_key(state);
+    /// Takes the sign-in `state` names for the callback that brought
+    /// `code`, if it is ours, unused and in time: the code is stored with
+    /// it for the worker's exchange, and no other callback (or click) can
+    /// use it. The same callback again (a reload, or a retry after a lost
+    /// answer) finds its own take and gets the record again; the worker's
+    /// exchange happens once whatever it is sent.
+    pub async fn take(&self, state: &str, code: &str, now_unix: i64) -> Result<ConnectState, StateRefused> {
         let store = |err: PortError| StateRefused::Store(err.to_string());
-        let stored = self.0.get(&key).await.map_err(store)?.ok_or(StateRefused::Unknown)?;
-        let mut record: ConnectState =
-            serde_json::from_str(&stored.state).map_err(|err| StateRefused::Store(err.to_string()))?;
+        let Some((mut record, version)) = self.read(state).await? else { return Err(StateRefused::Unknown) };
         if record.taken {
-            return Err(StateRefused::Replayed);
+            return match &record.code {
+                Some(taken_with) if taken_with == code && record.burned_by.is_none() => Ok(record),
+                _ => Err(StateRefused::Replayed),
+            };
         }
         if now_unix >= record.expires_at {
             return Err(StateRefused::Expired);
         }
         record.taken = true;
+        record.code = Some(code.to_owned());
         let json = serde_json::to_string(&record).expect("states are strings and numbers");
-        match crate::store::put_versioned(self.0.as_ref(), &key, stored.version, json, record.expires_at)
+        match crate::store::put_versioned(self.0.as_ref(), &state_key(state), version, json, record.expires_at)
             .await
             .map_err(store)?
         {
@@ -182,6 +199,124 @@ impl ConnectStates {
             Put::Conflict { .. } => Err(StateRefused::Replayed),
         }
     }
+
+    /// The sign-in `state` names, as stored (its code included once taken).
+    pub async fn load(&self, state: &str) -> Result<Option<ConnectState>, StateRefused> {
+        Ok(self.read(state).await?.map(|(record, _)| record))
+    }
+
+    /// Burns a state someone other than its person clicked: no callback
+    /// can use it afterwards. `Ok(None)`: it names nothing, or was
+    /// already taken (then burning changes nothing).
+    pub async fn burn(&self, state: &str, by: &UserId) -> Result<Option<ConnectState>, StateRefused> {
+        let Some((mut record, version)) = self.read(state).await? else { return Ok(None) };
+        if record.taken {
+            return Ok((record.burned_by.as_ref() == Some(by)).then_some(record));
+        }
+        record.taken = true;
+        record.burned_by = Some(by.clone());
+        let json = serde_json::to_string(&record).expect("states are strings and numbers");
+        match crate::store::put_versioned(self.0.as_ref(), &state_key(state), version, json, record.expires_at)
+            .await
+            .map_err(|err| StateRefused::Store(err.to_string()))?
+        {
+            Put::Written => Ok(Some(record)),
+            Put::Conflict { .. } => Ok(None),
+        }
+    }
+
+    async fn read(&self, state: &str) -> Result<Option<(ConnectState, u64)>, StateRefused> {
+        if !well_formed(state) {
+            return Ok(None);
+        }
+        let store = |err: PortError| StateRefused::Store(err.to_string());
+        let Some(stored) = self.0.get(&state_key(state)).await.map_err(store)? else { return Ok(None) };
+        let record = serde_json::from_str(&stored.state).map_err(|err| StateRefused::Store(err.to_string()))?;
+        Ok(Some((record, stored.version)))
+    }
+}
+
+/// One provider as configured (or discovered), its secret resolved.
+#[derive(Clone)]
+pub struct OAuthProvider {
+    pub name: String,
+    pub authorization_endpoint: Url,
+    pub token_endpoint: Url,
+    pub revocation_endpoint: Option<Url>,
+    pub client_id: String,
+    /// `None`: a public client (PKCE alone).
+    pub client_secret: Option<String>,
+    pub scopes: Vec<String>,
+    /// The bot's callback: `{function URL}/oauth/callback`.
+    pub redirect_uri: Url,
+}
+
+impl std::fmt::Debug for OAuthProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthProvider")
+            .field("name", &self.name)
+            .field("authorization_endpoint", &self.authorization_endpoint.as_str())
+            .field("token_endpoint", &self.token_endpoint.as_str())
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthProvider {
+    /// Where the person's browser goes to sign in and consent.
+    pub fn authorization_url(&self, state: &str, pkce: &Pkce) -> Url {
+        let mut url = self.authorization_endpoint.clone();
+        url.query_pairs_mut()
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &self.client_id)
+            .append_pair("redirect_uri", self.redirect_uri.as_str())
+            .append_pair("scope", &self.scopes.join(" "))
+            .append_pair("state", state)
+            .append_pair("code_challenge", &pkce.challenge)
+            .append_pair("code_challenge_method", "S256");
+        url
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OAuthError {
+    /// The provider said no (`invalid_grant`: the code or refresh token is
+    /// spent, expired or revoked; the person must connect again).
+    #[error("the provider refused: {error}")]
+    Refused { error: String },
+    /// Not reached, timed out, or a 5xx: try again later.
+    #[error("the provider is unavailable: {0}")]
+    Unavailable(String),
+    #[error("the provider's answer cannot be read: {0}")]
+    Malformed(String),
+}
+
+impl OAuthError {
+    /// The person must sign in again (nothing else will mend it).
+    pub fn needs_sign_in(&self) -> bool {
+        matches!(self, OAuthError::Refused { error } if error == "invalid_grant")
+    }
+}
+
+/// The provider's token endpoint: exchange, refresh, revoke (the OAuth
+/// adapter over HTTP).
+#[async_trait]
+pub trait OAuthTokens: Send + Sync {
+    /// The code a callback got, for the person's tokens.
+    async fn exchange(
+        &self,
+        provider: &OAuthProvider,
+        code: &str,
+        verifier: &str,
+        now_unix: i64,
+    ) -> Result<Tokens, OAuthError>;
+    /// New tokens for a refresh token (the old one kept where the provider
+    /// does not rotate it).
+    async fn refresh(&self, provider: &OAuthProvider, refresh_token: &str, now_unix: i64)
+    -> Result<Tokens, OAuthError>;
+    /// Revokes a token where the provider offers revocation; `Ok(false)`
+    /// where it does not.
+    async fn revoke(&self, provider: &OAuthProvider, token: &str, hint: &str) -> Result<bool, OAuthError>;
 }
 
 /// A person's tokens for one provider. Never printed.
@@ -210,6 +345,27 @@ impl Tokens {
 impl fmt::Debug for Tokens {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Tokens { .. }")
+    }
+}
+
+/// An access token on its way to one call: never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccessToken(String);
+
+impl AccessToken {
+    pub fn new(token: impl Into<String>) -> Self {
+        Self(token.into())
+    }
+
+    /// The token, for the `Authorization` header only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AccessToken(..)")
     }
 }
 

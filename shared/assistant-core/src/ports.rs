@@ -375,8 +375,15 @@ pub trait SlackPoster: Send + Sync {
     /// Sets the thread's status line ("is thinking…"); empty clears it.
     async fn set_status(&self, thread: &ThreadRef, status: &str) -> Result<(), PostError>;
 
-    /// A message in the thread that only `user` sees (`chat.postEphemeral`).
-    async fn post_ephemeral(&self, thread: &ThreadRef, user: &UserId, text: &str) -> Result<(), PostError>;
+    /// A message in the thread that only `user` sees (`chat.postEphemeral`);
+    /// `blocks` may be empty (plain text).
+    async fn post_ephemeral(
+        &self,
+        thread: &ThreadRef,
+        user: &UserId,
+        text: &str,
+        blocks: &[serde_json::Value],
+    ) -> Result<(), PostError>;
 
     /// Ends a streamed message the worker left open (its invocation
     /// stopped mid-answer), so it can be replaced.
@@ -493,6 +500,10 @@ pub trait AgentSlack: Send + Sync {
         blocks: &[serde_json::Value],
         metadata: &MessageMetadata,
     ) -> Result<(), PostError>;
+
+    /// Shows `view` as the person's Home tab (`views.publish`): the same
+    /// view again changes nothing, so it is retried freely.
+    async fn publish_home(&self, user: &UserId, view: &serde_json::Value) -> Result<(), PostError>;
 }
 
 /// When a call waiting for approval expires: set when the worker asks,

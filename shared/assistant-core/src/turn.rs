@@ -58,6 +58,9 @@ pub enum TurnStatus {
     Running,
     /// Paused on a tool call that changes things until a human decides.
     AwaitingApproval,
+    /// Paused until the person who asked connects a provider a step's
+    /// tools act through (per-user sign-in).
+    AwaitingSignIn,
     /// The answer is saved; delivery is queued.
     Answered,
     /// Gave up (the user is told why); delivery is queued. Whether the
@@ -71,6 +74,7 @@ impl TurnStatus {
         match self {
             TurnStatus::Running => "running",
             TurnStatus::AwaitingApproval => "awaiting_approval",
+            TurnStatus::AwaitingSignIn => "awaiting_sign_in",
             TurnStatus::Answered => "answered",
             TurnStatus::Failed => "failed",
         }
@@ -83,7 +87,13 @@ mod tests {
 
     #[test]
     fn status_names_match_their_serialized_form() {
-        for status in [TurnStatus::Running, TurnStatus::AwaitingApproval, TurnStatus::Answered, TurnStatus::Failed] {
+        for status in [
+            TurnStatus::Running,
+            TurnStatus::AwaitingApproval,
+            TurnStatus::AwaitingSignIn,
+            TurnStatus::Answered,
+            TurnStatus::Failed,
+        ] {
             assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
         }
     }
@@ -224,6 +234,49 @@ impl PendingApproval {
     }
 }
 
+/// A step whose tools act as the person who asked, before they connected
+/// the provider (or after it refused their sign-in): none of the step's
+/// calls has run; they run, as the model asked for them, once the person
+/// has connected, or fail with a note when the sign-in does not come.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingSignIn {
+    /// The provider the person is asked to connect.
+    pub provider: String,
+    /// The step's calls, all of them, in the model's order.
+    pub calls: Vec<ToolUse>,
+    /// When the person was asked (Unix seconds).
+    pub asked_at: i64,
+    /// Why: never connected, or the provider refused the stored sign-in.
+    pub reason: SignInReason,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignInReason {
+    NotConnected,
+    /// The refresh was refused (revoked, expired, password changed).
+    Expired,
+    /// The provider refused the sign-in's code (spent or expired): sign
+    /// in again.
+    Failed,
+}
+
+/// A call made with a person's own token: whose, at which provider, as
+/// whom the provider knows them. The audit trail's link from an action at
+/// the provider to a person in Slack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignedCall {
+    pub tool_use_id: String,
+    pub tool: String,
+    pub user: UserId,
+    pub provider: String,
+    /// The provider's `sub` for the person, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// Unix seconds.
+    pub at: i64,
+}
+
 /// How a turn is stored, as the store last read or wrote it: the head
 /// item and the parts that hold its transcript (`assistant_core::store`).
 /// Kept with the turn so a save writes only the messages added since.
@@ -305,6 +358,12 @@ pub struct Turn {
     /// trail, written before the call is made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<ActionRecord>,
+    /// The step waiting for the person to sign in, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_sign_in: Option<PendingSignIn>,
+    /// Every call made with the person's own token (never the token).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signed_calls: Vec<SignedCall>,
 }
 
 /// A call that changed things, as the audit trail keeps it.
@@ -366,6 +425,8 @@ impl Turn {
             metered: Default::default(),
             enhancer: None,
             actions: Vec::new(),
+            pending_sign_in: None,
+            signed_calls: Vec::new(),
         }
     }
 

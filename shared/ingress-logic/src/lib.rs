@@ -7,7 +7,11 @@
 //!    (the URL challenge), nothing (bots, edits, unrelated messages) or work;
 //! 3. work is claimed once per Slack event (dedupe) and put on the work
 //!    queue; the reply tells Slack whether to retry.
+//!
+//! [`callback`] is the one route without Slack's signature: where a
+//! provider sends a person back after signing in (its `state` is the proof).
 
+pub mod callback;
 pub mod http_body;
 pub mod route;
 pub mod service;

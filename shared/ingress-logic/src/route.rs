@@ -11,14 +11,14 @@
 
 use assistant_core::feedback::FeedbackButton;
 use assistant_core::grants::RevokeButton;
-use assistant_core::messages::GrantRevoke;
 use assistant_core::messages::{ApprovalButton, ApprovalClick, Decision, FeedbackClick, Opened, TurnRequest};
+use assistant_core::messages::{ConnectClick, GrantRevoke, HomeAction};
 use assistant_core::ports::{EventClaim, ThreadRule};
 use assistant_core::{ThreadRef, WorkMessage};
 use slack::events::{AppHomeOpened, Event, EventCallback, EventsPayload, MessageEvent};
 use slack::interaction::{
-    APPROVE_ACTION_ID, APPROVE_FOR_THREAD_ACTION_ID, BlockActions, DENY_ACTION_ID, FEEDBACK_ACTION_ID, Interaction,
-    REVOKE_GRANT_ACTION_ID,
+    APPROVE_ACTION_ID, APPROVE_FOR_THREAD_ACTION_ID, BlockActions, CONNECT_ACTION_ID, DENY_ACTION_ID,
+    DISCONNECT_ACTION_ID, FEEDBACK_ACTION_ID, Interaction, REVOKE_GRANT_ACTION_ID,
 };
 use slack::{ChannelId, SlackRequest, TeamId, Ts, UserId};
 
@@ -82,6 +82,8 @@ pub enum Ignored {
     UnreadableFeedback,
     /// A Revoke click whose value is none of ours, or missing its thread.
     UnreadableRevoke,
+    /// A Connect or Disconnect click whose value is none of ours.
+    UnreadableConnect,
 }
 
 impl Ignored {
@@ -105,6 +107,7 @@ impl Ignored {
             Ignored::OtherTab => "app_home_tab_not_messages",
             Ignored::UnreadableFeedback => "unreadable_feedback_click",
             Ignored::UnreadableRevoke => "unreadable_revoke_click",
+            Ignored::UnreadableConnect => "unreadable_connect_click",
         }
     }
 }
@@ -212,8 +215,17 @@ fn route_event(callback: EventCallback) -> Route {
     Route::StartTurn { claim, message }
 }
 
-/// The bot's DM opened (agent experience): its suggested prompts.
+/// The bot's DM opened (agent experience): its suggested prompts. Its
+/// Home tab: the person's connections.
 fn route_opened(opened: AppHomeOpened, team: TeamId, event_id: slack::EventId) -> Route {
+    if opened.tab == AppHomeOpened::HOME_TAB {
+        return Route::Enqueue(WorkMessage::Home(HomeAction {
+            team,
+            user: opened.user,
+            disconnect: None,
+            id: event_id.to_string(),
+        }));
+    }
     if opened.tab != AppHomeOpened::MESSAGES_TAB {
         return Route::Ignore(Ignored::OtherTab);
     }
@@ -270,6 +282,12 @@ fn route_block_actions(actions: &BlockActions) -> Route {
     if let Some(action) = actions.actions.iter().find(|action| action.action_id == REVOKE_GRANT_ACTION_ID) {
         return route_revoke(actions, action);
     }
+    if let Some(action) = actions.actions.iter().find(|action| action.action_id == CONNECT_ACTION_ID) {
+        return route_connect(actions, action);
+    }
+    if let Some(action) = actions.actions.iter().find(|action| action.action_id == DISCONNECT_ACTION_ID) {
+        return route_disconnect(actions, action);
+    }
     let Some((action, decision)) = actions.actions.iter().find_map(|action| match action.action_id.as_str() {
         APPROVE_ACTION_ID => Some((action, Decision::Approve)),
         APPROVE_FOR_THREAD_ACTION_ID => Some((action, Decision::ApproveForThread)),
@@ -323,6 +341,37 @@ fn route_revoke(actions: &BlockActions, action: &slack::interaction::Action) -> 
         user: actions.user.id.clone(),
         button,
         action_ts: action.action_ts.clone(),
+    }))
+}
+
+/// A click on a Connect button (its link opens in the clicker's browser
+/// whatever we do): the worker burns the sign-in if the clicker is not the
+/// person it was made for. The thread is Slack's, never the button's.
+fn route_connect(actions: &BlockActions, action: &slack::interaction::Action) -> Route {
+    let state = action.value.as_deref().filter(|state| state.len() == 43);
+    let (Some(state), Some(thread)) = (state, clicked_in(actions)) else {
+        return Route::Ignore(Ignored::UnreadableConnect);
+    };
+    Route::Enqueue(WorkMessage::ConnectClick(ConnectClick {
+        thread,
+        user: actions.user.id.clone(),
+        state: state.to_owned(),
+        action_ts: action.action_ts.clone(),
+    }))
+}
+
+/// Disconnect on the Home tab: always the clicker's own connection (the
+/// person is Slack's; the value only names the provider).
+fn route_disconnect(actions: &BlockActions, action: &slack::interaction::Action) -> Route {
+    let provider = action.value.as_deref().filter(|name| {
+        (1..=32).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    });
+    let Some(provider) = provider else { return Route::Ignore(Ignored::UnreadableConnect) };
+    Route::Enqueue(WorkMessage::Home(HomeAction {
+        team: actions.team.id.clone(),
+        user: actions.user.id.clone(),
+        disconnect: Some(provider.to_owned()),
+        id: action.action_ts.to_string(),
     }))
 }
 
@@ -472,8 +521,36 @@ mod tests {
         };
         assert_eq!((opened.channel.as_str(), opened.user.as_str()), ("D0LAN2Q66", "U061F7AUR"));
         assert_eq!(opened.thread_ts, None, "agent apps' prompts belong to the DM, not a thread");
+        let about = fixtures::APP_HOME_OPENED_MESSAGES.replace("\"tab\": \"messages\"", "\"tab\": \"about\"");
+        assert_eq!(route_fixture(&about), Route::Ignore(Ignored::OtherTab));
+    }
+
+    #[test]
+    fn the_home_tab_shows_the_persons_own_connections_and_disconnects_only_theirs() {
         let home = fixtures::APP_HOME_OPENED_MESSAGES.replace("\"tab\": \"messages\"", "\"tab\": \"home\"");
-        assert_eq!(route_fixture(&home), Route::Ignore(Ignored::OtherTab));
+        let Route::Enqueue(WorkMessage::Home(shown)) = route_fixture(&home) else { panic!("expected the Home tab") };
+        assert_eq!((shown.user.as_str(), shown.disconnect.as_deref()), ("U061F7AUR", None));
+        let Route::Enqueue(WorkMessage::Home(click)) = route_form(fixtures::BLOCK_ACTIONS_HOME_DISCONNECT) else {
+            panic!("expected a disconnect")
+        };
+        assert_eq!((click.user.as_str(), click.disconnect.as_deref()), ("U061F7AUR", Some("tracker")));
+        assert_eq!(WorkMessage::Home(click).queue_group(), "home:T061EG9R6:U061F7AUR");
+        for hostile in ["\"../../x\"", "\"\"", "null", &format!("\"{}\"", "a".repeat(33))] {
+            let form = fixtures::BLOCK_ACTIONS_HOME_DISCONNECT
+                .replace("\"value\": \"tracker\"", &format!("\"value\": {hostile}"));
+            assert_eq!(route_form(&form), Route::Ignore(Ignored::UnreadableConnect), "{hostile}");
+        }
+    }
+
+    #[test]
+    fn a_click_on_a_connect_button_names_the_clicker_and_the_thread_from_slack() {
+        let state = "s".repeat(43);
+        let form = fixtures::BLOCK_ACTIONS_CONNECT_EPHEMERAL.replace("CONNECT_STATE", &state);
+        let Route::Enqueue(WorkMessage::ConnectClick(click)) = route_form(&form) else { panic!("expected a click") };
+        assert_eq!((click.user.as_str(), click.state.as_str()), ("U0BYSTANDER", state.as_str()));
+        assert_eq!(click.thread.queue_group(), "C0LAN2Q65:1763800000.000100");
+        let form = fixtures::BLOCK_ACTIONS_CONNECT_EPHEMERAL.replace("CONNECT_STATE", "short");
+        assert_eq!(route_form(&form), Route::Ignore(Ignored::UnreadableConnect));
     }
 
     #[test]

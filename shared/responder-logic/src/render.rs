@@ -11,11 +11,14 @@ use assistant_core::delivery::{MessageKey, Outgoing};
 use assistant_core::feedback::answer_footer;
 use assistant_core::grants::{RevokeButton, ThreadGrant};
 use assistant_core::messages::{ApprovalButton, Decision};
+use assistant_core::turn::SignInReason;
 use assistant_core::turn::{ToolUse, TurnId};
 use redact::Redactor;
 use serde_json::{Value, json};
 use slack::UserId;
-use slack::interaction::{APPROVE_ACTION_ID, APPROVE_FOR_THREAD_ACTION_ID, DENY_ACTION_ID, REVOKE_GRANT_ACTION_ID};
+use slack::interaction::{
+    APPROVE_ACTION_ID, APPROVE_FOR_THREAD_ACTION_ID, CONNECT_ACTION_ID, DENY_ACTION_ID, REVOKE_GRANT_ACTION_ID,
+};
 
 /// Slack's limit on a section's text, counted after escaping.
 const SECTION_CHARS: usize = 3_000;
@@ -313,6 +316,47 @@ pub fn revoke_refused(scope: &str) -> String {
         "Only the person who approved {} for this thread, or someone who may approve it, can revoke that. \
          It stands until it ends.",
         scope_in_words(scope)
+    )
+}
+
+/// The private ask to connect a provider: why, and a Connect button to
+/// the provider's sign-in page (its text and its blocks). The provider's
+/// name comes from the configuration; it is escaped all the same.
+pub fn connect_prompt(name: &str, url: &str, state: &str, reason: SignInReason) -> (String, Vec<Value>) {
+    let provider = mrkdwn::escape(name);
+    let why = match reason {
+        SignInReason::NotConnected => format!(
+            "To answer this I need to act as you in *{provider}*, and you have not connected it yet. \
+             Connect it, and I'll carry on here."
+        ),
+        SignInReason::Expired => {
+            format!("Your *{provider}* sign-in has expired or was revoked. Connect it again, and I'll carry on here.")
+        }
+        SignInReason::Failed => {
+            format!("Signing in to *{provider}* did not complete. Try once more, and I'll carry on here.")
+        }
+    };
+    let text = format!("{why} (Only you can see this; the link works once, for 10 minutes.)");
+    let blocks = vec![
+        section(&text),
+        json!({"type": "actions", "elements": [{
+            "type": "button",
+            "style": "primary",
+            "text": {"type": "plain_text", "text": shorten(&format!("Connect {name}"), 75)},
+            "url": url,
+            "action_id": CONNECT_ACTION_ID,
+            "value": state,
+        }]}),
+    ];
+    (text, blocks)
+}
+
+/// What someone who clicked another person's Connect button is told.
+pub fn connect_refused(owner: &UserId, provider: &str) -> String {
+    format!(
+        "That Connect button was for <@{owner}>: it signs in as them, so it no longer works. \
+         Ask me yourself to connect your own {} account.",
+        mrkdwn::escape(provider)
     )
 }
 

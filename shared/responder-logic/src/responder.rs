@@ -147,7 +147,7 @@ impl Responder {
                 self.post_in_thread(turn_id, thread, &render::grant_revoked(grant, user)).await
             }
             ReplyMessage::RevokeRefused { turn_id, thread, user, scope } => {
-                self.tell_privately(turn_id, thread, user, &render::revoke_refused(scope)).await
+                self.tell_privately(turn_id, thread, user, &render::revoke_refused(scope), &[]).await
             }
             ReplyMessage::Progress { turn_id, thread, step, text } => self.progress(turn_id, thread, *step, text).await,
             ReplyMessage::ApprovalDecided { turn_id, thread, tool_use, decision, user, grant } => {
@@ -159,14 +159,21 @@ impl Responder {
             }
             ReplyMessage::ApprovalRefused { turn_id, thread, user, tool_name, requester, approvers, own_request } => {
                 let text = render::approval_refused(tool_name, requester, approvers, *own_request);
-                self.tell_privately(turn_id, thread, user, &text).await
+                self.tell_privately(turn_id, thread, user, &text, &[]).await
             }
             ReplyMessage::FeedbackNoted { turn_id, thread, user, rating } => {
                 let text = match rating {
                     Rating::Positive => "Thanks for the 👍: it tells the team which answers help.",
                     Rating::Negative => "Thanks for the 👎: the team reviews answers rated down to make them better.",
                 };
-                self.tell_privately(turn_id, thread, user, text).await
+                self.tell_privately(turn_id, thread, user, text, &[]).await
+            }
+            ReplyMessage::ConnectPrompt { turn_id, thread, user, provider, url, state, reason, .. } => {
+                let (text, blocks) = render::connect_prompt(provider, url, state, *reason);
+                self.tell_privately(turn_id, thread, user, &text, &blocks).await
+            }
+            ReplyMessage::ConnectRefused { turn_id, thread, user, owner, provider } => {
+                self.tell_privately(turn_id, thread, user, &render::connect_refused(owner, provider), &[]).await
             }
         }
     }
@@ -179,8 +186,9 @@ impl Responder {
         thread: &ThreadRef,
         user: &UserId,
         text: &str,
+        blocks: &[serde_json::Value],
     ) -> Result<Outcome, ResponderError> {
-        match self.slack.post_ephemeral(thread, user, text).await {
+        match self.slack.post_ephemeral(thread, user, text, blocks).await {
             Ok(()) => Ok(Outcome::ToldPrivately { id: turn_id.clone() }),
             Err(PostError::Rejected { code }) => {
                 warn!(code, remedy = remedy(&code), %user, "ephemeral message refused");
@@ -220,17 +228,27 @@ impl Responder {
                 | ReplyMessage::RanUnderGrant { .. }
                 | ReplyMessage::GrantRevoked { .. }
                 | ReplyMessage::RevokeRefused { .. }
-                | ReplyMessage::FeedbackNoted { .. },
+                | ReplyMessage::FeedbackNoted { .. }
+                | ReplyMessage::ConnectRefused { .. },
             ) => {
                 return Ok(Outcome::Skipped { reason: "stale_decision" });
             }
             // Prompts and ratings: nothing anyone waits on.
-            DeadLetter::Work(WorkMessage::Opened(_) | WorkMessage::Feedback(_) | WorkMessage::RevokeGrant(_)) => {
+            DeadLetter::Work(
+                WorkMessage::Opened(_)
+                | WorkMessage::Feedback(_)
+                | WorkMessage::RevokeGrant(_)
+                | WorkMessage::ConnectClick(_)
+                | WorkMessage::Home(_),
+            ) => {
                 return Ok(Outcome::Skipped { reason: "nothing_to_apologize_for" });
             }
             DeadLetter::Work(WorkMessage::ApprovalTimeout(timeout)) => (timeout.turn_id.clone(), &timeout.thread),
+            // The person signed in and waits for the turn to go on.
+            DeadLetter::Work(WorkMessage::SignedIn(signed_in)) => (signed_in.turn_id.clone(), &signed_in.thread),
             DeadLetter::Reply(ReplyMessage::Deliver { turn_id, thread })
-            | DeadLetter::Reply(ReplyMessage::ApprovalPrompt { turn_id, thread, .. }) => (turn_id.clone(), thread),
+            | DeadLetter::Reply(ReplyMessage::ApprovalPrompt { turn_id, thread, .. })
+            | DeadLetter::Reply(ReplyMessage::ConnectPrompt { turn_id, thread, .. }) => (turn_id.clone(), thread),
         };
         self.apologize(&turn_id, thread).await
     }

@@ -162,6 +162,8 @@ pub struct AppHomeOpened {
 
 impl AppHomeOpened {
     pub const MESSAGES_TAB: &str = "messages";
+    /// The app's Home tab (`views.publish` shows it).
+    pub const HOME_TAB: &str = "home";
 }
 
 /// What a person is looking at changed while the app is open beside it

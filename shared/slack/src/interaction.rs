@@ -17,6 +17,13 @@ pub const REVOKE_GRANT_ACTION_ID: &str = "tool_grant.revoke";
 /// `action_id` of the button that refuses it.
 pub const DENY_ACTION_ID: &str = "tool_approval.deny";
 
+/// `action_id` of the Connect button (a link to a provider's sign-in) that
+/// only the person who asked sees; its value is the sign-in's `state`.
+pub const CONNECT_ACTION_ID: &str = "oauth.connect";
+/// `action_id` of a connection's Disconnect button on the Home tab; its
+/// value is the provider's name.
+pub const DISCONNECT_ACTION_ID: &str = "oauth.disconnect";
+
 /// `action_id` of the 👍 / 👎 feedback buttons under every answer.
 pub const FEEDBACK_ACTION_ID: &str = "answer_feedback";
 

@@ -20,6 +20,7 @@ pub const START_STREAM: &str = "chat.startStream";
 pub const APPEND_STREAM: &str = "chat.appendStream";
 pub const STOP_STREAM: &str = "chat.stopStream";
 pub const DELETE: &str = "chat.delete";
+pub const PUBLISH_HOME: &str = "views.publish";
 
 /// The most markdown one stream call may carry.
 pub const STREAM_TEXT_LIMIT: usize = 12_000;
@@ -55,6 +56,7 @@ pub struct MemoryAgent {
     prompts: Mutex<Vec<PromptsSet>>,
     titles: Mutex<Vec<(ThreadRef, String)>>,
     streams: Mutex<Vec<Stream>>,
+    homes: Mutex<Vec<(UserId, Value)>>,
     /// Also print what is streamed (when the stream stops), as the local
     /// runner shows Slack.
     echo: bool,
@@ -71,6 +73,11 @@ impl MemoryAgent {
 
     pub fn calls(&self, method: &str) -> usize {
         self.calls.lock().expect("calls lock").iter().filter(|m| **m == method).count()
+    }
+
+    /// Home tabs published, in order: whose, and the view.
+    pub fn homes(&self) -> Vec<(UserId, Value)> {
+        self.homes.lock().expect("homes lock").clone()
     }
 
     pub fn prompts(&self) -> Vec<PromptsSet> {
@@ -212,5 +219,14 @@ impl AgentSlack for MemoryAgent {
             stream.metadata = Some(metadata.clone());
             Ok(())
         })
+    }
+
+    async fn publish_home(&self, user: &UserId, view: &Value) -> Result<(), PostError> {
+        self.called(PUBLISH_HOME)?;
+        if view["type"] != "home" {
+            return Err(refused("invalid_arguments"));
+        }
+        self.homes.lock().expect("homes lock").push((user.clone(), view.clone()));
+        Ok(())
     }
 }

@@ -29,6 +29,8 @@ fixtures! {
     BLOCK_ACTIONS_APPROVE => "block_actions_approve.json",
     BLOCK_ACTIONS_OTHER => "block_actions_other.json",
     BLOCK_ACTIONS_FEEDBACK => "block_actions_feedback.json",
+    BLOCK_ACTIONS_CONNECT_EPHEMERAL => "block_actions_connect_ephemeral.json",
+    BLOCK_ACTIONS_HOME_DISCONNECT => "block_actions_home_disconnect.json",
 }
 
 /// `BLOCK_ACTIONS_FEEDBACK` is a 👎 click whose value is the placeholder

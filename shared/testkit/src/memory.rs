@@ -256,6 +256,33 @@ impl SecretStore for MemorySecrets {
     }
 }
 
+/// Seals by writing the plaintext as hex behind the context it is bound
+/// to: it opens only with the same context (as KMS's encryption context),
+/// and the sealed text never holds the plaintext as written.
+#[derive(Debug, Default)]
+pub struct MemorySealer;
+
+fn sealing_context(context: &[(&'static str, &str)]) -> String {
+    context.iter().map(|(name, value)| format!("{name}={value};")).collect()
+}
+
+#[async_trait]
+impl assistant_core::ports::KeySealer for MemorySealer {
+    async fn seal(&self, plaintext: &[u8], context: &[(&'static str, &str)]) -> Result<String, PortError> {
+        let hex: String = plaintext.iter().map(|byte| format!("{byte:02x}")).collect();
+        Ok(format!("{}|{hex}", sealing_context(context)))
+    }
+
+    async fn open(&self, sealed: &str, context: &[(&'static str, &str)]) -> Result<Vec<u8>, PortError> {
+        let refused = || PortError::new("open sealed", "sealed under another context, or not sealed here");
+        let (bound, hex) = sealed.rsplit_once('|').ok_or_else(refused)?;
+        if bound != sealing_context(context) || hex.len() % 2 != 0 {
+            return Err(refused());
+        }
+        (0..hex.len()).step_by(2).map(|at| u8::from_str_radix(&hex[at..at + 2], 16).map_err(|_| refused())).collect()
+    }
+}
+
 /// Versioned records kept as serialized JSON, as a real store keeps them,
 /// so what does not survive serialization does not survive here either.
 /// Puts can be made to lose their answers ([`MemoryRecords::lose_answers`]).

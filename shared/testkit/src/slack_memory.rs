@@ -8,6 +8,7 @@ use assistant_core::delivery::{MessageKey, Outgoing, PostError};
 use assistant_core::ports::{AlertPoster, SlackPoster};
 use assistant_core::turn::TurnId;
 use async_trait::async_trait;
+use serde_json::Value;
 use slack::{ChannelId, Ts, UserId};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
@@ -36,10 +37,18 @@ pub struct MemoryPoster {
     calls: Mutex<Vec<&'static str>>,
     scripts: Mutex<HashMap<&'static str, VecDeque<Scripted>>>,
     statuses: Mutex<Vec<(ThreadRef, String)>>,
-    ephemerals: Mutex<Vec<(ThreadRef, UserId, String)>>,
+    ephemerals: Mutex<Vec<Ephemeral>>,
     alerts: Mutex<Vec<(ChannelId, String)>>,
     /// Also print each message, as the local runner shows Slack.
     echo: bool,
+}
+
+/// A message only one person saw.
+#[derive(Debug, Clone)]
+struct Ephemeral {
+    user: UserId,
+    text: String,
+    blocks: Vec<Value>,
 }
 
 pub const POST: &str = "chat.postMessage";
@@ -89,7 +98,17 @@ impl MemoryPoster {
             .lock()
             .expect("ephemerals lock")
             .iter()
-            .map(|(_, user, text)| (user.clone(), text.clone()))
+            .map(|shown| (shown.user.clone(), shown.text.clone()))
+            .collect()
+    }
+
+    /// Every ephemeral message's blocks: (who saw it, its blocks).
+    pub fn ephemeral_blocks(&self) -> Vec<(UserId, Vec<Value>)> {
+        self.ephemerals
+            .lock()
+            .expect("ephemerals lock")
+            .iter()
+            .map(|shown| (shown.user.clone(), shown.blocks.clone()))
             .collect()
     }
 
@@ -153,14 +172,21 @@ impl SlackPoster for MemoryPoster {
         Ok(())
     }
 
-    async fn post_ephemeral(&self, thread: &ThreadRef, user: &UserId, text: &str) -> Result<(), PostError> {
+    async fn post_ephemeral(
+        &self,
+        thread: &ThreadRef,
+        user: &UserId,
+        text: &str,
+        blocks: &[Value],
+    ) -> Result<(), PostError> {
         if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(EPHEMERAL) {
             return Err(err);
         }
         if self.echo {
             println!("── Slack ephemeral to {user} in {}: {text}", thread.channel);
         }
-        self.ephemerals.lock().expect("ephemerals lock").push((thread.clone(), user.clone(), text.to_owned()));
+        let shown = Ephemeral { user: user.clone(), text: text.to_owned(), blocks: blocks.to_vec() };
+        self.ephemerals.lock().expect("ephemerals lock").push(shown);
         Ok(())
     }
 

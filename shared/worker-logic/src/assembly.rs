@@ -69,6 +69,11 @@ pub struct WorkerPorts {
     pub grants: ThreadGrants,
     /// What people have in view beside the DM.
     pub contexts: Arc<dyn UserContexts>,
+    /// The sign-in of tools that act as the person who asked: the sealed
+    /// token vault, the sign-in states, the providers' token endpoints.
+    /// `None` where the deployment has no token key; then no tool may say
+    /// `auth: {"oauth": …}`.
+    pub sign_in: Option<crate::sign_in::SignInPorts>,
 }
 
 /// Why the worker could not be built. Each names what to fix.
@@ -96,6 +101,8 @@ pub enum StartupError {
     HttpTools(#[from] http_tools::HttpToolError),
     #[error(transparent)]
     McpServers(#[from] mcp_tools::McpConfigError),
+    #[error(transparent)]
+    SignIn(#[from] crate::sign_in::SignInConfigError),
     #[error(
         "{tool} names ${{env:{variable}}}, which is not in the configuration's allowed_env: list it there (never AWS_* or SLACK_*)"
     )]
@@ -258,6 +265,12 @@ pub async fn assemble(
         }),
         None => None,
     };
+    let redirect_uri = ports.sign_in.as_ref().map(|sign_in| &sign_in.redirect_uri);
+    let providers = crate::sign_in::providers(&assistant.http_tools, redirect_uri, &lookup)?;
+    let sign_in = match ports.sign_in {
+        Some(ports) if !providers.is_empty() => Some(crate::sign_in::SignIn { ports, providers }),
+        _ => None,
+    };
     let mut tools = vec![builtin_tools::current_time(ports.clock.clone())];
     tools.extend(docs_tools::docs_tools(ports.artifacts.clone(), &assistant.docs_prefix)?);
     // Read-only and off until configured: built in, like the docs tools.
@@ -328,6 +341,7 @@ pub async fn assemble(
         home_channels: assistant.home_channels.clone(),
         enhancer,
         unoffered,
+        sign_in,
     })
 }
 
@@ -357,6 +371,7 @@ mod tests {
             feedback: tables.feedback,
             grants: tables.grants,
             contexts: Arc::new(testkit::memory::MemoryContexts::default()),
+            sign_in: None,
             model: Arc::new(NoModel),
             models: Arc::new(|_: &str| Arc::new(NoModel) as Arc<dyn Model>),
             work: Arc::new(MemoryQueue::default()),

@@ -14,6 +14,27 @@
 //! and `{gateway}.gateway.bedrock-agentcore.{region}.amazonaws.com`); any
 //! other host needs the long form. A signed tool may not also send an
 //! `Authorization` header of its own: the signature is that header.
+//!
+//! `"auth": {"oauth": {...}}` makes an HTTP tool act as the person who
+//! asked, with their own token from a provider they connect once (OAuth
+//! 2.1, authorization code with PKCE; see [`crate::sign_in`]):
+//!
+//! ```json
+//! "auth": {"oauth": {
+//!   "provider": "tracker",
+//!   "authorization_endpoint": "https://id.example.com/authorize",
+//!   "token_endpoint": "https://id.example.com/token",
+//!   "revocation_endpoint": "https://id.example.com/revoke",
+//!   "client_id": "slack-assistant",
+//!   "client_secret": "${secret:TRACKER_OAUTH_CLIENT_SECRET}",
+//!   "scopes": ["openid", "offline_access", "tickets:write"]
+//! }}
+//! ```
+//!
+//! Tools naming the same `provider` share the person's connection and must
+//! describe it alike. Endpoints are `https` (or `http` on loopback, for
+//! tests and local providers); the secret is a `${secret:…}` or
+//! `${env:…}` reference, never a literal.
 
 use assistant_core::ports::AwsScope;
 use serde::Deserialize;
@@ -24,6 +45,27 @@ pub enum ToolAuth {
     /// SigV4 as the worker's role; the scope is read from the URL when
     /// `None`.
     AwsIam(Option<AwsScope>),
+    /// The asking person's own token from a provider they sign in to.
+    OAuth(OAuthConfig),
+}
+
+/// A sign-in provider as configured.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthConfig {
+    /// What people see ("Connect tracker") and what their connection is
+    /// kept under: `[a-zA-Z0-9_-]`, 1 to 32 characters.
+    pub provider: String,
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    #[serde(default)]
+    pub revocation_endpoint: Option<String>,
+    pub client_id: String,
+    /// `${secret:NAME}` or `${env:NAME}`; absent for a public client.
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
 }
 
 impl<'de> Deserialize<'de> for ToolAuth {
@@ -45,14 +87,22 @@ impl<'de> Deserialize<'de> for ToolAuth {
             }
             return Ok(ToolAuth::AwsIam(Some(scope)));
         }
-        Err(serde::de::Error::custom(r#"auth must be "aws_iam" or {"aws_iam": {"service": …, "region": …}}"#))
+        if let Value::Object(map) = &value
+            && map.len() == 1
+            && let Some(oauth) = map.get("oauth")
+        {
+            return OAuthConfig::deserialize(oauth).map(ToolAuth::OAuth).map_err(serde::de::Error::custom);
+        }
+        Err(serde::de::Error::custom(
+            r#"auth must be "aws_iam", {"aws_iam": {"service": …, "region": …}} or {"oauth": {…}}"#,
+        ))
     }
 }
 
 impl ToolAuth {
     /// The scope to sign for `url`; an error says what to configure.
     pub fn scope_for(&self, url: &url::Url) -> Result<AwsScope, String> {
-        let ToolAuth::AwsIam(scope) = self;
+        let ToolAuth::AwsIam(scope) = self else { return Err("only aws_iam signs requests".into()) };
         if let Some(scope) = scope {
             return Ok(scope.clone());
         }

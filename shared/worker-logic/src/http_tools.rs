@@ -84,7 +84,8 @@ pub struct HttpToolConfig {
     /// `false`: its prompts never offer "Approve for this thread".
     #[serde(default)]
     pub thread_grants: Option<bool>,
-    /// `"aws_iam"`: each call signed with SigV4 as the worker's role.
+    /// `"aws_iam"`: each call signed with SigV4 as the worker's role;
+    /// `{"oauth": {...}}`: each call with the asking person's own token.
     #[serde(default)]
     pub auth: Option<ToolAuth>,
 }
@@ -162,14 +163,13 @@ fn http_tool(
     if config.timeout_secs.is_some_and(|secs| secs == 0 || secs > max_secs) {
         return Err(invalid(format!("timeout_secs must be from 1 to {max_secs}")));
     }
-    let signing = match &config.auth {
-        Some(auth) => {
-            if config.headers.keys().any(|name| name.eq_ignore_ascii_case("authorization")) {
-                return Err(invalid("a tool signed with aws_iam may not set its own Authorization header".into()));
-            }
-            Some((signer.clone(), auth.scope_for(&template).map_err(invalid)?))
-        }
-        None => None,
+    if config.auth.is_some() && config.headers.keys().any(|name| name.eq_ignore_ascii_case("authorization")) {
+        return Err(invalid("a tool with auth may not set its own Authorization header".into()));
+    }
+    let (signing, acts_as) = match &config.auth {
+        Some(ToolAuth::OAuth(oauth)) => (None, Some(oauth.provider.clone())),
+        Some(auth) => (Some((signer.clone(), auth.scope_for(&template).map_err(invalid)?)), None),
+        None => (None, None),
     };
     let destructive = method == reqwest::Method::DELETE;
     let endpoint = Arc::new(Endpoint {
@@ -190,7 +190,11 @@ fn http_tool(
     let timeout = Duration::from_secs(config.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS));
     let tool = Tool::new(spec, effect, timeout, HttpTool { endpoint, http })?;
     let grant_scope = (config.thread_grants != Some(false)).then(|| config.name.clone());
-    Ok(tool.with_approvers(config.approvers.clone()).destructive(destructive).grantable_as(grant_scope))
+    Ok(tool
+        .with_approvers(config.approvers.clone())
+        .destructive(destructive)
+        .grantable_as(grant_scope)
+        .acting_as(acts_as))
 }
 
 /// A declared tool, ready to call.
@@ -201,13 +205,18 @@ struct HttpTool {
 
 impl RunTool for HttpTool {
     fn run(&self, input: Value, context: CallContext) -> ToolFuture<'_> {
-        Box::pin(async move { self.endpoint.call(&self.http, &input, context.idempotency_key.as_deref()).await })
+        Box::pin(async move { self.endpoint.call(&self.http, &input, &context).await })
     }
 }
 
-/// What a declared tool's headers name (`${env:NAME}`, `${secret:NAME}`).
+/// What a declared tool's headers and sign-in name (`${env:NAME}`,
+/// `${secret:NAME}`).
 pub fn references(config: &HttpToolConfig) -> Vec<Reference> {
-    references::named(config.headers.values())
+    let secret = match &config.auth {
+        Some(ToolAuth::OAuth(oauth)) => oauth.client_secret.as_ref(),
+        _ => None,
+    };
+    references::named(config.headers.values().chain(secret))
 }
 
 /// `{field}` placeholders filled from the input, each value encoded. In a
@@ -247,12 +256,7 @@ fn fixed_path_prefix(template: &Url) -> String {
 }
 
 impl Endpoint {
-    async fn call(
-        &self,
-        http: &reqwest::Client,
-        input: &Value,
-        idempotency_key: Option<&str>,
-    ) -> Result<ToolOutput, String> {
+    async fn call(&self, http: &reqwest::Client, input: &Value, context: &CallContext) -> Result<ToolOutput, String> {
         let mut url =
             Url::parse(&fill(&self.url, input, true)?).map_err(|err| format!("the URL does not parse: {err}"))?;
         if url.origin() != self.origin {
@@ -274,8 +278,14 @@ impl Endpoint {
         if !matches!(self.method, reqwest::Method::GET | reqwest::Method::HEAD) {
             request = request.json(input);
         }
-        if let Some(key) = idempotency_key {
+        if let Some(key) = &context.idempotency_key {
             request = request.header("idempotency-key", key);
+        }
+        if let Some(token) = &context.access_token {
+            let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+                .map_err(|_| "the person's token cannot be sent in a header".to_owned())?;
+            value.set_sensitive(true);
+            request = request.header(reqwest::header::AUTHORIZATION, value);
         }
         let mut request = request.build().map_err(|err| format!("the request cannot be built: {err}"))?;
         if let Some((signer, scope)) = &self.signing {

@@ -15,6 +15,9 @@
 //!   [`mcp_tools`] (MCP servers' tools, discovered at start-up),
 //!   [`aws_tools`] (the account's alarms, metrics and logs),
 //!   [`knowledge_tools`] (Bedrock knowledge bases).
+//! - [`auth`] and [`sign_in`]: how a tool's calls prove who calls (SigV4
+//!   as the worker's role, or the asking person's own token from a
+//!   provider they connect), and the sign-in that gets that token.
 //! - [`inspect`]: what the model is offered in a channel, and why not the
 //!   rest (`local --tools`).
 //! - [`context`]: what a turn opens with (the thread so far, the channel);
@@ -32,6 +35,7 @@ pub mod config;
 pub mod context;
 pub mod docs_tools;
 pub mod enhancer;
+pub mod home;
 pub mod http_tools;
 pub mod inspect;
 pub mod knowledge_tools;
@@ -39,6 +43,7 @@ pub mod mcp_tools;
 pub mod offload;
 pub mod references;
 pub mod schema;
+pub mod sign_in;
 pub mod streaming;
 pub mod tools;
 pub mod worker;

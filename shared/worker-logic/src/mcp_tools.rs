@@ -166,6 +166,12 @@ fn endpoint(
         headers.push((name.clone(), value));
     }
     let signing = match &config.auth {
+        Some(crate::auth::ToolAuth::OAuth(_)) => {
+            return Err(invalid(
+                "per-user sign-in (auth.oauth) is not supported for MCP servers yet: use it on http_tools, or \
+                 headers with a shared token",
+            ));
+        }
         Some(auth) => {
             if config.headers.keys().any(|name| name.eq_ignore_ascii_case("authorization")) {
                 return Err(invalid("a server signed with aws_iam may not set its own Authorization header"));

@@ -13,6 +13,7 @@
 use crate::schema::Schema;
 use assistant_core::approval::Approver;
 use assistant_core::model::ToolSpec;
+use assistant_core::oauth::AccessToken;
 use assistant_core::turn::{ToolOutput, ToolResult, ToolStatus, ToolUse};
 use futures_util::future::join_all;
 use slack::{ChannelId, UserId};
@@ -31,7 +32,14 @@ pub struct CallContext {
     /// attempt of it, so a system that honours an idempotency key applies
     /// it once (HTTP tools send it as `Idempotency-Key`).
     pub idempotency_key: Option<String>,
+    /// The asking person's own access token, for a tool that acts as them
+    /// (`auth: {"oauth": …}`); never logged, never in a result.
+    pub access_token: Option<AccessToken>,
 }
+
+/// The asking person's access per provider for one step: a token, or why
+/// there is none (the provider is down; the call fails with that note).
+pub type Credentials = std::collections::BTreeMap<String, Result<AccessToken, String>>;
 
 /// A tool's implementation: input in, output or an error message out.
 pub trait RunTool: Send + Sync {
@@ -70,6 +78,8 @@ pub struct Tool {
     /// What "Approve for this thread" grants for it (its name, or its MCP
     /// server's `{server}__*`); `None`: never offered.
     grant_scope: Option<String>,
+    /// The sign-in provider it acts through as the asking person.
+    acts_as: Option<String>,
 }
 
 /// What approving a tool's call takes.
@@ -139,6 +149,7 @@ impl Tool {
             approvers: None,
             destructive: false,
             grant_scope,
+            acts_as: None,
         }
     }
 
@@ -158,6 +169,17 @@ impl Tool {
     pub fn grantable_as(mut self, scope: Option<String>) -> Self {
         self.grant_scope = scope;
         self
+    }
+
+    /// Calls act as the asking person, with their token from `provider`.
+    pub fn acting_as(mut self, provider: Option<String>) -> Self {
+        self.acts_as = provider;
+        self
+    }
+
+    /// The provider whose sign-in its calls use, if they act as the person.
+    pub fn provider(&self) -> Option<&str> {
+        self.acts_as.as_deref()
     }
 
     pub fn spec(&self) -> &ToolSpec {
@@ -418,19 +440,49 @@ impl ToolRegistry {
         self.tools.iter().find(|tool| tool.grant_scope.as_deref() == Some(scope)).map(Tool::approval_rule)
     }
 
+    /// The sign-in provider a tool acts through as the asking person.
+    pub fn provider_of(&self, name: &str) -> Option<&str> {
+        self.tools.iter().find(|tool| tool.spec.name == name).and_then(Tool::provider)
+    }
+
     /// Runs one call; whatever goes wrong is an error result. Secrets in the
     /// result are redacted.
     pub async fn run(&self, call: &ToolUse, asker: impl Into<Asker>) -> ToolResult {
-        self.run_with(call, &asker.into(), CallContext::default()).await
+        self.run_with(call, &asker.into(), &Credentials::new(), None).await
     }
 
     /// Runs a call a human approved, with the idempotency key it keeps on
     /// every attempt.
-    pub async fn run_approved(&self, call: &ToolUse, asker: impl Into<Asker>, idempotency_key: String) -> ToolResult {
-        self.run_with(call, &asker.into(), CallContext { idempotency_key: Some(idempotency_key) }).await
+    pub async fn run_approved(
+        &self,
+        call: &ToolUse,
+        asker: impl Into<Asker>,
+        credentials: &Credentials,
+        idempotency_key: String,
+    ) -> ToolResult {
+        self.run_with(call, &asker.into(), credentials, Some(idempotency_key)).await
     }
 
-    async fn run_with(&self, call: &ToolUse, asker: &Asker, context: CallContext) -> ToolResult {
+    async fn run_with(
+        &self,
+        call: &ToolUse,
+        asker: &Asker,
+        credentials: &Credentials,
+        idempotency_key: Option<String>,
+    ) -> ToolResult {
+        let mut context = CallContext { idempotency_key, access_token: None };
+        if let Some(provider) = self.provider_of(&call.name) {
+            match credentials.get(provider) {
+                Some(Ok(token)) => context.access_token = Some(token.clone()),
+                Some(Err(reason)) => return refused(call, reason.clone()),
+                None => {
+                    return refused(
+                        call,
+                        format!("This tool acts as the person who asked, who is not signed in to {provider}."),
+                    );
+                }
+            }
+        }
         let mut result = self.run_unredacted(call, asker, context).await;
         let redactor = redact::Redactor::global();
         match &mut result.output {
@@ -470,11 +522,21 @@ impl ToolRegistry {
         }
     }
 
-    /// Runs calls concurrently; results in the order of the calls.
-    pub async fn run_all(&self, calls: &[&ToolUse], asker: impl Into<Asker>) -> Vec<ToolResult> {
+    /// Runs calls concurrently; results in the order of the calls. A tool
+    /// that acts as the person gets their token from `credentials`.
+    pub async fn run_all(
+        &self,
+        calls: &[&ToolUse],
+        asker: impl Into<Asker>,
+        credentials: &Credentials,
+    ) -> Vec<ToolResult> {
         let asker = asker.into();
-        join_all(calls.iter().map(|call| self.run(call, &asker))).await
+        join_all(calls.iter().map(|call| self.run_with(call, &asker, credentials, None))).await
     }
+}
+
+fn refused(call: &ToolUse, message: String) -> ToolResult {
+    ToolResult { tool_use_id: call.id.clone(), status: ToolStatus::Error, output: ToolOutput::Text(message) }
 }
 
 #[cfg(test)]
@@ -665,7 +727,7 @@ mod tests {
         let (a, b) = (call("a", "search_slow", json!({"query": "x"})), call("b", "search_wait", json!({"query": "y"})));
 
         let started = tokio::time::Instant::now();
-        let results = registry.run_all(&[&a, &b], &channel("C1")).await;
+        let results = registry.run_all(&[&a, &b], &channel("C1"), &Credentials::new()).await;
         assert_eq!(started.elapsed(), Duration::from_secs(5), "concurrent: the longest timeout, not the sum");
         assert_eq!(results[0].tool_use_id, "a");
         assert_eq!(results[0].output, ToolOutput::Text("The tool did not finish within 5 s.".into()));

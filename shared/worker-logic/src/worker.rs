@@ -64,6 +64,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tracing::{Instrument, Span, field, info, info_span, warn};
 
+mod acting_as;
+use acting_as::StepAccess;
+
 /// What one turn may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -121,6 +124,15 @@ pub enum Outcome {
     FeedbackKept { id: TurnId },
     /// A thread grant ended on a person's click.
     GrantRevoked,
+    /// Waiting for the person who asked to connect a provider; only they
+    /// were sent a Connect button.
+    AwaitingSignIn { id: TurnId },
+    /// The person connected; the turn no longer waited for it.
+    SignedIn { id: TurnId },
+    /// Someone clicked another person's Connect button: it is burned.
+    ConnectRefused,
+    /// A person's Home tab was shown (after a disconnect, if asked).
+    HomeShown,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -140,6 +152,9 @@ pub enum WorkerError {
     Feedback(PortError),
     #[error(transparent)]
     Grants(PortError),
+    /// The sign-in store or the provider failed: retry.
+    #[error(transparent)]
+    SignIn(PortError),
     /// Slack failed setting prompts; a refusal is not an error.
     #[error(transparent)]
     Slack(assistant_core::delivery::PostError),
@@ -164,6 +179,7 @@ impl WorkerError {
             | WorkerError::Timers(_)
             | WorkerError::Feedback(_)
             | WorkerError::Grants(_)
+            | WorkerError::SignIn(_)
             | WorkerError::Slack(_) => true,
         }
     }
@@ -180,6 +196,7 @@ impl WorkerError {
             WorkerError::Timers(_) => "I could not set an approval's deadline",
             WorkerError::Feedback(_) => "I could not keep a rating",
             WorkerError::Grants(_) => "I could not read or keep this thread's approvals",
+            WorkerError::SignIn(_) => "I could not complete or use your sign-in",
             WorkerError::Slack(_) => "Slack could not be reached",
         }
     }
@@ -237,6 +254,9 @@ pub struct Worker {
     pub enhancer: Option<crate::enhancer::Enhancer>,
     /// Tools that exist nowhere in this worker, and why (inspection only).
     pub unoffered: Vec<crate::tools::Unoffered>,
+    /// Per-user sign-in for tools that act as the person who asked; `None`
+    /// where no tool does.
+    pub sign_in: Option<crate::sign_in::SignIn>,
 }
 
 impl Worker {
@@ -245,7 +265,9 @@ impl Worker {
     /// delivery, not the queue's every receive).
     pub async fn handle(&self, message: &WorkMessage, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
         let span = info_span!("turn", turn_id = field::Empty, event_id = field::Empty, step = field::Empty);
-        match self.handle_in(message, deadline, span.clone()).await {
+        // Boxed: the turn loop's future is tens of kilobytes, too much for
+        // the stack of every caller that awaits a message's handling.
+        match Box::pin(self.handle_in(message, deadline, span.clone())).await {
             Err(err) if !err.is_retryable() => self.fail_at_once(message, err).instrument(span).await,
             handled => handled,
         }
@@ -319,6 +341,12 @@ impl Worker {
                 span.record("turn_id", field::display(&click.button.turn_id));
                 self.revoke_grant(click).instrument(span).await
             }
+            WorkMessage::SignedIn(signed_in) => {
+                span.record("turn_id", field::display(&signed_in.turn_id));
+                self.signed_in(signed_in, deadline).instrument(span).await
+            }
+            WorkMessage::ConnectClick(click) => self.connect_clicked(click).instrument(span).await,
+            WorkMessage::Home(home) => self.home(home).instrument(span).await,
         }
     }
 
@@ -508,6 +536,10 @@ impl Worker {
                 info!(user = %click.user, "approval message for a turn already decided: carrying the turn on");
                 return self.run(turn, deadline).await;
             }
+            TurnStatus::AwaitingSignIn => {
+                info!(user = %click.user, "click on a turn that waits for a sign-in: nothing runs");
+                return Ok(Outcome::Ignored { reason: "awaiting_sign_in" });
+            }
             TurnStatus::AwaitingApproval => {}
         }
         if settle_unknown_outcomes(&mut turn) {
@@ -619,9 +651,16 @@ impl Worker {
         asker: &Asker,
         record: ActionRecord,
     ) -> Result<Option<Outcome>, WorkerError> {
+        // A sign-in that lapsed while the call waited fails the call with a
+        // note; the next question asks the person to connect again.
+        let access = match self.access_for(turn, asker, std::slice::from_ref(call)).await {
+            Ok(access) => access,
+            Err(lapsed) => StepAccess::lapsed(&lapsed.provider),
+        };
         let pending = turn.pending_approval.as_mut().expect("an approved call is pending");
         pending.running.push(call.clone());
         turn.actions.push(record);
+        self.record_signed_calls(turn, std::slice::from_ref(call), &access);
         turn.updated_at = self.clock.now_unix();
         match self.save(turn).await {
             Ok(()) => {}
@@ -629,7 +668,7 @@ impl Worker {
             Err(err) => return Err(err.into()),
         }
         let key = format!("{}:{}", turn.id, call.id);
-        let mut result = self.tools.run_approved(call, asker, key).await;
+        let mut result = self.tools.run_approved(call, asker, &access.credentials, key).await;
         offload::offload_large(self.artifacts.as_ref(), &turn.id, std::slice::from_mut(&mut result))
             .await
             .map_err(WorkerError::Artifacts)?;
@@ -771,6 +810,18 @@ impl Worker {
         let Some(turn) = self.store.load(&timeout.turn_id).await? else {
             return Ok(Outcome::Ignored { reason: "unknown_turn" });
         };
+        if let Some(pending) = turn.pending_sign_in.as_ref().filter(|_| turn.status == TurnStatus::AwaitingSignIn) {
+            if pending.calls.first().is_none_or(|call| call.id != timeout.tool_use_id) {
+                return Ok(Outcome::Ignored { reason: "already_decided" });
+            }
+            if self.clock.now_unix() < pending.asked_at + assistant_core::oauth::STATE_TTL_SECS {
+                return Ok(Outcome::Ignored { reason: "not_due" });
+            }
+            if self.thread_told_failed(&turn.id).await? {
+                return Ok(Outcome::Ignored { reason: "thread_told_failed" });
+            }
+            return self.sign_in_timed_out(turn, deadline).await;
+        }
         let Some(pending) = turn.pending_approval.as_ref().filter(|_| turn.status == TurnStatus::AwaitingApproval)
         else {
             return Ok(Outcome::Ignored { reason: "not_awaiting_approval" });
@@ -898,6 +949,41 @@ impl Worker {
                     stream.pause().await;
                     self.ask(&turn, &asker).await?;
                     return Ok(Outcome::AwaitingApproval { id: turn.id });
+                }
+                TurnStatus::AwaitingSignIn => {
+                    let pending = turn.pending_sign_in.clone().expect("a turn awaiting sign-in has its step");
+                    let asker = self.asker(&turn).await;
+                    match self.access_for(&turn, &asker, &pending.calls).await {
+                        // Signed in since: the step's calls run now.
+                        Ok(access) => {
+                            info!(provider = %pending.provider, "signed in: the waiting step's calls run");
+                            turn.pending_sign_in = None;
+                            turn.status = TurnStatus::Running;
+                            self.dispatch(&mut turn, pending.calls, &asker, access, &mut stream).await?;
+                        }
+                        Err(still) => {
+                            stream.pause().await;
+                            if still.provider != pending.provider {
+                                // Connected to one; the step needs another too.
+                                turn.pending_sign_in = Some(still);
+                                match self.save(&mut turn).await {
+                                    Ok(()) => {}
+                                    Err(StoreError::Conflict { id, .. }) => return self.superseded(id).await,
+                                    Err(err) => return Err(err.into()),
+                                }
+                            }
+                            self.ask_sign_in(&turn).await?;
+                            return Ok(Outcome::AwaitingSignIn { id: turn.id });
+                        }
+                    }
+                    match self.save(&mut turn).await {
+                        Ok(()) => continue,
+                        Err(StoreError::Conflict { id, .. }) => {
+                            stream.pause().await;
+                            return self.superseded(id).await;
+                        }
+                        Err(err) => return Err(err.into()),
+                    }
                 }
                 TurnStatus::Running => {}
             }
@@ -1135,39 +1221,14 @@ impl Worker {
 
         match reply.stop_reason {
             StopReason::ToolUse if !calls.is_empty() => {
-                let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) =
-                    calls.iter().partition(|call| self.tools.effect(&asker, &call.name) == Some(Effect::ChangesThings));
-                let started: Vec<_> = now.iter().map(|call| (*call, TaskStatus::InProgress, Vec::new())).collect();
-                tokio::join!(self.show_progress(turn, running(&calls)), stream.tasks(&started));
-                turn.metered.sqs_requests += 1;
                 turn.transcript.push(reply.message);
-                let mut results = self.tools.run_all(&now, &asker).await;
-                let ended: Vec<_> = now
-                    .iter()
-                    .zip(&results)
-                    .map(|(call, result)| {
-                        let ok = result.status == ToolStatus::Success;
-                        let status = if ok { TaskStatus::Complete } else { TaskStatus::Error };
-                        (*call, status, streaming::sources_of(&result.output))
-                    })
-                    .collect();
-                stream.tasks(&ended).await;
-                offload::offload_large(self.artifacts.as_ref(), &turn.id, &mut results)
-                    .await
-                    .map_err(WorkerError::Artifacts)?;
-                if held.is_empty() {
-                    turn.transcript.push(Message {
-                        role: Role::User,
-                        content: results.into_iter().map(Content::ToolResult).collect(),
-                    });
-                } else {
-                    turn.status = TurnStatus::AwaitingApproval;
-                    turn.pending_approval = Some(PendingApproval {
-                        waiting: held.into_iter().cloned().collect(),
-                        completed: results,
-                        asked_at: self.clock.now_unix(),
-                        running: Vec::new(),
-                    });
+                match self.access_for(turn, &asker, &calls).await {
+                    Ok(access) => self.dispatch(turn, calls, &asker, access, stream).await?,
+                    Err(pending) => {
+                        info!(provider = %pending.provider, "the step acts as the person, who must sign in first");
+                        turn.status = TurnStatus::AwaitingSignIn;
+                        turn.pending_sign_in = Some(pending);
+                    }
                 }
             }
             StopReason::Refused => turn.settle(REFUSAL.to_owned(), TurnStatus::Answered, turn.updated_at),
@@ -1184,6 +1245,54 @@ impl Worker {
                 let answer = if answer.trim().is_empty() { "I have nothing to add.".to_owned() } else { answer };
                 turn.settle(answer, TurnStatus::Answered, turn.updated_at);
             }
+        }
+        Ok(())
+    }
+}
+
+impl Worker {
+    /// Runs a step's calls: those that read at once, those that change
+    /// things held for approval (their results kept until all are decided).
+    async fn dispatch(
+        &self,
+        turn: &mut Turn,
+        calls: Vec<ToolUse>,
+        asker: &Asker,
+        access: StepAccess,
+        stream: &mut AnswerStream<'_>,
+    ) -> Result<(), WorkerError> {
+        let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) =
+            calls.iter().partition(|call| self.tools.effect(asker, &call.name) == Some(Effect::ChangesThings));
+        let started: Vec<_> = now.iter().map(|call| (*call, TaskStatus::InProgress, Vec::new())).collect();
+        tokio::join!(self.show_progress(turn, running(&calls)), stream.tasks(&started));
+        turn.metered.sqs_requests += 1;
+        let made: Vec<ToolUse> = now.iter().map(|call| (*call).clone()).collect();
+        self.record_signed_calls(turn, &made, &access);
+        let mut results = self.tools.run_all(&now, asker, &access.credentials).await;
+        let ended: Vec<_> = now
+            .iter()
+            .zip(&results)
+            .map(|(call, result)| {
+                let ok = result.status == ToolStatus::Success;
+                let status = if ok { TaskStatus::Complete } else { TaskStatus::Error };
+                (*call, status, streaming::sources_of(&result.output))
+            })
+            .collect();
+        stream.tasks(&ended).await;
+        offload::offload_large(self.artifacts.as_ref(), &turn.id, &mut results)
+            .await
+            .map_err(WorkerError::Artifacts)?;
+        if held.is_empty() {
+            turn.transcript
+                .push(Message { role: Role::User, content: results.into_iter().map(Content::ToolResult).collect() });
+        } else {
+            turn.status = TurnStatus::AwaitingApproval;
+            turn.pending_approval = Some(PendingApproval {
+                waiting: held.into_iter().cloned().collect(),
+                completed: results,
+                asked_at: self.clock.now_unix(),
+                running: Vec::new(),
+            });
         }
         Ok(())
     }

@@ -261,6 +261,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         home_channels: vec!["C0HOME*".into()],
         enhancer: None,
         unoffered: Vec::new(),
+        sign_in: None,
     };
     TestWorker {
         worker,
@@ -1728,4 +1729,458 @@ async fn a_call_under_a_grant_whose_result_was_never_saved_is_never_made_again()
     let (_, status, output) = results(&turn.transcript[2]).remove(0);
     assert_eq!(status, ToolStatus::Error);
     assert!(output.contains("whether it completed is unknown"), "{output}");
+}
+
+// --- Tools that act as the person who asked --------------------------------
+
+use assistant_core::messages::{ConnectClick, HomeAction, SignedIn};
+use assistant_core::oauth::{
+    ConnectStates, ConnectionKey, OAuthError, OAuthProvider, OAuthTokens, SealedVault, StateRefused, TokenVault, Tokens,
+};
+use assistant_core::turn::SignInReason;
+use std::collections::BTreeMap;
+use testkit::memory::{MemoryRecords, MemorySealer};
+use worker_logic::sign_in::{SignIn, SignInPorts};
+
+/// The tracker's token endpoint, scripted: an unspent code gives the
+/// person's tokens once; refreshes answer as told; revocations are kept.
+#[derive(Default)]
+struct TrackerTokens {
+    spent: Mutex<Vec<String>>,
+    refreshes: Mutex<VecDeque<Result<Tokens, OAuthError>>>,
+    revoked: Mutex<Vec<(String, String)>>,
+}
+
+fn alice_tokens(access: &str, expires_at: i64) -> Tokens {
+    Tokens {
+        access_token: access.into(),
+        refresh_token: Some(format!("{access}-refresh")),
+        expires_at: Some(expires_at),
+        scope: Some("issues:read".into()),
+        subject: Some("alice@tracker".into()),
+    }
+}
+
+#[async_trait]
+impl OAuthTokens for TrackerTokens {
+    async fn exchange(&self, _: &OAuthProvider, code: &str, verifier: &str, now: i64) -> Result<Tokens, OAuthError> {
+        assert_eq!(verifier.len(), 43, "the PKCE verifier goes with the code");
+        let mut spent = self.spent.lock().unwrap();
+        if spent.iter().any(|seen| seen == code) || code == "forged" {
+            return Err(OAuthError::Refused { error: "invalid_grant".into() });
+        }
+        spent.push(code.to_owned());
+        Ok(alice_tokens("tok-alice-1", now + 3600))
+    }
+
+    async fn refresh(&self, _: &OAuthProvider, _: &str, _: i64) -> Result<Tokens, OAuthError> {
+        self.refreshes.lock().unwrap().pop_front().expect("a scripted refresh")
+    }
+
+    async fn revoke(&self, _: &OAuthProvider, token: &str, hint: &str) -> Result<bool, OAuthError> {
+        self.revoked.lock().unwrap().push((token.to_owned(), hint.to_owned()));
+        Ok(true)
+    }
+}
+
+/// `my_issues` acts as the person through `tracker` and keeps the token
+/// each run was given.
+struct MyIssues {
+    seen: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+impl RunTool for MyIssues {
+    fn run(&self, _input: serde_json::Value, context: CallContext) -> ToolFuture<'_> {
+        self.seen.lock().unwrap().push(context.access_token.map(|token| token.expose().to_owned()));
+        Box::pin(async { Ok(ToolOutput::Text("3 open issues are assigned to you".into())) })
+    }
+}
+
+/// A worker whose `my_issues` acts as the person, with its vault, states
+/// and provider kept to look at.
+struct Signing {
+    worker: TestWorker,
+    vault: Arc<dyn TokenVault>,
+    states: ConnectStates,
+    provider: Arc<TrackerTokens>,
+    seen: Arc<Mutex<Vec<Option<String>>>>,
+    clock: Arc<ManualClock>,
+}
+
+fn signing(replies: Vec<Result<ModelReply, ModelError>>) -> Signing {
+    let records = Arc::new(MemoryRecords::default());
+    let mut worker = build(ScriptedModel::new(replies), counter(), testkit::memory::tables_on(records.clone()));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let second = Duration::from_secs(1);
+    let my_issues = Tool::new(spec("my_issues"), Effect::ReadOnly, second, MyIssues { seen: seen.clone() })
+        .unwrap()
+        .acting_as(Some("tracker".into()));
+    let docs = Tool::new(spec("search_docs"), Effect::ReadOnly, second, |_: serde_json::Value| async {
+        Ok(ToolOutput::Text("the runbook".into()))
+    })
+    .unwrap();
+    worker.tools = ToolRegistry::new(vec![my_issues, docs], ToolPolicy::allow_all()).unwrap();
+    let clock = Arc::new(ManualClock::at(NOW));
+    worker.clock = clock.clone();
+    let vault: Arc<dyn TokenVault> = Arc::new(SealedVault::new(records.clone(), Arc::new(MemorySealer)));
+    let states = ConnectStates::new(records);
+    let provider = Arc::new(TrackerTokens::default());
+    let tracker = OAuthProvider {
+        name: "tracker".into(),
+        authorization_endpoint: "https://id.tracker.example/authorize".parse().unwrap(),
+        token_endpoint: "https://id.tracker.example/token".parse().unwrap(),
+        revocation_endpoint: Some("https://id.tracker.example/revoke".parse().unwrap()),
+        client_id: "assistant".into(),
+        client_secret: Some("client-secret".into()),
+        scopes: vec!["issues:read".into()],
+        redirect_uri: "https://bot.example/oauth/callback".parse().unwrap(),
+    };
+    let ports = SignInPorts {
+        vault: vault.clone(),
+        states: states.clone(),
+        tokens: provider.clone(),
+        redirect_uri: tracker.redirect_uri.clone(),
+    };
+    worker.sign_in = Some(SignIn { ports, providers: BTreeMap::from([("tracker".to_owned(), tracker)]) });
+    Signing { worker, vault, states, provider, seen, clock }
+}
+
+fn alice() -> ConnectionKey {
+    ConnectionKey { team: TeamId::new("T1"), user: UserId::new(REQUESTER), provider: "tracker".into() }
+}
+
+/// The Connect buttons sent: (to whom, state, link, why).
+fn connect_prompts(worker: &TestWorker) -> Vec<(UserId, String, String, SignInReason)> {
+    requests(&worker.replies)
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ConnectPrompt { user, state, url, reason, .. } => Some((user, state, url, reason)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What the ingress's callback does with the provider's redirect, then
+/// the message it queues.
+async fn callback(signing: &Signing, state: &str, code: &str) -> WorkMessage {
+    signing
+        .states
+        .take(state, code, assistant_core::Clock::now_unix(signing.clock.as_ref()))
+        .await
+        .expect("the callback takes its state");
+    WorkMessage::SignedIn(SignedIn { state: state.to_owned(), turn_id: turn_id(), thread: thread() })
+}
+
+fn my_issues_then(answer: &str) -> Vec<Result<ModelReply, ModelError>> {
+    vec![
+        calls(&[("m1", "my_issues", json!({"query": "mine"})), ("d1", "search_docs", json!({"query": "x"}))]),
+        text(answer),
+    ]
+}
+
+#[tokio::test]
+async fn a_step_acting_as_the_person_waits_for_their_sign_in_then_runs_with_their_token_once() {
+    let s = signing(my_issues_then("You have three open issues."));
+    let outcome = s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingSignIn { id: turn_id() });
+    assert!(s.seen.lock().unwrap().is_empty(), "nothing runs before the sign-in");
+    let turn = stored(&s.worker).await;
+    assert_eq!(turn.status, TurnStatus::AwaitingSignIn);
+    assert_eq!(turn.pending_sign_in.as_ref().map(|p| p.calls.len()), Some(2), "the whole step waits");
+
+    // Only the asker gets a button, its link the provider's with PKCE.
+    let prompts = connect_prompts(&s.worker);
+    let [(user, state, url, reason)] = &prompts[..] else { panic!("one Connect button: {prompts:?}") };
+    assert_eq!((user.as_str(), *reason), (REQUESTER, SignInReason::NotConnected));
+    assert!(url.starts_with("https://id.tracker.example/authorize?"), "{url}");
+    for part in [format!("state={state}"), "code_challenge_method=S256".into(), "client_id=assistant".into()] {
+        assert!(url.contains(&part), "{part} in {url}");
+    }
+    assert!(!url.contains("client-secret"), "{url}");
+    assert_eq!(s.worker.timers.all()[0].due_at, NOW + 600, "the sign-in's clock runs ten minutes");
+
+    let signed_in = callback(&s, state, "code-1").await;
+    let outcome = s.worker.handle(&signed_in, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(*s.seen.lock().unwrap(), [Some("tok-alice-1".to_owned())]);
+    assert_eq!(*s.provider.spent.lock().unwrap(), ["code-1"]);
+
+    // The audit trail names the person and whom the provider knows them as.
+    let turn = stored(&s.worker).await;
+    let [signed] = &turn.signed_calls[..] else { panic!("one signed call: {:?}", turn.signed_calls) };
+    assert_eq!(
+        (signed.tool.as_str(), signed.user.as_str(), signed.provider.as_str(), signed.subject.as_deref()),
+        ("my_issues", REQUESTER, "tracker", Some("alice@tracker"))
+    );
+    assert_eq!(signed.tool_use_id, "m1");
+
+    // The token is in the vault, sealed; nowhere the turn or Slack sees.
+    assert_eq!(s.vault.get(&alice()).await.unwrap().map(|t| t.access_token).as_deref(), Some("tok-alice-1"));
+    let everywhere = format!(
+        "{} {:?} {}",
+        serde_json::to_string(&turn).unwrap(),
+        s.worker.replies.messages(),
+        serde_json::to_string(&s.worker.replies.messages()).unwrap()
+    );
+    for secret in ["tok-alice-1", "client-secret", "code-1"] {
+        assert!(!everywhere.contains(secret), "{secret} leaked: {everywhere}");
+    }
+
+    // A redelivered callback message neither exchanges nor runs again.
+    let again = s.worker.handle(&signed_in, &Budget::plenty()).await.unwrap();
+    assert_eq!(again, Outcome::SignedIn { id: turn_id() });
+    assert_eq!(s.provider.spent.lock().unwrap().len(), 1);
+    assert_eq!(s.seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_connected_person_is_not_asked_and_an_expired_token_is_refreshed_and_kept() {
+    let s = signing(my_issues_then("Three."));
+    s.vault.put(&alice(), &alice_tokens("tok-old", NOW - 5), NOW - 3600).await.unwrap();
+    let mut renewed = alice_tokens("tok-new", NOW + 3600);
+    renewed.subject = None;
+    s.provider.refreshes.lock().unwrap().push_back(Ok(renewed));
+
+    let outcome = s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert!(connect_prompts(&s.worker).is_empty());
+    assert_eq!(*s.seen.lock().unwrap(), [Some("tok-new".to_owned())]);
+    let kept = s.vault.get(&alice()).await.unwrap().expect("kept");
+    assert_eq!((kept.access_token.as_str(), kept.subject.as_deref()), ("tok-new", Some("alice@tracker")));
+}
+
+#[tokio::test]
+async fn a_refused_refresh_forgets_the_tokens_and_asks_the_person_to_connect_again() {
+    let s = signing(my_issues_then("Three."));
+    s.vault.put(&alice(), &alice_tokens("tok-old", NOW - 5), NOW - 3600).await.unwrap();
+    s.provider.refreshes.lock().unwrap().push_back(Err(OAuthError::Refused { error: "invalid_grant".into() }));
+
+    let outcome = s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingSignIn { id: turn_id() });
+    assert!(s.vault.get(&alice()).await.unwrap().is_none(), "refused tokens are forgotten");
+    let prompts = connect_prompts(&s.worker);
+    assert_eq!(prompts.iter().map(|p| p.3).collect::<Vec<_>>(), [SignInReason::Expired]);
+    assert!(s.seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_provider_that_is_down_fails_only_its_calls_with_a_note() {
+    let s = signing(my_issues_then("The tracker is down; the runbook says restart."));
+    s.vault.put(&alice(), &alice_tokens("tok-old", NOW - 5), NOW - 3600).await.unwrap();
+    s.provider.refreshes.lock().unwrap().push_back(Err(OAuthError::Unavailable("503".into())));
+
+    let outcome = s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    let turn = stored(&s.worker).await;
+    let found = results(&turn.transcript[2]);
+    assert_eq!(found[0].1, ToolStatus::Error, "{found:?}");
+    assert!(found[0].2.contains("could not renew"), "{found:?}");
+    assert_eq!(found[1].1, ToolStatus::Success, "the other call ran: {found:?}");
+    assert!(s.vault.get(&alice()).await.unwrap().is_some(), "tokens kept for a later try");
+}
+
+#[tokio::test]
+async fn someone_elses_click_burns_the_link_tells_only_them_and_the_person_gets_a_new_one() {
+    let s = signing(my_issues_then("Three."));
+    s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let first = connect_prompts(&s.worker)[0].1.clone();
+    let click = |user: &str, state: &str, channel: &str| {
+        let mut place = thread();
+        place.channel = ChannelId::new(channel);
+        WorkMessage::ConnectClick(ConnectClick {
+            thread: place,
+            user: UserId::new(user),
+            state: state.to_owned(),
+            action_ts: Ts::new("1763800950.001300"),
+        })
+    };
+
+    // The person's own click needs nothing from the worker.
+    assert_eq!(
+        s.worker.handle(&click(REQUESTER, &first, "C1"), &Budget::plenty()).await.unwrap(),
+        Outcome::Ignored { reason: "own_button" }
+    );
+    // A copy of the value clicked in another channel names nothing there.
+    assert_eq!(
+        s.worker.handle(&click("U2", &first, "C9"), &Budget::plenty()).await.unwrap(),
+        Outcome::Ignored { reason: "other_channel" }
+    );
+    // Someone else's click burns it.
+    let outcome = s.worker.handle(&click("U2", &first, "C1"), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingSignIn { id: turn_id() });
+    let refused: Vec<_> = requests(&s.worker.replies)
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ConnectRefused { user, owner, .. } => Some((user.to_string(), owner.to_string())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused, [("U2".to_owned(), REQUESTER.to_owned())]);
+    let prompts = connect_prompts(&s.worker);
+    assert_eq!(prompts.len(), 2, "{prompts:?}");
+    let second = prompts[1].1.clone();
+    assert_ne!(second, first);
+    assert_eq!(prompts[1].0.as_str(), REQUESTER);
+    assert_eq!(
+        s.states.take(&first, "code-u2", NOW + 1).await.map(|_| ()),
+        Err(StateRefused::Replayed),
+        "a burned link signs no one in"
+    );
+
+    // The same click redelivered (the ingress drops repeated clicks; the
+    // queue redelivers after a crash before the new link went out): a
+    // new link again rather than none, the burned one still refused.
+    s.worker.handle(&click("U2", &first, "C1"), &Budget::plenty()).await.unwrap();
+    let prompts = connect_prompts(&s.worker);
+    assert_eq!(prompts.len(), 3, "{prompts:?}");
+    assert!(prompts.iter().all(|p| p.0.as_str() == REQUESTER));
+    // Another person's click on the burned link asks nothing more.
+    s.worker.handle(&click("U3", &first, "C1"), &Budget::plenty()).await.unwrap();
+    assert_eq!(connect_prompts(&s.worker).len(), 3);
+
+    let outcome = s.worker.handle(&callback(&s, &second, "code-1").await, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(*s.seen.lock().unwrap(), [Some("tok-alice-1".to_owned())]);
+}
+
+#[tokio::test]
+async fn forged_unknown_and_expired_states_change_nothing() {
+    let s = signing(my_issues_then("Three."));
+    s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let state = connect_prompts(&s.worker)[0].1.clone();
+    let forged = "A".repeat(43);
+    assert_eq!(s.states.take(&forged, "code", NOW).await.map(|_| ()), Err(StateRefused::Unknown));
+    assert_eq!(s.states.take("short", "code", NOW).await.map(|_| ()), Err(StateRefused::Unknown));
+    assert_eq!(s.states.take(&state, "code", NOW + 600).await.map(|_| ()), Err(StateRefused::Expired));
+
+    // A SignedIn message no callback made (its state never taken) does nothing.
+    for state in [state.clone(), forged] {
+        let message = WorkMessage::SignedIn(SignedIn { state, turn_id: turn_id(), thread: thread() });
+        let outcome = s.worker.handle(&message, &Budget::plenty()).await.unwrap();
+        assert!(matches!(outcome, Outcome::Ignored { .. }), "{outcome:?}");
+    }
+    assert!(s.provider.spent.lock().unwrap().is_empty());
+    assert_eq!(stored(&s.worker).await.status, TurnStatus::AwaitingSignIn);
+}
+
+#[tokio::test]
+async fn a_code_the_provider_refuses_asks_again_and_changes_nothing_else() {
+    let s = signing(my_issues_then("Three."));
+    s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let state = connect_prompts(&s.worker)[0].1.clone();
+    let outcome = s.worker.handle(&callback(&s, &state, "forged").await, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingSignIn { id: turn_id() });
+    let prompts = connect_prompts(&s.worker);
+    assert_eq!(prompts.iter().map(|p| p.3).collect::<Vec<_>>(), [SignInReason::NotConnected, SignInReason::Failed]);
+    assert!(s.vault.get(&alice()).await.unwrap().is_none());
+    assert!(s.seen.lock().unwrap().is_empty());
+}
+
+/// A vault whose next put is applied and its answer lost.
+struct LosesOnePut {
+    inner: Arc<dyn TokenVault>,
+    lose: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl TokenVault for LosesOnePut {
+    async fn get(&self, key: &ConnectionKey) -> Result<Option<Tokens>, PortError> {
+        self.inner.get(key).await
+    }
+
+    async fn put(&self, key: &ConnectionKey, tokens: &Tokens, now: i64) -> Result<(), PortError> {
+        self.inner.put(key, tokens, now).await?;
+        if self.lose.swap(false, Ordering::SeqCst) {
+            return Err(PortError::new("put tokens", "the answer was lost (applied)"));
+        }
+        Ok(())
+    }
+
+    async fn remove(&self, key: &ConnectionKey) -> Result<Option<Tokens>, PortError> {
+        self.inner.remove(key).await
+    }
+
+    async fn connections(
+        &self,
+        team: &TeamId,
+        user: &UserId,
+    ) -> Result<Vec<assistant_core::oauth::Connection>, PortError> {
+        self.inner.connections(team, user).await
+    }
+}
+
+#[tokio::test]
+async fn a_vault_write_whose_answer_is_lost_is_retried_without_spending_the_code_twice() {
+    let mut s = signing(my_issues_then("Three."));
+    let losing = Arc::new(LosesOnePut { inner: s.vault.clone(), lose: true.into() });
+    s.worker.sign_in.as_mut().unwrap().ports.vault = losing;
+    s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let state = connect_prompts(&s.worker)[0].1.clone();
+    let signed_in = callback(&s, &state, "code-1").await;
+
+    assert!(s.worker.handle(&signed_in, &Budget::plenty()).await.is_err(), "redelivered by the queue");
+    assert!(s.seen.lock().unwrap().is_empty());
+    // SQS redelivers: the tokens landed after the state was opened, so the
+    // spent code is not exchanged again.
+    s.clock.set(NOW + 30);
+    let outcome = s.worker.handle(&signed_in, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(s.provider.spent.lock().unwrap().len(), 1);
+    assert_eq!(*s.seen.lock().unwrap(), [Some("tok-alice-1".to_owned())]);
+}
+
+#[tokio::test]
+async fn a_sign_in_nobody_makes_in_time_fails_the_steps_calls_and_the_turn_answers() {
+    let s = signing(my_issues_then("I could not look at your issues: you did not connect the tracker."));
+    s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let state = connect_prompts(&s.worker)[0].1.clone();
+    s.clock.set(NOW + 599);
+    assert_eq!(s.worker.sweep_approvals().await.unwrap(), 0);
+    s.clock.set(NOW + 600);
+    assert_eq!(s.worker.sweep_approvals().await.unwrap(), 1);
+    let queued = s.worker.work.drain();
+    let outcome = s.worker.handle(&queued[0], &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    let found = results(&stored(&s.worker).await.transcript[2]);
+    assert!(found.iter().all(|(_, status, _)| *status == ToolStatus::Error), "{found:?}");
+    assert!(found[0].2.contains("did not connect tracker within 10 minutes"), "{found:?}");
+    assert!(s.seen.lock().unwrap().is_empty());
+    // The link has expired with it.
+    assert_eq!(s.states.take(&state, "code-1", NOW + 600).await.map(|_| ()), Err(StateRefused::Expired));
+}
+
+#[tokio::test]
+async fn the_home_tab_lists_connections_and_disconnect_revokes_at_the_provider() {
+    let s = signing(Vec::new());
+    let home = |disconnect: Option<&str>, id: &str| {
+        WorkMessage::Home(HomeAction {
+            team: TeamId::new("T1"),
+            user: UserId::new(REQUESTER),
+            disconnect: disconnect.map(str::to_owned),
+            id: id.to_owned(),
+        })
+    };
+    assert_eq!(s.worker.handle(&home(None, "Ev1"), &Budget::plenty()).await.unwrap(), Outcome::HomeShown);
+    s.vault.put(&alice(), &alice_tokens("tok-alice-1", NOW + 3600), NOW).await.unwrap();
+    s.worker.handle(&home(None, "Ev2"), &Budget::plenty()).await.unwrap();
+    s.worker.handle(&home(Some("tracker"), "1763800999.000100"), &Budget::plenty()).await.unwrap();
+
+    let homes = s.worker.agent.homes();
+    let shown: Vec<String> = homes.iter().map(|(user, view)| format!("{user} {view}")).collect();
+    assert_eq!(shown.len(), 3);
+    assert!(shown.iter().all(|view| view.starts_with("U1 ")), "each person's own tab");
+    assert!(shown[0].contains("*tracker*: not connected"), "{}", shown[0]);
+    assert!(shown[1].contains("*tracker*: connected as `alice@tracker`"), "{}", shown[1]);
+    assert!(shown[1].contains("oauth.disconnect"), "{}", shown[1]);
+    assert!(shown[2].contains("*tracker*: not connected"), "{}", shown[2]);
+    assert!(shown.iter().all(|view| !view.contains("tok-alice")), "no token on the tab");
+    assert!(s.vault.get(&alice()).await.unwrap().is_none());
+    assert_eq!(
+        *s.provider.revoked.lock().unwrap(),
+        [("tok-alice-1-refresh".to_owned(), "refresh_token".to_owned())],
+        "the refresh token is revoked: it ends the grant"
+    );
+    // The click again (a redelivery): nothing left to revoke.
+    s.worker.handle(&home(Some("tracker"), "1763800999.000100"), &Budget::plenty()).await.unwrap();
+    assert_eq!(s.provider.revoked.lock().unwrap().len(), 1);
 }

@@ -10,7 +10,9 @@
 //! secrets a provider adds) is dropped unread. Errors name the provider's
 //! `error` code, never a token or the response body.
 
-use assistant_core::oauth::{Pkce, Tokens};
+pub use assistant_core::oauth::{OAuthError, OAuthProvider};
+use assistant_core::oauth::{OAuthTokens, Tokens};
+use async_trait::async_trait;
 use serde::Deserialize;
 use std::time::Duration;
 use url::Url;
@@ -18,68 +20,6 @@ use url::Url;
 /// The most of a token endpoint's answer that is read.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 const TIMEOUT: Duration = Duration::from_secs(10);
-
-/// One provider as configured (or discovered), its secret resolved.
-#[derive(Clone)]
-pub struct OAuthProvider {
-    pub name: String,
-    pub authorization_endpoint: Url,
-    pub token_endpoint: Url,
-    pub revocation_endpoint: Option<Url>,
-    pub client_id: String,
-    /// `None`: a public client (PKCE alone).
-    pub client_secret: Option<String>,
-    pub scopes: Vec<String>,
-    /// The bot's callback: `{function URL}/oauth/callback`.
-    pub redirect_uri: Url,
-}
-
-impl std::fmt::Debug for OAuthProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OAuthProvider")
-            .field("name", &self.name)
-            .field("authorization_endpoint", &self.authorization_endpoint.as_str())
-            .field("token_endpoint", &self.token_endpoint.as_str())
-            .field("client_id", &self.client_id)
-            .finish_non_exhaustive()
-    }
-}
-
-impl OAuthProvider {
-    /// Where the person's browser goes to sign in and consent.
-    pub fn authorization_url(&self, state: &str, pkce: &Pkce) -> Url {
-        let mut url = self.authorization_endpoint.clone();
-        url.query_pairs_mut()
-            .append_pair("response_type", "code")
-            .append_pair("client_id", &self.client_id)
-            .append_pair("redirect_uri", self.redirect_uri.as_str())
-            .append_pair("scope", &self.scopes.join(" "))
-            .append_pair("state", state)
-            .append_pair("code_challenge", &pkce.challenge)
-            .append_pair("code_challenge_method", "S256");
-        url
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum OAuthError {
-    /// The provider said no (`invalid_grant`: the code or refresh token is
-    /// spent, expired or revoked; the person must connect again).
-    #[error("the provider refused: {error}")]
-    Refused { error: String },
-    /// Not reached, timed out, or a 5xx: try again later.
-    #[error("the provider is unavailable: {0}")]
-    Unavailable(String),
-    #[error("the provider's answer cannot be read: {0}")]
-    Malformed(String),
-}
-
-impl OAuthError {
-    /// The person must sign in again (nothing else will mend it).
-    pub fn needs_sign_in(&self) -> bool {
-        matches!(self, OAuthError::Refused { error } if error == "invalid_grant")
-    }
-}
 
 /// What is read of a token response.
 #[derive(Deserialize)]
@@ -124,52 +64,6 @@ pub struct OAuthClient {
 impl OAuthClient {
     pub fn new(http: reqwest::Client) -> Self {
         Self { http }
-    }
-
-    /// The code the callback got, for the person's tokens.
-    pub async fn exchange(
-        &self,
-        provider: &OAuthProvider,
-        code: &str,
-        verifier: &str,
-        now_unix: i64,
-    ) -> Result<Tokens, OAuthError> {
-        let form = [
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", provider.redirect_uri.as_str()),
-            ("code_verifier", verifier),
-        ];
-        self.token_request(provider, &form, now_unix).await
-    }
-
-    /// New tokens for a refresh token. A provider that rotates refresh
-    /// tokens returns a new one; one that does not, keeps the old.
-    pub async fn refresh(
-        &self,
-        provider: &OAuthProvider,
-        refresh_token: &str,
-        now_unix: i64,
-    ) -> Result<Tokens, OAuthError> {
-        let form = [("grant_type", "refresh_token"), ("refresh_token", refresh_token)];
-        let mut tokens = self.token_request(provider, &form, now_unix).await?;
-        if tokens.refresh_token.is_none() {
-            tokens.refresh_token = Some(refresh_token.to_owned());
-        }
-        Ok(tokens)
-    }
-
-    /// Revokes a token at the provider (RFC 7009), where it offers that;
-    /// `Ok(false)` where it does not.
-    pub async fn revoke(&self, provider: &OAuthProvider, token: &str, hint: &str) -> Result<bool, OAuthError> {
-        let Some(endpoint) = &provider.revocation_endpoint else { return Ok(false) };
-        let form = [("token", token), ("token_type_hint", hint)];
-        let response = self.post(provider, endpoint, &form).await?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(true);
-        }
-        Err(error_of(status, response).await)
     }
 
     async fn token_request(
@@ -227,6 +121,55 @@ impl OAuthClient {
     }
 }
 
+#[async_trait]
+impl OAuthTokens for OAuthClient {
+    /// The code the callback got, for the person's tokens.
+    async fn exchange(
+        &self,
+        provider: &OAuthProvider,
+        code: &str,
+        verifier: &str,
+        now_unix: i64,
+    ) -> Result<Tokens, OAuthError> {
+        let form = [
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", provider.redirect_uri.as_str()),
+            ("code_verifier", verifier),
+        ];
+        self.token_request(provider, &form, now_unix).await
+    }
+
+    /// New tokens for a refresh token. A provider that rotates refresh
+    /// tokens returns a new one; one that does not, keeps the old.
+    async fn refresh(
+        &self,
+        provider: &OAuthProvider,
+        refresh_token: &str,
+        now_unix: i64,
+    ) -> Result<Tokens, OAuthError> {
+        let form = [("grant_type", "refresh_token"), ("refresh_token", refresh_token)];
+        let mut tokens = self.token_request(provider, &form, now_unix).await?;
+        if tokens.refresh_token.is_none() {
+            tokens.refresh_token = Some(refresh_token.to_owned());
+        }
+        Ok(tokens)
+    }
+
+    /// Revokes a token at the provider (RFC 7009), where it offers that;
+    /// `Ok(false)` where it does not.
+    async fn revoke(&self, provider: &OAuthProvider, token: &str, hint: &str) -> Result<bool, OAuthError> {
+        let Some(endpoint) = &provider.revocation_endpoint else { return Ok(false) };
+        let form = [("token", token), ("token_type_hint", hint)];
+        let response = self.post(provider, endpoint, &form).await?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(true);
+        }
+        Err(error_of(status, response).await)
+    }
+}
+
 /// A transport error's words without its URL (which may carry a query).
 fn without_url(err: &reqwest::Error) -> String {
     let kind = if err.is_timeout() {
@@ -268,6 +211,7 @@ async fn error_of(status: reqwest::StatusCode, response: reqwest::Response) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use assistant_core::oauth::Pkce;
 
     fn provider() -> OAuthProvider {
         OAuthProvider {

@@ -1,7 +1,8 @@
 //! The Slack Web API as the worker's [`AgentSlack`] port: suggested prompts
 //! (`assistant.threads.setSuggestedPrompts`), thread titles
 //! (`assistant.threads.setTitle`) and streamed answers (`chat.startStream`,
-//! `chat.appendStream`, `chat.stopStream`).
+//! `chat.appendStream`, `chat.stopStream`), and the Home tab
+//! (`views.publish`).
 //!
 //! Stream calls are retried only after a 429 Slack wants waited out
 //! briefly: after a 5xx an append may have landed, and appending it again
@@ -133,6 +134,13 @@ impl AgentSlack for WebAgent {
         params.push(("metadata", metadata.as_str()));
         let _: Value =
             self.client.call_retrying("chat.stopStream", &params, Retry::RateLimitOnly).await.map_err(post_error)?;
+        Ok(())
+    }
+
+    async fn publish_home(&self, user: &UserId, view: &Value) -> Result<(), PostError> {
+        let view = view.to_string();
+        let params = [("user_id", user.as_str()), ("view", view.as_str())];
+        let _: Value = self.client.call("views.publish", &params).await.map_err(post_error)?;
         Ok(())
     }
 }

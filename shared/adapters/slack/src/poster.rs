@@ -76,8 +76,14 @@ impl SlackPoster for WebPoster {
         self.client.set_thread_status(&thread.channel, &thread.thread_ts, status).await.map_err(post_error)
     }
 
-    async fn post_ephemeral(&self, thread: &ThreadRef, user: &UserId, text: &str) -> Result<(), PostError> {
-        self.client.post_ephemeral(&thread.channel, &thread.thread_ts, user, text).await.map_err(post_error)
+    async fn post_ephemeral(
+        &self,
+        thread: &ThreadRef,
+        user: &UserId,
+        text: &str,
+        blocks: &[Value],
+    ) -> Result<(), PostError> {
+        self.client.post_ephemeral(&thread.channel, &thread.thread_ts, user, text, blocks).await.map_err(post_error)
     }
 
     async fn stop_stream(&self, thread: &ThreadRef, ts: &Ts) -> Result<(), PostError> {

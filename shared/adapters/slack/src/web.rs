@@ -358,9 +358,18 @@ impl WebClient {
         thread_ts: &Ts,
         user: &UserId,
         text: &str,
+        blocks: &[serde_json::Value],
     ) -> Result<(), WebError> {
-        let params =
-            [("channel", channel.as_str()), ("thread_ts", thread_ts.as_str()), ("user", user.as_str()), ("text", text)];
+        let blocks = serde_json::Value::Array(blocks.to_vec()).to_string();
+        let mut params = vec![
+            ("channel", channel.as_str()),
+            ("thread_ts", thread_ts.as_str()),
+            ("user", user.as_str()),
+            ("text", text),
+        ];
+        if blocks != "[]" {
+            params.push(("blocks", blocks.as_str()));
+        }
         let _: serde_json::Value = self.call_retrying("chat.postEphemeral", &params, Retry::RateLimitOnly).await?;
         Ok(())
     }

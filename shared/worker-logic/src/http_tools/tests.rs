@@ -179,7 +179,9 @@ async fn an_approved_call_carries_its_idempotency_key_and_approval_can_be_declar
     let (port, seen) = api().await;
     let registry = registry(&port).await;
     let call = ToolUse { id: "tooluse_9".into(), name: "restart_service".into(), input: json!({"service": "api"}) };
-    registry.run_approved(&call, &slack::ChannelId::new("C1"), "T1-Ev1:tooluse_9".into()).await;
+    registry
+        .run_approved(&call, &slack::ChannelId::new("C1"), &crate::tools::Credentials::new(), "T1-Ev1:tooluse_9".into())
+        .await;
     let seen = seen.lock().unwrap().clone();
     assert_eq!((seen[0].1.as_str(), seen[0].4.as_deref()), ("/restart", Some("T1-Ev1:tooluse_9")));
 
@@ -297,7 +299,9 @@ async fn an_aws_iam_tool_signs_each_call_as_the_workers_role_and_the_server_veri
     let tools = http_tools(&iam_tool(&port, json!({})), client(), signer, env).unwrap();
     let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
     let call = ToolUse { id: "t1".into(), name: "restart_service".into(), input: json!({"service": "checkout api"}) };
-    let result = registry.run_approved(&call, &slack::ChannelId::new("C1"), "turn-1:t1".into()).await;
+    let result = registry
+        .run_approved(&call, &slack::ChannelId::new("C1"), &crate::tools::Credentials::new(), "turn-1:t1".into())
+        .await;
     assert_eq!(result.status, ToolStatus::Success, "{:?}", result.output);
     let checks = checks.lock().unwrap().clone();
     let signed = checks[0].as_ref().expect("the server's own computation matches");

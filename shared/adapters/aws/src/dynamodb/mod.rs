@@ -11,6 +11,9 @@
 //! | the answer the worker streamed | `TURN#{turn_id}` | `STREAM` | [`records::DynamoRecords`] |
 //! | ratings of the answer | `TURN#{turn_id}` | `FEEDBACK` | [`records::DynamoRecords`] |
 //! | what a person has in view | `USER#{team}#{user}` | `CONTEXT` | [`contexts::DynamoContexts`] |
+//! | a person's sealed tokens per provider | `USER#{team}#{user}` | `TOKENS#{provider}` | [`records::DynamoRecords`] |
+//! | a sign-in in progress | `OAUTH_STATE#{state}` | `STATE` | [`records::DynamoRecords`] |
+//! | a thread's grants | `GRANTS#{team}#{channel}#{thread_ts}` | `GRANT#{scope}` | [`records::DynamoRecords`] |
 //! | approval deadline | `APPROVAL_TIMERS` | `{due_at}#{turn_id}#{tool_use_id}` | [`timers::DynamoTimers`] |
 //!
 //! Turn state and delivery records are versioned records: which key and

@@ -1,0 +1,360 @@
+//! Tools that act as the person who asked: their own token per provider,
+//! from a sign-in they make once (OAuth 2.1, authorization code with PKCE).
+//!
+//! - Before a step's calls run, the worker asks [`SignIn::access`] for the
+//!   asker's token for each provider the calls act through: a fresh token
+//!   from the vault, or one refreshed now (the new tokens stored again).
+//!   None stored, or a refresh the provider refuses (revoked, expired):
+//!   the step waits ([`assistant_core::turn::PendingSignIn`]) and only the
+//!   asker gets a Connect button. A provider that is down fails only its
+//!   calls, with a note the model reads.
+//! - The Connect button links to the provider's sign-in page with a
+//!   `state` ([`ConnectStates`]: single use, ten minutes, bound to team,
+//!   person, turn and provider). The provider sends the browser back to
+//!   the ingress's `/oauth/callback`, which takes the state and keeps the
+//!   code beside it; the worker then exchanges the code (with the PKCE
+//!   verifier that never left the table), seals the tokens into the vault
+//!   and carries the turn on.
+//! - Disconnecting (the Home tab) forgets the tokens and revokes them at
+//!   the provider where it offers revocation.
+//!
+//! The vault is a port ([`TokenVault`]): the turns table sealed with KMS
+//! here; Amazon Bedrock AgentCore Identity's token vault could stand
+//! behind the same port.
+
+use crate::auth::{OAuthConfig, ToolAuth};
+use crate::http_tools::HttpToolConfig;
+use crate::references::{self, Reference};
+use assistant_core::oauth::{
+    AccessToken, ConnectState, ConnectStates, ConnectionKey, OAuthError, OAuthProvider, OAuthTokens, TokenVault,
+};
+use assistant_core::ports::PortError;
+use assistant_core::turn::SignInReason;
+use slack::{TeamId, UserId};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tracing::{info, warn};
+use url::Url;
+
+/// What the sign-in needs outside the worker.
+#[derive(Clone)]
+pub struct SignInPorts {
+    pub vault: Arc<dyn TokenVault>,
+    pub states: ConnectStates,
+    pub tokens: Arc<dyn OAuthTokens>,
+    /// `{ingress function URL}/oauth/callback`.
+    pub redirect_uri: Url,
+}
+
+/// The providers the configuration's tools act through, and the ports.
+pub struct SignIn {
+    pub ports: SignInPorts,
+    pub providers: BTreeMap<String, OAuthProvider>,
+}
+
+/// The asker's access to one provider, now.
+#[derive(Debug)]
+pub enum Access {
+    Ready {
+        token: AccessToken,
+        subject: Option<String>,
+    },
+    /// They must sign in (again).
+    NeedsSignIn(SignInReason),
+    /// The provider or the vault failed; the calls fail with this note.
+    Unavailable(String),
+}
+
+/// Why the configured sign-in cannot be used. Each names what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum SignInConfigError {
+    #[error("http tool {tool}: auth.oauth.{field}: {reason}")]
+    Invalid { tool: String, field: &'static str, reason: String },
+    #[error("http tools {first} and {second} describe provider {provider} differently: describe it alike in both")]
+    Conflicting { provider: String, first: String, second: String },
+    #[error("http tool {tool}: auth.oauth.client_secret: {reason}")]
+    Unresolved { tool: String, reason: references::Unresolved },
+    #[error(
+        "tools act as the person who asked (auth.oauth), but the worker has no sign-in: set TOKEN_KEY_ID (the KMS key \
+         that seals tokens) and OAUTH_REDIRECT_URI (the ingress's function URL + /oauth/callback)"
+    )]
+    NotDeployed,
+}
+
+/// An endpoint people's browsers or the worker reach: `https`, or `http`
+/// on loopback (tests, local providers).
+fn endpoint(tool: &str, field: &'static str, value: &str) -> Result<Url, SignInConfigError> {
+    let invalid = |reason: String| SignInConfigError::Invalid { tool: tool.to_owned(), field, reason };
+    let url = Url::parse(value).map_err(|err| invalid(format!("{value:?}: {err}")))?;
+    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => return Err(invalid("must be https".into())),
+    }
+    if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
+        return Err(invalid("may not carry credentials or a fragment".into()));
+    }
+    Ok(url)
+}
+
+/// The providers the HTTP tools name, checked, their secrets resolved
+/// through `lookup`. Empty when no tool acts as the person.
+pub fn providers(
+    tools: &[HttpToolConfig],
+    redirect_uri: Option<&Url>,
+    lookup: &impl Fn(&Reference) -> Option<String>,
+) -> Result<BTreeMap<String, OAuthProvider>, SignInConfigError> {
+    let mut found: BTreeMap<String, (String, OAuthConfig)> = BTreeMap::new();
+    for tool in tools {
+        let Some(ToolAuth::OAuth(oauth)) = &tool.auth else { continue };
+        let name = &oauth.provider;
+        if name.is_empty() || name.len() > 32 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "_-".contains(c)) {
+            return Err(SignInConfigError::Invalid {
+                tool: tool.name.clone(),
+                field: "provider",
+                reason: "1 to 32 of a-z, A-Z, 0-9, _ and -".into(),
+            });
+        }
+        if let Some((first, known)) = found.get(name) {
+            if known != oauth {
+                return Err(SignInConfigError::Conflicting {
+                    provider: name.clone(),
+                    first: first.clone(),
+                    second: tool.name.clone(),
+                });
+            }
+            continue;
+        }
+        found.insert(name.clone(), (tool.name.clone(), oauth.clone()));
+    }
+    if found.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let redirect_uri = redirect_uri.ok_or(SignInConfigError::NotDeployed)?;
+    let mut providers = BTreeMap::new();
+    for (name, (tool, oauth)) in found {
+        let client_secret = match &oauth.client_secret {
+            Some(value) if references::named([value]).is_empty() => {
+                return Err(SignInConfigError::Invalid {
+                    tool,
+                    field: "client_secret",
+                    reason: "name a secret (${secret:NAME}) or a variable (${env:NAME}), never the value".into(),
+                });
+            }
+            Some(value) => Some(
+                references::resolve(value, lookup)
+                    .map_err(|reason| SignInConfigError::Unresolved { tool: tool.clone(), reason })?,
+            ),
+            None => None,
+        };
+        let revocation_endpoint = match &oauth.revocation_endpoint {
+            Some(value) => Some(endpoint(&tool, "revocation_endpoint", value)?),
+            None => None,
+        };
+        let provider = OAuthProvider {
+            name: name.clone(),
+            authorization_endpoint: endpoint(&tool, "authorization_endpoint", &oauth.authorization_endpoint)?,
+            token_endpoint: endpoint(&tool, "token_endpoint", &oauth.token_endpoint)?,
+            revocation_endpoint,
+            client_id: oauth.client_id.clone(),
+            client_secret,
+            scopes: oauth.scopes.clone(),
+            redirect_uri: redirect_uri.clone(),
+        };
+        providers.insert(name, provider);
+    }
+    Ok(providers)
+}
+
+impl SignIn {
+    fn key(team: &TeamId, user: &UserId, provider: &str) -> ConnectionKey {
+        ConnectionKey { team: team.clone(), user: user.clone(), provider: provider.to_owned() }
+    }
+
+    /// The person's usable token for `provider`: stored and fresh, or
+    /// refreshed now. A refused refresh forgets the stored tokens (they
+    /// will never work again) and asks for a sign-in.
+    pub async fn access(&self, team: &TeamId, user: &UserId, provider: &str, now_unix: i64) -> Access {
+        let Some(config) = self.providers.get(provider) else {
+            return Access::Unavailable(format!("{provider} is not a configured sign-in"));
+        };
+        let key = Self::key(team, user, provider);
+        let stored = match self.ports.vault.get(&key).await {
+            Ok(Some(tokens)) => tokens,
+            Ok(None) => return Access::NeedsSignIn(SignInReason::NotConnected),
+            Err(err) => {
+                warn!(provider, error = %err, "the person's sign-in cannot be read");
+                return Access::Unavailable(format!("the person's {provider} sign-in cannot be read right now"));
+            }
+        };
+        if stored.is_fresh(now_unix) {
+            return Access::Ready { token: AccessToken::new(stored.access_token), subject: stored.subject };
+        }
+        let Some(refresh_token) = stored.refresh_token.as_deref() else {
+            return Access::NeedsSignIn(SignInReason::Expired);
+        };
+        match self.ports.tokens.refresh(config, refresh_token, now_unix).await {
+            Ok(mut tokens) => {
+                // The provider's answer to a refresh need not repeat the ID
+                // token: the person stays who they were.
+                tokens.subject = tokens.subject.or(stored.subject);
+                // A put whose answer is lost may still have landed; one that
+                // did not leaves the old tokens, whose refresh token a
+                // rotating provider has spent: the next call asks to sign in.
+                if let Err(err) = self.ports.vault.put(&key, &tokens, now_unix).await {
+                    warn!(provider, error = %err, "refreshed tokens not stored: used for this step only");
+                }
+                info!(provider, "the person's token was refreshed");
+                Access::Ready { token: AccessToken::new(tokens.access_token), subject: tokens.subject }
+            }
+            Err(err) if err.needs_sign_in() => {
+                info!(provider, error = %err, "the provider refused the refresh: asking to sign in again");
+                if let Err(err) = self.ports.vault.remove(&key).await {
+                    warn!(provider, error = %err, "refused tokens not forgotten");
+                }
+                Access::NeedsSignIn(SignInReason::Expired)
+            }
+            Err(err) => {
+                warn!(provider, error = %err, "the token could not be refreshed");
+                Access::Unavailable(format!("{provider} could not renew the person's sign-in: {err}"))
+            }
+        }
+    }
+
+    /// A new sign-in for the turn: its `state` and the provider's URL for
+    /// the person's browser.
+    pub async fn connect_link(
+        &self,
+        thread: &assistant_core::ThreadRef,
+        user: &UserId,
+        turn: &assistant_core::TurnId,
+        provider: &str,
+        now_unix: i64,
+    ) -> Result<(String, Url), PortError> {
+        let config = self
+            .providers
+            .get(provider)
+            .ok_or_else(|| PortError::new("open sign-in", format!("{provider} is not a configured sign-in")))?;
+        let (state, pkce) = self.ports.states.open(thread, user, turn, provider, now_unix).await?;
+        let url = config.authorization_url(&state, &pkce);
+        Ok((state, url))
+    }
+
+    /// Exchanges a taken sign-in's code and keeps the tokens. A sign-in
+    /// already completed (a redelivery: the code is spent, the tokens
+    /// stored after the state was opened) completes again without a call.
+    pub async fn complete(&self, state: &ConnectState, now_unix: i64) -> Result<Completed, PortError> {
+        let key = Self::key(&state.team, &state.user, &state.provider);
+        let opened_at = state.expires_at - assistant_core::oauth::STATE_TTL_SECS;
+        let connections = self.ports.vault.connections(&state.team, &state.user).await?;
+        if connections.iter().any(|found| found.provider == state.provider && found.connected_at >= opened_at) {
+            info!(provider = %state.provider, "sign-in already completed: the tokens are stored");
+            return Ok(Completed::Connected);
+        }
+        let (Some(config), Some(code)) = (self.providers.get(&state.provider), state.code.as_deref()) else {
+            return Ok(Completed::Refused("this sign-in has no provider or no code".into()));
+        };
+        match self.ports.tokens.exchange(config, code, &state.verifier, now_unix).await {
+            Ok(tokens) => {
+                self.ports.vault.put(&key, &tokens, now_unix).await?;
+                info!(provider = %state.provider, subject = tokens.subject.as_deref(), "signed in");
+                Ok(Completed::Connected)
+            }
+            Err(OAuthError::Unavailable(reason)) => Err(PortError::new("exchange the code", reason)),
+            Err(err) => {
+                warn!(provider = %state.provider, error = %err, "the provider refused the sign-in's code");
+                Ok(Completed::Refused(err.to_string()))
+            }
+        }
+    }
+
+    /// Forgets the person's tokens for `provider` and revokes them at the
+    /// provider where it offers revocation. Whether any were stored.
+    pub async fn disconnect(&self, team: &TeamId, user: &UserId, provider: &str) -> Result<bool, PortError> {
+        let removed = self.ports.vault.remove(&Self::key(team, user, provider)).await?;
+        let Some(tokens) = removed else { return Ok(false) };
+        let Some(config) = self.providers.get(provider) else { return Ok(true) };
+        // The refresh token first: revoking it ends the grant, and with it
+        // the access tokens, at providers that tie them together.
+        let (token, hint) = match &tokens.refresh_token {
+            Some(refresh) => (refresh.as_str(), "refresh_token"),
+            None => (tokens.access_token.as_str(), "access_token"),
+        };
+        match self.ports.tokens.revoke(config, token, hint).await {
+            Ok(true) => info!(provider, "disconnected and revoked at the provider"),
+            Ok(false) => info!(provider, "disconnected (the provider offers no revocation)"),
+            Err(err) => warn!(provider, error = %err, "disconnected, but the provider did not revoke the token"),
+        }
+        Ok(true)
+    }
+}
+
+/// How a callback's sign-in ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Completed {
+    Connected,
+    /// The provider refused the code: the person signs in again.
+    Refused(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, oauth: serde_json::Value) -> HttpToolConfig {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "description": "d", "input_schema": {"type": "object"},
+            "url": "https://api.example.com/x", "auth": {"oauth": oauth}
+        }))
+        .unwrap()
+    }
+
+    fn oauth(secret: &str) -> serde_json::Value {
+        serde_json::json!({
+            "provider": "tracker", "authorization_endpoint": "https://id.example.com/authorize",
+            "token_endpoint": "https://id.example.com/token", "client_id": "bot", "client_secret": secret,
+            "scopes": ["openid"]
+        })
+    }
+
+    fn lookup(reference: &Reference) -> Option<String> {
+        matches!(reference, Reference::Secret(name) if name == "TRACKER").then(|| "s3cret".to_owned())
+    }
+
+    #[test]
+    fn tools_share_a_provider_described_alike_and_its_secret_is_never_a_literal() {
+        let redirect = Url::parse("https://bot.example/oauth/callback").unwrap();
+        let tools = [tool("a", oauth("${secret:TRACKER}")), tool("b", oauth("${secret:TRACKER}"))];
+        let found = providers(&tools, Some(&redirect), &lookup).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found["tracker"].client_secret.as_deref(), Some("s3cret"));
+        assert_eq!(found["tracker"].redirect_uri, redirect);
+
+        let err = providers_of(&[tool("a", oauth("plain-secret"))], Some(&redirect));
+        assert!(err.contains("never the value"), "{err}");
+        let mut other = oauth("${secret:TRACKER}");
+        other["scopes"] = serde_json::json!(["everything"]);
+        let err = providers_of(&[tool("a", oauth("${secret:TRACKER}")), tool("b", other)], Some(&redirect));
+        assert!(err.contains("differently"), "{err}");
+        let err = providers_of(&[tool("a", oauth("${secret:TRACKER}"))], None);
+        assert!(err.contains("TOKEN_KEY_ID"), "{err}");
+        for (field, bad) in [
+            ("token_endpoint", "http://id.example.com/token"),
+            ("authorization_endpoint", "https://user:pw@id.example.com/a"),
+            ("provider", "has spaces"),
+        ] {
+            let mut config = oauth("${secret:TRACKER}");
+            config[field] = bad.into();
+            let err = providers_of(&[tool("a", config)], Some(&redirect));
+            assert!(err.contains(field), "{field}: {err}");
+        }
+        let mut loopback = oauth("${secret:TRACKER}");
+        loopback["token_endpoint"] = "http://127.0.0.1:9/token".into();
+        assert!(providers(&[tool("a", loopback)], Some(&redirect), &lookup).is_ok(), "loopback http is for tests");
+    }
+
+    fn providers_of(tools: &[HttpToolConfig], redirect: Option<&Url>) -> String {
+        providers(tools, redirect, &lookup).expect_err("refused").to_string()
+    }
+}
