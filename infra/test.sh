@@ -14,11 +14,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/tools.sh"
 cd "$root"
 
 # --- Tools -------------------------------------------------------------------
-step "test tools (virtualenv in $venv, faketime, the MCP reference server)"
+step "test tools (virtualenv in $venv, faketime, the MCP reference server, the OpenID provider, chromium)"
 ensure_python_tools
 ensure_faketime
 ensure_mcp_reference_server
 ensure_oidc_provider
+ensure_browser
 
 # --- Static checks ----------------------------------------------------------
 step "cargo fmt --check"

@@ -90,6 +90,24 @@ ensure_oidc_provider() {
   export OIDC_PROVIDER_MODULES="$npm_prefix/node_modules"
 }
 
+# A real browser for the sign-in test a person goes through: Debian's
+# chromium (headless) and puppeteer-core, pinned by
+# infra/browser/package-lock.json, to drive it over the DevTools protocol.
+# Exports CHROMIUM and BROWSER_MODULES (tests/support/connect_in_browser.mjs).
+ensure_browser() {
+  if ! command -v chromium >/dev/null; then
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  fi
+  CHROMIUM=$(command -v chromium)
+  export CHROMIUM
+  ensure_npm_packages browser
+  [ -d "$npm_prefix/node_modules/puppeteer-core" ] || { echo "puppeteer-core is not in $npm_prefix" >&2; return 1; }
+  export BROWSER_MODULES="$npm_prefix/node_modules"
+}
+
 # Starts the reference server over Streamable HTTP on 127.0.0.1:$1, logging
 # to $2, waits until it listens, and exports MCP_EVERYTHING_URL. Sets
 # mcp_pid; stop it with stop_mcp_reference_server.

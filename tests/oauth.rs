@@ -17,7 +17,7 @@ use adapters_kms::KmsSealer;
 use adapters_oauth::{OAuthClient, OAuthError, OAuthProvider};
 use assistant_core::TurnId;
 use assistant_core::oauth::{ConnectStates, ConnectionKey, OAuthTokens, SealedVault, StateRefused, TokenVault, Tokens};
-use assistant_core::ports::{KeySealer, VersionedRecords};
+use assistant_core::ports::{KeySealer, TurnStore, VersionedRecords};
 use serde_json::json;
 use slack::{TeamId, UserId};
 use std::collections::HashMap;
@@ -44,9 +44,13 @@ impl Drop for Provider {
 
 impl Provider {
     async fn start() -> Self {
+        Self::sending_back_to(Url::parse("https://bot.example/oauth/callback").unwrap()).await
+    }
+
+    /// A provider whose one client sends people back to `redirect_uri`.
+    async fn sending_back_to(redirect_uri: Url) -> Self {
         let modules = tests::env_from_test_command("OIDC_PROVIDER_MODULES");
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let redirect_uri = Url::parse("https://bot.example/oauth/callback").unwrap();
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/support/oidc_provider.mjs");
         let mut process = std::process::Command::new("node")
             .arg(script)
@@ -305,4 +309,236 @@ async fn a_provider_that_errors_or_answers_with_extra_secrets_gives_nothing_more
     idp.token_endpoint = at("/down");
     assert!(matches!(client.refresh(&idp, "rt", NOW).await.unwrap_err(), OAuthError::Unavailable(_)));
     assert!(!client.revoke(&idp, "rt", "refresh_token").await.unwrap(), "no revocation endpoint: nothing to do");
+}
+
+/// What the browser saw at the end of the Connect flow.
+#[derive(Debug)]
+struct Landed {
+    url: String,
+    status: u16,
+    title: String,
+    text: String,
+    through: Vec<String>,
+}
+
+/// A person in a real browser (Debian's chromium, headless, over the
+/// DevTools protocol): opens `link`, signs in as `login` and consents on
+/// the provider's own pages, and lands on `callback`.
+async fn connect_in_browser(link: &str, login: &str, callback: &Url) -> Landed {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/support/connect_in_browser.mjs");
+    let mut command = std::process::Command::new("node");
+    command
+        .arg(script)
+        .args([link, login, callback.as_str()])
+        .env("BROWSER_MODULES", tests::env_from_test_command("BROWSER_MODULES"))
+        .env("CHROMIUM", tests::env_from_test_command("CHROMIUM"));
+    // The browser reaches the function URL served in this runtime: wait off it.
+    let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the browser failed: {stdout} {}", String::from_utf8_lossy(&output.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("the browser's report");
+    let text = |field: &str| report[field].as_str().unwrap_or_default().to_owned();
+    Landed {
+        url: text("url"),
+        status: report["status"].as_u64().and_then(|status| u16::try_from(status).ok()).unwrap_or_default(),
+        title: text("title"),
+        text: text("text"),
+        through: report["through"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|page| page.as_str())
+            .map(String::from)
+            .collect(),
+    }
+}
+
+/// Every log line of the test's thread (the functions run in it), as the
+/// functions would write them to CloudWatch.
+#[derive(Clone, Default)]
+struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[tokio::test]
+async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_the_thread() {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    use tests::fake_bedrock::{FakeBedrock, Scripted};
+    use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
+
+    // GIVEN the stack, the ingress behind a function URL a browser can
+    // reach, a real provider that sends people back to it, and a tool that
+    // asks the provider's protected API who the person is, as the person
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let function_url = tests::function_url::serve(Arc::new(ingress::Ingress::new(
+        tests::ingress_config(&stack),
+        &aws,
+        Arc::new(assistant_core::SystemClock),
+    )))
+    .await;
+    let callback = Url::parse(&format!("{}/oauth/callback", function_url.base_url)).unwrap();
+    let provider = Provider::sending_back_to(callback.clone()).await;
+    stack.put_secret("idp-client", CLIENT_SECRET).await;
+    let issuer = &provider.issuer;
+    let config = json!({
+        "tool_policy": [{"channels": "*", "tools": ["*"]}],
+        "http_tools": [{
+            "name": "whoami",
+            "description": "Who the person asking is at the identity provider.",
+            "input_schema": {"type": "object", "properties": {}, "additionalProperties": false},
+            "method": "GET",
+            "url": format!("{issuer}/me"),
+            "timeout_secs": 5,
+            "auth": {"oauth": {
+                "provider": "idp",
+                "authorization_endpoint": format!("{issuer}/auth"),
+                "token_endpoint": format!("{issuer}/token"),
+                "revocation_endpoint": format!("{issuer}/token/revocation"),
+                "client_id": "slack-assistant",
+                "client_secret": "${secret:idp-client}",
+                "scopes": ["openid", "offline_access"]
+            }}
+        }]
+    });
+    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, &config.to_string()).await;
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    let mut ask = Scripted::text("Let me check who you are there.");
+    if let Scripted::Reply(reply) = &mut ask {
+        reply["output"]["message"]["content"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"toolUse": {"toolUseId": "tooluse_Wh0AmI000000000000000", "name": "whoami", "input": {}}}));
+        reply["stopReason"] = "tool_use".into();
+    }
+    bedrock.script([ask, Scripted::text("You are signed in there as alice.")]);
+    let key = kms_key().await;
+    let mut worker = tests::worker_config(&stack, slack.url());
+    worker.sign_in = Some((key.clone(), callback.clone()));
+    let functions = tests::Functions::start_with(&aws, &stack, &bedrock, worker).await;
+    let rounds = || async {
+        let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
+        let mut turn = None;
+        for _ in 0..4 {
+            let work = stack.receive_work().await.unwrap();
+            turn = turn.or_else(|| work.first().and_then(|m| tests::decode_work(m).turn_id()));
+            if !work.is_empty() {
+                let queue = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
+                let answer = functions.worker.handle(tests::sqs_event(&work, queue), deadline).await.unwrap();
+                assert!(tests::batch_failures(&answer).is_empty(), "{answer}");
+                stack.acknowledge(&stack.work_queue.queue, &work).await.unwrap();
+            }
+            let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
+            if !replies.is_empty() {
+                let queue = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
+                let answer = functions.responder.handle(tests::sqs_event(&replies, queue)).await.unwrap();
+                assert!(tests::batch_failures(&answer).is_empty(), "{answer}");
+                stack.acknowledge(&stack.reply_queue.queue, &replies).await.unwrap();
+            }
+        }
+        turn
+    };
+
+    // WHEN a person mentions the bot; their question needs the tool
+    let asked = functions.ingress.handle(tests::events::parse(tests::events::APP_MENTION)).await.unwrap();
+    assert_eq!(asked["statusCode"], 200);
+    let turn_id = rounds().await.expect("a turn started");
+
+    // THEN only they get a Connect button, and nothing ran yet
+    let ephemerals = slack.calls("chat.postEphemeral");
+    let [prompt] = &ephemerals[..] else { panic!("one Connect button: {ephemerals:?}") };
+    assert_eq!(prompt.form.get("user").map(String::as_str), Some("U061F7AUR"), "only the person who asked");
+    let blocks: serde_json::Value = serde_json::from_str(&prompt.form["blocks"]).unwrap();
+    let button = &blocks[1]["elements"][0];
+    assert_eq!(button["text"]["text"], "Connect idp");
+    let link = button["url"].as_str().expect("the button opens the provider's sign-in");
+    assert!(link.starts_with(&format!("{issuer}/auth?")), "{link}");
+    assert_eq!(bedrock.requests().len(), 1, "the model waits with the person");
+
+    // WHEN they click it, sign in and consent in their browser
+    let landed = connect_in_browser(link, "alice", &callback).await;
+
+    // THEN they land on the bot's page, which says in plain words what happened
+    assert_eq!(landed.through, ["sign-in", "consent"], "the provider's own pages: {landed:?}");
+    assert!(landed.url.starts_with(callback.as_str()), "{landed:?}");
+    assert_eq!((landed.status, landed.title.as_str()), (200, "Connected"), "{landed:?}");
+    assert!(landed.text.contains("You are signed in to idp. Go back to Slack"), "{landed:?}");
+
+    // AND the question carries on in the thread, answered with the tool run as them
+    rounds().await;
+    let answer = slack.posted().into_iter().map(|posted| posted.text).collect::<Vec<_>>().join("\n");
+    assert!(answer.contains("You are signed in there as alice."), "the thread: {answer}");
+    let asked_model = bedrock.requests();
+    assert_eq!(asked_model.len(), 2);
+    let tool_result = asked_model[1].body["messages"].to_string();
+    assert!(tool_result.contains(r#"{"json":{"sub":"alice"}}"#), "the API answered as alice: {tool_result}");
+    let turn = stack.turns().load(&turn_id).await.unwrap().expect("the turn");
+    let signed: Vec<_> = turn.signed_calls.iter().map(|c| (c.tool.as_str(), c.subject.as_deref())).collect();
+    assert_eq!(signed, [("whoami", Some("alice"))], "the audit trail names the person");
+
+    let logs = logs.text();
+    let audit = logs.lines().find(|line| line.contains("calling as the person who asked")).expect("the audit line");
+    for part in [r#""tool":"whoami""#, r#""user":"U061F7AUR""#, r#""provider":"idp""#, r#""subject":"alice""#] {
+        assert!(audit.contains(part), "{part} in {audit}");
+    }
+
+    // AND the person's tokens are sealed in the table and nowhere else
+    let records: Arc<dyn VersionedRecords> = Arc::new(DynamoRecords::new(stack.dynamodb.clone(), &stack.table));
+    let sealer = KmsSealer::new(&adapters_sigv4::Signer::new(&aws), reqwest::Client::new(), &key);
+    let vault = SealedVault::new(records, Arc::new(sealer));
+    let person =
+        ConnectionKey { team: TeamId::new("T061EG9R6"), user: UserId::new("U061F7AUR"), provider: "idp".into() };
+    let tokens = vault.get(&person).await.unwrap().expect("stored");
+    let slack_calls: String = [
+        "chat.postMessage",
+        "chat.postEphemeral",
+        "chat.update",
+        "chat.startStream",
+        "chat.appendStream",
+        "chat.stopStream",
+        "assistant.threads.setStatus",
+    ]
+    .iter()
+    .flat_map(|method| slack.calls(method))
+    .map(|call| format!("{:?}", call.form))
+    .collect();
+    let everywhere = [
+        serde_json::to_string(&turn).unwrap(),
+        slack_calls,
+        asked_model.iter().map(|r| r.body.to_string()).collect(),
+        format!("{landed:?}"),
+        logs.clone(),
+    ];
+    for secret in [Some(&tokens.access_token), tokens.refresh_token.as_ref()].into_iter().flatten() {
+        for (place, text) in ["the turn", "Slack", "Bedrock", "the browser's page", "the logs"].iter().zip(&everywhere)
+        {
+            assert!(!text.contains(secret.as_str()), "a token in {place}");
+        }
+    }
 }

@@ -13,6 +13,7 @@ pub mod events;
 pub mod fake_bedrock;
 pub mod fake_slack;
 pub mod fault_proxy;
+pub mod function_url;
 pub mod lambda;
 pub mod local_server;
 pub mod mcp_server;
@@ -267,18 +268,26 @@ pub struct Functions {
 
 impl Functions {
     pub async fn start(aws: &SdkConfig, stack: &Stack, slack_url: &str, bedrock: &fake_bedrock::FakeBedrock) -> Self {
+        Self::start_with(aws, stack, bedrock, worker_config(stack, slack_url)).await
+    }
+
+    /// With the worker's configuration as given (its Slack URL included).
+    pub async fn start_with(
+        aws: &SdkConfig,
+        stack: &Stack,
+        bedrock: &fake_bedrock::FakeBedrock,
+        worker: worker::Config,
+    ) -> Self {
+        let slack_url = worker.slack_api_base_url.clone();
+        let slack_url = slack_url.as_str();
         let ingress = ingress::Ingress::new(
-            ingress::Config {
-                signing_secret: slack::SigningSecret::new(events::signing_secret()).expect("secret"),
-                turns_table: stack.table.clone(),
-                work_queue_url: stack.work_queue.queue.clone(),
-            },
+            ingress_config(stack),
             aws,
             std::sync::Arc::new(assistant_core::FixedClock::at(events::SIGNED_AT + 1)),
         );
         let retry = adapters_bedrock::retry_config().with_initial_backoff(std::time::Duration::from_millis(5));
         let worker = worker::WorkerFunction::load(
-            worker_config(stack, slack_url),
+            worker,
             worker::Clients {
                 dynamodb: stack.dynamodb.clone(),
                 sqs: stack.sqs.clone(),
@@ -293,6 +302,15 @@ impl Functions {
         let responder =
             responder::ResponderFunction::new(responder_config(stack, slack_url, vec![]), responder_clients(stack));
         Self { ingress, worker, responder }
+    }
+}
+
+/// The ingress's runtime contract on `stack`, signed with the test events' secret.
+pub fn ingress_config(stack: &Stack) -> ingress::Config {
+    ingress::Config {
+        signing_secret: slack::SigningSecret::new(events::signing_secret()).expect("secret"),
+        turns_table: stack.table.clone(),
+        work_queue_url: stack.work_queue.queue.clone(),
     }
 }
 
