@@ -130,6 +130,37 @@ async fn the_thread_so_far_opens_the_transcript_with_the_bot_as_assistant() {
     );
 }
 
+#[tokio::test]
+async fn a_thread_slack_will_not_let_the_bot_read_is_answered_from_the_message_and_says_so() {
+    // GIVEN a reply in a thread, and Slack limiting the app's thread reads
+    // to one a minute (commercially distributed apps outside its Marketplace)
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY)]);
+    let slack = FakeSlack::start().await;
+    slack.script("conversations.replies", [SlackReply::RateLimited { retry_after_secs: 60 }]);
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let function =
+        WorkerFunction::load(function_config(&stack, Some(&slack)), clients(&stack, &fake).await).await.unwrap();
+    let in_thread = events::WORKER_SQS_START_TURN
+        .replace(r#"\"thread_ts\":\"1763800000.000100\""#, r#"\"thread_ts\":\"1763799000.000050\""#);
+    assert_ne!(in_thread, events::WORKER_SQS_START_TURN);
+
+    // WHEN the worker starts the turn
+    let started = std::time::Instant::now();
+    let response = function.handle(events::parse(&in_thread), deadline()).await.unwrap();
+
+    // THEN it does not wait a minute nor fail: one read, and the model
+    // answers from the question, told to say it could not see the thread
+    assert_eq!(failures(&response), Vec::<String>::new());
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "not waited out");
+    assert_eq!(slack.calls("conversations.replies").len(), 1);
+    let messages = &fake.requests()[0].body["messages"];
+    assert_eq!(messages.as_array().unwrap().len(), 1, "{messages}");
+    assert_eq!(messages[0]["content"][0]["text"], worker_logic::context::THREAD_UNREAD);
+    assert_eq!(messages[0]["content"][1]["text"], "<@U061F7AUR>: <@U0LAN0Z89> why is checkout-api failing in prod?");
+}
+
 /// Puts an object in the stack's bucket.
 #[tokio::test]
 async fn a_tool_round_searches_the_runbooks_in_s3_and_sends_the_results_back() {

@@ -152,6 +152,23 @@ pub fn opening(history: &[ThreadMessage], request: &TurnRequest) -> Vec<Message>
     messages
 }
 
+/// Said before a reply's question when its thread could not be read: Slack
+/// limits `conversations.replies` for apps outside its Marketplace (one
+/// read a minute), so the bot answers from the message it has.
+pub const THREAD_UNREAD: &str = "(The earlier messages of this thread could not be read just now: Slack limited \
+     the bot's reads. Answer from this message alone, and say in one short sentence that you could not see the rest \
+     of the thread.)";
+
+/// The messages a turn starts with when its thread's history could not be
+/// read: the question, and, for a reply in a thread, a note saying so.
+pub fn opening_unread(request: &TurnRequest) -> Vec<Message> {
+    let mut messages = opening(&[], request);
+    if request.message_ts != request.thread.thread_ts {
+        messages[0].content.insert(0, Content::Text(THREAD_UNREAD.to_owned()));
+    }
+    messages
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +204,20 @@ mod tests {
         let all: String = messages.iter().flat_map(texts).collect();
         assert!(!all.contains(&key), "{all}");
         assert!(all.contains("[redacted: aws access key id]"), "{all}");
+    }
+
+    #[test]
+    fn an_unread_thread_is_said_before_a_replys_question_and_not_before_a_new_one() {
+        let reply = request("and in staging?");
+        let messages = opening_unread(&reply);
+        assert_eq!(messages.len(), 1);
+        assert_eq!(
+            messages[0].content,
+            [Content::Text(THREAD_UNREAD.into()), Content::Text("<@U2>: and in staging?".into())]
+        );
+        let mut first = request("why is it failing?");
+        first.message_ts = first.thread.thread_ts.clone();
+        assert_eq!(opening_unread(&first), opening(&[], &first), "a new thread has nothing earlier to miss");
     }
 
     #[test]

@@ -423,12 +423,16 @@ impl Worker {
             self.channel_in_view(request, in_dm),
             enhance,
         );
-        let history = history.unwrap_or_else(|err| {
-            warn!(error = %err, "thread history unavailable: answering from the question alone");
-            Vec::new()
-        });
         let mut turn = Turn::start(request, self.clock.now_unix());
-        turn.transcript = context::opening(&history, request);
+        turn.transcript = match history {
+            Ok(history) => context::opening(&history, request),
+            // Rate limited (Slack's one read a minute for apps outside its
+            // Marketplace), or down: the answer says what it could not see.
+            Err(err) => {
+                warn!(error = %err, "thread history unavailable: answering from the question alone");
+                context::opening_unread(request)
+            }
+        };
         if let Some((block, run)) = enhanced {
             if let Some(block) = block {
                 crate::enhancer::attach(&mut turn.transcript, block);
