@@ -90,6 +90,7 @@ impl Provider {
             client_secret: Some(CLIENT_SECRET.into()),
             scopes: vec!["openid".into(), "offline_access".into()],
             redirect_uri: self.redirect_uri.clone(),
+            resource: None,
         }
     }
 
@@ -167,6 +168,7 @@ async fn kms_key() -> String {
 
 #[tokio::test]
 async fn a_person_connects_calls_as_themselves_refreshes_and_disconnects() {
+    logs();
     let aws = emulator_config().await;
     let stack = Stack::new(&aws).await.unwrap();
     let records: Arc<dyn VersionedRecords> = Arc::new(DynamoRecords::new(stack.dynamodb.clone(), &stack.table));
@@ -264,6 +266,7 @@ async fn a_person_connects_calls_as_themselves_refreshes_and_disconnects() {
 
 #[tokio::test]
 async fn a_provider_that_errors_or_answers_with_extra_secrets_gives_nothing_more_than_the_tokens() {
+    logs();
     use axum::routing::post;
     // A token endpoint that adds secrets of its own, and one that refuses.
     let app = axum::Router::new()
@@ -297,6 +300,7 @@ async fn a_provider_that_errors_or_answers_with_extra_secrets_gives_nothing_more
         client_secret: None,
         scopes: vec![],
         redirect_uri: Url::parse("https://bot.example/oauth/callback").unwrap(),
+        resource: None,
     };
     let client = OAuthClient::new(reqwest::Client::new());
     let tokens: Tokens = client.exchange(&idp, "code", "verifier", NOW).await.unwrap();
@@ -309,6 +313,55 @@ async fn a_provider_that_errors_or_answers_with_extra_secrets_gives_nothing_more
     idp.token_endpoint = at("/down");
     assert!(matches!(client.refresh(&idp, "rt", NOW).await.unwrap_err(), OAuthError::Unavailable(_)));
     assert!(!client.revoke(&idp, "rt", "refresh_token").await.unwrap(), "no revocation endpoint: nothing to do");
+}
+
+/// The stack, the ingress behind a function URL a browser can reach, and a
+/// real provider that sends people back to it.
+struct Pipeline {
+    aws: aws_config::SdkConfig,
+    stack: Stack,
+    _function_url: tests::local_server::LocalServer,
+    callback: Url,
+    provider: Provider,
+}
+
+impl Pipeline {
+    async fn start() -> Self {
+        let aws = emulator_config().await;
+        let stack = Stack::new(&aws).await.unwrap();
+        let ingress = ingress::Ingress::new(tests::ingress_config(&stack), &aws, Arc::new(assistant_core::SystemClock));
+        let function_url = tests::function_url::serve(Arc::new(ingress)).await;
+        let callback = Url::parse(&format!("{}/oauth/callback", function_url.base_url)).unwrap();
+        let provider = Provider::sending_back_to(callback.clone()).await;
+        Self { aws, stack, _function_url: function_url, callback, provider }
+    }
+}
+
+/// Rounds of the pipeline as Lambda would run them: what is on the work
+/// queue through the worker, then the reply queue through the responder;
+/// the first turn started, if any.
+async fn rounds(stack: &Stack, functions: &tests::Functions) -> Option<TurnId> {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
+    let mut turn = None;
+    for _ in 0..4 {
+        let work = stack.receive_work().await.unwrap();
+        turn = turn.or_else(|| work.first().and_then(|m| tests::decode_work(m).turn_id()));
+        if !work.is_empty() {
+            let queue = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
+            let answer = functions.worker.handle(tests::sqs_event(&work, queue), deadline).await.unwrap();
+            assert!(tests::batch_failures(&answer).is_empty(), "{answer}");
+            stack.acknowledge(&stack.work_queue.queue, &work).await.unwrap();
+        }
+        let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
+        if !replies.is_empty() {
+            let queue = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
+            let answer = functions.responder.handle(tests::sqs_event(&replies, queue)).await.unwrap();
+            assert!(tests::batch_failures(&answer).is_empty(), "{answer}");
+            stack.acknowledge(&stack.reply_queue.queue, &replies).await.unwrap();
+        }
+    }
+    turn
 }
 
 /// What the browser saw at the end of the Connect flow.
@@ -354,8 +407,7 @@ async fn connect_in_browser(link: &str, login: &str, callback: &Url) -> Landed {
     }
 }
 
-/// Every log line of the test's thread (the functions run in it), as the
-/// functions would write them to CloudWatch.
+/// Log lines as the functions would write them to CloudWatch.
 #[derive(Clone, Default)]
 struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
 
@@ -376,33 +428,34 @@ impl Logs {
     }
 }
 
+/// The log of every test in this file (the functions run in-process),
+/// captured from the first call on: one process-wide subscriber, as a
+/// function has one.
+fn logs() -> &'static Logs {
+    static LOGS: std::sync::OnceLock<Logs> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Logs::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+        logs
+    })
+}
+
 #[tokio::test]
 async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_the_thread() {
-    use std::time::{SystemTime, UNIX_EPOCH};
     use tests::fake_bedrock::{FakeBedrock, Scripted};
     use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
 
     // GIVEN the stack, the ingress behind a function URL a browser can
     // reach, a real provider that sends people back to it, and a tool that
     // asks the provider's protected API who the person is, as the person
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _logging = tracing::subscriber::set_default(subscriber);
-    let aws = emulator_config().await;
-    let stack = Stack::new(&aws).await.unwrap();
-    let function_url = tests::function_url::serve(Arc::new(ingress::Ingress::new(
-        tests::ingress_config(&stack),
-        &aws,
-        Arc::new(assistant_core::SystemClock),
-    )))
-    .await;
-    let callback = Url::parse(&format!("{}/oauth/callback", function_url.base_url)).unwrap();
-    let provider = Provider::sending_back_to(callback.clone()).await;
+    let logs = logs();
+    let Pipeline { aws, stack, _function_url, callback, provider } = Pipeline::start().await;
     stack.put_secret("idp-client", CLIENT_SECRET).await;
     let issuer = &provider.issuer;
     let config = json!({
@@ -442,33 +495,10 @@ async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_th
     let mut worker = tests::worker_config(&stack, slack.url());
     worker.sign_in = Some((key.clone(), callback.clone()));
     let functions = tests::Functions::start_with(&aws, &stack, &bedrock, worker).await;
-    let rounds = || async {
-        let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
-        let mut turn = None;
-        for _ in 0..4 {
-            let work = stack.receive_work().await.unwrap();
-            turn = turn.or_else(|| work.first().and_then(|m| tests::decode_work(m).turn_id()));
-            if !work.is_empty() {
-                let queue = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
-                let answer = functions.worker.handle(tests::sqs_event(&work, queue), deadline).await.unwrap();
-                assert!(tests::batch_failures(&answer).is_empty(), "{answer}");
-                stack.acknowledge(&stack.work_queue.queue, &work).await.unwrap();
-            }
-            let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
-            if !replies.is_empty() {
-                let queue = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
-                let answer = functions.responder.handle(tests::sqs_event(&replies, queue)).await.unwrap();
-                assert!(tests::batch_failures(&answer).is_empty(), "{answer}");
-                stack.acknowledge(&stack.reply_queue.queue, &replies).await.unwrap();
-            }
-        }
-        turn
-    };
-
     // WHEN a person mentions the bot; their question needs the tool
     let asked = functions.ingress.handle(tests::events::parse(tests::events::APP_MENTION)).await.unwrap();
     assert_eq!(asked["statusCode"], 200);
-    let turn_id = rounds().await.expect("a turn started");
+    let turn_id = rounds(&stack, &functions).await.expect("a turn started");
 
     // THEN only they get a Connect button, and nothing ran yet
     let ephemerals = slack.calls("chat.postEphemeral");
@@ -491,7 +521,7 @@ async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_th
     assert!(landed.text.contains("You are signed in to idp. Go back to Slack"), "{landed:?}");
 
     // AND the question carries on in the thread, answered with the tool run as them
-    rounds().await;
+    rounds(&stack, &functions).await;
     let answer = slack.posted().into_iter().map(|posted| posted.text).collect::<Vec<_>>().join("\n");
     assert!(answer.contains("You are signed in there as alice."), "the thread: {answer}");
     let asked_model = bedrock.requests();
@@ -503,7 +533,10 @@ async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_th
     assert_eq!(signed, [("whoami", Some("alice"))], "the audit trail names the person");
 
     let logs = logs.text();
-    let audit = logs.lines().find(|line| line.contains("calling as the person who asked")).expect("the audit line");
+    let audit = logs
+        .lines()
+        .find(|line| line.contains("calling as the person who asked") && line.contains(r#""tool":"whoami""#))
+        .expect("the audit line");
     for part in [r#""tool":"whoami""#, r#""user":"U061F7AUR""#, r#""provider":"idp""#, r#""subject":"alice""#] {
         assert!(audit.contains(part), "{part} in {audit}");
     }
@@ -540,5 +573,215 @@ async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_th
         {
             assert!(!text.contains(secret.as_str()), "a token in {place}");
         }
+    }
+}
+
+#[tokio::test]
+async fn an_mcp_server_that_accepts_only_peoples_tokens_is_discovered_registered_connected_and_called_as_them() {
+    logs();
+    use tests::fake_bedrock::{FakeBedrock, Scripted};
+    use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
+    use tests::mcp_server::McpTestServer;
+
+    // GIVEN a real provider offering client registration, an MCP server that
+    // accepts only its tokens and names it in its metadata, and a
+    // configuration that says no more than the server's URL and
+    // `auth.oauth.provider`
+    let Pipeline { aws, stack, _function_url, callback, provider } = Pipeline::start().await;
+    let mcp = McpTestServer::start_as_person(&provider.issuer, ("slack-assistant", CLIENT_SECRET)).await;
+    let config = json!({
+        "tool_policy": [{"channels": "*", "tools": ["*"]}],
+        "mcp_servers": [{"name": "secure", "url": mcp.url, "auth": {"oauth": {"provider": "secure"}}}]
+    });
+    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, &config.to_string()).await;
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    let tool_use = |id: &str, name: &str, input: serde_json::Value| {
+        let mut ask = Scripted::text("One moment.");
+        if let Scripted::Reply(reply) = &mut ask {
+            reply["output"]["message"]["content"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"toolUse": {"toolUseId": id, "name": name, "input": input}}));
+            reply["stopReason"] = "tool_use".into();
+        }
+        ask
+    };
+    bedrock.script([
+        tool_use("tooluse_C0nnect00000000000000", "secure__connect", json!({})),
+        Scripted::text("You are connected to secure: ask again."),
+        tool_use("tooluse_Upper000000000000000", "secure__upper", json!({"text": "deploy"})),
+        Scripted::text("It says DEPLOY."),
+    ]);
+    let key = kms_key().await;
+    let worker_config = || {
+        let mut worker = tests::worker_config(&stack, slack.url());
+        worker.sign_in = Some((key.clone(), callback.clone()));
+        worker
+    };
+    // WHEN the worker starts: the server's sign-in is discovered and the
+    // bot registered as a client, once; nobody has connected, so the
+    // server offers `connect`
+    let functions = tests::Functions::start_with(&aws, &stack, &bedrock, worker_config()).await;
+    let states = ConnectStates::new(Arc::new(DynamoRecords::new(stack.dynamodb.clone(), &stack.table)));
+    let issuer = Url::parse(&provider.issuer).unwrap();
+    let client_id = states.registered_client(&issuer, &callback).await.unwrap().expect("a client registered and kept");
+
+    // AND a person asks; the model connects the server
+    let asked = functions.ingress.handle(tests::events::parse(tests::events::APP_MENTION)).await.unwrap();
+    assert_eq!(asked["statusCode"], 200);
+    rounds(&stack, &functions).await;
+    let advertised = bedrock.requests()[0].body["toolConfig"]["tools"].to_string();
+    assert!(advertised.contains("secure__connect") && !advertised.contains("secure__upper"), "{advertised}");
+    let ephemerals = slack.calls("chat.postEphemeral");
+    let [prompt] = &ephemerals[..] else { panic!("one Connect button: {ephemerals:?}") };
+    let blocks: serde_json::Value = serde_json::from_str(&prompt.form["blocks"]).unwrap();
+    let link = Url::parse(blocks[1]["elements"][0]["url"].as_str().unwrap()).unwrap();
+    assert_eq!(query(&link, "client_id").as_deref(), Some(client_id.as_str()), "the registered client");
+    assert_eq!(query(&link, "resource").as_deref(), Some(mcp.url.as_str()), "RFC 8707: the token is for the server");
+    assert!(link.as_str().starts_with(&format!("{}/auth?", provider.issuer)), "{link}");
+
+    // AND they sign in and consent; the provider sends them to the callback
+    let back = sign_in_and_consent(link, "alice", &callback).await;
+    assert!(query(&back, "code").is_some(), "{back}");
+    let page = reqwest::get(back.as_str()).await.unwrap();
+    assert_eq!(page.status(), 200);
+    rounds(&stack, &functions).await;
+
+    // THEN the server's tools were listed with alice's token and kept
+    let people = mcp.seen.people.lock().unwrap().clone();
+    assert!(!people.is_empty() && people.iter().all(|person| person == "alice"), "every request as alice: {people:?}");
+    let kept = stack.s3.get_object().bucket(&stack.bucket).key("cache/mcp-tools/secure.json").send().await;
+    assert!(kept.is_ok(), "the tool list is kept");
+    let thread = slack.posted().into_iter().map(|posted| posted.text).collect::<Vec<_>>().join("\n");
+    assert!(thread.contains("You are connected to secure: ask again."), "{thread}");
+
+    // WHEN a worker started later (the list kept, the client reused) gets
+    // her next question in the thread
+    let functions = tests::Functions::start_with(&aws, &stack, &bedrock, worker_config()).await;
+    assert_eq!(states.registered_client(&issuer, &callback).await.unwrap().as_deref(), Some(client_id.as_str()));
+    let mut body: serde_json::Value =
+        serde_json::from_slice(&tests::events::body(&tests::events::parse(tests::events::APP_MENTION))).unwrap();
+    body["event_id"] = "Ev0MCPSECOND".into();
+    body["event"]["ts"] = "1763800100.000200".into();
+    body["event"]["event_ts"] = "1763800100.000200".into();
+    body["event"]["thread_ts"] = "1763800000.000100".into();
+    let follow_up = tests::events::with_body(&tests::events::parse(tests::events::APP_MENTION), &body.to_string());
+    assert_eq!(functions.ingress.handle(follow_up).await.unwrap()["statusCode"], 200);
+    rounds(&stack, &functions).await;
+
+    // THEN the server's own tool ran as alice, without asking her again
+    let advertised = bedrock.requests()[2].body["toolConfig"]["tools"].to_string();
+    assert!(advertised.contains("secure__upper"), "{advertised}");
+    assert_eq!(slack.calls("chat.postEphemeral").len(), 1, "no second Connect button");
+    assert_eq!(mcp.seen.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(mcp.seen.people.lock().unwrap().iter().all(|person| person == "alice"));
+    let result = bedrock.requests()[3].body["messages"].to_string();
+    assert!(result.contains("DEPLOY"), "{result}");
+    let thread = slack.posted().into_iter().map(|posted| posted.text).collect::<Vec<_>>().join("\n");
+    assert!(thread.contains("It says DEPLOY."), "{thread}");
+
+    // AND her token for the server is sealed in the table, nowhere else
+    let records: Arc<dyn VersionedRecords> = Arc::new(DynamoRecords::new(stack.dynamodb.clone(), &stack.table));
+    let sealer = KmsSealer::new(&adapters_sigv4::Signer::new(&aws), reqwest::Client::new(), &key);
+    let person =
+        ConnectionKey { team: TeamId::new("T061EG9R6"), user: UserId::new("U061F7AUR"), provider: "secure".into() };
+    let tokens = SealedVault::new(records, Arc::new(sealer)).get(&person).await.unwrap().expect("stored");
+    let sent: String = bedrock.requests().iter().map(|r| r.body.to_string()).collect();
+    let kept = String::from_utf8(
+        stack
+            .s3
+            .get_object()
+            .bucket(&stack.bucket)
+            .key("cache/mcp-tools/secure.json")
+            .send()
+            .await
+            .unwrap()
+            .body
+            .collect()
+            .await
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap();
+    for place in [logs().text(), sent, kept, format!("{:?}", slack.calls("chat.postEphemeral"))] {
+        assert!(!place.contains(&tokens.access_token), "the token leaked");
+    }
+}
+
+#[tokio::test]
+async fn discovery_refuses_metadata_that_would_send_the_person_or_the_bot_elsewhere() {
+    use axum::extract::Path;
+    use axum::http::HeaderMap;
+    use axum::routing::{get, post};
+    logs();
+    // An MCP server per case, its metadata and its authorization server's.
+    let base = |headers: &HeaderMap| format!("http://{}", headers.get("host").unwrap().to_str().unwrap());
+    let app = axum::Router::new()
+        .route(
+            "/{case}/mcp",
+            post(move |Path(case): Path<String>, headers: HeaderMap| async move {
+                let challenge = format!(r#"Bearer resource_metadata="{}/{case}/prm""#, base(&headers));
+                (axum::http::StatusCode::UNAUTHORIZED, [("www-authenticate", challenge)], "")
+            }),
+        )
+        .route(
+            "/{case}/prm",
+            get(move |Path(case): Path<String>, headers: HeaderMap| async move {
+                let base = base(&headers);
+                let (resource, server) = match case.as_str() {
+                    "plain_http" => (format!("{base}/{case}/mcp"), "http://id.evil.example".to_owned()),
+                    "other_resource" => ("https://elsewhere.example/mcp".to_owned(), format!("{base}/{case}/as")),
+                    _ => (format!("{base}/{case}/mcp"), format!("{base}/{case}/as")),
+                };
+                axum::Json(
+                    json!({"resource": resource, "authorization_servers": [server], "scopes_supported": ["read"]}),
+                )
+            }),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server/{case}/as",
+            get(move |Path(case): Path<String>, headers: HeaderMap| async move {
+                let issuer = format!("{}/{case}/as", base(&headers));
+                let mut metadata = json!({
+                    "issuer": issuer,
+                    "authorization_endpoint": format!("{issuer}/authorize"),
+                    "token_endpoint": format!("{issuer}/token"),
+                    "registration_endpoint": format!("{issuer}/register"),
+                    "code_challenge_methods_supported": ["S256"],
+                });
+                match case.as_str() {
+                    "other_issuer" => metadata["issuer"] = "http://127.0.0.1:1/elsewhere".into(),
+                    "no_pkce" => metadata["code_challenge_methods_supported"] = json!(["plain"]),
+                    "evil_endpoint" => {
+                        metadata["authorization_endpoint"] = "http://login.evil.example/authorize".into()
+                    }
+                    _ => {}
+                }
+                axum::Json(metadata)
+            }),
+        );
+    let server = tests::local_server::LocalServer::start(app).await;
+    let client = OAuthClient::new(reqwest::Client::new());
+    let discover = |case: &str| {
+        let resource = Url::parse(&format!("{}/{case}/mcp", server.base_url)).unwrap();
+        let client = &client;
+        async move { client.discover(&resource).await }
+    };
+
+    let good = discover("good").await.expect("the well-formed case");
+    assert_eq!(good.issuer.as_str(), format!("{}/good/as", server.base_url));
+    assert_eq!(good.token_endpoint.as_str(), format!("{}/good/as/token", server.base_url));
+    assert_eq!(good.scopes, ["read"]);
+    for (case, why) in [
+        ("plain_http", "https"),
+        ("other_resource", "not"),
+        ("other_issuer", "says it is"),
+        ("no_pkce", "S256"),
+        ("evil_endpoint", "https"),
+    ] {
+        let err = discover(case).await.expect_err(case).to_string();
+        assert!(err.contains(why), "{case}: {err}");
     }
 }

@@ -39,6 +39,9 @@ pub struct Seen {
     /// server recomputed and accepted, and those it refused.
     pub signed: AtomicUsize,
     pub refused_signatures: std::sync::Mutex<Vec<String>>,
+    /// Behind a person's sign-in (`start_as_person`): whom each accepted
+    /// request's token named, as the provider said.
+    pub people: std::sync::Mutex<Vec<String>>,
 }
 
 #[derive(Clone)]
@@ -130,6 +133,33 @@ impl McpTestServer {
             .await
     }
 
+    /// The same server accepting only tokens `issuer` (an OpenID provider)
+    /// issued, as GitHub's or Atlassian's hosted servers accept only their
+    /// users' tokens: each token is checked at the provider's UserInfo
+    /// endpoint; without one, a 401 names the server's protected-resource
+    /// metadata (RFC 9728), which names `issuer`, as the MCP authorization
+    /// spec asks.
+    pub async fn start_as_person(issuer: &str, client: (&'static str, &'static str)) -> Self {
+        let issuer = issuer.to_owned();
+        Self::serve(move |router, seen| {
+            let metadata = {
+                let issuer = issuer.clone();
+                move |headers: axum::http::HeaderMap| async move {
+                    let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or_default().to_owned();
+                    axum::Json(json!({
+                        "resource": format!("http://{host}/mcp"),
+                        "authorization_servers": [issuer],
+                        "scopes_supported": ["openid", "offline_access"],
+                    }))
+                }
+            };
+            router
+                .layer(middleware::from_fn_with_state((seen, issuer, client), person_only))
+                .route("/.well-known/oauth-protected-resource/mcp", axum::routing::get(metadata))
+        })
+        .await
+    }
+
     /// Forgets every session, as a server does after a restart or an idle
     /// timeout: the next request with an old session id gets 404.
     pub async fn expire_sessions(&self) {
@@ -147,6 +177,47 @@ async fn authorize(State(seen): State<Arc<Seen>>, request: Request, next: Next) 
     if request.method() == axum::http::Method::POST && request.headers().get("mcp-session-id").is_none() {
         seen.sessions.fetch_add(1, Ordering::SeqCst);
     }
+    next.run(request).await
+}
+
+/// 401 (naming the resource metadata) unless the bearer token is active
+/// at the provider (`issuer`'s introspection, asked by `client`) and was
+/// issued for this server; records whom it names.
+async fn person_only(
+    State((seen, issuer, client)): State<(Arc<Seen>, String, (&'static str, &'static str))>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let host = request.headers().get("host").and_then(|h| h.to_str().ok()).unwrap_or_default().to_owned();
+    let token = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned);
+    let person = match token {
+        Some(token) => {
+            let answer = reqwest::Client::new()
+                .post(format!("{issuer}/token/introspection"))
+                .basic_auth(client.0, Some(client.1))
+                .form(&[("token", token)])
+                .send()
+                .await;
+            let me = match answer {
+                Ok(answer) if answer.status().is_success() => answer.json::<serde_json::Value>().await.ok(),
+                _ => None,
+            };
+            let ours = format!("http://{host}/mcp");
+            me.filter(|me| me["active"] == true && (me["aud"] == ours.as_str() || me["aud"][0] == ours.as_str()))
+                .and_then(|me| me["sub"].as_str().map(str::to_owned))
+        }
+        None => None,
+    };
+    let Some(person) = person else {
+        let challenge = format!(r#"Bearer resource_metadata="http://{host}/.well-known/oauth-protected-resource/mcp""#);
+        return (axum::http::StatusCode::UNAUTHORIZED, [("www-authenticate", challenge)], "sign in").into_response();
+    };
+    seen.people.lock().unwrap().push(person);
     next.run(request).await
 }
 

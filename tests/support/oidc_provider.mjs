@@ -6,6 +6,9 @@
 // PORT, REDIRECT_URI, CLIENT_SECRET, ACCESS_TOKEN_SECS.
 // Prints "listening <issuer>" once it accepts connections.
 //
+// MCP servers' tokens (asked for with `resource`) are checked at its
+// introspection endpoint (`/token/introspection`) by the confidential client.
+//
 // Sign-in uses the package's own development pages: any login name signs
 // in as that account, then a consent page. Its UserInfo endpoint (`/me`)
 // is the protected API of the tests: it accepts only this provider's
@@ -14,7 +17,7 @@ import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 
 const modules = process.env.OIDC_PROVIDER_MODULES;
-const { default: Provider } = await import(pathToFileURL(path.join(modules, 'oidc-provider', 'lib', 'index.js')));
+const { default: Provider, errors } = await import(pathToFileURL(path.join(modules, 'oidc-provider', 'lib', 'index.js')));
 
 const port = Number(process.env.PORT);
 const issuer = `http://127.0.0.1:${port}`;
@@ -32,6 +35,20 @@ const provider = new Provider(issuer, {
   features: {
     devInteractions: { enabled: true },
     revocation: { enabled: true },
+    // Dynamic client registration (RFC 7591), as MCP servers' providers offer.
+    registration: { enabled: true },
+    // RFC 8707: a token asked for a resource (a test MCP server on
+    // loopback) is for that resource alone, which checks it by
+    // introspection; tokens asked for no resource are for UserInfo.
+    resourceIndicators: {
+      enabled: true,
+      getResourceServerInfo: async (ctx, resource) => {
+        if (!resource.startsWith('http://127.0.0.1:')) throw new errors.InvalidTarget();
+        return { scope: 'openid offline_access', accessTokenFormat: 'opaque', audience: resource };
+      },
+      useGrantedResource: async () => true,
+    },
+    introspection: { enabled: true },
   },
   // Refresh tokens rotate: a used one is spent.
   rotateRefreshToken: true,

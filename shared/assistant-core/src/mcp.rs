@@ -35,8 +35,9 @@ impl fmt::Debug for McpEndpoint {
     }
 }
 
-/// One tool as the server lists it.
-#[derive(Debug, Clone, PartialEq)]
+/// One tool as the server lists it (kept as JSON where a server's list
+/// is cached).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct McpToolInfo {
     pub name: String,
     pub description: String,

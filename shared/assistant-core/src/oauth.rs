@@ -236,6 +236,47 @@ impl ConnectStates {
     }
 }
 
+fn client_key(issuer: &Url, redirect_uri: &Url) -> RecordKey {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("{issuer} {redirect_uri}"));
+    let hex: String = digest[..16].iter().map(|byte| format!("{byte:02x}")).collect();
+    RecordKey { partition: format!("OAUTH_CLIENT#{hex}"), kind: "CLIENT" }
+}
+
+/// How long a registered client id is kept without a worker reading it.
+const CLIENT_TTL_SECS: i64 = 5 * 365 * 24 * 3600;
+
+impl ConnectStates {
+    /// The client id this bot registered at `issuer` for `redirect_uri`
+    /// (dynamic client registration), if any worker did.
+    pub async fn registered_client(&self, issuer: &Url, redirect_uri: &Url) -> Result<Option<String>, PortError> {
+        let stored = self.0.get(&client_key(issuer, redirect_uri)).await?;
+        Ok(stored.map(|record| record.state))
+    }
+
+    /// Keeps a newly registered client id, once for every worker: when
+    /// another worker kept one first, that one (this registration is left
+    /// unused).
+    pub async fn keep_registered_client(
+        &self,
+        issuer: &Url,
+        redirect_uri: &Url,
+        client_id: &str,
+        now_unix: i64,
+    ) -> Result<String, PortError> {
+        let key = client_key(issuer, redirect_uri);
+        match crate::store::put_versioned(self.0.as_ref(), &key, 0, client_id.to_owned(), now_unix + CLIENT_TTL_SECS)
+            .await?
+        {
+            Put::Written => Ok(client_id.to_owned()),
+            Put::Conflict { current: Some(first) } => Ok(first.state),
+            Put::Conflict { current: None } => {
+                Ok(self.registered_client(issuer, redirect_uri).await?.unwrap_or_else(|| client_id.to_owned()))
+            }
+        }
+    }
+}
+
 /// One provider as configured (or discovered), its secret resolved.
 #[derive(Clone)]
 pub struct OAuthProvider {
@@ -249,6 +290,9 @@ pub struct OAuthProvider {
     pub scopes: Vec<String>,
     /// The bot's callback: `{function URL}/oauth/callback`.
     pub redirect_uri: Url,
+    /// The resource the tokens are for (an MCP server), sent as RFC 8707's
+    /// `resource` with the sign-in and every token request.
+    pub resource: Option<Url>,
 }
 
 impl std::fmt::Debug for OAuthProvider {
@@ -274,6 +318,9 @@ impl OAuthProvider {
             .append_pair("state", state)
             .append_pair("code_challenge", &pkce.challenge)
             .append_pair("code_challenge_method", "S256");
+        if let Some(resource) = &self.resource {
+            url.query_pairs_mut().append_pair("resource", resource.as_str());
+        }
         url
     }
 }
@@ -298,10 +345,38 @@ impl OAuthError {
     }
 }
 
-/// The provider's token endpoint: exchange, refresh, revoke (the OAuth
-/// adapter over HTTP).
+/// An authorization server as a protected resource names it and its
+/// metadata describes it (RFC 9728, RFC 8414; the MCP authorization spec).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizationServer {
+    pub issuer: Url,
+    pub authorization_endpoint: Url,
+    pub token_endpoint: Url,
+    pub revocation_endpoint: Option<Url>,
+    /// Dynamic client registration (RFC 7591), where offered.
+    pub registration_endpoint: Option<Url>,
+    /// The resource the tokens are for (RFC 8707's `resource`).
+    pub resource: Url,
+    /// The scopes the resource says it supports.
+    pub scopes: Vec<String>,
+}
+
+/// The provider's endpoints: discovery, client registration, and the
+/// token endpoint's exchange, refresh and revocation (the OAuth adapter
+/// over HTTP).
 #[async_trait]
 pub trait OAuthTokens: Send + Sync {
+    /// The authorization server of the protected resource at `resource`
+    /// (an MCP server's URL): its protected-resource metadata, then the
+    /// server's own.
+    async fn discover(&self, resource: &Url) -> Result<AuthorizationServer, OAuthError> {
+        Err(OAuthError::Unavailable(format!("no discovery for {resource}")))
+    }
+    /// Registers this bot as a public client (PKCE, no secret) sending
+    /// people back to `redirect_uri`; its `client_id`.
+    async fn register(&self, server: &AuthorizationServer, _redirect_uri: &Url) -> Result<String, OAuthError> {
+        Err(OAuthError::Unavailable(format!("no client registration at {}", server.issuer)))
+    }
     /// The code a callback got, for the person's tokens.
     async fn exchange(
         &self,

@@ -265,8 +265,14 @@ pub async fn assemble(
         }),
         None => None,
     };
-    let redirect_uri = ports.sign_in.as_ref().map(|sign_in| &sign_in.redirect_uri);
-    let providers = crate::sign_in::providers(&assistant.http_tools, redirect_uri, &lookup)?;
+    let (providers, lost) = crate::sign_in::providers(
+        &assistant.http_tools,
+        &assistant.mcp_servers,
+        ports.sign_in.as_ref(),
+        &lookup,
+        ports.clock.now_unix(),
+    )
+    .await?;
     let sign_in = match ports.sign_in {
         Some(ports) if !providers.is_empty() => Some(crate::sign_in::SignIn { ports, providers }),
         _ => None,
@@ -278,16 +284,31 @@ pub async fn assemble(
     tools.extend(knowledge_tools::knowledge_tools(&assistant.knowledge_bases, ports.knowledge.clone())?);
     let built_in: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), ports.signer.clone(), lookup)?);
-    let taken = tools.iter().map(|tool| tool.spec().name.clone()).collect();
+    let mut taken: std::collections::HashSet<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     let (discovered, mut unoffered) = mcp_tools::discover_tools(
         &assistant.mcp_servers,
         ports.mcp.as_ref(),
-        lookup,
+        &lookup,
         &taken,
         mcp_tools::DISCOVERY_DEADLINE,
     )
     .await?;
+    taken.extend(discovered.iter().map(|tool| tool.spec().name.clone()));
     tools.extend(discovered);
+    let no_providers = std::collections::BTreeMap::new();
+    let (as_person, not_offered) = mcp_tools::person_tools(
+        &assistant.mcp_servers,
+        sign_in.as_ref().map_or(&no_providers, |sign_in| &sign_in.providers),
+        &lost,
+        ports.mcp.clone(),
+        ports.artifacts.clone(),
+        &lookup,
+        &mut taken,
+        ports.clock.clone(),
+    )
+    .await?;
+    tools.extend(as_person);
+    unoffered.extend(not_offered);
     let aws = &assistant.aws_tools;
     for (name, on, field) in [
         ("cloudwatch_alarms", aws.alarms.is_some(), "aws_tools.alarms"),

@@ -56,11 +56,18 @@ pub struct OAuthConfig {
     /// What people see ("Connect tracker") and what their connection is
     /// kept under: `[a-zA-Z0-9_-]`, 1 to 32 characters.
     pub provider: String,
-    pub authorization_endpoint: String,
-    pub token_endpoint: String,
+    /// Required for an HTTP tool; an MCP server's are discovered from its
+    /// metadata when left out.
+    #[serde(default)]
+    pub authorization_endpoint: Option<String>,
+    #[serde(default)]
+    pub token_endpoint: Option<String>,
     #[serde(default)]
     pub revocation_endpoint: Option<String>,
-    pub client_id: String,
+    /// Required for an HTTP tool; an MCP server whose authorization server
+    /// registers clients gets one registered (once, kept in the table).
+    #[serde(default)]
+    pub client_id: Option<String>,
     /// `${secret:NAME}` or `${env:NAME}`; absent for a public client.
     #[serde(default)]
     pub client_secret: Option<String>,

@@ -31,6 +31,10 @@
 //! embedded resources named and sized, never pasted; `isError: true` is an
 //! error result the model can act on. The registry redacts all of it, and
 //! the worker moves large results to the artifact store.
+//!
+//! `"auth": {"oauth": …}` makes a server act as the person who asked, with
+//! their own token (see [`as_person`]); `"auth": "aws_iam"` signs every
+//! request as the worker's role.
 
 use crate::references::{self, Reference};
 use crate::tools::{CallContext, Effect, RunTool, Tool, ToolFuture, Unoffered, glob_matches};
@@ -167,10 +171,12 @@ fn endpoint(
     }
     let signing = match &config.auth {
         Some(crate::auth::ToolAuth::OAuth(_)) => {
-            return Err(invalid(
-                "per-user sign-in (auth.oauth) is not supported for MCP servers yet: use it on http_tools, or \
-                 headers with a shared token",
-            ));
+            if config.headers.keys().any(|name| name.eq_ignore_ascii_case("authorization")) {
+                return Err(invalid(
+                    "a server that acts as the person (auth.oauth) may not set its own Authorization header",
+                ));
+            }
+            None
         }
         Some(auth) => {
             if config.headers.keys().any(|name| name.eq_ignore_ascii_case("authorization")) {
@@ -216,9 +222,15 @@ pub async fn discover_tools(
         return Err(McpConfigError::Invalid { name: twice.name.clone(), reason: "two servers have this name".into() });
     }
     let mut names: HashSet<String> = taken.clone();
-    let discovered = join_all(endpoints.iter().map(|endpoint| discover(connector, endpoint, deadline))).await;
+    // A server that acts as the person lists its tools to a person's
+    // token, not at start-up (see `as_person`).
+    let discovered = join_all(configs.iter().zip(&endpoints).map(|(config, endpoint)| async move {
+        (!as_person::acts_as_person(config)).then_some(discover(connector, endpoint, deadline).await)
+    }))
+    .await;
     let mut tools = Vec::new();
     for ((config, endpoint), found) in configs.iter().zip(&endpoints).zip(discovered) {
+        let Some(found) = found else { continue };
         let (session, listed) = match found {
             Ok(found) => found,
             Err(err) => {
@@ -231,31 +243,49 @@ pub async fn discover_tools(
                 continue;
             }
         };
-        let mut wanted = Vec::new();
-        for tool in listed {
-            let denied = config.deny.iter().find(|glob| glob_matches(glob, &tool.name));
-            let listed = config.tools.iter().any(|pattern| glob_matches(pattern, &tool.name));
-            let reason = match (denied, listed) {
-                (Some(glob), _) => format!("denied by mcp_servers[{}].deny {glob:?}", config.name),
-                (None, false) => format!("not in mcp_servers[{}].tools", config.name),
-                (None, true) => {
-                    wanted.push(tool);
-                    continue;
-                }
-            };
-            unoffered.push(Unoffered { name: format!("{}__{}", config.name, tool.name), reason });
-        }
-        if wanted.len() > MAX_TOOLS_PER_SERVER {
-            warn!(server = %config.name, offered = wanted.len(), kept = MAX_TOOLS_PER_SERVER, "MCP server offers more tools than are advertised: narrow its `tools`");
-        }
-        let count = wanted.len().min(MAX_TOOLS_PER_SERVER);
-        for info in wanted.into_iter().take(MAX_TOOLS_PER_SERVER) {
+        let wanted = wanted(config, listed, &mut unoffered);
+        let count = wanted.len();
+        for info in wanted {
             let name = unique_name(&config.name, &info.name, &mut names);
-            tools.push(tool(config, name, info, session.clone()));
+            let runner = McpTool {
+                server: config.name.clone(),
+                tool: info.name.clone(),
+                session: session.clone(),
+                timeout: timeout(config),
+            };
+            tools.push(tool(config, name, info, runner));
         }
         info!(server = %config.name, tools = count, "MCP server ready");
     }
     Ok((tools, unoffered))
+}
+
+/// The listed tools the configuration offers (`tools`, not `deny`), at
+/// most [`MAX_TOOLS_PER_SERVER`]; the rest in `unoffered`, with why.
+fn wanted(config: &McpServerConfig, listed: Vec<McpToolInfo>, unoffered: &mut Vec<Unoffered>) -> Vec<McpToolInfo> {
+    let mut wanted = Vec::new();
+    for tool in listed {
+        let denied = config.deny.iter().find(|glob| glob_matches(glob, &tool.name));
+        let listed = config.tools.iter().any(|pattern| glob_matches(pattern, &tool.name));
+        let reason = match (denied, listed) {
+            (Some(glob), _) => format!("denied by mcp_servers[{}].deny {glob:?}", config.name),
+            (None, false) => format!("not in mcp_servers[{}].tools", config.name),
+            (None, true) => {
+                wanted.push(tool);
+                continue;
+            }
+        };
+        unoffered.push(Unoffered { name: format!("{}__{}", config.name, tool.name), reason });
+    }
+    if wanted.len() > MAX_TOOLS_PER_SERVER {
+        warn!(server = %config.name, offered = wanted.len(), kept = MAX_TOOLS_PER_SERVER, "MCP server offers more tools than are advertised: narrow its `tools`");
+        wanted.truncate(MAX_TOOLS_PER_SERVER);
+    }
+    wanted
+}
+
+fn timeout(config: &McpServerConfig) -> Duration {
+    Duration::from_secs(config.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS))
 }
 
 async fn discover(
@@ -271,7 +301,7 @@ async fn discover(
     tokio::time::timeout(deadline, work).await.map_err(|_| McpError::TimedOut(deadline))?
 }
 
-fn tool(config: &McpServerConfig, name: String, info: McpToolInfo, session: Arc<dyn McpSession>) -> Tool {
+fn tool(config: &McpServerConfig, name: String, info: McpToolInfo, runner: impl RunTool + 'static) -> Tool {
     let read_only = info.read_only == Some(true);
     let effect = match config.requires_approval {
         RequiresApproval::Auto if read_only => Effect::ReadOnly,
@@ -284,10 +314,8 @@ fn tool(config: &McpServerConfig, name: String, info: McpToolInfo, session: Arc<
         "" => format!("The tool {} of the MCP server {}.", info.name, config.name),
         text => text.chars().take(MAX_DESCRIPTION_CHARS).collect(),
     };
-    let timeout = Duration::from_secs(config.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS));
     let spec = ToolSpec { name, description, input_schema: info.input_schema };
-    let runner = McpTool { server: config.name.clone(), tool: info.name, session, timeout };
-    Tool::with_servers_schema(spec, effect, timeout, runner)
+    Tool::with_servers_schema(spec, effect, timeout(config), runner)
         .with_approvers(config.approvers.clone())
         .destructive(destructive)
         .grantable_as((config.thread_grants != Some(false)).then(|| format!("{}__*", config.name)))
@@ -336,14 +364,18 @@ impl RunTool for McpTool {
             };
             match self.session.call_tool(&self.tool, arguments, self.timeout).await {
                 Ok(result) => output(result),
-                Err(err) => Err(call_error(&self.server, err)),
+                Err(err) => Err(call_error(&self.server, err, false)),
             }
         })
     }
 }
 
-fn call_error(server: &str, err: McpError) -> String {
+fn call_error(server: &str, err: McpError, as_person: bool) -> String {
     match err {
+        McpError::Unauthorized { status } if as_person => format!(
+            "The MCP server {server} refused the person's sign-in (HTTP {status}): it may have been revoked or lack \
+             a permission. Tell them; they can disconnect it on the app's Home tab and connect again when asked."
+        ),
         McpError::Unauthorized { status } => format!(
             "The MCP server {server} refused our credentials (HTTP {status}): its token is missing, wrong or revoked. Tell the person an operator must fix the server's credentials; do not retry."
         ),
@@ -399,6 +431,9 @@ fn size(bytes: usize) -> String {
         _ => format!("{:.1} MB", bytes as f64 / 1e6),
     }
 }
+
+mod as_person;
+pub use as_person::{person_tools, tool_list_key};
 
 #[cfg(test)]
 mod tests;

@@ -24,6 +24,7 @@
 
 use crate::auth::{OAuthConfig, ToolAuth};
 use crate::http_tools::HttpToolConfig;
+use crate::mcp_tools::McpServerConfig;
 use crate::references::{self, Reference};
 use assistant_core::oauth::{
     AccessToken, ConnectState, ConnectStates, ConnectionKey, OAuthError, OAuthProvider, OAuthTokens, TokenVault,
@@ -98,42 +99,73 @@ fn endpoint(tool: &str, field: &'static str, value: &str) -> Result<Url, SignInC
     Ok(url)
 }
 
-/// The providers the HTTP tools name, checked, their secrets resolved
-/// through `lookup`. Empty when no tool acts as the person.
-pub fn providers(
+/// Who asks for a sign-in: an HTTP tool, or an MCP server (the resource,
+/// whose provider may be discovered).
+struct Asking<'a> {
+    owner: &'a str,
+    oauth: &'a OAuthConfig,
+    resource: Option<Url>,
+}
+
+/// The providers the HTTP tools and MCP servers name, checked, their
+/// secrets resolved through `lookup`; an MCP server's endpoints discovered
+/// from its metadata and its client registered where the configuration
+/// leaves them out. Empty when nothing acts as the person. Beside them,
+/// the MCP servers whose provider could not be found now, and why: only
+/// their tools are lost.
+pub async fn providers(
     tools: &[HttpToolConfig],
-    redirect_uri: Option<&Url>,
+    servers: &[McpServerConfig],
+    ports: Option<&SignInPorts>,
     lookup: &impl Fn(&Reference) -> Option<String>,
-) -> Result<BTreeMap<String, OAuthProvider>, SignInConfigError> {
-    let mut found: BTreeMap<String, (String, OAuthConfig)> = BTreeMap::new();
+    now_unix: i64,
+) -> Result<(BTreeMap<String, OAuthProvider>, Vec<(String, String)>), SignInConfigError> {
+    let mut asking = Vec::new();
     for tool in tools {
-        let Some(ToolAuth::OAuth(oauth)) = &tool.auth else { continue };
-        let name = &oauth.provider;
+        if let Some(ToolAuth::OAuth(oauth)) = &tool.auth {
+            asking.push(Asking { owner: &tool.name, oauth, resource: None });
+        }
+    }
+    for server in servers {
+        if let Some(ToolAuth::OAuth(oauth)) = &server.auth {
+            let resource = Url::parse(&server.url).map_err(|err| SignInConfigError::Invalid {
+                tool: server.name.clone(),
+                field: "url",
+                reason: err.to_string(),
+            })?;
+            asking.push(Asking { owner: &server.name, oauth, resource: Some(resource) });
+        }
+    }
+    let mut found: BTreeMap<String, Asking> = BTreeMap::new();
+    for ask in asking {
+        let name = &ask.oauth.provider;
         if name.is_empty() || name.len() > 32 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "_-".contains(c)) {
             return Err(SignInConfigError::Invalid {
-                tool: tool.name.clone(),
+                tool: ask.owner.to_owned(),
                 field: "provider",
                 reason: "1 to 32 of a-z, A-Z, 0-9, _ and -".into(),
             });
         }
-        if let Some((first, known)) = found.get(name) {
-            if known != oauth {
+        if let Some(known) = found.get(name) {
+            if known.oauth != ask.oauth || known.resource != ask.resource {
                 return Err(SignInConfigError::Conflicting {
                     provider: name.clone(),
-                    first: first.clone(),
-                    second: tool.name.clone(),
+                    first: known.owner.to_owned(),
+                    second: ask.owner.to_owned(),
                 });
             }
             continue;
         }
-        found.insert(name.clone(), (tool.name.clone(), oauth.clone()));
+        found.insert(name.clone(), ask);
     }
     if found.is_empty() {
-        return Ok(BTreeMap::new());
+        return Ok((BTreeMap::new(), Vec::new()));
     }
-    let redirect_uri = redirect_uri.ok_or(SignInConfigError::NotDeployed)?;
-    let mut providers = BTreeMap::new();
-    for (name, (tool, oauth)) in found {
+    let ports = ports.ok_or(SignInConfigError::NotDeployed)?;
+    let (mut providers, mut lost) = (BTreeMap::new(), Vec::new());
+    for (name, ask) in found {
+        let tool = ask.owner.to_owned();
+        let oauth = ask.oauth;
         let client_secret = match &oauth.client_secret {
             Some(value) if references::named([value]).is_empty() => {
                 return Err(SignInConfigError::Invalid {
@@ -148,23 +180,108 @@ pub fn providers(
             ),
             None => None,
         };
+        let configured = match (&oauth.authorization_endpoint, &oauth.token_endpoint) {
+            (Some(authorization), Some(token)) => Some((
+                endpoint(&tool, "authorization_endpoint", authorization)?,
+                endpoint(&tool, "token_endpoint", token)?,
+            )),
+            (None, None) => None,
+            _ => {
+                return Err(SignInConfigError::Invalid {
+                    tool,
+                    field: "token_endpoint",
+                    reason: "give both authorization_endpoint and token_endpoint, or (for an MCP server) neither"
+                        .into(),
+                });
+            }
+        };
         let revocation_endpoint = match &oauth.revocation_endpoint {
             Some(value) => Some(endpoint(&tool, "revocation_endpoint", value)?),
             None => None,
         };
-        let provider = OAuthProvider {
-            name: name.clone(),
-            authorization_endpoint: endpoint(&tool, "authorization_endpoint", &oauth.authorization_endpoint)?,
-            token_endpoint: endpoint(&tool, "token_endpoint", &oauth.token_endpoint)?,
-            revocation_endpoint,
-            client_id: oauth.client_id.clone(),
-            client_secret,
-            scopes: oauth.scopes.clone(),
-            redirect_uri: redirect_uri.clone(),
+        let mut provider = match (configured, &oauth.client_id) {
+            (Some((authorization_endpoint, token_endpoint)), Some(client_id)) => OAuthProvider {
+                name: name.clone(),
+                authorization_endpoint,
+                token_endpoint,
+                revocation_endpoint,
+                client_id: client_id.clone(),
+                client_secret,
+                scopes: oauth.scopes.clone(),
+                redirect_uri: ports.redirect_uri.clone(),
+                resource: ask.resource.clone(),
+            },
+            (configured, client_id) => {
+                let Some(resource) = &ask.resource else {
+                    return Err(SignInConfigError::Invalid {
+                        tool,
+                        field: if configured.is_none() { "authorization_endpoint" } else { "client_id" },
+                        reason: "required for an HTTP tool (discovery and registration are for MCP servers)".into(),
+                    });
+                };
+                match discovered(ports, &name, resource, configured, client_id.as_deref(), now_unix).await {
+                    Ok(provider) => OAuthProvider {
+                        client_secret,
+                        scopes: if oauth.scopes.is_empty() { provider.scopes.clone() } else { oauth.scopes.clone() },
+                        revocation_endpoint: revocation_endpoint.or(provider.revocation_endpoint.clone()),
+                        ..provider
+                    },
+                    Err(reason) => {
+                        warn!(server = %tool, provider = %name, error = %reason, "the MCP server's sign-in cannot be found now: its tools are not offered");
+                        lost.push((tool, reason));
+                        continue;
+                    }
+                }
+            }
         };
+        provider.name = name.clone();
         providers.insert(name, provider);
     }
-    Ok(providers)
+    Ok((providers, lost))
+}
+
+/// An MCP server's provider from its metadata (what the configuration
+/// gives kept), its client id configured, kept from an earlier
+/// registration, or registered now.
+async fn discovered(
+    ports: &SignInPorts,
+    name: &str,
+    resource: &Url,
+    configured: Option<(Url, Url)>,
+    client_id: Option<&str>,
+    now_unix: i64,
+) -> Result<OAuthProvider, String> {
+    let server = ports.tokens.discover(resource).await.map_err(|err| format!("discovery: {err}"))?;
+    let redirect_uri = &ports.redirect_uri;
+    let client_id = match client_id {
+        Some(id) => id.to_owned(),
+        None => match ports.states.registered_client(&server.issuer, redirect_uri).await.map_err(|e| e.to_string())? {
+            Some(id) => id,
+            None => {
+                let id =
+                    ports.tokens.register(&server, redirect_uri).await.map_err(|err| format!("registration: {err}"))?;
+                info!(provider = name, issuer = %server.issuer, "registered this bot as a client of the MCP server's authorization server");
+                ports
+                    .states
+                    .keep_registered_client(&server.issuer, redirect_uri, &id, now_unix)
+                    .await
+                    .map_err(|err| err.to_string())?
+            }
+        },
+    };
+    let (authorization_endpoint, token_endpoint) =
+        configured.unwrap_or((server.authorization_endpoint.clone(), server.token_endpoint.clone()));
+    Ok(OAuthProvider {
+        name: name.to_owned(),
+        authorization_endpoint,
+        token_endpoint,
+        revocation_endpoint: server.revocation_endpoint,
+        client_id,
+        client_secret: None,
+        scopes: server.scopes,
+        redirect_uri: redirect_uri.clone(),
+        resource: Some(server.resource),
+    })
 }
 
 impl SignIn {
@@ -322,22 +439,75 @@ mod tests {
         matches!(reference, Reference::Secret(name) if name == "TRACKER").then(|| "s3cret".to_owned())
     }
 
-    #[test]
-    fn tools_share_a_provider_described_alike_and_its_secret_is_never_a_literal() {
-        let redirect = Url::parse("https://bot.example/oauth/callback").unwrap();
+    /// A provider that is never reached: configuration checks only.
+    struct Unreached;
+
+    #[async_trait::async_trait]
+    impl OAuthTokens for Unreached {
+        async fn exchange(
+            &self,
+            _: &OAuthProvider,
+            _: &str,
+            _: &str,
+            _: i64,
+        ) -> Result<assistant_core::oauth::Tokens, OAuthError> {
+            Err(OAuthError::Unavailable("unreached".into()))
+        }
+
+        async fn refresh(
+            &self,
+            _: &OAuthProvider,
+            _: &str,
+            _: i64,
+        ) -> Result<assistant_core::oauth::Tokens, OAuthError> {
+            Err(OAuthError::Unavailable("unreached".into()))
+        }
+
+        async fn revoke(&self, _: &OAuthProvider, _: &str, _: &str) -> Result<bool, OAuthError> {
+            Err(OAuthError::Unavailable("unreached".into()))
+        }
+    }
+
+    fn ports() -> SignInPorts {
+        let records = Arc::new(testkit::memory::MemoryRecords::default());
+        SignInPorts {
+            vault: Arc::new(assistant_core::oauth::SealedVault::new(
+                records.clone(),
+                Arc::new(testkit::memory::MemorySealer),
+            )),
+            states: ConnectStates::new(records),
+            tokens: Arc::new(Unreached),
+            redirect_uri: Url::parse("https://bot.example/oauth/callback").unwrap(),
+        }
+    }
+
+    async fn checked(
+        tools: &[HttpToolConfig],
+        ports: Option<&SignInPorts>,
+    ) -> Result<BTreeMap<String, OAuthProvider>, SignInConfigError> {
+        providers(tools, &[], ports, &lookup, 0).await.map(|(found, lost)| {
+            assert!(lost.is_empty());
+            found
+        })
+    }
+
+    #[tokio::test]
+    async fn tools_share_a_provider_described_alike_and_its_secret_is_never_a_literal() {
+        let ports = ports();
+        let redirect = ports.redirect_uri.clone();
         let tools = [tool("a", oauth("${secret:TRACKER}")), tool("b", oauth("${secret:TRACKER}"))];
-        let found = providers(&tools, Some(&redirect), &lookup).unwrap();
+        let found = checked(&tools, Some(&ports)).await.unwrap();
         assert_eq!(found.len(), 1);
         assert_eq!(found["tracker"].client_secret.as_deref(), Some("s3cret"));
         assert_eq!(found["tracker"].redirect_uri, redirect);
 
-        let err = providers_of(&[tool("a", oauth("plain-secret"))], Some(&redirect));
+        let err = providers_of(&[tool("a", oauth("plain-secret"))], Some(&ports)).await;
         assert!(err.contains("never the value"), "{err}");
         let mut other = oauth("${secret:TRACKER}");
         other["scopes"] = serde_json::json!(["everything"]);
-        let err = providers_of(&[tool("a", oauth("${secret:TRACKER}")), tool("b", other)], Some(&redirect));
+        let err = providers_of(&[tool("a", oauth("${secret:TRACKER}")), tool("b", other)], Some(&ports)).await;
         assert!(err.contains("differently"), "{err}");
-        let err = providers_of(&[tool("a", oauth("${secret:TRACKER}"))], None);
+        let err = providers_of(&[tool("a", oauth("${secret:TRACKER}"))], None).await;
         assert!(err.contains("TOKEN_KEY_ID"), "{err}");
         for (field, bad) in [
             ("token_endpoint", "http://id.example.com/token"),
@@ -346,15 +516,20 @@ mod tests {
         ] {
             let mut config = oauth("${secret:TRACKER}");
             config[field] = bad.into();
-            let err = providers_of(&[tool("a", config)], Some(&redirect));
+            let err = providers_of(&[tool("a", config)], Some(&ports)).await;
             assert!(err.contains(field), "{field}: {err}");
         }
+        // An HTTP tool's provider is never discovered.
+        let mut bare = oauth("${secret:TRACKER}");
+        bare.as_object_mut().unwrap().remove("client_id");
+        let err = providers_of(&[tool("a", bare)], Some(&ports)).await;
+        assert!(err.contains("client_id") && err.contains("required for an HTTP tool"), "{err}");
         let mut loopback = oauth("${secret:TRACKER}");
         loopback["token_endpoint"] = "http://127.0.0.1:9/token".into();
-        assert!(providers(&[tool("a", loopback)], Some(&redirect), &lookup).is_ok(), "loopback http is for tests");
+        assert!(checked(&[tool("a", loopback)], Some(&ports)).await.is_ok(), "loopback http is for tests");
     }
 
-    fn providers_of(tools: &[HttpToolConfig], redirect: Option<&Url>) -> String {
-        providers(tools, redirect, &lookup).expect_err("refused").to_string()
+    async fn providers_of(tools: &[HttpToolConfig], ports: Option<&SignInPorts>) -> String {
+        checked(tools, ports).await.expect_err("refused").to_string()
     }
 }

@@ -1834,6 +1834,7 @@ fn signing(replies: Vec<Result<ModelReply, ModelError>>) -> Signing {
         client_secret: Some("client-secret".into()),
         scopes: vec!["issues:read".into()],
         redirect_uri: "https://bot.example/oauth/callback".parse().unwrap(),
+        resource: None,
     };
     let ports = SignInPorts {
         vault: vault.clone(),

@@ -10,8 +10,10 @@
 //! secrets a provider adds) is dropped unread. Errors name the provider's
 //! `error` code, never a token or the response body.
 
+mod discovery;
+
+use assistant_core::oauth::{AuthorizationServer, OAuthTokens, Tokens};
 pub use assistant_core::oauth::{OAuthError, OAuthProvider};
-use assistant_core::oauth::{OAuthTokens, Tokens};
 use async_trait::async_trait;
 use serde::Deserialize;
 use std::time::Duration;
@@ -72,7 +74,11 @@ impl OAuthClient {
         form: &[(&str, &str)],
         now_unix: i64,
     ) -> Result<Tokens, OAuthError> {
-        let response = self.post(provider, &provider.token_endpoint, form).await?;
+        let mut form = form.to_vec();
+        if let Some(resource) = &provider.resource {
+            form.push(("resource", resource.as_str()));
+        }
+        let response = self.post(provider, &provider.token_endpoint, &form).await?;
         let status = response.status();
         if !status.is_success() {
             return Err(error_of(status, response).await);
@@ -123,6 +129,14 @@ impl OAuthClient {
 
 #[async_trait]
 impl OAuthTokens for OAuthClient {
+    async fn discover(&self, resource: &Url) -> Result<AuthorizationServer, OAuthError> {
+        discovery::discover(&self.http, resource).await
+    }
+
+    async fn register(&self, server: &AuthorizationServer, redirect_uri: &Url) -> Result<String, OAuthError> {
+        discovery::register(&self.http, server, redirect_uri).await
+    }
+
     /// The code the callback got, for the person's tokens.
     async fn exchange(
         &self,
@@ -223,6 +237,7 @@ mod tests {
             client_secret: Some("s3cret".into()),
             scopes: vec!["openid".into(), "repo".into()],
             redirect_uri: Url::parse("https://bot.example/oauth/callback").unwrap(),
+            resource: None,
         }
     }
 

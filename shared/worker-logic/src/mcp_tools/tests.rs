@@ -307,3 +307,116 @@ async fn a_hostile_server_cannot_flood_the_prompt() {
     assert_eq!(tools[0].spec().description.chars().count(), MAX_DESCRIPTION_CHARS);
     assert_eq!(tools[1].spec().description, "The tool t1 of the MCP server big.");
 }
+
+mod acting_as_the_person {
+    use super::*;
+    use assistant_core::oauth::{AccessToken, OAuthProvider};
+    use assistant_core::ports::ArtifactStore;
+    use testkit::memory::MemoryArtifacts;
+
+    const URL: &str = "https://mcp.tracker.example/mcp";
+
+    fn config() -> Vec<McpServerConfig> {
+        servers(
+            json!([{"name": "tracker", "url": URL, "deny": ["delete_*"], "auth": {"oauth": {"provider": "tracker"}}}]),
+        )
+    }
+
+    fn providers() -> BTreeMap<String, OAuthProvider> {
+        let provider = OAuthProvider {
+            name: "tracker".into(),
+            authorization_endpoint: "https://id.tracker.example/auth".parse().unwrap(),
+            token_endpoint: "https://id.tracker.example/token".parse().unwrap(),
+            revocation_endpoint: None,
+            client_id: "registered".into(),
+            client_secret: None,
+            scopes: Vec::new(),
+            redirect_uri: "https://bot.example/oauth/callback".parse().unwrap(),
+            resource: Some(URL.parse().unwrap()),
+        };
+        BTreeMap::from([("tracker".to_owned(), provider)])
+    }
+
+    async fn tools_with(
+        connector: &Arc<MemoryMcp>,
+        cache: &Arc<MemoryArtifacts>,
+        providers: &BTreeMap<String, OAuthProvider>,
+        lost: &[(String, String)],
+    ) -> (Vec<Tool>, Vec<Unoffered>) {
+        let connector: Arc<dyn McpConnector> = connector.clone();
+        let clock = Arc::new(assistant_core::FixedClock::at(1_700_000_000));
+        person_tools(&config(), providers, lost, connector, cache.clone(), no_env, &mut HashSet::new(), clock)
+            .await
+            .unwrap()
+    }
+
+    /// Runs `tool` as the registry does, with `token` as the person's.
+    async fn run(tool: Tool, token: Option<&str>) -> (ToolStatus, String) {
+        let name = tool.spec().name.clone();
+        let registry = ToolRegistry::new(vec![tool], ToolPolicy::allow_all()).unwrap();
+        let credentials = match token {
+            Some(token) => BTreeMap::from([("tracker".to_owned(), Ok(AccessToken::new(token)))]),
+            None => BTreeMap::from([("tracker".to_owned(), Err("no sign-in".to_owned()))]),
+        };
+        let the_call = call(&name, json!({}));
+        let result = registry.run_all(&[&the_call], &channel(), &credentials).await.remove(0);
+        (result.status, format!("{:?}", result.output))
+    }
+
+    #[tokio::test]
+    async fn until_someone_connects_the_server_offers_connect_which_keeps_the_list_read_with_their_token() {
+        let session = MemoryMcpSession::new(vec![info("list_issues", Some(true)), info("delete_issue", Some(false))]);
+        let connector = Arc::new(MemoryMcp::default().with(URL, MemoryMcpServer::Serves(session.clone())));
+        let cache = Arc::new(MemoryArtifacts::default());
+
+        // Nobody connected yet: one tool, acting as the person, nothing asked of the server.
+        let (tools, _) = tools_with(&connector, &cache, &providers(), &[]).await;
+        assert_eq!(names(&tools), ["tracker__connect"]);
+        assert_eq!(tools[0].provider(), Some("tracker"));
+        assert!(connector.connected().is_empty(), "not listed at start-up");
+
+        // Without the person's token it does nothing; with it, it lists and keeps.
+        let mut tools = tools;
+        let connect = tools.remove(0);
+        let (status, refused) = run(connect, None).await;
+        assert_eq!(status, ToolStatus::Error);
+        assert!(refused.contains("no sign-in"), "{refused}");
+        assert!(connector.connected().is_empty());
+        let (tools, _) = tools_with(&connector, &cache, &providers(), &[]).await;
+        let (status, connected) = run(tools.into_iter().next().unwrap(), Some("tok-alice")).await;
+        assert_eq!(status, ToolStatus::Success, "{connected}");
+        assert!(connected.contains("list_issues"), "{connected}");
+        assert!(!connected.contains("delete_issue"), "denied tools are not named");
+        let endpoint = &connector.connected()[0];
+        assert!(endpoint.headers.contains(&("Authorization".to_owned(), "Bearer tok-alice".to_owned())));
+        assert!(!format!("{endpoint:?}").contains("tok-alice"), "the token never prints");
+        assert!(cache.get(&tool_list_key("tracker")).await.unwrap().is_some());
+
+        // A worker started after that offers the server's own tools, as the person.
+        let (tools, unoffered) = tools_with(&connector, &cache, &providers(), &[]).await;
+        assert_eq!(names(&tools), ["tracker__list_issues"]);
+        assert_eq!(tools[0].provider(), Some("tracker"));
+        assert!(unoffered.iter().any(|u| u.name == "tracker__delete_issue"), "{unoffered:?}");
+        session.answers(Ok(McpCallResult { content: vec![McpContent::Text("2 open".into())], ..Default::default() }));
+        let (status, output) = run(tools.into_iter().next().unwrap(), Some("tok-alice")).await;
+        assert_eq!((status, output.as_str()), (ToolStatus::Success, r#"Text("2 open")"#));
+        assert_eq!(connector.connected().len(), 2, "each call in a session of its own");
+    }
+
+    #[tokio::test]
+    async fn a_list_kept_for_another_url_is_not_used_and_a_server_without_its_sign_in_offers_nothing() {
+        let connector = Arc::new(MemoryMcp::default());
+        let cache = Arc::new(MemoryArtifacts::default());
+        let other =
+            json!({"url": "https://elsewhere.example/mcp", "listed_at": 1, "tools": [info("list_issues", Some(true))]});
+        cache.put(&tool_list_key("tracker"), other.to_string().into_bytes(), "application/json").await.unwrap();
+        let (tools, _) = tools_with(&connector, &cache, &providers(), &[]).await;
+        assert_eq!(names(&tools), ["tracker__connect"]);
+
+        let lost = [("tracker".to_owned(), "discovery: the provider is unavailable".to_owned())];
+        let (tools, unoffered) = tools_with(&connector, &cache, &BTreeMap::new(), &lost).await;
+        assert!(tools.is_empty());
+        assert_eq!(unoffered[0].name, "tracker__*");
+        assert!(unoffered[0].reason.contains("unavailable"), "{unoffered:?}");
+    }
+}
