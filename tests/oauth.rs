@@ -350,7 +350,18 @@ async fn rounds(stack: &Stack, functions: &tests::Functions) -> Option<TurnId> {
         if !work.is_empty() {
             let queue = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
             let answer = functions.worker.handle(tests::sqs_event(&work, queue), deadline).await.unwrap();
-            assert!(tests::batch_failures(&answer).is_empty(), "{answer}");
+            // What the worker warned of, to read when a message failed.
+            let warned: Vec<String> = logs()
+                .text()
+                .lines()
+                .filter(|line| line.contains(r#""level":"WARN""#) || line.contains(r#""level":"ERROR""#))
+                .map(String::from)
+                .collect();
+            assert!(
+                tests::batch_failures(&answer).is_empty(),
+                "{answer}: {:?}",
+                &warned[warned.len().saturating_sub(4)..]
+            );
             stack.acknowledge(&stack.work_queue.queue, &work).await.unwrap();
         }
         let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
@@ -574,6 +585,42 @@ async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_th
             assert!(!text.contains(secret.as_str()), "a token in {place}");
         }
     }
+
+    // WHEN she opens the app's Home tab, as Slack sends it
+    let mention: serde_json::Value =
+        serde_json::from_slice(&tests::events::body(&tests::events::parse(tests::events::APP_MENTION))).unwrap();
+    let mut opened = mention.clone();
+    opened["event_id"] = "Ev0HOMETAB1".into();
+    opened["event"] = json!({
+        "type": "app_home_opened", "user": "U061F7AUR", "channel": "D0HOME0001", "tab": "home",
+        "event_ts": "1763800300.000100"
+    });
+    let opened = tests::events::with_body(&tests::events::parse(tests::events::APP_MENTION), &opened.to_string());
+    assert_eq!(functions.ingress.handle(opened).await.unwrap()["statusCode"], 200);
+    rounds(&stack, &functions).await;
+
+    // THEN it lists her connection, as whom, with Disconnect
+    let published = slack.calls("views.publish");
+    let [home] = &published[..] else { panic!("one Home tab: {published:?}") };
+    assert_eq!(home.form["user_id"], "U061F7AUR");
+    assert!(home.form["view"].contains("*idp*: connected as `alice`"), "{}", home.form["view"]);
+    assert!(home.form["view"].contains("oauth.disconnect"), "{}", home.form["view"]);
+
+    // WHEN she clicks Disconnect there
+    let mut click: serde_json::Value = serde_json::from_str(testkit::fixtures::BLOCK_ACTIONS_HOME_DISCONNECT).unwrap();
+    click["actions"][0]["value"] = "idp".into();
+    let form = testkit::fixtures::interaction_form(&click.to_string());
+    let click = tests::events::with_body(&tests::events::parse(tests::events::APPROVAL_CLICK), &form);
+    assert_eq!(functions.ingress.handle(click).await.unwrap()["statusCode"], 200);
+    rounds(&stack, &functions).await;
+
+    // THEN the bot forgets her tokens, the provider no longer honours them,
+    // and her Home tab says she is not connected
+    assert!(vault.get(&person).await.unwrap().is_none(), "forgotten");
+    assert_eq!(provider.whoami(&tokens.access_token).await, Err(401), "revoked at the provider");
+    let published = slack.calls("views.publish");
+    assert_eq!(published.len(), 2);
+    assert!(published[1].form["view"].contains("*idp*: not connected"), "{}", published[1].form["view"]);
 }
 
 #[tokio::test]

@@ -220,6 +220,15 @@ impl Shared {
                 }
                 serde_json::json!({"ok": true, "channel": field("channel"), "ts": field("ts")})
             }
+            // The Home tab: Slack answers with the view it shows.
+            "views.publish" => {
+                let view: serde_json::Value =
+                    form.get("view").and_then(|v| serde_json::from_str(v).ok()).unwrap_or_default();
+                if view["type"] != "home" {
+                    return serde_json::json!({"ok": false, "error": "invalid_arguments"});
+                }
+                serde_json::json!({"ok": true, "view": {"id": "V0HOME0001", "type": "home", "blocks": view["blocks"]}})
+            }
             "conversations.replies" => {
                 let with_metadata = field("include_all_metadata") == "true";
                 let posted = self.posted.lock().expect("posted lock");
