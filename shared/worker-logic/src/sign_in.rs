@@ -180,6 +180,14 @@ pub async fn providers(
             ),
             None => None,
         };
+        if client_secret.is_some() && oauth.client_id.is_none() {
+            return Err(SignInConfigError::Invalid {
+                tool,
+                field: "client_secret",
+                reason: "a client secret goes with its client_id (a registered client is public: PKCE, no secret)"
+                    .into(),
+            });
+        }
         let configured = match (&oauth.authorization_endpoint, &oauth.token_endpoint) {
             (Some(authorization), Some(token)) => Some((
                 endpoint(&tool, "authorization_endpoint", authorization)?,
@@ -522,11 +530,33 @@ mod tests {
         // An HTTP tool's provider is never discovered.
         let mut bare = oauth("${secret:TRACKER}");
         bare.as_object_mut().unwrap().remove("client_id");
+        let err = providers_of(&[tool("a", bare.clone())], Some(&ports)).await;
+        assert!(err.contains("goes with its client_id"), "{err}");
+        bare.as_object_mut().unwrap().remove("client_secret");
         let err = providers_of(&[tool("a", bare)], Some(&ports)).await;
         assert!(err.contains("client_id") && err.contains("required for an HTTP tool"), "{err}");
         let mut loopback = oauth("${secret:TRACKER}");
         loopback["token_endpoint"] = "http://127.0.0.1:9/token".into();
         assert!(checked(&[tool("a", loopback)], Some(&ports)).await.is_ok(), "loopback http is for tests");
+    }
+
+    #[tokio::test]
+    async fn an_mcp_server_whose_sign_in_cannot_be_discovered_loses_only_its_tools() {
+        let server = |provider: &str| -> Vec<McpServerConfig> {
+            serde_json::from_value(serde_json::json!([{"name": "issues", "url": "https://mcp.tracker.example/mcp",
+                "auth": {"oauth": {"provider": provider}}}]))
+            .unwrap()
+        };
+        let tools = [tool("a", oauth("${secret:TRACKER}"))];
+        // One provider name for an HTTP tool and an MCP server: two resources, refused.
+        let err = providers(&tools, &server("tracker"), Some(&ports()), &lookup, 0).await.expect_err("conflict");
+        assert!(matches!(err, SignInConfigError::Conflicting { .. }), "{err}");
+
+        let (found, lost) = providers(&tools, &server("issues"), Some(&ports()), &lookup, 0).await.unwrap();
+        assert_eq!(found.keys().collect::<Vec<_>>(), ["tracker"], "the HTTP tool's provider stands");
+        assert_eq!(lost.len(), 1);
+        assert_eq!(lost[0].0, "issues");
+        assert!(lost[0].1.starts_with("discovery:"), "{lost:?}");
     }
 
     async fn providers_of(tools: &[HttpToolConfig], ports: Option<&SignInPorts>) -> String {
