@@ -190,3 +190,33 @@ async fn the_health_check_reports_its_table_and_queue() {
     // The health check wrote nothing.
     assert!(stack.table_keys().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_message_naming_no_one_starts_a_turn_once_a_worker_published_its_channel_as_every_question() {
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.expect("emulator resources");
+    let message = |event_id: &str| {
+        let body = testkit::fixtures::MESSAGE_CHANNEL_TOP_LEVEL.replace("Ev0CHAN0001", event_id);
+        with_body(&events::parse(events::APP_MENTION), &body)
+    };
+
+    // Before any worker published the setting: acknowledged, nothing queued.
+    let ingress = ingress_for(&aws, &stack.table, &stack.work_queue.queue);
+    assert_eq!(status_of(&ingress, &message("Ev0CHAN0001")).await, 200);
+    assert!(stack.receive_work().await.unwrap().is_empty());
+
+    // A worker starts with the channel answering every question.
+    let config = r#"{"response_mode": [{"channels": "C0LAN*", "mode": "every_question"}]}"#;
+    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, config).await;
+    let (slack, bedrock) =
+        (tests::fake_slack::FakeSlack::start().await, tests::fake_bedrock::FakeBedrock::start().await);
+    let _functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+
+    // An ingress instance reading it (a new one: nothing cached) queues the question in its own thread.
+    let ingress = ingress_for(&aws, &stack.table, &stack.work_queue.queue);
+    assert_eq!(status_of(&ingress, &message("Ev0CHAN0002")).await, 200);
+    let work = stack.receive_work().await.unwrap();
+    assert_eq!(work.len(), 1);
+    let assistant_core::WorkMessage::StartTurn(request) = decode_work(&work[0]) else { panic!("a question") };
+    assert_eq!((request.thread.channel.as_str(), &request.thread.thread_ts), ("C0LAN2Q65", &request.message_ts));
+}

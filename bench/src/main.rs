@@ -279,6 +279,7 @@ fn bench_worker_with(
         contexts: Arc::new(testkit::memory::MemoryContexts::default()),
         suggested_prompts: Vec::new(),
         home_channels: Vec::new(),
+        response_modes: Vec::new(),
         enhancer: None,
         unoffered: Vec::new(),
         sign_in: None,

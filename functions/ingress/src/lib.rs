@@ -12,6 +12,7 @@ use assistant_core::ports::{
     ClaimOutcome, EventClaim, EventClaims, PortError, Put, RecordKey, RecordWrite, StoredRecord, UserContext,
     UserContexts, VersionedRecords, WorkQueue,
 };
+use assistant_core::response_modes::EveryQuestionChannels;
 use async_trait::async_trait;
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
@@ -174,7 +175,8 @@ impl Ingress {
             Arc::new(aws.clone()),
             Arc::new(aws.clone()),
             clock.clone(),
-        );
+        )
+        .with_every_question(EveryQuestionChannels::new(Arc::new(aws.clone()), clock.clone()));
         let callback = Callback::new(ConnectStates::new(Arc::new(aws.clone())), Arc::new(aws.clone()), clock);
         Self { intake, callback, aws, config }
     }

@@ -225,6 +225,10 @@ impl WorkerFunction {
             feedback: FeedbackLog::new(records.clone()),
             grants: assistant_core::grants::ThreadGrants::new(records.clone()),
             contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
+            every_question: Some(assistant_core::response_modes::EveryQuestionChannels::new(
+                records.clone(),
+                Arc::new(SystemClock),
+            )),
             sign_in: config.sign_in.as_ref().map(|(key, redirect_uri)| {
                 let sealer = adapters_kms::KmsSealer::new(&signer, clients.http.clone(), key);
                 SignInPorts {

@@ -19,6 +19,7 @@ use assistant_core::feedback::FeedbackLog;
 use assistant_core::messages::ReplyMessage;
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, OpenModel};
 use assistant_core::ports::{AgentSlack, ArtifactStore, EventClaims, SlackPoster, SlackReader, VersionedRecords};
+use assistant_core::response_modes::EveryQuestionChannels;
 use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::turn::{Content, Role, ToolOutput};
 use assistant_core::{SystemClock, WorkMessage};
@@ -293,12 +294,15 @@ impl Pipeline {
             grants: assistant_core::grants::ThreadGrants::new(records.clone()),
             contexts: contexts.clone(),
             sign_in: None,
+            // The ingress below reads what the worker publishes, as in AWS.
+            every_question: Some(EveryQuestionChannels::new(records.clone(), Arc::new(SystemClock))),
         };
         let worker =
             worker_logic::assemble(ports, &assistant, Limits::default(), &|name| std::env::var(name).ok()).await?;
 
         Ok(Self {
-            intake: Intake::new(secret, claims, incoming.clone(), contexts, Arc::new(SystemClock)),
+            intake: Intake::new(secret, claims, incoming.clone(), contexts, Arc::new(SystemClock))
+                .with_every_question(EveryQuestionChannels::new(records.clone(), Arc::new(SystemClock))),
             worker,
             responder: Responder {
                 turns,

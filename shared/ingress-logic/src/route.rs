@@ -30,6 +30,10 @@ pub enum Route {
     Ignore(Ignored),
     /// Claim the event (so Slack's retries start nothing), then enqueue.
     StartTurn { claim: EventClaim, message: WorkMessage },
+    /// A top-level channel message that names no one: a question only in a
+    /// channel that answers every question (`response_mode`), where it is
+    /// a [`Route::StartTurn`]; otherwise [`Ignored::NotAddressed`].
+    StartIfEveryQuestion { claim: EventClaim, message: WorkMessage },
     /// Enqueue without a claim. Button clicks are not retried by Slack; the
     /// FIFO deduplication id and the worker's versioned turn state make a
     /// double click harmless. Openings are idempotent (prompts set twice).
@@ -142,7 +146,7 @@ struct Ask {
 fn route_event(callback: EventCallback) -> Route {
     let bot = callback.bot_user_id().cloned();
     let person = callback.person_user_id().cloned();
-    let ask = match callback.event {
+    let (ask, names_no_one) = match callback.event {
         Event::AppMention(mention) => {
             if mention.bot_id.is_some() {
                 return Route::Ignore(Ignored::BotMessage);
@@ -153,7 +157,7 @@ fn route_event(callback: EventCallback) -> Route {
             if Some(&user) == bot.as_ref() {
                 return Route::Ignore(Ignored::OwnMessage);
             }
-            Ask {
+            let ask = Ask {
                 rule: ThreadRule::Opens,
                 channel: mention.channel,
                 thread_ts: mention.thread_ts.unwrap_or_else(|| mention.ts.clone()),
@@ -161,12 +165,16 @@ fn route_event(callback: EventCallback) -> Route {
                 user,
                 text: mention.text,
                 context_channel: None,
+            };
+            (ask, false)
+        }
+        Event::Message(message) => {
+            let top_level = !message.is_direct_message() && !message.is_thread_reply();
+            match ask_from_message(message, bot.as_ref()) {
+                Ok(ask) => (ask, top_level),
+                Err(ignored) => return Route::Ignore(ignored),
             }
         }
-        Event::Message(message) => match ask_from_message(message, bot.as_ref()) {
-            Ok(ask) => ask,
-            Err(ignored) => return Route::Ignore(ignored),
-        },
         Event::AssistantThreadStarted(started) => {
             // Older installs (`assistant_view`): prompts in the new thread,
             // and the channel it was opened from remembered for the question.
@@ -212,6 +220,9 @@ fn route_event(callback: EventCallback) -> Route {
         context_channel: ask.context_channel,
         bot_user: bot,
     });
+    if names_no_one {
+        return Route::StartIfEveryQuestion { claim, message };
+    }
     Route::StartTurn { claim, message }
 }
 
@@ -256,7 +267,8 @@ fn ask_from_message(message: MessageEvent, bot: Option<&UserId>) -> Result<Ask, 
     } else if bot.is_some_and(|bot| text.contains(&format!("<@{bot}>"))) {
         return Err(Ignored::MentionDeliveredSeparately);
     } else if !message.is_thread_reply() {
-        return Err(Ignored::NotAddressed);
+        // A question only where the channel answers every question.
+        ThreadRule::Opens
     } else if message.parent_user_id.as_ref().is_some_and(|parent| Some(parent) == bot) {
         // The bot wrote the thread's first message: it is the bot's thread.
         ThreadRule::Opens
@@ -593,7 +605,6 @@ mod tests {
             (fixtures::MESSAGE_OWN, Ignored::BotMessage),
             (fixtures::MESSAGE_CHANGED, Ignored::MessageSubtype),
             (fixtures::MESSAGE_DELETED, Ignored::MessageSubtype),
-            (fixtures::MESSAGE_CHANNEL_TOP_LEVEL, Ignored::NotAddressed),
             (fixtures::MESSAGE_CHANNEL_MENTION, Ignored::MentionDeliveredSeparately),
             (fixtures::UNKNOWN_EVENT, Ignored::UnknownEvent),
             (fixtures::UNKNOWN_PAYLOAD, Ignored::UnknownPayload),
@@ -602,6 +613,12 @@ mod tests {
         for (fixture, reason) in cases {
             assert_eq!(route_fixture(fixture), Route::Ignore(reason), "{fixture}");
         }
+        // A top-level message that names no one is a question only where
+        // the channel answers every question: the intake asks.
+        assert!(matches!(
+            route_fixture(fixtures::MESSAGE_CHANNEL_TOP_LEVEL),
+            Route::StartIfEveryQuestion { claim: EventClaim { rule: ThreadRule::Opens, .. }, .. }
+        ));
     }
 
     #[test]

@@ -8,10 +8,11 @@
 //! never succeed answer 4xx with `X-Slack-No-Retry: 1`.
 
 use crate::http_body::{BodyError, raw_body};
-use crate::route::{Route, Seen, route};
+use crate::route::{Ignored, Route, Seen, route};
 use assistant_core::Clock;
 use assistant_core::WorkMessage;
 use assistant_core::ports::{ClaimOutcome, EventClaim, EventClaims, UserContext, UserContexts, WorkQueue};
+use assistant_core::response_modes::EveryQuestionChannels;
 use http::HeaderMap;
 use slack::SigningSecret;
 use slack::signature::{SIGNATURE_HEADER, TIMESTAMP_HEADER};
@@ -83,6 +84,9 @@ pub struct Intake {
     contexts: Arc<dyn UserContexts>,
     clock: Arc<dyn Clock>,
     body_limit: usize,
+    /// Where a message that names no one is a question (`response_mode`
+    /// `every_question`); none: nowhere.
+    every_question: Option<EveryQuestionChannels>,
 }
 
 impl Intake {
@@ -93,7 +97,13 @@ impl Intake {
         contexts: Arc<dyn UserContexts>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        Self { secret, claims, queue, contexts, clock, body_limit: DEFAULT_BODY_LIMIT }
+        Self { secret, claims, queue, contexts, clock, body_limit: DEFAULT_BODY_LIMIT, every_question: None }
+    }
+
+    /// Answers every new question in the channels the workers published.
+    pub fn with_every_question(mut self, channels: EveryQuestionChannels) -> Self {
+        self.every_question = Some(channels);
+        self
     }
 
     pub fn with_body_limit(mut self, limit: usize) -> Self {
@@ -150,6 +160,24 @@ impl Intake {
                 Reply::ok()
             }
             Route::StartTurn { claim, message } => self.claim_and_enqueue(&claim, &message, headers).await,
+            Route::StartIfEveryQuestion { claim, message } => {
+                let Some(channels) = &self.every_question else {
+                    info!(reason = Ignored::NotAddressed.as_str(), "acknowledged without work");
+                    return Reply::ok();
+                };
+                match channels.include(&claim.thread.channel).await {
+                    Ok(true) => self.claim_and_enqueue(&claim, &message, headers).await,
+                    Ok(false) => {
+                        info!(reason = Ignored::NotAddressed.as_str(), "acknowledged without work");
+                        Reply::ok()
+                    }
+                    // Slack retries: the question may be for the bot.
+                    Err(err) => {
+                        error!(error = %err, "the channels that answer every question could not be read");
+                        Reply::error(500, "unavailable")
+                    }
+                }
+            }
             Route::Enqueue(message) => self.enqueue(&message).await,
             Route::Remember { seen, then } => {
                 self.remember(&seen).await;
@@ -486,6 +514,46 @@ mod tests {
         assert_eq!(queued.len(), 2);
         assert_eq!(queued[1].dedupe_id(), "Ev0REPLY009");
         assert_eq!(queued[0].thread(), queued[1].thread());
+    }
+
+    #[tokio::test]
+    async fn a_message_that_names_no_one_is_a_question_only_in_a_channel_that_answers_every_question() {
+        use assistant_core::response_modes::{CACHE_SECS, EveryQuestionChannels};
+        let records = Arc::new(testkit::memory::MemoryRecords::default());
+        let base = intake();
+        let clock = base.clock.clone();
+        let channels = || EveryQuestionChannels::new(records.clone(), clock.clone());
+        let intake = TestIntake { intake: base.intake.with_every_question(channels()), ..base };
+        let top_level = fixtures::MESSAGE_CHANNEL_TOP_LEVEL;
+        let channel = serde_json::from_str::<serde_json::Value>(top_level).unwrap()["event"]["channel"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+
+        // Nothing published yet (no worker has started): nowhere.
+        assert_eq!(post(&intake, top_level).await.status, 200);
+        assert!(intake.queue().messages().is_empty());
+
+        // A worker publishes the channel; the intake reads it again after a minute.
+        channels().publish(&[format!("{}*", &channel[..4])]).await.unwrap();
+        let again = top_level.replace("\"event_id\": \"", "\"event_id\": \"Ev0B");
+        assert_ne!(again, top_level);
+        post(&intake, &again).await;
+        assert!(intake.queue().messages().is_empty(), "still the cached answer");
+        intake.clock.set(NOW + CACHE_SECS);
+        let third = top_level.replace("\"event_id\": \"", "\"event_id\": \"Ev0C");
+        post(&intake, &third).await;
+        let queued = intake.queue().drain();
+        assert_eq!(queued.len(), 1, "a question now");
+        let WorkMessage::StartTurn(request) = &queued[0] else { panic!("{queued:?}") };
+        assert_eq!(request.thread.thread_ts, request.message_ts, "its own thread");
+
+        // Published off again: nowhere, after the minute.
+        channels().publish(&[]).await.unwrap();
+        intake.clock.set(NOW + 2 * CACHE_SECS);
+        let fourth = top_level.replace("\"event_id\": \"", "\"event_id\": \"Ev0D");
+        post(&intake, &fourth).await;
+        assert!(intake.queue().messages().is_empty());
     }
 
     #[tokio::test]

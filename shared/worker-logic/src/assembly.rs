@@ -74,6 +74,9 @@ pub struct WorkerPorts {
     /// `None` where the deployment has no token key; then no tool may say
     /// `auth: {"oauth": …}`.
     pub sign_in: Option<crate::sign_in::SignInPorts>,
+    /// Where the channels that answer every question are published for the
+    /// ingress (the turns table); none where no ingress reads them.
+    pub every_question: Option<assistant_core::response_modes::EveryQuestionChannels>,
 }
 
 /// Why the worker could not be built. Each names what to fix.
@@ -327,6 +330,18 @@ pub async fn assemble(
             ToolPolicy::new(vec![ChannelRule::everyone("*", built_in)])
         }
     };
+    if let Some(every_question) = &ports.every_question {
+        // Published on every start, so a setting removed is removed there too.
+        // Not fatal: the ingress keeps what an earlier start published, and
+        // the next start publishes again.
+        let globs = assistant.every_question_channels();
+        match every_question.publish(&globs).await {
+            Ok(()) => info!(channels = ?globs, "every-question channels published for the ingress"),
+            Err(err) => {
+                tracing::warn!(error = %err, "every-question channels not published: the ingress keeps the last ones")
+            }
+        }
+    }
     let count = tools.len();
     let tools = ToolRegistry::new(tools, policy)?;
     info!(
@@ -360,6 +375,7 @@ pub async fn assemble(
         contexts: ports.contexts,
         suggested_prompts: assistant.suggested_prompts.clone(),
         home_channels: assistant.home_channels.clone(),
+        response_modes: assistant.response_mode.clone(),
         enhancer,
         unoffered,
         sign_in,
@@ -393,6 +409,7 @@ mod tests {
             grants: tables.grants,
             contexts: Arc::new(testkit::memory::MemoryContexts::default()),
             sign_in: None,
+            every_question: None,
             model: Arc::new(NoModel),
             models: Arc::new(|_: &str| Arc::new(NoModel) as Arc<dyn Model>),
             work: Arc::new(MemoryQueue::default()),

@@ -78,6 +78,11 @@ pub struct AssistantConfig {
     /// elsewhere.
     #[serde(default)]
     pub home_channels: Vec<String>,
+    /// When the bot speaks, per channel (globs; the first rule whose
+    /// `channels` match decides; default `thread_replies`). DMs are always
+    /// answered.
+    #[serde(default, deserialize_with = "response_rules")]
+    pub response_mode: Vec<ResponseRule>,
     /// The environment variables `${env:NAME}` may name (HTTP tools' and
     /// MCP servers' headers). Never `AWS_*` or `SLACK_*`: whoever can write the
     /// configuration must not be able to send the function's own
@@ -97,6 +102,60 @@ pub struct AssistantConfig {
 
 /// Slack shows at most four.
 const MAX_PROMPTS: usize = 4;
+
+/// When the bot speaks in the channels a rule names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseMode {
+    /// A mention starts a thread the bot is in; every reply there is
+    /// answered, mentioned or not.
+    #[default]
+    ThreadReplies,
+    /// Only messages that mention the bot.
+    MentionsOnly,
+    /// As `thread_replies`, and every new top-level message is a question
+    /// to answer (for channels made for asking the bot).
+    EveryQuestion,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResponseRule {
+    /// A glob over channel ids (`C0ASK*`).
+    pub channels: String,
+    pub mode: ResponseMode,
+}
+
+fn response_rules<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<ResponseRule>, D::Error> {
+    let rules = Vec::<ResponseRule>::deserialize(deserializer)?;
+    if let Some(rule) = rules.iter().find(|rule| rule.channels.trim().is_empty() || rule.channels.starts_with('D')) {
+        return Err(serde::de::Error::custom(format!(
+            "response_mode: channels {:?} must be a glob over channel ids, not empty and not a DM (DMs are always answered)",
+            rule.channels
+        )));
+    }
+    Ok(rules)
+}
+
+impl AssistantConfig {
+    /// How the bot answers in `channel`: the first rule that matches.
+    pub fn response_mode(rules: &[ResponseRule], channel: &str) -> ResponseMode {
+        rules
+            .iter()
+            .find(|rule| crate::tools::glob_matches(&rule.channels, channel))
+            .map_or_else(ResponseMode::default, |rule| rule.mode)
+    }
+
+    /// The channel globs whose rule is `every_question` (what the ingress
+    /// needs to know).
+    pub fn every_question_channels(&self) -> Vec<String> {
+        self.response_mode
+            .iter()
+            .filter(|rule| rule.mode == ResponseMode::EveryQuestion)
+            .map(|rule| rule.channels.clone())
+            .collect()
+    }
+}
 
 fn suggested_prompts<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<SuggestedPrompt>, D::Error> {
     let prompts = Vec::<SuggestedPrompt>::deserialize(deserializer)?;
@@ -256,6 +315,7 @@ impl Default for AssistantConfig {
             aws_tools: AwsToolsConfig::default(),
             knowledge_bases: Vec::new(),
             home_channels: Vec::new(),
+            response_mode: Vec::new(),
             prompt_enhancer: None,
             service_catalog_key: None,
             approvals: ApprovalsConfig::default(),
@@ -281,6 +341,27 @@ impl AssistantConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn response_modes_are_first_match_with_thread_replies_by_default_and_dms_are_not_rules() {
+        let config = AssistantConfig::parse(
+            br#"{"response_mode": [{"channels": "C0ASK1", "mode": "mentions_only"}, {"channels": "C0ASK*", "mode": "every_question"}]}"#,
+        )
+        .unwrap();
+        let mode = |channel| AssistantConfig::response_mode(&config.response_mode, channel);
+        assert_eq!(mode("C0ASK1"), ResponseMode::MentionsOnly);
+        assert_eq!(mode("C0ASK2"), ResponseMode::EveryQuestion);
+        assert_eq!(mode("C0ELSE"), ResponseMode::ThreadReplies);
+        assert_eq!(config.every_question_channels(), ["C0ASK*"]);
+        for bad in [
+            r#"{"response_mode": [{"channels": "D*", "mode": "mentions_only"}]}"#,
+            r#"{"response_mode": [{"channels": "", "mode": "mentions_only"}]}"#,
+            r#"{"response_mode": [{"channels": "C1", "mode": "always"}]}"#,
+            r#"{"response_mode": [{"channels": "C1", "mode": "mentions_only", "extra": 1}]}"#,
+        ] {
+            assert!(AssistantConfig::parse(bad.as_bytes()).is_err(), "{bad}");
+        }
+    }
     use slack::ChannelId;
 
     #[test]

@@ -250,6 +250,8 @@ pub struct Worker {
     /// Channel globs that are the team's place for these questions: the
     /// model is told not to send people elsewhere there.
     pub home_channels: Vec<String>,
+    /// When the bot speaks, per channel (`response_mode`).
+    pub response_modes: Vec<crate::config::ResponseRule>,
     /// The cheap model's reading of the question, when configured.
     pub enhancer: Option<crate::enhancer::Enhancer>,
     /// Tools that exist nowhere in this worker, and why (inspection only).
@@ -405,7 +407,33 @@ impl Worker {
         Ok(record.settled.is_some_and(|settled| settled.is_failure()))
     }
 
+    /// Why the channel's `response_mode` leaves this message unanswered,
+    /// if it does. DMs are always answered. The ingress starts a turn for
+    /// a message that names no one only in a bot's thread or (from what
+    /// workers published, up to a minute old) in an `every_question`
+    /// channel: this is the check with the configuration itself.
+    fn unanswered(&self, request: &TurnRequest) -> Option<&'static str> {
+        use crate::config::{AssistantConfig, ResponseMode};
+        let channel = request.thread.channel.as_str();
+        if channel.starts_with('D') {
+            return None;
+        }
+        let mentioned = request.bot_user.as_ref().is_none_or(|bot| request.text.contains(&format!("<@{bot}>")));
+        let top_level = request.message_ts == request.thread.thread_ts;
+        match AssistantConfig::response_mode(&self.response_modes, channel) {
+            ResponseMode::MentionsOnly if !mentioned => Some("mentions_only"),
+            ResponseMode::ThreadReplies | ResponseMode::MentionsOnly if top_level && !mentioned => {
+                Some("not_addressed")
+            }
+            _ => None,
+        }
+    }
+
     async fn start(&self, request: &TurnRequest, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
+        if let Some(reason) = self.unanswered(request) {
+            info!(reason, channel = %request.thread.channel, "not answered: the channel's response_mode");
+            return Ok(Outcome::Ignored { reason });
+        }
         // On a redelivery this history read (and the enhancer's call) is
         // wasted: `create` then returns the stored turn. Rare, and cheaper
         // than a read before every create.

@@ -259,6 +259,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         contexts: contexts.clone(),
         suggested_prompts: worker_logic::config::default_prompts(),
         home_channels: vec!["C0HOME*".into()],
+        response_modes: Vec::new(),
         enhancer: None,
         unoffered: Vec::new(),
         sign_in: None,
@@ -2184,4 +2185,48 @@ async fn the_home_tab_lists_connections_and_disconnect_revokes_at_the_provider()
     // The click again (a redelivery): nothing left to revoke.
     s.worker.handle(&home(Some("tracker"), "1763800999.000100"), &Budget::plenty()).await.unwrap();
     assert_eq!(s.provider.revoked.lock().unwrap().len(), 1);
+}
+
+// --- When the bot speaks (response_mode) ---------------------------------------
+
+fn asked(event: &str, text: &str, message_ts: &str, channel: &str) -> WorkMessage {
+    let mut place = thread();
+    place.channel = ChannelId::new(channel);
+    WorkMessage::StartTurn(TurnRequest {
+        event_id: EventId::new(event),
+        thread: place,
+        message_ts: Ts::new(message_ts),
+        user: UserId::new("U1"),
+        text: text.into(),
+        context_channel: None,
+        bot_user: Some(UserId::new("UBOT")),
+    })
+}
+
+#[tokio::test]
+async fn each_channels_response_mode_decides_what_is_answered_and_dms_always_are() {
+    let rules: Vec<worker_logic::config::ResponseRule> = serde_json::from_value(json!([
+        {"channels": "C0QUIET*", "mode": "mentions_only"},
+        {"channels": "C0ASK*", "mode": "every_question"}
+    ]))
+    .unwrap();
+    let replies = (0..4).map(|_| text("An answer.")).collect::<Vec<_>>();
+    let mut w = worker(ScriptedModel::new(replies), counter());
+    w.response_modes = rules;
+    let (thread_ts, reply_ts) = ("1763800000.000100", "1763800300.000300");
+    let cases = [
+        // (event, text, message ts, channel, answered?)
+        ("Ev1", "and now?", reply_ts, "C0QUIET1", false),
+        ("Ev2", "<@UBOT> and now?", reply_ts, "C0QUIET1", true),
+        ("Ev3", "is checkout down?", thread_ts, "C0ASK1", true),
+        ("Ev4", "is checkout down?", thread_ts, "C0OTHER", false),
+        ("Ev5", "and now?", reply_ts, "C0OTHER", true),
+        ("Ev6", "hello", thread_ts, "D0DM1", true),
+    ];
+    for (event, said, ts, channel, answered) in cases {
+        let outcome = w.handle(&asked(event, said, ts, channel), &Budget::plenty()).await.unwrap();
+        let settled = matches!(outcome, Outcome::Settled { status: TurnStatus::Answered, .. });
+        assert_eq!(settled, answered, "{event} in {channel}: {outcome:?}");
+    }
+    assert_eq!(w.model.calls(), 4, "no model call for what is not answered");
 }

@@ -13,6 +13,8 @@
 //! | what a person has in view | `USER#{team}#{user}` | `CONTEXT` | [`contexts::DynamoContexts`] |
 //! | a person's sealed tokens per provider | `USER#{team}#{user}` | `TOKENS#{provider}` | [`records::DynamoRecords`] |
 //! | a sign-in in progress | `OAUTH_STATE#{state}` | `STATE` | [`records::DynamoRecords`] |
+//! | the client id registered at an MCP server's authorization server | `OAUTH_CLIENT#{hash}` | `CLIENT` | [`records::DynamoRecords`] |
+//! | the channels that answer every question, published by workers | `CONFIG` | `RESPONSE_MODES` | [`records::DynamoRecords`] |
 //! | a thread's grants | `GRANTS#{team}#{channel}#{thread_ts}` | `GRANT#{scope}` | [`records::DynamoRecords`] |
 //! | approval deadline | `APPROVAL_TIMERS` | `{due_at}#{turn_id}#{tool_use_id}` | [`timers::DynamoTimers`] |
 //!

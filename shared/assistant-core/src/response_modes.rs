@@ -1,0 +1,68 @@
+//! When the bot speaks in a channel (`response_mode` in the assistant
+//! configuration): every reply in a thread it is in (`thread_replies`, the
+//! default), only when mentioned (`mentions_only`), or also every new
+//! top-level question (`every_question`, for channels that opt in).
+//!
+//! The worker decides the first two with the configuration it has. The
+//! third needs the ingress, which never reads the configuration, to start
+//! a turn for a message that names no one: the worker publishes the
+//! channels that opted in (globs) to the table when it starts, and the
+//! ingress reads them, at most once a minute per instance, only for a
+//! top-level message that mentions no one. A configuration change reaches
+//! the ingress when a worker next starts, and within a minute after that.
+
+use crate::Clock;
+use crate::glob::glob_matches;
+use crate::ports::{PortError, VersionedRecords};
+use slack::ChannelId;
+use std::sync::{Arc, Mutex};
+
+const PARTITION: &str = "CONFIG";
+const SORT_KEY: &str = "RESPONSE_MODES";
+/// How long an ingress instance trusts what it read.
+pub const CACHE_SECS: i64 = 60;
+/// Kept far longer than any worker lives without starting again.
+const KEPT_SECS: i64 = 365 * 24 * 3600;
+
+/// The channels (globs) where every new top-level question is answered.
+pub struct EveryQuestionChannels {
+    records: Arc<dyn VersionedRecords>,
+    clock: Arc<dyn Clock>,
+    read: Mutex<Option<(i64, Vec<String>)>>,
+}
+
+impl EveryQuestionChannels {
+    pub fn new(records: Arc<dyn VersionedRecords>, clock: Arc<dyn Clock>) -> Self {
+        Self { records, clock, read: Mutex::new(None) }
+    }
+
+    /// Publishes the configuration's `every_question` globs (none: the
+    /// setting is off everywhere). A plain put: repeating it changes
+    /// nothing, and the last worker to start wins.
+    pub async fn publish(&self, globs: &[String]) -> Result<(), PortError> {
+        let json = serde_json::to_string(globs).expect("globs are strings");
+        let now = self.clock.now_unix();
+        self.records.put_part(PARTITION, SORT_KEY, json, now + KEPT_SECS).await
+    }
+
+    /// Whether `channel` answers every new question, from what was
+    /// published (read again after [`CACHE_SECS`]).
+    pub async fn include(&self, channel: &ChannelId) -> Result<bool, PortError> {
+        let now = self.clock.now_unix();
+        let cached = self.read.lock().expect("cache lock").clone();
+        let globs = match cached {
+            Some((at, globs)) if now - at < CACHE_SECS => globs,
+            _ => {
+                let found = self.records.parts(PARTITION, SORT_KEY).await?;
+                let globs: Vec<String> = found
+                    .iter()
+                    .find(|(sort_key, _)| sort_key == SORT_KEY)
+                    .and_then(|(_, json)| serde_json::from_str(json).ok())
+                    .unwrap_or_default();
+                *self.read.lock().expect("cache lock") = Some((now, globs.clone()));
+                globs
+            }
+        };
+        Ok(globs.iter().any(|glob| glob_matches(glob, channel.as_str())))
+    }
+}
