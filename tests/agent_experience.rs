@@ -177,7 +177,8 @@ async fn a_refused_stream_is_answered_by_one_posted_message() {
     world.answer(testkit::fixtures::MESSAGE_IM).await;
 
     let message = the_one_message(&world.slack);
-    assert_eq!(message.text, "The pool is *exhausted*.", "rendered and posted the usual way");
+    assert_eq!(message.text, "The pool is **exhausted**.", "rendered and posted the usual way");
+    assert_eq!(message.blocks.as_ref().unwrap()[0]["type"], "markdown");
     assert_eq!(world.slack.calls("chat.postMessage").len(), 1);
     assert!(world.slack.calls("chat.appendStream").is_empty());
     assert_eq!(message.blocks.as_ref().unwrap().as_array().unwrap().last().unwrap()["type"], "context_actions");
@@ -226,7 +227,7 @@ async fn a_worker_redelivered_mid_stream_leaves_one_message_holding_the_saved_an
     // The one message is the saved answer, rendered, with its footer.
     let message = the_one_message(&world.slack);
     assert_eq!(message.ts, cut_short.ts);
-    assert_eq!(message.text, "Restart the *pool*.");
+    assert_eq!(message.text, "Restart the **pool**.");
     assert!(!message.streaming);
     assert_eq!(message.blocks.as_ref().unwrap().as_array().unwrap().last().unwrap()["type"], "context_actions");
     assert_eq!(world.slack.calls("chat.update").len(), 1);

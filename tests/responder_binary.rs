@@ -35,7 +35,11 @@ async fn the_binary_posts_a_delivery_apologizes_for_a_dead_letter_and_reports_he
     assert_eq!(response["batchItemFailures"], json!([]), "{response}\n{}", lambda.logs());
     let posted = slack.posted();
     assert_eq!(posted.len(), 1);
-    assert_eq!(posted[0].text, "The pool is *exhausted*.");
+    assert_eq!(posted[0].text, "The pool is **exhausted**.");
+    assert_eq!(
+        posted[0].blocks.as_ref().unwrap()[0],
+        json!({"type": "markdown", "text": "The pool is **exhausted**."})
+    );
 
     // The same turn's work in the dead-letter queue: it was answered and
     // delivered, so there is nothing to apologize for.

@@ -85,7 +85,8 @@ async fn the_deliver_event_file_posts_the_answer_once_in_its_thread() {
     let posted = world.slack.posted();
     assert_eq!(posted.len(), 1, "{posted:?}");
     assert_eq!((posted[0].channel.as_str(), posted[0].thread_ts.as_str()), (CHANNEL, THREAD_TS));
-    assert_eq!(posted[0].text, "*Cause*\nThe pool is *exhausted* since the 14:02 deploy.");
+    assert_eq!(posted[0].text, "## Cause\nThe pool is **exhausted** since the 14:02 deploy.");
+    assert_eq!(posted[0].blocks.as_ref().unwrap()[0]["type"], "markdown");
     assert_eq!(
         posted[0].metadata.as_ref().unwrap()["event_payload"],
         json!({"v": 1, "turn_id": TURN, "key": "answer 1/1"})

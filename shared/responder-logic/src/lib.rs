@@ -2,16 +2,17 @@
 //! passes through here on its way to Slack.
 //!
 //! - [`render`]: answers, approval prompts, placeholders and apologies as
-//!   Slack messages: redacted, [`mrkdwn`], [`split`] under Slack's limits.
+//!   Slack messages: redacted; answers in Slack's own [`markdown`] (split
+//!   under Slack's limits), the bot's own words in [`mrkdwn`].
 //! - [`responder`]: exactly-once posting, progress, refusals and dead
 //!   letters, recorded in the turn's delivery record.
 //!
 //! Slack itself is behind the core's `SlackPoster` port: the Web API in
 //! `shared/adapters/slack`, an in-memory Slack in `testkit`.
 
+pub mod markdown;
 pub mod mrkdwn;
 pub mod render;
 pub mod responder;
-pub mod split;
 
 pub use responder::{DeadLetter, Outcome, Responder, ResponderError, remedy};

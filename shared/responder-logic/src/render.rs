@@ -5,7 +5,6 @@
 //! never held a secret and each marker reads cleanly.
 
 use crate::mrkdwn;
-use crate::split::{self, Limits, SECTION_SEPARATOR};
 use assistant_core::approval::Approver;
 use assistant_core::delivery::{MessageKey, Outgoing};
 use assistant_core::feedback::answer_footer;
@@ -35,33 +34,34 @@ fn section(text: &str) -> Value {
 }
 
 /// The answer as one message, or several when Slack's limits require:
-/// keyed `answer 1/n` … `answer n/n`, each a run of section blocks. Only
-/// the special mentions `mentions` allows can ping.
+/// keyed `answer 1/n` … `answer n/n`, in Slack's own Markdown (see
+/// [`crate::markdown`]). Only the special mentions `mentions` allows can
+/// ping.
 pub fn answer(markdown: &str, mentions: mrkdwn::SpecialMentions, turn: &TurnId) -> Vec<Outgoing> {
     let redacted = Redactor::global().redact(markdown);
-    let rendered = mrkdwn::render(&redacted, mentions);
     let footer = answer_footer(turn);
-    let limits = Limits::default();
-    let limits = Limits { blocks_per_message: limits.blocks_per_message - footer.len(), ..limits };
-    let messages = split::split(&rendered, &limits);
+    let messages = crate::markdown::messages(&redacted, mentions, MAX_BLOCKS - footer.len());
     let count = messages.len();
     messages
         .into_iter()
         .enumerate()
-        .map(|(index, sections)| {
-            let mut blocks: Vec<Value> = sections.iter().map(|text| section(text)).collect();
+        .map(|(index, message)| {
+            let mut blocks = message.blocks;
             // The AI line and the feedback buttons end the answer.
             if index + 1 == count {
                 blocks.extend(footer.iter().cloned());
             }
             Outgoing {
                 key: MessageKey::Answer { part: index as u32 + 1, of: count as u32 },
-                text: sections.join(SECTION_SEPARATOR),
+                text: message.text,
                 blocks,
             }
         })
         .collect()
 }
+
+/// Slack's limit on a message's blocks.
+const MAX_BLOCKS: usize = 50;
 
 /// The key of the approval prompt for one tool call.
 pub fn approval_key(tool_use: &ToolUse) -> MessageKey {
@@ -429,15 +429,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_short_answer_is_one_redacted_mrkdwn_message() {
+    fn a_short_answer_is_one_redacted_markdown_message() {
         let token = format!("xoxb-{}-{}", "1234567890", "abcdefghijklmnopqrstuvwx");
         let turn = TurnId::new("T1-Ev1");
         let messages = answer(&format!("**Fixed.** The token was `{token}` & it leaked."), Default::default(), &turn);
         assert_eq!(messages.len(), 1);
         let message = &messages[0];
         assert_eq!(message.key, MessageKey::Answer { part: 1, of: 1 });
-        assert_eq!(message.text, "*Fixed.* The token was `[redacted: slack bot token]` &amp; it leaked.");
-        let mut blocks = vec![section(&message.text)];
+        let said = "**Fixed.** The token was `[redacted: slack bot token]` & it leaked.";
+        assert_eq!(message.text, "**Fixed.** The token was `[redacted: slack bot token]` &amp; it leaked.");
+        let mut blocks = vec![json!({"type": "markdown", "text": said})];
         blocks.extend(answer_footer(&turn));
         assert_eq!(message.blocks, blocks, "the answer, then the AI line and the feedback buttons");
         assert!(!serde_json::to_string(&message.blocks).unwrap().contains(&token));

@@ -293,10 +293,11 @@ impl Responder {
     }
 
     /// The message the worker streamed, if it streamed one, becomes the
-    /// answer's first part (or the apology): as it stands when it streamed
-    /// exactly the saved answer (and the answer is one message), otherwise
-    /// stopped and replaced (`chat.update`). Either way it is the one
-    /// answer message. Whether it did.
+    /// answer (or the apology): as it stands when it streamed exactly the
+    /// saved answer (a streamed message holds more than a posted one: it
+    /// is the whole answer, however many messages posting would take),
+    /// otherwise stopped and replaced by the first part (`chat.update`).
+    /// Whether it did.
     async fn finish_stream(
         &self,
         thread: &ThreadRef,
@@ -311,10 +312,17 @@ impl Responder {
         }
         let stream = self.streams.load(turn_id).await?;
         let Some(ts) = stream.ts else { return Ok(false) };
+        // A streamed table, or a link whose label names another host, stays
+        // only until the rendering (a table block, the real address)
+        // replaces it.
         let streamed_as_saved = stream.completed.as_deref()
-            == Some(&stream_digest(&slack::text::unpinging_markdown(&redact::redact(answer)))[..]);
-        if streamed_as_saved && messages.len() == 1 {
+            == Some(&stream_digest(&slack::text::unpinging_markdown(&redact::redact(answer)))[..])
+            && !crate::markdown::streams_badly(answer);
+        if streamed_as_saved {
             info!(ts = %ts, "the streamed message is the answer");
+            for message in &messages[1..] {
+                record.posted.insert(message.key.clone(), ts.clone());
+            }
         } else {
             info!(ts = %ts, complete = streamed_as_saved, "replacing the streamed message with the saved answer");
             match self.slack.stop_stream(thread, &ts).await {

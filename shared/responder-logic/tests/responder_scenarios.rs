@@ -123,7 +123,11 @@ async fn an_answer_is_posted_once_in_its_thread_and_the_turn_marked_delivered() 
     let posted = responder.slack.messages();
     assert_eq!(posted.len(), 1);
     assert_eq!(posted[0].thread, turn.thread);
-    assert_eq!(posted[0].message.text, "The pool is *exhausted*.");
+    assert_eq!(posted[0].message.text, "The pool is **exhausted**.");
+    assert_eq!(
+        posted[0].message.blocks[0],
+        serde_json::json!({"type": "markdown", "text": "The pool is **exhausted**."})
+    );
     assert_eq!(settled(&responder, &turn).await, Some(Settled::Delivered));
 
     // A redelivery posts nothing.
@@ -530,6 +534,31 @@ async fn an_answer_streamed_whole_is_the_answer_and_nothing_is_posted() {
     let record = responder.deliveries.load(&turn.id).await.unwrap();
     assert_eq!(record.posted.get(&MessageKey::Answer { part: 1, of: 1 }), Some(&ts));
     assert_eq!(record.settled, Some(Settled::Delivered));
+}
+
+#[tokio::test]
+async fn a_long_answer_streamed_whole_stays_one_message_and_a_deceptive_link_streamed_is_replaced() {
+    // A streamed message holds more than a posted one: the whole answer.
+    let responder = responder();
+    let long = "The pool is exhausted. ".repeat(1_000);
+    let turn = stored(&responder, TurnStatus::Answered, Some(&long)).await;
+    let ts = stream_message(&responder, &turn, &long).await;
+    streamed(&responder, &turn, &ts, Some(&long)).await;
+    assert!(responder_logic::render::answer(&long, Default::default(), &turn.id).len() > 1);
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!((responder.slack.calls(POST), responder.slack.calls(UPDATE)), (1, 0), "only the stream's own message");
+
+    // A link whose label names another host, streamed as the model wrote
+    // it: the rendering, which shows the real address, replaces it.
+    let responder = self::responder();
+    let answer = "Log in at [bank.example.com](https://evil.example/login).";
+    let turn = stored(&responder, TurnStatus::Answered, Some(answer)).await;
+    let ts = stream_message(&responder, &turn, answer).await;
+    streamed(&responder, &turn, &ts, Some(answer)).await;
+    responder.handle(&deliver(&turn)).await.unwrap();
+    assert_eq!(responder.slack.calls(UPDATE), 1);
+    let shown = serde_json::to_string(&responder.slack.messages()[0].message.blocks).unwrap();
+    assert!(shown.contains("https://evil.example/login") && !shown.contains("[bank.example.com]"), "{shown}");
 }
 
 #[tokio::test]
