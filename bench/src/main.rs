@@ -17,7 +17,7 @@
 //!    10-step turns against an instant model and instant tools, with the
 //!    in-memory store (which serializes state as DynamoDB's adapter does),
 //!    and the calls each step makes to the store and queues.
-//! 5. The responder's CPU per answer: redact, render to mrkdwn and split a
+//! 5. The responder's CPU per answer: redact, render to Slack's markdown and table blocks and split a
 //!    typical answer (a heading, a list, code, a table, links, mentions).
 //! 6. A turn's AWS cost excluding the model, for a 1-step and a 10-step
 //!    turn (what the worker meters, priced by `assistant_core::pricing`),
@@ -377,7 +377,7 @@ size:\n   ```yaml\n   db:\n     pool_max: 50\n   ```\n2. Restart the pods *one a
 help. The on-call rota is at https://oncall.example.com/teams/payments and the error budget is ~~fine~~ spent.";
 
 fn responder_rendering() {
-    println!("\nresponder CPU per answer: redact + mrkdwn + split, {} byte answer", ANSWER.len());
+    println!("\nresponder CPU per answer: redact + markdown/table blocks + split, {} byte answer", ANSWER.len());
     let mut samples: Vec<Duration> = Vec::with_capacity(WARM_ITERATIONS / 4);
     for _ in 0..WARM_ITERATIONS / 4 {
         let started = Instant::now();
