@@ -82,6 +82,13 @@ async fn a_mention_gets_exactly_one_redacted_answer_in_its_thread() {
         tasks.contains(&("search_docs", "in_progress")) && tasks.contains(&("search_docs", "complete")),
         "{tasks:?}"
     );
+    // The card says what the step ran with and, once done, one line of what came of it.
+    let done = reply.tasks.iter().find(|task| task["title"] == "search_docs" && task["status"] == "complete").unwrap();
+    assert!(
+        done["details"].as_str().is_some_and(|line| line.contains("query: checkout-api connection pool")),
+        "{done}"
+    );
+    assert!(done["output"].as_str().is_some_and(|line| !line.is_empty() && line.chars().count() <= 256), "{done}");
     assert!(slack.calls("chat.postMessage").is_empty(), "the stream is the one answer message");
     for method in ["chat.startStream", "chat.appendStream", "chat.stopStream", "chat.update"] {
         let payload = serde_json::to_string(&slack.calls(method).iter().map(|c| &c.form).collect::<Vec<_>>()).unwrap();

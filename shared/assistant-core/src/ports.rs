@@ -450,9 +450,21 @@ pub enum StreamChunk {
     Text(String),
     /// A tool step's card: created on its first update, changed by later
     /// ones with the same `id`.
-    /// `sources`: what the step read (knowledge-base documents, pages),
-    /// shown on the card.
-    Task { id: String, title: String, status: TaskStatus, sources: Vec<TaskSource> },
+    Task(TaskUpdate),
+}
+
+/// One update of a tool step's card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskUpdate {
+    pub id: String,
+    pub title: String,
+    pub status: TaskStatus,
+    /// What the step read (knowledge-base documents, pages).
+    pub sources: Vec<TaskSource>,
+    /// What it ran with: the key inputs, one line (Slack: 256 characters).
+    pub details: Option<String>,
+    /// What came of it: one line of the result (Slack: 256 characters).
+    pub output: Option<String>,
 }
 
 /// A source on a tool step's card: a link with its text (Slack refuses a

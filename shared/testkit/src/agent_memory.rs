@@ -7,7 +7,7 @@
 use crate::slack_memory::Scripted;
 use assistant_core::ThreadRef;
 use assistant_core::delivery::{MessageMetadata, PostError};
-use assistant_core::ports::{AgentSlack, StreamChunk, SuggestedPrompt, TaskSource, TaskStatus};
+use assistant_core::ports::{AgentSlack, StreamChunk, SuggestedPrompt, TaskSource, TaskStatus, TaskUpdate};
 use async_trait::async_trait;
 use serde_json::Value;
 use slack::{ChannelId, Ts, UserId};
@@ -38,6 +38,8 @@ pub struct Stream {
     pub tasks: Vec<(String, String, TaskStatus)>,
     /// The sources each task's updates carried: `(task id, sources)`.
     pub sources: Vec<(String, Vec<TaskSource>)>,
+    /// Each task's card as it now stands: (what it ran with, what came of it).
+    pub cards: std::collections::BTreeMap<String, (Option<String>, Option<String>)>,
     pub appends: usize,
     /// When the first text was appended (for the benchmark's timing).
     pub first_text_at: Option<std::time::Instant>,
@@ -127,7 +129,8 @@ fn apply(stream: &mut Stream, chunks: &[StreamChunk]) -> Result<(), PostError> {
                 }
                 stream.text.push_str(text);
             }
-            StreamChunk::Task { id, title, status, sources } => {
+            StreamChunk::Task(TaskUpdate { id, title, status, sources, details, output }) => {
+                stream.cards.insert(id.clone(), (details.clone(), output.clone()));
                 if !sources.is_empty() {
                     stream.sources.push((id.clone(), sources.clone()));
                 }
@@ -178,6 +181,7 @@ impl AgentSlack for MemoryAgent {
             text: String::new(),
             tasks: Vec::new(),
             sources: Vec::new(),
+            cards: Default::default(),
             appends: 0,
             first_text_at: None,
             stopped: false,

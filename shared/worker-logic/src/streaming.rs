@@ -22,9 +22,9 @@ use assistant_core::ThreadRef;
 use assistant_core::delivery::{MessageKey, MessageMetadata, StreamRecord, stream_digest};
 use assistant_core::feedback::answer_footer;
 use assistant_core::model::TextSink;
-use assistant_core::ports::{AgentSlack, StreamChunk, TaskSource, TaskStatus};
+use assistant_core::ports::{AgentSlack, StreamChunk, TaskSource, TaskStatus, TaskUpdate};
 use assistant_core::store::StreamLog;
-use assistant_core::turn::{ToolOutput, ToolUse, TurnId};
+use assistant_core::turn::{ToolOutput, ToolResult, ToolStatus, ToolUse, TurnId};
 use async_trait::async_trait;
 use redact::{Redactor, StreamRedactor};
 use slack::UserId;
@@ -192,8 +192,8 @@ impl<'w> AnswerStream<'w> {
 
     /// Task cards for a step's tool calls, in one append, each with the
     /// sources its result named.
-    pub async fn tasks(&mut self, calls: &[(&ToolUse, TaskStatus, Vec<TaskSource>)]) {
-        if calls.is_empty() {
+    pub async fn tasks(&mut self, updates: Vec<TaskUpdate>) {
+        if updates.is_empty() {
             return;
         }
         self.start().await;
@@ -201,15 +201,7 @@ impl<'w> AnswerStream<'w> {
         if live.broken {
             return;
         }
-        let chunks: Vec<StreamChunk> = calls
-            .iter()
-            .map(|(call, status, sources)| StreamChunk::Task {
-                id: call.id.clone(),
-                title: call.name.clone(),
-                status: *status,
-                sources: sources.clone(),
-            })
-            .collect();
+        let chunks: Vec<StreamChunk> = updates.into_iter().map(StreamChunk::Task).collect();
         if let Err(err) = self.agent.append_stream(&self.thread, &live.ts, &chunks).await {
             warn!(error = %err, "Slack refused a task update: the responder replaces the streamed message");
             live.broken = true;
@@ -289,6 +281,64 @@ fn pieces(text: &str, limit: usize) -> Vec<&str> {
 
 /// Sources shown on one card at most.
 const MAX_SOURCES: usize = 10;
+
+/// Slack's limit on a card's `details` and `output`.
+const CARD_LINE: usize = 256;
+
+/// One line for a card: redacted, whitespace folded, cut to Slack's limit.
+fn card_line(text: &str) -> Option<String> {
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let redacted = Redactor::global().redact(&folded).into_owned();
+    let line: String = if redacted.chars().count() > CARD_LINE {
+        redacted.chars().take(CARD_LINE - 1).collect::<String>() + "…"
+    } else {
+        redacted
+    };
+    (!line.is_empty()).then_some(line)
+}
+
+/// A tool step's card as it starts: the tool and what it runs with (the
+/// input's keys and values, one line).
+pub fn started(call: &ToolUse) -> TaskUpdate {
+    let details = match &call.input {
+        serde_json::Value::Object(fields) => fields
+            .iter()
+            .map(|(key, value)| match value {
+                serde_json::Value::String(text) => format!("{key}: {text}"),
+                other => format!("{key}: {other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    };
+    TaskUpdate {
+        id: call.id.clone(),
+        title: call.name.clone(),
+        status: TaskStatus::InProgress,
+        sources: Vec::new(),
+        details: card_line(&details),
+        output: None,
+    }
+}
+
+/// A tool step's card as it ends: how, its sources, and the first line of
+/// what it returned (or of its error).
+pub fn ended(call: &ToolUse, result: &ToolResult) -> TaskUpdate {
+    let ok = result.status == ToolStatus::Success;
+    let first = match &result.output {
+        ToolOutput::Text(text) => text.lines().find(|line| !line.trim().is_empty()).unwrap_or_default().to_owned(),
+        ToolOutput::Json(value) => value.to_string(),
+        ToolOutput::Stored { preview, bytes, .. } => {
+            format!("{} ({bytes} bytes)", preview.lines().next().unwrap_or_default())
+        }
+    };
+    TaskUpdate {
+        status: if ok { TaskStatus::Complete } else { TaskStatus::Error },
+        sources: sources_of(&result.output),
+        output: card_line(&first),
+        ..started(call)
+    }
+}
 
 /// The sources a tool's result names (`"sources": [{"title", "url"}]`, as
 /// the knowledge-base tools answer): web links only, a few, titles short.

@@ -51,7 +51,7 @@ use assistant_core::messages::{
 use assistant_core::model::{Model, ModelError, ModelRequest, StopReason};
 use assistant_core::ports::{
     AgentSlack, ApprovalTimer, ApprovalTimers, ArtifactStore, Created, DeliveryLog, PortError, ReplyQueue, SlackReader,
-    StoreError, SuggestedPrompt, TaskStatus, TurnStore, UserContexts, WorkQueue,
+    StoreError, SuggestedPrompt, TurnStore, UserContexts, WorkQueue,
 };
 use assistant_core::pricing::ModelPrices;
 use assistant_core::store::StreamLog;
@@ -1295,22 +1295,14 @@ impl Worker {
     ) -> Result<(), WorkerError> {
         let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) =
             calls.iter().partition(|call| self.tools.effect(asker, &call.name) == Some(Effect::ChangesThings));
-        let started: Vec<_> = now.iter().map(|call| (*call, TaskStatus::InProgress, Vec::new())).collect();
-        tokio::join!(self.show_progress(turn, running(&calls)), stream.tasks(&started));
+        let started: Vec<_> = now.iter().map(|call| streaming::started(call)).collect();
+        tokio::join!(self.show_progress(turn, running(&calls)), stream.tasks(started));
         turn.metered.sqs_requests += 1;
         let made: Vec<ToolUse> = now.iter().map(|call| (*call).clone()).collect();
         self.record_signed_calls(turn, &made, &access);
         let mut results = self.tools.run_all(&now, asker, &access.credentials).await;
-        let ended: Vec<_> = now
-            .iter()
-            .zip(&results)
-            .map(|(call, result)| {
-                let ok = result.status == ToolStatus::Success;
-                let status = if ok { TaskStatus::Complete } else { TaskStatus::Error };
-                (*call, status, streaming::sources_of(&result.output))
-            })
-            .collect();
-        stream.tasks(&ended).await;
+        let ended: Vec<_> = now.iter().zip(&results).map(|(call, result)| streaming::ended(call, result)).collect();
+        stream.tasks(ended).await;
         offload::offload_large(self.artifacts.as_ref(), &turn.id, &mut results)
             .await
             .map_err(WorkerError::Artifacts)?;

@@ -1296,7 +1296,11 @@ async fn a_channel_answer_streams_to_the_person_who_asked_with_task_cards_for_it
                     role: Role::Assistant,
                     content: vec![
                         Content::Text("Let me check the runbook.".into()),
-                        Content::ToolUse(ToolUse { id: "t1".into(), name: "search_docs".into(), input: json!({}) }),
+                        Content::ToolUse(ToolUse {
+                            id: "t1".into(),
+                            name: "search_docs".into(),
+                            input: json!({"query": format!("pool size, key AKIA{}", "Q7W3E5R8T2Y4U6I9")}),
+                        }),
                         Content::ToolUse(ToolUse { id: "t2".into(), name: "fetch_logs".into(), input: json!({}) }),
                     ],
                 },
@@ -1323,6 +1327,11 @@ async fn a_channel_answer_streams_to_the_person_who_asked_with_task_cards_for_it
             ("t2".to_owned(), "fetch_logs".to_owned(), TaskStatus::Error)
         ]
     );
+    // Each card says what it ran with and what came of it, redacted, one line.
+    let (details, output) = &stream.cards["t1"];
+    assert_eq!(details.as_deref(), Some("query: pool size, key [redacted: aws access key id]"));
+    assert!(output.as_deref().is_some_and(|line| line.starts_with("found ")), "{output:?}");
+    assert_eq!(stream.cards["t2"], (None, Some("log service answered 502".to_owned())), "the error's line");
     let answer = "Let me check the runbook.\n\nIt says to restart the pool.";
     assert_eq!(stream.text, answer, "what the model said on the way, then the answer");
     assert_eq!(stored(&worker).await.answer.as_deref(), Some(answer), "the saved answer is what was streamed");

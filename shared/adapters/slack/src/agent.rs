@@ -12,7 +12,7 @@ use crate::poster::post_error;
 use crate::web::{Retry, WebClient};
 use assistant_core::ThreadRef;
 use assistant_core::delivery::{MessageMetadata, PostError};
-use assistant_core::ports::{AgentSlack, StreamChunk, SuggestedPrompt, TaskStatus};
+use assistant_core::ports::{AgentSlack, StreamChunk, SuggestedPrompt, TaskStatus, TaskUpdate};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -37,13 +37,18 @@ impl WebAgent {
 pub fn chunk_json(chunk: &StreamChunk) -> Value {
     match chunk {
         StreamChunk::Text(text) => json!({"type": "markdown_text", "text": text}),
-        StreamChunk::Task { id, title, status, sources } => {
+        StreamChunk::Task(TaskUpdate { id, title, status, sources, details, output }) => {
             let status = match status {
                 TaskStatus::InProgress => "in_progress",
                 TaskStatus::Complete => "complete",
                 TaskStatus::Error => "error",
             };
             let mut task = json!({"type": "task_update", "id": id, "title": title, "status": status});
+            for (field, value) in [("details", details), ("output", output)] {
+                if let Some(value) = value {
+                    task[field] = value.as_str().into();
+                }
+            }
             if !sources.is_empty() {
                 task["sources"] = sources
                     .iter()
