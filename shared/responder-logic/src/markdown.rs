@@ -18,6 +18,9 @@ use pulldown_cmark::{Alignment, Event, Options, Parser, Tag, TagEnd};
 use serde_json::{Value, json};
 use std::ops::Range;
 
+/// What the parser reads besides CommonMark: GitHub's tables and strikethrough.
+const OPTIONS: Options = Options::ENABLE_TABLES.union(Options::ENABLE_STRIKETHROUGH);
+
 /// Slack's limit on the markdown blocks of one message, with room to spare.
 pub const TEXT_BUDGET: usize = 11_000;
 /// Slack's table block: rows under the header, columns, characters of cells.
@@ -144,7 +147,7 @@ fn honest_written_links(text: &str) -> String {
             return out;
         };
         let inner = &token[1..end];
-        match inner.split_once('|').and_then(|(url, label)| honest(label, url).map(|real| format!("<{real}>"))) {
+        match inner.split_once('|').and_then(|(url, label)| disguised(label, url).map(|real| format!("<{real}>"))) {
             Some(fixed) => out.push_str(&fixed),
             None => out.push_str(&token[..=end]),
         }
@@ -177,8 +180,9 @@ fn fallback(text: &str, mentions: SpecialMentions) -> String {
     out
 }
 
-/// A link whose label names another host than its target: the target.
-fn honest(label: &str, url: &str) -> Option<String> {
+/// The real address, for a link whose label names another host than its
+/// target; `None` for an honest one.
+fn disguised(label: &str, url: &str) -> Option<String> {
     let (shown, real) = (host_of(label.trim())?, host_of(url)?);
     (!shown.eq_ignore_ascii_case(real)).then(|| url.to_owned())
 }
@@ -187,9 +191,8 @@ fn honest(label: &str, url: &str) -> Option<String> {
 /// rendering: it has a table (the stream shows its pipes, the rendering a
 /// table block) or a link whose label names another host than its target.
 pub fn streams_badly(markdown: &str) -> bool {
-    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
     has_deceptive_links(markdown)
-        || Parser::new_ext(markdown, options).any(|event| matches!(event, Event::Start(Tag::Table(_))))
+        || Parser::new_ext(markdown, OPTIONS).any(|event| matches!(event, Event::Start(Tag::Table(_))))
 }
 
 /// Whether the answer has a link whose label names another host than its
@@ -199,7 +202,7 @@ fn has_deceptive_links(markdown: &str) -> bool {
         return true;
     }
     let mut open: Vec<(String, String)> = Vec::new();
-    for event in Parser::new_ext(markdown, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH) {
+    for event in Parser::new_ext(markdown, OPTIONS) {
         match event {
             Event::Start(Tag::Link { dest_url, .. }) => open.push((dest_url.into_string(), String::new())),
             Event::Text(text) | Event::Code(text) => {
@@ -209,7 +212,7 @@ fn has_deceptive_links(markdown: &str) -> bool {
             }
             Event::End(TagEnd::Link) => {
                 if let Some((url, label)) = open.pop()
-                    && honest(&label, &url).is_some()
+                    && disguised(&label, &url).is_some()
                 {
                     return true;
                 }
@@ -222,7 +225,6 @@ fn has_deceptive_links(markdown: &str) -> bool {
 
 /// The answer's parts in order: text (links made honest) and tables.
 fn parts(markdown: &str) -> Vec<Part> {
-    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
     let mut parts = Vec::new();
     let mut depth = 0usize;
     // Replacements of source ranges in the text (deceptive links).
@@ -252,7 +254,7 @@ fn parts(markdown: &str) -> Vec<Part> {
             _ => parts.push(Part::Text(text)),
         }
     };
-    for (event, range) in Parser::new_ext(markdown, options).into_offset_iter() {
+    for (event, range) in Parser::new_ext(markdown, OPTIONS).into_offset_iter() {
         match event {
             Event::Start(Tag::Table(align)) if depth == 0 => {
                 flush(&mut parts, &mut edits, cursor, range.start);
@@ -300,7 +302,7 @@ fn parts(markdown: &str) -> Vec<Part> {
             Event::End(TagEnd::Link) => {
                 depth -= 1;
                 if let Some((label_at, range, url, label)) = links.pop()
-                    && let Some(real) = honest(&label, &url)
+                    && let Some(real) = disguised(&label, &url)
                 {
                     match cell.as_mut() {
                         Some(cell) => cell.replace_range(label_at.min(cell.len()).., &real),
@@ -489,12 +491,14 @@ mod tests {
     }
 
     #[test]
-    fn deceptive_links_are_found_in_either_syntax_and_honest_ones_are_not() {
-        assert!(has_deceptive_links("see [bank.example.com](https://evil.example/x)"));
-        assert!(has_deceptive_links("see <https://evil.example/x|bank.example.com>"));
-        assert!(!has_deceptive_links(
+    fn a_stream_with_a_table_or_a_deceptive_link_gives_way_and_plain_answers_do_not() {
+        assert!(streams_badly("see [bank.example.com](https://evil.example/x)"));
+        assert!(streams_badly("see <https://evil.example/x|bank.example.com>"));
+        assert!(streams_badly("| a | b |\n|---|---|\n| 1 | 2 |"));
+        assert!(!streams_badly(
             "see [the docs](https://docs.example.com) and [docs.example.com](https://docs.example.com/a)"
         ));
+        assert!(!streams_badly("```\n| a | b |\n|---|---|\n```"), "pipes in code are no table");
     }
 
     #[test]
