@@ -33,6 +33,19 @@ use url::Url;
 /// How long a sign-in may take, from the Connect button to the callback.
 pub const STATE_TTL_SECS: i64 = 10 * 60;
 
+/// Why an endpoint of a sign-in (configured, or read from a server's
+/// metadata) may not be used: it must be `https` (`http` only on
+/// loopback, for tests and local providers) and carry no credentials or
+/// fragment. `None`: usable.
+pub fn endpoint_refusal(url: &Url) -> Option<&'static str> {
+    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+    if !(url.scheme() == "https" || (url.scheme() == "http" && loopback)) {
+        return Some("must be https");
+    }
+    (!url.username().is_empty() || url.password().is_some() || url.fragment().is_some())
+        .then_some("may not carry credentials or a fragment")
+}
+
 /// `bytes` random bytes from the OS, base64url without padding.
 pub fn random_token(bytes: usize) -> String {
     let mut buffer = vec![0u8; bytes];

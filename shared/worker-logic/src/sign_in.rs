@@ -87,16 +87,10 @@ pub enum SignInConfigError {
 fn endpoint(tool: &str, field: &'static str, value: &str) -> Result<Url, SignInConfigError> {
     let invalid = |reason: String| SignInConfigError::Invalid { tool: tool.to_owned(), field, reason };
     let url = Url::parse(value).map_err(|err| invalid(format!("{value:?}: {err}")))?;
-    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
-    match url.scheme() {
-        "https" => {}
-        "http" if loopback => {}
-        _ => return Err(invalid("must be https".into())),
+    match assistant_core::oauth::endpoint_refusal(&url) {
+        Some(reason) => Err(invalid(reason.into())),
+        None => Ok(url),
     }
-    if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
-        return Err(invalid("may not carry credentials or a fragment".into()));
-    }
-    Ok(url)
 }
 
 /// Who asks for a sign-in: an HTTP tool, or an MCP server (the resource,

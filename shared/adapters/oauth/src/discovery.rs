@@ -14,7 +14,7 @@
 //! browser, or the bot's requests, somewhere else unnoticed.
 
 use super::{TIMEOUT, read_capped, without_url};
-use assistant_core::oauth::{AuthorizationServer, OAuthError};
+use assistant_core::oauth::{AuthorizationServer, OAuthError, endpoint_refusal};
 use serde::Deserialize;
 use url::Url;
 
@@ -57,12 +57,10 @@ fn malformed(what: impl Into<String>) -> OAuthError {
 /// A URL from an answer, if the bot may use it.
 fn checked(value: &str) -> Result<Url, OAuthError> {
     let url = Url::parse(value).map_err(|_| malformed(format!("{value:?} is not a URL")))?;
-    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
-    let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && loopback);
-    if !scheme_ok || !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
-        return Err(malformed(format!("{value:?} is not an https URL without credentials")));
+    match endpoint_refusal(&url) {
+        Some(reason) => Err(malformed(format!("{value:?}: {reason}"))),
+        None => Ok(url),
     }
-    Ok(url)
 }
 
 /// RFC 8414 / 9728's well-known URL for `url`: the name inserted between
