@@ -191,7 +191,9 @@ impl ConnectStates {
     /// exchange happens once whatever it is sent.
     pub async fn take(&self, state: &str, code: &str, now_unix: i64) -> Result<ConnectState, StateRefused> {
         let store = |err: PortError| StateRefused::Store(err.to_string());
-        let Some((mut record, version)) = self.read(state).await? else { return Err(StateRefused::Unknown) };
+        let Some((mut record, version)) = self.read(state).await.map_err(store)? else {
+            return Err(StateRefused::Unknown);
+        };
         if record.taken {
             return match &record.code {
                 Some(taken_with) if taken_with == code && record.burned_by.is_none() => Ok(record),
@@ -214,14 +216,14 @@ impl ConnectStates {
     }
 
     /// The sign-in `state` names, as stored (its code included once taken).
-    pub async fn load(&self, state: &str) -> Result<Option<ConnectState>, StateRefused> {
+    pub async fn load(&self, state: &str) -> Result<Option<ConnectState>, PortError> {
         Ok(self.read(state).await?.map(|(record, _)| record))
     }
 
     /// Burns a state someone other than its person clicked: no callback
     /// can use it afterwards. `Ok(None)`: it names nothing, or was
     /// already taken (then burning changes nothing).
-    pub async fn burn(&self, state: &str, by: &UserId) -> Result<Option<ConnectState>, StateRefused> {
+    pub async fn burn(&self, state: &str, by: &UserId) -> Result<Option<ConnectState>, PortError> {
         let Some((mut record, version)) = self.read(state).await? else { return Ok(None) };
         if record.taken {
             return Ok((record.burned_by.as_ref() == Some(by)).then_some(record));
@@ -229,22 +231,19 @@ impl ConnectStates {
         record.taken = true;
         record.burned_by = Some(by.clone());
         let json = serde_json::to_string(&record).expect("states are strings and numbers");
-        match crate::store::put_versioned(self.0.as_ref(), &state_key(state), version, json, record.expires_at)
-            .await
-            .map_err(|err| StateRefused::Store(err.to_string()))?
-        {
+        match crate::store::put_versioned(self.0.as_ref(), &state_key(state), version, json, record.expires_at).await? {
             Put::Written => Ok(Some(record)),
             Put::Conflict { .. } => Ok(None),
         }
     }
 
-    async fn read(&self, state: &str) -> Result<Option<(ConnectState, u64)>, StateRefused> {
+    async fn read(&self, state: &str) -> Result<Option<(ConnectState, u64)>, PortError> {
         if !well_formed(state) {
             return Ok(None);
         }
-        let store = |err: PortError| StateRefused::Store(err.to_string());
-        let Some(stored) = self.0.get(&state_key(state)).await.map_err(store)? else { return Ok(None) };
-        let record = serde_json::from_str(&stored.state).map_err(|err| StateRefused::Store(err.to_string()))?;
+        let Some(stored) = self.0.get(&state_key(state)).await? else { return Ok(None) };
+        let record = serde_json::from_str(&stored.state)
+            .map_err(|err| PortError::new("read sign-in", format!("stored state does not parse: {err}")))?;
         Ok(Some((record, stored.version)))
     }
 }

@@ -23,8 +23,8 @@ use super::{Outcome, Worker, WorkerError, in_call_order};
 use crate::sign_in::{Access, Completed};
 use crate::tools::{Asker, Credentials};
 use assistant_core::messages::{ConnectClick, HomeAction, ReplyMessage, SignedIn};
-use assistant_core::oauth::{STATE_TTL_SECS, StateRefused};
-use assistant_core::ports::{ApprovalTimer, PortError, StoreError};
+use assistant_core::oauth::STATE_TTL_SECS;
+use assistant_core::ports::{ApprovalTimer, StoreError};
 use assistant_core::turn::{
     Message, PendingSignIn, Role, SignInReason, SignedCall, ToolOutput, ToolResult, ToolStatus, ToolUse, Turn,
     TurnStatus,
@@ -182,11 +182,8 @@ impl Worker {
             warn!("a sign-in came back, but sign-in is not set up: nothing to do");
             return Ok(Outcome::Ignored { reason: "no_sign_in" });
         };
-        let state = match sign_in.ports.states.load(&signed_in.state).await {
-            Ok(Some(state)) => state,
-            Ok(None) => return Ok(Outcome::Ignored { reason: "unknown_state" }),
-            Err(StateRefused::Store(err)) => return Err(WorkerError::SignIn(PortError::new("read sign-in", err))),
-            Err(_) => return Ok(Outcome::Ignored { reason: "unknown_state" }),
+        let Some(state) = sign_in.ports.states.load(&signed_in.state).await.map_err(WorkerError::SignIn)? else {
+            return Ok(Outcome::Ignored { reason: "unknown_state" });
         };
         if !state.taken || state.code.is_none() || state.burned_by.is_some() || state.turn_id != signed_in.turn_id {
             warn!(provider = %state.provider, "a sign-in message for a state no callback took: nothing to do");
@@ -215,8 +212,7 @@ impl Worker {
     /// told, and the person gets a new link.
     pub(super) async fn connect_clicked(&self, click: &ConnectClick) -> Result<Outcome, WorkerError> {
         let Some(sign_in) = &self.sign_in else { return Ok(Outcome::Ignored { reason: "no_sign_in" }) };
-        let store = |err: StateRefused| WorkerError::SignIn(PortError::new("read sign-in", err.to_string()));
-        let Some(state) = sign_in.ports.states.load(&click.state).await.map_err(store)? else {
+        let Some(state) = sign_in.ports.states.load(&click.state).await.map_err(WorkerError::SignIn)? else {
             return Ok(Outcome::Ignored { reason: "unknown_state" });
         };
         if state.user == click.user {
@@ -229,7 +225,7 @@ impl Worker {
             return Ok(Outcome::Ignored { reason: "other_channel" });
         }
         warn!(user = %click.user, owner = %state.user, provider = %state.provider, "someone else clicked a Connect button: burned");
-        let burned = sign_in.ports.states.burn(&click.state, &click.user).await.map_err(store)?;
+        let burned = sign_in.ports.states.burn(&click.state, &click.user).await.map_err(WorkerError::SignIn)?;
         let refused = ReplyMessage::ConnectRefused {
             turn_id: state.turn_id.clone(),
             thread: click.thread.clone(),
