@@ -114,24 +114,34 @@ impl Table {
     }
 }
 
-/// The text Slack receives for `text`: special mentions that may not
-/// ping lose their `<`.
-fn unpinged(text: &str, mentions: SpecialMentions) -> String {
+/// `text` with the special mentions `mentions` allows kept as they are,
+/// the others made unable to ping (their `<` as `&lt;`), and the text
+/// around them as `plain` makes it.
+fn with_mentions(text: &str, mentions: SpecialMentions, plain: impl Fn(&str) -> String) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("<!") {
-        out.push_str(&rest[..at]);
+        out.push_str(&plain(&rest[..at]));
         let token = &rest[at..];
-        let end = token.find('>').map_or(token.len(), |end| end + 1);
-        if mentions.allow(&token[..end]) {
-            out.push_str("<!");
-        } else {
-            out.push_str("&lt;!");
+        match token.find('>') {
+            Some(end) if mentions.allow(&token[..=end]) => {
+                out.push_str(&token[..=end]);
+                rest = &token[end + 1..];
+            }
+            _ => {
+                out.push_str("&lt;!");
+                rest = &token[2..];
+            }
         }
-        rest = &token[2..];
     }
-    out.push_str(rest);
+    out.push_str(&plain(rest));
     out
+}
+
+/// The text Slack receives for `text`: special mentions that may not
+/// ping lose their `<`.
+fn unpinged(text: &str, mentions: SpecialMentions) -> String {
+    with_mentions(text, mentions, str::to_owned)
 }
 
 /// Slack's own link syntax written out in the text (`<url|label>`): a
@@ -160,24 +170,7 @@ fn honest_written_links(text: &str) -> String {
 /// The plain `text` of a message, for notifications: escaped so it neither
 /// links nor pings, but for the special mentions `mentions` allows.
 fn fallback(text: &str, mentions: SpecialMentions) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("<!") {
-        out.push_str(&slack::text::escape(&rest[..at]));
-        let token = &rest[at..];
-        match token.find('>') {
-            Some(end) if mentions.allow(&token[..=end]) => {
-                out.push_str(&token[..=end]);
-                rest = &token[end + 1..];
-            }
-            _ => {
-                out.push_str("&lt;!");
-                rest = &token[2..];
-            }
-        }
-    }
-    out.push_str(&slack::text::escape(rest));
-    out
+    with_mentions(text, mentions, slack::text::escape)
 }
 
 /// The real address, for a link whose label names another host than its
@@ -191,19 +184,13 @@ fn disguised(label: &str, url: &str) -> Option<String> {
 /// rendering: it has a table (the stream shows its pipes, the rendering a
 /// table block) or a link whose label names another host than its target.
 pub fn streams_badly(markdown: &str) -> bool {
-    has_deceptive_links(markdown)
-        || Parser::new_ext(markdown, OPTIONS).any(|event| matches!(event, Event::Start(Tag::Table(_))))
-}
-
-/// Whether the answer has a link whose label names another host than its
-/// target.
-fn has_deceptive_links(markdown: &str) -> bool {
     if honest_written_links(markdown) != markdown {
         return true;
     }
     let mut open: Vec<(String, String)> = Vec::new();
     for event in Parser::new_ext(markdown, OPTIONS) {
         match event {
+            Event::Start(Tag::Table(_)) => return true,
             Event::Start(Tag::Link { dest_url, .. }) => open.push((dest_url.into_string(), String::new())),
             Event::Text(text) | Event::Code(text) => {
                 if let Some((_, label)) = open.last_mut() {
@@ -337,9 +324,9 @@ fn parts(markdown: &str) -> Vec<Part> {
     parts
 }
 
-/// `text` cut into pieces of at most `budget` characters: at a blank line
-/// where one comes, else at a line's end; a fenced code block cut in two
-/// is closed and opened again, so each piece renders alone.
+/// `text` cut into pieces of at most `budget` characters, at line ends (a
+/// longer line is cut within); a fenced code block cut in two is closed and
+/// opened again, so each piece renders alone.
 fn chunks(text: &str, budget: usize) -> Vec<String> {
     let mut pieces = Vec::new();
     let mut current = String::new();
@@ -370,7 +357,6 @@ fn chunks(text: &str, budget: usize) -> Vec<String> {
 fn push_line(pieces: &mut Vec<String>, current: &mut String, fence: &Option<String>, line: &str, budget: usize) {
     let closing = fence.as_ref().map_or(0, |marker| marker.len() + 1);
     if current.chars().count() + line.chars().count() + closing > budget && !current.trim().is_empty() {
-        // Prefer the last blank line outside a fence.
         let mut piece = std::mem::take(current);
         if let Some(marker) = fence {
             if !piece.ends_with('\n') {
