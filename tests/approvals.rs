@@ -17,10 +17,8 @@ use tests::events;
 use tests::fake_bedrock::{FakeBedrock, Scripted};
 use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
 use tests::local_server::LocalServer;
-use tests::{Stack, decode_work, emulator_config, sqs_event};
+use tests::{Stack, decode_work, emulator_config};
 
-const WORK_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
-const REPLY_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
 const RESTART_REPLY: &str = include_str!("fixtures/bedrock/converse-tool-use-restart.json");
 const CONFIG: &str = include_str!("fixtures/approvals/assistant.json");
 
@@ -44,28 +42,12 @@ async fn team_api() -> (LocalServer, Seen) {
     (LocalServer::start(app).await, seen)
 }
 
-fn no_failures(response: &Value) {
-    assert_eq!(tests::batch_failures(response), Vec::<String>::new(), "{response}");
-}
-
-/// One round: whatever is on the work queue through the worker, then
-/// whatever is on the reply queue through the responder.
+/// One round of the pipeline (see [`tests::Functions::round`]).
 async fn round(
     stack: &Stack,
     functions: &tests::Functions,
 ) -> (Vec<aws_sdk_sqs::types::Message>, Vec<aws_sdk_sqs::types::Message>) {
-    let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
-    let work = stack.receive_work().await.unwrap();
-    if !work.is_empty() {
-        no_failures(&functions.worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline).await.unwrap());
-        stack.acknowledge(&stack.work_queue.queue, &work).await.unwrap();
-    }
-    let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
-    if !replies.is_empty() {
-        no_failures(&functions.responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)).await.unwrap());
-        stack.acknowledge(&stack.reply_queue.queue, &replies).await.unwrap();
-    }
-    (work, replies)
+    functions.round(stack).await
 }
 
 /// A click on the posted prompt's button by `user`, as Slack sends it:

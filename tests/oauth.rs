@@ -337,40 +337,13 @@ impl Pipeline {
     }
 }
 
-/// Rounds of the pipeline as Lambda would run them: what is on the work
-/// queue through the worker, then the reply queue through the responder;
-/// the first turn started, if any.
+/// Rounds of the pipeline until it is quiet (see
+/// [`tests::Functions::round`]); the first turn started, if any.
 async fn rounds(stack: &Stack, functions: &tests::Functions) -> Option<TurnId> {
-    use std::time::{SystemTime, UNIX_EPOCH};
-    let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
     let mut turn = None;
     for _ in 0..4 {
-        let work = stack.receive_work().await.unwrap();
+        let (work, _) = functions.round(stack).await;
         turn = turn.or_else(|| work.first().and_then(|m| tests::decode_work(m).turn_id()));
-        if !work.is_empty() {
-            let queue = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
-            let answer = functions.worker.handle(tests::sqs_event(&work, queue), deadline).await.unwrap();
-            // What the worker warned of, to read when a message failed.
-            let warned: Vec<String> = logs()
-                .text()
-                .lines()
-                .filter(|line| line.contains(r#""level":"WARN""#) || line.contains(r#""level":"ERROR""#))
-                .map(String::from)
-                .collect();
-            assert!(
-                tests::batch_failures(&answer).is_empty(),
-                "{answer}: {:?}",
-                &warned[warned.len().saturating_sub(4)..]
-            );
-            stack.acknowledge(&stack.work_queue.queue, &work).await.unwrap();
-        }
-        let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
-        if !replies.is_empty() {
-            let queue = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
-            let answer = functions.responder.handle(tests::sqs_event(&replies, queue)).await.unwrap();
-            assert!(tests::batch_failures(&answer).is_empty(), "{answer}");
-            stack.acknowledge(&stack.reply_queue.queue, &replies).await.unwrap();
-        }
     }
     turn
 }

@@ -305,6 +305,37 @@ impl Functions {
     }
 }
 
+/// The queues' ARNs as the event source mappings name them in SQS events.
+pub const WORK_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
+pub const REPLY_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
+
+impl Functions {
+    /// One round, as Lambda would run it: whatever is on the work queue
+    /// through the worker, then whatever is on the reply queue through the
+    /// responder; no message may fail. What each queue held.
+    pub async fn round(&self, stack: &Stack) -> (Vec<Message>, Vec<Message>) {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970");
+        let deadline = now.as_millis() as u64 + 600_000;
+        let work = stack.receive_work().await.expect("the work queue");
+        if !work.is_empty() {
+            // Boxed, as the Lambda runtime holds a handler's future: the
+            // functions' futures are too large for a test thread's stack.
+            let handled = Box::pin(self.worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline));
+            let response = handled.await.expect("an SQS batch");
+            assert_eq!(batch_failures(&response), Vec::<String>::new(), "{response}");
+            stack.acknowledge(&stack.work_queue.queue, &work).await.expect("acknowledged");
+        }
+        let replies = stack.receive(&stack.reply_queue.queue).await.expect("the reply queue");
+        if !replies.is_empty() {
+            let handled = Box::pin(self.responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)));
+            let response = handled.await.expect("an SQS batch");
+            assert_eq!(batch_failures(&response), Vec::<String>::new(), "{response}");
+            stack.acknowledge(&stack.reply_queue.queue, &replies).await.expect("acknowledged");
+        }
+        (work, replies)
+    }
+}
+
 /// The ingress's runtime contract on `stack`, signed with the test events' secret.
 pub fn ingress_config(stack: &Stack) -> ingress::Config {
     ingress::Config {
