@@ -288,14 +288,28 @@ pub async fn assemble(
     let built_in: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), ports.signer.clone(), lookup)?);
     let mut taken: std::collections::HashSet<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
-    let (discovered, mut unoffered) = mcp_tools::discover_tools(
+    // Published on every start, beside the servers' discovery (not after
+    // it), so a setting removed is removed for the ingress too. Not fatal:
+    // the ingress keeps what an earlier start published.
+    let publish = async {
+        let Some(every_question) = &ports.every_question else { return };
+        let globs = assistant.every_question_channels();
+        match every_question.publish(&globs).await {
+            Ok(()) => info!(channels = ?globs, "every-question channels published for the ingress"),
+            Err(err) => {
+                tracing::warn!(error = %err, "every-question channels not published: the ingress keeps the last ones")
+            }
+        }
+    };
+    let discover = mcp_tools::discover_tools(
         &assistant.mcp_servers,
         ports.mcp.as_ref(),
         &lookup,
         &taken,
         mcp_tools::DISCOVERY_DEADLINE,
-    )
-    .await?;
+    );
+    let ((), discovered) = tokio::join!(publish, discover);
+    let (discovered, mut unoffered) = discovered?;
     taken.extend(discovered.iter().map(|tool| tool.spec().name.clone()));
     tools.extend(discovered);
     let no_providers = std::collections::BTreeMap::new();
@@ -330,18 +344,6 @@ pub async fn assemble(
             ToolPolicy::new(vec![ChannelRule::everyone("*", built_in)])
         }
     };
-    if let Some(every_question) = &ports.every_question {
-        // Published on every start, so a setting removed is removed there too.
-        // Not fatal: the ingress keeps what an earlier start published, and
-        // the next start publishes again.
-        let globs = assistant.every_question_channels();
-        match every_question.publish(&globs).await {
-            Ok(()) => info!(channels = ?globs, "every-question channels published for the ingress"),
-            Err(err) => {
-                tracing::warn!(error = %err, "every-question channels not published: the ingress keeps the last ones")
-            }
-        }
-    }
     let count = tools.len();
     let tools = ToolRegistry::new(tools, policy)?;
     info!(
