@@ -144,16 +144,15 @@ struct PersonSession {
 }
 
 impl PersonSession {
-    async fn open(
-        &self,
-        context: &CallContext,
-    ) -> Result<Arc<dyn assistant_core::mcp::McpSession>, Result<ToolOutput, String>> {
+    /// A session as the person whose token `context` carries; what the
+    /// model reads when there is none.
+    async fn open(&self, context: &CallContext) -> Result<Arc<dyn assistant_core::mcp::McpSession>, String> {
         let Some(token) = &context.access_token else {
-            return Err(Err("This tool acts as the person who asked, and has no sign-in of theirs.".to_owned()));
+            return Err("This tool acts as the person who asked, and has no sign-in of theirs.".to_owned());
         };
         let mut endpoint = self.endpoint.clone();
         endpoint.headers.push(("Authorization".to_owned(), format!("Bearer {}", token.expose())));
-        self.connector.connect(&endpoint).await.map_err(|err| Err(call_error(&self.endpoint.name, err, true)))
+        self.connector.connect(&endpoint).await.map_err(|err| call_error(&self.endpoint.name, err, true))
     }
 }
 
@@ -171,10 +170,7 @@ impl RunTool for PersonTool {
             let Value::Object(arguments) = input else {
                 return Err("The input must be a JSON object.".to_owned());
             };
-            let session = match self.person.open(&context).await {
-                Ok(session) => session,
-                Err(answer) => return answer,
-            };
+            let session = self.person.open(&context).await?;
             match session.call_tool(&self.tool, arguments, self.timeout).await {
                 Ok(result) => output(result),
                 Err(err) => Err(call_error(&self.server, err, true)),
@@ -196,10 +192,7 @@ impl RunTool for ConnectTool {
     fn run(&self, _input: Value, context: CallContext) -> ToolFuture<'_> {
         Box::pin(async move {
             let server = &self.config.name;
-            let session = match self.person.open(&context).await {
-                Ok(session) => session,
-                Err(answer) => return answer,
-            };
+            let session = self.person.open(&context).await?;
             let listed = session.list_tools().await.map_err(|err| call_error(server, err, true))?;
             let mut unoffered = Vec::new();
             let names: Vec<String> =
