@@ -242,3 +242,44 @@ async fn a_sign_ins_take_burn_or_tokens_whose_answer_was_lost_are_the_writers_ow
         "every scripted fault was injected: {injected:?}"
     );
 }
+
+#[tokio::test]
+async fn a_registered_client_id_or_published_channels_whose_answer_was_lost_are_kept_once() {
+    use assistant_core::oauth::ConnectStates;
+    use assistant_core::response_modes::EveryQuestionChannels;
+    let (stack, _) = store().await;
+    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
+    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    let callback = url::Url::parse("https://bot.example/oauth/callback").unwrap();
+    for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
+        let records = std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await);
+        let issuer = url::Url::parse(&format!("https://id{attempts}.example")).unwrap();
+
+        // The client id a worker registered: its own kept once, then another
+        // worker's registration gives way to it.
+        let states = ConnectStates::new(records.clone());
+        proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"CLIENT"}"#, fault);
+        let kept = match states.keep_registered_client(&issuer, &callback, "client-a", 1_000).await {
+            Ok(kept) => kept,
+            // The next start reads what landed.
+            Err(_) => states.registered_client(&issuer, &callback).await.unwrap().expect("it landed"),
+        };
+        assert_eq!(kept, "client-a");
+        assert_eq!(states.keep_registered_client(&issuer, &callback, "client-b", 1_001).await.unwrap(), "client-a");
+
+        // The every-question channels: a plain put, the same item again.
+        let channels =
+            EveryQuestionChannels::new(records.clone(), std::sync::Arc::new(assistant_core::FixedClock::at(1_000)));
+        proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"RESPONSE_MODES"}"#, fault);
+        if channels.publish(&["C0ASK*".to_owned()]).await.is_err() {
+            channels.publish(&["C0ASK*".to_owned()]).await.expect("the next start's publish");
+        }
+        assert!(channels.include(&slack::ChannelId::new("C0ASK1")).await.unwrap());
+    }
+    let injected = proxy.injected_by_kind();
+    assert_eq!(
+        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
+        (Some(&2), Some(&2)),
+        "every scripted fault was injected: {injected:?}"
+    );
+}
