@@ -37,6 +37,7 @@ async fn ask(model: &BedrockModel, messages: &[Message]) -> Result<assistant_cor
             max_tokens: 2048,
             cache_conversation: false,
             force_tool: None,
+            files: &assistant_core::model::NO_FILES,
         })
         .await
 }
@@ -237,6 +238,7 @@ async fn ask_streaming(
         max_tokens: 2048,
         cache_conversation: false,
         force_tool: None,
+        files: &assistant_core::model::NO_FILES,
     };
     let reply = model.converse_streaming(request, &mut deltas).await;
     (reply, deltas.0)

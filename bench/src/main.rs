@@ -264,6 +264,7 @@ fn bench_worker_with(
         replies: replies.clone(),
         artifacts: artifacts.clone(),
         slack: Arc::new(MemorySlack::default()),
+        files: Arc::new(MemorySlack::default()),
         timers: Arc::new(MemoryTimers::default()),
         tools: ToolRegistry::new(vec![search], ToolPolicy::allow_all())?,
         approvals: Approvals::new(ApprovalsConfig::default()),
@@ -301,6 +302,7 @@ fn mention(i: usize) -> WorkMessage {
         text: "why is checkout-api failing in prod?".into(),
         context_channel: None,
         bot_user: None,
+        files: Vec::new(),
     })
 }
 

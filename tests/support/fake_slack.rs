@@ -83,6 +83,10 @@ struct Shared {
     ever_posted: std::sync::atomic::AtomicUsize,
     ephemerals: Mutex<Vec<(String, String)>>,
     groups: Mutex<HashMap<String, Vec<String>>>,
+    /// Files served at `/files-pri/{id}/download/{name}`: body, type.
+    files: Mutex<HashMap<String, (axum::body::Bytes, String)>>,
+    /// Every download: (file id, `Authorization` sent).
+    downloads: Mutex<Vec<(String, Option<String>)>>,
 }
 
 pub struct FakeSlack {
@@ -94,7 +98,10 @@ pub struct FakeSlack {
 impl FakeSlack {
     pub async fn start() -> Self {
         let shared = Arc::new(Shared::default());
-        let app = Router::new().route("/api/{method}", post(call)).with_state(shared.clone());
+        let app = Router::new()
+            .route("/api/{method}", post(call))
+            .route("/files-pri/{id}/download/{name}", axum::routing::get(download))
+            .with_state(shared.clone());
         let server = LocalServer::start(app).await;
         Self { url: format!("{}/api", server.base_url), shared, _server: server }
     }
@@ -128,6 +135,19 @@ impl FakeSlack {
     /// Every ephemeral message: (the one user who saw it, its text).
     pub fn ephemerals(&self) -> Vec<(String, String)> {
         self.shared.ephemerals.lock().expect("ephemerals lock").clone()
+    }
+
+    /// Serves a file as Slack does (to the bot token only); its
+    /// `url_private_download`.
+    pub fn file(&self, id: &str, name: &str, body: impl Into<axum::body::Bytes>, content_type: &str) -> String {
+        let entry = (body.into(), content_type.to_owned());
+        self.shared.files.lock().expect("files lock").insert(id.to_owned(), entry);
+        format!("{}/files-pri/{id}/download/{name}", self.url.trim_end_matches("/api"))
+    }
+
+    /// Every file download: (file id, the `Authorization` it carried).
+    pub fn downloads(&self) -> Vec<(String, Option<String>)> {
+        self.shared.downloads.lock().expect("downloads lock").clone()
     }
 
     pub fn posted(&self) -> Vec<Posted> {
@@ -320,5 +340,24 @@ async fn call(
             (StatusCode::TOO_MANY_REQUESTS, [("retry-after", retry_after_secs.to_string())], "").into_response()
         }
         SlackReply::Status(status) => StatusCode::from_u16(status).expect("valid status").into_response(),
+    }
+}
+
+/// A file download: the bot token gets the file; anyone else Slack's
+/// sign-in page, by redirect, as Slack answers a request without a token
+/// that may read it.
+async fn download(
+    State(shared): State<Arc<Shared>>,
+    Path((id, _name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    shared.downloads.lock().expect("downloads lock").push((id.clone(), authorization.clone()));
+    let file = shared.files.lock().expect("files lock").get(&id).cloned();
+    match (file, authorization.as_deref()) {
+        (Some((body, content_type)), Some("Bearer xoxb-test-token")) => {
+            ([("content-type", content_type)], body).into_response()
+        }
+        _ => (StatusCode::FOUND, [("location", "/?redir=%2Ffiles-pri")], "").into_response(),
     }
 }

@@ -211,6 +211,11 @@ impl WorkerFunction {
             replies: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url)),
             artifacts,
             slack: Arc::new(SlackWebReader::new(slack.clone())),
+            files: Arc::new(adapters_slack::WebFiles::new(
+                clients.http.clone(),
+                &config.slack_api_base_url,
+                config.slack_bot_token.clone(),
+            )),
             timers: Arc::new(DynamoTimers::new(clients.dynamodb.clone(), &config.turns_table)),
             clock: Arc::new(SystemClock),
             http: clients.http.clone(),

@@ -90,6 +90,7 @@ mod tests {
                 max_tokens: 100,
                 cache_conversation: false,
                 force_tool: None,
+                files: &assistant_core::model::NO_FILES,
             }
         }
         let first = model.converse(request(&[Message::user_text("hi")])).await.unwrap();

@@ -155,7 +155,12 @@ impl Pipeline {
     /// Every tool offered in `channel`, its schema and approval, and why
     /// the others are not (`local --tools`).
     pub fn tools_report(&self, channel: &slack::ChannelId, user: Option<&slack::UserId>) -> String {
-        let asker = worker_logic::tools::Asker { channel: channel.clone(), user: user.cloned(), groups: Vec::new() };
+        let asker = worker_logic::tools::Asker {
+            channel: channel.clone(),
+            user: user.cloned(),
+            groups: Vec::new(),
+            turn: None,
+        };
         worker_logic::inspect::tools_report(&self.worker, &asker)
     }
 
@@ -269,6 +274,8 @@ impl Pipeline {
             replies: replies.clone(),
             artifacts,
             slack: reader,
+            // The runner's questions carry no files.
+            files: Arc::new(testkit::memory::MemorySlack::default()),
             timers: Arc::new(MemoryTimers::default()),
             clock: Arc::new(SystemClock),
             mcp: Arc::new(StreamableHttpConnector::new(http.clone()).with_signer(Arc::new(signer.clone()))),

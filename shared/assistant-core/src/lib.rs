@@ -10,6 +10,7 @@
 //! - [`delivery`]: what the responder showed in a turn's thread (written by
 //!   the responder only), the typed keys and metadata of its messages.
 //! - [`feedback`]: the 👍 / 👎 under every answer and the ratings kept.
+//! - [`files`]: files pasted into a thread, and how each reaches the model.
 //! - [`ports`]: what the functions need from the outside world, as object-safe
 //!   traits (`Arc<dyn TurnStore>`); adapters live in `shared/adapters/*`,
 //!   in-memory doubles in `testkit`.
@@ -26,6 +27,7 @@ pub mod approval;
 pub mod clock;
 pub mod delivery;
 pub mod feedback;
+pub mod files;
 pub mod glob;
 pub mod grants;
 pub mod mcp;

@@ -52,6 +52,10 @@ pub struct TurnRequest {
     /// This app's bot user, to tell its own messages in the thread apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bot_user: Option<UserId>,
+    /// Files attached to the message that asked (at most
+    /// [`crate::files::MAX_FILES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<crate::files::FileRef>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -519,6 +523,7 @@ mod tests {
             text: "<@UBOT> hello".into(),
             context_channel: None,
             bot_user: None,
+            files: Vec::new(),
         })
     }
 

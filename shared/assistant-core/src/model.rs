@@ -30,7 +30,15 @@ pub struct ModelRequest<'a> {
     /// The model must answer by calling this tool (Converse's `toolChoice`):
     /// a structured answer forced through the tool's schema.
     pub force_tool: Option<&'a str>,
+    /// The bytes of the images and documents in `messages`, by bucket key.
+    pub files: &'a FileBodies,
 }
+
+/// Pasted images and documents, by their bucket key ([`crate::files::FileBlock::key`]).
+pub type FileBodies = std::collections::BTreeMap<String, Vec<u8>>;
+
+/// For requests that carry no files.
+pub static NO_FILES: FileBodies = FileBodies::new();
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopReason {

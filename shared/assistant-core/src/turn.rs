@@ -145,6 +145,9 @@ pub enum Content {
     Text(String),
     ToolUse(ToolUse),
     ToolResult(ToolResult),
+    /// An image or document someone pasted, read from the bucket for each
+    /// model call.
+    File(crate::files::FileBlock),
 }
 
 /// The model asked for a tool to run.

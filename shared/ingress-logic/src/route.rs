@@ -10,6 +10,7 @@
 //! message subtypes, and channel messages not addressed to the bot.
 
 use assistant_core::feedback::FeedbackButton;
+use assistant_core::files::{self, FileRef};
 use assistant_core::grants::RevokeButton;
 use assistant_core::messages::{ApprovalButton, ApprovalClick, Decision, FeedbackClick, Opened, TurnRequest};
 use assistant_core::messages::{ConnectClick, GrantRevoke, HomeAction};
@@ -141,6 +142,7 @@ struct Ask {
     user: UserId,
     text: String,
     context_channel: Option<ChannelId>,
+    files: Vec<slack::events::SlackFile>,
 }
 
 fn route_event(callback: EventCallback) -> Route {
@@ -165,6 +167,7 @@ fn route_event(callback: EventCallback) -> Route {
                 user,
                 text: mention.text,
                 context_channel: None,
+                files: mention.files,
             };
             (ask, false)
         }
@@ -219,6 +222,7 @@ fn route_event(callback: EventCallback) -> Route {
         text: ask.text,
         context_channel: ask.context_channel,
         bot_user: bot,
+        files: ask.files.iter().take(files::MAX_FILES).map(FileRef::from_slack).collect(),
     });
     if names_no_one {
         return Route::StartIfEveryQuestion { claim, message };
@@ -284,6 +288,7 @@ fn ask_from_message(message: MessageEvent, bot: Option<&UserId>) -> Result<Ask, 
         user,
         text,
         context_channel: None,
+        files: message.files,
     })
 }
 
@@ -511,6 +516,11 @@ mod tests {
             assert!(explained, "scope {scope} is not explained in the manifest's header");
         }
         assert!(scopes.contains(&"assistant:write") && scopes.contains(&"chat:write"));
+        let optional = manifest_list("bot_optional");
+        assert_eq!(optional, ["files:read", "files:write"], "files are optional: the bot says what it cannot see");
+        for scope in optional {
+            assert!(MANIFEST.contains(&format!("#   {scope}")), "optional scope {scope} is not explained");
+        }
     }
 
     #[test]
@@ -642,6 +652,38 @@ mod tests {
         let shared = fixtures::MESSAGE_IM
             .replace("\"type\": \"message\",", "\"type\": \"message\", \"subtype\": \"file_share\",");
         assert!(matches!(route_fixture(&shared), Route::StartTurn { .. }));
+    }
+
+    #[test]
+    fn a_questions_files_travel_with_it_bounded_and_unreadable_ones_marked() {
+        let file = |n: usize| {
+            format!(
+                r#"{{"id": "F0FILE{n:04}", "name": "shot {n}.png", "mimetype": "image/png", "filetype": "png", "size": 2048, "mode": "hosted", "url_private_download": "https://files.slack.com/files-pri/T061EG9R6-F0FILE{n:04}/download/shot.png"}}"#
+            )
+        };
+        let mut files: Vec<String> = (0..30).map(file).collect();
+        files[1] = r#"{"id": "F0CONNECT1", "file_access": "check_file_info"}"#.into();
+        let mention = fixtures::APP_MENTION.replace(
+            "\"ts\": \"1763800000.000100\",",
+            &format!("\"ts\": \"1763800000.000100\", \"files\": [{}],", files.join(",")),
+        );
+        let (_, request) = started(&mention);
+        assert_eq!(request.files.len(), assistant_core::files::MAX_FILES, "bounded, whatever Slack sent");
+        assert_eq!(
+            request.files[0].url.as_deref(),
+            Some("https://files.slack.com/files-pri/T061EG9R6-F0FILE0000/download/shot.png")
+        );
+        assert_eq!(request.files[1].access, assistant_core::files::Access::OtherOrganization);
+
+        // A file-only DM: a turn, with no words.
+        let shared = fixtures::MESSAGE_IM
+            .replace("\"type\": \"message\",", "\"type\": \"message\", \"subtype\": \"file_share\",")
+            .replace(
+                "\"text\": \"how do I rotate the db password?\",",
+                &format!("\"text\": \"\", \"files\": [{}],", file(7)),
+            );
+        let (_, request) = started(&shared);
+        assert_eq!((request.text.as_str(), request.files.len()), ("", 1));
     }
 
     #[test]

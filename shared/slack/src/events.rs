@@ -87,6 +87,9 @@ pub struct AppMention {
     pub ts: Ts,
     #[serde(default)]
     pub thread_ts: Option<Ts>,
+    /// Files attached to the message.
+    #[serde(default)]
+    pub files: Vec<SlackFile>,
 }
 
 /// A `message` event: direct messages, channel messages (including thread
@@ -112,6 +115,41 @@ pub struct MessageEvent {
     /// Author of the thread's parent message (thread replies only).
     #[serde(default)]
     pub parent_user_id: Option<UserId>,
+    /// Files attached to the message (subtype `file_share`).
+    #[serde(default)]
+    pub files: Vec<SlackFile>,
+}
+
+/// A file as events and `conversations.replies` describe it
+/// (<https://docs.slack.dev/reference/objects/file-object>). Only what the
+/// bot needs to decide whether and how to read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct SlackFile {
+    pub id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub mimetype: Option<String>,
+    /// Slack's short type: `png`, `pdf`, `text`, `javascript`…
+    #[serde(default)]
+    pub filetype: Option<String>,
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// Where the bot downloads it, with its token (needs `files:read`).
+    #[serde(default)]
+    pub url_private_download: Option<String>,
+    /// `hosted`, `external` (a link to Google Drive, Dropbox…), `snippet`,
+    /// `post`, `tombstone` (deleted).
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub is_external: bool,
+    /// `check_file_info`: shared from another organization (Slack Connect);
+    /// the event carries only the id, and the file may not be readable.
+    #[serde(default)]
+    pub file_access: Option<String>,
 }
 
 impl MessageEvent {

@@ -6,9 +6,9 @@
 use assistant_core::ThreadRef;
 use assistant_core::messages::{ReplyMessage, WorkMessage};
 use assistant_core::ports::{
-    ApprovalTimer, ApprovalTimers, ArtifactStore, BOT_THREAD_TTL_SECS, ChannelInfo, ClaimOutcome, EVENT_CLAIM_TTL_SECS,
-    EventClaim, EventClaims, PortError, Put, RecordKey, RecordWrite, ReplyQueue, SecretStore, SlackReader,
-    StoredRecord, ThreadMessage, ThreadRule, VersionedRecords, WorkQueue,
+    ApprovalTimer, ApprovalTimers, ArtifactStore, BOT_THREAD_TTL_SECS, ChannelInfo, ClaimOutcome, DownloadError,
+    Downloaded, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims, PortError, Put, RecordKey, RecordWrite, ReplyQueue,
+    SecretStore, SlackFiles, SlackReader, StoredRecord, ThreadMessage, ThreadRule, VersionedRecords, WorkQueue,
 };
 use assistant_core::store::{RecordDeliveries, RecordTurns};
 use async_trait::async_trait;
@@ -116,6 +116,11 @@ impl ReplyQueue for MemoryQueue<ReplyMessage> {
 pub struct MemorySlack {
     groups: Mutex<HashMap<String, Vec<UserId>>>,
     group_reads: AtomicUsize,
+    /// Files by URL, as [`SlackFiles`] serves them.
+    files: Mutex<HashMap<String, Vec<u8>>>,
+    downloads: Mutex<Vec<String>>,
+    /// What `thread_history` answers (every thread).
+    history: Mutex<Vec<ThreadMessage>>,
 }
 
 impl MemorySlack {
@@ -129,6 +134,36 @@ impl MemorySlack {
     /// How many times a group's members were read.
     pub fn group_reads(&self) -> usize {
         self.group_reads.load(Ordering::SeqCst)
+    }
+
+    /// The thread so far, as `thread_history` answers for every thread.
+    pub fn with_history(self, history: Vec<ThreadMessage>) -> Self {
+        *self.history.lock().expect("history lock") = history;
+        self
+    }
+
+    /// A file served at `url`.
+    pub fn with_file(self, url: &str, body: Vec<u8>) -> Self {
+        self.files.lock().expect("files lock").insert(url.to_owned(), body);
+        self
+    }
+
+    /// The URLs downloaded, in order.
+    pub fn downloads(&self) -> Vec<String> {
+        self.downloads.lock().expect("downloads lock").clone()
+    }
+}
+
+/// Files by URL; any other URL is one the bot may not read.
+#[async_trait]
+impl SlackFiles for MemorySlack {
+    async fn download(&self, url: &str, max_bytes: u64) -> Result<Downloaded, DownloadError> {
+        self.downloads.lock().expect("downloads lock").push(url.to_owned());
+        let files = self.files.lock().expect("files lock");
+        let body = files.get(url).ok_or_else(|| DownloadError::NoAccess("HTTP 404".into()))?;
+        let cut = body.len() as u64 > max_bytes;
+        let body = body[..body.len().min(max_bytes as usize)].to_vec();
+        Ok(Downloaded { body, cut, content_type: None })
     }
 }
 
@@ -144,7 +179,7 @@ impl SlackReader for MemorySlack {
         _bot_user: Option<&slack::UserId>,
         _limit: usize,
     ) -> Result<Vec<ThreadMessage>, PortError> {
-        Ok(Vec::new())
+        Ok(self.history.lock().expect("history lock").clone())
     }
 
     async fn usergroup_members(&self, group: &str) -> Result<Vec<UserId>, PortError> {

@@ -22,6 +22,7 @@ pub fn new_turn(event_id: &str) -> Turn {
         text: "why is checkout-api failing?".into(),
         context_channel: None,
         bot_user: None,
+        files: Vec::new(),
     };
     Turn::start(&request, 1_763_800_001)
 }

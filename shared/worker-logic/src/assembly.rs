@@ -17,7 +17,7 @@ use assistant_core::mcp::McpConnector;
 use assistant_core::model::{Model, OpenModel};
 use assistant_core::ports::{
     AgentSlack, ApprovalTimers, ArtifactStore, DeliveryLog, PortError, ReplyQueue, RequestSigner, SecretStore,
-    SlackReader, TurnStore, UserContexts, WorkQueue,
+    SlackFiles, SlackReader, TurnStore, UserContexts, WorkQueue,
 };
 use assistant_core::pricing::ModelPrices;
 use assistant_core::signals::{AwsConnector, KnowledgeBases};
@@ -42,6 +42,8 @@ pub struct WorkerPorts {
     /// Large tool results, the system prompt and the docs.
     pub artifacts: Arc<dyn ArtifactStore>,
     pub slack: Arc<dyn SlackReader>,
+    /// Files people paste in threads.
+    pub files: Arc<dyn SlackFiles>,
     pub timers: Arc<dyn ApprovalTimers>,
     pub clock: Arc<dyn Clock>,
     /// The process's HTTP client, shared by the HTTP tools. It must not
@@ -280,7 +282,10 @@ pub async fn assemble(
         Some(ports) if !providers.is_empty() => Some(crate::sign_in::SignIn { ports, providers }),
         _ => None,
     };
-    let mut tools = vec![builtin_tools::current_time(ports.clock.clone())];
+    let mut tools = vec![
+        builtin_tools::current_time(ports.clock.clone()),
+        crate::attachments::read_attachment(ports.artifacts.clone()),
+    ];
     tools.extend(docs_tools::docs_tools(ports.artifacts.clone(), &assistant.docs_prefix)?);
     // Read-only and off until configured: built in, like the docs tools.
     tools.extend(aws_tools::aws_tools(&assistant.aws_tools, ports.aws.as_ref(), ports.clock.clone(), catalog).await?);
@@ -361,6 +366,7 @@ pub async fn assemble(
         replies: ports.replies,
         artifacts: ports.artifacts,
         slack: ports.slack,
+        files: ports.files,
         timers: ports.timers,
         tools,
         approvals: Approvals::new(assistant.approvals.clone()),
@@ -418,6 +424,7 @@ mod tests {
             replies: Arc::new(MemoryQueue::default()),
             artifacts: Arc::new(MemoryArtifacts::default()),
             slack: Arc::new(MemorySlack::default()),
+            files: Arc::new(MemorySlack::default()),
             timers: Arc::new(MemoryTimers::default()),
             clock: Arc::new(FixedClock::at(0)),
             http: reqwest::Client::new(),
@@ -475,7 +482,7 @@ mod tests {
         let worker = assemble(ports(), &assistant, Limits::default(), &env).await.unwrap();
         let channel = slack::ChannelId::new("C0ANY");
         let advertised: Vec<String> = worker.tools.advertised(&channel).into_iter().map(|spec| spec.name).collect();
-        assert_eq!(advertised, ["current_time", "list_docs", "read_doc", "search_docs"]);
+        assert_eq!(advertised, ["current_time", "read_attachment", "list_docs", "read_doc", "search_docs"]);
         assert!(worker.tools.approval_rule(&channel, "service_status").is_none(), "declared, but allowed nowhere");
     }
 

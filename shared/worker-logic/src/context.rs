@@ -13,6 +13,7 @@
 //! are kept up to [`HISTORY_BYTES`] (the model is told how many were left
 //! out), and the question at [`QUESTION_BYTES`].
 
+use assistant_core::files::FileRef;
 use assistant_core::messages::TurnRequest;
 use assistant_core::ports::{Author, ChannelInfo, ThreadMessage};
 use assistant_core::turn::{Content, Message, Role};
@@ -45,6 +46,10 @@ fn capped(text: String, max: usize) -> String {
 /// no longer starts a turn: it shows the suggested prompts.)
 const GREETING_REQUEST: &str = "(The user opened a conversation with you without a question yet. Greet them briefly and say what you can help with.)";
 
+/// For a message whose only content is files: the model looks at them.
+const FILES_ONLY_REQUEST: &str = "(shared the files below without a question: say briefly what they show and what \
+     stands out, as an on-call engineer would want to know.)";
+
 /// `1763800000.000100` as (seconds, microseconds), for ordering.
 fn order(ts: &Ts) -> (u64, u64) {
     let (secs, micros) = ts.as_str().split_once('.').unwrap_or((ts.as_str(), "0"));
@@ -54,9 +59,15 @@ fn order(ts: &Ts) -> (u64, u64) {
 /// A message as the model reads it: secrets people pasted into the thread
 /// (or the question) are redacted before the model or the stored turn see
 /// them.
-fn line(author: &Author, text: &str) -> (Role, String) {
+fn line(author: &Author, text: &str, files: &[FileRef]) -> (Role, String) {
     let redacted = redact::redact(text);
-    let text: &str = &redacted;
+    let text = if files.is_empty() {
+        redacted.into_owned()
+    } else {
+        let names: Vec<&str> = files.iter().map(|file| file.name.as_str()).collect();
+        format!("{redacted} [shared: {}]", names.join(", ")).trim_start().to_owned()
+    };
+    let text: &str = &text;
     match author {
         Author::ThisBot => (Role::Assistant, text.to_owned()),
         Author::Person(user) => (Role::User, format!("<@{user}>: {text}")),
@@ -117,9 +128,9 @@ pub fn opening(history: &[ThreadMessage], request: &TurnRequest) -> Vec<Message>
     let asked_at = order(&request.message_ts);
     let earlier: Vec<(Role, String)> = history
         .iter()
-        .filter(|m| order(&m.ts) < asked_at && !m.text.trim().is_empty())
+        .filter(|m| order(&m.ts) < asked_at && !(m.text.trim().is_empty() && m.files.is_empty()))
         .map(|message| {
-            let (role, text) = line(&message.author, &message.text);
+            let (role, text) = line(&message.author, &message.text, &message.files);
             (role, capped(text, MESSAGE_BYTES))
         })
         .collect();
@@ -143,13 +154,25 @@ pub fn opening(history: &[ThreadMessage], request: &TurnRequest) -> Vec<Message>
     if messages.first().is_some_and(|first| first.role == Role::Assistant) {
         messages.insert(0, Message::user_text("(Earlier in this thread:)"));
     }
-    let question = if request.text.trim().is_empty() {
-        GREETING_REQUEST.to_owned()
+    let question = if !request.text.trim().is_empty() {
+        capped(line(&Author::Person(request.user.clone()), &request.text, &[]).1, QUESTION_BYTES)
+    } else if !request.files.is_empty() {
+        format!("<@{}> {FILES_ONLY_REQUEST}", request.user)
     } else {
-        capped(line(&Author::Person(request.user.clone()), &request.text).1, QUESTION_BYTES)
+        GREETING_REQUEST.to_owned()
     };
     push_merged(&mut messages, Role::User, question);
     messages
+}
+
+/// Puts the files read for a turn ([`crate::attachments::read`]) into its
+/// last message, before the question: the model looks at them, then reads
+/// what was asked about them.
+pub fn attach_files(transcript: &mut [Message], files: Vec<Content>) {
+    if let Some(last) = transcript.last_mut().filter(|message| message.role == Role::User) {
+        let at = last.content.len().saturating_sub(1);
+        last.content.splice(at..at, files);
+    }
 }
 
 /// Said before a reply's question when its thread could not be read: Slack
@@ -185,11 +208,12 @@ mod tests {
             text: text.into(),
             context_channel: None,
             bot_user: Some(UserId::new("UBOT")),
+            files: Vec::new(),
         }
     }
 
     fn said(ts: &str, author: Author, text: &str) -> ThreadMessage {
-        ThreadMessage { ts: Ts::new(ts), author, text: text.into() }
+        ThreadMessage { ts: Ts::new(ts), author, text: text.into(), files: Vec::new() }
     }
 
     fn texts(message: &Message) -> Vec<String> {

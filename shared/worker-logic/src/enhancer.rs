@@ -149,6 +149,7 @@ impl Enhancer {
             max_tokens: 400,
             cache_conversation: false,
             force_tool: Some(TOOL_NAME),
+            files: &assistant_core::model::NO_FILES,
         };
         let (block, usage, why) = match tokio::time::timeout(self.timeout, self.model.converse(request)).await {
             Err(_) => (None, Usage::default(), Some("timed out".to_owned())),

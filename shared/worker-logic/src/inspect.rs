@@ -38,6 +38,8 @@ pub fn tools_report(worker: &Worker, asker: &Asker) -> String {
         let name = &tool.spec().name;
         match policy.verdict(asker, name) {
             Verdict::Allowed { rule } => offered.push((tool, rule)),
+            // Past the rules: "the built-in rule".
+            Verdict::ThreadOwn => offered.push((tool, usize::MAX)),
             Verdict::NoRule => {
                 refused.push((name.clone(), "no tool_policy rule matches this channel and person".to_owned()))
             }

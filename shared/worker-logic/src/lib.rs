@@ -21,6 +21,7 @@
 //! - [`inspect`]: what the model is offered in a channel, and why not the
 //!   rest (`local --tools`).
 //! - [`context`]: what a turn opens with (the thread so far, the channel);
+//!   [`attachments`]: the files pasted in the thread, and `read_attachment`;
 //!   [`enhancer`]: the cheap model's reading of the question.
 //! - [`offload`]: keeping a turn's item small (large results in S3).
 //! - [`streaming`]: the answer streamed into Slack as the model writes it,
@@ -28,6 +29,7 @@
 
 pub mod approvals;
 pub mod assembly;
+pub mod attachments;
 pub mod auth;
 pub mod aws_tools;
 pub mod builtin_tools;

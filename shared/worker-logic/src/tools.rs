@@ -35,6 +35,9 @@ pub struct CallContext {
     /// The asking person's own access token, for a tool that acts as them
     /// (`auth: {"oauth": …}`); never logged, never in a result.
     pub access_token: Option<AccessToken>,
+    /// The turn the call is part of: a tool over the turn's own things
+    /// (its pasted files) reads nothing else.
+    pub turn: Option<assistant_core::TurnId>,
 }
 
 /// The asking person's access per provider for one step: a token, or why
@@ -249,11 +252,13 @@ pub struct Asker {
     pub user: Option<UserId>,
     /// The user groups the person belongs to, of those the policy names.
     pub groups: Vec<String>,
+    /// The turn asking, if any.
+    pub turn: Option<assistant_core::TurnId>,
 }
 
 impl From<&ChannelId> for Asker {
     fn from(channel: &ChannelId) -> Self {
-        Self { channel: channel.clone(), user: None, groups: Vec::new() }
+        Self { channel: channel.clone(), user: None, groups: Vec::new(), turn: None }
     }
 }
 
@@ -288,7 +293,14 @@ pub enum Verdict {
     NotListed { rule: usize },
     /// The channel's rule denies it with `glob`.
     Denied { rule: usize, glob: String },
+    /// It reads only what people pasted in the asking thread
+    /// ([`THREAD_OWN_TOOLS`]): allowed unless a rule denies it.
+    ThreadOwn,
 }
+
+/// Tools that reach nothing but what people put in the asking thread
+/// themselves: offered wherever no rule denies them by name or glob.
+pub const THREAD_OWN_TOOLS: &[&str] = &[crate::attachments::READ_ATTACHMENT];
 
 impl ToolPolicy {
     pub fn new(rules: Vec<ChannelRule>) -> Self {
@@ -309,7 +321,7 @@ impl ToolPolicy {
     /// [`ToolPolicy::allows`] for an asker already built: the registry
     /// checks every tool of a step with one.
     fn permits(&self, asker: &Asker, tool: &str) -> bool {
-        matches!(self.decide(asker, tool), Verdict::Allowed { .. })
+        matches!(self.decide(asker, tool), Verdict::Allowed { .. } | Verdict::ThreadOwn)
     }
 
     /// Why `tool` is or is not offered to `asker`: the first rule whose
@@ -320,6 +332,13 @@ impl ToolPolicy {
     }
 
     fn decide(&self, asker: &Asker, tool: &str) -> Verdict {
+        match self.decide_by_rules(asker, tool) {
+            Verdict::NoRule | Verdict::NotListed { .. } if THREAD_OWN_TOOLS.contains(&tool) => Verdict::ThreadOwn,
+            verdict => verdict,
+        }
+    }
+
+    fn decide_by_rules(&self, asker: &Asker, tool: &str) -> Verdict {
         let Some((rule, found)) = self.rules.iter().enumerate().find(|(_, rule)| rule.applies_to(asker)) else {
             return Verdict::NoRule;
         };
@@ -444,7 +463,7 @@ impl ToolRegistry {
         credentials: &Credentials,
         idempotency_key: Option<String>,
     ) -> ToolResult {
-        let mut context = CallContext { idempotency_key, access_token: None };
+        let mut context = CallContext { idempotency_key, access_token: None, turn: asker.turn.clone() };
         if let Some(provider) = self.provider_of(&call.name) {
             match credentials.get(provider) {
                 Some(Ok(token)) => context.access_token = Some(token.clone()),
@@ -605,6 +624,7 @@ mod tests {
             channel: ChannelId::new(channel),
             user: Some(UserId::new(user)),
             groups: groups.iter().map(|g| g.to_string()).collect(),
+            turn: None,
         };
         assert_eq!(policy.named_groups(), ["S0ONCALL"]);
         // The admin everywhere, DMs included.

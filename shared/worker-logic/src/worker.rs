@@ -48,10 +48,10 @@ use assistant_core::messages::{
     ApprovalClick, ApprovalTimeout, Continuation, Decision, FeedbackClick, GrantRevoke, Opened, ReplyMessage,
     TurnRequest, WorkMessage,
 };
-use assistant_core::model::{Model, ModelError, ModelRequest, StopReason};
+use assistant_core::model::{FileBodies, Model, ModelError, ModelRequest, StopReason};
 use assistant_core::ports::{
-    AgentSlack, ApprovalTimer, ApprovalTimers, ArtifactStore, Created, DeliveryLog, PortError, ReplyQueue, SlackReader,
-    StoreError, SuggestedPrompt, TurnStore, UserContexts, WorkQueue,
+    AgentSlack, ApprovalTimer, ApprovalTimers, ArtifactStore, Created, DeliveryLog, PortError, ReplyQueue, SlackFiles,
+    SlackReader, StoreError, SuggestedPrompt, TurnStore, UserContexts, WorkQueue,
 };
 use assistant_core::pricing::ModelPrices;
 use assistant_core::store::StreamLog;
@@ -223,6 +223,8 @@ pub struct Worker {
     pub replies: Arc<dyn ReplyQueue>,
     pub artifacts: Arc<dyn ArtifactStore>,
     pub slack: Arc<dyn SlackReader>,
+    /// Files people paste in threads.
+    pub files: Arc<dyn SlackFiles>,
     /// Approval deadlines (set and swept by the worker only).
     pub timers: Arc<dyn ApprovalTimers>,
     pub tools: ToolRegistry,
@@ -452,15 +454,20 @@ impl Worker {
             enhance,
         );
         let mut turn = Turn::start(request, self.clock.now_unix());
-        turn.transcript = match history {
-            Ok(history) => context::opening(&history, request),
+        let history = history
+            .inspect_err(|err| warn!(error = %err, "thread history unavailable: answering from the question alone"));
+        turn.transcript = match &history {
+            Ok(history) => context::opening(history, request),
             // Rate limited (Slack's one read a minute for apps outside its
             // Marketplace), or down: the answer says what it could not see.
-            Err(err) => {
-                warn!(error = %err, "thread history unavailable: answering from the question alone");
-                context::opening_unread(request)
-            }
+            Err(_) => context::opening_unread(request),
         };
+        let thread_so_far = history.as_deref().unwrap_or_default();
+        let files =
+            crate::attachments::read(self.files.as_ref(), self.artifacts.as_ref(), &turn.id, request, thread_so_far)
+                .await
+                .map_err(WorkerError::Artifacts)?;
+        context::attach_files(&mut turn.transcript, files);
         if let Some((block, run)) = enhanced {
             if let Some(block) = block {
                 crate::enhancer::attach(&mut turn.transcript, block);
@@ -941,6 +948,8 @@ impl Worker {
         turn.metered.invocations += 1;
         let mut mark = self.clock.now_millis();
         let (mut settled_here, mut limit) = (false, None);
+        // Pasted images and documents, read from the bucket once per invocation.
+        let mut bodies = FileBodies::new();
         loop {
             match turn.status {
                 TurnStatus::Answered | TurnStatus::Failed => {
@@ -1039,7 +1048,7 @@ impl Worker {
                 info!("out of time: continuation queued");
                 return Ok(Outcome::Continued { id: turn.id, after_step: turn.steps });
             } else {
-                self.step(&mut turn, &mut stream).await?;
+                self.step(&mut turn, &mut stream, &mut bodies).await?;
                 stepped_here = true;
                 if let (None, Some(at)) = (turn.first_text_ms, stream.first_text_at_ms) {
                     turn.first_text_ms = Some(turn.since_asked_ms(at));
@@ -1208,14 +1217,28 @@ impl Worker {
                 groups.push(group.to_owned());
             }
         }
-        Asker { channel: turn.thread.channel.clone(), user: Some(turn.user.clone()), groups }
+        Asker {
+            channel: turn.thread.channel.clone(),
+            user: Some(turn.user.clone()),
+            groups,
+            turn: Some(turn.id.clone()),
+        }
     }
 
     /// One model call and the tools it asks for, applied to `turn` in memory.
-    async fn step(&self, turn: &mut Turn, stream: &mut AnswerStream<'_>) -> Result<(), WorkerError> {
+    async fn step(
+        &self,
+        turn: &mut Turn,
+        stream: &mut AnswerStream<'_>,
+        bodies: &mut FileBodies,
+    ) -> Result<(), WorkerError> {
         // The tools this person may use here: a tool outside their rules is
         // neither offered nor run.
         let asker = self.asker(turn).await;
+        crate::attachments::load_bodies(self.artifacts.as_ref(), &turn.transcript, bodies)
+            .await
+            .map_err(WorkerError::Artifacts)?;
+        let bodies = &*bodies;
         let tools = self.tools.advertised(&asker);
         let system = match &turn.channel_context {
             Some(where_) => format!("{}\n\n{where_}", self.system_prompt),
@@ -1228,6 +1251,7 @@ impl Worker {
             max_tokens: self.limits.max_output_tokens,
             cache_conversation: turn.steps > 0,
             force_tool: None,
+            files: bodies,
         };
         let reply = self.model.converse_streaming(request, stream).await;
         stream.step_done().await;

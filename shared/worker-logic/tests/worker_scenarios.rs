@@ -244,6 +244,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         replies: replies.clone(),
         artifacts: artifacts.clone(),
         slack: Arc::new(MemorySlack::default()),
+        files: Arc::new(MemorySlack::default()),
         timers: timers.clone(),
         tools: tools(runs),
         approvals: Approvals::new(ApprovalsConfig::default()),
@@ -302,6 +303,7 @@ fn start() -> WorkMessage {
         text: "<@UBOT> why is checkout-api failing?".into(),
         context_channel: None,
         bot_user: None,
+        files: Vec::new(),
     })
 }
 
@@ -1220,6 +1222,7 @@ fn dm_question(text: &str) -> WorkMessage {
         text: text.into(),
         context_channel: None,
         bot_user: None,
+        files: Vec::new(),
     })
 }
 
@@ -2209,6 +2212,7 @@ fn asked(event: &str, text: &str, message_ts: &str, channel: &str) -> WorkMessag
         text: text.into(),
         context_channel: None,
         bot_user: Some(UserId::new("UBOT")),
+        files: Vec::new(),
     })
 }
 

@@ -11,7 +11,8 @@
 //! (bounded, exponential backoff with jitter, see [`retry_config`]); what is
 //! left after that comes back as a retryable [`ModelError`].
 
-use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, TextSink, ToolSpec};
+use assistant_core::files::{self, FileBlock, FileKind};
+use assistant_core::model::{FileBodies, Model, ModelError, ModelReply, ModelRequest, StopReason, TextSink, ToolSpec};
 use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolStatus, ToolUse, Usage};
 use aws_config::retry::RetryConfig;
 use aws_sdk_bedrockruntime::Client;
@@ -21,11 +22,12 @@ use aws_sdk_bedrockruntime::error::SdkError;
 use aws_sdk_bedrockruntime::operation::converse::ConverseError;
 use aws_sdk_bedrockruntime::types::{
     self as bedrock, CachePointBlock, CachePointType, ContentBlock, ContentBlockDelta, ContentBlockStart,
-    ConversationRole, ConverseOutput, ConverseStreamOutput, InferenceConfiguration, SpecificToolChoice,
-    SystemContentBlock, Tool, ToolChoice, ToolConfiguration, ToolInputSchema, ToolResultBlock, ToolResultContentBlock,
-    ToolResultStatus, ToolSpecification, ToolUseBlock,
+    ConversationRole, ConverseOutput, ConverseStreamOutput, DocumentBlock, DocumentSource, ImageBlock, ImageSource,
+    InferenceConfiguration, SpecificToolChoice, SystemContentBlock, Tool, ToolChoice, ToolConfiguration,
+    ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolResultStatus, ToolSpecification, ToolUseBlock,
 };
-use aws_smithy_types::{Document, Number};
+use aws_smithy_types::error::operation::BuildError;
+use aws_smithy_types::{Blob, Document, Number};
 use std::time::Duration;
 
 /// Four attempts, backing off from half a second: rides out a burst of
@@ -292,7 +294,7 @@ fn messages(
         .enumerate()
         .map(|(index, message)| {
             let cache_point = (request.cache_conversation && index == last).then_some(cache_point);
-            bedrock_message(message, cache_point)
+            bedrock_message(message, cache_point, request.files)
         })
         .collect()
 }
@@ -300,19 +302,46 @@ fn messages(
 fn bedrock_message(
     message: &Message,
     cache_point: Option<&CachePointBlock>,
+    files: &FileBodies,
 ) -> Result<bedrock::Message, aws_smithy_types::error::operation::BuildError> {
     let role = match message.role {
         Role::User => ConversationRole::User,
         Role::Assistant => ConversationRole::Assistant,
     };
-    let mut content = message.content.iter().map(content_block).collect::<Result<Vec<_>, _>>()?;
+    let mut content =
+        message.content.iter().map(|content| content_block(content, files)).collect::<Result<Vec<_>, _>>()?;
     content.extend(cache_point.cloned().map(ContentBlock::CachePoint));
     bedrock::Message::builder().role(role).set_content(Some(content)).build()
 }
 
-fn content_block(content: &Content) -> Result<ContentBlock, aws_smithy_types::error::operation::BuildError> {
+/// A pasted image or document as Converse's block, from its bytes; a text
+/// note when the bytes are gone from the bucket.
+fn file_block(file: &FileBlock, files: &FileBodies) -> Result<ContentBlock, BuildError> {
+    let Some(body) = files.get(&file.key) else {
+        return Ok(ContentBlock::Text(format!("(The file {} is no longer available.)", file.name)));
+    };
+    let bytes = Blob::new(body.clone());
+    Ok(match file.kind {
+        FileKind::Image(format) => ContentBlock::Image(
+            ImageBlock::builder()
+                .format(bedrock::ImageFormat::from(format.as_str()))
+                .source(ImageSource::Bytes(bytes))
+                .build()?,
+        ),
+        FileKind::Document(format) => ContentBlock::Document(
+            DocumentBlock::builder()
+                .format(bedrock::DocumentFormat::from(format.as_str()))
+                .name(files::document_name(&file.name, &file.file_id))
+                .source(DocumentSource::Bytes(bytes))
+                .build()?,
+        ),
+    })
+}
+
+fn content_block(content: &Content, files: &FileBodies) -> Result<ContentBlock, BuildError> {
     Ok(match content {
         Content::Text(text) => ContentBlock::Text(text.clone()),
+        Content::File(file) => file_block(file, files)?,
         Content::ToolUse(tool_use) => ContentBlock::ToolUse(
             ToolUseBlock::builder()
                 .tool_use_id(&tool_use.id)

@@ -5,6 +5,9 @@
 //!   follows no redirects and ([`egress`]) refuses internal addresses;
 //! - [`reader`]: the worker's [`SlackReader`](assistant_core::ports::SlackReader)
 //!   (the channel, the thread so far);
+//! - [`files`]: the worker's [`SlackFiles`](assistant_core::ports::SlackFiles)
+//!   (files people paste, downloaded with the bot token from Slack's file
+//!   host only);
 //! - [`agent`]: the worker's [`AgentSlack`](assistant_core::ports::AgentSlack)
 //!   (suggested prompts, thread titles, streamed answers);
 //! - [`poster`]: the responder's [`SlackPoster`](assistant_core::ports::SlackPoster)
@@ -12,11 +15,13 @@
 
 pub mod agent;
 pub mod egress;
+pub mod files;
 pub mod poster;
 pub mod reader;
 pub mod web;
 
 pub use agent::WebAgent;
+pub use files::WebFiles;
 pub use poster::WebPoster;
 pub use reader::SlackWebReader;
 pub use web::{BotToken, DEFAULT_BASE_URL, WebClient, WebError, http_client};

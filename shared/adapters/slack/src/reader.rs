@@ -4,6 +4,7 @@
 
 use crate::web::{HistoryMessage, WebClient};
 use assistant_core::ThreadRef;
+use assistant_core::files::{self, FileRef};
 use assistant_core::ports::{Author, ChannelInfo, PortError, SlackReader, ThreadMessage};
 use async_trait::async_trait;
 use slack::{ChannelId, UserId};
@@ -64,7 +65,8 @@ impl SlackReader for SlackWebReader {
             .filter(is_conversation)
             .filter_map(|message| {
                 let author = author(&message, bot_user)?;
-                Some(ThreadMessage { ts: message.ts, author, text: message.text })
+                let files = message.files.iter().take(files::MAX_FILES).map(FileRef::from_slack).collect();
+                Some(ThreadMessage { ts: message.ts, author, text: message.text, files })
             })
             .collect())
     }

@@ -28,6 +28,11 @@ impl BotToken {
     pub fn new(token: impl Into<String>) -> Self {
         Self(token.into())
     }
+
+    /// The token itself, for a request's `Authorization` header only.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
 }
 
 impl fmt::Debug for BotToken {
@@ -444,6 +449,8 @@ pub struct HistoryMessage {
     /// Present when the poster attached some (and it was asked for).
     #[serde(default)]
     pub metadata: Option<MessageMetadata>,
+    #[serde(default)]
+    pub files: Vec<slack::events::SlackFile>,
 }
 
 #[derive(Deserialize)]

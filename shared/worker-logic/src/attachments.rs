@@ -1,0 +1,489 @@
+//! Files pasted into the thread, read when a turn starts ([`read`]), and
+//! the `read_attachment` tool over the text ones ([`read_attachment`]).
+//!
+//! What happens to each file is [`assistant_core::files`]'s decision; this
+//! module downloads (with the bot token, bounded), checks that what Slack
+//! served is what it said, keeps it in the artifact bucket under the turn
+//! (`turns/{turn}/files/{file_id}`) and says what the model gets:
+//! - an image or document: a [`FileBlock`] naming the key, read back for
+//!   each model call ([`load_bodies`]);
+//! - text: redacted before it is stored, then a note with its size, its
+//!   first lines and how to read the rest through `read_attachment`;
+//! - anything it could not read: a note saying why.
+//!
+//! A turn start that is a redelivery (the turn exists, or the worker died
+//! after downloading) finds the files already kept and downloads nothing
+//! again: the bucket is listed first.
+
+use crate::tools::{CallContext, Effect, Tool, ToolFuture};
+use assistant_core::files::{
+    self, DocumentFormat, FileBlock, FileKind, FileRef, ImageFormat, MAX_DOCUMENTS, MAX_FILES, Plan, TEXT_BYTES,
+    human_bytes,
+};
+use assistant_core::messages::TurnRequest;
+use assistant_core::model::{FileBodies, ToolSpec};
+use assistant_core::ports::{ArtifactStore, Author, DownloadError, PortError, SlackFiles, ThreadMessage};
+use assistant_core::turn::{Content, Message, ToolOutput, TurnId};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::{info, warn};
+
+/// How much of a text file the opening shows before the tool is needed.
+const PREVIEW_LINES: usize = 20;
+const PREVIEW_BYTES: usize = 1_500;
+/// The most one `read_attachment` call returns.
+const MAX_READ_LINES: usize = 400;
+const MAX_READ_BYTES: usize = 24 * 1024;
+
+pub const READ_ATTACHMENT: &str = "read_attachment";
+
+/// A file and who shared it.
+struct Shared<'a> {
+    file: &'a FileRef,
+    by: String,
+}
+
+/// The files a turn reads: the question's, then the thread's newest
+/// earlier ones, each once, at most [`MAX_FILES`]; and how many more
+/// there were.
+fn candidates<'a>(request: &'a TurnRequest, history: &'a [ThreadMessage]) -> (Vec<Shared<'a>>, usize) {
+    let mut all: Vec<Shared<'a>> =
+        request.files.iter().map(|file| Shared { file, by: format!("<@{}>", request.user) }).collect();
+    for message in history.iter().rev().filter(|message| message.ts != request.message_ts) {
+        let by = match &message.author {
+            Author::Person(user) => format!("<@{user}>"),
+            Author::OtherBot(bot) => format!("bot {bot}"),
+            Author::ThisBot => "you".to_owned(),
+        };
+        all.extend(message.files.iter().map(|file| Shared { file, by: by.clone() }));
+    }
+    let mut seen = std::collections::HashSet::new();
+    all.retain(|shared| seen.insert(shared.file.id.clone()));
+    let more = all.len().saturating_sub(MAX_FILES);
+    all.truncate(MAX_FILES);
+    (all, more)
+}
+
+fn image_type(format: ImageFormat) -> &'static str {
+    match format {
+        ImageFormat::Png => "image/png",
+        ImageFormat::Jpeg => "image/jpeg",
+        ImageFormat::Gif => "image/gif",
+        ImageFormat::Webp => "image/webp",
+    }
+}
+
+fn document_type(format: DocumentFormat) -> &'static str {
+    match format {
+        DocumentFormat::Pdf => "application/pdf",
+        DocumentFormat::Doc => "application/msword",
+        DocumentFormat::Docx => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        DocumentFormat::Xls => "application/vnd.ms-excel",
+        DocumentFormat::Xlsx => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    }
+}
+
+/// What Slack serves a bot that may not read a file, when it answers 200:
+/// its sign-in page.
+fn is_sign_in_page(file: &FileRef, body: &[u8], content_type: Option<&str>) -> bool {
+    let html = content_type.is_some_and(|t| t.starts_with("text/html"));
+    let starts_html = {
+        let head = String::from_utf8_lossy(&body[..body.len().min(64)]).trim_start().to_ascii_lowercase();
+        head.starts_with("<!doctype html") || head.starts_with("<html")
+    };
+    html && starts_html && file.filetype != "html"
+}
+
+const NO_ACCESS: &str = "Slack did not let the bot read it: the app may lack the files:read scope, or the file \
+     is not shared in a channel the bot is in.";
+
+/// Reads the files of `request` and its thread for turn `turn`: the blocks
+/// and notes to put before the question. Never fails for a file: what
+/// cannot be read is said. Fails only when the bucket does (the turn is
+/// retried).
+pub async fn read(
+    slack: &dyn SlackFiles,
+    artifacts: &dyn ArtifactStore,
+    turn: &TurnId,
+    request: &TurnRequest,
+    history: &[ThreadMessage],
+) -> Result<Vec<Content>, PortError> {
+    let (shared, more) = candidates(request, history);
+    if shared.is_empty() {
+        return Ok(Vec::new());
+    }
+    let kept: BTreeMap<String, u64> =
+        artifacts.list(&files::files_prefix(turn), MAX_FILES * 2).await?.into_iter().collect();
+    let mut content = Vec::new();
+    let mut documents = 0;
+    for Shared { file, by } in shared {
+        let note = |what: String| Content::Text(format!("({by} shared {what})"));
+        let plan = match file.plan() {
+            Plan::Document(_) if documents >= MAX_DOCUMENTS => {
+                content.push(note(format!(
+                    "{}; the model reads at most {MAX_DOCUMENTS} documents at once, so it was not read.",
+                    file.name
+                )));
+                continue;
+            }
+            Plan::Skip(why) => {
+                info!(file = %file.id, reason = ?why, "file not read");
+                content.push(note(why.note(file)));
+                continue;
+            }
+            plan => plan,
+        };
+        let key = file.key(turn);
+        let stored = match kept.get(&key) {
+            Some(&bytes) => {
+                info!(file = %file.id, "file already kept: not downloaded again");
+                Ok(bytes)
+            }
+            None => keep(slack, artifacts, file, plan, &key).await?,
+        };
+        let bytes = match stored {
+            Ok(bytes) => bytes,
+            Err(why) => {
+                content.push(note(format!("{}, which was not read: {why}", file.name)));
+                continue;
+            }
+        };
+        match plan {
+            Plan::Image(format) => content.push(block(file, key, FileKind::Image(format))),
+            Plan::Document(format) => {
+                documents += 1;
+                content.push(block(file, key, FileKind::Document(format)));
+            }
+            Plan::Text => {
+                let preview = match artifacts.get(&key).await? {
+                    Some(text) => preview(&String::from_utf8_lossy(&text)),
+                    None => String::new(),
+                };
+                content.push(note(text_note(file, bytes, &preview)));
+            }
+            Plan::Skip(_) => unreachable!("skipped above"),
+        }
+    }
+    if more > 0 {
+        content.push(Content::Text(format!("({more} older files in this thread were not read.)")));
+    }
+    Ok(content)
+}
+
+fn block(file: &FileRef, key: String, kind: FileKind) -> Content {
+    Content::File(FileBlock { file_id: file.id.clone(), name: file.name.clone(), key, kind })
+}
+
+/// Downloads `file` and keeps it under `key`: its kept size, or why it
+/// could not be read. Only the bucket's failure is an error.
+async fn keep(
+    slack: &dyn SlackFiles,
+    artifacts: &dyn ArtifactStore,
+    file: &FileRef,
+    plan: Plan,
+    key: &str,
+) -> Result<Result<u64, String>, PortError> {
+    let url = file.url.as_deref().unwrap_or_default();
+    let limit = match plan {
+        Plan::Image(_) => files::IMAGE_BYTES,
+        Plan::Document(_) => files::DOCUMENT_BYTES,
+        _ => TEXT_BYTES,
+    };
+    let downloaded = match slack.download(url, limit).await {
+        Ok(downloaded) => downloaded,
+        Err(DownloadError::NoAccess(detail)) => {
+            warn!(file = %file.id, detail, "file not readable");
+            return Ok(Err(NO_ACCESS.to_owned()));
+        }
+        Err(DownloadError::NotSlack(origin)) => {
+            warn!(file = %file.id, origin, "file URL is not Slack's: not downloaded");
+            return Ok(Err("its link does not point to Slack, so the bot did not follow it.".to_owned()));
+        }
+        Err(DownloadError::Failed(err)) => {
+            warn!(file = %file.id, error = %err, "file download failed");
+            return Ok(Err("Slack did not serve it just now; ask again in a minute to have it read.".to_owned()));
+        }
+    };
+    if is_sign_in_page(file, &downloaded.body, downloaded.content_type.as_deref()) {
+        return Ok(Err(NO_ACCESS.to_owned()));
+    }
+    let (body, content_type) = match plan {
+        Plan::Image(_) | Plan::Document(_) if downloaded.cut => {
+            return Ok(Err(format!("it is larger than the {} the model reads.", human_bytes(limit))));
+        }
+        Plan::Image(format) if !format.matches(&downloaded.body) => {
+            return Ok(Err(format!("its content is not a {} image.", format.as_str())));
+        }
+        Plan::Document(format) if !format.matches(&downloaded.body) => {
+            return Ok(Err(format!("its content is not a {} document.", format.as_str())));
+        }
+        Plan::Image(format) => (downloaded.body, image_type(format)),
+        Plan::Document(format) => (downloaded.body, document_type(format)),
+        _ => {
+            let text = String::from_utf8_lossy(&downloaded.body);
+            (redact::redact(&text).into_owned().into_bytes(), "text/plain; charset=utf-8")
+        }
+    };
+    let bytes = body.len() as u64;
+    artifacts.put(key, body, content_type).await?;
+    info!(file = %file.id, bytes, cut = downloaded.cut, "file kept");
+    Ok(Ok(bytes))
+}
+
+/// The first lines of a text, for the opening.
+fn preview(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines().take(PREVIEW_LINES) {
+        if out.len() + line.len() > PREVIEW_BYTES {
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+fn text_note(file: &FileRef, kept: u64, preview: &str) -> String {
+    let size = if file.size > kept {
+        format!("{}; its first {} are kept", human_bytes(file.size), human_bytes(kept))
+    } else {
+        human_bytes(kept)
+    };
+    format!(
+        "the text file {} ({size}). Read it with {READ_ATTACHMENT} {{\"file\": \"{}\"}} by line range or grep; it \
+         starts:\n```\n{preview}```",
+        file.name, file.id
+    )
+}
+
+/// The bytes of every image and document in `messages` not yet in
+/// `bodies`, read from the bucket. A file gone from the bucket is left
+/// out (the adapter says so to the model).
+pub async fn load_bodies(
+    artifacts: &dyn ArtifactStore,
+    messages: &[Message],
+    bodies: &mut FileBodies,
+) -> Result<(), PortError> {
+    for message in messages {
+        for content in &message.content {
+            if let Content::File(block) = content
+                && !bodies.contains_key(&block.key)
+                && let Some(body) = artifacts.get(&block.key).await?
+            {
+                bodies.insert(block.key.clone(), body);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `read_attachment`: lines of a text file pasted in this turn's thread,
+/// by range or by grep. Reads only the asking turn's own files.
+pub fn read_attachment(artifacts: Arc<dyn ArtifactStore>) -> Tool {
+    let spec = ToolSpec {
+        name: READ_ATTACHMENT.into(),
+        description: "Read a text file (log, stack trace, snippet) someone pasted in this thread: a range of lines, \
+                      or the lines matching a pattern. Secrets in it are redacted."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "file": {"type": "string", "description": "The file's id, as the thread's note gives it (F…)."},
+                "start_line": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)."},
+                "lines": {"type": "integer", "minimum": 1, "maximum": MAX_READ_LINES},
+                "grep": {"type": "string", "maxLength": 200, "description": "Only lines containing this text (case-insensitive)."}
+            },
+            "required": ["file"],
+            "additionalProperties": false
+        }),
+    };
+    Tool::new(spec, Effect::ReadOnly, Duration::from_secs(10), ReadAttachment { artifacts })
+        .expect("the built-in schema is valid")
+}
+
+struct ReadAttachment {
+    artifacts: Arc<dyn ArtifactStore>,
+}
+
+impl crate::tools::RunTool for ReadAttachment {
+    fn run(&self, input: Value, context: CallContext) -> ToolFuture<'_> {
+        Box::pin(async move {
+            let turn = context.turn.ok_or_else(|| "read_attachment works only inside a turn.".to_owned())?;
+            let id = input["file"].as_str().unwrap_or_default();
+            let file = FileRef {
+                id: id.to_owned(),
+                name: String::new(),
+                mimetype: String::new(),
+                filetype: String::new(),
+                size: 0,
+                url: None,
+                access: files::Access::Readable,
+            };
+            if !file.has_well_formed_id() {
+                return Err(format!("{id:?} is not a file id (F…)."));
+            }
+            let text = match self.artifacts.get(&file.key(&turn)).await {
+                Ok(Some(text)) => String::from_utf8_lossy(&text).into_owned(),
+                Ok(None) => return Err(format!("No text file {id} was pasted in this thread.")),
+                Err(err) => return Err(format!("The file could not be read just now: {err}")),
+            };
+            let start = input["start_line"].as_u64().unwrap_or(1).max(1) as usize;
+            let wanted = input["lines"].as_u64().map_or(MAX_READ_LINES, |n| (n as usize).min(MAX_READ_LINES));
+            let grep = input["grep"].as_str().map(str::to_lowercase);
+            Ok(ToolOutput::Text(excerpt(&text, start, wanted, grep.as_deref())))
+        })
+    }
+}
+
+/// Numbered lines from `start`, at most `wanted` (and [`MAX_READ_BYTES`]),
+/// only those containing `grep` if given; says where it stopped.
+fn excerpt(text: &str, start: usize, wanted: usize, grep: Option<&str>) -> String {
+    let total = text.lines().count();
+    let mut out = String::new();
+    let (mut shown, mut next) = (0, None);
+    for (index, line) in text.lines().enumerate().skip(start - 1) {
+        if grep.is_some_and(|pattern| !line.to_lowercase().contains(pattern)) {
+            continue;
+        }
+        let numbered = format!("{}: {line}\n", index + 1);
+        if shown == wanted || out.len() + numbered.len() > MAX_READ_BYTES {
+            next = Some(index + 1);
+            break;
+        }
+        out.push_str(&numbered);
+        shown += 1;
+    }
+    let what = if grep.is_some() { "matching lines" } else { "lines" };
+    match next {
+        Some(line) => format!("{out}({shown} {what} shown of {total} lines; more from line {line}.)"),
+        None if shown == 0 => format!("(No {what} from line {start}; the file has {total} lines.)"),
+        None => format!("{out}(End of file: {total} lines.)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{Asker, ChannelRule, Credentials, ToolPolicy, ToolRegistry};
+    use assistant_core::turn::{ToolStatus, ToolUse};
+    use testkit::memory::MemoryArtifacts;
+
+    fn asker(turn: &str) -> Asker {
+        Asker {
+            channel: slack::ChannelId::new("C1"),
+            user: Some(slack::UserId::new("U1")),
+            groups: Vec::new(),
+            turn: Some(TurnId::new(turn)),
+        }
+    }
+
+    #[tokio::test]
+    async fn read_attachment_reads_the_asking_turns_files_only() {
+        let artifacts = Arc::new(MemoryArtifacts::default());
+        artifacts.put("turns/T1-Ev1/files/F0MINE0001", b"mine\n".to_vec(), "text/plain").await.unwrap();
+        artifacts.put("turns/T1-Ev2/files/F0THEIRS01", b"theirs\n".to_vec(), "text/plain").await.unwrap();
+        // A policy that never lists it: it reads only what people pasted.
+        let policy = ToolPolicy::new(vec![ChannelRule::everyone("*", vec!["current_time".into()])]);
+        let registry = ToolRegistry::new(vec![read_attachment(artifacts)], policy).unwrap();
+        let call = |file: &str| ToolUse { id: "t".into(), name: READ_ATTACHMENT.into(), input: json!({"file": file}) };
+        let run = |file: &'static str| {
+            let (registry, call) = (&registry, call(file));
+            async move { registry.run_all(&[&call], asker("T1-Ev1"), &Credentials::new()).await.remove(0) }
+        };
+
+        let mine = run("F0MINE0001").await;
+        assert_eq!(
+            (mine.status, mine.output),
+            (ToolStatus::Success, ToolOutput::Text("1: mine\n(End of file: 1 lines.)".into()))
+        );
+        let theirs = run("F0THEIRS01").await;
+        assert_eq!(theirs.status, ToolStatus::Error, "another turn's file is not this turn's");
+        for hostile in ["../T1-Ev2/files/F0THEIRS01", "F0THEIRS01/../../T1-Ev2/files/F0THEIRS01", ""] {
+            let result = registry.run_all(&[&call(hostile)], asker("T1-Ev1"), &Credentials::new()).await.remove(0);
+            assert_eq!(result.status, ToolStatus::Error, "{hostile:?}");
+        }
+        let outside = registry.run_all(&[&call("F0MINE0001")], &slack::ChannelId::new("C1"), &Credentials::new()).await;
+        assert_eq!(outside[0].status, ToolStatus::Error, "no turn, no files");
+
+        // A rule that denies it by name still does.
+        let deny = ChannelRule { deny: vec!["read_*".into()], ..ChannelRule::everyone("*", vec!["*".into()]) };
+        let denied = ToolPolicy::new(vec![deny]);
+        assert!(matches!(denied.verdict(asker("T1-Ev1"), READ_ATTACHMENT), crate::tools::Verdict::Denied { .. }));
+    }
+
+    #[tokio::test]
+    async fn the_thread_files_are_read_newest_first_once_each_and_bounded() {
+        let artifacts = MemoryArtifacts::default();
+        let url = |n: usize| format!("https://files.slack.com/files-pri/T1-F0F{n:07}/download/{n}.log");
+        let mut slack = testkit::memory::MemorySlack::default();
+        for n in 0..12 {
+            slack = slack.with_file(&url(n), format!("log {n}\n").into_bytes());
+        }
+        let file = |n: usize| FileRef {
+            id: format!("F0F{n:07}"),
+            name: format!("{n}.log"),
+            mimetype: "text/plain".into(),
+            filetype: "text".into(),
+            size: 6,
+            url: Some(url(n)),
+            access: files::Access::Readable,
+        };
+        let turn = testkit::store_contract::new_turn("Ev1");
+        let request = TurnRequest {
+            event_id: turn.event_id.clone(),
+            thread: turn.thread.clone(),
+            message_ts: slack::Ts::new("1763800100.000100"),
+            user: turn.user.clone(),
+            text: "what are these?".into(),
+            context_channel: None,
+            bot_user: None,
+            files: vec![file(11)],
+        };
+        // Earlier messages, oldest first, each with one file; the question's
+        // own message is in the history too.
+        let mut history: Vec<ThreadMessage> = (0..11)
+            .map(|n| ThreadMessage {
+                ts: slack::Ts::new(format!("17638000{n:02}.000100")),
+                author: Author::Person(slack::UserId::new("U2")),
+                text: String::new(),
+                files: vec![file(n)],
+            })
+            .collect();
+        history.push(ThreadMessage {
+            ts: request.message_ts.clone(),
+            author: Author::Person(request.user.clone()),
+            text: request.text.clone(),
+            files: vec![file(11)],
+        });
+
+        let content = read(&slack, &artifacts, &turn.id, &request, &history).await.unwrap();
+        let all = serde_json::to_string(&content).unwrap();
+        assert!(all.starts_with(r#"[{"text":"(<@U061F7AUR> shared the text file 11.log"#), "{all}");
+        assert!(all.contains("(<@U2> shared the text file 10.log") && all.contains("4.log"), "{all}");
+        assert!(!all.contains("3.log"), "at most {MAX_FILES}: {all}");
+        assert!(all.contains("(4 older files in this thread were not read.)"), "{all}");
+        assert_eq!(slack.downloads().len(), MAX_FILES, "each once");
+
+        // A second start of the same turn (a redelivery) downloads nothing.
+        let again = read(&slack, &artifacts, &turn.id, &request, &history).await.unwrap();
+        assert_eq!(again, content);
+        assert_eq!(slack.downloads().len(), MAX_FILES);
+    }
+
+    #[test]
+    fn an_excerpt_numbers_its_lines_and_says_where_to_go_on() {
+        let text: String =
+            (1..=1000).map(|n| format!("line {n}{}\n", if n % 100 == 0 { " ERROR" } else { "" })).collect();
+        let first = excerpt(&text, 1, 3, None);
+        assert_eq!(first, "1: line 1\n2: line 2\n3: line 3\n(3 lines shown of 1000 lines; more from line 4.)");
+        let errors = excerpt(&text, 1, 400, Some("error"));
+        assert!(errors.starts_with("100: line 100 ERROR\n200: line 200 ERROR\n"), "{errors}");
+        assert!(errors.ends_with("(End of file: 1000 lines.)"), "{errors}");
+        assert_eq!(excerpt(&text, 2000, 10, None), "(No lines from line 2000; the file has 1000 lines.)");
+        let long = "x".repeat(10_000) + "\n";
+        let capped = excerpt(&long.repeat(10), 1, 400, None);
+        assert!(capped.len() < MAX_READ_BYTES + 200 && capped.contains("more from line 3"), "{}", capped.len());
+    }
+}

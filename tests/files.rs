@@ -1,0 +1,310 @@
+//! Files pasted into a thread, end to end through the real handlers (a
+//! signed Slack event into the ingress, the worker and the responder on
+//! SQS batches, the local AWS emulator between them), with the fake Slack
+//! serving each file to the bot token only and the fake Bedrock recording
+//! what the model was sent: an image and a PDF as Converse blocks, a 50 MB
+//! log read in part through `read_attachment` with its secret redacted, a
+//! message with only a file, a redelivery that downloads nothing twice, and
+//! the bucket write whose answer is lost.
+
+use adapters_s3::S3Artifacts;
+use assistant_core::ports::{ArtifactStore, TurnStore};
+use assistant_core::turn::{Content, TurnId};
+use base64::Engine;
+use serde_json::{Value, json};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tests::events;
+use tests::fake_bedrock::{FakeBedrock, Scripted};
+use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
+use tests::fault_proxy::{Fault, FaultProxy, Plan, Upstream};
+use tests::{Functions, Stack, WORK_QUEUE_ARN, decode_work, emulator_config, sqs_event};
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+const PDF: &[u8] = b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
+
+struct World {
+    stack: Stack,
+    slack: FakeSlack,
+    bedrock: FakeBedrock,
+    functions: Functions,
+}
+
+impl World {
+    async fn new() -> Self {
+        let aws = emulator_config().await;
+        let stack = Stack::new(&aws).await.unwrap();
+        let slack = FakeSlack::start().await;
+        slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+        let bedrock = FakeBedrock::start().await;
+        let functions = Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+        Self { stack, slack, bedrock, functions }
+    }
+
+    /// Slack's file object for a file the fake serves.
+    fn shared_file(&self, id: &str, name: &str, body: Vec<u8>, mimetype: &str, filetype: &str) -> Value {
+        let size = body.len();
+        let url = self.slack.file(id, name, body, mimetype);
+        json!({
+            "id": id, "created": 1763800090, "timestamp": 1763800090, "name": name, "title": name,
+            "mimetype": mimetype, "filetype": filetype, "pretty_type": filetype.to_uppercase(),
+            "user": "U061F7AUR", "user_team": "T061EG9R6", "editable": false, "size": size, "mode": "hosted",
+            "is_external": false, "external_type": "", "is_public": false, "public_url_shared": false,
+            "url_private": url, "url_private_download": url,
+            "permalink": format!("https://acme.slack.com/files/U061F7AUR/{id}/{name}"), "file_access": "visible"
+        })
+    }
+
+    /// The DM message event (`message_im`) with these files and text, as
+    /// Slack sends a `file_share`.
+    fn dm_with_files(text: &str, files: Vec<Value>) -> String {
+        let mut body: Value = serde_json::from_str(testkit::fixtures::MESSAGE_IM).unwrap();
+        body["event"]["subtype"] = json!("file_share");
+        body["event"]["text"] = json!(text);
+        body["event"]["files"] = Value::Array(files);
+        body.to_string()
+    }
+
+    /// Slack's request through the ingress: what it queued.
+    async fn slack_sends(&self, body: &str) -> Vec<aws_sdk_sqs::types::Message> {
+        let event = events::with_body(&events::parse(events::APP_MENTION), body);
+        let response = self.functions.ingress.handle(event).await.unwrap();
+        assert_eq!(response["statusCode"], 200, "{response}");
+        self.stack.receive_work().await.unwrap()
+    }
+
+    /// The worker on `work` (acknowledged only when `acknowledge`).
+    async fn work(&self, work: &[aws_sdk_sqs::types::Message], acknowledge: bool) {
+        let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
+        let handled = Box::pin(self.functions.worker.handle(sqs_event(work, WORK_QUEUE_ARN), deadline));
+        let response = handled.await.unwrap();
+        assert_eq!(tests::batch_failures(&response), Vec::<String>::new(), "{response}");
+        if acknowledge {
+            self.stack.acknowledge(&self.stack.work_queue.queue, work).await.unwrap();
+        }
+    }
+
+    /// Everything the model and Slack were sent, as one string.
+    fn everything_sent(&self) -> String {
+        let model = serde_json::to_string(&self.bedrock.requests().iter().map(|r| &r.body).collect::<Vec<_>>());
+        let slack: Vec<_> =
+            ["chat.postMessage", "chat.update", "chat.startStream", "chat.appendStream", "chat.stopStream"]
+                .iter()
+                .flat_map(|method| self.slack.calls(method))
+                .map(|call| call.form)
+                .collect();
+        format!("{}{}", model.unwrap(), serde_json::to_string(&slack).unwrap())
+    }
+}
+
+fn user_content(request: &Value) -> &Vec<Value> {
+    request["messages"].as_array().unwrap().last().unwrap()["content"].as_array().unwrap()
+}
+
+#[tokio::test]
+async fn an_image_and_a_pdf_reach_the_model_as_blocks_and_the_turn_keeps_only_their_keys() {
+    // GIVEN a DM question with a dashboard screenshot and a runbook PDF
+    let world = World::new().await;
+    world.bedrock.script([Scripted::text("The p99 spike lines up with the deploy; the runbook says roll back.")]);
+    let files = vec![
+        world.shared_file("F0PNG00001", "latency dashboard.png", PNG.to_vec(), "image/png", "png"),
+        world.shared_file("F0PDF00001", "checkout runbook.pdf", PDF.to_vec(), "application/pdf", "pdf"),
+    ];
+
+    // WHEN Slack sends it and the worker takes the turn
+    let work = world.slack_sends(&World::dm_with_files("what does this dashboard say?", files)).await;
+    world.work(&work, true).await;
+
+    // THEN each file was downloaded once, with the bot token
+    let downloads = world.slack.downloads();
+    assert_eq!(downloads.len(), 2, "{downloads:?}");
+    assert!(downloads.iter().all(|(_, auth)| auth.as_deref() == Some("Bearer xoxb-test-token")), "{downloads:?}");
+
+    // AND the model got an image block and a document block, then the question
+    let content = user_content(&world.bedrock.requests()[0].body).clone();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    assert_eq!(content[0], json!({"image": {"format": "png", "source": {"bytes": b64.encode(PNG)}}}));
+    assert_eq!(
+        content[1],
+        json!({"document": {"format": "pdf", "name": "checkout runbook F0PDF00001", "source": {"bytes": b64.encode(PDF)}}})
+    );
+    assert_eq!(content[2], json!({"text": "<@U061F7AUR>: what does this dashboard say?"}));
+
+    // AND the stored turn holds the bucket keys, not the bytes
+    let turn_id = decode_work(&work[0]).turn_id().unwrap();
+    let turn = world.stack.turns().load(&turn_id).await.unwrap().unwrap();
+    let blocks: Vec<&str> = turn.transcript[0]
+        .content
+        .iter()
+        .filter_map(|content| if let Content::File(file) = content { Some(file.key.as_str()) } else { None })
+        .collect();
+    assert_eq!(blocks, [format!("turns/{turn_id}/files/F0PNG00001"), format!("turns/{turn_id}/files/F0PDF00001")]);
+    let item = serde_json::to_string(&turn).unwrap();
+    assert!(!item.contains(&b64.encode(PNG)) && !item.contains("%PDF"), "no bytes in the item");
+
+    // AND a redelivery of the same message downloads nothing again
+    world.work(&work, true).await;
+    assert_eq!(world.slack.downloads().len(), 2, "nothing downloaded twice");
+}
+
+#[tokio::test]
+async fn a_50_mb_log_is_read_in_part_through_the_tool_and_its_secret_reaches_neither_model_nor_slack() {
+    // GIVEN a 50 MB log whose first lines hold an AWS secret key, pasted
+    // with a question
+    let world = World::new().await;
+    let secret = format!("q7Hd2Lx9PmW4/Rt8ZkB3vN6cY1sF/{}", "uG5jTe0aKiOp");
+    let mut log =
+        format!("2025-11-22T08:00:00Z INFO boot\n2025-11-22T08:00:01Z DEBUG env AWS_SECRET_ACCESS_KEY={secret}\n");
+    let filler = "2025-11-22T08:00:02Z INFO request served in 12 ms\n";
+    log.push_str(&filler.repeat(60));
+    log.push_str("2025-11-22T08:00:03Z ERROR pool exhausted: 50/50 connections busy\n");
+    while log.len() < 50_000_000 {
+        log.push_str(filler);
+    }
+    let file = world.shared_file("F0LOG00001", "checkout.log", log.into_bytes(), "text/plain", "text");
+    world.bedrock.script([
+        Scripted::tool_calls(&[("t1", "read_attachment", json!({"file": "F0LOG00001", "grep": "error"}))]),
+        Scripted::text("The pool is exhausted: 50/50 connections busy at 08:00:03."),
+    ]);
+
+    // WHEN the turn runs
+    let work = world.slack_sends(&World::dm_with_files("why is checkout slow?", vec![file])).await;
+    world.work(&work, true).await;
+
+    // THEN the model was told about the log, not sent it whole
+    let requests = world.bedrock.requests();
+    let first = serde_json::to_string(&requests[0].body).unwrap();
+    assert!(first.len() < 64 * 1024, "{} bytes sent", first.len());
+    assert!(first.contains("checkout.log (50.0 MB; its first 4.2 MB are kept)"), "{first}");
+    assert!(first.contains(r#"read_attachment {\"file\": \"F0LOG00001\"}"#), "{first}");
+    // AND the tool read the matching line of the redacted copy
+    let result = &user_content(&requests[1].body)[0]["toolResult"];
+    assert_eq!(result["status"], "success");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("63: 2025-11-22T08:00:03Z ERROR pool exhausted"), "{text}");
+    // AND the secret reached neither the model nor Slack, nor the bucket
+    let key = format!("turns/{}/files/F0LOG00001", decode_work(&work[0]).turn_id().unwrap());
+    let kept = S3Artifacts::new(world.stack.s3.clone(), &world.stack.bucket).get(&key).await.unwrap().unwrap();
+    let cap = assistant_core::files::TEXT_BYTES as usize;
+    assert!((cap - 100..=cap + 100).contains(&kept.len()), "the first 4 MiB, redacted: {}", kept.len());
+    let kept = String::from_utf8(kept).unwrap();
+    assert!(kept.contains("AWS_SECRET_ACCESS_KEY=[redacted"), "{}", &kept[..200]);
+    for (what, text) in [("sent", world.everything_sent()), ("kept", kept)] {
+        assert!(!text.contains(&secret), "the secret was {what}");
+    }
+}
+
+#[tokio::test]
+async fn a_message_with_only_a_file_starts_a_turn_about_the_file_not_a_greeting() {
+    let world = World::new().await;
+    world.bedrock.script([Scripted::text("A 502 spike on checkout-api starting 14:02.")]);
+    let file = world.shared_file("F0PNG00002", "image.png", PNG.to_vec(), "image/png", "png");
+
+    let work = world.slack_sends(&World::dm_with_files("", vec![file])).await;
+    assert_eq!(work.len(), 1, "a file-only message starts a turn");
+    world.work(&work, true).await;
+
+    let content = user_content(&world.bedrock.requests()[0].body).clone();
+    assert!(content[0].get("image").is_some(), "{content:?}");
+    let ask = content[1]["text"].as_str().unwrap();
+    assert!(ask.starts_with("<@U061F7AUR> (shared the files below without a question"), "{ask}");
+    assert!(!ask.contains("Greet"), "{ask}");
+}
+
+#[tokio::test]
+async fn files_the_bot_cannot_read_are_noted_and_the_turn_still_answers() {
+    // GIVEN a file from a Slack Connect partner, a link to Google Drive, a
+    // file Slack will not serve the bot (no files:read: its sign-in page),
+    // a "PNG" that is HTML, and a zip
+    let world = World::new().await;
+    world.bedrock.script([Scripted::text("I could not read those files.")]);
+    let mut refused = world.shared_file("F0NOSCOPE1", "trace.txt", b"x".to_vec(), "text/plain", "text");
+    refused["url_private_download"] =
+        json!(format!("{}/files-pri/F0OTHER001/download/trace.txt", world.slack.url().trim_end_matches("/api")));
+    let files = vec![
+        json!({"id": "F0CONNECT1", "file_access": "check_file_info"}),
+        json!({"id": "F0DRIVE001", "name": "Q3 plan", "mode": "external", "is_external": true, "external_type": "gdrive"}),
+        refused,
+        world.shared_file("F0FAKEPNG1", "shot.png", b"<!DOCTYPE html><html>".to_vec(), "image/png", "png"),
+        world.shared_file("F0ZIP00001", "logs.zip", b"PK\x03\x04".to_vec(), "application/zip", "zip"),
+    ];
+
+    let work = world.slack_sends(&World::dm_with_files("what's in these?", files)).await;
+    world.work(&work, true).await;
+
+    let content = serde_json::to_string(user_content(&world.bedrock.requests()[0].body)).unwrap();
+    for note in [
+        "shared from another organization (Slack Connect)",
+        "Q3 plan is a link to a file kept outside Slack",
+        "trace.txt, which was not read: Slack did not let the bot read it: the app may lack the files:read scope",
+        "shot.png, which was not read: its content is not a png image",
+        "logs.zip (zip) is not a kind of file the bot reads",
+    ] {
+        assert!(content.contains(note), "{note:?} missing from {content}");
+    }
+    assert_eq!(world.slack.downloads().len(), 2, "only the two hosted, supported files were fetched");
+    assert_eq!(world.slack.posted().len(), 1, "the answer, streamed");
+    let turn_id = decode_work(&work[0]).turn_id().unwrap();
+    let turn = world.stack.turns().load(&turn_id).await.unwrap().unwrap();
+    assert_eq!(turn.status, assistant_core::turn::TurnStatus::Answered);
+}
+
+#[tokio::test]
+async fn a_kept_file_whose_write_answer_was_lost_is_found_by_the_retry_and_not_downloaded_again() {
+    use assistant_core::files::FileRef;
+    use testkit::memory::MemorySlack;
+    // GIVEN the bucket behind a proxy that loses the answer to the file's put
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
+    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    let url = "https://files.slack.com/files-pri/T1-F0LOST0001/download/app.log";
+    let slack = MemorySlack::default().with_file(url, b"ERROR one\nERROR two\n".to_vec());
+    let file = FileRef::from_slack(
+        &serde_json::from_value(json!({"id": "F0LOST0001", "name": "app.log", "mimetype": "text/plain",
+            "filetype": "text", "size": 20, "url_private_download": url}))
+        .unwrap(),
+    );
+    let turn = testkit::store_contract::new_turn("Ev0FILES01");
+    let request = assistant_core::messages::TurnRequest {
+        event_id: turn.event_id,
+        thread: turn.thread,
+        message_ts: slack::Ts::new("1763800000.000100"),
+        user: turn.user,
+        text: "what is in this log?".into(),
+        context_channel: None,
+        bot_user: None,
+        files: vec![file],
+    };
+    for (attempts, fault, turn) in
+        [(2, Fault::AppliedThenServerError, "T1-Ev0LOST01"), (1, Fault::AppliedThenReset, "T1-Ev0LOST02")]
+    {
+        let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
+        let bucket = S3Artifacts::new(adapters_s3::client(&aws), &stack.bucket);
+        let turn = TurnId::new(turn);
+        let downloads_before = slack.downloads().len();
+        proxy.script("S3 PUT", fault);
+
+        // WHEN the turn's start reads the file (and, with no SDK retry
+        // left, the worker's message is redelivered)
+        let read = worker_logic::attachments::read(&slack, &bucket, &turn, &request, &[]).await;
+        let read = match read {
+            Ok(read) => read,
+            Err(_) if attempts == 1 => worker_logic::attachments::read(&slack, &bucket, &turn, &request, &[])
+                .await
+                .expect("the redelivery finds the file kept"),
+            Err(err) => panic!("the SDK's retry rewrites the same object: {err}"),
+        };
+
+        // THEN the file was downloaded once and is kept once, whole
+        assert_eq!(slack.downloads().len() - downloads_before, 1, "{fault:?}");
+        let note = serde_json::to_string(&read).unwrap();
+        assert!(note.contains("the text file app.log (20 B)"), "{note}");
+        let kept = bucket.get(&format!("turns/{turn}/files/F0LOST0001")).await.unwrap().unwrap();
+        assert_eq!(kept, b"ERROR one\nERROR two\n");
+    }
+    let injected = proxy.injected_by_kind();
+    assert_eq!(
+        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
+        (Some(&1), Some(&1)),
+        "{injected:?}"
+    );
+}
