@@ -137,6 +137,36 @@ async fn a_crash_after_the_post_and_before_its_record_does_not_post_twice_on_red
 }
 
 #[tokio::test]
+async fn a_long_answer_is_its_lead_and_one_file_in_the_thread_after_a_share_whose_answer_was_lost() {
+    // GIVEN an answer of many messages, and Slack sharing the file but
+    // answering 503
+    let world = World::new(vec![]).await;
+    let paragraph = format!("{}\n\n", "The pool is exhausted since the deploy. ".repeat(60));
+    let answer = format!("## Cause\n\n{}", paragraph.repeat(40));
+    world.store_turn(TurnStatus::Answered, Some(&answer)).await;
+    world.slack.script("files.completeUploadExternal", [SlackReply::PostedThenStatus(503)]);
+
+    // WHEN the responder delivers (SQS retries the failed message) and SQS
+    // delivers it once more
+    assert_eq!(world.handle(deliver_event()).await, [DELIVER_MESSAGE_ID], "the share's outcome is unknown");
+    assert_eq!(world.handle(deliver_event()).await, Vec::<String>::new());
+    assert_eq!(world.handle(deliver_event()).await, Vec::<String>::new());
+
+    // THEN the thread holds the lead and one file, shared once
+    let posted = world.slack.posted();
+    assert_eq!(posted.len(), 2, "{posted:?}");
+    assert!(posted[0].text.starts_with("## Cause") && posted[0].text.contains("answer-Ev0LAN670R.md"));
+    assert_eq!(posted[1].files.len(), 1, "the file's message");
+    assert_eq!(world.slack.calls("files.completeUploadExternal").len(), 1, "found in the thread, not shared again");
+    let upload = &world.slack.calls("files.getUploadURLExternal")[0].form;
+    assert_eq!(upload["filename"], "answer-Ev0LAN670R.md");
+    let bytes = &world.slack.uploads()[&posted[1].files[0]];
+    assert_eq!(String::from_utf8_lossy(bytes), answer, "all of it, as Slack received it");
+    assert_eq!(upload["length"], answer.len().to_string());
+    assert_eq!(world.settled().await, Some(Settled::Delivered));
+}
+
+#[tokio::test]
 async fn a_short_rate_limit_is_waited_out_and_a_long_one_retried_by_sqs() {
     let world = World::new(vec![]).await;
     world.store_turn(TurnStatus::Answered, Some("Later.")).await;

@@ -42,8 +42,8 @@ pub enum SlackReply {
         retry_after_secs: u64,
     },
     Status(u16),
-    /// `chat.postMessage` only: the message is posted, but the answer is
-    /// this HTTP status (Slack did the work; the response was lost).
+    /// The call is applied (`chat.postMessage` posts, `files.completeUploadExternal`
+    /// shares), but the answer is this HTTP status (the response was lost).
     PostedThenStatus(u16),
 }
 
@@ -60,6 +60,8 @@ pub struct Posted {
     pub streaming: bool,
     /// Task updates appended to a streamed message, in order.
     pub tasks: Vec<Value>,
+    /// Files shared in it (`files.completeUploadExternal`): their ids.
+    pub files: Vec<String>,
 }
 
 /// The most markdown one stream call may carry.
@@ -87,6 +89,9 @@ struct Shared {
     files: Mutex<HashMap<String, (axum::body::Bytes, String)>>,
     /// Every download: (file id, `Authorization` sent).
     downloads: Mutex<Vec<(String, Option<String>)>>,
+    /// Uploads (`files.getUploadURLExternal`, then bytes to its URL).
+    uploads: Mutex<HashMap<String, Vec<u8>>>,
+    base_url: Mutex<String>,
 }
 
 pub struct FakeSlack {
@@ -101,8 +106,10 @@ impl FakeSlack {
         let app = Router::new()
             .route("/api/{method}", post(call))
             .route("/files-pri/{id}/download/{name}", axum::routing::get(download))
+            .route("/upload/{id}", post(upload))
             .with_state(shared.clone());
         let server = LocalServer::start(app).await;
+        *shared.base_url.lock().expect("base lock") = server.base_url.clone();
         Self { url: format!("{}/api", server.base_url), shared, _server: server }
     }
 
@@ -143,6 +150,11 @@ impl FakeSlack {
         let entry = (body.into(), content_type.to_owned());
         self.shared.files.lock().expect("files lock").insert(id.to_owned(), entry);
         format!("{}/files-pri/{id}/download/{name}", self.url.trim_end_matches("/api"))
+    }
+
+    /// Every upload's bytes, by file id (shared or not).
+    pub fn uploads(&self) -> HashMap<String, Vec<u8>> {
+        self.shared.uploads.lock().expect("uploads lock").clone()
     }
 
     /// Every file download: (file id, the `Authorization` it carried).
@@ -209,6 +221,7 @@ impl Shared {
             metadata: json("metadata"),
             streaming: false,
             tasks: Vec::new(),
+            files: Vec::new(),
         };
         let channel = message.channel.clone();
         posted.push(message);
@@ -263,10 +276,40 @@ impl Shared {
                         if let (true, Some(metadata)) = (with_metadata, &m.metadata) {
                             message["metadata"] = metadata.clone();
                         }
+                        if !m.files.is_empty() {
+                            let files: Vec<Value> = m.files.iter().map(|id| serde_json::json!({"id": id})).collect();
+                            message["files"] = Value::Array(files);
+                        }
                         message
                     })
                     .collect();
                 serde_json::json!({"ok": true, "messages": messages, "has_more": false})
+            }
+            "files.getUploadURLExternal" => {
+                if field("filename").is_empty() || field("length").parse::<usize>().is_err() {
+                    return serde_json::json!({"ok": false, "error": "invalid_arguments"});
+                }
+                let mut uploads = self.uploads.lock().expect("uploads lock");
+                let id = format!("F0UP{:06}", uploads.len() + 1);
+                uploads.insert(id.clone(), Vec::new());
+                let base = self.base_url.lock().expect("base lock").clone();
+                serde_json::json!({"ok": true, "upload_url": format!("{base}/upload/{id}"), "file_id": id})
+            }
+            // Shares uploaded files in the thread as one message from the bot.
+            "files.completeUploadExternal" => {
+                let files: Vec<Value> = serde_json::from_str(&field("files")).unwrap_or_default();
+                let ids: Vec<String> = files.iter().filter_map(|f| f["id"].as_str().map(str::to_owned)).collect();
+                let uploads = self.uploads.lock().expect("uploads lock");
+                if ids.is_empty() || ids.iter().any(|id| uploads.get(id).is_none_or(Vec::is_empty)) {
+                    return serde_json::json!({"ok": false, "error": "file_not_found"});
+                }
+                drop(uploads);
+                let mut share = form.clone();
+                share.insert("channel".into(), field("channel_id"));
+                self.post(&share);
+                let mut posted = self.posted.lock().expect("posted lock");
+                posted.last_mut().expect("just shared").files = ids;
+                serde_json::json!({"ok": true, "files": files})
             }
             "assistant.threads.setStatus" => serde_json::json!({"ok": true}),
             "assistant.threads.setSuggestedPrompts" => {
@@ -332,7 +375,7 @@ async fn call(
     });
     match reply {
         SlackReply::PostedThenStatus(status) => {
-            shared.post(&form);
+            shared.behave(&method, &form);
             StatusCode::from_u16(status).expect("valid status").into_response()
         }
         SlackReply::Json(value) => axum::Json(value).into_response(),
@@ -359,5 +402,17 @@ async fn download(
             ([("content-type", content_type)], body).into_response()
         }
         _ => (StatusCode::FOUND, [("location", "/?redir=%2Ffiles-pri")], "").into_response(),
+    }
+}
+
+/// The bytes of an upload, to the URL `files.getUploadURLExternal` gave.
+async fn upload(State(shared): State<Arc<Shared>>, Path(id): Path<String>, body: axum::body::Bytes) -> Response {
+    let mut uploads = shared.uploads.lock().expect("uploads lock");
+    match uploads.get_mut(&id) {
+        Some(stored) if !body.is_empty() => {
+            *stored = body.to_vec();
+            (StatusCode::OK, format!("OK - {}", body.len())).into_response()
+        }
+        _ => StatusCode::NOT_FOUND.into_response(),
     }
 }

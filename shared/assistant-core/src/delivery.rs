@@ -194,7 +194,21 @@ pub struct DeliveryRecord {
     pub posted: BTreeMap<MessageKey, Ts>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled: Option<Settled>,
+    /// Files attached to the thread, by what they hold (`answer`): the
+    /// upload's file id once uploaded, and whether it is shared.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub uploads: BTreeMap<String, UploadRecord>,
     pub updated_at: i64,
+}
+
+/// An upload of the turn's: saved once uploaded and before it is shared,
+/// so a delivery that finds it unshared looks in the thread for the file
+/// before sharing it (a share whose answer was lost is not repeated).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadRecord {
+    pub file_id: String,
+    #[serde(default)]
+    pub shared: bool,
 }
 
 impl DeliveryRecord {

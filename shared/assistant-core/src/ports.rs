@@ -10,7 +10,7 @@ use crate::turn::{Turn, TurnId};
 use async_trait::async_trait;
 use slack::{ChannelId, Ts, UserId};
 use slack::{EventId, TeamId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::error::Error as StdError;
 use std::fmt;
 
@@ -423,6 +423,25 @@ pub trait SlackPoster: Send + Sync {
 
     /// The turn's messages already in the thread: key → `ts`.
     async fn find_posted(&self, thread: &ThreadRef, turn: &TurnId) -> Result<BTreeMap<MessageKey, Ts>, PostError>;
+
+    /// Uploads a file without sharing it anywhere yet
+    /// (`files.getUploadURLExternal`, then its bytes): its file id.
+    async fn upload(&self, file: &FileUpload) -> Result<String, PostError>;
+
+    /// Shares an uploaded file in the thread (`files.completeUploadExternal`).
+    async fn share_upload(&self, thread: &ThreadRef, file_id: &str, title: &str) -> Result<(), PostError>;
+
+    /// The ids of the files shared in the thread (read from
+    /// `conversations.replies`, so it needs no `files:read`).
+    async fn files_in_thread(&self, thread: &ThreadRef) -> Result<BTreeSet<String>, PostError>;
+}
+
+/// A file the responder attaches to a thread: a long answer, in full.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileUpload {
+    pub filename: String,
+    pub title: String,
+    pub body: Vec<u8>,
 }
 
 /// Posts operator alerts: a message at the top of a channel. Apart from

@@ -10,6 +10,7 @@ use assistant_core::delivery::{MessageKey, Outgoing};
 use assistant_core::feedback::answer_footer;
 use assistant_core::grants::{RevokeButton, ThreadGrant};
 use assistant_core::messages::{ApprovalButton, Decision};
+use assistant_core::ports::FileUpload;
 use assistant_core::turn::SignInReason;
 use assistant_core::turn::{ToolUse, TurnId};
 use redact::Redactor;
@@ -62,6 +63,46 @@ pub fn answer(markdown: &str, mentions: mrkdwn::SpecialMentions, turn: &TurnId) 
 
 /// Slack's limit on a message's blocks.
 const MAX_BLOCKS: usize = 50;
+
+/// An answer that would take more messages than this is posted as its
+/// lead and attached in full as a file ([`long_answer`]).
+pub const MAX_ANSWER_MESSAGES: usize = 3;
+/// About how much of a long answer its lead shows.
+const LEAD_CHARS: usize = 2_500;
+/// What a long answer's file holds, as the record names it.
+pub const ANSWER_UPLOAD: &str = "answer";
+
+/// An answer too long for [`MAX_ANSWER_MESSAGES`] messages: one message
+/// with its lead (whole paragraphs, a code block closed if cut) saying the
+/// rest is attached, and the file holding all of it, redacted.
+pub fn long_answer(markdown: &str, mentions: mrkdwn::SpecialMentions, turn: &TurnId) -> (Vec<Outgoing>, FileUpload) {
+    let redacted = Redactor::global().redact(markdown);
+    let filename = format!("answer-{}.md", turn.reference());
+    let mut lead = String::new();
+    for paragraph in redacted.split("\n\n") {
+        if !lead.is_empty() && lead.chars().count() + paragraph.chars().count() > LEAD_CHARS {
+            break;
+        }
+        if !lead.is_empty() {
+            lead.push_str("\n\n");
+        }
+        lead.push_str(paragraph);
+    }
+    if lead.chars().count() > LEAD_CHARS {
+        lead = lead.chars().take(LEAD_CHARS).collect::<String>() + "…";
+    }
+    if lead.matches("```").count() % 2 == 1 {
+        lead.push_str("\n```");
+    }
+    lead.push_str(&format!("\n\n_The answer goes on: all of it is in the attached file, {filename}._"));
+    let mut messages = answer(&lead, mentions, turn);
+    messages.truncate(1);
+    if let Some(only) = messages.first_mut() {
+        only.key = MessageKey::Answer { part: 1, of: 1 };
+    }
+    let file = FileUpload { filename, title: "The whole answer".into(), body: redacted.into_owned().into_bytes() };
+    (messages, file)
+}
 
 /// The key of the approval prompt for one tool call.
 pub fn approval_key(tool_use: &ToolUse) -> MessageKey {

@@ -28,10 +28,10 @@ use crate::mrkdwn::SpecialMentions;
 use crate::render;
 use assistant_core::alerts::{Alert, OpsAlerts, Raised};
 use assistant_core::delivery::stream_digest;
-use assistant_core::delivery::{DeliveryRecord, MessageKey, Outgoing, PostError, Settled};
+use assistant_core::delivery::{DeliveryRecord, MessageKey, Outgoing, PostError, Settled, UploadRecord};
 use assistant_core::feedback::Rating;
 use assistant_core::messages::{ReplyMessage, WorkMessage};
-use assistant_core::ports::{DeliveryLog, SlackPoster, StoreError, TurnStore};
+use assistant_core::ports::{DeliveryLog, FileUpload, SlackPoster, StoreError, TurnStore};
 use assistant_core::store::StreamLog;
 use assistant_core::turn::{TurnId, TurnStatus};
 use assistant_core::{Clock, Retryable, ThreadRef};
@@ -45,6 +45,17 @@ use tracing::{Instrument, error, info, info_span, warn};
 const POST_ATTEMPTS: u32 = 3;
 /// The first wait before looking and posting again; doubles each time.
 const POST_RETRY_BACKOFF: Duration = Duration::from_millis(250);
+
+/// What a streamed message became.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Streamed {
+    /// Nothing was streamed (or it is recorded already).
+    No,
+    /// It holds the whole answer, as saved.
+    Whole,
+    /// It was replaced by the answer's first message.
+    Replaced,
+}
 
 /// How a message was handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -267,16 +278,34 @@ impl Responder {
             return Ok(Outcome::Skipped { reason: "not_settled" });
         }
         let answer = turn.answer.as_deref().unwrap_or("I have nothing to add.");
-        let messages = render::answer(answer, self.mentions, turn_id);
+        let mut messages = render::answer(answer, self.mentions, turn_id);
+        // More than a few messages: its lead, and all of it as a file.
+        let mut file = None;
+        if messages.len() > render::MAX_ANSWER_MESSAGES {
+            let (lead, whole) = render::long_answer(answer, self.mentions, turn_id);
+            (messages, file) = (lead, Some(whole));
+        }
         let streamed = match self.finish_stream(&turn.thread, turn_id, answer, &messages, &mut record).await {
-            Ok(streamed) => usize::from(streamed),
+            Ok(streamed) => streamed,
             Err(ResponderError::Slack(PostError::Rejected { code })) => {
                 return self.refused(turn_id, &turn.thread, code, &mut record).await;
             }
             Err(err) => return Err(err),
         };
-        let posted = match self.post_all(&turn.thread, turn_id, &messages, &mut record).await {
-            Ok(posted) => posted + streamed,
+        if streamed == Streamed::Whole {
+            // The stream holds the whole answer: no file needed.
+            file = None;
+        }
+        let delivered = async {
+            let posted = self.post_all(&turn.thread, turn_id, &messages, &mut record).await?;
+            let attached = match &file {
+                Some(file) => self.attach_once(&turn.thread, turn_id, render::ANSWER_UPLOAD, file, &mut record).await?,
+                None => false,
+            };
+            Ok::<_, ResponderError>(posted + usize::from(attached))
+        };
+        let posted = match delivered.await {
+            Ok(posted) => posted + usize::from(streamed != Streamed::No),
             Err(ResponderError::Slack(PostError::Rejected { code })) => {
                 return self.refused(turn_id, &turn.thread, code, &mut record).await;
             }
@@ -297,7 +326,6 @@ impl Responder {
     /// saved answer (a streamed message holds more than a posted one: it
     /// is the whole answer, however many messages posting would take),
     /// otherwise stopped and replaced by the first part (`chat.update`).
-    /// Whether it did.
     async fn finish_stream(
         &self,
         thread: &ThreadRef,
@@ -305,13 +333,13 @@ impl Responder {
         answer: &str,
         messages: &[Outgoing],
         record: &mut DeliveryRecord,
-    ) -> Result<bool, ResponderError> {
+    ) -> Result<Streamed, ResponderError> {
         let first = &messages[0];
         if record.posted.contains_key(&first.key) {
-            return Ok(false);
+            return Ok(Streamed::No);
         }
         let stream = self.streams.load(turn_id).await?;
-        let Some(ts) = stream.ts else { return Ok(false) };
+        let Some(ts) = stream.ts else { return Ok(Streamed::No) };
         // A streamed table, or a link whose label names another host, stays
         // only until the rendering (a table block, the real address)
         // replaces it.
@@ -335,7 +363,7 @@ impl Responder {
                 // answer is posted below it rather than lost.
                 Err(PostError::Rejected { code }) => {
                     warn!(ts = %ts, code, "the streamed message cannot be replaced: posting the answer");
-                    return Ok(false);
+                    return Ok(Streamed::No);
                 }
                 Err(err) => return Err(ResponderError::Slack(err)),
             }
@@ -346,6 +374,45 @@ impl Responder {
         if let Err(err) = self.slack.set_status(thread, "").await {
             info!(error = %err, "status line not cleared");
         }
+        Ok(if streamed_as_saved { Streamed::Whole } else { Streamed::Replaced })
+    }
+
+    /// Attaches `file` to the thread once: uploaded, recorded under `name`,
+    /// then shared. A delivery that finds it recorded but not shared (a
+    /// share whose answer was lost) looks in the thread before sharing it
+    /// again. Whether this call shared it.
+    async fn attach_once(
+        &self,
+        thread: &ThreadRef,
+        turn_id: &TurnId,
+        name: &str,
+        file: &FileUpload,
+        record: &mut DeliveryRecord,
+    ) -> Result<bool, ResponderError> {
+        let file_id = match record.uploads.get(name) {
+            Some(upload) if upload.shared => return Ok(false),
+            Some(upload) => {
+                let shared = self.slack.files_in_thread(thread).await.map_err(ResponderError::Slack)?;
+                if shared.contains(&upload.file_id) {
+                    info!(file = %upload.file_id, "an earlier attempt shared this file: not sharing again");
+                    record.uploads.insert(name.to_owned(), UploadRecord { shared: true, ..upload.clone() });
+                    self.save_record(turn_id, record).await?;
+                    return Ok(false);
+                }
+                upload.file_id.clone()
+            }
+            None => {
+                let file_id = self.slack.upload(file).await.map_err(ResponderError::Slack)?;
+                let upload = UploadRecord { file_id: file_id.clone(), shared: false };
+                record.uploads.insert(name.to_owned(), upload);
+                self.save_record(turn_id, record).await?;
+                file_id
+            }
+        };
+        self.slack.share_upload(thread, &file_id, &file.title).await.map_err(ResponderError::Slack)?;
+        info!(file = %file_id, bytes = file.body.len(), "file attached to the thread");
+        record.uploads.insert(name.to_owned(), UploadRecord { file_id, shared: true });
+        self.save_record(turn_id, record).await?;
         Ok(true)
     }
 
@@ -456,7 +523,7 @@ impl Responder {
         // A stream the worker started and never finished becomes the
         // apology: one message, none left streaming.
         let streamed = match self.finish_stream(thread, turn_id, "", &apology, &mut record).await {
-            Ok(streamed) => usize::from(streamed),
+            Ok(streamed) => usize::from(streamed != Streamed::No),
             Err(ResponderError::Slack(PostError::Rejected { code })) => {
                 return self.refused(turn_id, thread, code, &mut record).await;
             }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use testkit::memory::Tables;
-use testkit::slack_memory::{MemoryPoster, POST, REPLIES, SET_STATUS, Scripted, UPDATE};
+use testkit::slack_memory::{MemoryPoster, POST, REPLIES, SET_STATUS, SHARE_UPLOAD, Scripted, UPDATE, UPLOAD};
 use testkit::store_contract::new_turn;
 
 /// A delivery log that can be told to lose its next saves, as a crash
@@ -225,9 +225,9 @@ async fn a_refusal_is_recorded_as_the_turns_end_and_is_not_retried() {
 async fn a_long_answer_is_posted_in_parts_and_a_retry_posts_only_the_missing_ones() {
     let responder = responder();
     let paragraph = format!("{}\n\n", "lorem ipsum ".repeat(240));
-    let turn = stored(&responder, TurnStatus::Answered, Some(&paragraph.repeat(30))).await;
+    let turn = stored(&responder, TurnStatus::Answered, Some(&paragraph.repeat(8))).await;
     let parts = responder_logic::render::answer(turn.answer.as_deref().unwrap(), Default::default(), &turn.id).len();
-    assert!(parts >= 2, "{parts}");
+    assert!((2..=responder_logic::render::MAX_ANSWER_MESSAGES).contains(&parts), "{parts}");
     // The first part lands and its response is lost; the process dies
     // before it looks (the record keeps the attempt).
     responder.slack.script(POST, [Scripted::LandThenFail(PostError::Unavailable("no".into()))]);
@@ -239,6 +239,43 @@ async fn a_long_answer_is_posted_in_parts_and_a_retry_posts_only_the_missing_one
     let expected: Vec<MessageKey> =
         (1..=parts as u32).map(|part| MessageKey::Answer { part, of: parts as u32 }).collect();
     assert_eq!(keys, expected, "every part once, in order");
+}
+
+#[tokio::test]
+async fn an_answer_longer_than_a_few_messages_is_its_lead_and_one_file_even_when_a_share_answer_is_lost() {
+    // GIVEN an answer that would take many messages, with a secret in it
+    let responder = responder();
+    let secret = format!("ghp_{}", "r8Jd2Kq9Lm3Np4Xv6Bz1Cw7Ty5Hs0Ua2Ef4G");
+    let paragraph = format!("{}\n\n", "lorem ipsum ".repeat(240));
+    let long = format!("The token `{secret}` leaked.\n\n{}```\nlast block\n```", paragraph.repeat(30));
+    let turn = stored(&responder, TurnStatus::Answered, Some(&long)).await;
+    assert!(responder_logic::render::answer(&long, Default::default(), &turn.id).len() > 3);
+    // The share lands and its answer is lost; the process dies before it
+    // can look (the record keeps the upload, unshared).
+    responder.slack.script(SHARE_UPLOAD, [Scripted::LandThenFail(PostError::Unavailable("reset".into()))]);
+
+    // WHEN the delivery fails there and SQS delivers it twice more
+    assert!(responder.handle(&deliver(&turn)).await.is_err());
+    for _ in 0..2 {
+        responder.handle(&deliver(&turn)).await.unwrap();
+    }
+
+    // THEN the thread has one message with the lead and one file with all of it
+    let messages = responder.slack.messages();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0].message.key, MessageKey::Answer { part: 1, of: 1 });
+    let lead = &messages[0].message.text;
+    assert!(lead.contains("all of it is in the attached file, answer-"), "{lead}");
+    let files = responder.slack.shared_files();
+    assert_eq!(files.len(), 1, "shared once");
+    assert_eq!(files[0].0, turn.thread);
+    let body = String::from_utf8(files[0].1.body.clone()).unwrap();
+    assert!(body.ends_with("```\nlast block\n```") && body.len() > 80_000, "the whole answer");
+    // AND the secret is in neither
+    assert!(!lead.contains(&secret) && !body.contains(&secret), "redacted");
+    assert!(body.contains("[redacted: github token]"), "{}", &body[..80]);
+    assert_eq!(responder.slack.calls(UPLOAD), 1, "uploaded once");
+    assert_eq!(settled(&responder, &turn).await, Some(Settled::Delivered));
 }
 
 #[tokio::test]

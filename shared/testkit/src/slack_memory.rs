@@ -5,12 +5,12 @@
 
 use assistant_core::ThreadRef;
 use assistant_core::delivery::{MessageKey, Outgoing, PostError};
-use assistant_core::ports::{AlertPoster, SlackPoster};
+use assistant_core::ports::{AlertPoster, FileUpload, SlackPoster};
 use assistant_core::turn::TurnId;
 use async_trait::async_trait;
 use serde_json::Value;
 use slack::{ChannelId, Ts, UserId};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Mutex;
 
 /// A message in a thread.
@@ -39,6 +39,9 @@ pub struct MemoryPoster {
     statuses: Mutex<Vec<(ThreadRef, String)>>,
     ephemerals: Mutex<Vec<Ephemeral>>,
     alerts: Mutex<Vec<(ChannelId, String)>>,
+    /// Files uploaded (id → the upload), and those shared: (thread, id).
+    uploads: Mutex<BTreeMap<String, FileUpload>>,
+    shares: Mutex<Vec<(ThreadRef, String)>>,
     /// Also print each message, as the local runner shows Slack.
     echo: bool,
 }
@@ -57,6 +60,8 @@ pub const SET_STATUS: &str = "assistant.threads.setStatus";
 pub const REPLIES: &str = "conversations.replies";
 pub const EPHEMERAL: &str = "chat.postEphemeral";
 pub const STOP_STREAM: &str = "chat.stopStream";
+pub const UPLOAD: &str = "files.getUploadURLExternal";
+pub const SHARE_UPLOAD: &str = "files.completeUploadExternal";
 /// A top-level message (operator alerts): `chat.postMessage` too, counted
 /// apart from the thread posts.
 pub const CHANNEL_POST: &str = "chat.postMessage (channel)";
@@ -80,6 +85,13 @@ impl MemoryPoster {
     /// How many times `method` was called.
     pub fn calls(&self, method: &str) -> usize {
         self.calls.lock().expect("calls lock").iter().filter(|m| **m == method).count()
+    }
+
+    /// Every file shared in a thread, in order: (thread, its upload).
+    pub fn shared_files(&self) -> Vec<(ThreadRef, FileUpload)> {
+        let uploads = self.uploads.lock().expect("uploads lock");
+        let shares = self.shares.lock().expect("shares lock");
+        shares.iter().map(|(thread, id)| (thread.clone(), uploads[id].clone())).collect()
     }
 
     /// Every status line set, in order (empty: cleared).
@@ -207,6 +219,39 @@ impl SlackPoster for MemoryPoster {
             .filter(|p| &p.thread == thread && &p.turn == turn)
             .map(|p| (p.message.key.clone(), p.ts.clone()))
             .collect())
+    }
+
+    async fn upload(&self, file: &FileUpload) -> Result<String, PostError> {
+        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(UPLOAD) {
+            return Err(err);
+        }
+        let mut uploads = self.uploads.lock().expect("uploads lock");
+        let id = format!("F0UPLOAD{:03}", uploads.len() + 1);
+        uploads.insert(id.clone(), file.clone());
+        Ok(id)
+    }
+
+    async fn share_upload(&self, thread: &ThreadRef, file_id: &str, _title: &str) -> Result<(), PostError> {
+        let scripted = self.called(SHARE_UPLOAD);
+        if let Some(Scripted::Fail(err)) = scripted {
+            return Err(err);
+        }
+        if !self.uploads.lock().expect("uploads lock").contains_key(file_id) {
+            return Err(PostError::Rejected { code: "file_not_found".into() });
+        }
+        self.shares.lock().expect("shares lock").push((thread.clone(), file_id.to_owned()));
+        match scripted {
+            Some(Scripted::LandThenFail(err)) => Err(err),
+            _ => Ok(()),
+        }
+    }
+
+    async fn files_in_thread(&self, thread: &ThreadRef) -> Result<BTreeSet<String>, PostError> {
+        if let Some(Scripted::Fail(err) | Scripted::LandThenFail(err)) = self.called(REPLIES) {
+            return Err(err);
+        }
+        let shares = self.shares.lock().expect("shares lock");
+        Ok(shares.iter().filter(|(shared, _)| shared == thread).map(|(_, id)| id.clone()).collect())
     }
 }
 

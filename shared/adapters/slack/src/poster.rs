@@ -5,12 +5,12 @@
 use crate::web::{OutgoingMessage, WebClient, WebError};
 use assistant_core::ThreadRef;
 use assistant_core::delivery::{MessageKey, MessageMetadata, Outgoing, PostError};
-use assistant_core::ports::{AlertPoster, SlackPoster};
+use assistant_core::ports::{AlertPoster, FileUpload, SlackPoster};
 use assistant_core::turn::TurnId;
 use async_trait::async_trait;
 use serde_json::Value;
 use slack::{ChannelId, Ts, UserId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A Web API failure as the responder sees it: whether waiting, looking
 /// again or giving up is right.
@@ -106,6 +106,36 @@ impl SlackPoster for WebPoster {
                 (&ours.turn_id == turn).then_some((ours.key, message.ts))
             })
             .collect())
+    }
+
+    async fn upload(&self, file: &FileUpload) -> Result<String, PostError> {
+        self.client.upload_file(file).await.map_err(post_error)
+    }
+
+    async fn share_upload(&self, thread: &ThreadRef, file_id: &str, title: &str) -> Result<(), PostError> {
+        let files = serde_json::json!([{"id": file_id, "title": title}]).to_string();
+        let params = [
+            ("files", files.as_str()),
+            ("channel_id", thread.channel.as_str()),
+            ("thread_ts", thread.thread_ts.as_str()),
+        ];
+        // Not retried after a 5xx: the file may be shared, and only the
+        // caller can look ([`Self::files_in_thread`]).
+        let _: Value = self
+            .client
+            .call_retrying("files.completeUploadExternal", &params, crate::web::Retry::RateLimitOnly)
+            .await
+            .map_err(post_error)?;
+        Ok(())
+    }
+
+    async fn files_in_thread(&self, thread: &ThreadRef) -> Result<BTreeSet<String>, PostError> {
+        let messages = self
+            .client
+            .conversations_replies(&thread.channel, &thread.thread_ts, THREAD_SEARCH_LIMIT)
+            .await
+            .map_err(post_error)?;
+        Ok(messages.into_iter().flat_map(|message| message.files).map(|file| file.id).collect())
     }
 }
 

@@ -257,6 +257,36 @@ impl WebClient {
 }
 
 impl WebClient {
+    /// Uploads `file` without sharing it: `files.getUploadURLExternal`,
+    /// then its bytes to the URL Slack gave (which carries its own
+    /// authorization: the bot token is not sent there). Its file id. An
+    /// upload never shared is discarded by Slack, so retrying is safe.
+    pub async fn upload_file(&self, file: &assistant_core::ports::FileUpload) -> Result<String, WebError> {
+        #[derive(Deserialize)]
+        struct Target {
+            upload_url: String,
+            file_id: String,
+        }
+        const METHOD: &str = "files.getUploadURLExternal";
+        let length = file.body.len().to_string();
+        let target: Target =
+            self.call(METHOD, &[("filename", file.filename.as_str()), ("length", length.as_str())]).await?;
+        let transport = |source| WebError::Transport { method: METHOD.to_owned(), source };
+        let response = self
+            .http
+            .post(&target.upload_url)
+            .timeout(REQUEST_TIMEOUT)
+            .body(file.body.clone())
+            .send()
+            .await
+            .map_err(transport)?;
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(WebError::Http { method: METHOD.to_owned(), status });
+        }
+        Ok(target.file_id)
+    }
+
     /// A channel's name, topic and purpose.
     pub async fn conversations_info(&self, channel: &ChannelId) -> Result<ConversationInfo, WebError> {
         #[derive(Deserialize)]
