@@ -128,6 +128,8 @@ async fn an_image_and_a_pdf_reach_the_model_as_blocks_and_the_turn_keeps_only_th
         json!({"document": {"format": "pdf", "name": "checkout runbook F0PDF00001", "source": {"bytes": b64.encode(PDF)}}})
     );
     assert_eq!(content[2], json!({"text": "<@U061F7AUR>: what does this dashboard say?"}));
+    let tools = world.bedrock.requests()[0].body["toolConfig"].to_string();
+    assert!(!tools.contains("read_attachment"), "no text file, no read_attachment: {tools}");
 
     // AND the stored turn holds the bucket keys, not the bytes
     let turn_id = decode_work(&work[0]).turn_id().unwrap();
@@ -296,7 +298,7 @@ async fn a_kept_file_whose_write_answer_was_lost_is_found_by_the_retry_and_not_d
 
         // THEN the file was downloaded once and is kept once, whole
         assert_eq!(slack.downloads().len() - downloads_before, 1, "{fault:?}");
-        let note = serde_json::to_string(&read).unwrap();
+        let note = serde_json::to_string(&read.content).unwrap();
         assert!(note.contains("the text file app.log (20 B)"), "{note}");
         let kept = bucket.get(&format!("turns/{turn}/files/F0LOST0001")).await.unwrap().unwrap();
         assert_eq!(kept, b"ERROR one\nERROR two\n");

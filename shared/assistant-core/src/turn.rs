@@ -357,6 +357,10 @@ pub struct Turn {
     /// The prompt enhancer's call before the first step, when configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enhancer: Option<EnhancerRun>,
+    /// The text files pasted in the thread and kept for this turn (their
+    /// ids): `read_attachment` is offered only when there are some.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub text_files: Vec<String>,
     /// Every call that changed things, and who let it run: the audit
     /// trail, written before the call is made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -427,6 +431,7 @@ impl Turn {
             first_text_ms: None,
             metered: Default::default(),
             enhancer: None,
+            text_files: Vec::new(),
             actions: Vec::new(),
             pending_sign_in: None,
             signed_calls: Vec::new(),

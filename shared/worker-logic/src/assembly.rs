@@ -482,7 +482,11 @@ mod tests {
         let worker = assemble(ports(), &assistant, Limits::default(), &env).await.unwrap();
         let channel = slack::ChannelId::new("C0ANY");
         let advertised: Vec<String> = worker.tools.advertised(&channel).into_iter().map(|spec| spec.name).collect();
-        assert_eq!(advertised, ["current_time", "read_attachment", "list_docs", "read_doc", "search_docs"]);
+        assert_eq!(
+            advertised,
+            ["current_time", "read_attachment", "list_docs", "read_doc", "search_docs"],
+            "allowed: offered to turns with text files"
+        );
         assert!(worker.tools.approval_rule(&channel, "service_status").is_none(), "declared, but allowed nowhere");
     }
 

@@ -99,21 +99,30 @@ fn is_sign_in_page(file: &FileRef, body: &[u8], content_type: Option<&str>) -> b
 const NO_ACCESS: &str = "Slack did not let the bot read it: the app may lack the files:read scope, or the file \
      is not shared in a channel the bot is in.";
 
-/// Reads the files of `request` and its thread for turn `turn`: the blocks
-/// and notes to put before the question. Never fails for a file: what
-/// cannot be read is said. Fails only when the bucket does (the turn is
-/// retried).
+/// What a turn's start read of its thread's files.
+#[derive(Debug, Default, PartialEq)]
+pub struct Read {
+    /// The blocks and notes to put before the question.
+    pub content: Vec<Content>,
+    /// The text files kept, for `read_attachment`.
+    pub text_files: Vec<String>,
+}
+
+/// Reads the files of `request` and its thread for turn `turn`. Never
+/// fails for a file: what cannot be read is said. Fails only when the
+/// bucket does (the turn is retried).
 pub async fn read(
     slack: &dyn SlackFiles,
     artifacts: &dyn ArtifactStore,
     turn: &TurnId,
     request: &TurnRequest,
     history: &[ThreadMessage],
-) -> Result<Vec<Content>, PortError> {
+) -> Result<Read, PortError> {
     let (shared, more) = candidates(request, history);
     if shared.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Read::default());
     }
+    let mut text_files = Vec::new();
     let kept: BTreeMap<String, u64> =
         artifacts.list(&files::files_prefix(turn), MAX_FILES * 2).await?.into_iter().collect();
     let mut content = Vec::new();
@@ -157,6 +166,7 @@ pub async fn read(
                 content.push(block(file, key, FileKind::Document(format)));
             }
             Plan::Text => {
+                text_files.push(file.id.clone());
                 let preview = match artifacts.get(&key).await? {
                     Some(text) => preview(&String::from_utf8_lossy(&text)),
                     None => String::new(),
@@ -169,7 +179,7 @@ pub async fn read(
     if more > 0 {
         content.push(Content::Text(format!("({more} older files in this thread were not read.)")));
     }
-    Ok(content)
+    Ok(Read { content, text_files })
 }
 
 fn block(file: &FileRef, key: String, kind: FileKind) -> Content {
@@ -458,7 +468,8 @@ mod tests {
             files: vec![file(11)],
         });
 
-        let content = read(&slack, &artifacts, &turn.id, &request, &history).await.unwrap();
+        let Read { content, text_files } = read(&slack, &artifacts, &turn.id, &request, &history).await.unwrap();
+        assert_eq!(text_files.len(), MAX_FILES);
         let all = serde_json::to_string(&content).unwrap();
         assert!(all.starts_with(r#"[{"text":"(<@U061F7AUR> shared the text file 11.log"#), "{all}");
         assert!(all.contains("(<@U2> shared the text file 10.log") && all.contains("4.log"), "{all}");
@@ -468,7 +479,7 @@ mod tests {
 
         // A second start of the same turn (a redelivery) downloads nothing.
         let again = read(&slack, &artifacts, &turn.id, &request, &history).await.unwrap();
-        assert_eq!(again, content);
+        assert_eq!(again.content, content);
         assert_eq!(slack.downloads().len(), MAX_FILES);
     }
 

@@ -467,7 +467,8 @@ impl Worker {
             crate::attachments::read(self.files.as_ref(), self.artifacts.as_ref(), &turn.id, request, thread_so_far)
                 .await
                 .map_err(WorkerError::Artifacts)?;
-        context::attach_files(&mut turn.transcript, files);
+        context::attach_files(&mut turn.transcript, files.content);
+        turn.text_files = files.text_files;
         if let Some((block, run)) = enhanced {
             if let Some(block) = block {
                 crate::enhancer::attach(&mut turn.transcript, block);
@@ -1239,7 +1240,11 @@ impl Worker {
             .await
             .map_err(WorkerError::Artifacts)?;
         let bodies = &*bodies;
-        let tools = self.tools.advertised(&asker);
+        let mut tools = self.tools.advertised(&asker);
+        // Offered only to a turn with text files to read.
+        if turn.text_files.is_empty() {
+            tools.retain(|tool| tool.name != crate::attachments::READ_ATTACHMENT);
+        }
         let system = match &turn.channel_context {
             Some(where_) => format!("{}\n\n{where_}", self.system_prompt),
             None => self.system_prompt.clone(),
