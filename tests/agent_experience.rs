@@ -155,6 +155,27 @@ async fn a_dm_question_streams_in_its_own_thread_with_a_title_and_feedback_butto
 }
 
 #[tokio::test]
+async fn a_streamed_answer_ends_with_the_runbook_it_read_and_stays_the_whole_answer() {
+    let world = World::new().await;
+    world.stack.put("docs/runbooks/db.md", "Rotate in Secrets Manager, then restart.").await;
+    world.bedrock.script([
+        Scripted::tool_calls(&[("t1", "read_doc", serde_json::json!({"path": "runbooks/db.md"}))]),
+        answer_reply("Rotate it in Secrets Manager, then restart the service."),
+    ]);
+
+    world.answer(testkit::fixtures::MESSAGE_IM).await;
+
+    let message = the_one_message(&world.slack);
+    assert_eq!(
+        message.text, "Rotate it in Secrets Manager, then restart the service.\n\n*Sources:* `runbooks/db.md`",
+        "streamed with its sources"
+    );
+    assert!(world.slack.calls("chat.update").is_empty(), "the stream is the whole answer: not replaced");
+    let cards = &message.tasks;
+    assert!(cards.iter().any(|card| card["status"] == "complete" && card["title"] == "read_doc"), "{cards:?}");
+}
+
+#[tokio::test]
 async fn a_channel_answer_streams_to_the_person_who_asked() {
     let world = World::new().await;
     world.bedrock.script([Scripted::fixture(TEXT_REPLY)]);

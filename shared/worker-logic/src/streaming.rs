@@ -24,7 +24,7 @@ use assistant_core::feedback::answer_footer;
 use assistant_core::model::TextSink;
 use assistant_core::ports::{AgentSlack, StreamChunk, TaskSource, TaskStatus, TaskUpdate};
 use assistant_core::store::StreamLog;
-use assistant_core::turn::{ToolOutput, ToolResult, ToolStatus, ToolUse, TurnId};
+use assistant_core::turn::{Content, Message, ToolOutput, ToolResult, ToolStatus, ToolUse, TurnId};
 use async_trait::async_trait;
 use redact::{Redactor, StreamRedactor};
 use slack::UserId;
@@ -340,6 +340,55 @@ pub fn ended(call: &ToolUse, result: &ToolResult) -> TaskUpdate {
     }
 }
 
+/// The most sources an answer ends with.
+const ANSWER_SOURCES: usize = 6;
+
+/// The line an answer ends with: the sources its tools used (links a
+/// knowledge base or tool returned, runbooks read), those the answer does
+/// not already cite, at most [`ANSWER_SOURCES`]; none when there are none.
+/// Titles are a tool's words: brackets and line breaks are dropped so a
+/// title cannot make a link of its own.
+pub fn sources_line(transcript: &[Message], answer: &str) -> Option<String> {
+    let succeeded: std::collections::HashSet<&str> = transcript
+        .iter()
+        .flat_map(|message| &message.content)
+        .filter_map(|content| match content {
+            Content::ToolResult(result) if result.status == ToolStatus::Success => Some(result.tool_use_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut cited: Vec<(String, String)> = Vec::new();
+    for content in transcript.iter().flat_map(|message| &message.content) {
+        match content {
+            Content::ToolResult(result) if result.status == ToolStatus::Success => {
+                for source in sources_of(&result.output) {
+                    cited.push((source.url.clone(), format!("[{}]({})", plain_title(&source.title), source.url)));
+                }
+            }
+            Content::ToolUse(call) if call.name == "read_doc" && succeeded.contains(call.id.as_str()) => {
+                if let Some(path) = call.input["path"].as_str().filter(|path| !path.contains('`')) {
+                    cited.push((path.to_owned(), format!("`{path}`")));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    let listed: Vec<String> = cited
+        .into_iter()
+        .filter(|(what, _)| !answer.contains(what.as_str()) && seen.insert(what.clone()))
+        .map(|(_, shown)| shown)
+        .take(ANSWER_SOURCES)
+        .collect();
+    (!listed.is_empty()).then(|| format!("*Sources:* {}", listed.join(" · ")))
+}
+
+fn plain_title(title: &str) -> String {
+    let kept: String = title.chars().filter(|c| !"[]()<>*_`|\n\r".contains(*c)).collect();
+    let kept = kept.split_whitespace().collect::<Vec<_>>().join(" ");
+    if kept.is_empty() { "source".to_owned() } else { kept.chars().take(80).collect() }
+}
+
 /// The sources a tool's result names (`"sources": [{"title", "url"}]`, as
 /// the knowledge-base tools answer): web links only, a few, titles short.
 pub fn sources_of(output: &ToolOutput) -> Vec<TaskSource> {
@@ -369,5 +418,48 @@ mod tests {
         assert_eq!(parts.iter().map(|p| p.chars().count()).collect::<Vec<_>>(), [12_000, 12_000, 1_000]);
         assert_eq!(parts.concat(), text);
         assert!(pieces("", APPEND_CHARS).is_empty());
+    }
+
+    fn call(id: &str, name: &str, input: serde_json::Value) -> Content {
+        Content::ToolUse(ToolUse { id: id.into(), name: name.into(), input })
+    }
+
+    fn result(id: &str, status: ToolStatus, output: serde_json::Value) -> Content {
+        Content::ToolResult(ToolResult { tool_use_id: id.into(), status, output: ToolOutput::Json(output) })
+    }
+
+    #[test]
+    fn an_answer_ends_with_the_sources_its_tools_used_once_each_and_not_those_it_cites() {
+        use assistant_core::turn::Role;
+        let kb = serde_json::json!({"results": [], "sources": [
+            {"title": "Checkout SLOs", "url": "https://wiki.example.com/slo"},
+            {"title": "Pool tuning](https://evil.example) [x", "url": "https://wiki.example.com/pool"},
+            {"title": "", "url": "https://wiki.example.com/slo"},
+            {"title": "local", "url": "file:///etc/passwd"}
+        ]});
+        let transcript = vec![
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    call("k", "search_kb", serde_json::json!({"query": "pool"})),
+                    call("d", "read_doc", serde_json::json!({"path": "runbooks/checkout.md"})),
+                    call("x", "read_doc", serde_json::json!({"path": "runbooks/missing.md"})),
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    result("k", ToolStatus::Success, kb),
+                    result("d", ToolStatus::Success, serde_json::json!("…")),
+                    result("x", ToolStatus::Error, serde_json::json!("no such doc")),
+                ],
+            },
+        ];
+        let line = sources_line(&transcript, "The pool is exhausted; see <https://wiki.example.com/slo>.").unwrap();
+        assert_eq!(
+            line,
+            "*Sources:* `runbooks/checkout.md` · [Pool tuninghttps://evil.example x](https://wiki.example.com/pool)"
+        );
+        assert_eq!(sources_line(&transcript[..1], "anything"), None, "no results, no sources");
     }
 }

@@ -48,7 +48,7 @@ use assistant_core::messages::{
     ApprovalClick, ApprovalTimeout, Continuation, Decision, FeedbackClick, GrantRevoke, Opened, ReplyMessage,
     TurnRequest, WorkMessage,
 };
-use assistant_core::model::{FileBodies, Model, ModelError, ModelRequest, StopReason};
+use assistant_core::model::{FileBodies, Model, ModelError, ModelRequest, StopReason, TextSink};
 use assistant_core::ports::{
     AgentSlack, ApprovalTimer, ApprovalTimers, ArtifactStore, Created, DeliveryLog, PortError, ReplyQueue, SlackFiles,
     SlackReader, StoreError, SuggestedPrompt, TurnStore, UserContexts, WorkQueue,
@@ -1302,7 +1302,14 @@ impl Worker {
                 let text = reply.message.text();
                 turn.transcript.push(reply.message);
                 let text = if text.trim().is_empty() { String::new() } else { text };
-                let answer = turn.with_narration(&text);
+                let mut answer = turn.with_narration(&text);
+                if let Some(sources) = streaming::sources_line(&turn.transcript, &answer).filter(|_| !answer.is_empty())
+                {
+                    // Streamed too, so the stream stays the whole answer.
+                    stream.text(&sources).await;
+                    stream.step_done().await;
+                    answer = format!("{answer}\n\n{sources}");
+                }
                 let answer = if answer.trim().is_empty() { "I have nothing to add.".to_owned() } else { answer };
                 turn.settle(answer, TurnStatus::Answered, turn.updated_at);
             }
