@@ -13,50 +13,21 @@ use assistant_core::feedback::{FeedbackButton, Rating};
 use assistant_core::ports::DeliveryLog;
 use assistant_core::turn::TurnId;
 use serde_json::Value;
-use std::time::{SystemTime, UNIX_EPOCH};
 use tests::events;
-use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
-use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack, Posted, SlackReply};
-use tests::{Functions, Stack, decode_work, emulator_config, sqs_event};
+use tests::fake_bedrock::{Scripted, TEXT_REPLY};
+use tests::fake_slack::{FakeSlack, Posted, SlackReply};
+use tests::{World, decode_work, sqs_event};
 
-const WORK_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
 const REPLY_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
 
-/// A stack, the fakes and the three handlers on them.
-struct World {
-    stack: Stack,
-    slack: FakeSlack,
-    bedrock: FakeBedrock,
-    functions: Functions,
+/// What these tests do with a [`World`] beyond sending and working.
+trait Drive {
+    async fn respond(&self);
+    async fn answer(&self, body: &str) -> WorkMessage;
+    fn sent(&self, method: &str) -> String;
 }
 
-impl World {
-    async fn new() -> Self {
-        let aws = emulator_config().await;
-        let stack = Stack::new(&aws).await.unwrap();
-        let slack = FakeSlack::start().await;
-        slack.default_reply("conversations.info", CONVERSATIONS_INFO);
-        let bedrock = FakeBedrock::start().await;
-        let functions = Functions::start(&aws, &stack, slack.url(), &bedrock).await;
-        Self { stack, slack, bedrock, functions }
-    }
-
-    /// A Slack request (a JSON event, or an interaction form) through the
-    /// ingress, signed as Slack signs it: what it queued.
-    async fn slack_sends(&self, body: &str) -> Vec<aws_sdk_sqs::types::Message> {
-        let template = if body.starts_with("payload=") { events::APPROVAL_CLICK } else { events::APP_MENTION };
-        let event = events::with_body(&events::parse(template), body);
-        let response = self.functions.ingress.handle(event).await.unwrap();
-        assert_eq!(response["statusCode"], 200, "{response}");
-        self.stack.receive_work().await.unwrap()
-    }
-
-    /// The worker on a batch: its batch response.
-    async fn work(&self, work: &[aws_sdk_sqs::types::Message]) -> Value {
-        let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
-        self.functions.worker.handle(sqs_event(work, WORK_QUEUE_ARN), deadline).await.unwrap()
-    }
-
+impl Drive for World {
     /// Everything on the reply queue through the responder, twice (SQS
     /// delivers at least once).
     async fn respond(&self) {

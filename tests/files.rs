@@ -12,34 +12,32 @@ use assistant_core::ports::{ArtifactStore, TurnStore};
 use assistant_core::turn::{Content, TurnId};
 use base64::Engine;
 use serde_json::{Value, json};
-use std::time::{SystemTime, UNIX_EPOCH};
-use tests::events;
-use tests::fake_bedrock::{FakeBedrock, Scripted};
-use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
+use tests::fake_bedrock::Scripted;
 use tests::fault_proxy::{Fault, FaultProxy, Plan, Upstream};
-use tests::{Functions, Stack, WORK_QUEUE_ARN, decode_work, emulator_config, sqs_event};
+use tests::{Stack, World, decode_work, emulator_config};
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
 const PDF: &[u8] = b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
 
-struct World {
-    stack: Stack,
-    slack: FakeSlack,
-    bedrock: FakeBedrock,
-    functions: Functions,
+/// What these tests do with a [`World`]: files the fake Slack serves,
+/// messages that share them, the worker on what was queued.
+trait Files {
+    fn shared_file(&self, id: &str, name: &str, body: Vec<u8>, mimetype: &str, filetype: &str) -> Value;
+    async fn work_through(&self, work: &[aws_sdk_sqs::types::Message]);
+    fn everything_sent(&self) -> String;
 }
 
-impl World {
-    async fn new() -> Self {
-        let aws = emulator_config().await;
-        let stack = Stack::new(&aws).await.unwrap();
-        let slack = FakeSlack::start().await;
-        slack.default_reply("conversations.info", CONVERSATIONS_INFO);
-        let bedrock = FakeBedrock::start().await;
-        let functions = Functions::start(&aws, &stack, slack.url(), &bedrock).await;
-        Self { stack, slack, bedrock, functions }
-    }
+/// The DM message event (`message_im`) with these files and text, as
+/// Slack sends a `file_share`.
+fn dm_with_files(text: &str, files: Vec<Value>) -> String {
+    let mut body: Value = serde_json::from_str(testkit::fixtures::MESSAGE_IM).unwrap();
+    body["event"]["subtype"] = json!("file_share");
+    body["event"]["text"] = json!(text);
+    body["event"]["files"] = Value::Array(files);
+    body.to_string()
+}
 
+impl Files for World {
     /// Slack's file object for a file the fake serves.
     fn shared_file(&self, id: &str, name: &str, body: Vec<u8>, mimetype: &str, filetype: &str) -> Value {
         let size = body.len();
@@ -54,33 +52,11 @@ impl World {
         })
     }
 
-    /// The DM message event (`message_im`) with these files and text, as
-    /// Slack sends a `file_share`.
-    fn dm_with_files(text: &str, files: Vec<Value>) -> String {
-        let mut body: Value = serde_json::from_str(testkit::fixtures::MESSAGE_IM).unwrap();
-        body["event"]["subtype"] = json!("file_share");
-        body["event"]["text"] = json!(text);
-        body["event"]["files"] = Value::Array(files);
-        body.to_string()
-    }
-
-    /// Slack's request through the ingress: what it queued.
-    async fn slack_sends(&self, body: &str) -> Vec<aws_sdk_sqs::types::Message> {
-        let event = events::with_body(&events::parse(events::APP_MENTION), body);
-        let response = self.functions.ingress.handle(event).await.unwrap();
-        assert_eq!(response["statusCode"], 200, "{response}");
-        self.stack.receive_work().await.unwrap()
-    }
-
-    /// The worker on `work` (acknowledged only when `acknowledge`).
-    async fn work(&self, work: &[aws_sdk_sqs::types::Message], acknowledge: bool) {
-        let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
-        let handled = Box::pin(self.functions.worker.handle(sqs_event(work, WORK_QUEUE_ARN), deadline));
-        let response = handled.await.unwrap();
+    /// The worker on `work`, which must not fail; acknowledged after.
+    async fn work_through(&self, work: &[aws_sdk_sqs::types::Message]) {
+        let response = self.work(work).await;
         assert_eq!(tests::batch_failures(&response), Vec::<String>::new(), "{response}");
-        if acknowledge {
-            self.stack.acknowledge(&self.stack.work_queue.queue, work).await.unwrap();
-        }
+        self.stack.acknowledge(&self.stack.work_queue.queue, work).await.unwrap();
     }
 
     /// Everything the model and Slack were sent, as one string.
@@ -111,8 +87,8 @@ async fn an_image_and_a_pdf_reach_the_model_as_blocks_and_the_turn_keeps_only_th
     ];
 
     // WHEN Slack sends it and the worker takes the turn
-    let work = world.slack_sends(&World::dm_with_files("what does this dashboard say?", files)).await;
-    world.work(&work, true).await;
+    let work = world.slack_sends(&dm_with_files("what does this dashboard say?", files)).await;
+    world.work_through(&work).await;
 
     // THEN each file was downloaded once, with the bot token
     let downloads = world.slack.downloads();
@@ -144,7 +120,7 @@ async fn an_image_and_a_pdf_reach_the_model_as_blocks_and_the_turn_keeps_only_th
     assert!(!item.contains(&b64.encode(PNG)) && !item.contains("%PDF"), "no bytes in the item");
 
     // AND a redelivery of the same message downloads nothing again
-    world.work(&work, true).await;
+    world.work_through(&work).await;
     assert_eq!(world.slack.downloads().len(), 2, "nothing downloaded twice");
 }
 
@@ -169,8 +145,8 @@ async fn a_50_mb_log_is_read_in_part_through_the_tool_and_its_secret_reaches_nei
     ]);
 
     // WHEN the turn runs
-    let work = world.slack_sends(&World::dm_with_files("why is checkout slow?", vec![file])).await;
-    world.work(&work, true).await;
+    let work = world.slack_sends(&dm_with_files("why is checkout slow?", vec![file])).await;
+    world.work_through(&work).await;
 
     // THEN the model was told about the log, not sent it whole
     let requests = world.bedrock.requests();
@@ -201,9 +177,9 @@ async fn a_message_with_only_a_file_starts_a_turn_about_the_file_not_a_greeting(
     world.bedrock.script([Scripted::text("A 502 spike on checkout-api starting 14:02.")]);
     let file = world.shared_file("F0PNG00002", "image.png", PNG.to_vec(), "image/png", "png");
 
-    let work = world.slack_sends(&World::dm_with_files("", vec![file])).await;
+    let work = world.slack_sends(&dm_with_files("", vec![file])).await;
     assert_eq!(work.len(), 1, "a file-only message starts a turn");
-    world.work(&work, true).await;
+    world.work_through(&work).await;
 
     let content = user_content(&world.bedrock.requests()[0].body).clone();
     assert!(content[0].get("image").is_some(), "{content:?}");
@@ -230,8 +206,8 @@ async fn files_the_bot_cannot_read_are_noted_and_the_turn_still_answers() {
         world.shared_file("F0ZIP00001", "logs.zip", b"PK\x03\x04".to_vec(), "application/zip", "zip"),
     ];
 
-    let work = world.slack_sends(&World::dm_with_files("what's in these?", files)).await;
-    world.work(&work, true).await;
+    let work = world.slack_sends(&dm_with_files("what's in these?", files)).await;
+    world.work_through(&work).await;
 
     let content = serde_json::to_string(user_content(&world.bedrock.requests()[0].body)).unwrap();
     for note in [

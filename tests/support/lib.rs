@@ -305,6 +305,47 @@ impl Functions {
     }
 }
 
+/// A stack, the fakes (Slack answering `conversations.info`, Bedrock) and
+/// the three handlers on them: what an end-to-end test of a person's
+/// question drives.
+pub struct World {
+    pub stack: Stack,
+    pub slack: fake_slack::FakeSlack,
+    pub bedrock: fake_bedrock::FakeBedrock,
+    pub functions: Functions,
+}
+
+impl World {
+    pub async fn new() -> Self {
+        let aws = emulator_config().await;
+        let stack = Stack::new(&aws).await.expect("emulator resources");
+        let slack = fake_slack::FakeSlack::start().await;
+        slack.default_reply("conversations.info", fake_slack::CONVERSATIONS_INFO);
+        let bedrock = fake_bedrock::FakeBedrock::start().await;
+        let functions = Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+        Self { stack, slack, bedrock, functions }
+    }
+
+    /// A Slack request (a JSON event, or an interaction form) through the
+    /// ingress, signed as Slack signs it: what it queued.
+    pub async fn slack_sends(&self, body: &str) -> Vec<Message> {
+        let template = if body.starts_with("payload=") { events::APPROVAL_CLICK } else { events::APP_MENTION };
+        let event = events::with_body(&events::parse(template), body);
+        let response = self.functions.ingress.handle(event).await.expect("the ingress answers");
+        assert_eq!(response["statusCode"], 200, "{response}");
+        self.stack.receive_work().await.expect("the work queue")
+    }
+
+    /// The worker on a batch: its batch response (nothing acknowledged).
+    pub async fn work(&self, work: &[Message]) -> serde_json::Value {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970");
+        let deadline = now.as_millis() as u64 + 600_000;
+        // Boxed, as the Lambda runtime holds a handler's future.
+        let handled = Box::pin(self.functions.worker.handle(sqs_event(work, WORK_QUEUE_ARN), deadline));
+        handled.await.expect("an SQS batch")
+    }
+}
+
 /// The queues' ARNs as the event source mappings name them in SQS events.
 pub const WORK_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
 pub const REPLY_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
