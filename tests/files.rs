@@ -286,3 +286,37 @@ async fn a_kept_file_whose_write_answer_was_lost_is_found_by_the_retry_and_not_d
         "{injected:?}"
     );
 }
+
+#[tokio::test]
+async fn a_result_the_model_attaches_is_uploaded_by_the_worker_and_shared_once_by_the_responder() {
+    // GIVEN a runbook whose page holds a token, and a model that reads it
+    // and attaches what it read
+    let world = World::new().await;
+    let token = format!("xox{}-{}-{}", "b", "2024061715", "q8Xv2LmN4pR7sT1wY9zK3bC6");
+    world.stack.put("docs/runbooks/db.md", &format!("1. Rotate `{token}` in Secrets Manager.\n2. Restart.\n")).await;
+    world.bedrock.script([
+        Scripted::tool_calls(&[("t1", "read_doc", json!({"path": "runbooks/db.md"}))]),
+        Scripted::tool_calls(&[("t2", "attach_result", json!({"tool_use_id": "t1", "filename": "db runbook"}))]),
+        Scripted::text("The runbook is attached."),
+    ]);
+    world.slack.script("files.completeUploadExternal", [tests::fake_slack::SlackReply::PostedThenStatus(503)]);
+
+    // WHEN the turn runs and its reply is delivered, failing once at the
+    // share and delivered again by SQS
+    let work = world.slack_sends(&dm_with_files("how do I rotate the db password?", vec![])).await;
+    world.work_through(&work).await;
+    let replies = world.stack.receive(&world.stack.reply_queue.queue).await.unwrap();
+    for expect_failure in [true, false, false] {
+        let response = world.functions.responder.handle(tests::sqs_event(&replies, tests::REPLY_QUEUE_ARN)).await;
+        assert_eq!(tests::batch_failures(&response.unwrap()).is_empty(), !expect_failure);
+    }
+
+    // THEN the worker uploaded the file (not shared), and the thread got it once
+    assert_eq!(world.slack.calls("files.getUploadURLExternal")[0].form["filename"], "db-runbook.txt");
+    let shared: Vec<_> = world.slack.posted().into_iter().filter(|m| !m.files.is_empty()).collect();
+    assert_eq!(shared.len(), 1, "{shared:?}");
+    assert_eq!(world.slack.calls("files.completeUploadExternal").len(), 1);
+    let body = String::from_utf8(world.slack.uploads()[&shared[0].files[0]].clone()).unwrap();
+    assert!(body.contains("Restart.") && body.contains("[redacted: slack bot token]"), "{body}");
+    assert!(!body.contains(&token));
+}

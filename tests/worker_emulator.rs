@@ -206,7 +206,7 @@ async fn a_tool_round_searches_the_runbooks_in_s3_and_sends_the_results_back() {
         .iter()
         .filter_map(|t| t["toolSpec"]["name"].as_str())
         .collect();
-    assert_eq!(advertised, ["current_time", "list_docs", "read_doc", "search_docs"]);
+    assert_eq!(advertised, ["current_time", "attach_result", "list_docs", "read_doc", "search_docs"]);
 }
 
 #[tokio::test]
@@ -227,7 +227,11 @@ async fn the_assistant_configuration_in_s3_sets_the_prompt_and_the_allowed_tools
         .iter()
         .filter_map(|t| t["toolSpec"]["name"].as_str())
         .collect();
-    assert_eq!(advertised, ["current_time", "service_status"], "docs tools not allowed here, the HTTP tool is");
+    assert_eq!(
+        advertised,
+        ["current_time", "attach_result", "service_status"],
+        "docs tools not allowed here, the HTTP tool is (attach_result reaches only the thread)"
+    );
 }
 
 #[tokio::test]

@@ -567,6 +567,10 @@ pub trait AgentSlack: Send + Sync {
     /// Shows `view` as the person's Home tab (`views.publish`): the same
     /// view again changes nothing, so it is retried freely.
     async fn publish_home(&self, user: &UserId, view: &serde_json::Value) -> Result<(), PostError>;
+
+    /// Uploads a file without sharing it (the responder shares it with the
+    /// answer): its file id. An upload never shared is discarded by Slack.
+    async fn upload(&self, file: &FileUpload) -> Result<String, PostError>;
 }
 
 /// When a call waiting for approval expires: set when the worker asks,

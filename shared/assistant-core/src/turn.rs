@@ -188,6 +188,14 @@ pub enum ToolOutput {
     },
 }
 
+/// A file uploaded for the answer, not yet shared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerFile {
+    pub file_id: String,
+    pub filename: String,
+    pub title: String,
+}
+
 /// Tokens the model read and wrote over the whole turn.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
@@ -361,6 +369,10 @@ pub struct Turn {
     /// ids): `read_attachment` is offered only when there are some.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub text_files: Vec<String>,
+    /// Tool results the model attached to its answer, uploaded to Slack by
+    /// the worker and shared in the thread by the responder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answer_files: Vec<AnswerFile>,
     /// Every call that changed things, and who let it run: the audit
     /// trail, written before the call is made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -432,6 +444,7 @@ impl Turn {
             metered: Default::default(),
             enhancer: None,
             text_files: Vec::new(),
+            answer_files: Vec::new(),
             actions: Vec::new(),
             pending_sign_in: None,
             signed_calls: Vec::new(),

@@ -46,6 +46,13 @@ const POST_ATTEMPTS: u32 = 3;
 /// The first wait before looking and posting again; doubles each time.
 const POST_RETRY_BACKOFF: Duration = Duration::from_millis(250);
 
+/// A file for the thread: its bytes, or an upload the worker made.
+#[derive(Debug, Clone, Copy)]
+enum ToAttach<'a> {
+    Bytes(&'a FileUpload),
+    Uploaded { file_id: &'a str, title: &'a str },
+}
+
 /// What a streamed message became.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Streamed {
@@ -298,11 +305,20 @@ impl Responder {
         }
         let delivered = async {
             let posted = self.post_all(&turn.thread, turn_id, &messages, &mut record).await?;
-            let attached = match &file {
-                Some(file) => self.attach_once(&turn.thread, turn_id, render::ANSWER_UPLOAD, file, &mut record).await?,
-                None => false,
-            };
-            Ok::<_, ResponderError>(posted + usize::from(attached))
+            let mut attached = 0;
+            if let Some(file) = &file {
+                let file = ToAttach::Bytes(file);
+                attached += usize::from(
+                    self.attach_once(&turn.thread, turn_id, render::ANSWER_UPLOAD, file, &mut record).await?,
+                );
+            }
+            // The results the model attached, uploaded by the worker.
+            for uploaded in &turn.answer_files {
+                let file = ToAttach::Uploaded { file_id: &uploaded.file_id, title: &uploaded.title };
+                attached +=
+                    usize::from(self.attach_once(&turn.thread, turn_id, &uploaded.file_id, file, &mut record).await?);
+            }
+            Ok::<_, ResponderError>(posted + attached)
         };
         let posted = match delivered.await {
             Ok(posted) => posted + usize::from(streamed != Streamed::No),
@@ -386,9 +402,13 @@ impl Responder {
         thread: &ThreadRef,
         turn_id: &TurnId,
         name: &str,
-        file: &FileUpload,
+        file: ToAttach<'_>,
         record: &mut DeliveryRecord,
     ) -> Result<bool, ResponderError> {
+        let (title, bytes) = match file {
+            ToAttach::Bytes(file) => (file.title.as_str(), file.body.len()),
+            ToAttach::Uploaded { title, .. } => (title, 0),
+        };
         let file_id = match record.uploads.get(name) {
             Some(upload) if upload.shared => return Ok(false),
             Some(upload) => {
@@ -402,15 +422,18 @@ impl Responder {
                 upload.file_id.clone()
             }
             None => {
-                let file_id = self.slack.upload(file).await.map_err(ResponderError::Slack)?;
+                let file_id = match file {
+                    ToAttach::Bytes(file) => self.slack.upload(file).await.map_err(ResponderError::Slack)?,
+                    ToAttach::Uploaded { file_id, .. } => file_id.to_owned(),
+                };
                 let upload = UploadRecord { file_id: file_id.clone(), shared: false };
                 record.uploads.insert(name.to_owned(), upload);
                 self.save_record(turn_id, record).await?;
                 file_id
             }
         };
-        self.slack.share_upload(thread, &file_id, &file.title).await.map_err(ResponderError::Slack)?;
-        info!(file = %file_id, bytes = file.body.len(), "file attached to the thread");
+        self.slack.share_upload(thread, &file_id, title).await.map_err(ResponderError::Slack)?;
+        info!(file = %file_id, bytes, "file attached to the thread");
         record.uploads.insert(name.to_owned(), UploadRecord { file_id, shared: true });
         self.save_record(turn_id, record).await?;
         Ok(true)

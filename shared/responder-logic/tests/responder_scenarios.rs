@@ -5,9 +5,9 @@
 use assistant_core::approval::Approver;
 use assistant_core::delivery::{DeliveryRecord, MessageKey, PostError, Settled};
 use assistant_core::messages::{ApprovalButton, ReplyMessage, WorkMessage};
-use assistant_core::ports::{DeliveryLog, StoreError, TurnStore};
+use assistant_core::ports::{DeliveryLog, FileUpload, StoreError, TurnStore};
 use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
-use assistant_core::turn::{ToolUse, Turn, TurnId, TurnStatus};
+use assistant_core::turn::{AnswerFile, ToolUse, Turn, TurnId, TurnStatus};
 use assistant_core::{FixedClock, Retryable, ThreadRef};
 use async_trait::async_trait;
 use responder_logic::{DeadLetter, Outcome, Responder};
@@ -275,6 +275,36 @@ async fn an_answer_longer_than_a_few_messages_is_its_lead_and_one_file_even_when
     assert!(!lead.contains(&secret) && !body.contains(&secret), "redacted");
     assert!(body.contains("[redacted: github token]"), "{}", &body[..80]);
     assert_eq!(responder.slack.calls(UPLOAD), 1, "uploaded once");
+    assert_eq!(settled(&responder, &turn).await, Some(Settled::Delivered));
+}
+
+#[tokio::test]
+async fn results_the_model_attached_are_shared_once_each_with_the_answer() {
+    // GIVEN an answer with two files the worker uploaded, and the first
+    // share landing with its answer lost
+    let responder = responder();
+    let mut turn = stored(&responder, TurnStatus::Answered, Some("The rows are attached.")).await;
+    let mut answered = responder.turns.load(&turn.id).await.unwrap().unwrap();
+    for (id, name) in [("F0AGENT001", "errors.csv"), ("F0AGENT002", "trace.txt")] {
+        let file = FileUpload { filename: name.into(), title: name.into(), body: b"x".to_vec() };
+        responder.slack.uploaded(id, file);
+        answered.answer_files.push(AnswerFile { file_id: id.into(), filename: name.into(), title: name.into() });
+    }
+    responder.turns.save(&mut answered).await.unwrap();
+    turn = answered;
+    responder.slack.script(SHARE_UPLOAD, [Scripted::LandThenFail(PostError::Unavailable("reset".into()))]);
+
+    // WHEN the delivery fails there and SQS delivers it twice more
+    assert!(responder.handle(&deliver(&turn)).await.is_err());
+    for _ in 0..2 {
+        responder.handle(&deliver(&turn)).await.unwrap();
+    }
+
+    // THEN the answer once, and each file once, in order
+    assert_eq!(texts(&responder), ["The rows are attached."]);
+    let shared: Vec<String> = responder.slack.shared_files().into_iter().map(|(_, file)| file.filename).collect();
+    assert_eq!(shared, ["errors.csv", "trace.txt"]);
+    assert_eq!(responder.slack.calls(UPLOAD), 0, "the worker uploaded them");
     assert_eq!(settled(&responder, &turn).await, Some(Settled::Delivered));
 }
 

@@ -7,7 +7,7 @@
 use crate::slack_memory::Scripted;
 use assistant_core::ThreadRef;
 use assistant_core::delivery::{MessageMetadata, PostError};
-use assistant_core::ports::{AgentSlack, StreamChunk, SuggestedPrompt, TaskSource, TaskStatus, TaskUpdate};
+use assistant_core::ports::{AgentSlack, FileUpload, StreamChunk, SuggestedPrompt, TaskSource, TaskStatus, TaskUpdate};
 use async_trait::async_trait;
 use serde_json::Value;
 use slack::{ChannelId, Ts, UserId};
@@ -21,6 +21,7 @@ pub const APPEND_STREAM: &str = "chat.appendStream";
 pub const STOP_STREAM: &str = "chat.stopStream";
 pub const DELETE: &str = "chat.delete";
 pub const PUBLISH_HOME: &str = "views.publish";
+pub const UPLOAD: &str = "files.getUploadURLExternal";
 
 /// The most markdown one stream call may carry.
 pub const STREAM_TEXT_LIMIT: usize = 12_000;
@@ -59,6 +60,7 @@ pub struct MemoryAgent {
     titles: Mutex<Vec<(ThreadRef, String)>>,
     streams: Mutex<Vec<Stream>>,
     homes: Mutex<Vec<(UserId, Value)>>,
+    uploads: Mutex<Vec<(String, FileUpload)>>,
     /// Also print what is streamed (when the stream stops), as the local
     /// runner shows Slack.
     echo: bool,
@@ -67,6 +69,11 @@ pub struct MemoryAgent {
 impl MemoryAgent {
     pub fn echoing() -> Self {
         Self { echo: true, ..Self::default() }
+    }
+
+    /// Every file uploaded (not shared: the responder shares): (id, file).
+    pub fn uploads(&self) -> Vec<(String, FileUpload)> {
+        self.uploads.lock().expect("uploads lock").clone()
     }
 
     pub fn script(&self, method: &'static str, outcomes: impl IntoIterator<Item = Scripted>) {
@@ -232,5 +239,13 @@ impl AgentSlack for MemoryAgent {
         }
         self.homes.lock().expect("homes lock").push((user.clone(), view.clone()));
         Ok(())
+    }
+
+    async fn upload(&self, file: &FileUpload) -> Result<String, PostError> {
+        self.called(UPLOAD)?;
+        let mut uploads = self.uploads.lock().expect("uploads lock");
+        let id = format!("F0AGENT{:03}", uploads.len() + 1);
+        uploads.push((id.clone(), file.clone()));
+        Ok(id)
     }
 }

@@ -87,6 +87,11 @@ impl MemoryPoster {
         self.calls.lock().expect("calls lock").iter().filter(|m| **m == method).count()
     }
 
+    /// A file another process uploaded (the worker), as Slack holds it.
+    pub fn uploaded(&self, file_id: &str, file: FileUpload) {
+        self.uploads.lock().expect("uploads lock").insert(file_id.to_owned(), file);
+    }
+
     /// Every file shared in a thread, in order: (thread, its upload).
     pub fn shared_files(&self) -> Vec<(ThreadRef, FileUpload)> {
         let uploads = self.uploads.lock().expect("uploads lock");

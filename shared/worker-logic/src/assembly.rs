@@ -285,6 +285,7 @@ pub async fn assemble(
     let mut tools = vec![
         builtin_tools::current_time(ports.clock.clone()),
         crate::attachments::read_attachment(ports.artifacts.clone()),
+        crate::answer_files::attach_result_tool(),
     ];
     tools.extend(docs_tools::docs_tools(ports.artifacts.clone(), &assistant.docs_prefix)?);
     // Read-only and off until configured: built in, like the docs tools.
@@ -484,8 +485,8 @@ mod tests {
         let advertised: Vec<String> = worker.tools.advertised(&channel).into_iter().map(|spec| spec.name).collect();
         assert_eq!(
             advertised,
-            ["current_time", "read_attachment", "list_docs", "read_doc", "search_docs"],
-            "allowed: offered to turns with text files"
+            ["current_time", "read_attachment", "attach_result", "list_docs", "read_doc", "search_docs"],
+            "allowed (read_attachment is offered only to turns with text files)"
         );
         assert!(worker.tools.approval_rule(&channel, "service_status").is_none(), "declared, but allowed nowhere");
     }

@@ -22,11 +22,13 @@
 //!   rest (`local --tools`).
 //! - [`context`]: what a turn opens with (the thread so far, the channel);
 //!   [`attachments`]: the files pasted in the thread, and `read_attachment`;
+//!   [`answer_files`]: `attach_result`, a tool's result as a file beside the answer;
 //!   [`enhancer`]: the cheap model's reading of the question.
 //! - [`offload`]: keeping a turn's item small (large results in S3).
 //! - [`streaming`]: the answer streamed into Slack as the model writes it,
 //!   through a redactor that never lets out what it may still redact.
 
+pub mod answer_files;
 pub mod approvals;
 pub mod assembly;
 pub mod attachments;

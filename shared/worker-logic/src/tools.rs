@@ -298,9 +298,10 @@ pub enum Verdict {
     ThreadOwn,
 }
 
-/// Tools that reach nothing but what people put in the asking thread
-/// themselves: offered wherever no rule denies them by name or glob.
-pub const THREAD_OWN_TOOLS: &[&str] = &[crate::attachments::READ_ATTACHMENT];
+/// Tools that reach nothing beyond the asking thread (what people pasted
+/// in it, the turn's own results shared back into it): offered wherever no
+/// rule denies them by name or glob.
+pub const THREAD_OWN_TOOLS: &[&str] = &[crate::attachments::READ_ATTACHMENT, crate::answer_files::ATTACH_RESULT];
 
 impl ToolPolicy {
     pub fn new(rules: Vec<ChannelRule>) -> Self {

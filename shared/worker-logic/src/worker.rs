@@ -36,6 +36,7 @@
 //! `step`), so every log line of a turn, the adapters' included, can be
 //! found by its id.
 
+use crate::answer_files::{self, ATTACH_RESULT};
 use crate::approvals::{Approvals, Verdict};
 use crate::context;
 use crate::offload;
@@ -1329,6 +1330,10 @@ impl Worker {
         access: StepAccess,
         stream: &mut AnswerStream<'_>,
     ) -> Result<(), WorkerError> {
+        // `attach_result` reads the turn's own results: the worker runs it.
+        let (attaching, calls): (Vec<ToolUse>, Vec<ToolUse>) = calls
+            .into_iter()
+            .partition(|call| call.name == ATTACH_RESULT && self.tools.effect(asker, ATTACH_RESULT).is_some());
         let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) =
             calls.iter().partition(|call| self.tools.effect(asker, &call.name) == Some(Effect::ChangesThings));
         let started: Vec<_> = now.iter().map(|call| streaming::started(call)).collect();
@@ -1339,6 +1344,12 @@ impl Worker {
         let mut results = self.tools.run_all(&now, asker, &access.credentials).await;
         let ended: Vec<_> = now.iter().zip(&results).map(|(call, result)| streaming::ended(call, result)).collect();
         stream.tasks(ended).await;
+        for call in &attaching {
+            let (result, file) = answer_files::attach(self.artifacts.as_ref(), self.agent.as_ref(), turn, call).await;
+            turn.answer_files.extend(file);
+            results.push(result);
+        }
+        sort_in_call_order(turn, &mut results);
         offload::offload_large(self.artifacts.as_ref(), &turn.id, &mut results)
             .await
             .map_err(WorkerError::Artifacts)?;
@@ -1429,13 +1440,18 @@ fn unix_secs(ts: &slack::Ts) -> Option<i64> {
 
 /// Tool results ordered as the model asked for them.
 fn in_call_order(turn: &Turn, mut results: Vec<ToolResult>) -> Vec<Content> {
+    sort_in_call_order(turn, &mut results);
+    results.into_iter().map(Content::ToolResult).collect()
+}
+
+/// Results in the order the last message called for them.
+fn sort_in_call_order(turn: &Turn, results: &mut [ToolResult]) {
     let order: Vec<&str> = turn
         .transcript
         .last()
         .map(|message| message.tool_uses().map(|call| call.id.as_str()).collect())
         .unwrap_or_default();
     results.sort_by_key(|result| order.iter().position(|id| *id == result.tool_use_id).unwrap_or(usize::MAX));
-    results.into_iter().map(Content::ToolResult).collect()
 }
 
 /// An honest answer for a turn stopped before the model finished: what

@@ -12,7 +12,7 @@ use crate::poster::post_error;
 use crate::web::{Retry, WebClient};
 use assistant_core::ThreadRef;
 use assistant_core::delivery::{MessageMetadata, PostError};
-use assistant_core::ports::{AgentSlack, StreamChunk, SuggestedPrompt, TaskStatus, TaskUpdate};
+use assistant_core::ports::{AgentSlack, FileUpload, StreamChunk, SuggestedPrompt, TaskStatus, TaskUpdate};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -147,5 +147,9 @@ impl AgentSlack for WebAgent {
         let params = [("user_id", user.as_str()), ("view", view.as_str())];
         let _: Value = self.client.call("views.publish", &params).await.map_err(post_error)?;
         Ok(())
+    }
+
+    async fn upload(&self, file: &FileUpload) -> Result<String, PostError> {
+        self.client.upload_file(file).await.map_err(post_error)
     }
 }
