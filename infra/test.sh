@@ -6,7 +6,8 @@
 # project's reference server and the OpenID provider oidc-provider from npm), starts the local AWS emulator and
 # the MCP server on free loopback ports, then runs: cargo fmt
 # --check, clippy -D warnings, every test (unit, emulator, real binaries under
-# the Lambda Runtime Interface Emulator), cfn-lint and sam validate --lint.
+# the Lambda Runtime Interface Emulator), the evaluation set against its
+# recorded model replies, cfn-lint and sam validate --lint.
 # Whatever it started is stopped on exit, failed or not.
 set -euo pipefail
 
@@ -48,3 +49,6 @@ export FUNCTION_BIN_DIR="$CARGO_TARGET_DIR/debug"
 
 step "cargo test"
 cargo test --workspace
+
+step "the evaluation set against its recorded model replies (infra/eval.sh)"
+infra/eval.sh

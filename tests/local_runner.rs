@@ -61,6 +61,26 @@ fn with_the_local_aws_emulator_configured_it_keeps_turns_in_its_table() {
     assert!(stdout.contains("1 message(s) posted"), "{stdout}");
 }
 
+#[test]
+fn a_turn_in_the_table_is_exported_as_a_draft_evaluation_case_that_names_its_tools() {
+    let table = tests::unique_name("local-export");
+    let asked = at_the_emulator().env("TURNS_TABLE", &table).arg("why is checkout-api failing?").output().unwrap();
+    let stdout = String::from_utf8_lossy(&asked.stdout);
+    let start = stdout.find("TurnId(\"").expect("the turn's id is printed") + "TurnId(\"".len();
+    let turn = &stdout[start..start + stdout[start..].find('"').unwrap()];
+
+    let exported = at_the_emulator().env("TURNS_TABLE", &table).args(["--export-turn", turn]).output().unwrap();
+    assert!(exported.status.success(), "{}", String::from_utf8_lossy(&exported.stderr));
+    let draft: serde_json::Value = serde_json::from_slice(&exported.stdout).expect("a JSON case");
+    assert_eq!(draft["question"], "why is checkout-api failing?");
+    assert_eq!(draft["expect"]["calls"], serde_json::json!(["current_time", "search_docs"]));
+    assert_eq!(draft["tools"].as_array().unwrap().len(), 2, "{draft}");
+
+    let missing = at_the_emulator().env("TURNS_TABLE", &table).args(["--export-turn", "T0-Ev0NONE"]).output().unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no such turn"));
+}
+
 /// The runner's output, asked `question` with the assistant configuration
 /// `config`, the model replaying `recording` (under
 /// `fixtures/local-runner/`), and one more environment variable; fails

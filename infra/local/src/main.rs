@@ -8,6 +8,7 @@
 //! cargo run -p local -- --provision                      the stack's resources at a local AWS emulator
 //! cargo run -p local -- --tools [--channel C…] [--user U…] [--config FILE]
 //!                                                        every tool the model is offered in each channel, and why not the rest
+//! cargo run -p local -- --export-turn TURN_ID            a turn (a 👎 above all) as a draft evaluation case, redacted
 //! ```
 //!
 //! What it talks to comes from the environment (see README.md): with no
@@ -31,12 +32,14 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
 
-const USAGE: &str = "usage: local [--config FILE] [--replay FILE] \"QUESTION\"\n       local [--config FILE] [--replay FILE] --serve [--port PORT]\n       local [--config FILE] --tools [--channel CHANNEL_ID]... [--user USER_ID]...\n       local --provision";
+const USAGE: &str = "usage: local [--config FILE] [--replay FILE] \"QUESTION\"\n       local [--config FILE] [--replay FILE] --serve [--port PORT]\n       local [--config FILE] --tools [--channel CHANNEL_ID]... [--user USER_ID]...\n       local --provision\n       local --export-turn TURN_ID   (reads TURNS_TABLE with the usual AWS settings)";
 
 enum Mode {
     Ask(String),
     Serve(u16),
     Provision,
+    /// A stored turn as a draft evaluation case.
+    ExportTurn(String),
     /// What the model is offered in these channels (to these people).
     Tools(Vec<String>, Vec<String>),
 }
@@ -50,7 +53,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let (mut serve, mut port, mut replay, mut config, mut words) = (false, 3000, None, None, Vec::new());
-    let mut provision = false;
+    let (mut provision, mut export) = (false, None);
     let (mut tools, mut channels, mut users) = (false, Vec::new(), Vec::new());
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -62,12 +65,19 @@ fn parse_args() -> Result<Args, String> {
             "--replay" => replay = Some(args.next().ok_or("--replay takes a file")?),
             "--config" => config = Some(args.next().ok_or("--config takes a file")?),
             "--provision" => provision = true,
+            "--export-turn" => export = Some(args.next().ok_or("--export-turn takes a turn id")?),
             "-h" | "--help" => return Err(String::new()),
             _ => words.push(arg),
         }
     }
     if (!channels.is_empty() || !users.is_empty()) && !tools {
         return Err("--channel and --user go with --tools".into());
+    }
+    if let Some(turn) = export {
+        if serve || provision || tools || !words.is_empty() {
+            return Err("--export-turn takes nothing else".into());
+        }
+        return Ok(Args { mode: Mode::ExportTurn(turn), replay, config });
     }
     let mode = match (serve, words.is_empty()) {
         _ if tools && (serve || provision || !words.is_empty()) => {
@@ -97,6 +107,15 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Mode::ExportTurn(turn) = &mode {
+        return match export_turn(turn).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("cannot export {turn}: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Mode::Provision = mode {
         return match provision::provision().await {
             Ok(()) => ExitCode::SUCCESS,
@@ -116,7 +135,7 @@ async fn main() -> ExitCode {
     match mode {
         Mode::Serve(port) => serve(pipeline, port).await,
         Mode::Ask(question) => ask(&pipeline, &question).await,
-        Mode::Provision => unreachable!("provisioning returned above"),
+        Mode::Provision | Mode::ExportTurn(_) => unreachable!("returned above"),
         Mode::Tools(channels, users) => {
             let users: Vec<Option<slack::UserId>> = match users.is_empty() {
                 true => vec![None],
@@ -199,4 +218,29 @@ async fn slack_request(State(served): State<Arc<Served>>, headers: HeaderMap, bo
         response.headers_mut().insert("x-slack-no-retry", "1".parse().expect("valid header"));
     }
     response
+}
+
+/// Prints the turn `id` (as `{team}-{event_id}`, or its reference as the
+/// thread shows it with `TEAM_ID`) as a draft evaluation case: read from
+/// `TURNS_TABLE` with the usual AWS settings (`AWS_ENDPOINT_URL` for the
+/// local emulator), with its ratings.
+async fn export_turn(id: &str) -> Result<(), String> {
+    use assistant_core::feedback::{FeedbackLog, Rating};
+    use assistant_core::ports::TurnStore;
+    let table = std::env::var("TURNS_TABLE").map_err(|_| "set TURNS_TABLE to the stack's turns table".to_owned())?;
+    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let records = Arc::new(adapters_aws::dynamodb::DynamoRecords::new(aws_sdk_dynamodb::Client::new(&aws), &table));
+    let id = assistant_core::turn::TurnId::new(id);
+    let turns = assistant_core::store::RecordTurns::new(records.clone());
+    let turn = turns.load(&id).await.map_err(|err| err.to_string())?.ok_or("no such turn in the table")?;
+    let ratings = FeedbackLog::new(records).load(&id).await.map_err(|err| err.to_string())?;
+    let rating = match ratings.ratings.values().map(|rated| rated.rating).collect::<Vec<_>>() {
+        rated if rated.contains(&Rating::Negative) => Some("👎"),
+        rated if rated.contains(&Rating::Positive) => Some("👍"),
+        _ => None,
+    };
+    let draft = evals::draft_case(&turn, rating);
+    println!("{}", serde_json::to_string_pretty(&draft).map_err(|err| err.to_string())?);
+    eprintln!("draft written: save it under evals/cases/, fill in its expectations, and run infra/eval.sh");
+    Ok(())
 }

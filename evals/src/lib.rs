@@ -1,0 +1,585 @@
+//! The evaluation set's runner. A case (`evals/cases/*.json`) is a thread
+//! (the question and earlier messages), the tools' recorded results (by
+//! tool and input, so no real system is touched), the model's recorded
+//! replies, and what a good answer does: tools it must or must not call,
+//! an approval asked for, words it must and must not say, secrets that
+//! must reach nothing, a step and cost ceiling.
+//!
+//! Each case runs through the worker's own assembly (`worker_logic::assemble`,
+//! as the function and the local runner build it, on in-memory ports) with
+//! its tools replaced by the recorded ones, against the recorded replies
+//! or, given a model id, against Bedrock. The answer is rendered as the
+//! responder renders it, and everything sent (to the model, streamed, and
+//! posted) is searched for the case's secrets.
+
+use assistant_core::messages::{ThreadRef, TurnRequest, WorkMessage};
+use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, TextSink};
+use assistant_core::ports::{Author, ThreadMessage, TurnStore};
+use assistant_core::pricing::ModelPrices;
+use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolUse, TurnStatus, Usage};
+use serde::Deserialize;
+use serde_json::Value;
+use slack::{ChannelId, EventId, TeamId, Ts, UserId};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use worker_logic::config::AssistantConfig;
+use worker_logic::tools::{Effect, Tool, ToolPolicy, ToolRegistry};
+use worker_logic::{Deadline, Limits, Outcome, WorkerPorts};
+
+/// The model a recorded case's costs are priced as.
+pub const RECORDED_PRICES_AS: &str = "us.anthropic.claude-sonnet-4-20250514-v1:0";
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub name: String,
+    /// What the case is about, in a line.
+    pub about: String,
+    pub question: String,
+    /// Earlier messages of the thread, oldest first.
+    #[serde(default)]
+    pub earlier: Vec<Earlier>,
+    #[serde(default)]
+    pub channel: Option<String>,
+    #[serde(default)]
+    pub tools: Vec<RecordedTool>,
+    /// The model's replies, in order (used without `--model`).
+    pub model: Vec<RecordedReply>,
+    pub expect: Expect,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Earlier {
+    /// `person` or `bot` (this bot).
+    pub who: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedTool {
+    pub name: String,
+    pub description: String,
+    /// `read` (runs at once) or `change` (waits for a person's approval).
+    #[serde(default = "read")]
+    pub effect: String,
+    #[serde(default = "any_object")]
+    pub input_schema: Value,
+    /// Results by input: the first whose `when` fields all equal the call's.
+    #[serde(default)]
+    pub results: Vec<RecordedResult>,
+}
+
+fn read() -> String {
+    "read".into()
+}
+
+fn any_object() -> Value {
+    serde_json::json!({"type": "object"})
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedResult {
+    #[serde(default)]
+    pub when: serde_json::Map<String, Value>,
+    pub output: Value,
+    #[serde(default)]
+    pub error: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedReply {
+    #[serde(default)]
+    pub text: String,
+    #[serde(default)]
+    pub calls: Vec<RecordedCall>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedCall {
+    pub id: String,
+    pub name: String,
+    #[serde(default = "empty_object")]
+    pub input: Value,
+}
+
+fn empty_object() -> Value {
+    serde_json::json!({})
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    #[serde(default)]
+    pub calls: Vec<String>,
+    #[serde(default)]
+    pub never_calls: Vec<String>,
+    /// A call waiting for a person's approval (`true`), or none (`false`).
+    #[serde(default)]
+    pub approval: Option<bool>,
+    /// Case-insensitive.
+    #[serde(default)]
+    pub contains: Vec<String>,
+    #[serde(default)]
+    pub not_contains: Vec<String>,
+    /// Strings that must be in nothing sent: to the model, streamed, posted.
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    #[serde(default = "max_steps")]
+    pub max_steps: u32,
+    #[serde(default = "max_cost")]
+    pub max_cost_usd: f64,
+}
+
+fn max_steps() -> u32 {
+    6
+}
+
+fn max_cost() -> f64 {
+    0.25
+}
+
+/// What running a case came to.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    pub name: String,
+    /// Why it failed, each check that did; empty when it passed.
+    pub failures: Vec<String>,
+    pub steps: u32,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub latency: Duration,
+    pub answer: String,
+}
+
+impl Verdict {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// Which model answers.
+pub enum Answerer {
+    /// The case's recorded replies.
+    Recorded,
+    /// Bedrock, with this model id.
+    Bedrock { client: aws_sdk_bedrockruntime::Client, model_id: String },
+}
+
+pub fn load_case(path: &std::path::Path) -> anyhow::Result<Case> {
+    let text = std::fs::read_to_string(path)?;
+    serde_json::from_str(&text).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))
+}
+
+/// Runs one case.
+pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> anyhow::Result<Verdict> {
+    let started = Instant::now();
+    let (model, prices): (Arc<dyn Model>, Option<ModelPrices>) = match answerer {
+        Answerer::Recorded => (Arc::new(Replay::new(&case.model)), ModelPrices::for_model(RECORDED_PRICES_AS)),
+        Answerer::Bedrock { client, model_id } => (
+            Arc::new(adapters_bedrock::BedrockModel::new(client.clone(), model_id)),
+            config.model_prices.or_else(|| ModelPrices::for_model(model_id)),
+        ),
+    };
+    let model = Arc::new(Recorder { inner: model, sent: Mutex::default() });
+    let tables = testkit::memory::tables();
+    let agent = Arc::new(testkit::agent_memory::MemoryAgent::default());
+    let history = case
+        .earlier
+        .iter()
+        .enumerate()
+        .map(|(n, earlier)| ThreadMessage {
+            ts: Ts::new(format!("1763800{n:03}.000100")),
+            author: if earlier.who == "bot" { Author::ThisBot } else { Author::Person(UserId::new("U0EARLIER1")) },
+            text: earlier.text.clone(),
+            files: Vec::new(),
+        })
+        .collect();
+    let slack = Arc::new(testkit::memory::MemorySlack::default().with_history(history));
+    let store = Arc::new(tables.turns);
+    let ports = WorkerPorts {
+        store: store.clone(),
+        deliveries: Arc::new(tables.deliveries),
+        model: model.clone(),
+        models: Arc::new({
+            let model = model.clone();
+            move |_: &str| model.clone() as Arc<dyn Model>
+        }),
+        work: Arc::new(testkit::memory::MemoryQueue::default()),
+        replies: Arc::new(testkit::memory::MemoryQueue::default()),
+        artifacts: Arc::new(testkit::memory::MemoryArtifacts::default()),
+        slack: slack.clone(),
+        files: slack,
+        timers: Arc::new(testkit::memory::MemoryTimers::default()),
+        clock: Arc::new(assistant_core::FixedClock::at(1_763_800_600)),
+        http: reqwest::Client::new(),
+        signer: Arc::new(assistant_core::ports::NoSigner),
+        aws: Arc::new(testkit::signals_memory::MemoryAws(Default::default())),
+        knowledge: Arc::new(testkit::signals_memory::MemorySignals::default()),
+        mcp: Arc::new(assistant_core::mcp::NoMcpServers),
+        secrets: Arc::new(assistant_core::ports::NoSecrets),
+        metrics: Arc::new(assistant_core::telemetry::NoMetrics),
+        agent: agent.clone(),
+        streams: tables.streams,
+        feedback: tables.feedback,
+        grants: tables.grants,
+        contexts: Arc::new(testkit::memory::MemoryContexts::default()),
+        sign_in: None,
+        every_question: None,
+    };
+    // The configuration's tools are the recorded ones here (a case never
+    // reaches a real system): built-ins and the case's tools, under the
+    // configuration's policy.
+    let mut config = config.clone();
+    config.http_tools.clear();
+    config.mcp_servers.clear();
+    let mut worker = worker_logic::assemble(ports, &config, Limits::default(), &|_| None).await?;
+    let mut tools =
+        vec![worker_logic::builtin_tools::current_time(Arc::new(assistant_core::FixedClock::at(1_763_800_600)))];
+    for tool in &case.tools {
+        tools.push(recorded_tool(tool));
+    }
+    worker.tools = ToolRegistry::new(tools, config.policy().unwrap_or_else(ToolPolicy::allow_all))?;
+    worker.prices = prices;
+
+    let request = request(case);
+    let turn_id = WorkMessage::StartTurn(request.clone()).turn_id().expect("a start names its turn");
+    let mut message = WorkMessage::StartTurn(request.clone());
+    for _ in 0..10 {
+        match worker.handle(&message, &Plenty).await {
+            Ok(Outcome::Continued { id, after_step }) => {
+                message = WorkMessage::Continue(assistant_core::messages::Continuation {
+                    turn_id: id,
+                    thread: request.thread.clone(),
+                    after_step,
+                })
+            }
+            Ok(_) => break,
+            Err(err) => anyhow::bail!("the worker failed: {err}"),
+        }
+    }
+    let turn = store.load(&turn_id).await?.ok_or_else(|| anyhow::anyhow!("no turn was stored"))?;
+    let answer = turn.answer.clone().unwrap_or_default();
+    let rendered = responder_logic::render::answer(&answer, Default::default(), &turn.id);
+    let posted = serde_json::to_string(&rendered.iter().map(|m| (&m.text, &m.blocks)).collect::<Vec<_>>())?;
+    let streamed: String = agent.streams().iter().map(|stream| stream.text.as_str()).collect::<Vec<_>>().join("\n");
+    let sent = model.sent.lock().expect("sent lock").join("\n");
+
+    let called: Vec<&str> = turn
+        .transcript
+        .iter()
+        .flat_map(Message::tool_uses)
+        .map(|call| call.name.as_str())
+        .chain(turn.pending_approval.iter().flat_map(|p| p.waiting.iter().map(|call| call.name.as_str())))
+        .collect();
+    let mut failures = Vec::new();
+    let expect = &case.expect;
+    for tool in &expect.calls {
+        if !called.contains(&tool.as_str()) {
+            failures.push(format!("did not call {tool}"));
+        }
+    }
+    for tool in &expect.never_calls {
+        if called.contains(&tool.as_str()) {
+            failures.push(format!("called {tool}"));
+        }
+    }
+    let waiting = turn.status == TurnStatus::AwaitingApproval;
+    match expect.approval {
+        Some(true) if !waiting => failures.push("asked for no approval".into()),
+        Some(false) if waiting => failures.push("asked for an approval".into()),
+        _ => {}
+    }
+    // What a person reads: the answer, or (waiting) what was streamed.
+    let read = format!("{answer}\n{streamed}").to_lowercase();
+    for phrase in &expect.contains {
+        if !read.contains(&phrase.to_lowercase()) {
+            failures.push(format!("the answer lacks {phrase:?}"));
+        }
+    }
+    for phrase in &expect.not_contains {
+        if read.contains(&phrase.to_lowercase()) {
+            failures.push(format!("the answer says {phrase:?}"));
+        }
+    }
+    for secret in &expect.secrets {
+        for (where_, text) in [("the model", &sent), ("the stream", &streamed), ("the posted answer", &posted)] {
+            if text.contains(secret.as_str()) {
+                failures.push(format!("a secret reached {where_}"));
+            }
+        }
+    }
+    if turn.steps > expect.max_steps {
+        failures.push(format!("{} steps, over {}", turn.steps, expect.max_steps));
+    }
+    let cost_usd = prices.map_or(0.0, |prices| prices.cost(&turn.usage));
+    if cost_usd > expect.max_cost_usd {
+        failures.push(format!("cost ${cost_usd:.4}, over ${:.4}", expect.max_cost_usd));
+    }
+    if !waiting && !matches!(turn.status, TurnStatus::Answered) {
+        failures.push(format!("the turn ended {}", turn.status.as_str()));
+    }
+    Ok(Verdict {
+        name: case.name.clone(),
+        failures,
+        steps: turn.steps,
+        usage: turn.usage,
+        cost_usd,
+        latency: started.elapsed(),
+        answer,
+    })
+}
+
+fn request(case: &Case) -> TurnRequest {
+    let channel = case.channel.clone().unwrap_or_else(|| "C0EVALS001".into());
+    let message_ts = Ts::new(format!("1763800{:03}.000100", case.earlier.len()));
+    let thread_ts = if case.earlier.is_empty() { message_ts.clone() } else { Ts::new("1763800000.000100") };
+    TurnRequest {
+        event_id: EventId::new(format!("Ev0{}", case.name.replace(|c: char| !c.is_ascii_alphanumeric(), ""))),
+        thread: ThreadRef { team: TeamId::new("T0EVALS001"), channel: ChannelId::new(channel), thread_ts },
+        message_ts,
+        user: UserId::new("U0ASKER001"),
+        text: format!("<@U0EVALSBOT> {}", case.question),
+        context_channel: None,
+        bot_user: Some(UserId::new("U0EVALSBOT")),
+        files: Vec::new(),
+    }
+}
+
+/// A tool answering from the case's recorded results.
+fn recorded_tool(recorded: &RecordedTool) -> Tool {
+    let spec = assistant_core::model::ToolSpec {
+        name: recorded.name.clone(),
+        description: recorded.description.clone(),
+        input_schema: recorded.input_schema.clone(),
+    };
+    let effect = if recorded.effect == "change" { Effect::ChangesThings } else { Effect::ReadOnly };
+    let results = recorded.results.clone();
+    let name = recorded.name.clone();
+    Tool::with_servers_schema(spec, effect, Duration::from_secs(5), move |input: Value| {
+        let found =
+            results.iter().find(|result| result.when.iter().all(|(key, value)| input.get(key) == Some(value))).cloned();
+        let name = name.clone();
+        async move {
+            match found {
+                Some(result) if result.error => Err(result.output.as_str().unwrap_or("failed").to_owned()),
+                Some(result) => Ok(match result.output {
+                    Value::String(text) => ToolOutput::Text(text),
+                    other => ToolOutput::Json(other),
+                }),
+                None => Err(format!("{name}: no recorded result for {input}")),
+            }
+        }
+    })
+}
+
+/// The case's recorded replies, in order; usage estimated from sizes
+/// (about four bytes a token), so cost and the ceiling mean something.
+struct Replay {
+    replies: Mutex<VecDeque<RecordedReply>>,
+}
+
+impl Replay {
+    fn new(replies: &[RecordedReply]) -> Self {
+        Self { replies: Mutex::new(replies.iter().cloned().collect()) }
+    }
+}
+
+#[async_trait::async_trait]
+impl Model for Replay {
+    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        let reply = self
+            .replies
+            .lock()
+            .expect("replies lock")
+            .pop_front()
+            .unwrap_or(RecordedReply { text: "(the recording has no more replies)".into(), calls: Vec::new() });
+        let mut content = Vec::new();
+        if !reply.text.is_empty() {
+            content.push(Content::Text(reply.text.clone()));
+        }
+        for call in &reply.calls {
+            content.push(Content::ToolUse(ToolUse {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+            }));
+        }
+        let read = serde_json::to_string(request.messages).map_or(0, |text| text.len()) + request.system.len();
+        let written = serde_json::to_string(&content).map_or(0, |text| text.len());
+        Ok(ModelReply {
+            stop_reason: if reply.calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse },
+            message: Message { role: Role::Assistant, content },
+            usage: Usage { input_tokens: read as u64 / 4, output_tokens: written as u64 / 4, ..Usage::default() },
+        })
+    }
+
+    fn id(&self) -> &str {
+        RECORDED_PRICES_AS
+    }
+}
+
+/// Keeps what every model call was sent (its messages and system prompt).
+struct Recorder {
+    inner: Arc<dyn Model>,
+    sent: Mutex<Vec<String>>,
+}
+
+impl Recorder {
+    fn keep(&self, request: &ModelRequest<'_>) {
+        let messages = serde_json::to_string(request.messages).unwrap_or_default();
+        self.sent.lock().expect("sent lock").push(format!("{}\n{messages}", request.system));
+    }
+}
+
+#[async_trait::async_trait]
+impl Model for Recorder {
+    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        self.keep(&request);
+        self.inner.converse(request).await
+    }
+
+    async fn converse_streaming(
+        &self,
+        request: ModelRequest<'_>,
+        sink: &mut dyn TextSink,
+    ) -> Result<ModelReply, ModelError> {
+        self.keep(&request);
+        self.inner.converse_streaming(request, sink).await
+    }
+
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+}
+
+struct Plenty;
+
+impl Deadline for Plenty {
+    fn time_left(&self) -> Duration {
+        Duration::from_secs(3_600)
+    }
+}
+
+/// The summary table's rows and its last line.
+pub fn table(verdicts: &[Verdict]) -> String {
+    let mut out = format!(
+        "{:<34} {:<6} {:>5} {:>8} {:>8} {:>9} {:>8}  {}\n",
+        "case", "result", "steps", "in tok", "out tok", "cost $", "ms", "why"
+    );
+    for verdict in verdicts {
+        out.push_str(&format!(
+            "{:<34} {:<6} {:>5} {:>8} {:>8} {:>9.5} {:>8}  {}\n",
+            verdict.name,
+            if verdict.passed() { "pass" } else { "FAIL" },
+            verdict.steps,
+            verdict.usage.input_tokens,
+            verdict.usage.output_tokens,
+            verdict.cost_usd,
+            verdict.latency.as_millis(),
+            verdict.failures.join("; ")
+        ));
+    }
+    let passed = verdicts.iter().filter(|verdict| verdict.passed()).count();
+    let cost: f64 = verdicts.iter().map(|verdict| verdict.cost_usd).sum();
+    out.push_str(&format!(
+        "{passed}/{} passed ({:.0}%), ${cost:.4} in all\n",
+        verdicts.len(),
+        pass_rate(verdicts) * 100.0
+    ));
+    out
+}
+
+pub fn pass_rate(verdicts: &[Verdict]) -> f64 {
+    if verdicts.is_empty() {
+        return 0.0;
+    }
+    verdicts.iter().filter(|verdict| verdict.passed()).count() as f64 / verdicts.len() as f64
+}
+
+/// A draft case from a turn that happened (a 👎 above all): its question,
+/// its tool calls with their results as the recorded tools, its model
+/// replies as the recording, and expectations to finish by hand. Every
+/// string in it redacted.
+pub fn draft_case(turn: &assistant_core::turn::Turn, rating: Option<&str>) -> Value {
+    let question = turn
+        .transcript
+        .iter()
+        .rev()
+        .filter(|message| message.role == Role::User)
+        .flat_map(|message| &message.content)
+        .find_map(|content| match content {
+            Content::Text(text) if text.starts_with("<@") => {
+                Some(text.split_once(": ").map_or(text.as_str(), |(_, q)| q))
+            }
+            _ => None,
+        })
+        .unwrap_or_default();
+    // The bot's mention goes: a case's question is asked with it.
+    let mut question = question.trim_start();
+    while let Some(rest) = question.strip_prefix("<@").and_then(|rest| rest.split_once('>')).map(|(_, rest)| rest) {
+        question = rest.trim_start();
+    }
+    let results: std::collections::HashMap<&str, &assistant_core::turn::ToolResult> = turn
+        .transcript
+        .iter()
+        .flat_map(|message| &message.content)
+        .filter_map(|content| match content {
+            Content::ToolResult(result) => Some((result.tool_use_id.as_str(), result)),
+            _ => None,
+        })
+        .collect();
+    let mut tools: Vec<Value> = Vec::new();
+    let mut model = Vec::new();
+    for message in turn.transcript.iter().filter(|message| message.role == Role::Assistant) {
+        let calls: Vec<Value> = message
+            .tool_uses()
+            .map(|call| serde_json::json!({"id": call.id, "name": call.name, "input": call.input}))
+            .collect();
+        model.push(serde_json::json!({"text": message.text(), "calls": calls}));
+        for call in message.tool_uses() {
+            let Some(result) = results.get(call.id.as_str()) else { continue };
+            let output = match &result.output {
+                ToolOutput::Text(text) => Value::String(text.clone()),
+                ToolOutput::Json(json) => json.clone(),
+                ToolOutput::Stored { preview, bytes, .. } => {
+                    Value::String(format!("{preview}\n[{bytes} bytes in all]"))
+                }
+            };
+            let recorded = serde_json::json!({"when": call.input, "output": output,
+                "error": result.status == assistant_core::turn::ToolStatus::Error});
+            match tools.iter_mut().find(|tool| tool["name"] == call.name.as_str()) {
+                Some(tool) => tool["results"].as_array_mut().expect("results").push(recorded),
+                None => tools.push(serde_json::json!({"name": call.name, "description": format!("(recorded from turn {})", turn.id.reference()), "results": [recorded]})),
+            }
+        }
+    }
+    let called: Vec<&str> =
+        turn.transcript.iter().flat_map(Message::tool_uses).map(|call| call.name.as_str()).collect();
+    let mut called: Vec<&str> = called.into_iter().fold(Vec::new(), |mut seen, name| {
+        if !seen.contains(&name) {
+            seen.push(name);
+        }
+        seen
+    });
+    called.sort();
+    let mut draft = serde_json::json!({
+        "name": format!("draft-{}", turn.id.reference()),
+        "about": format!(
+            "Drafted from turn {}{}: say what a good answer does (expect.contains, never_calls, approval), then rename it.",
+            turn.id.reference(),
+            rating.map_or(String::new(), |rating| format!(", rated {rating}"))
+        ),
+        "question": question,
+        "tools": tools,
+        "model": model,
+        "expect": {"calls": called, "contains": [], "not_contains": [], "max_steps": turn.steps.max(1) + 1},
+    });
+    redact::Redactor::global().redact_json(&mut draft);
+    draft
+}
