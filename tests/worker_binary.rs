@@ -111,3 +111,25 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
     assert_eq!(slack.calls("conversations.info").len(), 1, "read the channel");
     assert!(!lambda.logs().contains("xoxb-test-token"), "the token never reaches the logs");
 }
+
+#[tokio::test]
+async fn a_worker_whose_configuration_is_broken_says_why_and_leaves_its_message_for_a_retry() {
+    // GIVEN an assistant configuration the worker cannot read (it starts
+    // building it only beside the runtime's first poll)
+    let fake = FakeBedrock::start().await;
+    let slack = FakeSlack::start().await;
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    stack.put("config/assistant.json", r#"{"tool_polcy": []}"#).await;
+    let env = tests::worker_env(&stack, fake.url(), slack.url());
+    let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
+
+    // WHEN a turn arrives
+    let invoked = lambda.invoke(&events::parse(events::WORKER_SQS_START_TURN)).await;
+
+    // THEN the invocation fails (the message stays on the queue for a
+    // retry), the log says why, and no model was called
+    assert!(invoked.is_err() || invoked.as_ref().is_ok_and(|r| r.get("errorType").is_some()), "{invoked:?}");
+    let logs = lambda.logs();
+    assert!(logs.contains("cannot start") && logs.contains("not a valid assistant configuration"), "{logs}");
+    assert!(fake.requests().is_empty());
+}

@@ -86,11 +86,13 @@ pub struct Clients {
 
 impl Clients {
     pub fn new(aws: &aws_config::SdkConfig) -> Self {
-        Self {
-            dynamodb: aws_sdk_dynamodb::Client::new(aws),
-            sqs: aws_sdk_sqs::Client::new(aws),
-            http: adapters_slack::http_client(),
-        }
+        Self::with_http(aws, adapters_slack::http_client())
+    }
+
+    /// The AWS clients on `aws`, beside an HTTP client built elsewhere
+    /// (start-up builds the two on different cores).
+    pub fn with_http(aws: &aws_config::SdkConfig, http: reqwest::Client) -> Self {
+        Self { dynamodb: aws_sdk_dynamodb::Client::new(aws), sqs: aws_sdk_sqs::Client::new(aws), http }
     }
 }
 

@@ -1,7 +1,14 @@
 //! The responder Lambda: builds configuration and clients once, then hands
 //! every invocation to [`responder::ResponderFunction`].
+//!
+//! Nothing slow stands before the runtime's first poll: the AWS SDK's
+//! configuration and clients (the credential chain, every root certificate
+//! parsed) on one thread and the HTTP client for Slack (its own root store)
+//! on another, while the runtime registers and polls; the first invocation
+//! (which needs both) waits for what is left.
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+use lambda_support::deferred::{Deferred, Starting};
 use responder::{Clients, Config, ResponderFunction};
 use serde_json::Value;
 
@@ -9,7 +16,15 @@ use serde_json::Value;
 async fn main() -> Result<(), Error> {
     lambda_support::logging::init();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
-    let aws = adapters_aws::config::load(adapters_aws::config::responder_timeouts()).await;
-    let function = ResponderFunction::new(config, Clients::new(&aws));
-    run(service_fn(|event: LambdaEvent<Value>| function.handle(event.payload))).await
+    let aws = Deferred::spawn(|| adapters_aws::config::load(adapters_aws::config::responder_timeouts()));
+    let http = Deferred::spawn(|| async { adapters_slack::http_client() });
+    let function = Starting::new();
+    let assemble = function.build(async {
+        let (aws, http) = tokio::join!(aws.get(), http.get());
+        ResponderFunction::new(config, Clients::with_http(aws, http.clone()))
+    });
+    let function = &function;
+    let serve =
+        run(service_fn(|event: LambdaEvent<Value>| async move { function.get().await.handle(event.payload).await }));
+    tokio::join!(assemble, serve).1
 }

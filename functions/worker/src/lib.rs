@@ -30,7 +30,7 @@ use lambda_support::sqs_batch::{self, Handled, Permanent, Record};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use worker_logic::config::DEFAULT_CONFIG_KEY;
+use worker_logic::config::{AssistantConfig, DEFAULT_CONFIG_KEY};
 use worker_logic::sign_in::SignInPorts;
 use worker_logic::tools::ToolRegistry;
 use worker_logic::{Deadline, Limits, StartupError, Worker, WorkerPorts};
@@ -131,6 +131,12 @@ pub struct Clients {
 
 impl Clients {
     pub fn new(aws: &aws_config::SdkConfig) -> Self {
+        Self::with_http(aws, adapters_slack::http_client())
+    }
+
+    /// The AWS clients on `aws`, beside an HTTP client built elsewhere
+    /// (start-up builds the two on different cores).
+    pub fn with_http(aws: &aws_config::SdkConfig, http: reqwest::Client) -> Self {
         let bedrock_config = aws_sdk_bedrockruntime::config::Builder::from(aws)
             .retry_config(adapters_bedrock::retry_config())
             .timeout_config(adapters_bedrock::timeout_config(worker_logic::MODEL_CALL_TIME))
@@ -140,7 +146,7 @@ impl Clients {
             sqs: aws_sdk_sqs::Client::new(aws),
             s3: adapters_s3::client(aws),
             bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config),
-            http: adapters_slack::http_client(),
+            http,
             aws: aws.clone(),
         }
     }
@@ -189,8 +195,20 @@ impl WorkerFunction {
     /// `${env:NAME}` come from this process's environment, `${secret:NAME}`
     /// from Secrets Manager under `SECRETS_PREFIX`.
     pub async fn load(config: Config, clients: Clients) -> Result<Self, StartupError> {
+        let assistant = Self::read_configuration(&config, &clients.s3).await?;
+        Self::load_with(config, clients, assistant).await
+    }
+
+    /// The assistant configuration from the artifact bucket (the defaults
+    /// when there is none).
+    pub async fn read_configuration(config: &Config, s3: &aws_sdk_s3::Client) -> Result<AssistantConfig, StartupError> {
+        let artifacts = S3Artifacts::new(s3.clone(), &config.artifact_bucket);
+        worker_logic::assembly::load_config(&artifacts, &config.assistant_config_key).await
+    }
+
+    /// The worker assembled for `assistant`, read already.
+    pub async fn load_with(config: Config, clients: Clients, assistant: AssistantConfig) -> Result<Self, StartupError> {
         let artifacts = Arc::new(S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket));
-        let assistant = worker_logic::assembly::load_config(artifacts.as_ref(), &config.assistant_config_key).await?;
         let records: Arc<dyn VersionedRecords> =
             Arc::new(DynamoRecords::new(clients.dynamodb.clone(), &config.turns_table));
         let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());

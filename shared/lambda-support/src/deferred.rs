@@ -12,7 +12,7 @@
 //! before the runtime started.
 
 use std::sync::Mutex;
-use tokio::sync::{OnceCell, oneshot};
+use tokio::sync::{Notify, OnceCell, oneshot};
 
 pub struct Deferred<T> {
     value: OnceCell<T>,
@@ -56,6 +56,48 @@ impl<T: Send + 'static> Deferred<T> {
     }
 }
 
+/// A value built beside the runtime on the caller's own thread (work that
+/// calls out: reading a configuration, building on [`Deferred`] clients),
+/// so its connections belong to the runtime that keeps serving requests.
+/// `main` joins [`Starting::build`] with the Lambda runtime's `run`, which
+/// registers and polls for the first event meanwhile; callers of
+/// [`Starting::get`] wait until it is built.
+pub struct Starting<T> {
+    value: OnceCell<T>,
+    built: Notify,
+}
+
+impl<T> Default for Starting<T> {
+    fn default() -> Self {
+        Self { value: OnceCell::new(), built: Notify::new() }
+    }
+}
+
+impl<T> Starting<T> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builds the value; to be joined with what serves requests.
+    pub async fn build(&self, build: impl Future<Output = T>) {
+        let value = build.await;
+        if self.value.set(value).is_ok() {
+            self.built.notify_waiters();
+        }
+    }
+
+    /// The value, once built.
+    pub async fn get(&self) -> &T {
+        loop {
+            let built = self.built.notified();
+            if let Some(value) = self.value.get() {
+                return value;
+            }
+            built.await;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +117,20 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(*a, caller, "built on its own thread");
         assert_eq!(builds.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn callers_wait_for_a_starting_value_built_beside_them_on_their_thread() {
+        let caller = std::thread::current().id();
+        let starting = Starting::new();
+        let build = starting.build(async {
+            for _ in 0..3 {
+                tokio::task::yield_now().await;
+            }
+            std::thread::current().id()
+        });
+        let (_, a, b) = tokio::join!(build, starting.get(), starting.get());
+        assert_eq!((*a, *b), (caller, caller), "built on the caller's thread, seen by both");
+        assert_eq!(*starting.get().await, caller, "a later caller finds it at once");
     }
 }
