@@ -30,6 +30,9 @@
 //!    answer a token at a time at 30, 60 and 120 tokens a second (the real
 //!    worker, its redacting stream buffer and batching; Slack's own latency
 //!    for `chat.startStream` and `chat.appendStream` comes on top).
+//! 8. Time to the first status line: a signed app mention at the ingress to
+//!    the status line at a fake Slack, through the work queue, the worker
+//!    binary (cold, a fresh process; then warm) and the responder.
 
 use anyhow::{Context, Result};
 use assistant_core::messages::{ReplyMessage, TurnRequest};
@@ -69,7 +72,10 @@ fn main() -> Result<()> {
     runtime.block_on(turn_cost())?;
     runtime.block_on(first_streamed_text())?;
     match std::env::var("FLOOR_BIN") {
-        Ok(_) => runtime.block_on(start_up())?,
+        Ok(_) => {
+            runtime.block_on(start_up())?;
+            runtime.block_on(time_to_first_status())?;
+        }
         Err(_) => println!("\nFLOOR_BIN not set: start-up, size and RSS skipped (infra/bench.sh sets them)"),
     }
     Ok(())
@@ -658,6 +664,95 @@ fn http_event(body: &str, now: i64) -> serde_json::Value {
     event["headers"]["x-slack-request-timestamp"] = now.to_string().into();
     event["headers"]["x-slack-signature"] = testkit::signed::signature(SECRET, now, body).into();
     event
+}
+
+/// Samples of the time a person waits for the first status line.
+const STATUS_RUNS: usize = 7;
+
+/// What a person feels: from the signed app mention reaching the ingress
+/// to the "is thinking…" status line reaching Slack, through every hop the
+/// product makes: the ingress (in this process, warm, as it nearly always
+/// is), the work queue (the local AWS emulator), the worker binary under
+/// the Runtime Interface Emulator (a fresh process for the cold figure,
+/// the same one again for the warm), its progress message on the reply
+/// queue, and the responder (in this process, warm) calling
+/// `assistant.threads.setStatus` on a fake Slack. Lambda's own SQS polling
+/// (its event source mapping) comes on top and is not emulated: the
+/// benchmark hands each message on as soon as it is on its queue.
+async fn time_to_first_status() -> Result<()> {
+    use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
+    use tests::fake_slack::{CONVERSATIONS_INFO, CONVERSATIONS_REPLIES, FakeSlack};
+    let aws = tests::emulator_config().await;
+    let stack = tests::Stack::new(&aws).await?;
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.replies", CONVERSATIONS_REPLIES);
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    bedrock.answer_with(|_| Scripted::fixture(TEXT_REPLY));
+    let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+    let env = tests::worker_env(&stack, bedrock.url(), slack.url());
+    let worker_bin = std::env::var("WORKER_BIN").context("WORKER_BIN")?;
+    let (dir, name) = worker_bin.rsplit_once('/').context("binary paths are absolute")?;
+    // SAFETY: single-threaded here, as in `measure`.
+    unsafe { std::env::set_var("FUNCTION_BIN_DIR", dir) };
+
+    let (mut cold, mut warm) = (Vec::new(), Vec::new());
+    for run in 0..STATUS_RUNS {
+        let lambda = LambdaUnderRie::start(name, Launch { env: env.clone(), clock: None })?;
+        for (sample, samples) in [(0, &mut cold), (1, &mut warm)] {
+            let n = run * 2 + sample;
+            let body = String::from_utf8(tests::events::body(&tests::events::parse(tests::events::APP_MENTION)))?
+                .replace("Ev0LAN670R", &format!("Ev0STATUS{n:02}"))
+                .replace("1763800000.000100", &format!("1763801{n:03}.000100"));
+            let event = tests::events::with_body(&tests::events::parse(tests::events::APP_MENTION), &body);
+            let statuses_before = slack.calls("assistant.threads.setStatus").len();
+            let asked = Instant::now();
+            let response = functions.ingress.handle(event).await?;
+            anyhow::ensure!(response["statusCode"] == 200, "the ingress answered {response}");
+            let work = stack.receive_work().await?;
+            anyhow::ensure!(work.len() == 1, "one message queued, not {}", work.len());
+            let batch = tests::sqs_event(&work, tests::WORK_QUEUE_ARN);
+            let invoke = lambda.invoke(&batch);
+            let relay = async {
+                // The responder takes each reply message as soon as it is
+                // queued, until the status line is in Slack.
+                loop {
+                    let replies = stack.receive_batch(&stack.reply_queue.queue).await?;
+                    if !replies.is_empty() {
+                        let event = tests::sqs_event(&replies, tests::REPLY_QUEUE_ARN);
+                        Box::pin(functions.responder.handle(event)).await?;
+                        stack.acknowledge(&stack.reply_queue.queue, &replies).await?;
+                    }
+                    let statuses = slack.calls("assistant.threads.setStatus");
+                    if let Some(status) = statuses.get(statuses_before) {
+                        return anyhow::Ok(status.at.duration_since(asked));
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            };
+            let (invoked, waited) = tokio::join!(invoke, relay);
+            invoked?;
+            samples.push(waited?);
+            stack.acknowledge(&stack.work_queue.queue, &work).await?;
+            // The rest of the turn's replies (its answer), out of the way.
+            let rest = stack.receive(&stack.reply_queue.queue).await?;
+            stack.acknowledge(&stack.reply_queue.queue, &rest).await?;
+        }
+    }
+    println!(
+        "
+time to the first status line, signed app mention at the ingress → `assistant.threads.setStatus` at Slack ({STATUS_RUNS} each; SQS polling by Lambda not included)"
+    );
+    for (label, mut samples) in [("cold worker (a fresh process)", cold), ("warm worker", warm)] {
+        samples.sort();
+        println!(
+            "  {label:<32} median {:>7.2} ms   min {:>7.2} ms   max {:>7.2} ms",
+            median(&samples).as_secs_f64() * 1e3,
+            samples[0].as_secs_f64() * 1e3,
+            samples[samples.len() - 1].as_secs_f64() * 1e3
+        );
+    }
+    Ok(())
 }
 
 /// `INIT REPORT(durationMs: 7.162000)` in the emulator's log.

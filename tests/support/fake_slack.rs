@@ -72,6 +72,8 @@ pub struct Call {
     pub method: String,
     pub form: HashMap<String, String>,
     pub authorization: Option<String>,
+    /// When it arrived.
+    pub at: std::time::Instant,
 }
 
 #[derive(Default)]
@@ -366,7 +368,8 @@ async fn call(
 ) -> Response {
     let form: HashMap<String, String> = serde_urlencoded::from_str(&body).unwrap_or_default();
     let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    shared.calls.lock().expect("calls lock").push(Call { method: method.clone(), form: form.clone(), authorization });
+    let call = Call { method: method.clone(), form: form.clone(), authorization, at: std::time::Instant::now() };
+    shared.calls.lock().expect("calls lock").push(call);
 
     let scripted = shared.scripts.lock().expect("scripts lock").get_mut(&method).and_then(VecDeque::pop_front);
     let reply = scripted.unwrap_or_else(|| {
