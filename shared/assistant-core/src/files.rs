@@ -29,6 +29,10 @@ pub const IMAGE_BYTES: u64 = 3_750_000;
 pub const DOCUMENT_BYTES: u64 = 4_500_000;
 /// Bedrock Converse: at most 5 documents in one request.
 pub const MAX_DOCUMENTS: usize = 5;
+/// The most image and document bytes one turn sends the model: every
+/// request carries them (base64, a third more), and Anthropic's models on
+/// Bedrock take requests up to 32 MB.
+pub const MAX_BLOCK_BYTES: u64 = 12_000_000;
 /// The most of a text file kept (from its start); the rest is said, not read.
 pub const TEXT_BYTES: u64 = 4 * 1024 * 1024;
 

@@ -17,8 +17,8 @@
 
 use crate::tools::{CallContext, Effect, Tool, ToolFuture};
 use assistant_core::files::{
-    self, DocumentFormat, FileBlock, FileKind, FileRef, ImageFormat, MAX_DOCUMENTS, MAX_FILES, Plan, TEXT_BYTES,
-    human_bytes,
+    self, DocumentFormat, FileBlock, FileKind, FileRef, ImageFormat, MAX_BLOCK_BYTES, MAX_DOCUMENTS, MAX_FILES, Plan,
+    TEXT_BYTES, human_bytes,
 };
 use assistant_core::messages::TurnRequest;
 use assistant_core::model::{FileBodies, ToolSpec};
@@ -126,7 +126,7 @@ pub async fn read(
     let kept: BTreeMap<String, u64> =
         artifacts.list(&files::files_prefix(turn), MAX_FILES * 2).await?.into_iter().collect();
     let mut content = Vec::new();
-    let mut documents = 0;
+    let (mut documents, mut block_bytes) = (0, 0);
     for Shared { file, by } in shared {
         let note = |what: String| Content::Text(format!("({by} shared {what})"));
         let plan = match file.plan() {
@@ -134,6 +134,15 @@ pub async fn read(
                 content.push(note(format!(
                     "{}; the model reads at most {MAX_DOCUMENTS} documents at once, so it was not read.",
                     file.name
+                )));
+                continue;
+            }
+            Plan::Image(_) | Plan::Document(_) if block_bytes + file.size > MAX_BLOCK_BYTES => {
+                content.push(note(format!(
+                    "{}, which was not read: with the files before it, it is more than the {} of images and \
+                     documents the model reads at once. Ask about fewer files at a time.",
+                    file.name,
+                    human_bytes(MAX_BLOCK_BYTES)
                 )));
                 continue;
             }
@@ -160,9 +169,13 @@ pub async fn read(
             }
         };
         match plan {
-            Plan::Image(format) => content.push(block(file, key, FileKind::Image(format))),
+            Plan::Image(format) => {
+                block_bytes += bytes;
+                content.push(block(file, key, FileKind::Image(format)));
+            }
             Plan::Document(format) => {
                 documents += 1;
+                block_bytes += bytes;
                 content.push(block(file, key, FileKind::Document(format)));
             }
             Plan::Text => {
@@ -421,6 +434,54 @@ mod tests {
         let deny = ChannelRule { deny: vec!["read_*".into()], ..ChannelRule::everyone("*", vec!["*".into()]) };
         let denied = ToolPolicy::new(vec![deny]);
         assert!(matches!(denied.verdict(asker("T1-Ev1"), READ_ATTACHMENT), crate::tools::Verdict::Denied { .. }));
+    }
+
+    #[tokio::test]
+    async fn images_and_documents_together_stay_under_what_one_model_request_carries() {
+        let artifacts = MemoryArtifacts::default();
+        let png = |n: usize| {
+            let mut body = b"\x89PNG\r\n\x1a\n".to_vec();
+            body.resize(3_500_000, n as u8);
+            body
+        };
+        let url = |n: usize| format!("https://files.slack.com/files-pri/T1-F0P{n:07}/download/{n}.png");
+        let mut slack = testkit::memory::MemorySlack::default();
+        for n in 0..5 {
+            slack = slack.with_file(&url(n), png(n));
+        }
+        let turn = testkit::store_contract::new_turn("Ev2");
+        let mut request = TurnRequest {
+            event_id: turn.event_id.clone(),
+            thread: turn.thread.clone(),
+            message_ts: slack::Ts::new("1763800100.000100"),
+            user: turn.user.clone(),
+            text: "compare these".into(),
+            context_channel: None,
+            bot_user: None,
+            files: Vec::new(),
+        };
+        request.files = (0..5)
+            .map(|n| FileRef {
+                id: format!("F0P{n:07}"),
+                name: format!("{n}.png"),
+                mimetype: "image/png".into(),
+                filetype: "png".into(),
+                size: 3_500_000,
+                url: Some(url(n)),
+                access: files::Access::Readable,
+            })
+            .collect();
+
+        let read = read(&slack, &artifacts, &turn.id, &request, &[]).await.unwrap();
+
+        let blocks = read.content.iter().filter(|content| matches!(content, Content::File(_))).count();
+        assert_eq!(blocks, 3, "3 × 3.5 MB fit under {MAX_BLOCK_BYTES} B; the fourth would not");
+        let notes = serde_json::to_string(&read.content).unwrap();
+        assert!(
+            notes.contains("3.png, which was not read: with the files before it") && notes.contains("4.png"),
+            "{notes}"
+        );
+        assert_eq!(slack.downloads().len(), 3, "the others are not downloaded");
     }
 
     #[tokio::test]
