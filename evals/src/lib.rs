@@ -559,15 +559,10 @@ pub fn draft_case(turn: &assistant_core::turn::Turn, rating: Option<&str>) -> Va
             }
         }
     }
-    let called: Vec<&str> =
+    let mut called: Vec<&str> =
         turn.transcript.iter().flat_map(Message::tool_uses).map(|call| call.name.as_str()).collect();
-    let mut called: Vec<&str> = called.into_iter().fold(Vec::new(), |mut seen, name| {
-        if !seen.contains(&name) {
-            seen.push(name);
-        }
-        seen
-    });
     called.sort();
+    called.dedup();
     let mut draft = serde_json::json!({
         "name": format!("draft-{}", turn.id.reference()),
         "about": format!(

@@ -131,12 +131,13 @@ pub struct Clients {
 
 impl Clients {
     pub fn new(aws: &aws_config::SdkConfig) -> Self {
-        Self::with_http(aws, adapters_slack::http_client())
+        Self::with(aws, adapters_s3::client(aws), adapters_slack::http_client())
     }
 
-    /// The AWS clients on `aws`, beside an HTTP client built elsewhere
-    /// (start-up builds the two on different cores).
-    pub fn with_http(aws: &aws_config::SdkConfig, http: reqwest::Client) -> Self {
+    /// The other AWS clients on `aws`, beside the S3 client and the HTTP
+    /// client start-up built already (the S3 client to read the
+    /// configuration, the HTTP client on another core).
+    pub fn with(aws: &aws_config::SdkConfig, s3: aws_sdk_s3::Client, http: reqwest::Client) -> Self {
         let bedrock_config = aws_sdk_bedrockruntime::config::Builder::from(aws)
             .retry_config(adapters_bedrock::retry_config())
             .timeout_config(adapters_bedrock::timeout_config(worker_logic::MODEL_CALL_TIME))
@@ -144,7 +145,7 @@ impl Clients {
         Self {
             dynamodb: aws_sdk_dynamodb::Client::new(aws),
             sqs: aws_sdk_sqs::Client::new(aws),
-            s3: adapters_s3::client(aws),
+            s3,
             bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config),
             http,
             aws: aws.clone(),

@@ -31,7 +31,9 @@ async fn main() -> Result<(), Error> {
         let (aws, s3, http) = aws.get().await;
         let (assistant, http) = tokio::join!(WorkerFunction::read_configuration(&config, s3), http.get());
         let started = match assistant {
-            Ok(assistant) => WorkerFunction::load_with(config, Clients::with_http(aws, http.clone()), assistant).await,
+            Ok(assistant) => {
+                WorkerFunction::load_with(config, Clients::with(aws, s3.clone(), http.clone()), assistant).await
+            }
             Err(err) => Err(err),
         };
         started.unwrap_or_else(|err| {

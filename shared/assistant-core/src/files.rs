@@ -222,12 +222,9 @@ impl FileRef {
         }
     }
 
-    /// Whether the id has Slack's shape (`F` and letters and digits), as it
-    /// must to become part of a bucket key.
+    /// Whether the id has Slack's shape ([`is_file_id`]).
     pub fn has_well_formed_id(&self) -> bool {
-        (2..=32).contains(&self.id.len())
-            && self.id.starts_with('F')
-            && self.id.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        is_file_id(&self.id)
     }
 
     pub fn plan(&self) -> Plan {
@@ -289,8 +286,21 @@ impl FileRef {
     /// The bucket key of the file's stored copy for `turn` (images and
     /// documents as served, text redacted).
     pub fn key(&self, turn: &crate::TurnId) -> String {
-        format!("{}{}", files_prefix(turn), self.id)
+        file_key(turn, &self.id)
     }
+}
+
+/// Whether `id` has a Slack file id's shape (`F` and capital letters and
+/// digits), as it must to become part of a bucket key.
+pub fn is_file_id(id: &str) -> bool {
+    (2..=32).contains(&id.len())
+        && id.starts_with('F')
+        && id.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+}
+
+/// The bucket key of file `id`'s copy kept for `turn`.
+pub fn file_key(turn: &crate::TurnId, id: &str) -> String {
+    format!("{}{id}", files_prefix(turn))
 }
 
 /// Where a turn's files are kept: under the turn, so a tool reading them

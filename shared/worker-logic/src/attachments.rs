@@ -157,12 +157,12 @@ pub async fn read(
         let stored = match kept.get(&key) {
             Some(&bytes) => {
                 info!(file = %file.id, "file already kept: not downloaded again");
-                Ok(bytes)
+                Ok(Kept { bytes, preview: None })
             }
             None => keep(slack, artifacts, file, plan, &key).await?,
         };
-        let bytes = match stored {
-            Ok(bytes) => bytes,
+        let Kept { bytes, preview: kept_preview } = match stored {
+            Ok(kept) => kept,
             Err(why) => {
                 content.push(note(format!("{}, which was not read: {why}", file.name)));
                 continue;
@@ -180,9 +180,14 @@ pub async fn read(
             }
             Plan::Text => {
                 text_files.push(file.id.clone());
-                let preview = match artifacts.get(&key).await? {
-                    Some(text) => preview(&String::from_utf8_lossy(&text)),
-                    None => String::new(),
+                // Kept by an earlier start: its preview is read back.
+                let preview = match kept_preview {
+                    Some(preview) => preview,
+                    None => artifacts
+                        .get(&key)
+                        .await?
+                        .map(|text| preview(&String::from_utf8_lossy(&text)))
+                        .unwrap_or_default(),
                 };
                 content.push(note(text_note(file, bytes, &preview)));
             }
@@ -199,7 +204,13 @@ fn block(file: &FileRef, key: String, kind: FileKind) -> Content {
     Content::File(FileBlock { file_id: file.id.clone(), name: file.name.clone(), key, kind })
 }
 
-/// Downloads `file` and keeps it under `key`: its kept size, or why it
+/// What was kept of a file: its size, and for text its first lines.
+struct Kept {
+    bytes: u64,
+    preview: Option<String>,
+}
+
+/// Downloads `file` and keeps it under `key`: what was kept, or why it
 /// could not be read. Only the bucket's failure is an error.
 async fn keep(
     slack: &dyn SlackFiles,
@@ -207,7 +218,7 @@ async fn keep(
     file: &FileRef,
     plan: Plan,
     key: &str,
-) -> Result<Result<u64, String>, PortError> {
+) -> Result<Result<Kept, String>, PortError> {
     let url = file.url.as_deref().unwrap_or_default();
     let limit = match plan {
         Plan::Image(_) => files::IMAGE_BYTES,
@@ -232,6 +243,7 @@ async fn keep(
     if is_sign_in_page(file, &downloaded.body, downloaded.content_type.as_deref()) {
         return Ok(Err(NO_ACCESS.to_owned()));
     }
+    let mut text_preview = None;
     let (body, content_type) = match plan {
         Plan::Image(_) | Plan::Document(_) if downloaded.cut => {
             return Ok(Err(format!("it is larger than the {} the model reads.", human_bytes(limit))));
@@ -245,14 +257,15 @@ async fn keep(
         Plan::Image(format) => (downloaded.body, image_type(format)),
         Plan::Document(format) => (downloaded.body, document_type(format)),
         _ => {
-            let text = String::from_utf8_lossy(&downloaded.body);
-            (redact::redact(&text).into_owned().into_bytes(), "text/plain; charset=utf-8")
+            let text = redact::redact(&String::from_utf8_lossy(&downloaded.body)).into_owned();
+            text_preview = Some(preview(&text));
+            (text.into_bytes(), "text/plain; charset=utf-8")
         }
     };
     let bytes = body.len() as u64;
     artifacts.put(key, body, content_type).await?;
     info!(file = %file.id, bytes, cut = downloaded.cut, "file kept");
-    Ok(Ok(bytes))
+    Ok(Ok(Kept { bytes, preview: text_preview }))
 }
 
 /// The first lines of a text, for the opening.
@@ -335,19 +348,10 @@ impl crate::tools::RunTool for ReadAttachment {
         Box::pin(async move {
             let turn = context.turn.ok_or_else(|| "read_attachment works only inside a turn.".to_owned())?;
             let id = input["file"].as_str().unwrap_or_default();
-            let file = FileRef {
-                id: id.to_owned(),
-                name: String::new(),
-                mimetype: String::new(),
-                filetype: String::new(),
-                size: 0,
-                url: None,
-                access: files::Access::Readable,
-            };
-            if !file.has_well_formed_id() {
+            if !files::is_file_id(id) {
                 return Err(format!("{id:?} is not a file id (F…)."));
             }
-            let text = match self.artifacts.get(&file.key(&turn)).await {
+            let text = match self.artifacts.get(&files::file_key(&turn, id)).await {
                 Ok(Some(text)) => String::from_utf8_lossy(&text).into_owned(),
                 Ok(None) => return Err(format!("No text file {id} was pasted in this thread.")),
                 Err(err) => return Err(format!("The file could not be read just now: {err}")),
