@@ -47,6 +47,11 @@ impl LambdaUnderRie {
             .arg("--runtime-api-address")
             .arg(format!("127.0.0.1:{runtime_api_port}"))
             .arg(&binary_path)
+            // Lambda sets neither: a developer's shell that does (one
+            // pointing at a directory of ~290 files, say) would make every
+            // start read certificates a deployed function never reads.
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR")
             .envs(launch.env)
             .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
             .stdin(Stdio::null())

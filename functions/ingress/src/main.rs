@@ -11,6 +11,8 @@ use std::sync::Arc;
 // faster and is all Lambda gives us a use for.
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
+    // SAFETY: first thing in main: no other thread has started.
+    unsafe { lambda_support::tls::read_roots_from_one_file() };
     lambda_support::logging::init();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
     // The AWS clients are built beside the runtime's start, not before it.

@@ -14,6 +14,8 @@ use serde_json::Value;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
+    // SAFETY: first thing in main: no other thread has started.
+    unsafe { lambda_support::tls::read_roots_from_one_file() };
     lambda_support::logging::init();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
     let aws = Deferred::spawn(|| adapters_aws::config::load(adapters_aws::config::responder_timeouts()));

@@ -16,6 +16,8 @@ use worker::{Clients, Config, WorkerFunction};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
+    // SAFETY: first thing in main: no other thread has started.
+    unsafe { lambda_support::tls::read_roots_from_one_file() };
     lambda_support::logging::init();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
     // The SDK first, the S3 client with it; then, while this thread reads

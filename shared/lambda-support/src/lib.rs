@@ -10,6 +10,7 @@
 //!   start instead of before it;
 //! - [`logging`]: the subscriber every function installs first;
 //! - [`metrics`]: CloudWatch metrics as Embedded Metric Format lines;
+//! - [`tls`]: root certificates read from one file, not a directory;
 //! - [`UnsupportedEvent`]: the error for an event a function does not take.
 
 pub mod deferred;
@@ -18,6 +19,7 @@ pub mod health;
 pub mod logging;
 pub mod metrics;
 pub mod sqs_batch;
+pub mod tls;
 
 /// An invocation whose event this function does not take (a misconfigured
 /// trigger): the invocation fails with this, and nothing else happens.
