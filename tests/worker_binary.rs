@@ -133,3 +133,47 @@ async fn a_worker_whose_configuration_is_broken_says_why_and_leaves_its_message_
     assert!(logs.contains("cannot start") && logs.contains("not a valid assistant configuration"), "{logs}");
     assert!(fake.requests().is_empty());
 }
+
+#[tokio::test]
+async fn a_cold_worker_holds_its_first_messages_and_reads_their_turns_once_beside_its_start() {
+    use assistant_core::ports::TurnStore;
+    use assistant_core::turn::TurnStatus;
+    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
+    // GIVEN a settled turn in the table, and a cold worker whose AWS calls
+    // go through a proxy that counts them
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let mut settled = testkit::store_contract::new_turn("Ev0SETTLED1");
+    settled.settle("It was the pool.".into(), TurnStatus::Answered, 1_763_800_002);
+    stack.turns().create(&mut settled).await.unwrap();
+    let proxy = FaultProxy::start(Upstream::Aws, &tests::env_from_test_command("AWS_ENDPOINT_URL"), Plan::none()).await;
+    let mut env = tests::worker_env(&stack, "http://127.0.0.1:9", "http://127.0.0.1:9/api");
+    env.push(("AWS_ENDPOINT_URL", proxy.url().to_owned()));
+    let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
+
+    // WHEN its first invocation continues that turn and one never stored
+    let continuation = |turn_id: &TurnId| {
+        WorkMessage::Continue(assistant_core::messages::Continuation {
+            turn_id: turn_id.clone(),
+            thread: settled.thread.clone(),
+            after_step: 1,
+        })
+    };
+    let queue = adapters_aws::sqs::SqsQueue::new(stack.sqs.clone(), &stack.work_queue.queue);
+    for message in [continuation(&settled.id), continuation(&TurnId::new("T061EG9R6-Ev0NEVER01"))] {
+        assistant_core::ports::WorkQueue::enqueue(&queue, &message).await.unwrap();
+    }
+    let work = stack.receive_work().await.unwrap();
+    assert_eq!(work.len(), 2);
+    let event = tests::sqs_event(&work, &tests::queue_arn(&stack.work_queue.queue));
+    let response = lambda.invoke(&event).await.unwrap();
+
+    // THEN both are handled; each message was held once and each turn read
+    // once: the worker took the turns read ahead instead of reading again
+    assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}\n{}", lambda.logs());
+    assert_eq!(lambda.logs().matches("message handled").count(), 2, "{}", lambda.logs());
+    assert_eq!(proxy.calls_of("AmazonSQS.ChangeMessageVisibility"), 2, "one hold a message");
+    // Two turns read ahead, taken by the worker (not read again), and the
+    // stored turn's delivery record, which the worker reads itself.
+    assert_eq!(proxy.calls_of("DynamoDB_20120810.GetItem"), 3);
+    assert!(!lambda.logs().contains("not held"), "{}", lambda.logs());
+}

@@ -290,6 +290,7 @@ fn bench_worker_with(
         enhancer: None,
         unoffered: Vec::new(),
         sign_in: None,
+        background: Default::default(),
     };
     Ok(BenchWorker { worker, store, work, replies, artifacts, metrics })
 }

@@ -175,6 +175,12 @@ impl FaultProxy {
         by_kind
     }
 
+    /// Calls of `operation` (`DynamoDB_20120810.GetItem`, `S3 GET`, …) so
+    /// far.
+    pub fn calls_of(&self, operation: &str) -> u64 {
+        self.shared.calls.lock().expect("calls lock").get(operation).copied().unwrap_or_default()
+    }
+
     /// Calls forwarded or failed so far.
     pub fn calls(&self) -> u64 {
         self.shared.calls.lock().expect("calls lock").values().sum()

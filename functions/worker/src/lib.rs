@@ -19,7 +19,7 @@ use assistant_core::alerts::OpsAlerts;
 use assistant_core::feedback::FeedbackLog;
 use assistant_core::oauth::{ConnectStates, SealedVault};
 use assistant_core::ports::{MessageVisibility, VersionedRecords};
-use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
+use assistant_core::store::{ReadAhead, RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::{Clock, SystemClock, WorkMessage};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_support::UnsupportedEvent;
@@ -129,15 +129,19 @@ pub struct Clients {
     pub aws: aws_config::SdkConfig,
 }
 
-impl Clients {
-    pub fn new(aws: &aws_config::SdkConfig) -> Self {
-        Self::with(aws, adapters_s3::client(aws), adapters_slack::http_client())
-    }
+/// The AWS clients of [`Clients`]: start-up builds them where the SDK's
+/// configuration is loaded, while the HTTP client is built on another core.
+#[derive(Debug, Clone)]
+pub struct AwsClients {
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub s3: aws_sdk_s3::Client,
+    pub bedrock: aws_sdk_bedrockruntime::Client,
+    pub aws: aws_config::SdkConfig,
+}
 
-    /// The other AWS clients on `aws`, beside the S3 client and the HTTP
-    /// client start-up built already (the S3 client to read the
-    /// configuration, the HTTP client on another core).
-    pub fn with(aws: &aws_config::SdkConfig, s3: aws_sdk_s3::Client, http: reqwest::Client) -> Self {
+impl AwsClients {
+    pub fn new(aws: &aws_config::SdkConfig) -> Self {
         let bedrock_config = aws_sdk_bedrockruntime::config::Builder::from(aws)
             .retry_config(adapters_bedrock::retry_config())
             .timeout_config(adapters_bedrock::timeout_config(worker_logic::MODEL_CALL_TIME))
@@ -145,20 +149,72 @@ impl Clients {
         Self {
             dynamodb: aws_sdk_dynamodb::Client::new(aws),
             sqs: aws_sdk_sqs::Client::new(aws),
-            s3,
+            s3: adapters_s3::client(aws),
             bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config),
-            http,
             aws: aws.clone(),
         }
+    }
+}
+
+impl Clients {
+    pub fn new(aws: &aws_config::SdkConfig) -> Self {
+        Self::with(AwsClients::new(aws), adapters_slack::http_client())
+    }
+
+    pub fn with(aws: AwsClients, http: reqwest::Client) -> Self {
+        let AwsClients { dynamodb, sqs, s3, bedrock, aws } = aws;
+        Self { dynamodb, sqs, s3, bedrock, http, aws }
+    }
+}
+
+/// What an invocation starts before it needs the assembled worker: each
+/// message of a work-queue batch held until just past the invocation, and
+/// the turns the messages name read ahead. It needs the table and the
+/// queue only, so a cold worker starts it while it is still reading its
+/// configuration and assembling its tools; the worker's store is its
+/// [`ReadAhead`], whose first load of each turn takes what was read.
+#[derive(Clone)]
+pub struct Arrival {
+    visibility: Arc<Visibility>,
+    turns: Arc<ReadAhead>,
+}
+
+impl Arrival {
+    pub fn new(dynamodb: &aws_sdk_dynamodb::Client, sqs: &aws_sdk_sqs::Client, config: &Config) -> Self {
+        let records: Arc<dyn VersionedRecords> = Arc::new(DynamoRecords::new(dynamodb.clone(), &config.turns_table));
+        Self {
+            visibility: Arc::new(Visibility::new(sqs.clone(), &[&config.work_queue_url])),
+            turns: Arc::new(ReadAhead::new(Arc::new(RecordTurns::new(records)))),
+        }
+    }
+
+    /// Holds the batch's messages and reads ahead the turns they name (all
+    /// but a new question's, which nothing has stored yet). Any other event:
+    /// nothing. Held until just past this invocation's end: if the process
+    /// dies (a crash, the Lambda timeout), the message is back in minutes,
+    /// not after the queue's visibility timeout.
+    pub async fn prepare(&self, event: &Value, deadline_ms: u64) {
+        let Ok(batch) = serde_json::from_value::<SqsEvent>(event.clone()) else { return };
+        let until = LambdaDeadline(deadline_ms).time_left() + HOLD_MARGIN;
+        let holds = futures_util::future::join_all(batch.records.iter().map(Record::from).map(|record| async move {
+            if let Err(err) = self.visibility.set(record.source, record.receipt_handle, until).await {
+                tracing::warn!(error = %err, "message not held for the invocation: the queue's visibility timeout applies");
+            }
+        }));
+        let turns = batch.records.iter().filter_map(|message| match WorkMessage::decode(message.body.as_deref()?) {
+            Ok(WorkMessage::StartTurn(_)) | Err(_) => None,
+            Ok(message) => message.turn_id(),
+        });
+        tokio::join!(holds, self.turns.read(turns.collect::<Vec<_>>()));
     }
 }
 
 pub struct WorkerFunction {
     worker: Worker,
     clients: Clients,
-    /// When a work message comes back: held for the invocation, then a
-    /// backoff if it failed.
-    visibility: Visibility,
+    /// Messages held and turns read ahead; its visibility also sets a
+    /// failed message's backoff.
+    arrival: Arrival,
     config: Config,
     /// Where the docs tools list: the one listing the worker's role allows,
     /// so the health check lists there too.
@@ -180,6 +236,11 @@ fn is_approval_sweep(event: &Value) -> bool {
 /// hidden: then another worker may pick it up.
 const HOLD_MARGIN: Duration = Duration::from_secs(10);
 
+/// How long an invocation waits, once its work is done, for start-up work
+/// nothing waited for (see `worker_logic::background`): an MCP server's
+/// tool list is read within 5 s.
+const BACKGROUND_WAIT: Duration = Duration::from_secs(6);
+
 /// Time left before Lambda's deadline (milliseconds since the epoch).
 struct LambdaDeadline(u64);
 
@@ -194,10 +255,16 @@ impl WorkerFunction {
     /// Reads the assistant configuration from the artifact bucket and
     /// assembles the worker on the AWS and Slack adapters. Tools' headers'
     /// `${env:NAME}` come from this process's environment, `${secret:NAME}`
-    /// from Secrets Manager under `SECRETS_PREFIX`.
+    /// from Secrets Manager under `SECRETS_PREFIX`. Returns once the
+    /// start's background work is done too.
     pub async fn load(config: Config, clients: Clients) -> Result<Self, StartupError> {
         let assistant = Self::read_configuration(&config, &clients.s3).await?;
-        Self::load_with(config, clients, assistant).await
+        let arrival = Arrival::new(&clients.dynamodb, &clients.sqs, &config);
+        let function = Self::load_with(config, clients, assistant, arrival).await?;
+        // All of the start done before the first event, as callers of
+        // `load` expect (`main` lets the first invocation finish it).
+        function.worker.background.settle(BACKGROUND_WAIT).await;
+        Ok(function)
     }
 
     /// The assistant configuration from the artifact bucket (the defaults
@@ -207,8 +274,14 @@ impl WorkerFunction {
         worker_logic::assembly::load_config(&artifacts, &config.assistant_config_key).await
     }
 
-    /// The worker assembled for `assistant`, read already.
-    pub async fn load_with(config: Config, clients: Clients, assistant: AssistantConfig) -> Result<Self, StartupError> {
+    /// The worker assembled for `assistant`, read already, on `arrival`'s
+    /// store.
+    pub async fn load_with(
+        config: Config,
+        clients: Clients,
+        assistant: AssistantConfig,
+        arrival: Arrival,
+    ) -> Result<Self, StartupError> {
         let artifacts = Arc::new(S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket));
         let records: Arc<dyn VersionedRecords> =
             Arc::new(DynamoRecords::new(clients.dynamodb.clone(), &config.turns_table));
@@ -217,7 +290,7 @@ impl WorkerFunction {
         let signer = Signer::new(&clients.aws);
         let knowledge = AwsApi::new(clients.http.clone(), signer.clone(), adapters_knowledge_base::AGENT_RUNTIME, None);
         let ports = WorkerPorts {
-            store: Arc::new(RecordTurns::new(records.clone())),
+            store: arrival.turns.clone(),
             deliveries: Arc::new(RecordDeliveries::new(records.clone())),
             model: Arc::new(BedrockModel::new(clients.bedrock.clone(), &config.model_id)),
             models: Arc::new({
@@ -265,12 +338,11 @@ impl WorkerFunction {
         };
         let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;
         tracing::info!(config = %config.assistant_config_key, "worker assembled");
-        let visibility = Visibility::new(clients.sqs.clone(), &[&config.work_queue_url]);
         let alerts = config
             .ops_channel
             .clone()
             .map(|channel| OpsAlerts::new(channel, Arc::new(slack.clone()), records, Arc::new(SystemClock)));
-        Ok(Self { worker, clients, config, docs_prefix: assistant.docs_prefix, visibility, slack, alerts })
+        Ok(Self { worker, clients, config, docs_prefix: assistant.docs_prefix, arrival, slack, alerts })
     }
 
     /// The same function with other tools (tests bring their own).
@@ -283,6 +355,19 @@ impl WorkerFunction {
     /// the work queue. `deadline_ms` is the invocation's deadline (Unix
     /// milliseconds).
     pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
+        self.arrival.prepare(&event, deadline_ms).await;
+        self.handle_prepared(event, deadline_ms).await
+    }
+
+    /// [`WorkerFunction::handle`] once [`Arrival::prepare`] has run for
+    /// `event` (a cold start runs it beside the assembly).
+    pub async fn handle_prepared(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
+        let handled = self.handle_event(event, deadline_ms).await;
+        self.worker.background.settle(BACKGROUND_WAIT).await;
+        handled
+    }
+
+    async fn handle_event(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
         if health::is_scheduled_event(&event) {
             let report = self.health().await.published();
             report.alert(self.alerts.as_ref(), SystemClock.now_unix()).await;
@@ -300,33 +385,22 @@ impl WorkerFunction {
         let batch: SqsEvent =
             serde_json::from_value(event).map_err(|source| UnsupportedEvent { expected: "an SQS batch", source })?;
         let response = self.handle_batch(&batch, &LambdaDeadline(deadline_ms)).await;
+        self.arrival.turns.forget();
         Ok(serde_json::to_value(response).expect("batch response serializes"))
     }
 
     async fn handle_batch(&self, batch: &SqsEvent, deadline: &dyn Deadline) -> SqsBatchResponse {
-        sqs_batch::handle_event(batch, &self.visibility, |record| self.handle_record(record, deadline)).await
+        sqs_batch::handle_event(batch, self.arrival.visibility.as_ref(), |record| self.handle_record(record, deadline))
+            .await
     }
 
     async fn handle_record(&self, record: Record<'_>, deadline: &dyn Deadline) -> Handled {
-        // Held until just past this invocation's end: if the process dies
-        // (a crash, the Lambda timeout), the message is back in minutes, not
-        // after the queue's visibility timeout. Beside the work, not before
-        // it: the turn's first status line does not wait for it.
-        let hold = async {
-            let until = deadline.time_left() + HOLD_MARGIN;
-            if let Err(err) = self.visibility.set(record.source, record.receipt_handle, until).await {
-                tracing::warn!(error = %err, "message not held for the invocation: the queue's visibility timeout applies");
+        match WorkMessage::decode(record.body) {
+            Ok(message) => {
+                sqs_batch::settle(self.worker.handle(&message, deadline).await, Permanent::ToDeadLetterQueue)
             }
-        };
-        let work = async {
-            match WorkMessage::decode(record.body) {
-                Ok(message) => {
-                    sqs_batch::settle(self.worker.handle(&message, deadline).await, Permanent::ToDeadLetterQueue)
-                }
-                Err(err) => sqs_batch::malformed(&err),
-            }
-        };
-        tokio::join!(hold, work).1
+            Err(err) => sqs_batch::malformed(&err),
+        }
     }
 
     /// Checks the table, both queues, the bucket and the Slack token this

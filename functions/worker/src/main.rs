@@ -2,17 +2,18 @@
 //! every invocation to [`worker::WorkerFunction`].
 //!
 //! Nothing slow stands before the runtime's first poll: the AWS SDK's
-//! configuration (the credential chain, every root certificate parsed) is
-//! built on another thread while this one registers with the runtime; then
-//! the assistant configuration is read from S3 here while the HTTP client
-//! for Slack and the tools (its own root store) is built on a third, and
-//! the worker is assembled. The first invocation waits for what is left.
-//! A worker that cannot start logs why and exits, as a failed init did.
+//! configuration and clients are built on another thread while this one
+//! registers with the runtime, and the HTTP client for Slack and the tools
+//! (its own root store) on a third. Then two things go on together: the
+//! assistant configuration is read from S3 and the worker assembled, and
+//! the first invocation's messages are held and the turns they name read
+//! ([`worker::Arrival`]); the invocation's work waits for both. A worker
+//! that cannot start logs why and exits, as a failed init did.
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use lambda_support::deferred::{Deferred, Starting};
 use serde_json::Value;
-use worker::{Clients, Config, WorkerFunction};
+use worker::{Arrival, AwsClients, Clients, Config, WorkerFunction};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
@@ -20,21 +21,22 @@ async fn main() -> Result<(), Error> {
     unsafe { lambda_support::tls::read_roots_from_one_file() };
     lambda_support::logging::init();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
-    // The SDK first, the S3 client with it; then, while this thread reads
-    // the configuration with it, the HTTP client on a thread of its own.
-    let aws = Deferred::spawn(|| async {
-        let aws = adapters_aws::config::load(adapters_aws::config::worker_timeouts()).await;
-        let s3 = adapters_s3::client(&aws);
+    let for_arrival = config.clone();
+    let aws = Deferred::spawn(move || async move {
+        let sdk = adapters_aws::config::load(adapters_aws::config::worker_timeouts()).await;
         let http = Deferred::spawn(|| async { adapters_slack::http_client() });
-        (aws, s3, http)
+        let aws = AwsClients::new(&sdk);
+        let arrival = Arrival::new(&aws.dynamodb, &aws.sqs, &for_arrival);
+        (aws, arrival, http)
     });
     let function = Starting::new();
     let assemble = function.build(async {
-        let (aws, s3, http) = aws.get().await;
-        let (assistant, http) = tokio::join!(WorkerFunction::read_configuration(&config, s3), http.get());
+        let (aws, arrival, http) = aws.get().await;
+        let (assistant, http) = tokio::join!(WorkerFunction::read_configuration(&config, &aws.s3), http.get());
         let started = match assistant {
             Ok(assistant) => {
-                WorkerFunction::load_with(config, Clients::with(aws, s3.clone(), http.clone()), assistant).await
+                let clients = Clients::with(aws.clone(), http.clone());
+                Box::pin(WorkerFunction::load_with(config, clients, assistant, arrival.clone())).await
             }
             Err(err) => Err(err),
         };
@@ -43,9 +45,13 @@ async fn main() -> Result<(), Error> {
             std::process::exit(1)
         })
     });
-    let function = &function;
+    let (function, aws) = (&function, &aws);
     let serve = run(service_fn(|event: LambdaEvent<Value>| async move {
-        function.get().await.handle(event.payload, event.context.deadline).await
+        let deadline = event.context.deadline;
+        let (_, arrival, _) = aws.get().await;
+        let (function, ()) = tokio::join!(function.get(), arrival.prepare(&event.payload, deadline));
+        // Boxed: the handling's future is deep, the runtime's service deeper.
+        Box::pin(function.handle_prepared(event.payload, deadline)).await
     }));
     tokio::join!(assemble, serve).1
 }

@@ -303,6 +303,72 @@ impl TurnStore for RecordTurns {
     }
 }
 
+/// A turn store that can read turns ahead of the work that loads them.
+///
+/// A cold worker reads its configuration and assembles its tools before it
+/// can work; the turns its messages name are read beside that
+/// ([`ReadAhead::read`]), and the first [`TurnStore::load`] of each takes
+/// the turn read ahead instead of reading it again. Taken once: any later
+/// load (the same turn's next message in the batch, a reload after a
+/// conflict) reads the store. A turn read ahead is at most as old as the
+/// invocation, and every save is conditional on its version, so a stale one
+/// costs a conflict, as another worker's write would. What nobody took is
+/// dropped with [`ReadAhead::forget`] at the end of the invocation.
+pub struct ReadAhead {
+    inner: Arc<dyn TurnStore>,
+    read: std::sync::Mutex<HashMap<TurnId, Option<Turn>>>,
+}
+
+impl ReadAhead {
+    pub fn new(inner: Arc<dyn TurnStore>) -> Self {
+        Self { inner, read: Default::default() }
+    }
+
+    /// Reads `ids` together. A read that fails is not kept: the work's own
+    /// load reads again, and reports its error.
+    pub async fn read(&self, ids: impl IntoIterator<Item = TurnId>) {
+        let ids: std::collections::HashSet<TurnId> = ids.into_iter().collect();
+        let reads = ids.into_iter().map(|id| async move {
+            let found = self.inner.load(&id).await;
+            (id, found)
+        });
+        for (id, found) in futures_util::future::join_all(reads).await {
+            if let Ok(turn) = found {
+                self.read.lock().expect("read-ahead lock").insert(id, turn);
+            }
+        }
+    }
+
+    /// Drops what was read ahead and not taken.
+    pub fn forget(&self) {
+        self.read.lock().expect("read-ahead lock").clear();
+    }
+
+    fn take(&self, id: &TurnId) -> Option<Option<Turn>> {
+        self.read.lock().expect("read-ahead lock").remove(id)
+    }
+}
+
+#[async_trait]
+impl TurnStore for ReadAhead {
+    async fn create(&self, turn: &mut Turn) -> Result<Created, StoreError> {
+        self.take(&turn.id);
+        self.inner.create(turn).await
+    }
+
+    async fn load(&self, id: &TurnId) -> Result<Option<Turn>, StoreError> {
+        match self.take(id) {
+            Some(turn) => Ok(turn),
+            None => self.inner.load(id).await,
+        }
+    }
+
+    async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
+        self.take(&turn.id);
+        self.inner.save(turn).await
+    }
+}
+
 /// Delivery records on any [`VersionedRecords`].
 #[derive(Clone)]
 pub struct RecordDeliveries(Arc<dyn VersionedRecords>);

@@ -294,27 +294,29 @@ pub async fn assemble(
     let built_in: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), ports.signer.clone(), lookup)?);
     let mut taken: std::collections::HashSet<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
-    // Published on every start, beside the servers' discovery (not after
-    // it), so a setting removed is removed for the ingress too. Not fatal:
-    // the ingress keeps what an earlier start published.
-    let publish = async {
-        let Some(every_question) = &ports.every_question else { return };
+    // Published on every start, beside the first invocation's work (not
+    // before it), so a setting removed is removed for the ingress too. Not
+    // fatal: the ingress keeps what an earlier start published.
+    let background = crate::background::Background::default();
+    if let Some(every_question) = ports.every_question {
         let globs = assistant.every_question_channels();
-        match every_question.publish(&globs).await {
-            Ok(()) => info!(channels = ?globs, "every-question channels published for the ingress"),
-            Err(err) => {
-                tracing::warn!(error = %err, "every-question channels not published: the ingress keeps the last ones")
+        background.spawn(async move {
+            match every_question.publish(&globs).await {
+                Ok(()) => info!(channels = ?globs, "every-question channels published for the ingress"),
+                Err(err) => {
+                    tracing::warn!(error = %err, "every-question channels not published: the ingress keeps the last ones")
+                }
             }
-        }
-    };
-    let discover = mcp_tools::discover_tools(
+        });
+    }
+    let discovered = mcp_tools::discover_tools(
         &assistant.mcp_servers,
         ports.mcp.as_ref(),
         &lookup,
         &taken,
         mcp_tools::DISCOVERY_DEADLINE,
-    );
-    let ((), discovered) = tokio::join!(publish, discover);
+    )
+    .await;
     let (discovered, mut unoffered) = discovered?;
     taken.extend(discovered.iter().map(|tool| tool.spec().name.clone()));
     tools.extend(discovered);
@@ -388,6 +390,7 @@ pub async fn assemble(
         enhancer,
         unoffered,
         sign_in,
+        background,
     })
 }
 

@@ -24,7 +24,8 @@
 //!   [`attachments`]: the files pasted in the thread, and `read_attachment`;
 //!   [`answer_files`]: `attach_result`, a tool's result as a file beside the answer;
 //!   [`enhancer`]: the cheap model's reading of the question.
-//! - [`offload`]: keeping a turn's item small (large results in S3).
+//! - [`offload`]: keeping a turn's item small (large results in S3);
+//!   [`background`]: start-up work no answer waits for.
 //! - [`streaming`]: the answer streamed into Slack as the model writes it,
 //!   through a redactor that never lets out what it may still redact.
 
@@ -34,6 +35,7 @@ pub mod assembly;
 pub mod attachments;
 pub mod auth;
 pub mod aws_tools;
+pub mod background;
 pub mod builtin_tools;
 pub mod config;
 pub mod context;

@@ -262,6 +262,9 @@ pub struct Worker {
     /// Per-user sign-in for tools that act as the person who asked; `None`
     /// where no tool does.
     pub sign_in: Option<crate::sign_in::SignIn>,
+    /// What the start began and nothing waits for; the function settles it
+    /// at the end of each invocation.
+    pub background: crate::background::Background,
 }
 
 impl Worker {

@@ -264,6 +264,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         enhancer: None,
         unoffered: Vec::new(),
         sign_in: None,
+        background: Default::default(),
     };
     TestWorker {
         worker,
