@@ -299,3 +299,74 @@ async fn a_server_behind_aws_iam_gets_every_request_signed_and_verified() {
     assert!(tools.is_empty(), "a server that refuses us offers nothing");
     assert!(!server.seen.refused_signatures.lock().unwrap().is_empty());
 }
+
+/// The reference server's connector, counting the sessions it opens.
+struct Counting {
+    inner: StreamableHttpConnector,
+    connects: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl assistant_core::mcp::McpConnector for Counting {
+    async fn connect(
+        &self,
+        endpoint: &assistant_core::mcp::McpEndpoint,
+    ) -> Result<std::sync::Arc<dyn assistant_core::mcp::McpSession>, assistant_core::mcp::McpError> {
+        self.connects.fetch_add(1, Ordering::SeqCst);
+        self.inner.connect(endpoint).await
+    }
+}
+
+#[tokio::test]
+async fn a_kept_list_whose_put_lost_its_answer_serves_the_next_start_and_one_never_kept_is_listed_again() {
+    use assistant_core::ports::ArtifactStore;
+    use std::sync::Arc;
+    use tests::fault_proxy::{Fault, FaultProxy, Plan, Upstream};
+    use worker_logic::background::Background;
+    use worker_logic::mcp_tools::{KeptLists, kept_or_discovered_tools, tool_list_key};
+    // GIVEN the reference server, and the bucket behind a proxy that loses
+    // answers, reached with no SDK retry (the answer's loss is the caller's)
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let proxy = FaultProxy::start(Upstream::Aws, &env_from_test_command("AWS_ENDPOINT_URL"), Plan::none()).await;
+    let aws = tests::config_through(proxy.url(), 1, adapters_aws::config::worker_timeouts()).await;
+    let cache: Arc<dyn ArtifactStore> =
+        Arc::new(adapters_s3::S3Artifacts::new(adapters_s3::client(&aws), &stack.bucket));
+    let connector = Arc::new(Counting {
+        inner: StreamableHttpConnector::new(adapters_slack::http_client()),
+        connects: Default::default(),
+    });
+    let configs: Vec<McpServerConfig> = serde_json::from_value(
+        json!([{"name": "everything", "url": env_from_test_command("MCP_EVERYTHING_URL"), "tools": ["echo", "get-sum"]}]),
+    )
+    .unwrap();
+    let start = || async {
+        let background = Background::default();
+        let kept =
+            KeptLists { cache: cache.clone(), clock: Arc::new(assistant_core::SystemClock), background: &background };
+        let no_env = |_: &Reference| None;
+        let (tools, _) =
+            kept_or_discovered_tools(&configs, connector.clone(), no_env, &HashSet::new(), DISCOVERY_DEADLINE, kept)
+                .await
+                .unwrap();
+        background.settle(Duration::from_secs(10)).await;
+        let mut names: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
+        names.sort();
+        (names, connector.connects.load(Ordering::SeqCst))
+    };
+    let offered = vec!["everything__echo".to_owned(), "everything__get-sum".to_owned()];
+
+    // WHEN the first start's put is applied and its answer lost
+    proxy.script("S3 PUT", Fault::AppliedThenReset);
+    assert_eq!(start().await, (offered.clone(), 1), "listed live: nothing kept yet");
+    // THEN the next start finds the list and does not ask the server
+    assert_eq!(start().await, (offered.clone(), 1));
+
+    // WHEN a start's put is refused before anything is written
+    stack.s3.delete_object().bucket(&stack.bucket).key(tool_list_key("everything")).send().await.unwrap();
+    proxy.script("S3 PUT", Fault::ServerError);
+    assert_eq!(start().await, (offered.clone(), 2));
+    // THEN the next start lists the server again, and keeps it this time
+    assert_eq!(start().await, (offered.clone(), 3));
+    assert_eq!(start().await, (offered, 3));
+    assert_eq!(proxy.injected_by_kind().values().sum::<u32>(), 2, "both faults injected");
+}

@@ -492,3 +492,42 @@ async fn a_turn_continues_across_invocations_through_the_work_queue() {
     assert_eq!((turn.status, turn.steps), (TurnStatus::Answered, 2));
     assert_eq!(stack.receive_requests().await.unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_warm_worker_reads_its_configuration_again_and_keeps_the_last_good_one_when_it_breaks() {
+    // GIVEN a warm worker that assembles itself anew once an invocation is
+    // done (every five minutes in production; here after each one)
+    let fake = FakeBedrock::start().await;
+    fake.answer_with(|_| Scripted::fixture(TEXT_REPLY));
+    let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
+    let function = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await)
+        .await
+        .unwrap()
+        .reassembling_after(Duration::ZERO);
+    let question = |n: u32| {
+        let mut event = events::parse(events::WORKER_SQS_START_TURN);
+        let body = event["Records"][0]["body"].as_str().unwrap().replace("Ev0LAN670R", &format!("Ev0RELOAD{n}"));
+        event["Records"][0]["body"] = body.into();
+        event
+    };
+    let system_prompt = |n: usize| fake.requests()[n].body["system"].to_string();
+
+    // WHEN the team uploads a new system prompt while it runs
+    function.handle(question(1), deadline()).await.unwrap();
+    stack.put("prompts/payments.md", "You are the payments team's on-call assistant.").await;
+    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, r#"{"system_prompt_key": "prompts/payments.md"}"#).await;
+    function.handle(question(2), deadline()).await.unwrap();
+    function.handle(question(3), deadline()).await.unwrap();
+
+    // THEN the question after the next assembly gets it, without a restart
+    assert!(!system_prompt(1).contains("payments team"), "assembled before the upload");
+    assert!(system_prompt(2).contains("payments team"), "{}", system_prompt(2));
+
+    // AND a configuration broken later leaves the worker as it was
+    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, r#"{"tool_polcy": []}"#).await;
+    function.handle(question(4), deadline()).await.unwrap();
+    let response = function.handle(question(5), deadline()).await.unwrap();
+    assert_eq!(failures(&response), Vec::<String>::new());
+    assert!(system_prompt(4).contains("payments team"), "the last good configuration");
+    assert_eq!(fake.requests().len(), 5, "every question answered");
+}

@@ -26,10 +26,10 @@ use lambda_support::UnsupportedEvent;
 use lambda_support::env::{ConfigError, optional, required};
 use lambda_support::health::{self, HealthReport};
 use lambda_support::metrics::EmfTurnMetrics;
-use lambda_support::sqs_batch::{self, Handled, Permanent, Record};
+use lambda_support::sqs_batch::{self, Permanent, Record};
 use serde_json::Value;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use worker_logic::config::{AssistantConfig, DEFAULT_CONFIG_KEY};
 use worker_logic::sign_in::SignInPorts;
 use worker_logic::tools::ToolRegistry;
@@ -210,20 +210,37 @@ impl Arrival {
 }
 
 pub struct WorkerFunction {
-    worker: Worker,
+    /// The worker for the configuration as last read, assembled again every
+    /// [`REASSEMBLE_AFTER`].
+    assembled: RwLock<Arc<Assembled>>,
+    assembled_at: Mutex<Instant>,
+    reassemble_after: Duration,
     clients: Clients,
     /// Messages held and turns read ahead; its visibility also sets a
     /// failed message's backoff.
     arrival: Arrival,
     config: Config,
-    /// Where the docs tools list: the one listing the worker's role allows,
-    /// so the health check lists there too.
-    docs_prefix: String,
     /// The worker's Slack client, for the health check's `auth.test`.
     slack: WebClient,
     /// The ops channel's alerts, for a degraded health check.
     alerts: Option<OpsAlerts>,
 }
+
+/// A worker and what the health check needs of the configuration it was
+/// assembled for.
+struct Assembled {
+    worker: Worker,
+    /// Where the docs tools list: the one listing the worker's role allows,
+    /// so the health check lists there too.
+    docs_prefix: String,
+}
+
+/// How often a warm worker reads its configuration again and assembles
+/// itself anew (at the end of an invocation): a configuration uploaded to
+/// the bucket, or an MCP server's changed tools (`worker_logic::mcp_tools`
+/// keeps their lists), reach running workers within minutes, not only new
+/// ones.
+pub const REASSEMBLE_AFTER: Duration = Duration::from_secs(300);
 
 /// The scheduled event that sweeps due approval deadlines
 /// (`template.yaml`, `ApprovalSweep`).
@@ -263,7 +280,7 @@ impl WorkerFunction {
         let function = Self::load_with(config, clients, assistant, arrival).await?;
         // All of the start done before the first event, as callers of
         // `load` expect (`main` lets the first invocation finish it).
-        function.worker.background.settle(BACKGROUND_WAIT).await;
+        function.assembled().worker.background.settle(BACKGROUND_WAIT).await;
         Ok(function)
     }
 
@@ -282,73 +299,74 @@ impl WorkerFunction {
         assistant: AssistantConfig,
         arrival: Arrival,
     ) -> Result<Self, StartupError> {
-        let artifacts = Arc::new(S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket));
+        let worker = assemble_worker(&config, &clients, &arrival, &assistant).await?;
+        tracing::info!(config = %config.assistant_config_key, "worker assembled");
         let records: Arc<dyn VersionedRecords> =
             Arc::new(DynamoRecords::new(clients.dynamodb.clone(), &config.turns_table));
         let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
-        // One signer for every hand-signed AWS call of the process.
-        let signer = Signer::new(&clients.aws);
-        let knowledge = AwsApi::new(clients.http.clone(), signer.clone(), adapters_knowledge_base::AGENT_RUNTIME, None);
-        let ports = WorkerPorts {
-            store: arrival.turns.clone(),
-            deliveries: Arc::new(RecordDeliveries::new(records.clone())),
-            model: Arc::new(BedrockModel::new(clients.bedrock.clone(), &config.model_id)),
-            models: Arc::new({
-                let bedrock = clients.bedrock.clone();
-                move |id: &str| {
-                    Arc::new(BedrockModel::new(bedrock.clone(), id)) as Arc<dyn assistant_core::model::Model>
-                }
-            }),
-            work: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.work_queue_url)),
-            replies: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url)),
-            artifacts,
-            slack: Arc::new(SlackWebReader::new(slack.clone())),
-            files: Arc::new(adapters_slack::WebFiles::new(
-                clients.http.clone(),
-                &config.slack_api_base_url,
-                config.slack_bot_token.clone(),
-            )),
-            timers: Arc::new(DynamoTimers::new(clients.dynamodb.clone(), &config.turns_table)),
-            clock: Arc::new(SystemClock),
-            http: clients.http.clone(),
-            mcp: Arc::new(StreamableHttpConnector::new(clients.http.clone()).with_signer(Arc::new(signer.clone()))),
-            aws: Arc::new(SignedAws::new(&clients.aws, signer.clone(), clients.http.clone())),
-            signer: Arc::new(signer.clone()),
-            knowledge: Arc::new(BedrockKnowledgeBases::new(knowledge)),
-            secrets: Arc::new(SecretsManager::new(&signer, clients.http.clone(), &config.secrets_prefix)),
-            metrics: Arc::new(EmfTurnMetrics { function: FUNCTION_NAME, memory_mb: config.memory_mb }),
-            agent: Arc::new(WebAgent::new(slack.clone())),
-            streams: StreamLog::new(records.clone()),
-            feedback: FeedbackLog::new(records.clone()),
-            grants: assistant_core::grants::ThreadGrants::new(records.clone()),
-            contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
-            every_question: Some(assistant_core::response_modes::EveryQuestionChannels::new(
-                records.clone(),
-                Arc::new(SystemClock),
-            )),
-            sign_in: config.sign_in.as_ref().map(|(key, redirect_uri)| {
-                let sealer = adapters_kms::KmsSealer::new(&signer, clients.http.clone(), key);
-                SignInPorts {
-                    vault: Arc::new(SealedVault::new(records.clone(), Arc::new(sealer))),
-                    states: ConnectStates::new(records.clone()),
-                    tokens: Arc::new(adapters_oauth::OAuthClient::new(clients.http.clone())),
-                    redirect_uri: redirect_uri.clone(),
-                }
-            }),
-        };
-        let worker = worker_logic::assemble(ports, &assistant, config.limits, &|name| std::env::var(name).ok()).await?;
-        tracing::info!(config = %config.assistant_config_key, "worker assembled");
         let alerts = config
             .ops_channel
             .clone()
             .map(|channel| OpsAlerts::new(channel, Arc::new(slack.clone()), records, Arc::new(SystemClock)));
-        Ok(Self { worker, clients, config, docs_prefix: assistant.docs_prefix, arrival, slack, alerts })
+        Ok(Self {
+            assembled: RwLock::new(Arc::new(Assembled { worker, docs_prefix: assistant.docs_prefix })),
+            assembled_at: Mutex::new(Instant::now()),
+            reassemble_after: REASSEMBLE_AFTER,
+            clients,
+            config,
+            arrival,
+            slack,
+            alerts,
+        })
     }
 
     /// The same function with other tools (tests bring their own).
     pub fn with_tools(mut self, tools: ToolRegistry) -> Self {
-        self.worker.tools = tools;
+        let assembled = Arc::get_mut(self.assembled.get_mut().expect("assembled lock")).expect("not yet shared");
+        assembled.worker.tools = tools;
         self
+    }
+
+    /// The same function, assembling itself anew after `after` (tests).
+    pub fn reassembling_after(mut self, after: Duration) -> Self {
+        self.reassemble_after = after;
+        self
+    }
+
+    fn assembled(&self) -> Arc<Assembled> {
+        self.assembled.read().expect("assembled lock").clone()
+    }
+
+    /// Reads the configuration again and assembles the worker anew, when
+    /// the last assembly is [`REASSEMBLE_AFTER`] old. A configuration that
+    /// no longer reads or assembles is logged and this worker keeps the one
+    /// it has (a new worker would refuse to start with it).
+    async fn reassemble_if_due(&self) {
+        {
+            let mut at = self.assembled_at.lock().expect("assembled_at lock");
+            if at.elapsed() < self.reassemble_after {
+                return;
+            }
+            *at = Instant::now();
+        }
+        let assistant = match Self::read_configuration(&self.config, &self.clients.s3).await {
+            Ok(assistant) => assistant,
+            Err(err) => {
+                tracing::error!(error = %err, "the configuration was read again and is broken: this worker keeps the one it has");
+                return;
+            }
+        };
+        match assemble_worker(&self.config, &self.clients, &self.arrival, &assistant).await {
+            Ok(worker) => {
+                worker.background.settle(BACKGROUND_WAIT).await;
+                let assembled = Arc::new(Assembled { worker, docs_prefix: assistant.docs_prefix });
+                *self.assembled.write().expect("assembled lock") = assembled;
+                tracing::info!(config = %self.config.assistant_config_key, "worker assembled again");
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "the configuration was read again and cannot be assembled: this worker keeps the one it has");
+            }
+        }
     }
 
     /// One invocation: a health check, the approval sweep, or a batch from
@@ -362,21 +380,28 @@ impl WorkerFunction {
     /// [`WorkerFunction::handle`] once [`Arrival::prepare`] has run for
     /// `event` (a cold start runs it beside the assembly).
     pub async fn handle_prepared(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
-        let handled = self.handle_event(event, deadline_ms).await;
-        self.worker.background.settle(BACKGROUND_WAIT).await;
+        let assembled = self.assembled();
+        let handled = self.handle_event(&assembled, event, deadline_ms).await;
+        assembled.worker.background.settle(BACKGROUND_WAIT).await;
+        self.reassemble_if_due().await;
         handled
     }
 
-    async fn handle_event(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
+    async fn handle_event(
+        &self,
+        assembled: &Assembled,
+        event: Value,
+        deadline_ms: u64,
+    ) -> Result<Value, UnsupportedEvent> {
         if health::is_scheduled_event(&event) {
-            let report = self.health().await.published();
+            let report = self.health_of(assembled).await.published();
             report.alert(self.alerts.as_ref(), SystemClock.now_unix()).await;
             return Ok(serde_json::to_value(report).expect("health report serializes"));
         }
         if is_approval_sweep(&event) {
             // A failed sweep is logged; the next one, a minute later, finds
             // the same deadlines.
-            let swept = self.worker.sweep_approvals().await.unwrap_or_else(|err| {
+            let swept = assembled.worker.sweep_approvals().await.unwrap_or_else(|err| {
                 tracing::error!(error = %err, "approval sweep failed");
                 0
             });
@@ -384,28 +409,28 @@ impl WorkerFunction {
         }
         let batch: SqsEvent =
             serde_json::from_value(event).map_err(|source| UnsupportedEvent { expected: "an SQS batch", source })?;
-        let response = self.handle_batch(&batch, &LambdaDeadline(deadline_ms)).await;
+        let response = self.handle_batch(&assembled.worker, &batch, &LambdaDeadline(deadline_ms)).await;
         self.arrival.turns.forget();
         Ok(serde_json::to_value(response).expect("batch response serializes"))
     }
 
-    async fn handle_batch(&self, batch: &SqsEvent, deadline: &dyn Deadline) -> SqsBatchResponse {
-        sqs_batch::handle_event(batch, self.arrival.visibility.as_ref(), |record| self.handle_record(record, deadline))
-            .await
-    }
-
-    async fn handle_record(&self, record: Record<'_>, deadline: &dyn Deadline) -> Handled {
-        match WorkMessage::decode(record.body) {
-            Ok(message) => {
-                sqs_batch::settle(self.worker.handle(&message, deadline).await, Permanent::ToDeadLetterQueue)
+    async fn handle_batch(&self, worker: &Worker, batch: &SqsEvent, deadline: &dyn Deadline) -> SqsBatchResponse {
+        sqs_batch::handle_event(batch, self.arrival.visibility.as_ref(), |record| async move {
+            match WorkMessage::decode(record.body) {
+                Ok(message) => sqs_batch::settle(worker.handle(&message, deadline).await, Permanent::ToDeadLetterQueue),
+                Err(err) => sqs_batch::malformed(&err),
             }
-            Err(err) => sqs_batch::malformed(&err),
-        }
+        })
+        .await
     }
 
     /// Checks the table, both queues, the bucket and the Slack token this
     /// function uses.
     pub async fn health(&self) -> HealthReport {
+        self.health_of(&self.assembled()).await
+    }
+
+    async fn health_of(&self, assembled: &Assembled) -> HealthReport {
         let slack = async { self.slack.auth_test().await.map(|_| ()).map_err(|err| err.to_string()) };
         let (table, work, replies, bucket, slack) = tokio::join!(
             health::check("dynamodb", dynamodb::check_reads(&self.clients.dynamodb, &self.config.turns_table)),
@@ -413,10 +438,74 @@ impl WorkerFunction {
             health::check("sqs_reply", sqs::check_queue(&self.clients.sqs, &self.config.reply_queue_url)),
             health::check(
                 "s3",
-                adapters_s3::check_bucket(&self.clients.s3, &self.config.artifact_bucket, &self.docs_prefix),
+                adapters_s3::check_bucket(&self.clients.s3, &self.config.artifact_bucket, &assembled.docs_prefix),
             ),
             health::check("slack", slack),
         );
         HealthReport::new(FUNCTION_NAME, VERSION, vec![table, work, replies, bucket, slack])
     }
+}
+
+/// The worker for `assistant` on the AWS and Slack adapters: tools'
+/// headers' `${env:NAME}` from this process's environment, `${secret:NAME}`
+/// from Secrets Manager under `SECRETS_PREFIX`.
+async fn assemble_worker(
+    config: &Config,
+    clients: &Clients,
+    arrival: &Arrival,
+    assistant: &AssistantConfig,
+) -> Result<Worker, StartupError> {
+    let artifacts = Arc::new(S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket));
+    let records: Arc<dyn VersionedRecords> =
+        Arc::new(DynamoRecords::new(clients.dynamodb.clone(), &config.turns_table));
+    let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
+    // One signer for every hand-signed AWS call of the process.
+    let signer = Signer::new(&clients.aws);
+    let knowledge = AwsApi::new(clients.http.clone(), signer.clone(), adapters_knowledge_base::AGENT_RUNTIME, None);
+    let ports = WorkerPorts {
+        store: arrival.turns.clone(),
+        deliveries: Arc::new(RecordDeliveries::new(records.clone())),
+        model: Arc::new(BedrockModel::new(clients.bedrock.clone(), &config.model_id)),
+        models: Arc::new({
+            let bedrock = clients.bedrock.clone();
+            move |id: &str| Arc::new(BedrockModel::new(bedrock.clone(), id)) as Arc<dyn assistant_core::model::Model>
+        }),
+        work: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.work_queue_url)),
+        replies: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url)),
+        artifacts,
+        slack: Arc::new(SlackWebReader::new(slack.clone())),
+        files: Arc::new(adapters_slack::WebFiles::new(
+            clients.http.clone(),
+            &config.slack_api_base_url,
+            config.slack_bot_token.clone(),
+        )),
+        timers: Arc::new(DynamoTimers::new(clients.dynamodb.clone(), &config.turns_table)),
+        clock: Arc::new(SystemClock),
+        http: clients.http.clone(),
+        mcp: Arc::new(StreamableHttpConnector::new(clients.http.clone()).with_signer(Arc::new(signer.clone()))),
+        aws: Arc::new(SignedAws::new(&clients.aws, signer.clone(), clients.http.clone())),
+        signer: Arc::new(signer.clone()),
+        knowledge: Arc::new(BedrockKnowledgeBases::new(knowledge)),
+        secrets: Arc::new(SecretsManager::new(&signer, clients.http.clone(), &config.secrets_prefix)),
+        metrics: Arc::new(EmfTurnMetrics { function: FUNCTION_NAME, memory_mb: config.memory_mb }),
+        agent: Arc::new(WebAgent::new(slack.clone())),
+        streams: StreamLog::new(records.clone()),
+        feedback: FeedbackLog::new(records.clone()),
+        grants: assistant_core::grants::ThreadGrants::new(records.clone()),
+        contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
+        every_question: Some(assistant_core::response_modes::EveryQuestionChannels::new(
+            records.clone(),
+            Arc::new(SystemClock),
+        )),
+        sign_in: config.sign_in.as_ref().map(|(key, redirect_uri)| {
+            let sealer = adapters_kms::KmsSealer::new(&signer, clients.http.clone(), key);
+            SignInPorts {
+                vault: Arc::new(SealedVault::new(records.clone(), Arc::new(sealer))),
+                states: ConnectStates::new(records.clone()),
+                tokens: Arc::new(adapters_oauth::OAuthClient::new(clients.http.clone())),
+                redirect_uri: redirect_uri.clone(),
+            }
+        }),
+    };
+    worker_logic::assemble(ports, assistant, config.limits, &|name| std::env::var(name).ok()).await
 }

@@ -182,8 +182,9 @@ pub fn parse_config(json: &[u8], origin: &str) -> Result<AssistantConfig, Startu
 
 /// The worker for this configuration: its system prompt (read from the
 /// artifact store when the configuration names one), the built-in, docs and
-/// declared HTTP tools and the MCP servers' tools (discovered now, under
-/// [`mcp_tools::DISCOVERY_DEADLINE`]) under the configured policy. `env`
+/// declared HTTP tools and the MCP servers' tools (from their kept lists,
+/// or discovered now under [`mcp_tools::DISCOVERY_DEADLINE`]) under the
+/// configured policy. `env`
 /// resolves the `${env:NAME}` in HTTP tools' and MCP servers' headers (for
 /// the names in `allowed_env` only), `ports.secrets` their `${secret:NAME}`.
 pub async fn assemble(
@@ -309,12 +310,13 @@ pub async fn assemble(
             }
         });
     }
-    let discovered = mcp_tools::discover_tools(
+    let discovered = mcp_tools::kept_or_discovered_tools(
         &assistant.mcp_servers,
-        ports.mcp.as_ref(),
+        ports.mcp.clone(),
         &lookup,
         &taken,
         mcp_tools::DISCOVERY_DEADLINE,
+        mcp_tools::KeptLists { cache: ports.artifacts.clone(), clock: ports.clock.clone(), background: &background },
     )
     .await;
     let (discovered, mut unoffered) = discovered?;

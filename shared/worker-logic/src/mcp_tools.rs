@@ -13,9 +13,12 @@
 //! }
 //! ```
 //!
-//! At start-up every server is asked for its tools, concurrently and under
-//! one deadline; a server that does not answer, refuses our credentials or
-//! answers nonsense loses only its own tools (one WARN line names it). Each
+//! A server's tools come from the list kept for its configuration in the
+//! artifact bucket, refreshed beside the work every few minutes (see
+//! [`kept`]); with none kept, every server is asked at start-up,
+//! concurrently and under one deadline, and a server that does not
+//! answer, refuses our credentials or answers nonsense loses only its own
+//! tools (one WARN line names it). Each
 //! tool is offered as `{server}__{tool}`, made to fit the model's rules for
 //! tool names (`[a-zA-Z0-9_-]`, at most 64 characters, unique), with the
 //! server's description and input schema; `tools` (globs over the server's
@@ -215,21 +218,47 @@ pub async fn discover_tools(
     taken: &HashSet<String>,
     deadline: Duration,
 ) -> Result<(Vec<Tool>, Vec<Unoffered>), McpConfigError> {
-    let mut unoffered = Vec::new();
-    let endpoints = configs.iter().map(|config| endpoint(config, &lookup)).collect::<Result<Vec<_>, _>>()?;
+    let endpoints = checked(configs, &lookup)?;
+    // A server that acts as the person lists its tools to a person's
+    // token, not at start-up (see `as_person`).
+    let found = join_all(configs.iter().zip(&endpoints).map(|(config, endpoint)| async move {
+        if as_person::acts_as_person(config) {
+            return None;
+        }
+        let found = discover(connector, endpoint, deadline).await;
+        Some(found.map(|(session, listed)| (ServerSession::opened(endpoint.clone(), session), listed)))
+    }))
+    .await;
+    Ok(offered(configs, &endpoints, found, taken))
+}
+
+/// Every server's endpoint, its headers resolved; each name once.
+fn checked(
+    configs: &[McpServerConfig],
+    lookup: &impl Fn(&Reference) -> Option<String>,
+) -> Result<Vec<McpEndpoint>, McpConfigError> {
+    let endpoints = configs.iter().map(|config| endpoint(config, lookup)).collect::<Result<Vec<_>, _>>()?;
     let mut servers = HashSet::new();
     if let Some(twice) = configs.iter().find(|config| !servers.insert(&config.name)) {
         return Err(McpConfigError::Invalid { name: twice.name.clone(), reason: "two servers have this name".into() });
     }
+    Ok(endpoints)
+}
+
+/// What each server listed (or why it could not), with its session.
+type Found = Option<Result<(Arc<ServerSession>, Vec<McpToolInfo>), McpError>>;
+
+/// The tools offered from what each server listed, namespaced; the rest in
+/// the second list with why.
+fn offered(
+    configs: &[McpServerConfig],
+    endpoints: &[McpEndpoint],
+    found: Vec<Found>,
+    taken: &HashSet<String>,
+) -> (Vec<Tool>, Vec<Unoffered>) {
+    let (mut tools, mut unoffered) = (Vec::new(), Vec::new());
     let mut names: HashSet<String> = taken.clone();
-    // A server that acts as the person lists its tools to a person's
-    // token, not at start-up (see `as_person`).
-    let discovered = join_all(configs.iter().zip(&endpoints).map(|(config, endpoint)| async move {
-        (!as_person::acts_as_person(config)).then_some(discover(connector, endpoint, deadline).await)
-    }))
-    .await;
-    let mut tools = Vec::new();
-    for ((config, endpoint), found) in configs.iter().zip(&endpoints).zip(discovered) {
+    for ((config, endpoint), found) in configs.iter().zip(endpoints).zip(found) {
         let Some(found) = found else { continue };
         let (session, listed) = match found {
             Ok(found) => found,
@@ -257,7 +286,7 @@ pub async fn discover_tools(
         }
         info!(server = %config.name, tools = count, "MCP server ready");
     }
-    Ok((tools, unoffered))
+    (tools, unoffered)
 }
 
 /// The listed tools the configuration offers (`tools`, not `deny`), at
@@ -348,11 +377,44 @@ fn unique_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String 
     name
 }
 
+/// A server's session: the one discovery opened, or one opened at the
+/// first call when the server's tools came from its kept list.
+struct ServerSession {
+    endpoint: McpEndpoint,
+    connector: Option<Arc<dyn McpConnector>>,
+    open: tokio::sync::Mutex<Option<Arc<dyn McpSession>>>,
+}
+
+impl ServerSession {
+    fn opened(endpoint: McpEndpoint, session: Arc<dyn McpSession>) -> Arc<Self> {
+        Arc::new(Self { endpoint, connector: None, open: tokio::sync::Mutex::new(Some(session)) })
+    }
+
+    fn at_first_call(endpoint: McpEndpoint, connector: Arc<dyn McpConnector>) -> Arc<Self> {
+        Arc::new(Self { endpoint, connector: Some(connector), open: tokio::sync::Mutex::new(None) })
+    }
+
+    /// The session, opened now if it is not yet (once; a failed opening is
+    /// tried again by the next call).
+    async fn get(&self) -> Result<Arc<dyn McpSession>, McpError> {
+        let mut open = self.open.lock().await;
+        if let Some(session) = open.as_ref() {
+            return Ok(session.clone());
+        }
+        let connector = self.connector.as_ref().ok_or_else(|| McpError::Unreachable("no session".into()))?;
+        let session = tokio::time::timeout(DISCOVERY_DEADLINE, connector.connect(&self.endpoint))
+            .await
+            .map_err(|_| McpError::TimedOut(DISCOVERY_DEADLINE))??;
+        *open = Some(session.clone());
+        Ok(session)
+    }
+}
+
 /// One server tool, ready to call.
 struct McpTool {
     server: String,
     tool: String,
-    session: Arc<dyn McpSession>,
+    session: Arc<ServerSession>,
     timeout: Duration,
 }
 
@@ -362,7 +424,8 @@ impl RunTool for McpTool {
             let Value::Object(arguments) = input else {
                 return Err("The input must be a JSON object.".to_owned());
             };
-            match self.session.call_tool(&self.tool, arguments, self.timeout).await {
+            let session = self.session.get().await.map_err(|err| call_error(&self.server, err, false))?;
+            match session.call_tool(&self.tool, arguments, self.timeout).await {
                 Ok(result) => output(result),
                 Err(err) => Err(call_error(&self.server, err, false)),
             }
@@ -433,7 +496,9 @@ fn size(bytes: usize) -> String {
 }
 
 mod as_person;
-pub use as_person::{person_tools, tool_list_key};
+mod kept;
+pub use as_person::person_tools;
+pub use kept::{KeptLists, REFRESH_AFTER_SECS, kept_or_discovered_tools, tool_list_key};
 
 #[cfg(test)]
 mod tests;

@@ -15,6 +15,7 @@
 //! Each call opens its own session with the person's token: a session
 //! belongs to whoever initialized it, and is never shared between people.
 
+use super::kept::{self, ToolList};
 use super::{
     DISCOVERY_DEADLINE, McpConfigError, McpServerConfig, call_error, endpoint, output, timeout, tool, unique_name,
     wanted,
@@ -22,32 +23,18 @@ use super::{
 use crate::auth::ToolAuth;
 use crate::references::Reference;
 use crate::tools::{CallContext, Effect, RunTool, Tool, ToolFuture, Unoffered};
-use assistant_core::mcp::{McpConnector, McpEndpoint, McpToolInfo};
+use assistant_core::mcp::{McpConnector, McpEndpoint};
 use assistant_core::model::ToolSpec;
 use assistant_core::oauth::OAuthProvider;
 use assistant_core::ports::ArtifactStore;
 use assistant_core::turn::ToolOutput;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use tracing::{info, warn};
+use tracing::info;
 
 pub(super) fn acts_as_person(config: &McpServerConfig) -> bool {
     matches!(config.auth, Some(ToolAuth::OAuth(_)))
-}
-
-/// Where a server's tool list, as a person's token last read it, is kept.
-pub fn tool_list_key(server: &str) -> String {
-    format!("cache/mcp-tools/{server}.json")
-}
-
-/// A kept tool list: for the server at `url` only.
-#[derive(Serialize, Deserialize)]
-struct ToolList {
-    url: String,
-    listed_at: i64,
-    tools: Vec<McpToolInfo>,
 }
 
 /// The tools of the servers that act as the person: from their kept lists,
@@ -78,7 +65,7 @@ pub async fn person_tools(
             continue;
         }
         let person = PersonSession { endpoint, connector: connector.clone() };
-        match kept_list(cache.as_ref(), config).await {
+        match kept::read(cache.as_ref(), config, None).await.map(|list| list.tools) {
             Some(listed) => {
                 let wanted = wanted(config, listed, &mut unoffered);
                 info!(server = %config.name, tools = wanted.len(), "MCP server acting as the person: its kept tool list");
@@ -119,21 +106,6 @@ pub async fn person_tools(
         }
     }
     Ok((tools, unoffered))
-}
-
-/// The server's kept tool list, if one was kept for its URL.
-async fn kept_list(cache: &dyn ArtifactStore, config: &McpServerConfig) -> Option<Vec<McpToolInfo>> {
-    let bytes = match cache.get(&tool_list_key(&config.name)).await {
-        Ok(found) => found?,
-        Err(err) => {
-            warn!(server = %config.name, error = %err, "the kept tool list cannot be read: offering `connect`");
-            return None;
-        }
-    };
-    let list: ToolList = serde_json::from_slice(&bytes)
-        .inspect_err(|err| warn!(server = %config.name, error = %err, "the kept tool list does not parse"))
-        .ok()?;
-    (list.url == config.url).then_some(list.tools)
 }
 
 /// Sessions with one server, each opened with one person's token.
@@ -197,11 +169,13 @@ impl RunTool for ConnectTool {
             let mut unoffered = Vec::new();
             let names: Vec<String> =
                 wanted(&self.config, listed.clone(), &mut unoffered).into_iter().map(|tool| tool.name).collect();
-            let list = ToolList { url: self.config.url.clone(), listed_at: self.clock.now_unix(), tools: listed };
-            let json = serde_json::to_vec(&list).expect("tool lists are JSON");
-            if let Err(err) = self.cache.put(&tool_list_key(server), json, "application/json").await {
-                warn!(server = %server, error = %err, "the tool list was read but not kept");
-            }
+            let list = ToolList {
+                url: self.config.url.clone(),
+                config: String::new(),
+                listed_at: self.clock.now_unix(),
+                tools: listed,
+            };
+            kept::keep(self.cache.as_ref(), server, &list).await;
             info!(server = %server, tools = names.len(), "connected as the person: the server's tool list is kept");
             Ok(ToolOutput::Text(format!(
                 "Connected: the person is signed in to {server}. Its tools ({}) are offered from their next \

@@ -420,3 +420,151 @@ mod acting_as_the_person {
         assert!(unoffered[0].reason.contains("unavailable"), "{unoffered:?}");
     }
 }
+
+mod kept_lists {
+    use super::*;
+    use crate::background::Background;
+    use assistant_core::FixedClock;
+    use assistant_core::ports::ArtifactStore;
+    use testkit::memory::MemoryArtifacts;
+
+    const URL: &str = "https://mcp.example.com/mcp";
+    const NOW: i64 = 1_763_800_000;
+
+    struct Start {
+        connector: Arc<MemoryMcp>,
+        cache: Arc<MemoryArtifacts>,
+    }
+
+    impl Start {
+        fn new(server: MemoryMcpServer) -> Self {
+            Self { connector: Arc::new(MemoryMcp::default().with(URL, server)), cache: Arc::default() }
+        }
+
+        /// One worker's start at `now`: its tools, once the start's
+        /// background work is done.
+        async fn tools(&self, configs: &[McpServerConfig], now: i64) -> Vec<Tool> {
+            let background = Background::default();
+            let kept =
+                KeptLists { cache: self.cache.clone(), clock: Arc::new(FixedClock::at(now)), background: &background };
+            let (tools, _) = kept_or_discovered_tools(
+                configs,
+                self.connector.clone(),
+                no_env,
+                &HashSet::new(),
+                DISCOVERY_DEADLINE,
+                kept,
+            )
+            .await
+            .unwrap();
+            background.settle(Duration::from_secs(10)).await;
+            tools
+        }
+
+        fn connects(&self) -> usize {
+            self.connector.connected().len()
+        }
+
+        async fn kept(&self) -> Option<kept::ToolList> {
+            let bytes = self.cache.get(&tool_list_key("srv")).await.unwrap()?;
+            Some(serde_json::from_slice(&bytes).unwrap())
+        }
+    }
+
+    fn config() -> Vec<McpServerConfig> {
+        servers(json!([{"name": "srv", "url": URL, "headers": {"X-Team": "sre"}}]))
+    }
+
+    #[tokio::test]
+    async fn a_list_is_kept_and_the_next_start_offers_it_without_asking_the_server() {
+        let session = MemoryMcpSession::new(vec![info("get-sum", Some(true)), info("echo", Some(true))]);
+        let start = Start::new(MemoryMcpServer::Serves(session.clone()));
+
+        let first = start.tools(&config(), NOW).await;
+        assert_eq!(names(&first), ["srv__get-sum", "srv__echo"]);
+        assert_eq!(start.connects(), 1, "no list kept yet: asked at start-up");
+        let kept = start.kept().await.expect("kept for the next start");
+        assert_eq!((kept.url.as_str(), kept.listed_at, kept.tools.len()), (URL, NOW, 2));
+
+        let second = start.tools(&config(), NOW + 60).await;
+        assert_eq!(names(&second), ["srv__get-sum", "srv__echo"]);
+        assert_eq!(start.connects(), 1, "from the kept list: the server is not asked at start-up");
+
+        // Its session opens at the first call, once.
+        let registry = ToolRegistry::new(second, ToolPolicy::allow_all()).unwrap();
+        for _ in 0..2 {
+            session.answers(Ok(McpCallResult { content: vec![McpContent::Text("5".into())], ..Default::default() }));
+            let result = registry.run(&call("srv__get-sum", json!({"a": 2})), &channel()).await;
+            assert_eq!((result.status, result.output), (ToolStatus::Success, ToolOutput::Text("5".into())));
+        }
+        assert_eq!(start.connects(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_list_older_than_five_minutes_is_listed_again_beside_the_start_and_the_change_picked_up() {
+        let session = MemoryMcpSession::new(vec![info("get-sum", Some(true)), info("echo", Some(true))]);
+        let start = Start::new(MemoryMcpServer::Serves(session));
+        let old = kept::ToolList {
+            url: URL.into(),
+            config: kept::fingerprint(&config()[0]),
+            listed_at: NOW - REFRESH_AFTER_SECS - 1,
+            tools: vec![info("get-sum", Some(true))],
+        };
+        kept::keep(start.cache.as_ref(), "srv", &old).await;
+
+        // Offered from the old list at once; listed again in the background.
+        assert_eq!(names(&start.tools(&config(), NOW).await), ["srv__get-sum"]);
+        assert_eq!(start.connects(), 1, "the refresh");
+        let kept = start.kept().await.unwrap();
+        assert_eq!((kept.listed_at, kept.tools.len()), (NOW, 2));
+
+        // The next worker to assemble offers the server's tools as they are now.
+        assert_eq!(names(&start.tools(&config(), NOW + 1).await), ["srv__get-sum", "srv__echo"]);
+        assert_eq!(start.connects(), 1, "fresh: not listed again");
+    }
+
+    #[tokio::test]
+    async fn another_configuration_a_broken_list_or_another_servers_list_is_not_used() {
+        let session = MemoryMcpSession::new(vec![info("echo", Some(true))]);
+        let start = Start::new(MemoryMcpServer::Serves(session));
+        let listed = |config: String, url: &str| kept::ToolList {
+            url: url.into(),
+            config,
+            listed_at: NOW,
+            tools: vec![info("drop_tables", Some(true))],
+        };
+        let changed = servers(json!([{"name": "srv", "url": URL, "headers": {"X-Team": "payments"}}]));
+        for (bytes, what) in [
+            (serde_json::to_vec(&listed(kept::fingerprint(&changed[0]), URL)).unwrap(), "headers changed"),
+            (serde_json::to_vec(&listed(kept::fingerprint(&config()[0]), "https://evil.example/mcp")).unwrap(), "url"),
+            (serde_json::to_vec(&listed(String::new(), URL)).unwrap(), "a person's list"),
+            (b"{not json".to_vec(), "garbage"),
+        ] {
+            start.cache.put(&tool_list_key("srv"), bytes, "application/json").await.unwrap();
+            let before = start.connects();
+            assert_eq!(names(&start.tools(&config(), NOW).await), ["srv__echo"], "{what}");
+            assert_eq!(start.connects(), before + 1, "{what}: listed live");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_down_keeps_its_kept_tools_whose_calls_say_why_and_its_list_is_kept_as_it_was() {
+        let start = Start::new(MemoryMcpServer::Refuses);
+        let old = kept::ToolList {
+            url: URL.into(),
+            config: kept::fingerprint(&config()[0]),
+            listed_at: NOW - 3_600,
+            tools: vec![info("get-sum", Some(true))],
+        };
+        kept::keep(start.cache.as_ref(), "srv", &old).await;
+
+        let tools = start.tools(&config(), NOW).await;
+        assert_eq!(names(&tools), ["srv__get-sum"]);
+        assert_eq!(start.kept().await.unwrap(), old, "the failed refresh kept nothing new");
+        let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
+        let result = registry.run(&call("srv__get-sum", json!({})), &channel()).await;
+        assert_eq!(result.status, ToolStatus::Error);
+        let ToolOutput::Text(message) = result.output else { panic!("text") };
+        assert!(message.contains("refused our credentials (HTTP 401)"), "{message}");
+    }
+}
