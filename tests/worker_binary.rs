@@ -134,21 +134,50 @@ async fn a_worker_whose_configuration_is_broken_says_why_and_leaves_its_message_
     assert!(fake.requests().is_empty());
 }
 
+/// A cold worker under the emulator whose AWS calls go through a proxy
+/// that counts them, and the work queue's messages as its event.
+struct Counted {
+    stack: Stack,
+    proxy: tests::fault_proxy::FaultProxy,
+    lambda: LambdaUnderRie,
+}
+
+impl Counted {
+    async fn start(bedrock_url: &str, slack_url: &str) -> Self {
+        use tests::fault_proxy::{FaultProxy, Plan, Upstream};
+        let stack = Stack::new(&emulator_config().await).await.unwrap();
+        let proxy =
+            FaultProxy::start(Upstream::Aws, &tests::env_from_test_command("AWS_ENDPOINT_URL"), Plan::none()).await;
+        let mut env = tests::worker_env(&stack, bedrock_url, slack_url);
+        env.push(("AWS_ENDPOINT_URL", proxy.url().to_owned()));
+        let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
+        Self { stack, proxy, lambda }
+    }
+
+    /// `messages` sent to the work queue, received, and handed to the worker.
+    async fn invoke(&self, messages: &[WorkMessage]) -> serde_json::Value {
+        let queue = adapters_aws::sqs::SqsQueue::new(self.stack.sqs.clone(), &self.stack.work_queue.queue);
+        for message in messages {
+            assistant_core::ports::WorkQueue::enqueue(&queue, message).await.unwrap();
+        }
+        let work = self.stack.receive_work().await.unwrap();
+        assert_eq!(work.len(), messages.len());
+        let event = tests::sqs_event(&work, &tests::queue_arn(&self.stack.work_queue.queue));
+        let response = self.lambda.invoke(&event).await.unwrap();
+        assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}\n{}", self.lambda.logs());
+        response
+    }
+}
+
 #[tokio::test]
-async fn a_cold_worker_holds_its_first_messages_and_reads_their_turns_once_beside_its_start() {
+async fn a_cold_worker_reads_the_turns_its_first_messages_name_once_beside_its_start_and_holds_no_quick_work() {
     use assistant_core::ports::TurnStore;
     use assistant_core::turn::TurnStatus;
-    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
-    // GIVEN a settled turn in the table, and a cold worker whose AWS calls
-    // go through a proxy that counts them
-    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    // GIVEN a settled turn in the table, and a cold worker
+    let world = Counted::start("http://127.0.0.1:9", "http://127.0.0.1:9/api").await;
     let mut settled = testkit::store_contract::new_turn("Ev0SETTLED1");
     settled.settle("It was the pool.".into(), TurnStatus::Answered, 1_763_800_002);
-    stack.turns().create(&mut settled).await.unwrap();
-    let proxy = FaultProxy::start(Upstream::Aws, &tests::env_from_test_command("AWS_ENDPOINT_URL"), Plan::none()).await;
-    let mut env = tests::worker_env(&stack, "http://127.0.0.1:9", "http://127.0.0.1:9/api");
-    env.push(("AWS_ENDPOINT_URL", proxy.url().to_owned()));
-    let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
+    world.stack.turns().create(&mut settled).await.unwrap();
 
     // WHEN its first invocation continues that turn and one never stored
     let continuation = |turn_id: &TurnId| {
@@ -158,22 +187,37 @@ async fn a_cold_worker_holds_its_first_messages_and_reads_their_turns_once_besid
             after_step: 1,
         })
     };
-    let queue = adapters_aws::sqs::SqsQueue::new(stack.sqs.clone(), &stack.work_queue.queue);
-    for message in [continuation(&settled.id), continuation(&TurnId::new("T061EG9R6-Ev0NEVER01"))] {
-        assistant_core::ports::WorkQueue::enqueue(&queue, &message).await.unwrap();
-    }
-    let work = stack.receive_work().await.unwrap();
-    assert_eq!(work.len(), 2);
-    let event = tests::sqs_event(&work, &tests::queue_arn(&stack.work_queue.queue));
-    let response = lambda.invoke(&event).await.unwrap();
+    world.invoke(&[continuation(&settled.id), continuation(&TurnId::new("T061EG9R6-Ev0NEVER01"))]).await;
 
-    // THEN both are handled; each message was held once and each turn read
-    // once: the worker took the turns read ahead instead of reading again
-    assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}\n{}", lambda.logs());
-    assert_eq!(lambda.logs().matches("message handled").count(), 2, "{}", lambda.logs());
-    assert_eq!(proxy.calls_of("AmazonSQS.ChangeMessageVisibility"), 2, "one hold a message");
-    // Two turns read ahead, taken by the worker (not read again), and the
-    // stored turn's delivery record, which the worker reads itself.
-    assert_eq!(proxy.calls_of("DynamoDB_20120810.GetItem"), 3);
-    assert!(!lambda.logs().contains("not held"), "{}", lambda.logs());
+    // THEN both are handled; each turn was read once: the worker took the
+    // turns read ahead instead of reading them again (the third read is the
+    // stored turn's delivery record, which the worker reads itself)
+    assert_eq!(world.lambda.logs().matches("message handled").count(), 2, "{}", world.lambda.logs());
+    assert_eq!(world.proxy.calls_of("DynamoDB_20120810.GetItem"), 3);
+    // AND work done within a second held nothing
+    assert_eq!(world.proxy.calls_of("AmazonSQS.ChangeMessageVisibility"), 0);
+}
+
+#[tokio::test]
+async fn work_that_outlives_a_second_holds_its_message_once() {
+    // GIVEN a model that writes its answer slowly (three pieces, 600 ms apart)
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY)]);
+    fake.cut_deltas_at(&[10, 20]);
+    fake.pause_between_deltas(std::time::Duration::from_millis(600));
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.replies", CONVERSATIONS_REPLIES);
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let world = Counted::start(fake.url(), slack.url()).await;
+
+    // WHEN a question arrives
+    let started = std::time::Instant::now();
+    let question = events::parse(events::WORKER_SQS_START_TURN)["Records"][0]["body"].as_str().unwrap().to_owned();
+    world.invoke(&[WorkMessage::decode(&question).unwrap()]).await;
+
+    // THEN it is answered, and its message was held once, a second in
+    assert!(started.elapsed() > std::time::Duration::from_millis(1_200), "{:?}", started.elapsed());
+    assert!(world.lambda.logs().contains("message handled"), "{}", world.lambda.logs());
+    assert_eq!(world.proxy.calls_of("AmazonSQS.ChangeMessageVisibility"), 1);
+    assert!(!world.lambda.logs().contains("not held"), "{}", world.lambda.logs());
 }

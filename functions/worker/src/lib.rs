@@ -167,12 +167,12 @@ impl Clients {
     }
 }
 
-/// What an invocation starts before it needs the assembled worker: each
-/// message of a work-queue batch held until just past the invocation, and
-/// the turns the messages name read ahead. It needs the table and the
-/// queue only, so a cold worker starts it while it is still reading its
-/// configuration and assembling its tools; the worker's store is its
-/// [`ReadAhead`], whose first load of each turn takes what was read.
+/// What an invocation starts before it needs the assembled worker: the
+/// turns its messages name, read ahead. It needs the table only, so a cold
+/// worker starts it while it is still reading its configuration and
+/// assembling its tools; the worker's store is its [`ReadAhead`], whose
+/// first load of each turn takes what was read. It also holds the messages
+/// of work that outlives [`HOLD_AFTER`].
 #[derive(Clone)]
 pub struct Arrival {
     visibility: Arc<Visibility>,
@@ -188,24 +188,33 @@ impl Arrival {
         }
     }
 
-    /// Holds the batch's messages and reads ahead the turns they name (all
-    /// but a new question's, which nothing has stored yet). Any other event:
-    /// nothing. Held until just past this invocation's end: if the process
-    /// dies (a crash, the Lambda timeout), the message is back in minutes,
-    /// not after the queue's visibility timeout.
-    pub async fn prepare(&self, event: &Value, deadline_ms: u64) {
+    /// Reads ahead the turns a work-queue batch names (all but a new
+    /// question's, which nothing has stored yet). Any other event: nothing.
+    pub async fn prepare(&self, event: &Value) {
         let Ok(batch) = serde_json::from_value::<SqsEvent>(event.clone()) else { return };
-        let until = LambdaDeadline(deadline_ms).time_left() + HOLD_MARGIN;
-        let holds = futures_util::future::join_all(batch.records.iter().map(Record::from).map(|record| async move {
-            if let Err(err) = self.visibility.set(record.source, record.receipt_handle, until).await {
-                tracing::warn!(error = %err, "message not held for the invocation: the queue's visibility timeout applies");
-            }
-        }));
         let turns = batch.records.iter().filter_map(|message| match WorkMessage::decode(message.body.as_deref()?) {
             Ok(WorkMessage::StartTurn(_)) | Err(_) => None,
             Ok(message) => message.turn_id(),
         });
-        tokio::join!(holds, self.turns.read(turns.collect::<Vec<_>>()));
+        self.turns.read(turns.collect::<Vec<_>>()).await;
+    }
+
+    /// After [`HOLD_AFTER`], holds the batch's messages until just past the
+    /// invocation's end: if the process then dies (a crash, the Lambda
+    /// timeout), a message is back in minutes, not after the queue's
+    /// visibility timeout. Work done sooner (a click, a rating, most
+    /// continuations' first saves) needs no hold and makes no call for it.
+    /// Never finishes: the caller drops it when the work is done.
+    async fn hold_if_long(&self, batch: &SqsEvent, deadline_ms: u64) {
+        tokio::time::sleep(HOLD_AFTER).await;
+        let until = LambdaDeadline(deadline_ms).time_left() + HOLD_MARGIN;
+        futures_util::future::join_all(batch.records.iter().map(Record::from).map(|record| async move {
+            if let Err(err) = self.visibility.set(record.source, record.receipt_handle, until).await {
+                tracing::warn!(error = %err, "message not held for the invocation: the queue's visibility timeout applies");
+            }
+        }))
+        .await;
+        std::future::pending::<()>().await
     }
 }
 
@@ -253,10 +262,14 @@ fn is_approval_sweep(event: &Value) -> bool {
 /// hidden: then another worker may pick it up.
 const HOLD_MARGIN: Duration = Duration::from_secs(10);
 
-/// How long an invocation waits, once its work is done, for start-up work
-/// nothing waited for (see `worker_logic::background`): an MCP server's
-/// tool list is read within 5 s.
+/// How long `load` waits for the start's background work (an MCP server's
+/// tool list is read within 5 s). An invocation does not wait for it: it
+/// goes on beside the work, and what Lambda freezes goes on when the
+/// process thaws (every piece of it is a read or a put of the same item).
 const BACKGROUND_WAIT: Duration = Duration::from_secs(6);
+
+/// Work that has not finished after this long holds its messages.
+const HOLD_AFTER: Duration = Duration::from_secs(1);
 
 /// Time left before Lambda's deadline (milliseconds since the epoch).
 struct LambdaDeadline(u64);
@@ -358,7 +371,6 @@ impl WorkerFunction {
         };
         match assemble_worker(&self.config, &self.clients, &self.arrival, &assistant).await {
             Ok(worker) => {
-                worker.background.settle(BACKGROUND_WAIT).await;
                 let assembled = Arc::new(Assembled { worker, docs_prefix: assistant.docs_prefix });
                 *self.assembled.write().expect("assembled lock") = assembled;
                 tracing::info!(config = %self.config.assistant_config_key, "worker assembled again");
@@ -373,17 +385,16 @@ impl WorkerFunction {
     /// the work queue. `deadline_ms` is the invocation's deadline (Unix
     /// milliseconds).
     pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
-        self.arrival.prepare(&event, deadline_ms).await;
+        self.arrival.prepare(&event).await;
         self.handle_prepared(event, deadline_ms).await
     }
 
     /// [`WorkerFunction::handle`] once [`Arrival::prepare`] has run for
     /// `event` (a cold start runs it beside the assembly).
     pub async fn handle_prepared(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
+        // Beside the work: a worker assembled anew serves the next one.
         let assembled = self.assembled();
-        let handled = self.handle_event(&assembled, event, deadline_ms).await;
-        assembled.worker.background.settle(BACKGROUND_WAIT).await;
-        self.reassemble_if_due().await;
+        let (handled, ()) = tokio::join!(self.handle_event(&assembled, event, deadline_ms), self.reassemble_if_due());
         handled
     }
 
@@ -409,7 +420,12 @@ impl WorkerFunction {
         }
         let batch: SqsEvent =
             serde_json::from_value(event).map_err(|source| UnsupportedEvent { expected: "an SQS batch", source })?;
-        let response = self.handle_batch(&assembled.worker, &batch, &LambdaDeadline(deadline_ms)).await;
+        let deadline = LambdaDeadline(deadline_ms);
+        let work = self.handle_batch(&assembled.worker, &batch, &deadline);
+        let response = tokio::select! {
+            response = work => response,
+            () = self.arrival.hold_if_long(&batch, deadline_ms) => unreachable!("holding never finishes"),
+        };
         self.arrival.turns.forget();
         Ok(serde_json::to_value(response).expect("batch response serializes"))
     }

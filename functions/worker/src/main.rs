@@ -6,7 +6,7 @@
 //! registers with the runtime, and the HTTP client for Slack and the tools
 //! (its own root store) on a third. Then two things go on together: the
 //! assistant configuration is read from S3 and the worker assembled, and
-//! the first invocation's messages are held and the turns they name read
+//! the turns the first invocation's messages name are read
 //! ([`worker::Arrival`]); the invocation's work waits for both. A worker
 //! that cannot start logs why and exits, as a failed init did.
 
@@ -49,7 +49,7 @@ async fn main() -> Result<(), Error> {
     let serve = run(service_fn(|event: LambdaEvent<Value>| async move {
         let deadline = event.context.deadline;
         let (_, arrival, _) = aws.get().await;
-        let (function, ()) = tokio::join!(function.get(), arrival.prepare(&event.payload, deadline));
+        let (function, ()) = tokio::join!(function.get(), arrival.prepare(&event.payload));
         // Boxed: the handling's future is deep, the runtime's service deeper.
         Box::pin(function.handle_prepared(event.payload, deadline)).await
     }));

@@ -1,9 +1,11 @@
 //! Work a worker's start begins that no answer waits for: publishing the
-//! channels that answer every question, refreshing the MCP servers' kept
-//! tool lists. It runs on the runtime that serves invocations, beside the
-//! first one's work; each invocation ends by waiting for what is still
-//! running (for a bounded time), so Lambda does not freeze the process with
-//! a write half done.
+//! channels that answer every question, keeping and refreshing the MCP
+//! servers' tool lists. It runs on the runtime that serves invocations,
+//! beside their work, and no invocation waits for it: what Lambda freezes
+//! between invocations goes on when the process thaws, and every piece of
+//! it is a read or a put of the same item again, safe to finish late or to
+//! lose (the next start does it again). [`Background::settle`] is for
+//! callers that need it done (tests, `WorkerFunction::load`).
 
 use std::sync::Mutex;
 use std::time::Duration;
