@@ -245,7 +245,8 @@ struct Assembled {
 }
 
 /// How often a warm worker reads its configuration again and assembles
-/// itself anew (at the end of an invocation): a configuration uploaded to
+/// itself anew (beside an invocation's work; the next one uses it): a
+/// configuration uploaded to
 /// the bucket, or an MCP server's changed tools (`worker_logic::mcp_tools`
 /// keeps their lists), reach running workers within minutes, not only new
 /// ones.
