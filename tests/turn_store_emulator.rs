@@ -283,3 +283,48 @@ async fn a_registered_client_id_or_published_channels_whose_answer_was_lost_are_
         "every scripted fault was injected: {injected:?}"
     );
 }
+
+#[tokio::test]
+async fn a_memory_record_whose_answer_was_lost_is_there_once_and_a_forget_whose_answer_was_lost_is_done() {
+    use assistant_core::memory::{ChannelMemory, Memory};
+    let (stack, _) = store().await;
+    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
+    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    let (team, channel) = (slack::TeamId::new("T1"), slack::ChannelId::new("C0MEMORY"));
+    for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
+        let records = std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await);
+        let memories = ChannelMemory::new(records, assistant_core::memory::DEFAULT_RETENTION_SECS);
+        let thread = slack::Ts::new(format!("176380000{attempts}.000100"));
+        let memory = Memory {
+            turn_id: assistant_core::TurnId::new(format!("T1-Ev0MEMORY{attempts}")),
+            thread_ts: thread.clone(),
+            settled_at: 1_763_800_000,
+            question: "why is checkout-api failing?".into(),
+            summary: "The pool was exhausted.".into(),
+            tools: Vec::new(),
+            status: assistant_core::turn::TurnStatus::Answered,
+            rating: None,
+        };
+
+        // Kept at a turn's end: applied, its answer lost. The worker logs
+        // the error and goes on; the record is there, once.
+        proxy.script_when("DynamoDB_20120810.PutItem", "MEMORY#", fault);
+        let _ = memories.remember(&team, &channel, &memory).await;
+        let found = memories.recall(&team, &channel, "checkout-api", 1_763_800_100).await.unwrap();
+        assert_eq!(found, std::slice::from_ref(&memory));
+
+        // Forgotten on request: the delete applied, its answer lost; the
+        // tool's error asks the person to ask again, which finds nothing left.
+        proxy.script_when("DynamoDB_20120810.DeleteItem", "MEMORY#", fault);
+        if memories.forget_thread(&team, &channel, &thread).await.is_err() {
+            assert_eq!(memories.forget_thread(&team, &channel, &thread).await.unwrap(), 0);
+        }
+        assert!(memories.recall(&team, &channel, "checkout-api", 1_763_800_100).await.unwrap().is_empty());
+    }
+    let injected = proxy.injected_by_kind();
+    assert_eq!(
+        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
+        (Some(&2), Some(&2)),
+        "every scripted fault was injected: {injected:?}"
+    );
+}

@@ -206,7 +206,10 @@ async fn a_tool_round_searches_the_runbooks_in_s3_and_sends_the_results_back() {
         .iter()
         .filter_map(|t| t["toolSpec"]["name"].as_str())
         .collect();
-    assert_eq!(advertised, ["current_time", "attach_result", "list_docs", "read_doc", "search_docs"]);
+    assert_eq!(
+        advertised,
+        ["current_time", "attach_result", "recall", "forget_thread", "list_docs", "read_doc", "search_docs"]
+    );
 }
 
 #[tokio::test]
@@ -530,4 +533,64 @@ async fn a_warm_worker_reads_its_configuration_again_and_keeps_the_last_good_one
     assert_eq!(failures(&response), Vec::<String>::new());
     assert!(system_prompt(4).contains("payments team"), "the last good configuration");
     assert_eq!(fake.requests().len(), 5, "every question answered");
+}
+
+/// A new question as the work queue carries it.
+fn asked(event_id: &str, channel: &str, thread_ts: &str, text: &str) -> serde_json::Value {
+    let mut event = events::parse(events::WORKER_SQS_START_TURN);
+    let body = json!({"v": 1, "kind": "start_turn", "event_id": event_id,
+        "thread": {"team": "T061EG9R6", "channel": channel, "thread_ts": thread_ts},
+        "message_ts": thread_ts, "user": "U061F7AUR", "text": format!("<@U0LAN0Z89> {text}"), "bot_user": "U0LAN0Z89"});
+    event["Records"][0]["body"] = body.to_string().into();
+    event
+}
+
+#[tokio::test]
+async fn a_channel_recalls_its_past_incidents_never_another_channels_and_forgets_a_thread_on_request() {
+    let fake = FakeBedrock::start().await;
+    let (_stack, function) = world(&fake).await;
+    let handle = |event: serde_json::Value| async {
+        let response = function.handle(event, deadline()).await.unwrap();
+        assert_eq!(failures(&response), Vec::<String>::new(), "{response}");
+    };
+    let recall = || Scripted::tool_calls(&[("tooluse_recall", "recall", json!({"query": "checkout-api 502"}))]);
+    let tool_result = |n: usize| fake.requests()[n].body["messages"].as_array().unwrap().last().unwrap().to_string();
+
+    // GIVEN an incident answered in one channel, its question carrying a token
+    fake.script([Scripted::text("The checkout-api 502s came from an exhausted database connection pool.")]);
+    handle(asked(
+        "Ev0MEM0001",
+        "C0LAN2Q65",
+        "1763800000.000100",
+        "why is checkout-api failing? xoxb-123456789012-abcdefghijklmnop",
+    ))
+    .await;
+
+    // WHEN a later question in another thread of the channel recalls
+    fake.script([recall(), Scripted::text("Last time it was the pool.")]);
+    handle(asked("Ev0MEM0002", "C0LAN2Q65", "1763800500.000100", "checkout-api 502s again?")).await;
+    // THEN the model reads the incident, marked as history, the token redacted
+    let found = tool_result(2);
+    assert!(found.contains("exhausted database connection pool") && found.contains("HISTORY"), "{found}");
+    assert!(found.contains("why is checkout-api failing?") && !found.contains("xoxb-123456789012"), "{found}");
+
+    // WHEN the same is asked in another channel, THEN nothing is found there
+    fake.script([recall(), Scripted::text("Nothing before.")]);
+    handle(asked("Ev0MEM0003", "C0OTHER001", "1763800600.000100", "checkout-api 502s?")).await;
+    let found = tool_result(4);
+    assert!(found.contains("Nothing in this channel's history") && !found.contains("connection pool"), "{found}");
+
+    // WHEN someone in the first thread asks the bot to forget it
+    fake.script([
+        Scripted::tool_calls(&[("tooluse_forget", "forget_thread", json!({}))]),
+        Scripted::text("Forgotten."),
+    ]);
+    handle(asked("Ev0MEM0004", "C0LAN2Q65", "1763800000.000100", "please forget this thread")).await;
+    assert!(tool_result(6).contains("Forgotten: 1 record"), "{}", tool_result(6));
+
+    // THEN a recall in the channel finds the other thread's answer, not the forgotten one
+    fake.script([recall(), Scripted::text("Only the second time.")]);
+    handle(asked("Ev0MEM0005", "C0LAN2Q65", "1763800900.000100", "checkout-api 502s, any history?")).await;
+    let found = tool_result(8);
+    assert!(found.contains("Last time it was the pool.") && !found.contains("exhausted database"), "{found}");
 }

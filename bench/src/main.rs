@@ -291,6 +291,7 @@ fn bench_worker_with(
         unoffered: Vec::new(),
         sign_in: None,
         background: Default::default(),
+        memory: None,
     };
     Ok(BenchWorker { worker, store, work, replies, artifacts, metrics })
 }

@@ -231,6 +231,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
         contexts: Arc::new(testkit::memory::MemoryContexts::default()),
         sign_in: None,
         every_question: None,
+        memory: None,
     };
     // The configuration's tools are the recorded ones here (a case never
     // reaches a real system): built-ins and the case's tools, under the
@@ -507,24 +508,7 @@ pub fn pass_rate(verdicts: &[Verdict]) -> f64 {
 /// replies as the recording, and expectations to finish by hand. Every
 /// string in it redacted.
 pub fn draft_case(turn: &assistant_core::turn::Turn, rating: Option<&str>) -> Value {
-    let question = turn
-        .transcript
-        .iter()
-        .rev()
-        .filter(|message| message.role == Role::User)
-        .flat_map(|message| &message.content)
-        .find_map(|content| match content {
-            Content::Text(text) if text.starts_with("<@") => {
-                Some(text.split_once(": ").map_or(text.as_str(), |(_, q)| q))
-            }
-            _ => None,
-        })
-        .unwrap_or_default();
-    // The bot's mention goes: a case's question is asked with it.
-    let mut question = question.trim_start();
-    while let Some(rest) = question.strip_prefix("<@").and_then(|rest| rest.split_once('>')).map(|(_, rest)| rest) {
-        question = rest.trim_start();
-    }
+    let question = turn.question();
     let results: std::collections::HashMap<&str, &assistant_core::turn::ToolResult> = turn
         .transcript
         .iter()

@@ -514,6 +514,10 @@ async fn assemble_worker(
             records.clone(),
             Arc::new(SystemClock),
         )),
+        memory: Some(assistant_core::memory::ChannelMemory::new(
+            records.clone(),
+            assistant_core::memory::DEFAULT_RETENTION_SECS,
+        )),
         sign_in: config.sign_in.as_ref().map(|(key, redirect_uri)| {
             let sealer = adapters_kms::KmsSealer::new(&signer, clients.http.clone(), key);
             SignInPorts {

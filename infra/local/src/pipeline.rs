@@ -160,6 +160,7 @@ impl Pipeline {
             user: user.cloned(),
             groups: Vec::new(),
             turn: None,
+            thread: None,
         };
         worker_logic::inspect::tools_report(&self.worker, &asker)
     }
@@ -303,6 +304,10 @@ impl Pipeline {
             sign_in: None,
             // The ingress below reads what the worker publishes, as in AWS.
             every_question: Some(EveryQuestionChannels::new(records.clone(), Arc::new(SystemClock))),
+            memory: Some(assistant_core::memory::ChannelMemory::new(
+                records.clone(),
+                assistant_core::memory::DEFAULT_RETENTION_SECS,
+            )),
         };
         let worker =
             worker_logic::assemble(ports, &assistant, Limits::default(), &|name| std::env::var(name).ok()).await?;

@@ -31,6 +31,7 @@ pub mod files;
 pub mod glob;
 pub mod grants;
 pub mod mcp;
+pub mod memory;
 pub mod messages;
 pub mod model;
 pub mod oauth;

@@ -420,6 +420,30 @@ pub struct EnhancerRun {
 }
 
 impl Turn {
+    /// The question the turn answers, without the mentions before it: the
+    /// newest message of the asker's that names someone (the opening puts
+    /// it last, as `<@U…>: <@BOT> why …`).
+    pub fn question(&self) -> String {
+        let said = self
+            .transcript
+            .iter()
+            .rev()
+            .filter(|message| message.role == Role::User)
+            .flat_map(|message| &message.content)
+            .find_map(|content| match content {
+                Content::Text(text) if text.starts_with("<@") => {
+                    Some(text.split_once(": ").map_or(text.as_str(), |(_, question)| question))
+                }
+                _ => None,
+            })
+            .unwrap_or_default();
+        let mut question = said.trim_start();
+        while let Some(rest) = question.strip_prefix("<@").and_then(|rest| rest.split_once('>')).map(|(_, rest)| rest) {
+            question = rest.trim_start();
+        }
+        question.to_owned()
+    }
+
     /// A new turn for a request, before any step (version 0: not stored).
     pub fn start(request: &TurnRequest, now_unix: i64) -> Self {
         Self {

@@ -79,6 +79,9 @@ pub struct WorkerPorts {
     /// Where the channels that answer every question are published for the
     /// ingress (the turns table); none where no ingress reads them.
     pub every_question: Option<assistant_core::response_modes::EveryQuestionChannels>,
+    /// Where settled turns are remembered per channel (`recall`,
+    /// `forget_thread`); `None`: no memory and no such tools.
+    pub memory: Option<assistant_core::memory::ChannelMemory>,
 }
 
 /// Why the worker could not be built. Each names what to fix.
@@ -288,6 +291,9 @@ pub async fn assemble(
         crate::attachments::read_attachment(ports.artifacts.clone()),
         crate::answer_files::attach_result_tool(),
     ];
+    if let Some(memory) = &ports.memory {
+        tools.extend(crate::memory_tools::memory_tools(memory.clone(), ports.clock.clone()));
+    }
     tools.extend(docs_tools::docs_tools(ports.artifacts.clone(), &assistant.docs_prefix)?);
     // Read-only and off until configured: built in, like the docs tools.
     tools.extend(aws_tools::aws_tools(&assistant.aws_tools, ports.aws.as_ref(), ports.clock.clone(), catalog).await?);
@@ -393,6 +399,7 @@ pub async fn assemble(
         unoffered,
         sign_in,
         background,
+        memory: ports.memory,
     })
 }
 
@@ -424,6 +431,7 @@ mod tests {
             contexts: Arc::new(testkit::memory::MemoryContexts::default()),
             sign_in: None,
             every_question: None,
+            memory: None,
             model: Arc::new(NoModel),
             models: Arc::new(|_: &str| Arc::new(NoModel) as Arc<dyn Model>),
             work: Arc::new(MemoryQueue::default()),

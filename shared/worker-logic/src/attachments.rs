@@ -403,6 +403,7 @@ mod tests {
             user: Some(slack::UserId::new("U1")),
             groups: Vec::new(),
             turn: Some(TurnId::new(turn)),
+            thread: None,
         }
     }
 

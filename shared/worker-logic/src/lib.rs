@@ -23,6 +23,7 @@
 //! - [`context`]: what a turn opens with (the thread so far, the channel);
 //!   [`attachments`]: the files pasted in the thread, and `read_attachment`;
 //!   [`answer_files`]: `attach_result`, a tool's result as a file beside the answer;
+//!   [`memory_tools`]: the channel's memory of past turns (`recall`, `forget_thread`);
 //!   [`enhancer`]: the cheap model's reading of the question.
 //! - [`offload`]: keeping a turn's item small (large results in S3);
 //!   [`background`]: start-up work no answer waits for.
@@ -46,6 +47,7 @@ pub mod http_tools;
 pub mod inspect;
 pub mod knowledge_tools;
 pub mod mcp_tools;
+pub mod memory_tools;
 pub mod offload;
 pub mod references;
 pub mod schema;

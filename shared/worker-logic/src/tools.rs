@@ -38,6 +38,9 @@ pub struct CallContext {
     /// The turn the call is part of: a tool over the turn's own things
     /// (its pasted files) reads nothing else.
     pub turn: Option<assistant_core::TurnId>,
+    /// The thread asking: a tool over the channel's own things (its
+    /// history) reads no other channel's.
+    pub thread: Option<assistant_core::ThreadRef>,
 }
 
 /// The asking person's access per provider for one step: a token, or why
@@ -254,11 +257,13 @@ pub struct Asker {
     pub groups: Vec<String>,
     /// The turn asking, if any.
     pub turn: Option<assistant_core::TurnId>,
+    /// Its thread.
+    pub thread: Option<assistant_core::ThreadRef>,
 }
 
 impl From<&ChannelId> for Asker {
     fn from(channel: &ChannelId) -> Self {
-        Self { channel: channel.clone(), user: None, groups: Vec::new(), turn: None }
+        Self { channel: channel.clone(), user: None, groups: Vec::new(), turn: None, thread: None }
     }
 }
 
@@ -464,7 +469,8 @@ impl ToolRegistry {
         credentials: &Credentials,
         idempotency_key: Option<String>,
     ) -> ToolResult {
-        let mut context = CallContext { idempotency_key, access_token: None, turn: asker.turn.clone() };
+        let mut context =
+            CallContext { idempotency_key, access_token: None, turn: asker.turn.clone(), thread: asker.thread.clone() };
         if let Some(provider) = self.provider_of(&call.name) {
             match credentials.get(provider) {
                 Some(Ok(token)) => context.access_token = Some(token.clone()),
@@ -626,6 +632,7 @@ mod tests {
             user: Some(UserId::new(user)),
             groups: groups.iter().map(|g| g.to_string()).collect(),
             turn: None,
+            thread: None,
         };
         assert_eq!(policy.named_groups(), ["S0ONCALL"]);
         // The admin everywhere, DMs included.

@@ -262,9 +262,10 @@ pub struct Worker {
     /// Per-user sign-in for tools that act as the person who asked; `None`
     /// where no tool does.
     pub sign_in: Option<crate::sign_in::SignIn>,
-    /// What the start began and nothing waits for; the function settles it
-    /// at the end of each invocation.
+    /// What the start began and nothing waits for.
     pub background: crate::background::Background,
+    /// The channels' memory of settled turns; `None`: nothing is kept.
+    pub memory: Option<assistant_core::memory::ChannelMemory>,
 }
 
 impl Worker {
@@ -304,6 +305,7 @@ impl Worker {
         match self.save(&mut turn).await {
             Ok(()) => {
                 self.report(&turn, None);
+                self.remember(&turn).await;
                 let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
                 self.replies.send(&reply).await.map_err(WorkerError::Queue)?;
                 Ok(Outcome::Settled { id: turn.id, status: TurnStatus::Failed, steps: turn.steps })
@@ -965,6 +967,7 @@ impl Worker {
                         // The stream record's small writes, a unit each.
                         turn.metered.dynamodb_write_units += stream.record_writes;
                         self.report(&turn, limit);
+                        self.remember(&turn).await;
                     }
                     let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
                     self.replies.send(&reply).await.map_err(WorkerError::Queue)?;
@@ -1129,6 +1132,22 @@ impl Worker {
 
     /// The settled turn's figures: one "turn settled" log line, and the
     /// report to the metrics port.
+    /// Keeps a short, redacted record of a turn settled here in its
+    /// channel's memory, unless the thread asked to be forgotten in it. A
+    /// record not kept (the store failing, a crash after the turn's save)
+    /// is only history missing: it is logged, never retried.
+    async fn remember(&self, turn: &Turn) {
+        let Some(memory) = &self.memory else { return };
+        let calls = || turn.transcript.iter().flat_map(|message| message.tool_uses());
+        if calls().any(|call| call.name == crate::memory_tools::FORGET_THREAD) {
+            return;
+        }
+        let record = crate::memory_tools::memory_of(turn);
+        if let Err(err) = memory.remember(&turn.thread.team, &turn.thread.channel, &record).await {
+            warn!(error = %err, "the turn is not remembered in its channel's history");
+        }
+    }
+
     fn report(&self, turn: &Turn, limit: Option<LimitHit>) {
         let tool_uses = turn.transcript.iter().flat_map(|message| message.tool_uses()).count();
         let results = turn.transcript.iter().flat_map(|message| &message.content).filter_map(|content| match content {
@@ -1227,6 +1246,7 @@ impl Worker {
             user: Some(turn.user.clone()),
             groups,
             turn: Some(turn.id.clone()),
+            thread: Some(turn.thread.clone()),
         }
     }
 

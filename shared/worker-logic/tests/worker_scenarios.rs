@@ -265,6 +265,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         unoffered: Vec::new(),
         sign_in: None,
         background: Default::default(),
+        memory: None,
     };
     TestWorker {
         worker,

@@ -1,0 +1,142 @@
+//! What the bot remembers of a channel's past turns: a short record of each
+//! settled turn (the question, the answer's start, the tools used, how it
+//! ended, how people rated it), kept in the turns table under the channel
+//! (`MEMORY#{team}#{channel}`, one item per turn, sorted by thread), so no
+//! read of one channel can return another's. Each record expires after the
+//! retention period (DynamoDB's TTL; reads skip what is past it before TTL
+//! removes it). A thread's records can be forgotten on request.
+//!
+//! Kept in the table rather than AgentCore Memory: one more item kind in a
+//! table every function already has (no new service, permission or bill;
+//! TTL gives retention), a partition per channel makes the channel scope
+//! structural, and a channel's incidents are few enough that reading its
+//! records and matching words finds them without a vector index.
+//!
+//! Records hold what the worker gives them: it redacts them first.
+
+use crate::ports::{PortError, VersionedRecords};
+use crate::turn::{TurnId, TurnStatus};
+use serde::{Deserialize, Serialize};
+use slack::{ChannelId, TeamId, Ts};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// How long a record is kept by default (90 days).
+pub const DEFAULT_RETENTION_SECS: i64 = 90 * 24 * 3600;
+/// Records read for one recall, newest threads first (a channel's last
+/// few months of questions).
+const MAX_READ: usize = 500;
+/// Records one recall returns.
+pub const MAX_RECALLED: usize = 5;
+
+/// One settled turn, as remembered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Memory {
+    pub turn_id: TurnId,
+    pub thread_ts: Ts,
+    /// Unix seconds.
+    pub settled_at: i64,
+    pub question: String,
+    /// The answer's start.
+    pub summary: String,
+    pub tools: Vec<String>,
+    pub status: TurnStatus,
+    /// `positive`, `negative`, or none yet.
+    #[serde(default)]
+    pub rating: Option<String>,
+}
+
+/// Records on any [`VersionedRecords`], scoped to a channel.
+#[derive(Clone)]
+pub struct ChannelMemory {
+    records: Arc<dyn VersionedRecords>,
+    retention_secs: i64,
+}
+
+fn partition(team: &TeamId, channel: &ChannelId) -> String {
+    format!("MEMORY#{team}#{channel}")
+}
+
+/// Every record's sort key starts so (DynamoDB's `begins_with` takes no
+/// empty prefix), then the thread, so a thread's records are one prefix.
+const THREAD: &str = "THREAD#";
+
+fn thread_prefix(thread_ts: &Ts) -> String {
+    format!("{THREAD}{thread_ts}#")
+}
+
+fn sort_key(thread_ts: &Ts, turn_id: &TurnId) -> String {
+    format!("{}{turn_id}", thread_prefix(thread_ts))
+}
+
+impl ChannelMemory {
+    pub fn new(records: Arc<dyn VersionedRecords>, retention_secs: i64) -> Self {
+        Self { records, retention_secs }
+    }
+
+    /// Keeps `memory` for `channel`; the same turn again replaces it (a
+    /// put whose answer was lost is the same put again).
+    pub async fn remember(&self, team: &TeamId, channel: &ChannelId, memory: &Memory) -> Result<(), PortError> {
+        let state = serde_json::to_string(memory).expect("a memory is strings and numbers");
+        let expires_at = memory.settled_at + self.retention_secs;
+        self.records
+            .put_part(&partition(team, channel), &sort_key(&memory.thread_ts, &memory.turn_id), state, expires_at)
+            .await
+    }
+
+    /// The channel's records that share the most words with `query`, at
+    /// most [`MAX_RECALLED`], best first (newest first among equals); none
+    /// older than the retention period at `now`.
+    pub async fn recall(
+        &self,
+        team: &TeamId,
+        channel: &ChannelId,
+        query: &str,
+        now: i64,
+    ) -> Result<Vec<Memory>, PortError> {
+        let wanted = words(query);
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut found: Vec<(usize, Memory)> = self
+            .records
+            .parts(&partition(team, channel), THREAD)
+            .await?
+            .into_iter()
+            .rev()
+            .take(MAX_READ)
+            .filter_map(|(_, state)| serde_json::from_str::<Memory>(&state).ok())
+            .filter(|memory| now - memory.settled_at < self.retention_secs)
+            .filter_map(|memory| {
+                let text = format!("{} {} {}", memory.question, memory.summary, memory.tools.join(" "));
+                let shared = words(&text).intersection(&wanted).count();
+                (shared > 0).then_some((shared, memory))
+            })
+            .collect();
+        found.sort_by(|(a, x), (b, y)| b.cmp(a).then(y.settled_at.cmp(&x.settled_at)));
+        Ok(found.into_iter().take(MAX_RECALLED).map(|(_, memory)| memory).collect())
+    }
+
+    /// Forgets every record of the thread; how many there were.
+    pub async fn forget_thread(&self, team: &TeamId, channel: &ChannelId, thread_ts: &Ts) -> Result<usize, PortError> {
+        let partition = partition(team, channel);
+        let found = self.records.parts(&partition, &thread_prefix(thread_ts)).await?;
+        for (sort_key, _) in &found {
+            self.records.delete_part(&partition, sort_key).await?;
+        }
+        Ok(found.len())
+    }
+}
+
+/// The words a recall matches on: lower case, three characters or more,
+/// without the commonest English ones.
+fn words(text: &str) -> HashSet<String> {
+    const COMMON: &[&str] = &[
+        "the", "and", "for", "are", "was", "why", "what", "how", "with", "this", "that", "from", "have", "has", "not",
+        "but", "its", "you", "our", "can", "did", "does", "when", "who", "there", "been", "again", "last", "time",
+    ];
+    text.split(|c: char| !c.is_alphanumeric() && c != '-' && c != '_')
+        .map(str::to_lowercase)
+        .filter(|word| word.chars().count() >= 3 && !COMMON.contains(&word.as_str()))
+        .collect()
+}
