@@ -117,6 +117,31 @@ impl ChannelMemory {
         Ok(found.into_iter().take(MAX_RECALLED).map(|(_, memory)| memory).collect())
     }
 
+    /// Sets the rating people last gave the turn's answer on its record;
+    /// whether there was one (a forgotten or never kept turn has none).
+    pub async fn rate(
+        &self,
+        team: &TeamId,
+        channel: &ChannelId,
+        thread_ts: &Ts,
+        turn_id: &TurnId,
+        rating: &str,
+    ) -> Result<bool, PortError> {
+        let partition = partition(team, channel);
+        let key = sort_key(thread_ts, turn_id);
+        let found = self.records.parts(&partition, &thread_prefix(thread_ts)).await?;
+        let Some(mut memory) = found
+            .into_iter()
+            .find(|(sort_key, _)| *sort_key == key)
+            .and_then(|(_, state)| serde_json::from_str::<Memory>(&state).ok())
+        else {
+            return Ok(false);
+        };
+        memory.rating = Some(rating.to_owned());
+        self.remember(team, channel, &memory).await?;
+        Ok(true)
+    }
+
     /// Forgets every record of the thread; how many there were.
     pub async fn forget_thread(&self, team: &TeamId, channel: &ChannelId, thread_ts: &Ts) -> Result<usize, PortError> {
         let partition = partition(team, channel);

@@ -47,6 +47,16 @@ async fn recall_finds_the_channels_own_matching_past_best_first_and_nothing_else
     memories.remember(&team, &ops, &pool).await.unwrap();
     assert_eq!(memories.recall(&team, &ops, "checkout-api", NOW).await.unwrap().len(), 1);
 
+    // A rating reaches the turn's record; a turn never kept has none to rate.
+    assert!(memories.rate(&team, &ops, &pool.thread_ts, &pool.turn_id, "negative").await.unwrap());
+    let found = memories.recall(&team, &ops, "checkout-api", NOW).await.unwrap();
+    assert_eq!(found[0].rating.as_deref(), Some("negative"));
+    assert!(!memories.rate(&team, &ops, &pool.thread_ts, &TurnId::new("T1-Ev9"), "positive").await.unwrap());
+    assert!(
+        !memories.rate(&team, &other, &pool.thread_ts, &pool.turn_id, "positive").await.unwrap(),
+        "not across channels"
+    );
+
     // A thread is forgotten, the others stay.
     assert_eq!(memories.forget_thread(&team, &ops, &pool.thread_ts).await.unwrap(), 1);
     assert!(memories.recall(&team, &ops, "checkout-api 502", NOW).await.unwrap().is_empty());

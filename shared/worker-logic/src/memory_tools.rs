@@ -121,6 +121,7 @@ impl RunTool for Recall {
                         "answer_began": memory.summary,
                         "tools_used": memory.tools,
                         "outcome": match memory.status { TurnStatus::Failed => "failed", _ => "answered" },
+                        "rated": memory.rating,
                     })
                 })
                 .collect();

@@ -396,6 +396,14 @@ impl Worker {
         self.feedback.rate(&click.turn_id, &click.user, rated).await.map_err(WorkerError::Feedback)?;
         self.metrics.feedback(click.rating);
         info!(user = %click.user, rating = click.rating.as_str(), "answer rated");
+        if let Some(memory) = &self.memory {
+            let thread = &click.thread;
+            let rated =
+                memory.rate(&thread.team, &thread.channel, &thread.thread_ts, &click.turn_id, click.rating.as_str());
+            if let Err(err) = rated.await {
+                warn!(error = %err, "the rating is not in the channel's history");
+            }
+        }
         let noted = ReplyMessage::FeedbackNoted {
             turn_id: click.turn_id.clone(),
             thread: click.thread.clone(),

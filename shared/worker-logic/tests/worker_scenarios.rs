@@ -1498,6 +1498,37 @@ async fn a_rating_is_kept_by_turn_replaced_by_a_second_click_counted_and_starts_
 }
 
 #[tokio::test]
+async fn a_settled_turn_is_remembered_in_its_channel_and_its_record_carries_the_last_rating() {
+    use assistant_core::memory::{ChannelMemory, DEFAULT_RETENTION_SECS};
+    // GIVEN a worker that remembers, and an answered, delivered turn
+    let mut worker = worker(ScriptedModel::new([text("The pool is exhausted.")]), counter());
+    let records: Arc<dyn assistant_core::ports::VersionedRecords> = Arc::new(testkit::memory::MemoryRecords::default());
+    let memory = ChannelMemory::new(records, DEFAULT_RETENTION_SECS);
+    worker.memory = Some(memory.clone());
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let mut delivered = DeliveryRecord::default();
+    delivered.posted.insert(assistant_core::delivery::MessageKey::Answer { part: 1, of: 1 }, Ts::new("1.2"));
+    worker.deliveries.save(&turn_id(), &mut delivered).await.unwrap();
+    let (team, channel) = (thread().team, thread().channel);
+    let recalled = || async { memory.recall(&team, &channel, "pool exhausted", NOW).await.unwrap() };
+
+    // THEN the channel remembers it, unrated
+    let found = recalled().await;
+    assert_eq!(
+        (found.len(), found[0].summary.as_str(), found[0].rating.as_deref()),
+        (1, "The pool is exhausted.", None)
+    );
+
+    // WHEN people rate it, THEN its record carries the last rating
+    for click in
+        [rating("U2", Rating::Positive, "1763801000.000001"), rating("U3", Rating::Negative, "1763801001.000001")]
+    {
+        worker.handle(&click, &Budget::plenty()).await.unwrap();
+    }
+    assert_eq!(recalled().await[0].rating.as_deref(), Some("negative"));
+}
+
+#[tokio::test]
 async fn a_rating_of_an_answer_never_given_is_not_kept() {
     let worker = worker(ScriptedModel::default(), counter());
     let outcome = worker.handle(&rating("U2", Rating::Negative, "1763801000.000001"), &Budget::plenty()).await.unwrap();
