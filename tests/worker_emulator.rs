@@ -594,3 +594,47 @@ async fn a_channel_recalls_its_past_incidents_never_another_channels_and_forgets
     let found = tool_result(8);
     assert!(found.contains("Last time it was the pool.") && !found.contains("exhausted database"), "{found}");
 }
+
+#[tokio::test]
+async fn read_channel_reads_a_listed_channel_through_slack_and_refuses_any_other() {
+    // GIVEN a deployment that lets the bot read its incidents channel, and
+    // Slack's newest-first history of it (a join and a bot post among them)
+    let fake = FakeBedrock::start().await;
+    fake.script([
+        Scripted::tool_calls(&[
+            ("tooluse_inc", "read_channel", json!({"channel": "C0INCIDENT1", "messages": 10})),
+            ("tooluse_hr", "read_channel", json!({"channel": "C0PAYROLL01"})),
+        ]),
+        Scripted::text("The incidents channel says deploy 42 was rolled back."),
+    ]);
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    slack.default_reply(
+        "conversations.history",
+        r#"{"ok": true, "has_more": true, "messages": [
+            {"type": "message", "user": "U0SRE", "text": "rolled back deploy 42", "ts": "1763800300.000100"},
+            {"type": "message", "subtype": "channel_join", "user": "U0NEW", "text": "<@U0NEW> has joined", "ts": "1763800200.000100"},
+            {"type": "message", "bot_id": "B0PAGER", "subtype": "bot_message", "text": "ALARM checkout-5xx", "ts": "1763800100.000100"}
+        ]}"#,
+    );
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    stack
+        .put("config/assistant.json", r#"{"slack_tools": {"read_channels": ["C0INCIDENT*"], "max_messages": 20}, "tool_policy": [{"channels": "C0LAN2Q65", "tools": ["read_channel"]}]}"#)
+        .await;
+    let function =
+        WorkerFunction::load(function_config(&stack, Some(&slack)), clients(&stack, &fake).await).await.unwrap();
+
+    // WHEN the model reads the incidents channel and a payroll channel
+    let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
+    assert_eq!(failures(&response), Vec::<String>::new());
+
+    // THEN Slack was asked for the listed channel only, and the model read it oldest first
+    let asked = slack.calls("conversations.history");
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!((asked[0].form["channel"].as_str(), asked[0].form["limit"].as_str()), ("C0INCIDENT1", "10"));
+    let results = fake.requests()[1].body["messages"].as_array().unwrap().last().unwrap().to_string();
+    let (alarm, rollback) =
+        (results.find("ALARM checkout-5xx").unwrap(), results.find("rolled back deploy 42").unwrap());
+    assert!(alarm < rollback && !results.contains("has joined"), "{results}");
+    assert!(results.contains("C0PAYROLL01 is not a channel this bot may read"), "{results}");
+}

@@ -360,6 +360,10 @@ pub trait SlackReader: Send + Sync {
     /// The members of a user group (`usergroups.users.list`), for approvers
     /// given as a group.
     async fn usergroup_members(&self, group: &str) -> Result<Vec<UserId>, PortError>;
+
+    /// A channel's newest `limit` top-level messages, oldest first
+    /// (`conversations.history`; the bot must be in the channel).
+    async fn channel_history(&self, channel: &ChannelId, limit: usize) -> Result<Vec<ThreadMessage>, PortError>;
 }
 
 /// Slack's files, downloaded with the bot token (`files:read`).

@@ -121,6 +121,9 @@ pub struct MemorySlack {
     downloads: Mutex<Vec<String>>,
     /// What `thread_history` answers (every thread).
     history: Mutex<Vec<ThreadMessage>>,
+    /// What `channel_history` answers, by channel; any other channel is
+    /// one the bot is not in.
+    channels: Mutex<HashMap<String, Vec<ThreadMessage>>>,
 }
 
 impl MemorySlack {
@@ -139,6 +142,12 @@ impl MemorySlack {
     /// The thread so far, as `thread_history` answers for every thread.
     pub fn with_history(self, history: Vec<ThreadMessage>) -> Self {
         *self.history.lock().expect("history lock") = history;
+        self
+    }
+
+    /// A channel the bot is in, and its messages, oldest first.
+    pub fn with_channel(self, channel: &str, messages: Vec<ThreadMessage>) -> Self {
+        self.channels.lock().expect("channels lock").insert(channel.to_owned(), messages);
         self
     }
 
@@ -180,6 +189,14 @@ impl SlackReader for MemorySlack {
         _limit: usize,
     ) -> Result<Vec<ThreadMessage>, PortError> {
         Ok(self.history.lock().expect("history lock").clone())
+    }
+
+    async fn channel_history(&self, channel: &slack::ChannelId, limit: usize) -> Result<Vec<ThreadMessage>, PortError> {
+        let channels = self.channels.lock().expect("channels lock");
+        let messages = channels
+            .get(channel.as_str())
+            .ok_or_else(|| PortError::new("Slack conversations.history", "not_in_channel"))?;
+        Ok(messages[messages.len().saturating_sub(limit)..].to_vec())
     }
 
     async fn usergroup_members(&self, group: &str) -> Result<Vec<UserId>, PortError> {

@@ -299,6 +299,10 @@ pub async fn assemble(
     tools.extend(aws_tools::aws_tools(&assistant.aws_tools, ports.aws.as_ref(), ports.clock.clone(), catalog).await?);
     tools.extend(knowledge_tools::knowledge_tools(&assistant.knowledge_bases, ports.knowledge.clone())?);
     let built_in: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
+    // Not among the built-ins a deployment without a policy allows: what a
+    // listed channel says is shown wherever the tool is allowed, so a
+    // `tool_policy` rule must name the channels that may read it.
+    tools.extend(crate::slack_tools::slack_tools(&assistant.slack_tools, ports.slack.clone()));
     tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), ports.signer.clone(), lookup)?);
     let mut taken: std::collections::HashSet<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     // Published on every start, beside the first invocation's work (not
@@ -348,6 +352,7 @@ pub async fn assemble(
         ("cloudwatch_metrics", aws.metrics.is_some(), "aws_tools.metrics"),
         ("logs_query", aws.logs.is_some(), "aws_tools.logs"),
         ("search_*", !assistant.knowledge_bases.is_empty(), "knowledge_bases"),
+        ("read_channel", !assistant.slack_tools.read_channels.is_empty(), "slack_tools.read_channels"),
     ] {
         if !on {
             unoffered.push(Unoffered { name: name.into(), reason: format!("not configured: add {field}") });
@@ -491,10 +496,17 @@ mod tests {
 
     #[tokio::test]
     async fn without_a_tool_policy_only_the_built_in_read_only_tools_are_allowed() {
-        let json = format!(r#"{{"http_tools": [{}]}}"#, TOOL.replace("${env:VARIABLE}", "public"));
+        let json = format!(
+            r#"{{"http_tools": [{}], "slack_tools": {{"read_channels": ["C0INCIDENTS"]}}}}"#,
+            TOOL.replace("${env:VARIABLE}", "public")
+        );
         let assistant = parse_config(json.as_bytes(), "test").unwrap();
         let worker = assemble(ports(), &assistant, Limits::default(), &env).await.unwrap();
         let channel = slack::ChannelId::new("C0ANY");
+        assert!(
+            worker.tools.approval_rule(&channel, "read_channel").is_none(),
+            "another channel's words: by policy only"
+        );
         let advertised: Vec<String> = worker.tools.advertised(&channel).into_iter().map(|spec| spec.name).collect();
         assert_eq!(
             advertised,

@@ -59,6 +59,9 @@ pub struct AssistantConfig {
     /// each off until named.
     #[serde(default)]
     pub aws_tools: AwsToolsConfig,
+    /// Slack as a tool: `read_channel` over the channels named here.
+    #[serde(default)]
+    pub slack_tools: crate::slack_tools::SlackToolsConfig,
     /// Bedrock knowledge bases, a `search_{name}` tool each.
     #[serde(default, deserialize_with = "knowledge_bases")]
     pub knowledge_bases: Vec<KnowledgeBaseConfig>,
@@ -313,6 +316,7 @@ impl Default for AssistantConfig {
             http_tools: Vec::new(),
             mcp_servers: Vec::new(),
             aws_tools: AwsToolsConfig::default(),
+            slack_tools: Default::default(),
             knowledge_bases: Vec::new(),
             home_channels: Vec::new(),
             response_mode: Vec::new(),

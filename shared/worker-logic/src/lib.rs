@@ -14,7 +14,8 @@
 //!   the artifact bucket), [`http_tools`] (a team's APIs, declared),
 //!   [`mcp_tools`] (MCP servers' tools, discovered at start-up),
 //!   [`aws_tools`] (the account's alarms, metrics and logs),
-//!   [`knowledge_tools`] (Bedrock knowledge bases).
+//!   [`knowledge_tools`] (Bedrock knowledge bases), [`slack_tools`] (other
+//!   channels' messages).
 //! - [`auth`] and [`sign_in`]: how a tool's calls prove who calls (SigV4
 //!   as the worker's role, or the asking person's own token from a
 //!   provider they connect), and the sign-in that gets that token.
@@ -52,6 +53,7 @@ pub mod offload;
 pub mod references;
 pub mod schema;
 pub mod sign_in;
+pub mod slack_tools;
 pub mod streaming;
 pub mod tools;
 pub mod worker;

@@ -71,6 +71,23 @@ impl SlackReader for SlackWebReader {
             .collect())
     }
 
+    async fn channel_history(&self, channel: &ChannelId, limit: usize) -> Result<Vec<ThreadMessage>, PortError> {
+        let messages = self
+            .client
+            .conversations_history(channel, limit)
+            .await
+            .map_err(|err| PortError::new("Slack conversations.history", err.to_string()).with_source(err))?;
+        Ok(messages
+            .into_iter()
+            .filter(is_conversation)
+            .filter_map(|message| {
+                let author = author(&message, None)?;
+                let files = message.files.iter().take(files::MAX_FILES).map(FileRef::from_slack).collect();
+                Some(ThreadMessage { ts: message.ts, author, text: message.text, files })
+            })
+            .collect())
+    }
+
     async fn usergroup_members(&self, group: &str) -> Result<Vec<UserId>, PortError> {
         self.client
             .usergroup_members(group)

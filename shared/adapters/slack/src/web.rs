@@ -254,6 +254,21 @@ impl WebClient {
         let skip = messages.len().saturating_sub(limit);
         Ok(messages.split_off(skip))
     }
+
+    /// The channel's newest `limit` top-level messages (at most 200, one
+    /// page of `conversations.history`), oldest first.
+    pub async fn conversations_history(
+        &self,
+        channel: &ChannelId,
+        limit: usize,
+    ) -> Result<Vec<HistoryMessage>, WebError> {
+        let limit = limit.clamp(1, 200).to_string();
+        let page: RepliesPage =
+            self.call("conversations.history", &[("channel", channel.as_str()), ("limit", limit.as_str())]).await?;
+        let mut messages = page.messages;
+        messages.reverse();
+        Ok(messages)
+    }
 }
 
 impl WebClient {
