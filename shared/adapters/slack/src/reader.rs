@@ -1,6 +1,7 @@
 //! Slack's Web API as the worker's [`SlackReader`] port: the channel a turn
-//! is in (`conversations.info`), and the thread so far
-//! (`conversations.replies`) with who wrote each message, this bot or not.
+//! is in (`conversations.info`), the thread so far
+//! (`conversations.replies`) and a channel's newest messages
+//! (`conversations.history`), with who wrote each message, this bot or not.
 
 use crate::web::{HistoryMessage, WebClient};
 use assistant_core::ThreadRef;
@@ -34,6 +35,19 @@ fn author(message: &HistoryMessage, bot_user: Option<&UserId>) -> Option<Author>
     }
 }
 
+/// What people and bots said, with who said it.
+fn conversation(messages: Vec<HistoryMessage>, bot_user: Option<&UserId>) -> Vec<ThreadMessage> {
+    messages
+        .into_iter()
+        .filter(is_conversation)
+        .filter_map(|message| {
+            let author = author(&message, bot_user)?;
+            let files = message.files.iter().take(files::MAX_FILES).map(FileRef::from_slack).collect();
+            Some(ThreadMessage { ts: message.ts, author, text: message.text, files })
+        })
+        .collect()
+}
+
 #[async_trait]
 impl SlackReader for SlackWebReader {
     async fn channel_info(&self, channel: &ChannelId) -> Result<ChannelInfo, PortError> {
@@ -60,15 +74,7 @@ impl SlackReader for SlackWebReader {
             .conversations_replies(&thread.channel, &thread.thread_ts, limit)
             .await
             .map_err(|err| PortError::new("Slack conversations.replies", err.to_string()).with_source(err))?;
-        Ok(messages
-            .into_iter()
-            .filter(is_conversation)
-            .filter_map(|message| {
-                let author = author(&message, bot_user)?;
-                let files = message.files.iter().take(files::MAX_FILES).map(FileRef::from_slack).collect();
-                Some(ThreadMessage { ts: message.ts, author, text: message.text, files })
-            })
-            .collect())
+        Ok(conversation(messages, bot_user))
     }
 
     async fn channel_history(&self, channel: &ChannelId, limit: usize) -> Result<Vec<ThreadMessage>, PortError> {
@@ -77,15 +83,7 @@ impl SlackReader for SlackWebReader {
             .conversations_history(channel, limit)
             .await
             .map_err(|err| PortError::new("Slack conversations.history", err.to_string()).with_source(err))?;
-        Ok(messages
-            .into_iter()
-            .filter(is_conversation)
-            .filter_map(|message| {
-                let author = author(&message, None)?;
-                let files = message.files.iter().take(files::MAX_FILES).map(FileRef::from_slack).collect();
-                Some(ThreadMessage { ts: message.ts, author, text: message.text, files })
-            })
-            .collect())
+        Ok(conversation(messages, None))
     }
 
     async fn usergroup_members(&self, group: &str) -> Result<Vec<UserId>, PortError> {
