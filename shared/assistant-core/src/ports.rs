@@ -575,6 +575,11 @@ pub trait AgentSlack: Send + Sync {
     /// Uploads a file without sharing it (the responder shares it with the
     /// answer): its file id. An upload never shared is discarded by Slack.
     async fn upload(&self, file: &FileUpload) -> Result<String, PostError>;
+
+    /// Posts `text` at the top of `channel` (`chat.postMessage`, no link
+    /// previews): the message's `ts`. Not retried after a 5xx or a reset:
+    /// the message may have been posted.
+    async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<Ts, PostError>;
 }
 
 /// When a call waiting for approval expires: set when the worker asks,

@@ -517,7 +517,11 @@ mod tests {
         }
         assert!(scopes.contains(&"assistant:write") && scopes.contains(&"chat:write"));
         let optional = manifest_list("bot_optional");
-        assert_eq!(optional, ["files:read", "files:write"], "files are optional: the bot says what it cannot see");
+        assert_eq!(
+            optional,
+            ["files:read", "files:write", "chat:write.public"],
+            "optional: the bot says what it cannot see or do"
+        );
         for scope in optional {
             assert!(MANIFEST.contains(&format!("#   {scope}")), "optional scope {scope} is not explained");
         }

@@ -22,6 +22,7 @@ pub const STOP_STREAM: &str = "chat.stopStream";
 pub const DELETE: &str = "chat.delete";
 pub const PUBLISH_HOME: &str = "views.publish";
 pub const UPLOAD: &str = "files.getUploadURLExternal";
+pub const POST: &str = "chat.postMessage";
 
 /// The most markdown one stream call may carry.
 pub const STREAM_TEXT_LIMIT: usize = 12_000;
@@ -61,6 +62,7 @@ pub struct MemoryAgent {
     streams: Mutex<Vec<Stream>>,
     homes: Mutex<Vec<(UserId, Value)>>,
     uploads: Mutex<Vec<(String, FileUpload)>>,
+    posts: Mutex<Vec<(ChannelId, String)>>,
     /// Also print what is streamed (when the stream stops), as the local
     /// runner shows Slack.
     echo: bool,
@@ -74,6 +76,11 @@ impl MemoryAgent {
     /// Every file uploaded (not shared: the responder shares): (id, file).
     pub fn uploads(&self) -> Vec<(String, FileUpload)> {
         self.uploads.lock().expect("uploads lock").clone()
+    }
+
+    /// Every message posted at the top of a channel: (channel, text).
+    pub fn posts(&self) -> Vec<(ChannelId, String)> {
+        self.posts.lock().expect("posts lock").clone()
     }
 
     pub fn script(&self, method: &'static str, outcomes: impl IntoIterator<Item = Scripted>) {
@@ -247,5 +254,12 @@ impl AgentSlack for MemoryAgent {
         let id = format!("F0AGENT{:03}", uploads.len() + 1);
         uploads.push((id.clone(), file.clone()));
         Ok(id)
+    }
+
+    async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<Ts, PostError> {
+        self.called(POST)?;
+        let mut posts = self.posts.lock().expect("posts lock");
+        posts.push((channel.clone(), text.to_owned()));
+        Ok(Ts::new(format!("1763900000.{:06}", posts.len())))
     }
 }

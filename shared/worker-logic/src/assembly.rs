@@ -302,7 +302,7 @@ pub async fn assemble(
     // Not among the built-ins a deployment without a policy allows: what a
     // listed channel says is shown wherever the tool is allowed, so a
     // `tool_policy` rule must name the channels that may read it.
-    tools.extend(crate::slack_tools::slack_tools(&assistant.slack_tools, ports.slack.clone()));
+    tools.extend(crate::slack_tools::slack_tools(&assistant.slack_tools, ports.slack.clone(), ports.agent.clone()));
     tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), ports.signer.clone(), lookup)?);
     let mut taken: std::collections::HashSet<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     // Published on every start, beside the first invocation's work (not

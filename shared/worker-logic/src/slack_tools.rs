@@ -1,11 +1,20 @@
 //! Slack itself as a tool (`slack_tools` in the assistant configuration):
 //! `read_channel` reads the recent messages of a channel the configuration
 //! names (an incidents channel, a deploys channel), so a question in one
-//! place can use what was said in another.
+//! place can use what was said in another; `post_message` posts in a
+//! channel it names (a status update in the incidents channel), always
+//! after a person approves it, redacted, once.
 //!
 //! ```json
-//! "slack_tools": { "read_channels": ["C0INCIDENTS*", "C0DEPLOYS"], "max_messages": 50 }
+//! "slack_tools": { "read_channels": ["C0INCIDENTS*", "C0DEPLOYS"], "max_messages": 50,
+//!                  "post_channels": ["C0INCIDENTS*"] }
 //! ```
+//!
+//! `post_message` changes things: it waits for a person's Approve like any
+//! such call (the prompt shows the channel and the words), a thread grant
+//! never covers it, and an approved call is recorded as running before it
+//! is made, so a redelivery never posts again (`Worker`'s approval rules;
+//! Slack's `chat.postMessage` takes no idempotency key).
 //!
 //! Off until `read_channels` names a channel, and allowed only where a
 //! `tool_policy` rule names it (a listed channel's words are shown in
@@ -18,7 +27,7 @@
 
 use crate::tools::{Effect, Tool, glob_matches};
 use assistant_core::model::ToolSpec;
-use assistant_core::ports::{Author, SlackReader};
+use assistant_core::ports::{AgentSlack, Author, SlackReader};
 use assistant_core::turn::ToolOutput;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -27,6 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub const READ_CHANNEL: &str = "read_channel";
+pub const POST_MESSAGE: &str = "post_message";
 /// What one read returns, at most (bytes of text).
 const MAX_TEXT_BYTES: usize = 24 * 1024;
 
@@ -38,11 +48,13 @@ pub struct SlackToolsConfig {
     pub read_channels: Vec<String>,
     /// Messages one read returns, at most.
     pub max_messages: usize,
+    /// Globs over channel ids `post_message` may post in; none: no tool.
+    pub post_channels: Vec<String>,
 }
 
 impl Default for SlackToolsConfig {
     fn default() -> Self {
-        Self { read_channels: Vec::new(), max_messages: 50 }
+        Self { read_channels: Vec::new(), max_messages: 50, post_channels: Vec::new() }
     }
 }
 
@@ -53,6 +65,8 @@ struct RawSlackTools {
     read_channels: Vec<String>,
     #[serde(default)]
     max_messages: Option<usize>,
+    #[serde(default)]
+    post_channels: Vec<String>,
 }
 
 impl TryFrom<RawSlackTools> for SlackToolsConfig {
@@ -63,18 +77,29 @@ impl TryFrom<RawSlackTools> for SlackToolsConfig {
         if !(1..=200).contains(&max_messages) {
             return Err("slack_tools.max_messages must be from 1 to 200".into());
         }
-        if let Some(glob) = raw.read_channels.iter().find(|glob| glob.starts_with('D') || glob.trim().is_empty()) {
-            return Err(format!("slack_tools.read_channels: {glob:?} would name direct messages or nothing"));
+        for (field, globs) in [("read_channels", &raw.read_channels), ("post_channels", &raw.post_channels)] {
+            if let Some(glob) = globs.iter().find(|glob| glob.starts_with('D') || glob.trim().is_empty()) {
+                return Err(format!("slack_tools.{field}: {glob:?} would name direct messages or nothing"));
+            }
         }
-        Ok(Self { read_channels: raw.read_channels, max_messages })
+        Ok(Self { read_channels: raw.read_channels, max_messages, post_channels: raw.post_channels })
     }
 }
 
-/// `read_channel`, when the configuration names channels.
-pub fn slack_tools(config: &SlackToolsConfig, slack: Arc<dyn SlackReader>) -> Vec<Tool> {
-    if config.read_channels.is_empty() {
-        return Vec::new();
+/// `read_channel` and `post_message`, each when the configuration names
+/// channels for it.
+pub fn slack_tools(config: &SlackToolsConfig, slack: Arc<dyn SlackReader>, agent: Arc<dyn AgentSlack>) -> Vec<Tool> {
+    let mut tools = Vec::new();
+    if !config.read_channels.is_empty() {
+        tools.push(read_channel(config, slack));
     }
+    if !config.post_channels.is_empty() {
+        tools.push(post_message(&config.post_channels, agent));
+    }
+    tools
+}
+
+fn read_channel(config: &SlackToolsConfig, slack: Arc<dyn SlackReader>) -> Tool {
     let spec = ToolSpec {
         name: READ_CHANNEL.into(),
         description: format!(
@@ -94,7 +119,7 @@ pub fn slack_tools(config: &SlackToolsConfig, slack: Arc<dyn SlackReader>) -> Ve
         }),
     };
     let (globs, max) = (config.read_channels.clone(), config.max_messages);
-    let tool = Tool::new(spec, Effect::ReadOnly, Duration::from_secs(15), move |input: Value| {
+    Tool::new(spec, Effect::ReadOnly, Duration::from_secs(15), move |input: Value| {
         let (slack, globs) = (slack.clone(), globs.clone());
         async move {
             let channel = input["channel"].as_str().unwrap_or_default();
@@ -115,8 +140,48 @@ pub fn slack_tools(config: &SlackToolsConfig, slack: Arc<dyn SlackReader>) -> Ve
             Ok(ToolOutput::Text(render(channel, &messages)))
         }
     })
-    .expect("the built-in schema is valid");
-    vec![tool]
+    .expect("the built-in schema is valid")
+}
+
+fn post_message(channels: &[String], agent: Arc<dyn AgentSlack>) -> Tool {
+    let spec = ToolSpec {
+        name: POST_MESSAGE.into(),
+        description: format!(
+            "Post a message at the top of a Slack channel (by id), e.g. a status update in the incidents channel. \
+             A person must approve each post. Only these channels: {}.",
+            channels.join(", ")
+        ),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "channel": {"type": "string", "pattern": "^[CG][A-Z0-9]{2,20}$", "description": "The channel's id."},
+                "text": {"type": "string", "minLength": 1, "maxLength": 3000, "description": "Slack mrkdwn."}
+            },
+            "required": ["channel", "text"],
+            "additionalProperties": false
+        }),
+    };
+    let globs = channels.to_vec();
+    Tool::new(spec, Effect::ChangesThings, Duration::from_secs(15), move |input: Value| {
+        let (agent, globs) = (agent.clone(), globs.clone());
+        async move {
+            let channel = input["channel"].as_str().unwrap_or_default();
+            if !globs.iter().any(|glob| glob_matches(glob, channel)) {
+                return Err(format!(
+                    "{channel} is not a channel this bot may post in: slack_tools.post_channels names {}.",
+                    globs.join(", ")
+                ));
+            }
+            let text = redact::Redactor::global().redact(input["text"].as_str().unwrap_or_default()).into_owned();
+            let ts = agent.post_to_channel(&ChannelId::new(channel), &text).await.map_err(|err| {
+                format!("Slack did not take the post in <#{channel}> ({err}); it may or may not have been posted.")
+            })?;
+            Ok(ToolOutput::Text(format!("Posted in <#{channel}> (message {ts}).")))
+        }
+    })
+    .expect("the built-in schema is valid")
+    .destructive(false)
+    .grantable_as(None)
 }
 
 /// The messages as lines, newest last, the oldest dropped past the size.
@@ -171,7 +236,8 @@ mod tests {
 
     fn registry(config: serde_json::Value, slack: MemorySlack) -> ToolRegistry {
         let config: SlackToolsConfig = serde_json::from_value(config).unwrap();
-        ToolRegistry::new(slack_tools(&config, Arc::new(slack)), ToolPolicy::allow_all()).unwrap()
+        let agent = Arc::new(testkit::agent_memory::MemoryAgent::default());
+        ToolRegistry::new(slack_tools(&config, Arc::new(slack), agent), ToolPolicy::allow_all()).unwrap()
     }
 
     async fn read(registry: &ToolRegistry, input: serde_json::Value) -> (ToolStatus, String) {
@@ -220,12 +286,14 @@ mod tests {
     #[test]
     fn the_configuration_is_checked_and_off_until_it_names_a_channel() {
         let config = |json| serde_json::from_value::<SlackToolsConfig>(json);
-        assert!(slack_tools(&SlackToolsConfig::default(), Arc::new(MemorySlack::default())).is_empty());
+        let agent = Arc::new(testkit::agent_memory::MemoryAgent::default());
+        assert!(slack_tools(&SlackToolsConfig::default(), Arc::new(MemorySlack::default()), agent).is_empty());
         for bad in [
             json!({"read_channels": ["D*"]}),
             json!({"max_messages": 0}),
             json!({"max_messages": 201}),
             json!({"read_chanels": []}),
+            json!({"post_channels": ["D0DM"]}),
         ] {
             assert!(config(bad.clone()).is_err(), "{bad}");
         }

@@ -2276,3 +2276,64 @@ async fn each_channels_response_mode_decides_what_is_answered_and_dms_always_are
     }
     assert_eq!(w.model.calls(), 4, "no model call for what is not answered");
 }
+
+#[tokio::test]
+async fn post_message_waits_for_approval_posts_once_redacted_and_never_again_on_a_redelivered_click() {
+    use worker_logic::slack_tools::{SlackToolsConfig, slack_tools};
+    // GIVEN a deployment that may post in its incidents channels
+    let model = ScriptedModel::new([
+        calls(&[(
+            "p1",
+            "post_message",
+            json!({"channel": "C0INCIDENTS", "text": "checkout-api restarted (xoxb-123456789012-abcdefghijklmnop)"}),
+        )]),
+        text("Posted the update in the incidents channel."),
+    ]);
+    let mut worker = worker(model, counter());
+    let config: SlackToolsConfig = serde_json::from_value(json!({"post_channels": ["C0INC*"]})).unwrap();
+    let slack = Arc::new(testkit::memory::MemorySlack::default());
+    worker.tools =
+        ToolRegistry::new(slack_tools(&config, slack, worker.agent.clone()), ToolPolicy::allow_all()).unwrap();
+
+    // WHEN the model posts: THEN a person is asked first, and nothing is posted
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: turn_id() });
+    assert!(worker.agent.posts().is_empty());
+    assert!(stored(&worker).await.pending_approval.unwrap().waiting[0].name == "post_message");
+
+    // WHEN they approve, and SQS redelivers the click
+    let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
+    worker.handle(&click, &Budget::plenty()).await.unwrap();
+    worker.handle(&click, &Budget::plenty()).await.unwrap();
+
+    // THEN it is posted once, in that channel, the token redacted
+    let posts = worker.agent.posts();
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!(posts[0].0.as_str(), "C0INCIDENTS");
+    assert!(posts[0].1.starts_with("checkout-api restarted") && !posts[0].1.contains("xoxb-123456789012"), "{posts:?}");
+}
+
+#[tokio::test]
+async fn post_message_refuses_a_channel_outside_its_list_even_when_approved() {
+    use worker_logic::slack_tools::{SlackToolsConfig, slack_tools};
+    let agent = Arc::new(MemoryAgent::default());
+    let config: SlackToolsConfig = serde_json::from_value(json!({"post_channels": ["C0INC*"]})).unwrap();
+    let registry = ToolRegistry::new(
+        slack_tools(&config, Arc::new(testkit::memory::MemorySlack::default()), agent.clone()),
+        ToolPolicy::allow_all(),
+    )
+    .unwrap();
+    let call = ToolUse {
+        id: "p1".into(),
+        name: "post_message".into(),
+        input: json!({"channel": "C0GENERAL", "text": "all hands: we are down"}),
+    };
+    let result =
+        registry.run_approved(&call, &ChannelId::new("C0INC1"), &Default::default(), "T1-Ev01:p1".into()).await;
+    assert_eq!(result.status, ToolStatus::Error);
+    let ToolOutput::Text(message) = result.output else { panic!("text") };
+    assert!(message.contains("not a channel this bot may post in"), "{message}");
+    assert!(agent.posts().is_empty());
+    // Not grantable to a thread: every post is approved by a person.
+    assert!(registry.approval_rule(&ChannelId::new("C0INC1"), "post_message").unwrap().grant_scope.is_none());
+}

@@ -152,4 +152,8 @@ impl AgentSlack for WebAgent {
     async fn upload(&self, file: &FileUpload) -> Result<String, PostError> {
         self.client.upload_file(file).await.map_err(post_error)
     }
+
+    async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<Ts, PostError> {
+        self.client.post_to_channel(channel, text).await.map_err(post_error)
+    }
 }
