@@ -353,6 +353,7 @@ pub async fn assemble(
         ("logs_query", aws.logs.is_some(), "aws_tools.logs"),
         ("search_*", !assistant.knowledge_bases.is_empty(), "knowledge_bases"),
         ("read_channel", !assistant.slack_tools.read_channels.is_empty(), "slack_tools.read_channels"),
+        ("post_message", !assistant.slack_tools.post_channels.is_empty(), "slack_tools.post_channels"),
     ] {
         if !on {
             unoffered.push(Unoffered { name: name.into(), reason: format!("not configured: add {field}") });
