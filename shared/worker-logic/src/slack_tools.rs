@@ -37,6 +37,11 @@ use std::time::Duration;
 
 pub const READ_CHANNEL: &str = "read_channel";
 pub const POST_MESSAGE: &str = "post_message";
+
+/// A channel by id (public or private; never a DM), as both tools take it.
+fn channel_id_schema() -> Value {
+    json!({"type": "string", "pattern": "^[CG][A-Z0-9]{2,20}$", "description": "The channel's id."})
+}
 /// What one read returns, at most (bytes of text).
 const MAX_TEXT_BYTES: usize = 24 * 1024;
 
@@ -111,7 +116,7 @@ fn read_channel(config: &SlackToolsConfig, slack: Arc<dyn SlackReader>) -> Tool 
         input_schema: json!({
             "type": "object",
             "properties": {
-                "channel": {"type": "string", "pattern": "^[CG][A-Z0-9]{2,20}$", "description": "The channel's id."},
+                "channel": channel_id_schema(),
                 "messages": {"type": "integer", "minimum": 1, "maximum": config.max_messages}
             },
             "required": ["channel"],
@@ -122,13 +127,7 @@ fn read_channel(config: &SlackToolsConfig, slack: Arc<dyn SlackReader>) -> Tool 
     Tool::new(spec, Effect::ReadOnly, Duration::from_secs(15), move |input: Value| {
         let (slack, globs) = (slack.clone(), globs.clone());
         async move {
-            let channel = input["channel"].as_str().unwrap_or_default();
-            if !globs.iter().any(|glob| glob_matches(glob, channel)) {
-                return Err(format!(
-                    "{channel} is not a channel this bot may read: slack_tools.read_channels names {}.",
-                    globs.join(", ")
-                ));
-            }
+            let channel = listed(&input, &globs, "read", "read_channels")?;
             let wanted = input["messages"].as_u64().map_or(max, |n| (n as usize).min(max));
             let messages = slack.channel_history(&ChannelId::new(channel), wanted).await.map_err(|err| {
                 if err.to_string().contains("not_in_channel") || err.to_string().contains("channel_not_found") {
@@ -154,7 +153,7 @@ fn post_message(channels: &[String], agent: Arc<dyn AgentSlack>) -> Tool {
         input_schema: json!({
             "type": "object",
             "properties": {
-                "channel": {"type": "string", "pattern": "^[CG][A-Z0-9]{2,20}$", "description": "The channel's id."},
+                "channel": channel_id_schema(),
                 "text": {"type": "string", "minLength": 1, "maxLength": 3000, "description": "Slack mrkdwn."}
             },
             "required": ["channel", "text"],
@@ -165,13 +164,7 @@ fn post_message(channels: &[String], agent: Arc<dyn AgentSlack>) -> Tool {
     Tool::new(spec, Effect::ChangesThings, Duration::from_secs(15), move |input: Value| {
         let (agent, globs) = (agent.clone(), globs.clone());
         async move {
-            let channel = input["channel"].as_str().unwrap_or_default();
-            if !globs.iter().any(|glob| glob_matches(glob, channel)) {
-                return Err(format!(
-                    "{channel} is not a channel this bot may post in: slack_tools.post_channels names {}.",
-                    globs.join(", ")
-                ));
-            }
+            let channel = listed(&input, &globs, "post in", "post_channels")?;
             let text = redact::Redactor::global().redact(input["text"].as_str().unwrap_or_default()).into_owned();
             let ts = agent.post_to_channel(&ChannelId::new(channel), &text).await.map_err(|err| {
                 format!("Slack did not take the post in <#{channel}> ({err}); it may or may not have been posted.")
@@ -182,6 +175,16 @@ fn post_message(channels: &[String], agent: Arc<dyn AgentSlack>) -> Tool {
     .expect("the built-in schema is valid")
     .destructive(false)
     .grantable_as(None)
+}
+
+/// The input's `channel`, if one of `globs` (`slack_tools.{field}`) names
+/// it; else what the model reads: that the bot may not `verb` it.
+fn listed<'a>(input: &'a Value, globs: &[String], verb: &str, field: &str) -> Result<&'a str, String> {
+    let channel = input["channel"].as_str().unwrap_or_default();
+    if globs.iter().any(|glob| glob_matches(glob, channel)) {
+        return Ok(channel);
+    }
+    Err(format!("{channel} is not a channel this bot may {verb}: slack_tools.{field} names {}.", globs.join(", ")))
 }
 
 /// The messages as lines, newest last, the oldest dropped past the size.
