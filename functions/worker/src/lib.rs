@@ -190,8 +190,8 @@ impl Arrival {
 
     /// Reads ahead the turns a work-queue batch names (all but a new
     /// question's, which nothing has stored yet). Any other event: nothing.
-    pub async fn prepare(&self, event: &Value) {
-        let Ok(batch) = serde_json::from_value::<SqsEvent>(event.clone()) else { return };
+    pub async fn prepare(&self, event: &WorkerEvent) {
+        let WorkerEvent::Batch(batch) = event else { return };
         let turns = batch.records.iter().filter_map(|message| match WorkMessage::decode(message.body.as_deref()?) {
             Ok(WorkMessage::StartTurn(_)) | Err(_) => None,
             Ok(message) => message.turn_id(),
@@ -215,6 +215,30 @@ impl Arrival {
         }))
         .await;
         std::future::pending::<()>().await
+    }
+}
+
+/// An invocation's event, read once, for [`Arrival::prepare`] and the
+/// handling both.
+pub enum WorkerEvent {
+    HealthCheck,
+    ApprovalSweep,
+    Batch(SqsEvent),
+    Unsupported(UnsupportedEvent),
+}
+
+impl WorkerEvent {
+    pub fn read(event: Value) -> Self {
+        if health::is_scheduled_event(&event) {
+            return Self::HealthCheck;
+        }
+        if is_approval_sweep(&event) {
+            return Self::ApprovalSweep;
+        }
+        match serde_json::from_value(event) {
+            Ok(batch) => Self::Batch(batch),
+            Err(source) => Self::Unsupported(UnsupportedEvent { expected: "an SQS batch", source }),
+        }
     }
 }
 
@@ -386,13 +410,14 @@ impl WorkerFunction {
     /// the work queue. `deadline_ms` is the invocation's deadline (Unix
     /// milliseconds).
     pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
+        let event = WorkerEvent::read(event);
         self.arrival.prepare(&event).await;
         self.handle_prepared(event, deadline_ms).await
     }
 
     /// [`WorkerFunction::handle`] once [`Arrival::prepare`] has run for
     /// `event` (a cold start runs it beside the assembly).
-    pub async fn handle_prepared(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
+    pub async fn handle_prepared(&self, event: WorkerEvent, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
         // Beside the work: a worker assembled anew serves the next one.
         let assembled = self.assembled();
         let (handled, ()) = tokio::join!(self.handle_event(&assembled, event, deadline_ms), self.reassemble_if_due());
@@ -402,25 +427,27 @@ impl WorkerFunction {
     async fn handle_event(
         &self,
         assembled: &Assembled,
-        event: Value,
+        event: WorkerEvent,
         deadline_ms: u64,
     ) -> Result<Value, UnsupportedEvent> {
-        if health::is_scheduled_event(&event) {
-            let report = self.health_of(assembled).await.published();
-            report.alert(self.alerts.as_ref(), SystemClock.now_unix()).await;
-            return Ok(serde_json::to_value(report).expect("health report serializes"));
-        }
-        if is_approval_sweep(&event) {
-            // A failed sweep is logged; the next one, a minute later, finds
-            // the same deadlines.
-            let swept = assembled.worker.sweep_approvals().await.unwrap_or_else(|err| {
-                tracing::error!(error = %err, "approval sweep failed");
-                0
-            });
-            return Ok(serde_json::json!({ "swept": swept }));
-        }
-        let batch: SqsEvent =
-            serde_json::from_value(event).map_err(|source| UnsupportedEvent { expected: "an SQS batch", source })?;
+        let batch = match event {
+            WorkerEvent::HealthCheck => {
+                let report = self.health_of(assembled).await.published();
+                report.alert(self.alerts.as_ref(), SystemClock.now_unix()).await;
+                return Ok(serde_json::to_value(report).expect("health report serializes"));
+            }
+            WorkerEvent::ApprovalSweep => {
+                // A failed sweep is logged; the next one, a minute later,
+                // finds the same deadlines.
+                let swept = assembled.worker.sweep_approvals().await.unwrap_or_else(|err| {
+                    tracing::error!(error = %err, "approval sweep failed");
+                    0
+                });
+                return Ok(serde_json::json!({ "swept": swept }));
+            }
+            WorkerEvent::Unsupported(err) => return Err(err),
+            WorkerEvent::Batch(batch) => batch,
+        };
         let deadline = LambdaDeadline(deadline_ms);
         let work = self.handle_batch(&assembled.worker, &batch, &deadline);
         let response = tokio::select! {

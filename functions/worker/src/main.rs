@@ -13,7 +13,7 @@
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use lambda_support::deferred::{Deferred, Starting};
 use serde_json::Value;
-use worker::{Arrival, AwsClients, Clients, Config, WorkerFunction};
+use worker::{Arrival, AwsClients, Clients, Config, WorkerEvent, WorkerFunction};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
@@ -47,11 +47,11 @@ async fn main() -> Result<(), Error> {
     });
     let (function, aws) = (&function, &aws);
     let serve = run(service_fn(|event: LambdaEvent<Value>| async move {
-        let deadline = event.context.deadline;
+        let (deadline, event) = (event.context.deadline, WorkerEvent::read(event.payload));
         let (_, arrival, _) = aws.get().await;
-        let (function, ()) = tokio::join!(function.get(), arrival.prepare(&event.payload));
+        let (function, ()) = tokio::join!(function.get(), arrival.prepare(&event));
         // Boxed: the handling's future is deep, the runtime's service deeper.
-        Box::pin(function.handle_prepared(event.payload, deadline)).await
+        Box::pin(function.handle_prepared(event, deadline)).await
     }));
     tokio::join!(assemble, serve).1
 }
