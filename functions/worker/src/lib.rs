@@ -177,6 +177,8 @@ impl Clients {
 pub struct Arrival {
     visibility: Arc<Visibility>,
     turns: Arc<ReadAhead>,
+    /// The turns table, for every other record the worker keeps.
+    records: Arc<dyn VersionedRecords>,
 }
 
 impl Arrival {
@@ -184,7 +186,8 @@ impl Arrival {
         let records: Arc<dyn VersionedRecords> = Arc::new(DynamoRecords::new(dynamodb.clone(), &config.turns_table));
         Self {
             visibility: Arc::new(Visibility::new(sqs.clone(), &[&config.work_queue_url])),
-            turns: Arc::new(ReadAhead::new(Arc::new(RecordTurns::new(records)))),
+            turns: Arc::new(ReadAhead::new(Arc::new(RecordTurns::new(records.clone())))),
+            records,
         }
     }
 
@@ -337,15 +340,12 @@ impl WorkerFunction {
         assistant: AssistantConfig,
         arrival: Arrival,
     ) -> Result<Self, StartupError> {
-        let worker = assemble_worker(&config, &clients, &arrival, &assistant).await?;
-        tracing::info!(config = %config.assistant_config_key, "worker assembled");
-        let records: Arc<dyn VersionedRecords> =
-            Arc::new(DynamoRecords::new(clients.dynamodb.clone(), &config.turns_table));
         let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
-        let alerts = config
-            .ops_channel
-            .clone()
-            .map(|channel| OpsAlerts::new(channel, Arc::new(slack.clone()), records, Arc::new(SystemClock)));
+        let worker = assemble_worker(&config, &clients, &arrival, &slack, &assistant).await?;
+        tracing::info!(config = %config.assistant_config_key, "worker assembled");
+        let alerts = config.ops_channel.clone().map(|channel| {
+            OpsAlerts::new(channel, Arc::new(slack.clone()), arrival.records.clone(), Arc::new(SystemClock))
+        });
         Ok(Self {
             assembled: RwLock::new(Arc::new(Assembled { worker, docs_prefix: assistant.docs_prefix })),
             assembled_at: Mutex::new(Instant::now()),
@@ -394,7 +394,7 @@ impl WorkerFunction {
                 return;
             }
         };
-        match assemble_worker(&self.config, &self.clients, &self.arrival, &assistant).await {
+        match assemble_worker(&self.config, &self.clients, &self.arrival, &self.slack, &assistant).await {
             Ok(worker) => {
                 let assembled = Arc::new(Assembled { worker, docs_prefix: assistant.docs_prefix });
                 *self.assembled.write().expect("assembled lock") = assembled;
@@ -497,12 +497,11 @@ async fn assemble_worker(
     config: &Config,
     clients: &Clients,
     arrival: &Arrival,
+    slack: &WebClient,
     assistant: &AssistantConfig,
 ) -> Result<Worker, StartupError> {
     let artifacts = Arc::new(S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket));
-    let records: Arc<dyn VersionedRecords> =
-        Arc::new(DynamoRecords::new(clients.dynamodb.clone(), &config.turns_table));
-    let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
+    let records = &arrival.records;
     // One signer for every hand-signed AWS call of the process.
     let signer = Signer::new(&clients.aws);
     let knowledge = AwsApi::new(clients.http.clone(), signer.clone(), adapters_knowledge_base::AGENT_RUNTIME, None);
