@@ -34,6 +34,8 @@ fn ingress_at(aws: &aws_config::SdkConfig, table: &str, queue_url: &str, now: i6
         signing_secret: SigningSecret::new(events::signing_secret()).unwrap(),
         turns_table: table.to_owned(),
         work_queue_url: queue_url.to_owned(),
+        alertmanager_token: None,
+        pagerduty_secret: None,
     };
     Ingress::new(config, aws, std::sync::Arc::new(FixedClock::at(now)))
 }

@@ -292,6 +292,7 @@ fn bench_worker_with(
         sign_in: None,
         background: Default::default(),
         memory: None,
+        incidents: None,
     };
     Ok(BenchWorker { worker, store, work, replies, artifacts, metrics })
 }

@@ -232,6 +232,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
         sign_in: None,
         every_question: None,
         memory: None,
+        incidents: None,
     };
     // The configuration's tools are the recorded ones here (a case never
     // reaches a real system): built-ins and the case's tools, under the

@@ -379,12 +379,19 @@ impl Functions {
 
 /// The ingress's runtime contract on `stack`, signed with the test events' secret.
 pub fn ingress_config(stack: &Stack) -> ingress::Config {
+    use ingress_logic::alert_webhooks::WebhookSecret;
     ingress::Config {
         signing_secret: slack::SigningSecret::new(events::signing_secret()).expect("secret"),
         turns_table: stack.table.clone(),
         work_queue_url: stack.work_queue.queue.clone(),
+        alertmanager_token: WebhookSecret::new(ALERTMANAGER_TOKEN),
+        pagerduty_secret: WebhookSecret::new(PAGERDUTY_WEBHOOK_SECRET),
     }
 }
+
+/// The alert webhooks' secrets the tests' ingress is configured with.
+pub const ALERTMANAGER_TOKEN: &str = "test-alertmanager-token-7d1e";
+pub const PAGERDUTY_WEBHOOK_SECRET: &str = "test-pagerduty-signing-secret-2b9c";
 
 /// A Lambda SQS event carrying `messages` as SQS delivered them, as the
 /// event source mapping would build it.

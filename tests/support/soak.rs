@@ -179,11 +179,7 @@ impl Pipeline {
     async fn start(stack: &Stack, aws: &FaultProxy, slack_url: &str, bedrock: &FaultProxy) -> Self {
         let ingress_aws = through(aws, adapters_aws::config::ack_path_timeouts()).await;
         let ingress = ingress::Ingress::new(
-            ingress::Config {
-                signing_secret: slack::SigningSecret::new(events::signing_secret()).expect("secret"),
-                turns_table: stack.table.clone(),
-                work_queue_url: stack.work_queue.queue.clone(),
-            },
+            crate::ingress_config(stack),
             &ingress_aws,
             std::sync::Arc::new(assistant_core::FixedClock::at(events::SIGNED_AT + 1)),
         );

@@ -17,11 +17,13 @@ use async_trait::async_trait;
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
 use http::{HeaderMap, HeaderValue, header};
+use ingress_logic::alert_webhooks::{AlertWebhooks, WebhookSecret};
 use ingress_logic::callback::{CALLBACK_PATH, Callback, Page};
+use ingress_logic::http_body::raw_body;
 use ingress_logic::{Counted, Intake, Reply, Request};
 use lambda_support::UnsupportedEvent;
 use lambda_support::deferred::Deferred;
-use lambda_support::env::{ConfigError, required};
+use lambda_support::env::{ConfigError, optional, required};
 use lambda_support::health::{self, HealthReport};
 use lambda_support::metrics::Emf;
 use serde_json::Value;
@@ -30,6 +32,9 @@ use std::sync::Arc;
 
 pub const FUNCTION_NAME: &str = "ingress";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The largest alert webhook taken (Alertmanager's notifications carry
+/// every alert of a group).
+const ALERT_BODY_LIMIT: usize = 512 * 1024;
 
 /// The runtime contract's variables this function reads.
 #[derive(Debug, Clone)]
@@ -37,13 +42,25 @@ pub struct Config {
     pub signing_secret: SigningSecret,
     pub turns_table: String,
     pub work_queue_url: String,
+    /// `ALERTMANAGER_TOKEN`: the bearer token Alertmanager sends; unset: no
+    /// `/alerts/alertmanager` route.
+    pub alertmanager_token: Option<WebhookSecret>,
+    /// `PAGERDUTY_WEBHOOK_SECRET`: the webhook subscription's signing
+    /// secret; unset: no `/alerts/pagerduty` route.
+    pub pagerduty_secret: Option<WebhookSecret>,
 }
 
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         let signing_secret = SigningSecret::new(required("SLACK_SIGNING_SECRET")?)
             .map_err(|err| ConfigError::Invalid { name: "SLACK_SIGNING_SECRET", reason: err.to_string() })?;
-        Ok(Self { signing_secret, turns_table: required("TURNS_TABLE")?, work_queue_url: required("WORK_QUEUE_URL")? })
+        Ok(Self {
+            signing_secret,
+            turns_table: required("TURNS_TABLE")?,
+            work_queue_url: required("WORK_QUEUE_URL")?,
+            alertmanager_token: optional("ALERTMANAGER_TOKEN").and_then(WebhookSecret::new),
+            pagerduty_secret: optional("PAGERDUTY_WEBHOOK_SECRET").and_then(WebhookSecret::new),
+        })
     }
 }
 
@@ -138,6 +155,8 @@ impl UserContexts for DeferredAws {
 
 pub struct Ingress {
     intake: Intake,
+    /// `POST /alerts/alertmanager` and `/alerts/pagerduty`.
+    alerts: AlertWebhooks,
     /// `GET /oauth/callback`: a person back from a provider's sign-in.
     callback: Callback,
     aws: DeferredAws,
@@ -177,8 +196,14 @@ impl Ingress {
             clock.clone(),
         )
         .with_every_question(EveryQuestionChannels::new(Arc::new(aws.clone()), clock.clone()));
-        let callback = Callback::new(ConnectStates::new(Arc::new(aws.clone())), Arc::new(aws.clone()), clock);
-        Self { intake, callback, aws, config }
+        let callback = Callback::new(ConnectStates::new(Arc::new(aws.clone())), Arc::new(aws.clone()), clock.clone());
+        let alerts = AlertWebhooks::new(
+            config.alertmanager_token.clone(),
+            config.pagerduty_secret.clone(),
+            Arc::new(aws.clone()),
+            clock,
+        );
+        Self { intake, alerts, callback, aws, config }
     }
 
     /// One invocation: a health check, an HTTP request from Slack, or a
@@ -194,6 +219,28 @@ impl Ingress {
         {
             let page = self.callback.handle(request.raw_query_string.as_deref()).await;
             return Ok(serde_json::to_value(page_response(&page)).expect("HTTP response serializes"));
+        }
+        if let Some(path) = request.raw_path.as_deref().filter(|path| AlertWebhooks::serves(path)) {
+            let reply = match raw_body(request.body.as_deref(), request.is_base64_encoded, ALERT_BODY_LIMIT) {
+                _ if request.request_context.http.method != http::Method::POST => Reply {
+                    status: 405,
+                    json: Some(r#"{"error":"method_not_allowed"}"#.to_owned()),
+                    no_retry: false,
+                    counted: Counted::Rejected,
+                },
+                Ok(body) => self.alerts.handle(path, &request.headers, &body).await,
+                Err(err) => {
+                    tracing::warn!(error = %err, "refused alert body");
+                    Reply {
+                        status: 413,
+                        json: Some(r#"{"error":"payload_too_large"}"#.to_owned()),
+                        no_retry: false,
+                        counted: Counted::Rejected,
+                    }
+                }
+            };
+            request_metrics(reply.counted).emit();
+            return Ok(serde_json::to_value(http_response(reply)).expect("HTTP response serializes"));
         }
         let reply = self
             .intake

@@ -4,7 +4,7 @@
 //! scheduled health check) to calls and back. The worker itself is built by
 //! `worker_logic::assemble`, as in the local runner.
 
-use adapters_aws::dynamodb::{self, DynamoContexts, DynamoRecords, DynamoTimers};
+use adapters_aws::dynamodb::{self, DynamoClaims, DynamoContexts, DynamoRecords, DynamoTimers};
 use adapters_aws::sqs::{self, SqsQueue, Visibility};
 use adapters_bedrock::BedrockModel;
 use adapters_cloudwatch::SignedAws;
@@ -544,6 +544,13 @@ async fn assemble_worker(
             records.clone(),
             assistant_core::memory::DEFAULT_RETENTION_SECS,
         )),
+        incidents: Some(worker_logic::incidents::IncidentPorts {
+            incidents: assistant_core::incidents::Incidents::new(records.clone()),
+            claims: Arc::new(DynamoClaims::new(clients.dynamodb.clone(), &config.turns_table)),
+            ops: config.ops_channel.clone().map(|channel| {
+                Arc::new(OpsAlerts::new(channel, Arc::new(slack.clone()), records.clone(), Arc::new(SystemClock)))
+            }),
+        }),
         sign_in: config.sign_in.as_ref().map(|(key, redirect_uri)| {
             let sealer = adapters_kms::KmsSealer::new(&signer, clients.http.clone(), key);
             SignInPorts {

@@ -308,6 +308,11 @@ impl Pipeline {
                 records.clone(),
                 assistant_core::memory::DEFAULT_RETENTION_SECS,
             )),
+            incidents: Some(worker_logic::incidents::IncidentPorts {
+                incidents: assistant_core::incidents::Incidents::new(records.clone()),
+                claims: claims.clone(),
+                ops: None,
+            }),
         };
         let worker =
             worker_logic::assemble(ports, &assistant, Limits::default(), &|name| std::env::var(name).ok()).await?;
@@ -379,6 +384,8 @@ impl Pipeline {
                     WorkMessage::SignedIn(_) => "signed in",
                     WorkMessage::ConnectClick(_) => "connect click",
                     WorkMessage::Home(_) => "home tab",
+                    WorkMessage::Alert(_) => "alert",
+                    WorkMessage::CloudwatchAlarm(_) => "cloudwatch alarm",
                 };
                 stage("worker", started.elapsed(), &format!("{what}: {outcome:?}"));
             }

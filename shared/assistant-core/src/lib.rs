@@ -4,6 +4,8 @@
 //!
 //! - [`messages`]: the versioned JSON envelopes that travel on the queues.
 //! - [`alerts`]: operator alerts in the ops channel, once and bounded.
+//! - [`incidents`]: monitoring alerts (CloudWatch, Alertmanager, PagerDuty)
+//!   read from their formats, and the incident each keeps per fingerprint.
 //! - [`approval`]: who may approve a call that changes things, and the
 //!   button that names that call exactly.
 //! - [`turn`]: a turn's durable state (written by the worker only).
@@ -30,6 +32,7 @@ pub mod feedback;
 pub mod files;
 pub mod glob;
 pub mod grants;
+pub mod incidents;
 pub mod mcp;
 pub mod memory;
 pub mod messages;

@@ -10,6 +10,7 @@ pub use crate::approval::ApprovalButton;
 use crate::approval::Approver;
 use crate::feedback::Rating;
 use crate::grants::{RevokeButton, ThreadGrant};
+use crate::incidents::{AlertNotice, CloudwatchAlarm};
 use crate::turn::{SignInReason, ToolUse, TurnId};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -191,6 +192,11 @@ pub enum WorkMessage {
     SignedIn(SignedIn),
     ConnectClick(ConnectClick),
     Home(HomeAction),
+    /// An Alertmanager or PagerDuty alert, verified and read by the ingress.
+    Alert(AlertNotice),
+    /// A CloudWatch alarm's state change, put on the queue by EventBridge
+    /// (the template's rule): the worker reads it.
+    CloudwatchAlarm(CloudwatchAlarm),
 }
 
 impl WorkMessage {
@@ -205,7 +211,9 @@ impl WorkMessage {
             WorkMessage::RevokeGrant(click) => Some(&click.thread),
             WorkMessage::SignedIn(signed_in) => Some(&signed_in.thread),
             WorkMessage::ConnectClick(click) => Some(&click.thread),
-            WorkMessage::Opened(_) | WorkMessage::Home(_) => None,
+            WorkMessage::Opened(_) | WorkMessage::Home(_) | WorkMessage::Alert(_) | WorkMessage::CloudwatchAlarm(_) => {
+                None
+            }
         }
     }
 
@@ -217,6 +225,10 @@ impl WorkMessage {
                 format!("{}:{}", opened.channel, opened.thread_ts.as_ref().map_or("open", Ts::as_str))
             }
             (WorkMessage::Home(home), _) => format!("home:{}:{}", home.team, home.user),
+            (WorkMessage::Alert(notice), _) => notice.queue_group(),
+            // EventBridge names the group (the template's rule); this is
+            // for a message sent by anyone else.
+            (WorkMessage::CloudwatchAlarm(_), _) => "alert:cloudwatch".to_owned(),
             (_, thread) => thread.expect("every message but an opened DM or Home names its thread").queue_group(),
         }
     }
@@ -232,7 +244,11 @@ impl WorkMessage {
             WorkMessage::Feedback(click) => click.turn_id.clone(),
             WorkMessage::RevokeGrant(click) => click.button.turn_id.clone(),
             WorkMessage::SignedIn(signed_in) => signed_in.turn_id.clone(),
-            WorkMessage::Opened(_) | WorkMessage::ConnectClick(_) | WorkMessage::Home(_) => return None,
+            WorkMessage::Opened(_)
+            | WorkMessage::ConnectClick(_)
+            | WorkMessage::Home(_)
+            | WorkMessage::Alert(_)
+            | WorkMessage::CloudwatchAlarm(_) => return None,
         })
     }
 
@@ -257,6 +273,11 @@ impl WorkMessage {
             WorkMessage::SignedIn(signed_in) => format!("signed-in:{}", signed_in.state),
             WorkMessage::ConnectClick(click) => format!("connect:{}:{}", click.state, click.user),
             WorkMessage::Home(home) => format!("home:{}:{}:{}", home.team, home.user, home.id),
+            WorkMessage::Alert(notice) => notice.dedupe_id(),
+            WorkMessage::CloudwatchAlarm(alarm) => {
+                let id = alarm.event.get("id").and_then(serde_json::Value::as_str).unwrap_or_default();
+                format!("cloudwatch:{}", id.chars().filter(char::is_ascii_alphanumeric).take(64).collect::<String>())
+            }
         }
     }
 

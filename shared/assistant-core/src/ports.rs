@@ -580,6 +580,29 @@ pub trait AgentSlack: Send + Sync {
     /// previews): the message's `ts`. Not retried after a 5xx or a reset:
     /// the message may have been posted.
     async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<Ts, PostError>;
+
+    /// Posts `text` carrying `metadata` (without link previews): at the top
+    /// of `channel`, or in `thread_ts`'s thread. Not retried after a 5xx or
+    /// a reset: the caller looks for it ([`Self::find_tagged`]) first.
+    async fn post_tagged(
+        &self,
+        channel: &ChannelId,
+        thread_ts: Option<&Ts>,
+        text: &str,
+        metadata: &MessageMetadata,
+    ) -> Result<Ts, PostError>;
+
+    /// The messages carrying metadata of `owner`, by key: among the
+    /// channel's newest top-level messages, or in `thread_ts`'s thread.
+    async fn find_tagged(
+        &self,
+        channel: &ChannelId,
+        thread_ts: Option<&Ts>,
+        owner: &TurnId,
+    ) -> Result<BTreeMap<MessageKey, Ts>, PostError>;
+
+    /// The workspace and bot user the token belongs to (`auth.test`).
+    async fn identity(&self) -> Result<crate::incidents::BotIdentity, PostError>;
 }
 
 /// When a call waiting for approval expires: set when the worker asks,

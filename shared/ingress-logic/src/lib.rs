@@ -10,7 +10,10 @@
 //!
 //! [`callback`] is the one route without Slack's signature: where a
 //! provider sends a person back after signing in (its `state` is the proof).
+//! [`alert_webhooks`] takes Alertmanager's and PagerDuty's alerts, verified
+//! by their own credentials.
 
+pub mod alert_webhooks;
 pub mod callback;
 pub mod http_body;
 pub mod route;

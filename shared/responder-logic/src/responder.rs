@@ -261,6 +261,26 @@ impl Responder {
             ) => {
                 return Ok(Outcome::Skipped { reason: "nothing_to_apologize_for" });
             }
+            // An alert nobody saw: the operators are told, there is no
+            // thread to apologize in.
+            DeadLetter::Work(WorkMessage::Alert(notice)) => {
+                let what = format!(
+                    "A {} alert could not be handled and went to the dead-letter queue: {}",
+                    notice.source.display_name(),
+                    redact::redact(&notice.title)
+                );
+                self.alert(&format!("alert {}", notice.dedupe_id()), &what, None).await;
+                return Ok(Outcome::Skipped { reason: "alert_dead_lettered" });
+            }
+            DeadLetter::Work(WorkMessage::CloudwatchAlarm(alarm)) => {
+                let name = alarm.event.pointer("/detail/alarmName").and_then(serde_json::Value::as_str);
+                let what = format!(
+                    "A CloudWatch alarm's state change could not be handled and went to the dead-letter queue: {}",
+                    redact::redact(name.unwrap_or("(unnamed)"))
+                );
+                self.alert(&WorkMessage::CloudwatchAlarm(alarm.clone()).dedupe_id(), &what, None).await;
+                return Ok(Outcome::Skipped { reason: "alert_dead_lettered" });
+            }
             DeadLetter::Work(WorkMessage::ApprovalTimeout(timeout)) => (timeout.turn_id.clone(), &timeout.thread),
             // The person signed in and waits for the turn to go on.
             DeadLetter::Work(WorkMessage::SignedIn(signed_in)) => (signed_in.turn_id.clone(), &signed_in.thread),

@@ -6,11 +6,12 @@
 
 use crate::slack_memory::Scripted;
 use assistant_core::ThreadRef;
-use assistant_core::delivery::{MessageMetadata, PostError};
+use assistant_core::delivery::{MessageKey, MessageMetadata, PostError};
+use assistant_core::incidents::BotIdentity;
 use assistant_core::ports::{AgentSlack, FileUpload, StreamChunk, SuggestedPrompt, TaskSource, TaskStatus, TaskUpdate};
 use async_trait::async_trait;
 use serde_json::Value;
-use slack::{ChannelId, Ts, UserId};
+use slack::{ChannelId, TeamId, Ts, UserId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
@@ -23,6 +24,10 @@ pub const DELETE: &str = "chat.delete";
 pub const PUBLISH_HOME: &str = "views.publish";
 pub const UPLOAD: &str = "files.getUploadURLExternal";
 pub const POST: &str = "chat.postMessage";
+/// `chat.postMessage` with metadata (an incident's messages).
+pub const POST_TAGGED: &str = "chat.postMessage (tagged)";
+pub const FIND_TAGGED: &str = "conversations.history/replies (tagged)";
+pub const AUTH_TEST: &str = "auth.test";
 
 /// The most markdown one stream call may carry.
 pub const STREAM_TEXT_LIMIT: usize = 12_000;
@@ -63,6 +68,7 @@ pub struct MemoryAgent {
     homes: Mutex<Vec<(UserId, Value)>>,
     uploads: Mutex<Vec<(String, FileUpload)>>,
     posts: Mutex<Vec<(ChannelId, String)>>,
+    tagged: Mutex<Vec<Tagged>>,
     /// Also print what is streamed (when the stream stops), as the local
     /// runner shows Slack.
     echo: bool,
@@ -81,6 +87,11 @@ impl MemoryAgent {
     /// Every message posted at the top of a channel: (channel, text).
     pub fn posts(&self) -> Vec<(ChannelId, String)> {
         self.posts.lock().expect("posts lock").clone()
+    }
+
+    /// Every message posted with metadata, in order.
+    pub fn tagged(&self) -> Vec<Tagged> {
+        self.tagged.lock().expect("tagged lock").clone()
     }
 
     pub fn script(&self, method: &'static str, outcomes: impl IntoIterator<Item = Scripted>) {
@@ -262,4 +273,70 @@ impl AgentSlack for MemoryAgent {
         posts.push((channel.clone(), text.to_owned()));
         Ok(Ts::new(format!("1763900000.{:06}", posts.len())))
     }
+
+    /// Scripted under [`POST_TAGGED`]; `LandThenFail` posts, then answers
+    /// with the error (an answer lost).
+    async fn post_tagged(
+        &self,
+        channel: &ChannelId,
+        thread_ts: Option<&Ts>,
+        text: &str,
+        metadata: &MessageMetadata,
+    ) -> Result<Ts, PostError> {
+        self.calls.lock().expect("calls lock").push(POST_TAGGED);
+        let scripted = self.scripts.lock().expect("scripts lock").get_mut(POST_TAGGED).and_then(VecDeque::pop_front);
+        if let Some(Scripted::Fail(err)) = scripted {
+            return Err(err);
+        }
+        let mut tagged = self.tagged.lock().expect("tagged lock");
+        let ts = Ts::new(format!("1763950000.{:06}", tagged.len() + 1));
+        tagged.push(Tagged {
+            channel: channel.clone(),
+            thread_ts: thread_ts.cloned(),
+            text: text.to_owned(),
+            metadata: metadata.clone(),
+            ts: ts.clone(),
+        });
+        match scripted {
+            Some(Scripted::LandThenFail(err)) => Err(err),
+            _ => Ok(ts),
+        }
+    }
+
+    async fn find_tagged(
+        &self,
+        channel: &ChannelId,
+        thread_ts: Option<&Ts>,
+        owner: &assistant_core::TurnId,
+    ) -> Result<std::collections::BTreeMap<MessageKey, Ts>, PostError> {
+        self.called(FIND_TAGGED)?;
+        Ok(self
+            .tagged
+            .lock()
+            .expect("tagged lock")
+            .iter()
+            .filter(|post| &post.channel == channel && post.thread_ts.as_ref() == thread_ts)
+            .filter(|post| &post.metadata.event_payload.turn_id == owner)
+            .map(|post| (post.metadata.event_payload.key.clone(), post.ts.clone()))
+            .collect())
+    }
+
+    async fn identity(&self) -> Result<BotIdentity, PostError> {
+        self.called(AUTH_TEST)?;
+        Ok(BotIdentity { team: TeamId::new(TEAM), user: UserId::new(crate::fixtures::BOT_USER) })
+    }
 }
+
+/// A message posted with metadata (an incident's root and notes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tagged {
+    pub channel: ChannelId,
+    /// None: at the top of the channel.
+    pub thread_ts: Option<Ts>,
+    pub text: String,
+    pub metadata: MessageMetadata,
+    pub ts: Ts,
+}
+
+/// The workspace [`MemoryAgent::identity`] answers with.
+pub const TEAM: &str = "T0LAN2Q65";

@@ -33,6 +33,25 @@ fixtures! {
     BLOCK_ACTIONS_HOME_DISCONNECT => "block_actions_home_disconnect.json",
 }
 
+/// Alert payloads in each source's real shape: an Alertmanager
+/// notification (version 4), PagerDuty V3 webhooks, CloudWatch alarm state
+/// changes as EventBridge delivers them. One alert each, firing before
+/// 2026-11-25T21:00:00Z ([`ALERTS_NOW`]).
+pub mod alerts {
+    fixtures! {
+        ALERTMANAGER_FIRING => "alerts/alertmanager_firing.json",
+        ALERTMANAGER_RESOLVED => "alerts/alertmanager_resolved.json",
+        PAGERDUTY_TRIGGERED => "alerts/pagerduty_triggered.json",
+        PAGERDUTY_ACKNOWLEDGED => "alerts/pagerduty_acknowledged.json",
+        PAGERDUTY_RESOLVED => "alerts/pagerduty_resolved.json",
+        CLOUDWATCH_ALARM => "alerts/cloudwatch_alarm.json",
+        CLOUDWATCH_OK => "alerts/cloudwatch_ok.json",
+    }
+
+    /// 2026-11-25T21:00:00Z, shortly after the fixtures' alerts fired.
+    pub const ALERTS_NOW: i64 = 1_795_640_400;
+}
+
 /// `BLOCK_ACTIONS_FEEDBACK` is a 👎 click whose value is the placeholder
 /// `"FEEDBACK_VALUE"`, for each test to fill.
 ///

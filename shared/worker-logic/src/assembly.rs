@@ -82,6 +82,9 @@ pub struct WorkerPorts {
     /// Where settled turns are remembered per channel (`recall`,
     /// `forget_thread`); `None`: no memory and no such tools.
     pub memory: Option<assistant_core::memory::ChannelMemory>,
+    /// Where alerts' incidents are kept, and how their threads become the
+    /// bot's; `None`: alerts are dropped (the evals have none).
+    pub incidents: Option<crate::incidents::IncidentPorts>,
 }
 
 /// Why the worker could not be built. Each names what to fix.
@@ -376,6 +379,16 @@ pub async fn assemble(
         tools = count,
         "assistant configured"
     );
+    let incidents = ports.incidents.map(|incident_ports| {
+        crate::incidents::IncidentDesk::new(
+            assistant.alerts.clone(),
+            incident_ports,
+            ports.agent.clone(),
+            ports.work.clone(),
+            ports.artifacts.clone(),
+            ports.clock.clone(),
+        )
+    });
     Ok(Worker {
         store: ports.store,
         deliveries: ports.deliveries,
@@ -406,6 +419,7 @@ pub async fn assemble(
         sign_in,
         background,
         memory: ports.memory,
+        incidents,
     })
 }
 
@@ -438,6 +452,7 @@ mod tests {
             sign_in: None,
             every_question: None,
             memory: None,
+            incidents: None,
             model: Arc::new(NoModel),
             models: Arc::new(|_: &str| Arc::new(NoModel) as Arc<dyn Model>),
             work: Arc::new(MemoryQueue::default()),

@@ -22,21 +22,7 @@ pub fn current_time(clock: Arc<dyn Clock>) -> Tool {
     .expect("the built-in schema is valid")
 }
 
-/// `2025-11-22T08:26:40Z` for Unix seconds (proleptic Gregorian calendar).
-pub fn iso8601_utc(unix: i64) -> String {
-    let (days, secs) = (unix.div_euclid(86_400), unix.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs % 3600 / 60, secs % 60)
-}
+pub use assistant_core::clock::iso8601_utc;
 
 #[cfg(test)]
 mod tests {

@@ -86,6 +86,10 @@ pub struct AssistantConfig {
     /// answered.
     #[serde(default, deserialize_with = "response_rules")]
     pub response_mode: Vec<ResponseRule>,
+    /// Which alerts open an incident thread in which channel, with what
+    /// instructions ([`crate::incidents`]).
+    #[serde(default, deserialize_with = "crate::incidents::alert_rules")]
+    pub alerts: Vec<crate::incidents::AlertRule>,
     /// The environment variables `${env:NAME}` may name (HTTP tools' and
     /// MCP servers' headers). Never `AWS_*` or `SLACK_*`: whoever can write the
     /// configuration must not be able to send the function's own
@@ -323,6 +327,7 @@ impl Default for AssistantConfig {
             prompt_enhancer: None,
             service_catalog_key: None,
             approvals: ApprovalsConfig::default(),
+            alerts: Vec::new(),
             allowed_env: Vec::new(),
             model_prices: None,
             suggested_prompts: default_prompts(),

@@ -5,6 +5,8 @@
 //!   decide on a call that changes things.
 //! - [`assembly`]: building the worker from its ports and the assistant
 //!   configuration; `functions/worker` and the local runner both call it.
+//! - [`incidents`]: alerts (CloudWatch, Alertmanager, PagerDuty) open a
+//!   thread in their channel and the investigation starts there.
 //! - [`config`]: the assistant configuration (S3 JSON, or the runner's
 //!   `--config` file).
 //! - [`tools`]: the registry, per-channel allow-lists, schema-checked input,
@@ -45,6 +47,7 @@ pub mod docs_tools;
 pub mod enhancer;
 pub mod home;
 pub mod http_tools;
+pub mod incidents;
 pub mod inspect;
 pub mod knowledge_tools;
 pub mod mcp_tools;

@@ -134,6 +134,8 @@ pub enum Outcome {
     ConnectRefused,
     /// A person's Home tab was shown (after a disconnect, if asked).
     HomeShown,
+    /// An alert was handled: its incident as it now stands, or why not.
+    Incident(crate::incidents::Handled),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -159,6 +161,13 @@ pub enum WorkerError {
     /// Slack failed setting prompts; a refusal is not an error.
     #[error(transparent)]
     Slack(assistant_core::delivery::PostError),
+    /// An alert's incident could not be recorded or posted.
+    #[error(transparent)]
+    Incident(crate::incidents::DeskError),
+    /// A message no redelivery can mend (an event that is not what its
+    /// kind says).
+    #[error("malformed message: {0}")]
+    Malformed(String),
 }
 
 impl assistant_core::Retryable for WorkerError {
@@ -182,6 +191,8 @@ impl WorkerError {
             | WorkerError::Grants(_)
             | WorkerError::SignIn(_)
             | WorkerError::Slack(_) => true,
+            WorkerError::Incident(err) => err.is_retryable(),
+            WorkerError::Malformed(_) => false,
         }
     }
 
@@ -199,6 +210,8 @@ impl WorkerError {
             WorkerError::Grants(_) => "I could not read or keep this thread's approvals",
             WorkerError::SignIn(_) => "I could not complete or use your sign-in",
             WorkerError::Slack(_) => "Slack could not be reached",
+            WorkerError::Incident(_) => "I could not record or post an alert's incident",
+            WorkerError::Malformed(_) => "a message I was sent could not be read",
         }
     }
 }
@@ -266,6 +279,9 @@ pub struct Worker {
     pub background: crate::background::Background,
     /// The channels' memory of settled turns; `None`: nothing is kept.
     pub memory: Option<assistant_core::memory::ChannelMemory>,
+    /// Alerts in, incidents and their threads out; `None` where the worker
+    /// was given no incident ports (the evals).
+    pub incidents: Option<crate::incidents::IncidentDesk>,
 }
 
 impl Worker {
@@ -357,7 +373,24 @@ impl Worker {
             }
             WorkMessage::ConnectClick(click) => self.connect_clicked(click).instrument(span).await,
             WorkMessage::Home(home) => self.home(home).instrument(span).await,
+            WorkMessage::Alert(notice) => self.alerted(notice).instrument(span).await,
+            WorkMessage::CloudwatchAlarm(alarm) => match assistant_core::incidents::sources::cloudwatch(&alarm.event) {
+                Ok(Some(notice)) => self.alerted(&notice).instrument(span).await,
+                Ok(None) => Ok(Outcome::Ignored { reason: "alarm_state_not_an_alert" }),
+                Err(err) => Err(WorkerError::Malformed(err.to_string())),
+            },
         }
+    }
+
+    /// An alert: its incident opened, noted or closed in its channel
+    /// ([`crate::incidents`]).
+    async fn alerted(&self, notice: &assistant_core::incidents::AlertNotice) -> Result<Outcome, WorkerError> {
+        let Some(desk) = &self.incidents else {
+            warn!(source = %notice.source, "an alert reached a worker without an incident desk: dropped");
+            return Ok(Outcome::Ignored { reason: "no_incident_desk" });
+        };
+        tracing::Span::current().record("event_id", field::display(&notice.delivery));
+        desk.handle(notice).await.map(Outcome::Incident).map_err(WorkerError::Incident)
     }
 
     /// A person opened the DM (or an assistant thread): the suggested

@@ -266,6 +266,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         sign_in: None,
         background: Default::default(),
         memory: None,
+        incidents: None,
     };
     TestWorker {
         worker,

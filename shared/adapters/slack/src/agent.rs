@@ -9,14 +9,18 @@
 //! would show it twice.
 
 use crate::poster::post_error;
-use crate::web::{Retry, WebClient};
+use crate::web::{OutgoingMessage, Retry, WebClient};
 use assistant_core::ThreadRef;
+use assistant_core::TurnId;
+use assistant_core::delivery::MessageKey;
 use assistant_core::delivery::{MessageMetadata, PostError};
+use assistant_core::incidents::BotIdentity;
 use assistant_core::ports::{AgentSlack, FileUpload, StreamChunk, SuggestedPrompt, TaskStatus, TaskUpdate};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use slack::{ChannelId, Ts, UserId};
+use slack::{ChannelId, TeamId, Ts, UserId};
+use std::collections::BTreeMap;
 
 /// Slack's limit on one append's (or start's, or stop's) markdown.
 pub const STREAM_TEXT_LIMIT: usize = 12_000;
@@ -156,4 +160,49 @@ impl AgentSlack for WebAgent {
     async fn post_to_channel(&self, channel: &ChannelId, text: &str) -> Result<Ts, PostError> {
         self.client.post_to_channel(channel, text).await.map_err(post_error)
     }
+
+    async fn post_tagged(
+        &self,
+        channel: &ChannelId,
+        thread_ts: Option<&Ts>,
+        text: &str,
+        metadata: &MessageMetadata,
+    ) -> Result<Ts, PostError> {
+        let metadata = serde_json::to_string(metadata).expect("metadata is strings");
+        let message = OutgoingMessage { text, blocks: None, metadata: Some(&metadata), unfurl: false };
+        self.client.post_message_at(channel, thread_ts, &message).await.map_err(post_error)
+    }
+
+    async fn find_tagged(
+        &self,
+        channel: &ChannelId,
+        thread_ts: Option<&Ts>,
+        owner: &TurnId,
+    ) -> Result<BTreeMap<MessageKey, Ts>, PostError> {
+        let messages = match thread_ts {
+            Some(thread_ts) => self.client.conversations_replies(channel, thread_ts, TAGGED_SEARCH_LIMIT).await,
+            // A root posted moments ago is among the newest: one page.
+            None => self.client.conversations_history(channel, 200).await,
+        }
+        .map_err(post_error)?;
+        Ok(messages
+            .into_iter()
+            .filter_map(|message| {
+                let metadata = message.metadata?;
+                let ours = MessageMetadata::read(&metadata.event_type, &metadata.event_payload)?;
+                (&ours.turn_id == owner).then_some((ours.key, message.ts))
+            })
+            .collect())
+    }
+
+    async fn identity(&self) -> Result<BotIdentity, PostError> {
+        let auth = self.client.auth_test().await.map_err(post_error)?;
+        match (auth.team_id, auth.user_id) {
+            (Some(team), Some(user)) => Ok(BotIdentity { team: TeamId::new(team), user }),
+            _ => Err(PostError::Rejected { code: "auth_test_without_team_or_user".to_owned() }),
+        }
+    }
 }
+
+/// The most replies read looking for a tagged message in a thread.
+const TAGGED_SEARCH_LIMIT: usize = 1_000;

@@ -263,8 +263,12 @@ impl WebClient {
         limit: usize,
     ) -> Result<Vec<HistoryMessage>, WebError> {
         let limit = limit.clamp(1, 200).to_string();
-        let page: RepliesPage =
-            self.call("conversations.history", &[("channel", channel.as_str()), ("limit", limit.as_str())]).await?;
+        let page: RepliesPage = self
+            .call(
+                "conversations.history",
+                &[("channel", channel.as_str()), ("limit", limit.as_str()), ("include_all_metadata", "true")],
+            )
+            .await?;
         let mut messages = page.messages;
         messages.reverse();
         Ok(messages)
@@ -353,13 +357,22 @@ impl WebClient {
         thread_ts: &Ts,
         message: &OutgoingMessage<'_>,
     ) -> Result<Ts, WebError> {
+        self.post_message_at(channel, Some(thread_ts), message).await
+    }
+
+    /// [`Self::post_message`], in a thread or (without `thread_ts`) at the
+    /// top of the channel.
+    pub async fn post_message_at(
+        &self,
+        channel: &ChannelId,
+        thread_ts: Option<&Ts>,
+        message: &OutgoingMessage<'_>,
+    ) -> Result<Ts, WebError> {
         let unfurl = if message.unfurl { "true" } else { "false" };
-        let mut params = vec![
-            ("channel", channel.as_str()),
-            ("thread_ts", thread_ts.as_str()),
-            ("unfurl_links", unfurl),
-            ("unfurl_media", unfurl),
-        ];
+        let mut params = vec![("channel", channel.as_str()), ("unfurl_links", unfurl), ("unfurl_media", unfurl)];
+        if let Some(thread_ts) = thread_ts {
+            params.push(("thread_ts", thread_ts.as_str()));
+        }
         message.params(&mut params);
         let posted: Posted = self.call_retrying("chat.postMessage", &params, Retry::RateLimitOnly).await?;
         Ok(posted.ts)
