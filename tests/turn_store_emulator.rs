@@ -328,3 +328,45 @@ async fn a_memory_record_whose_answer_was_lost_is_there_once_and_a_forget_whose_
         "every scripted fault was injected: {injected:?}"
     );
 }
+
+#[tokio::test]
+async fn incident_records_and_hourly_counts_whose_answers_were_lost_are_written_once() {
+    use assistant_core::incidents::{AlertRoute, Applied, Incidents, Loudness, StormLimits, sources};
+    use testkit::fixtures::alerts::{ALERTMANAGER_FIRING, ALERTS_NOW};
+    let (stack, _) = store().await;
+    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
+    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    let route = AlertRoute { channel: slack::ChannelId::new("C0ONCALL01"), prompt_key: None };
+    let limits = StormLimits { investigate: 1, threads: 2 };
+    for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
+        let incidents = Incidents::new(std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await));
+        let body = ALERTMANAGER_FIRING.replace("c2b1f4a9d0e87a31", &format!("lost{attempts:012}"));
+        let notice = sources::alertmanager(body.as_bytes(), ALERTS_NOW).unwrap().remove(0);
+        let hour = ALERTS_NOW + i64::from(attempts) * 3600;
+
+        // The hour's count: applied, its answer lost; counted once.
+        proxy.script_when("DynamoDB_20120810.PutItem", "INCIDENT_RATE#", fault);
+        let (loudness, opened) = incidents.count_opening(&route.channel, limits, hour).await.unwrap();
+        assert_eq!((loudness, opened), (Loudness::Investigate, 1));
+
+        // The incident: applied, its answer lost; the save counts as
+        // written, and a redelivery of the notice changes nothing.
+        let mut record = incidents.load(&notice).await.unwrap();
+        assert_eq!(record.apply(&notice, &route, &slack::TeamId::new("T1"), hour, Some(loudness)), Applied::Changed);
+        proxy.script_when("DynamoDB_20120810.PutItem", "INCIDENT#", fault);
+        incidents.save(&notice, &mut record, hour).await.unwrap();
+        let mut stored = incidents.load(&notice).await.unwrap();
+        assert_eq!(stored, record);
+        assert_eq!(
+            stored.apply(&notice, &route, &slack::TeamId::new("T1"), hour, None),
+            Applied::Unchanged("already applied")
+        );
+        assert_eq!(incidents.count_opening(&route.channel, limits, hour).await.unwrap(), (Loudness::ThreadOnly, 2));
+    }
+    let injected = proxy.injected_by_kind();
+    assert_eq!(
+        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
+        (Some(&2), Some(&2)),
+        "every scripted fault was injected: {injected:?}"
+    );
+}

@@ -221,3 +221,36 @@ async fn work_that_outlives_a_second_holds_its_message_once() {
     assert_eq!(world.proxy.calls_of("AmazonSQS.ChangeMessageVisibility"), 1);
     assert!(!world.lambda.logs().contains("not held"), "{}", world.lambda.logs());
 }
+
+#[tokio::test]
+async fn the_binary_opens_an_incident_thread_for_the_cloudwatch_alarm_event_file_once() {
+    // GIVEN a deployment whose alerts[] sends checkout alarms to the on-call channel
+    let fake = FakeBedrock::start().await;
+    let slack = FakeSlack::start().await;
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    stack
+        .put(
+            "config/assistant.json",
+            r#"{"alerts": [{"source": "cloudwatch", "match": {"alarm_name": "checkout-*"}, "channel": "C0ONCALL01"}]}"#,
+        )
+        .await;
+    let env = tests::worker_env(&stack, fake.url(), slack.url());
+    let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
+
+    // WHEN EventBridge's message arrives, and SQS delivers it again
+    let event = events::parse(events::WORKER_SQS_CLOUDWATCH_ALARM);
+    for _ in 0..2 {
+        let response = lambda.invoke(&event).await.unwrap();
+        assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}\n{}", lambda.logs());
+    }
+
+    // THEN one root in the channel, and one investigation queued in its thread
+    let roots: Vec<_> = slack.posted().into_iter().filter(|m| m.channel == "C0ONCALL01").collect();
+    assert_eq!(roots.len(), 1, "{roots:#?}");
+    assert!(roots[0].text.contains("*checkout-api-5xx*") && roots[0].text.contains("CloudWatch"), "{}", roots[0].text);
+    let queued: Vec<WorkMessage> = stack.receive_work().await.unwrap().iter().map(tests::decode_work).collect();
+    assert!(
+        matches!(&queued[..], [WorkMessage::StartTurn(request)] if request.thread.thread_ts.as_str() == roots[0].ts),
+        "{queued:#?}"
+    );
+}

@@ -16,6 +16,9 @@ pub const BAD_SIGNATURE: &str = include_str!("../events/ingress-bad-signature.js
 pub const APPROVAL_CLICK: &str = include_str!("../events/ingress-approval-click.json");
 pub const BOT_MESSAGE: &str = include_str!("../events/ingress-bot-message.json");
 pub const WORKER_SQS_START_TURN: &str = include_str!("../events/worker-sqs-start-turn.json");
+/// A CloudWatch alarm state change as the template's EventBridge rule puts
+/// it on the work queue.
+pub const WORKER_SQS_CLOUDWATCH_ALARM: &str = include_str!("../events/worker-sqs-cloudwatch-alarm.json");
 pub const RESPONDER_SQS_DELIVER: &str = include_str!("../events/responder-sqs-deliver.json");
 pub const RESPONDER_SQS_DEAD_LETTER: &str = include_str!("../events/responder-sqs-dead-letter.json");
 /// The queue the dead-letter event file says it came from.

@@ -6,6 +6,7 @@
 //! Without a default, it behaves as Slack does for what the bot uses:
 //! `chat.postMessage` adds a message (with its metadata) to the thread,
 //! `chat.update` replaces one, `conversations.replies` returns the thread,
+//! `conversations.history` the channel's top-level messages (newest first),
 //! `assistant.threads.setStatus` and `auth.test` answer ok,
 //! `chat.postEphemeral` records the note (only to a user in the channel's
 //! fake membership: any user here), and `usergroups.users.list` answers the
@@ -281,6 +282,29 @@ impl Shared {
                         if !m.files.is_empty() {
                             let files: Vec<Value> = m.files.iter().map(|id| serde_json::json!({"id": id})).collect();
                             message["files"] = Value::Array(files);
+                        }
+                        message
+                    })
+                    .collect();
+                serde_json::json!({"ok": true, "messages": messages, "has_more": false})
+            }
+            // The channel's top-level messages, newest first, as Slack
+            // pages them.
+            "conversations.history" => {
+                let with_metadata = field("include_all_metadata") == "true";
+                let limit = field("limit").parse().unwrap_or(100);
+                let posted = self.posted.lock().expect("posted lock");
+                let messages: Vec<Value> = posted
+                    .iter()
+                    .rev()
+                    .filter(|m| m.channel == field("channel") && m.thread_ts == m.ts)
+                    .take(limit)
+                    .map(|m| {
+                        let mut message = serde_json::json!({
+                            "type": "message", "ts": m.ts, "bot_id": "B0LAN0Z89", "user": "U0LAN0Z89", "text": m.text,
+                        });
+                        if let (true, Some(metadata)) = (with_metadata, &m.metadata) {
+                            message["metadata"] = metadata.clone();
                         }
                         message
                     })

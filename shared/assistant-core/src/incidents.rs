@@ -363,13 +363,15 @@ pub enum Applied {
 }
 
 impl IncidentRecord {
-    /// Applies `notice`, routed to `route`, in workspace `team` (`loudness`:
-    /// what the channel's hour allows, known once asked for).
+    /// Applies `notice`, routed to `route`, in workspace `team`, at `now`
+    /// (`loudness`: what the channel's hour allows, known once asked for).
+    /// A re-fire is timed when it arrives: sources repeat the alert's start.
     pub fn apply(
         &mut self,
         notice: &AlertNotice,
         route: &AlertRoute,
         team: &TeamId,
+        now: i64,
         loudness: Option<Loudness>,
     ) -> Applied {
         let open = self.incident.as_mut().filter(|incident| incident.status == IncidentStatus::Open);
@@ -413,8 +415,9 @@ impl IncidentRecord {
             (AlertState::Firing, Some(incident)) => {
                 incident.fired_again += 1;
                 let count = incident.fired_again;
-                incident.note(notice.at, Happening::FiredAgain);
-                incident.post(format!("refire-{count}"), PostKind::FiredAgain { at: notice.at, count });
+                let at = now.max(notice.at);
+                incident.note(at, Happening::FiredAgain);
+                incident.post(format!("refire-{count}"), PostKind::FiredAgain { at, count });
                 incident.saw(&notice.delivery);
                 Applied::Changed
             }

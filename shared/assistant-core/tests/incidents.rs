@@ -26,7 +26,7 @@ async fn records_survive_the_store_and_a_stale_copy_is_refused() {
     let incidents = Incidents::new(records);
     let fired = alertmanager(ALERTMANAGER_FIRING, ALERTS_NOW);
     let mut record = incidents.load(&fired).await.unwrap();
-    record.apply(&fired, &route(), &team(), Some(Loudness::Investigate));
+    record.apply(&fired, &route(), &team(), ALERTS_NOW, Some(Loudness::Investigate));
     let mut stale = record.clone();
     incidents.save(&fired, &mut record, ALERTS_NOW).await.unwrap();
     assert_eq!(incidents.load(&fired).await.unwrap(), record);

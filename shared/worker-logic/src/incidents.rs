@@ -230,14 +230,14 @@ impl IncidentDesk {
         let incidents = &self.ports.incidents;
         for _ in 0..ATTEMPTS {
             let mut record = incidents.load(notice).await?;
-            let mut applied = record.apply(notice, route, &identity.team, None);
+            let now = self.clock.now_unix();
+            let mut applied = record.apply(notice, route, &identity.team, now, None);
             if applied == Applied::NeedsLoudness {
-                let now = self.clock.now_unix();
                 let (loudness, opened) = incidents.count_opening(&route.channel, limits, now).await?;
                 if loudness == Loudness::Quiet {
                     self.report_storm(&route.channel, opened).await;
                 }
-                applied = record.apply(notice, route, &identity.team, Some(loudness));
+                applied = record.apply(notice, route, &identity.team, now, Some(loudness));
             }
             match applied {
                 Applied::Changed => match incidents.save(notice, &mut record, self.clock.now_unix()).await {
@@ -488,7 +488,9 @@ fn render(incident: &Incident, what: &PostKind) -> String {
                 date(*at),
                 duration(minutes)
             );
-            for entry in &incident.timeline {
+            let mut timeline: Vec<_> = incident.timeline.iter().collect();
+            timeline.sort_by_key(|entry| entry.at);
+            for entry in timeline {
                 let what = match &entry.happening {
                     Happening::Fired => "Fired".to_owned(),
                     Happening::FiredAgain => "Fired again".to_owned(),

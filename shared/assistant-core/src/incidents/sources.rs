@@ -219,9 +219,8 @@ pub fn pagerduty(body: &[u8]) -> Result<Option<AlertNotice>, SourceError> {
         .ok_or_else(|| malformed(EXPECTED, format!("occurred_at {:?}", event.occurred_at)))?;
     let incident = event.data;
     let mut labels = BTreeMap::new();
-    let service = summary_of(&incident.service);
     for (name, value) in [
-        ("service", service.clone()),
+        ("service", summary_of(&incident.service)),
         ("urgency", incident.urgency),
         ("priority", summary_of(&incident.priority)),
         ("incident_key", incident.incident_key),
@@ -237,7 +236,9 @@ pub fn pagerduty(body: &[u8]) -> Result<Option<AlertNotice>, SourceError> {
         delivery: identifier(&event.id, EXPECTED, "event.id")?,
         state,
         title: clean(&title, TITLE_CHARS, false),
-        summary: service.map(|service| format!("Service: {}", clean(&service, LABEL_CHARS, false))).unwrap_or_default(),
+        // The service and urgency are labels (shown beside the title); a
+        // V3 incident carries no description.
+        summary: String::new(),
         labels,
         url: http_url(incident.html_url.as_deref()),
         at,

@@ -105,34 +105,34 @@ fn alertmanager_retries_are_one_notification_and_its_repeats_are_re_fires() {
 fn a_fire_opens_a_redelivery_changes_nothing_a_re_fire_adds_and_a_resolve_closes() {
     let fired = alertmanager(ALERTMANAGER_FIRING, ALERTS_NOW);
     let mut record = IncidentRecord::default();
-    assert_eq!(record.apply(&fired, &route(), &team(), None), Applied::NeedsLoudness);
-    assert_eq!(record.apply(&fired, &route(), &team(), Some(Loudness::Investigate)), Applied::Changed);
+    assert_eq!(record.apply(&fired, &route(), &team(), ALERTS_NOW, None), Applied::NeedsLoudness);
+    assert_eq!(record.apply(&fired, &route(), &team(), ALERTS_NOW, Some(Loudness::Investigate)), Applied::Changed);
     let incident = record.incident.clone().unwrap();
     assert_eq!(incident.status, IncidentStatus::Open);
     assert_eq!(incident.posts.iter().map(|p| p.key.as_str()).collect::<Vec<_>>(), ["root"]);
     assert_eq!(incident.message_owner().as_str(), format!("T0LAN2Q65-{}", incident.id));
     assert!(TurnId::is_well_formed(incident.message_owner().as_str()));
 
-    assert_eq!(record.apply(&fired, &route(), &team(), None), Applied::Unchanged("already applied"));
+    assert_eq!(record.apply(&fired, &route(), &team(), ALERTS_NOW, None), Applied::Unchanged("already applied"));
     let again = alertmanager(ALERTMANAGER_FIRING, ALERTS_NOW + 4 * 3600);
-    assert_eq!(record.apply(&again, &route(), &team(), None), Applied::Changed);
+    assert_eq!(record.apply(&again, &route(), &team(), ALERTS_NOW + 4 * 3600, None), Applied::Changed);
     let incident = record.incident.clone().unwrap();
     assert_eq!((incident.fired_again, incident.id.as_str()), (1, record.incident.as_ref().unwrap().id.as_str()));
-    assert_eq!(incident.posts[1].what, PostKind::FiredAgain { at: fired.at, count: 1 });
+    assert_eq!(incident.posts[1].what, PostKind::FiredAgain { at: ALERTS_NOW + 4 * 3600, count: 1 });
 
     let resolved = alertmanager(ALERTMANAGER_RESOLVED, ALERTS_NOW + 5 * 3600);
-    assert_eq!(record.apply(&resolved, &route(), &team(), None), Applied::Changed);
+    assert_eq!(record.apply(&resolved, &route(), &team(), ALERTS_NOW, None), Applied::Changed);
     let closed = record.incident.clone().unwrap();
     assert_eq!(closed.status, IncidentStatus::Resolved);
     let happenings: Vec<_> = closed.timeline.iter().map(|entry| entry.happening.clone()).collect();
     assert_eq!(happenings, [Happening::Fired, Happening::FiredAgain, Happening::Resolved]);
-    assert_eq!(record.apply(&resolved, &route(), &team(), None), Applied::Unchanged("no open incident"));
+    assert_eq!(record.apply(&resolved, &route(), &team(), ALERTS_NOW, None), Applied::Unchanged("no open incident"));
     // The opening notice redelivered after the close opens nothing.
-    assert_eq!(record.apply(&fired, &route(), &team(), None), Applied::Unchanged("already applied"));
+    assert_eq!(record.apply(&fired, &route(), &team(), ALERTS_NOW, None), Applied::Unchanged("already applied"));
 
     // The next fire is a new incident, in a new thread.
     let next = alertmanager(&ALERTMANAGER_FIRING.replace("20:58:00.123Z", "23:00:00Z"), ALERTS_NOW + 8 * 3600);
-    assert_eq!(record.apply(&next, &route(), &team(), Some(Loudness::Investigate)), Applied::Changed);
+    assert_eq!(record.apply(&next, &route(), &team(), ALERTS_NOW, Some(Loudness::Investigate)), Applied::Changed);
     let reopened = record.incident.unwrap();
     assert_ne!(reopened.id, closed.id);
     assert_eq!(reopened.status, IncidentStatus::Open);
@@ -143,7 +143,7 @@ fn a_fire_opens_a_redelivery_changes_nothing_a_re_fire_adds_and_a_resolve_closes
 fn a_quiet_incident_posts_nothing_and_storm_limits_grade_the_hour() {
     let fired = alertmanager(ALERTMANAGER_FIRING, ALERTS_NOW);
     let mut record = IncidentRecord::default();
-    record.apply(&fired, &route(), &team(), Some(Loudness::Quiet));
+    record.apply(&fired, &route(), &team(), ALERTS_NOW, Some(Loudness::Quiet));
     assert!(record.incident.as_ref().unwrap().posts.is_empty());
     let limits = StormLimits { investigate: 2, threads: 3 };
     let graded: Vec<_> = (1..=4).map(|n| limits.loudness(n)).collect();
