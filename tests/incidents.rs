@@ -33,9 +33,13 @@ struct Oncall {
 
 impl Oncall {
     async fn new() -> Self {
+        Self::configured(CONFIG).await
+    }
+
+    async fn configured(config: &str) -> Self {
         let aws = emulator_config().await;
         let stack = Stack::new(&aws).await.expect("emulator resources");
-        stack.put("config/assistant.json", CONFIG).await;
+        stack.put("config/assistant.json", config).await;
         let slack = FakeSlack::start().await;
         slack.default_reply("conversations.info", CONVERSATIONS_INFO);
         let bedrock = FakeBedrock::start().await;
@@ -215,4 +219,52 @@ async fn a_person_replying_in_an_alert_thread_reaches_the_bot_without_a_mention(
             .any(|m| matches!(m, WorkMessage::StartTurn(request) if request.thread.thread_ts.as_str() == root.ts))
     );
     assert!(oncall.thread(&root).iter().any(|m| m.text.contains("Staging is fine.")), "{:#?}", oncall.thread(&root));
+}
+
+#[tokio::test]
+async fn a_schedule_swept_twice_and_delivered_twice_posts_one_digest() {
+    // GIVEN a daily digest due this very minute (UTC)
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let (minute, hour) = (now / 60 % 60, now / 3600 % 24);
+    let config = json!({"schedules": [{
+        "name": "oncall-digest", "cron": format!("{minute} {hour} * * *"), "channel": ONCALL,
+        "question": "Summarize the alarms and incidents of the last day, and what is still open."
+    }]});
+    let oncall = Oncall::configured(&config.to_string()).await;
+    oncall.bedrock.script([Scripted::text("Digest: two incidents, both resolved; nothing open.")]);
+
+    // WHEN the minute's sweep runs twice (EventBridge retried it)
+    let deadline = (now + 600) * 1000;
+    for _ in 0..2 {
+        let swept =
+            oncall.functions.worker.handle(events::parse(events::WORKER_APPROVAL_SWEEP), deadline).await.unwrap();
+        assert_eq!(swept, json!({"swept": 0, "scheduled": 1}));
+    }
+    // THEN the firing is on the queue once (its deduplication id repeats)
+    let queued = oncall.stack.receive_work().await.unwrap();
+    assert_eq!(queued.len(), 1, "{queued:#?}");
+    assert!(
+        matches!(tests::decode_work(&queued[0]), WorkMessage::Alert(ref firing) if firing.title == "oncall-digest")
+    );
+
+    // WHEN SQS delivers that message twice as well
+    for _ in 0..2 {
+        let response =
+            Box::pin(oncall.functions.worker.handle(tests::sqs_event(&queued, tests::WORK_QUEUE_ARN), deadline))
+                .await
+                .unwrap();
+        assert_eq!(tests::batch_failures(&response), Vec::<String>::new());
+    }
+    oncall.stack.acknowledge(&oncall.stack.work_queue.queue, &queued).await.unwrap();
+    oncall.settle().await;
+
+    // THEN one digest: one root in the channel, the question answered in its thread
+    let roots = oncall.roots();
+    assert_eq!(roots.len(), 1, "{roots:#?}");
+    assert!(roots[0].text.starts_with(":calendar: *oncall-digest*"), "{}", roots[0].text);
+    let thread = oncall.thread(&roots[0]);
+    let answers: Vec<_> = thread.iter().filter(|m| m.text.contains("Digest: two incidents")).collect();
+    assert_eq!(answers.len(), 1, "{thread:#?}");
+    assert_eq!(oncall.bedrock.requests().len(), 1, "one model call");
+    assert!(oncall.bedrock.requests()[0].body["messages"][0].to_string().contains("Summarize the alarms"));
 }

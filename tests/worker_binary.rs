@@ -89,14 +89,14 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
     let later = ApprovalTimer { due_at: 4_000_000_000, tool_use_id: "tooluse_later".into(), ..timer.clone() };
     timers.set(&later).await.unwrap();
     let swept = lambda.invoke(&events::parse(events::WORKER_APPROVAL_SWEEP)).await.unwrap();
-    assert_eq!(swept, serde_json::json!({"swept": 1}), "{}", lambda.logs());
+    assert_eq!(swept, serde_json::json!({"swept": 1, "scheduled": 0}), "{}", lambda.logs());
     let work = stack.receive_work().await.unwrap();
     assert!(
         matches!(tests::decode_work(&work[0]), WorkMessage::ApprovalTimeout(ref t) if t.tool_use_id == "tooluse_restart"),
         "{work:?}"
     );
     let again = lambda.invoke(&events::parse(events::WORKER_APPROVAL_SWEEP)).await.unwrap();
-    assert_eq!(again, serde_json::json!({"swept": 0}), "the due deadline is gone; the later one waits");
+    assert_eq!(again, serde_json::json!({"swept": 0, "scheduled": 0}), "the due deadline is gone; the later one waits");
     assert_eq!(timers.due(4_000_000_000, 10).await.unwrap(), [later]);
 
     let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();

@@ -437,13 +437,21 @@ impl WorkerFunction {
                 return Ok(serde_json::to_value(report).expect("health report serializes"));
             }
             WorkerEvent::ApprovalSweep => {
-                // A failed sweep is logged; the next one, a minute later,
-                // finds the same deadlines.
-                let swept = assembled.worker.sweep_approvals().await.unwrap_or_else(|err| {
+                // The minute's sweep: approval deadlines and configured
+                // schedules. A failed sweep is logged; the next one, a minute
+                // later, finds the same deadlines (and a schedule due a
+                // minute ago).
+                let worker = &assembled.worker;
+                let (swept, scheduled) = tokio::join!(worker.sweep_approvals(), worker.sweep_schedules());
+                let swept = swept.unwrap_or_else(|err| {
                     tracing::error!(error = %err, "approval sweep failed");
                     0
                 });
-                return Ok(serde_json::json!({ "swept": swept }));
+                let scheduled = scheduled.unwrap_or_else(|err| {
+                    tracing::error!(error = %err, "schedule sweep failed");
+                    0
+                });
+                return Ok(serde_json::json!({ "swept": swept, "scheduled": scheduled }));
             }
             WorkerEvent::Unsupported(err) => return Err(err),
             WorkerEvent::Batch(batch) => batch,

@@ -54,7 +54,13 @@ impl<C: Clock + ?Sized> Clock for &C {
 /// `2025-11-22T08:26:40Z` for Unix seconds (proleptic Gregorian calendar).
 pub fn iso8601_utc(unix: i64) -> String {
     let (days, secs) = (unix.div_euclid(86_400), unix.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
+    let (year, month, day) = civil_from_days(days);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs % 3600 / 60, secs % 60)
+}
+
+/// (year, month, day) of a count of days since 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`).
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -63,8 +69,7 @@ pub fn iso8601_utc(unix: i64) -> String {
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs % 3600 / 60, secs % 60)
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 /// Unix seconds for an RFC 3339 timestamp as monitoring systems write them

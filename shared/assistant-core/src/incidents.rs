@@ -51,6 +51,10 @@ pub enum AlertSource {
     Cloudwatch,
     Alertmanager,
     Pagerduty,
+    /// Not an alert: a configured schedule's firing, which opens its thread
+    /// the same way (`worker_logic::schedules`). Only the worker's own
+    /// sweep makes one; no webhook reads into it.
+    Schedule,
 }
 
 impl AlertSource {
@@ -59,6 +63,7 @@ impl AlertSource {
             AlertSource::Cloudwatch => "cloudwatch",
             AlertSource::Alertmanager => "alertmanager",
             AlertSource::Pagerduty => "pagerduty",
+            AlertSource::Schedule => "schedule",
         }
     }
 
@@ -68,6 +73,7 @@ impl AlertSource {
             AlertSource::Cloudwatch => "CloudWatch",
             AlertSource::Alertmanager => "Alertmanager",
             AlertSource::Pagerduty => "PagerDuty",
+            AlertSource::Schedule => "Schedule",
         }
     }
 }

@@ -382,6 +382,7 @@ pub async fn assemble(
     let incidents = ports.incidents.map(|incident_ports| {
         crate::incidents::IncidentDesk::new(
             assistant.alerts.clone(),
+            assistant.schedules.clone(),
             incident_ports,
             ports.agent.clone(),
             ports.work.clone(),

@@ -90,6 +90,10 @@ pub struct AssistantConfig {
     /// instructions ([`crate::incidents`]).
     #[serde(default, deserialize_with = "crate::incidents::alert_rules")]
     pub alerts: Vec<crate::incidents::AlertRule>,
+    /// Questions the bot asks itself in a channel on a cron schedule
+    /// ([`crate::schedules`]).
+    #[serde(default, deserialize_with = "crate::schedules::schedules")]
+    pub schedules: Vec<crate::schedules::Schedule>,
     /// The environment variables `${env:NAME}` may name (HTTP tools' and
     /// MCP servers' headers). Never `AWS_*` or `SLACK_*`: whoever can write the
     /// configuration must not be able to send the function's own
@@ -328,6 +332,7 @@ impl Default for AssistantConfig {
             service_catalog_key: None,
             approvals: ApprovalsConfig::default(),
             alerts: Vec::new(),
+            schedules: Vec::new(),
             allowed_env: Vec::new(),
             model_prices: None,
             suggested_prompts: default_prompts(),

@@ -36,6 +36,7 @@
 //! metadata naming the incident and the post, so a post whose answer was
 //! lost is found in the channel before it is made again.
 
+use crate::schedules::Schedule;
 use crate::tools::glob_matches;
 use assistant_core::alerts::{Alert, OpsAlerts, Raised};
 use assistant_core::clock::iso8601_utc;
@@ -180,6 +181,7 @@ impl DeskError {
 /// Alerts in, incidents and their threads out.
 pub struct IncidentDesk {
     rules: Vec<AlertRule>,
+    schedules: Vec<Schedule>,
     ports: IncidentPorts,
     slack: Arc<dyn AgentSlack>,
     work: Arc<dyn WorkQueue>,
@@ -192,23 +194,41 @@ pub struct IncidentDesk {
 impl IncidentDesk {
     pub fn new(
         rules: Vec<AlertRule>,
+        schedules: Vec<Schedule>,
         ports: IncidentPorts,
         slack: Arc<dyn AgentSlack>,
         work: Arc<dyn WorkQueue>,
         artifacts: Arc<dyn ArtifactStore>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        Self { rules, ports, slack, work, artifacts, clock, identity: OnceCell::new() }
+        Self { rules, schedules, ports, slack, work, artifacts, clock, identity: OnceCell::new() }
     }
 
     pub async fn handle(&self, notice: &AlertNotice) -> Result<Handled, DeskError> {
-        let Some(rule) = self.rules.iter().find(|rule| rule.takes(notice)) else {
-            info!(source = %notice.source, title = %notice.title, "no alerts rule takes this alert: dropped");
-            return Ok(Handled::Ignored("no_alert_rule"));
+        let scheduled;
+        let (notice, route, limits) = if notice.source == AlertSource::Schedule {
+            // The channel and question are the configuration's, never the
+            // message's.
+            let named = notice.labels.get("schedule");
+            let Some(schedule) = self.schedules.iter().find(|schedule| Some(&schedule.name) == named) else {
+                info!(schedule = ?named, "a firing of a schedule no longer configured: dropped");
+                return Ok(Handled::Ignored("no_such_schedule"));
+            };
+            scheduled = AlertNotice { summary: schedule.question.clone(), ..notice.clone() };
+            (&scheduled, AlertRoute { channel: schedule.channel.clone(), prompt_key: None }, None)
+        } else {
+            let Some(rule) = self.rules.iter().find(|rule| rule.takes(notice)) else {
+                info!(source = %notice.source, title = %notice.title, "no alerts rule takes this alert: dropped");
+                return Ok(Handled::Ignored("no_alert_rule"));
+            };
+            (
+                notice,
+                AlertRoute { channel: rule.channel.clone(), prompt_key: rule.prompt_key.clone() },
+                Some(rule.limits),
+            )
         };
         let identity = self.identity.get_or_try_init(|| self.slack.identity()).await.map_err(DeskError::Slack)?;
-        let route = AlertRoute { channel: rule.channel.clone(), prompt_key: rule.prompt_key.clone() };
-        let mut record = self.apply(notice, &route, rule.limits, identity).await?;
+        let mut record = self.apply(notice, &route, limits, identity).await?;
         let applied = record.incident.as_ref().is_some_and(|incident| incident.seen.contains(&notice.delivery));
         if !applied {
             return Ok(Handled::Ignored("no_open_incident"));
@@ -218,13 +238,28 @@ impl IncidentDesk {
         Ok(Handled::Incident { id: incident.id.clone(), status: incident.status, loudness: incident.loudness, posted })
     }
 
+    /// Queues the schedules due now (this minute or the one before): one
+    /// message per firing, named by schedule and minute, so a repeated
+    /// sweep queues what SQS drops as a duplicate and the desk opens once.
+    pub async fn sweep_schedules(&self) -> Result<usize, DeskError> {
+        let due = crate::schedules::due(&self.schedules, self.clock.now_unix());
+        for (schedule, minute) in &due {
+            let firing = WorkMessage::Alert(schedule.firing(*minute));
+            self.work.enqueue(&firing).await.map_err(DeskError::Queue)?;
+            info!(schedule = %schedule.name, minute, "scheduled turn queued");
+        }
+        Ok(due.len())
+    }
+
     /// The notice applied to the stored record (re-read after a concurrent
     /// write), and saved.
+    /// `limits`: an alert's storm limits; none for a schedule's firing,
+    /// which is always investigated.
     async fn apply(
         &self,
         notice: &AlertNotice,
         route: &AlertRoute,
-        limits: StormLimits,
+        limits: Option<StormLimits>,
         identity: &BotIdentity,
     ) -> Result<IncidentRecord, DeskError> {
         let incidents = &self.ports.incidents;
@@ -233,10 +268,16 @@ impl IncidentDesk {
             let now = self.clock.now_unix();
             let mut applied = record.apply(notice, route, &identity.team, now, None);
             if applied == Applied::NeedsLoudness {
-                let (loudness, opened) = incidents.count_opening(&route.channel, limits, now).await?;
-                if loudness == Loudness::Quiet {
-                    self.report_storm(&route.channel, opened).await;
-                }
+                let loudness = match limits {
+                    Some(limits) => {
+                        let (loudness, opened) = incidents.count_opening(&route.channel, limits, now).await?;
+                        if loudness == Loudness::Quiet {
+                            self.report_storm(&route.channel, opened).await;
+                        }
+                        loudness
+                    }
+                    None => Loudness::Investigate,
+                };
                 applied = record.apply(notice, route, &identity.team, now, Some(loudness));
             }
             match applied {
@@ -394,6 +435,9 @@ impl IncidentDesk {
     /// The investigation's question: the rule's instructions (or the
     /// bundled ones), then the alert's fields as data.
     async fn question(&self, incident: &Incident) -> String {
+        if incident.source == AlertSource::Schedule {
+            return incident.summary.clone();
+        }
         let instructions = match &incident.prompt_key {
             Some(key) => match self.artifacts.get(key).await {
                 Ok(Some(bytes)) if bytes.len() <= MAX_PROMPT_BYTES => String::from_utf8_lossy(&bytes).into_owned(),
@@ -441,6 +485,15 @@ recommend. Do not change anything: propose changes and let a person approve them
 fn render(incident: &Incident, what: &PostKind) -> String {
     let escape = slack::text::escape;
     match what {
+        PostKind::Root if incident.source == AlertSource::Schedule => {
+            let question: String = incident.summary.chars().take(600).collect();
+            format!(
+                ":calendar: *{}* {}\n> {}\nThe answer follows in this thread.",
+                escape(&incident.title),
+                date(incident.fired_at),
+                escape(&question).replace('\n', "\n> ")
+            )
+        }
         PostKind::Root => {
             let mut text = format!(
                 ":rotating_light: *{}*\n{} · fired {}",

@@ -6,7 +6,9 @@
 //! - [`assembly`]: building the worker from its ports and the assistant
 //!   configuration; `functions/worker` and the local runner both call it.
 //! - [`incidents`]: alerts (CloudWatch, Alertmanager, PagerDuty) open a
-//!   thread in their channel and the investigation starts there.
+//!   thread in their channel and the investigation starts there;
+//!   [`schedules`]: questions the bot asks itself on a cron schedule, in a
+//!   thread it opens the same way.
 //! - [`config`]: the assistant configuration (S3 JSON, or the runner's
 //!   `--config` file).
 //! - [`tools`]: the registry, per-channel allow-lists, schema-checked input,
@@ -54,6 +56,7 @@ pub mod mcp_tools;
 pub mod memory_tools;
 pub mod offload;
 pub mod references;
+pub mod schedules;
 pub mod schema;
 pub mod sign_in;
 pub mod slack_tools;

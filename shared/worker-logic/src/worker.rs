@@ -949,6 +949,14 @@ impl Worker {
         Ok(due.len())
     }
 
+    /// Queues the configured schedules due now ([`crate::schedules`]).
+    pub async fn sweep_schedules(&self) -> Result<usize, WorkerError> {
+        match &self.incidents {
+            Some(desk) => desk.sweep_schedules().await.map_err(WorkerError::Incident),
+            None => Ok(0),
+        }
+    }
+
     /// After a decision: once nothing is left to decide, the step's results
     /// go to the model; otherwise the next call's prompt is shown now and
     /// its clock starts. Saved, the prompt's update requested, and the turn
