@@ -42,6 +42,8 @@ pub const INCIDENT_RECORD_SECS: i64 = 30 * 24 * 3600;
 /// Deliveries an incident remembers, newest last: enough for every
 /// redelivery SQS or a sender makes of the notices it got lately.
 const SEEN_DELIVERIES: usize = 64;
+/// A re-fire is noted in the thread at most this often.
+pub const REFIRE_NOTE_SECS: i64 = 15 * 60;
 /// Timeline entries kept; the first (the fire) always stays.
 const TIMELINE_ENTRIES: usize = 50;
 
@@ -287,6 +289,9 @@ pub struct Incident {
     /// Deliveries applied, newest last.
     #[serde(default)]
     pub seen: Vec<String>,
+    /// When a re-fire was last noted in the thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refire_noted_at: Option<i64>,
 }
 
 impl Incident {
@@ -411,6 +416,7 @@ impl IncidentRecord {
                     posts: Vec::new(),
                     investigation_queued: false,
                     seen: Vec::new(),
+                    refire_noted_at: None,
                 };
                 incident.note(notice.at, Happening::Fired);
                 incident.post(ROOT.to_owned(), PostKind::Root);
@@ -423,7 +429,12 @@ impl IncidentRecord {
                 let count = incident.fired_again;
                 let at = now.max(notice.at);
                 incident.note(at, Happening::FiredAgain);
-                incident.post(format!("refire-{count}"), PostKind::FiredAgain { at, count });
+                // A flapping alert is counted every time, and noted in its
+                // thread at most once per REFIRE_NOTE_SECS.
+                if incident.refire_noted_at.is_none_or(|noted| at - noted >= REFIRE_NOTE_SECS) {
+                    incident.post(format!("refire-{count}"), PostKind::FiredAgain { at, count });
+                    incident.refire_noted_at = Some(at);
+                }
                 incident.saw(&notice.delivery);
                 Applied::Changed
             }

@@ -543,16 +543,33 @@ fn render(incident: &Incident, what: &PostKind) -> String {
             );
             let mut timeline: Vec<_> = incident.timeline.iter().collect();
             timeline.sort_by_key(|entry| entry.at);
-            for entry in timeline {
+            // Re-fires in a row are one line: a flapping alert's timeline
+            // stays short.
+            let mut lines: Vec<(i64, String)> = Vec::new();
+            let mut again = 0;
+            for (n, entry) in timeline.iter().enumerate() {
+                if entry.happening == Happening::FiredAgain {
+                    again += 1;
+                    if timeline.get(n + 1).is_some_and(|next| next.happening == Happening::FiredAgain) {
+                        continue;
+                    }
+                }
                 let what = match &entry.happening {
                     Happening::Fired => "Fired".to_owned(),
+                    Happening::FiredAgain if again > 1 => format!("Fired again ({again} times, the last at this time)"),
                     Happening::FiredAgain => "Fired again".to_owned(),
                     Happening::Acknowledged { by: Some(by) } => format!("Acknowledged by {}", escape(by)),
                     Happening::Acknowledged { by: None } => "Acknowledged".to_owned(),
                     Happening::InvestigationStarted => "Investigation started in this thread".to_owned(),
                     Happening::Resolved => "Resolved".to_owned(),
                 };
-                text.push_str(&format!("\n• {} {what}", date(entry.at)));
+                if entry.happening == Happening::FiredAgain {
+                    again = 0;
+                }
+                lines.push((entry.at, what));
+            }
+            for (at, what) in lines {
+                text.push_str(&format!("\n• {} {what}", date(at)));
             }
             text
         }

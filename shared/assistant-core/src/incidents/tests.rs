@@ -149,3 +149,24 @@ fn a_quiet_incident_posts_nothing_and_storm_limits_grade_the_hour() {
     let graded: Vec<_> = (1..=4).map(|n| limits.loudness(n)).collect();
     assert_eq!(graded, [Loudness::Investigate, Loudness::Investigate, Loudness::ThreadOnly, Loudness::Quiet]);
 }
+
+#[test]
+fn a_flapping_alert_is_counted_every_time_and_noted_at_most_every_fifteen_minutes() {
+    let mut record = IncidentRecord::default();
+    record.apply(
+        &alertmanager(ALERTMANAGER_FIRING, ALERTS_NOW),
+        &route(),
+        &team(),
+        ALERTS_NOW,
+        Some(Loudness::Investigate),
+    );
+    for minutes in [5, 10, 20, 25, 40] {
+        let at = ALERTS_NOW + minutes * 60;
+        let again = AlertNotice { delivery: format!("again-{minutes}"), ..alertmanager(ALERTMANAGER_FIRING, at) };
+        assert_eq!(record.apply(&again, &route(), &team(), at, None), Applied::Changed);
+    }
+    let incident = record.incident.unwrap();
+    assert_eq!(incident.fired_again, 5);
+    let notes: Vec<_> = incident.posts.iter().map(|post| post.key.as_str()).collect();
+    assert_eq!(notes, ["root", "refire-1", "refire-3", "refire-5"], "at 5, 20 and 40 minutes");
+}

@@ -151,6 +151,7 @@ async fn a_re_fire_and_an_acknowledgement_land_in_the_same_thread_and_a_resolve_
         assert!(resolution.contains(&format!("Z> {line}")), "{line}: {resolution}");
     }
     assert_eq!(investigations(&t.work).len(), 1, "a re-fire starts no second investigation");
+    assert!(!resolution.contains("times, the last"), "one re-fire is one line: {resolution}");
 
     // The next fire after the resolve is a new incident in a new thread.
     let next =
@@ -303,4 +304,20 @@ async fn a_schedules_firing_asks_the_configured_question_once_whatever_the_messa
     let mut unknown = firing.clone();
     unknown.labels.insert("schedule".into(), "removed".into());
     assert_eq!(t.desk.handle(&unknown).await.unwrap(), Handled::Ignored("no_such_schedule"));
+}
+
+#[tokio::test]
+async fn a_flapping_alerts_resolution_folds_its_re_fires_into_one_line() {
+    let t = desk(ALL_TO_ONCALL);
+    t.desk.handle(&fired(ALERTS_NOW)).await.unwrap();
+    // Three more notifications, each in its own five-minute window, before
+    // the resolve (at +20 min).
+    for n in 1..=3 {
+        t.clock.set(ALERTS_NOW + n * 300);
+        t.desk.handle(&fired(ALERTS_NOW + n * 300)).await.unwrap();
+    }
+    t.desk.handle(&resolved()).await.unwrap();
+    let resolution = t.agent.tagged().last().unwrap().text.clone();
+    assert!(resolution.contains("Fired again (3 times, the last at this time)"), "{resolution}");
+    assert_eq!(resolution.matches("Fired again").count(), 1, "{resolution}");
 }
