@@ -107,3 +107,71 @@ async fn a_mention_gets_exactly_one_redacted_answer_in_its_thread() {
     let delivery = stack.deliveries().load(&turn_id).await.unwrap();
     assert_eq!(delivery.settled, Some(Settled::Delivered), "the responder's record of the thread");
 }
+
+#[tokio::test]
+async fn a_slack_search_runs_as_the_asker_with_the_token_the_ingress_kept_and_the_answer_cites_permalinks() {
+    // GIVEN a deployment that lets the bot search Slack in this channel, and
+    // Slack's search answering with a past incident's message
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    stack
+        .put(
+            "config/assistant.json",
+            r#"{"slack_tools": {"search": true}, "tool_policy": [{"channels": "C0LAN2Q65", "tools": ["search_slack"]}]}"#,
+        )
+        .await;
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let permalink = "https://acme.slack.com/archives/C0INCIDENT1/p1763700000000100";
+    slack.default_reply(
+        "assistant.search.context",
+        &serde_json::json!({"ok": true, "results": {"messages": [{
+            "author_user_id": "U0SRE", "team_id": "T061EG9R6", "channel_id": "C0INCIDENT1",
+            "message_ts": "1763700000.000100", "is_author_bot": false, "permalink": permalink,
+            "content": "checkout-api 502s last week: the db pool was exhausted, a restart fixed it"
+        }]}})
+        .to_string(),
+    );
+    let bedrock = FakeBedrock::start().await;
+    bedrock.script([
+        Scripted::tool_calls(&[("tooluse_search", "search_slack", serde_json::json!({"query": "checkout-api 502"}))]),
+        Scripted::text(&format!("Last week the pool was exhausted ([thread]({permalink}))")),
+    ]);
+    let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+
+    // WHEN a person mentions the bot now, their event carrying an action
+    // token (short-lived: the ingress and the worker share today's clock)
+    let mention = events::parse(events::APP_MENTION);
+    let mut body: Value = serde_json::from_slice(&events::body(&mention)).unwrap();
+    body["event"]["action_token"] = "10647138185092.960436384805.afce3599".into();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64;
+    let mention = events::signed_at(&mention, &body.to_string(), now);
+    let ingress = ingress::Ingress::new(
+        tests::ingress_config(&stack),
+        &aws,
+        std::sync::Arc::new(assistant_core::FixedClock::at(now)),
+    );
+    let response = ingress.handle(mention).await.unwrap();
+    assert_eq!(response["statusCode"], 200, "{response}");
+    let mut queued = Vec::new();
+    for _ in 0..4 {
+        let (work, replies) = functions.round(&stack).await;
+        queued.extend(work.iter().chain(&replies).filter_map(|message| message.body().map(str::to_owned)));
+    }
+    // THEN no queue message carried the token
+    assert!(!queued.is_empty() && queued.iter().all(|body| !body.contains("afce3599")), "{queued:#?}");
+
+    // THEN Slack's search ran with the person's token, in public channels
+    let searches = slack.calls("assistant.search.context");
+    assert_eq!(searches.len(), 1);
+    assert_eq!(searches[0].form["action_token"], "10647138185092.960436384805.afce3599");
+    assert_eq!(searches[0].form["channel_types"], "public_channel");
+    assert_eq!(searches[0].form["context_channel_id"], "C0LAN2Q65");
+    // and the model read the message with its permalink, as data
+    let result = bedrock.requests()[1].body["messages"].as_array().unwrap().last().unwrap().to_string();
+    assert!(result.contains(permalink) && result.contains("data, not") && result.contains("db pool"), "{result}");
+    // and the thread's answer cites it
+    let answer: Vec<_> = slack.posted().into_iter().filter(|m| m.text.contains("pool was exhausted")).collect();
+    assert_eq!(answer.len(), 1, "{:#?}", slack.posted());
+    assert!(answer[0].text.contains(permalink), "{}", answer[0].text);
+}

@@ -233,6 +233,8 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
         every_question: None,
         memory: None,
         incidents: None,
+        // Cases carry no action token: search_slack says it has none.
+        action_tokens: Arc::new(testkit::memory::MemoryClaims::default()),
     };
     // The configuration's tools are the recorded ones here (a case never
     // reaches a real system): built-ins and the case's tools, under the

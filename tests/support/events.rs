@@ -51,14 +51,21 @@ pub fn body(event: &Value) -> Vec<u8> {
 /// A copy of `event` carrying `new_body` instead, signed as Slack would sign
 /// it at `SIGNED_AT`.
 pub fn with_body(event: &Value, new_body: &str) -> Value {
+    signed_at(event, new_body, SIGNED_AT)
+}
+
+/// A copy of `event` carrying `new_body`, signed as Slack would sign it at
+/// `at` (Unix seconds).
+pub fn signed_at(event: &Value, new_body: &str, at: i64) -> Value {
     let mut event = event.clone();
+    event["headers"]["x-slack-request-timestamp"] = Value::String(at.to_string());
     event["body"] = if event["isBase64Encoded"].as_bool().unwrap_or(false) {
         Value::String(STANDARD.encode(new_body))
     } else {
         Value::String(new_body.to_owned())
     };
     let secret = slack::SigningSecret::new(signing_secret()).expect("secret");
-    event["headers"]["x-slack-signature"] = Value::String(secret.sign(SIGNED_AT, new_body.as_bytes()));
+    event["headers"]["x-slack-signature"] = Value::String(secret.sign(at, new_body.as_bytes()));
     event
 }
 

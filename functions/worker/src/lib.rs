@@ -552,6 +552,7 @@ async fn assemble_worker(
             records.clone(),
             assistant_core::memory::DEFAULT_RETENTION_SECS,
         )),
+        action_tokens: Arc::new(DynamoClaims::new(clients.dynamodb.clone(), &config.turns_table)),
         incidents: Some(worker_logic::incidents::IncidentPorts {
             incidents: assistant_core::incidents::Incidents::new(records.clone()),
             claims: Arc::new(DynamoClaims::new(clients.dynamodb.clone(), &config.turns_table)),

@@ -18,7 +18,9 @@ use adapters_slack::{SlackWebReader, WebAgent, WebPoster};
 use assistant_core::feedback::FeedbackLog;
 use assistant_core::messages::ReplyMessage;
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, OpenModel};
-use assistant_core::ports::{AgentSlack, ArtifactStore, EventClaims, SlackPoster, SlackReader, VersionedRecords};
+use assistant_core::ports::{
+    ActionTokens, AgentSlack, ArtifactStore, EventClaims, SlackPoster, SlackReader, VersionedRecords,
+};
 use assistant_core::response_modes::EveryQuestionChannels;
 use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::turn::{Content, Role, ToolOutput};
@@ -169,27 +171,33 @@ impl Pipeline {
         let secret = SigningSecret::new(settings.signing_secret.clone()).map_err(|_| SetupError::EmptySecret)?;
         let aws = adapters_aws::config::load(adapters_aws::config::worker_timeouts()).await;
 
-        let (claims, records, store_label): (Arc<dyn EventClaims>, Arc<dyn VersionedRecords>, String) =
-            match &settings.table {
-                Some(table) => {
-                    let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
-                    // A fresh emulator has no table yet: make it as the template does.
-                    if adapters_aws::dynamodb::check_table(&dynamodb, table).await.is_err() {
-                        adapters_aws::provision::turns_table(&dynamodb, table).await.map_err(SetupError::Table)?;
-                        println!("created table {table} at the local AWS emulator");
-                    }
-                    (
-                        Arc::new(DynamoClaims::new(dynamodb.clone(), table)),
-                        Arc::new(DynamoRecords::new(dynamodb, table)),
-                        format!("DynamoDB table {table} at the local AWS emulator"),
-                    )
+        type Stores = (Arc<dyn EventClaims>, Arc<dyn ActionTokens>, Arc<dyn VersionedRecords>, String);
+        let (claims, action_tokens, records, store_label): Stores = match &settings.table {
+            Some(table) => {
+                let dynamodb = aws_sdk_dynamodb::Client::new(&aws);
+                // A fresh emulator has no table yet: make it as the template does.
+                if adapters_aws::dynamodb::check_table(&dynamodb, table).await.is_err() {
+                    adapters_aws::provision::turns_table(&dynamodb, table).await.map_err(SetupError::Table)?;
+                    println!("created table {table} at the local AWS emulator");
                 }
-                None => (
-                    Arc::new(MemoryClaims::default()),
+                let claims = Arc::new(DynamoClaims::new(dynamodb.clone(), table));
+                (
+                    claims.clone(),
+                    claims,
+                    Arc::new(DynamoRecords::new(dynamodb, table)),
+                    format!("DynamoDB table {table} at the local AWS emulator"),
+                )
+            }
+            None => {
+                let claims = Arc::new(MemoryClaims::default());
+                (
+                    claims.clone(),
+                    claims,
                     Arc::new(MemoryRecords::default()),
                     "embedded (in memory); queues in process".to_owned(),
-                ),
-            };
+                )
+            }
+        };
 
         // The prompt enhancer's cheap model: on Bedrock beside the main one,
         // or the same recording offline.
@@ -308,6 +316,7 @@ impl Pipeline {
                 records.clone(),
                 assistant_core::memory::DEFAULT_RETENTION_SECS,
             )),
+            action_tokens,
             incidents: Some(worker_logic::incidents::IncidentPorts {
                 incidents: assistant_core::incidents::Incidents::new(records.clone()),
                 claims: claims.clone(),

@@ -37,6 +37,20 @@ pub struct EventClaim {
     pub event_id: EventId,
     pub thread: ThreadRef,
     pub rule: ThreadRule,
+    /// The person's action token from the event, kept with the claim (a
+    /// few minutes) for the turn's Slack search; never on the queue.
+    pub action_token: Option<slack::events::ActionToken>,
+}
+
+/// How long an action token is kept: Slack's expire within minutes.
+pub const ACTION_TOKEN_TTL_SECS: i64 = 15 * 60;
+
+/// The action tokens the ingress kept with its claims, by the turn their
+/// event started.
+#[async_trait]
+pub trait ActionTokens: Send + Sync {
+    async fn action_token(&self, turn: &TurnId, now_unix: i64)
+    -> Result<Option<slack::events::ActionToken>, PortError>;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,6 +356,30 @@ pub struct ChannelInfo {
     pub purpose: String,
 }
 
+/// A message Slack's real-time search found (`assistant.search.context`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundMessage {
+    pub channel: ChannelId,
+    pub ts: Ts,
+    pub author: Option<UserId>,
+    pub by_bot: bool,
+    pub text: String,
+    /// Where people open it; what an answer cites.
+    pub permalink: String,
+}
+
+/// A search as the asking person (their event's action token).
+#[derive(Debug, Clone, Copy)]
+pub struct SlackSearch<'a> {
+    pub action_token: &'a slack::events::ActionToken,
+    pub query: &'a str,
+    /// `public_channel`, `private_channel`, `mpim`, `im`.
+    pub channel_types: &'a [&'static str],
+    /// The asking channel, which Slack may rank first.
+    pub context_channel: &'a ChannelId,
+    pub limit: usize,
+}
+
 /// What the worker reads from Slack when a turn starts.
 #[async_trait]
 pub trait SlackReader: Send + Sync {
@@ -364,6 +402,10 @@ pub trait SlackReader: Send + Sync {
     /// A channel's newest `limit` top-level messages, oldest first
     /// (`conversations.history`; the bot must be in the channel).
     async fn channel_history(&self, channel: &ChannelId, limit: usize) -> Result<Vec<ThreadMessage>, PortError>;
+
+    /// Messages matching `search.query` that the person whose action token
+    /// it is can see (`assistant.search.context`), best first.
+    async fn search(&self, search: SlackSearch<'_>) -> Result<Vec<FoundMessage>, PortError>;
 }
 
 /// Slack's files, downloaded with the bot token (`files:read`).

@@ -143,6 +143,7 @@ struct Ask {
     text: String,
     context_channel: Option<ChannelId>,
     files: Vec<slack::events::SlackFile>,
+    action_token: Option<slack::events::ActionToken>,
 }
 
 fn route_event(callback: EventCallback) -> Route {
@@ -153,6 +154,7 @@ fn route_event(callback: EventCallback) -> Route {
             if mention.bot_id.is_some() {
                 return Route::Ignore(Ignored::BotMessage);
             }
+            let action_token = mention.action_token().cloned();
             let Some(user) = mention.user else {
                 return Route::Ignore(Ignored::NoUser);
             };
@@ -160,6 +162,7 @@ fn route_event(callback: EventCallback) -> Route {
                 return Route::Ignore(Ignored::OwnMessage);
             }
             let ask = Ask {
+                action_token,
                 rule: ThreadRule::Opens,
                 channel: mention.channel,
                 thread_ts: mention.thread_ts.unwrap_or_else(|| mention.ts.clone()),
@@ -213,6 +216,7 @@ fn route_event(callback: EventCallback) -> Route {
         event_id: callback.event_id.clone(),
         thread: thread.clone(),
         rule: ask.rule,
+        action_token: ask.action_token,
     };
     let message = WorkMessage::StartTurn(TurnRequest {
         event_id: callback.event_id,
@@ -281,6 +285,7 @@ fn ask_from_message(message: MessageEvent, bot: Option<&UserId>) -> Result<Ask, 
     };
 
     Ok(Ask {
+        action_token: message.action_token().cloned(),
         rule,
         channel: message.channel,
         thread_ts: message.thread_ts.unwrap_or_else(|| message.ts.clone()),
@@ -435,6 +440,24 @@ mod tests {
     }
 
     #[test]
+    fn a_persons_action_token_goes_with_the_claim_never_on_the_queue() {
+        let (claim, _) = started(fixtures::APP_MENTION);
+        assert_eq!(claim.action_token, None);
+        let mut mention: serde_json::Value = serde_json::from_str(fixtures::APP_MENTION).unwrap();
+        mention["event"]["action_token"] = "act-1.2.secret".into();
+        let (claim, request) = started(&mention.to_string());
+        assert_eq!(claim.action_token.as_ref().map(|token| token.expose()), Some("act-1.2.secret"));
+        let queued = WorkMessage::StartTurn(request).encode();
+        assert!(!queued.contains("act-1.2.secret"), "{queued}");
+        // In an assistant thread's message, Slack nests it.
+        let mut dm: serde_json::Value = serde_json::from_str(fixtures::MESSAGE_IM).unwrap();
+        dm["event"]["assistant_thread"] = serde_json::json!({"action_token": "act-3.4.secret"});
+        let (claim, _) = started(&dm.to_string());
+        assert_eq!(claim.action_token.as_ref().map(|token| token.expose()), Some("act-3.4.secret"));
+        assert!(!format!("{claim:?}").contains("act-3.4.secret"));
+    }
+
+    #[test]
     fn a_mention_inside_a_thread_answers_in_that_thread() {
         let (_, request) = started(fixtures::APP_MENTION_IN_THREAD);
         assert_eq!(request.thread.thread_ts.as_str(), "1763799000.000050");
@@ -519,7 +542,15 @@ mod tests {
         let optional = manifest_list("bot_optional");
         assert_eq!(
             optional,
-            ["files:read", "files:write", "chat:write.public"],
+            [
+                "files:read",
+                "files:write",
+                "chat:write.public",
+                "search:read.public",
+                "search:read.private",
+                "search:read.im",
+                "search:read.mpim"
+            ],
             "optional: the bot says what it cannot see or do"
         );
         for scope in optional {

@@ -90,6 +90,56 @@ pub struct AppMention {
     /// Files attached to the message.
     #[serde(default)]
     pub files: Vec<SlackFile>,
+    /// The Data Access API's token (see [`ActionToken`]).
+    #[serde(default)]
+    action_token: Option<ActionToken>,
+    #[serde(default)]
+    assistant_thread: Option<ThreadActionToken>,
+}
+
+/// An event's `assistant_thread`, for its action token.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+struct ThreadActionToken {
+    #[serde(default)]
+    action_token: Option<ActionToken>,
+}
+
+/// The action token of a person's message, wherever the event carries it:
+/// at its top or in its `assistant_thread`.
+macro_rules! action_token_getter {
+    ($($event:ty),*) => {$(
+        impl $event {
+            pub fn action_token(&self) -> Option<&ActionToken> {
+                self.action_token.as_ref().or_else(|| self.assistant_thread.as_ref()?.action_token.as_ref())
+            }
+        }
+    )*};
+}
+
+action_token_getter!(AppMention, MessageEvent);
+
+/// The short-lived token a person's message event carries: with it the app
+/// may search what that person can see (`assistant.search.context`). A
+/// credential: `Debug` prints none of it, and it never enters a queue
+/// message, a turn or a log.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct ActionToken(String);
+
+impl ActionToken {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ActionToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ActionToken(..)")
+    }
 }
 
 /// A `message` event: direct messages, channel messages (including thread
@@ -118,6 +168,11 @@ pub struct MessageEvent {
     /// Files attached to the message (subtype `file_share`).
     #[serde(default)]
     pub files: Vec<SlackFile>,
+    /// The Data Access API's token (see [`ActionToken`]).
+    #[serde(default)]
+    action_token: Option<ActionToken>,
+    #[serde(default)]
+    assistant_thread: Option<ThreadActionToken>,
 }
 
 /// A file as events and `conversations.replies` describe it

@@ -21,6 +21,8 @@ use std::sync::{Arc, Mutex};
 pub struct MemoryClaims {
     /// key → (expires at, written at), Unix seconds
     records: Mutex<HashMap<String, (i64, i64)>>,
+    /// turn id → (action token, expires at)
+    tokens: Mutex<HashMap<String, (slack::events::ActionToken, i64)>>,
 }
 
 impl MemoryClaims {
@@ -55,7 +57,24 @@ impl EventClaims for MemoryClaims {
         }
         records.insert(event_key, (now_unix + EVENT_CLAIM_TTL_SECS, now_unix));
         records.insert(thread_key, (now_unix + BOT_THREAD_TTL_SECS, now_unix));
+        if let Some(token) = &claim.action_token {
+            let turn = format!("{}-{}", claim.team, claim.event_id);
+            let expires = now_unix + assistant_core::ports::ACTION_TOKEN_TTL_SECS;
+            self.tokens.lock().expect("tokens lock").insert(turn, (token.clone(), expires));
+        }
         Ok(ClaimOutcome::Claimed)
+    }
+}
+
+#[async_trait]
+impl assistant_core::ports::ActionTokens for MemoryClaims {
+    async fn action_token(
+        &self,
+        turn: &assistant_core::TurnId,
+        now_unix: i64,
+    ) -> Result<Option<slack::events::ActionToken>, PortError> {
+        let tokens = self.tokens.lock().expect("tokens lock");
+        Ok(tokens.get(turn.as_str()).filter(|(_, expires)| *expires >= now_unix).map(|(token, _)| token.clone()))
     }
 }
 
@@ -124,9 +143,26 @@ pub struct MemorySlack {
     /// What `channel_history` answers, by channel; any other channel is
     /// one the bot is not in.
     channels: Mutex<HashMap<String, Vec<ThreadMessage>>>,
+    /// What Slack's search can find: (channel type, message).
+    searchable: Mutex<Vec<(&'static str, assistant_core::ports::FoundMessage)>>,
+    /// Every search: (action token, query, channel types).
+    searches: Mutex<Vec<(String, String, Vec<&'static str>)>>,
 }
 
 impl MemorySlack {
+    /// A message Slack's search finds (in a channel of `channel_type`,
+    /// `public_channel`, `private_channel`, `im`, `mpim`) when the query
+    /// shares a word with it.
+    pub fn with_searchable(self, channel_type: &'static str, message: assistant_core::ports::FoundMessage) -> Self {
+        self.searchable.lock().expect("searchable lock").push((channel_type, message));
+        self
+    }
+
+    /// The searches made: (action token, query, channel types).
+    pub fn searches(&self) -> Vec<(String, String, Vec<&'static str>)> {
+        self.searches.lock().expect("searches lock").clone()
+    }
+
     /// A user group and its members.
     pub fn with_group(self, group: &str, members: &[&str]) -> Self {
         let members = members.iter().map(|user| UserId::new(*user)).collect();
@@ -197,6 +233,29 @@ impl SlackReader for MemorySlack {
             .get(channel.as_str())
             .ok_or_else(|| PortError::new("Slack conversations.history", "not_in_channel"))?;
         Ok(messages[messages.len().saturating_sub(limit)..].to_vec())
+    }
+
+    async fn search(
+        &self,
+        search: assistant_core::ports::SlackSearch<'_>,
+    ) -> Result<Vec<assistant_core::ports::FoundMessage>, PortError> {
+        let token = search.action_token.expose().to_owned();
+        self.searches.lock().expect("searches lock").push((
+            token,
+            search.query.to_owned(),
+            search.channel_types.to_vec(),
+        ));
+        let words: Vec<String> = search.query.split_whitespace().map(str::to_lowercase).collect();
+        Ok(self
+            .searchable
+            .lock()
+            .expect("searchable lock")
+            .iter()
+            .filter(|(kind, _)| search.channel_types.contains(kind))
+            .filter(|(_, message)| words.iter().any(|word| message.text.to_lowercase().contains(word.as_str())))
+            .take(search.limit)
+            .map(|(_, message)| message.clone())
+            .collect())
     }
 
     async fn usergroup_members(&self, group: &str) -> Result<Vec<UserId>, PortError> {

@@ -64,6 +64,9 @@ pub struct WorkerPorts {
     pub metrics: Arc<dyn TurnMetrics>,
     /// Slack's agent surface: prompts, titles, streamed answers.
     pub agent: Arc<dyn AgentSlack>,
+    /// The action tokens the ingress kept with its claims (Slack search as
+    /// the person who asked).
+    pub action_tokens: Arc<dyn assistant_core::ports::ActionTokens>,
     /// The worker's own records beside each turn: the answer it streamed
     /// and the ratings of it (on the same table as the turns).
     pub streams: StreamLog,
@@ -305,7 +308,13 @@ pub async fn assemble(
     // Not among the built-ins a deployment without a policy allows: what a
     // listed channel says is shown wherever the tool is allowed, so a
     // `tool_policy` rule must name the channels that may read it.
-    tools.extend(crate::slack_tools::slack_tools(&assistant.slack_tools, ports.slack.clone(), ports.agent.clone()));
+    let slack_ports = crate::slack_tools::SlackToolPorts {
+        slack: ports.slack.clone(),
+        agent: ports.agent.clone(),
+        tokens: ports.action_tokens.clone(),
+        clock: ports.clock.clone(),
+    };
+    tools.extend(crate::slack_tools::slack_tools(&assistant.slack_tools, slack_ports));
     tools.extend(http_tools::http_tools(&assistant.http_tools, ports.http.clone(), ports.signer.clone(), lookup)?);
     let mut taken: std::collections::HashSet<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     // Published on every start, beside the first invocation's work (not
@@ -446,6 +455,7 @@ mod tests {
             store: Arc::new(tables.turns),
             deliveries: Arc::new(tables.deliveries),
             agent: Arc::new(testkit::agent_memory::MemoryAgent::default()),
+            action_tokens: Arc::new(testkit::memory::MemoryClaims::default()),
             streams: tables.streams,
             feedback: tables.feedback,
             grants: tables.grants,

@@ -366,6 +366,7 @@ impl IncidentDesk {
                 event_id: incident.investigation_event(),
                 thread: thread.clone(),
                 rule: ThreadRule::Opens,
+                action_token: None,
             };
             self.ports.claims.claim(&claim, self.clock.now_unix()).await.map_err(DeskError::Claims)?;
             if wants_turn {

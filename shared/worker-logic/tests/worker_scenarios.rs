@@ -2294,7 +2294,8 @@ async fn post_message_waits_for_approval_posts_once_redacted_and_never_again_on_
     let config: SlackToolsConfig = serde_json::from_value(json!({"post_channels": ["C0INC*"]})).unwrap();
     let slack = Arc::new(testkit::memory::MemorySlack::default());
     worker.tools =
-        ToolRegistry::new(slack_tools(&config, slack, worker.agent.clone()), ToolPolicy::allow_all()).unwrap();
+        ToolRegistry::new(slack_tools(&config, slack_ports(slack, worker.agent.clone())), ToolPolicy::allow_all())
+            .unwrap();
 
     // WHEN the model posts: THEN a person is asked first, and nothing is posted
     let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
@@ -2320,7 +2321,7 @@ async fn post_message_refuses_a_channel_outside_its_list_even_when_approved() {
     let agent = Arc::new(MemoryAgent::default());
     let config: SlackToolsConfig = serde_json::from_value(json!({"post_channels": ["C0INC*"]})).unwrap();
     let registry = ToolRegistry::new(
-        slack_tools(&config, Arc::new(testkit::memory::MemorySlack::default()), agent.clone()),
+        slack_tools(&config, slack_ports(Arc::new(testkit::memory::MemorySlack::default()), agent.clone())),
         ToolPolicy::allow_all(),
     )
     .unwrap();
@@ -2337,4 +2338,17 @@ async fn post_message_refuses_a_channel_outside_its_list_even_when_approved() {
     assert!(agent.posts().is_empty());
     // Not grantable to a thread: every post is approved by a person.
     assert!(registry.approval_rule(&ChannelId::new("C0INC1"), "post_message").unwrap().grant_scope.is_none());
+}
+
+/// The Slack tools' ports on memory doubles (no action tokens kept).
+fn slack_ports(
+    slack: Arc<testkit::memory::MemorySlack>,
+    agent: Arc<MemoryAgent>,
+) -> worker_logic::slack_tools::SlackToolPorts {
+    worker_logic::slack_tools::SlackToolPorts {
+        slack,
+        agent,
+        tokens: Arc::new(testkit::memory::MemoryClaims::default()),
+        clock: Arc::new(assistant_core::FixedClock::at(1_763_800_000)),
+    }
 }

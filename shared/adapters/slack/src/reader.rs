@@ -6,7 +6,7 @@
 use crate::web::{HistoryMessage, WebClient};
 use assistant_core::ThreadRef;
 use assistant_core::files::{self, FileRef};
-use assistant_core::ports::{Author, ChannelInfo, PortError, SlackReader, ThreadMessage};
+use assistant_core::ports::{Author, ChannelInfo, FoundMessage, PortError, SlackReader, SlackSearch, ThreadMessage};
 use async_trait::async_trait;
 use slack::{ChannelId, UserId};
 
@@ -91,5 +91,30 @@ impl SlackReader for SlackWebReader {
             .usergroup_members(group)
             .await
             .map_err(|err| PortError::new("Slack usergroups.users.list", err.to_string()).with_source(err))
+    }
+
+    async fn search(&self, search: SlackSearch<'_>) -> Result<Vec<FoundMessage>, PortError> {
+        let found = self
+            .client
+            .search_context(
+                search.action_token.expose(),
+                search.query,
+                &search.channel_types.join(","),
+                search.context_channel,
+                search.limit,
+            )
+            .await
+            .map_err(|err| PortError::new("Slack assistant.search.context", err.to_string()).with_source(err))?;
+        Ok(found
+            .into_iter()
+            .map(|message| FoundMessage {
+                channel: message.channel_id,
+                ts: message.message_ts,
+                author: message.author_user_id,
+                by_bot: message.is_author_bot,
+                text: message.content,
+                permalink: message.permalink,
+            })
+            .collect())
     }
 }

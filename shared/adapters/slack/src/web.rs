@@ -255,6 +255,29 @@ impl WebClient {
         Ok(messages.split_off(skip))
     }
 
+    /// Slack's real-time search as the person whose action token it is
+    /// (`assistant.search.context`, one page of at most 20).
+    pub async fn search_context(
+        &self,
+        action_token: &str,
+        query: &str,
+        channel_types: &str,
+        context_channel: &ChannelId,
+        limit: usize,
+    ) -> Result<Vec<SearchedMessage>, WebError> {
+        let limit = limit.clamp(1, 20).to_string();
+        let params = [
+            ("action_token", action_token),
+            ("query", query),
+            ("channel_types", channel_types),
+            ("content_types", "messages"),
+            ("context_channel_id", context_channel.as_str()),
+            ("limit", limit.as_str()),
+        ];
+        let found: SearchContext = self.call("assistant.search.context", &params).await?;
+        Ok(found.results.messages)
+    }
+
     /// The channel's newest `limit` top-level messages (at most 200, one
     /// page of `conversations.history`), oldest first.
     pub async fn conversations_history(
@@ -509,6 +532,33 @@ pub struct HistoryMessage {
     pub metadata: Option<MessageMetadata>,
     #[serde(default)]
     pub files: Vec<slack::events::SlackFile>,
+}
+
+/// A message `assistant.search.context` found.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SearchedMessage {
+    pub channel_id: ChannelId,
+    pub message_ts: Ts,
+    #[serde(default)]
+    pub author_user_id: Option<UserId>,
+    #[serde(default)]
+    pub is_author_bot: bool,
+    #[serde(default)]
+    pub content: String,
+    #[serde(default)]
+    pub permalink: String,
+}
+
+#[derive(Deserialize)]
+struct SearchContext {
+    #[serde(default)]
+    results: SearchResults,
+}
+
+#[derive(Default, Deserialize)]
+struct SearchResults {
+    #[serde(default)]
+    messages: Vec<SearchedMessage>,
 }
 
 #[derive(Deserialize)]

@@ -127,6 +127,7 @@ async fn a_fire_opens_one_thread_and_one_investigation_however_often_it_is_deliv
         event_id: slack::EventId::new("Ev0REPLY01"),
         thread: request.thread.clone(),
         rule: ThreadRule::MustBeKnown,
+        action_token: None,
     };
     assert_eq!(t.claims.claim(&reply, ALERTS_NOW).await.unwrap(), assistant_core::ports::ClaimOutcome::Claimed);
 }

@@ -2,16 +2,23 @@
 //!
 //! A claim is a single `TransactWriteItems`: the event's conditional put and
 //! the thread's put (or its existence check and refresh) succeed or fail
-//! together, in one round trip.
+//! together, in one round trip. A person's action token (Slack's Data
+//! Access API), when the event carries one, is a third put in the same
+//! transaction (`ACTION_TOKEN#{team}-{event_id}`, kept 15 minutes): the
+//! worker's Slack search reads it by the turn the event starts, and it never
+//! travels on the queue.
 
 use super::{PARTITION_KEY, TTL_ATTRIBUTE, key};
 use crate::{build_error, port_error};
+use assistant_core::TurnId;
 use assistant_core::ports::{
-    BOT_THREAD_TTL_SECS, ClaimOutcome, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims, PortError, ThreadRule,
+    ACTION_TOKEN_TTL_SECS, ActionTokens, BOT_THREAD_TTL_SECS, ClaimOutcome, EVENT_CLAIM_TTL_SECS, EventClaim,
+    EventClaims, PortError, ThreadRule,
 };
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use slack::events::ActionToken;
 use std::collections::HashMap;
 
 const CONDITION_FAILED: &str = "ConditionalCheckFailed";
@@ -77,7 +84,47 @@ impl DynamoClaims {
                 TransactWriteItem::builder().update(update).build()
             }
         };
-        Ok(vec![TransactWriteItem::builder().put(event_put).build(), thread_write])
+        let mut items = vec![TransactWriteItem::builder().put(event_put).build(), thread_write];
+        if let Some(token) = &claim.action_token {
+            let mut token_item = key(action_token_key(&claim.team, &claim.event_id), "TOKEN");
+            token_item.insert("token".to_owned(), AttributeValue::S(token.expose().to_owned()));
+            token_item.insert(TTL_ATTRIBUTE.to_owned(), number(now + ACTION_TOKEN_TTL_SECS));
+            let put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(token_item))
+                .build()
+                .map_err(|err| build_error("build action token", err))?;
+            items.push(TransactWriteItem::builder().put(put).build());
+        }
+        Ok(items)
+    }
+}
+
+fn action_token_key(team: &impl std::fmt::Display, event: &impl std::fmt::Display) -> String {
+    format!("ACTION_TOKEN#{team}-{event}")
+}
+
+#[async_trait::async_trait]
+impl ActionTokens for DynamoClaims {
+    async fn action_token(&self, turn: &TurnId, now_unix: i64) -> Result<Option<ActionToken>, PortError> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(format!("ACTION_TOKEN#{turn}"), "TOKEN")))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|err| port_error("DynamoDB GetItem (action token)", err))?
+            .item;
+        let Some(item) = item else { return Ok(None) };
+        let live = item
+            .get(TTL_ATTRIBUTE)
+            .and_then(|value| value.as_n().ok())
+            .and_then(|n| n.parse::<i64>().ok())
+            .is_some_and(|expires| expires >= now_unix);
+        let token = item.get("token").and_then(|value| value.as_s().ok());
+        Ok(token.filter(|_| live).map(|token| ActionToken::new(token.clone())))
     }
 }
 

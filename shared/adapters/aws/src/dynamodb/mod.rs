@@ -17,6 +17,9 @@
 //! | the channels that answer every question, published by workers | `CONFIG` | `RESPONSE_MODES` | [`records::DynamoRecords`] |
 //! | a thread's grants | `GRANTS#{team}#{channel}#{thread_ts}` | `GRANT#{scope}` | [`records::DynamoRecords`] |
 //! | approval deadline | `APPROVAL_TIMERS` | `{due_at}#{turn_id}#{tool_use_id}` | [`timers::DynamoTimers`] |
+//! | a person's action token (Slack search as them), 15 minutes | `ACTION_TOKEN#{team}-{event_id}` | `TOKEN` | [`claims::DynamoClaims`] |
+//! | an alert's incident (or a schedule's firing) | `INCIDENT#{source}#{hash}` | `INCIDENT` | [`records::DynamoRecords`] |
+//! | a channel's incidents opened in an hour (storm limits) | `INCIDENT_RATE#{channel}#{hour}` | `RATE` | [`records::DynamoRecords`] |
 //!
 //! Turn state and delivery records are versioned records: which key and
 //! what JSON is decided once, in `assistant_core::store`.
