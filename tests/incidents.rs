@@ -268,3 +268,64 @@ async fn a_schedule_swept_twice_and_delivered_twice_posts_one_digest() {
     assert_eq!(oncall.bedrock.requests().len(), 1, "one model call");
     assert!(oncall.bedrock.requests()[0].body["messages"][0].to_string().contains("Summarize the alarms"));
 }
+
+#[tokio::test]
+async fn asked_in_an_incident_thread_the_bot_writes_the_postmortem_canvas_from_the_records_and_links_it() {
+    let config = json!({
+        "alerts": [{"source": "alertmanager", "channel": ONCALL}],
+        "slack_tools": {"postmortems": true},
+        "tool_policy": [{"channels": ONCALL, "tools": ["write_postmortem", "current_time"]}]
+    });
+    let oncall = Oncall::configured(&config.to_string()).await;
+    // GIVEN an alert investigated and resolved in its thread
+    assert_eq!(oncall.alertmanager(&oncall.functions.ingress, ALERTMANAGER_TOKEN, ALERTMANAGER_FIRING).await, 200);
+    oncall.bedrock.script([Scripted::text("Investigation: the 20:55 deploy exhausted the pool.")]);
+    oncall.settle().await;
+    assert_eq!(oncall.alertmanager(&oncall.functions.ingress, ALERTMANAGER_TOKEN, ALERTMANAGER_RESOLVED).await, 200);
+    oncall.settle().await;
+    let root = oncall.roots().remove(0);
+
+    // WHEN someone in the thread asks for the postmortem
+    oncall.bedrock.script([
+        Scripted::tool_calls(&[(
+            "tooluse_pm",
+            "write_postmortem",
+            json!({"title": "checkout-api 5xx", "summary": "A bad deploy.", "impact": "5% of checkouts failed for 22 minutes.",
+                   "open_questions": ["Why did the canary pass?"]}),
+        )]),
+        Scripted::text("The postmortem draft: https://acme.slack.com/docs/T061EG9R6/F0CANVAS001"),
+    ]);
+    let mut reply: Value = serde_json::from_str(testkit::fixtures::MESSAGE_THREAD_REPLY).unwrap();
+    reply["event"]["channel"] = ONCALL.into();
+    reply["event"]["thread_ts"] = root.ts.clone().into();
+    reply["event"]["text"] = "write the postmortem".into();
+    let event = events::with_body(&events::parse(events::APP_MENTION), &reply.to_string());
+    assert_eq!(oncall.functions.ingress.handle(event).await.unwrap()["statusCode"], 200);
+    oncall.settle().await;
+
+    // THEN a canvas holds the incident's timeline, readable by the channel
+    let created = oncall.slack.calls("canvases.create");
+    assert_eq!(created.len(), 1);
+    let content: Value = serde_json::from_str(&created[0].form["document_content"]).unwrap();
+    let markdown = content["markdown"].as_str().unwrap();
+    assert_eq!(content["type"], "markdown");
+    for expected in [
+        "# checkout-api 5xx",
+        "Alertmanager alert fired",
+        "The assistant started investigating",
+        "Resolved",
+        "Why did the canary pass?",
+    ] {
+        assert!(markdown.contains(expected), "{expected:?} in\n{markdown}");
+    }
+    let shared = oncall.slack.calls("canvases.access.set");
+    assert_eq!(shared[0].form["channel_ids"], format!("[\"{ONCALL}\"]"));
+    // and the model got its link, which the thread's answer carries
+    let result =
+        oncall.bedrock.requests().last().unwrap().body["messages"].as_array().unwrap().last().unwrap().to_string();
+    assert!(
+        result.contains("The postmortem canvas is written: https://acme.slack.com/docs/T061EG9R6/F0CANVAS"),
+        "{result}"
+    );
+    assert!(oncall.thread(&root).iter().any(|m| m.text.contains("docs/T061EG9R6/F0CANVAS")));
+}

@@ -235,6 +235,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
         incidents: None,
         // Cases carry no action token: search_slack says it has none.
         action_tokens: Arc::new(testkit::memory::MemoryClaims::default()),
+        canvases: Arc::new(testkit::memory::MemoryCanvases::default()),
     };
     // The configuration's tools are the recorded ones here (a case never
     // reaches a real system): built-ins and the case's tools, under the

@@ -8,6 +8,8 @@
 //! `chat.update` replaces one, `conversations.replies` returns the thread,
 //! `conversations.history` the channel's top-level messages (newest first),
 //! `assistant.threads.setStatus` and `auth.test` answer ok,
+//! `canvases.create` makes a canvas id (`canvases.access.set` and
+//! `canvases.edit` answer ok),
 //! `chat.postEphemeral` records the note (only to a user in the channel's
 //! fake membership: any user here), and `usergroups.users.list` answers the
 //! groups given with [`FakeSlack::user_group`] (`no_such_subteam` for others).
@@ -378,7 +380,15 @@ impl Shared {
                 Some(users) => serde_json::json!({"ok": true, "users": users}),
                 None => serde_json::json!({"ok": false, "error": "no_such_subteam"}),
             },
-            "auth.test" => serde_json::json!({"ok": true, "team_id": "T061EG9R6", "user_id": "U0LAN0Z89"}),
+            "auth.test" => serde_json::json!({
+                "ok": true, "url": "https://acme.slack.com/", "team_id": "T061EG9R6", "user_id": "U0LAN0Z89"
+            }),
+            // Canvases: made with an id, shared, edited; the calls say what.
+            "canvases.create" => {
+                let n = self.ever_posted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                serde_json::json!({"ok": true, "canvas_id": format!("F0CANVAS{n:03}")})
+            }
+            "canvases.access.set" | "canvases.edit" => serde_json::json!({"ok": true}),
             _ => serde_json::json!({"ok": false, "error": "unknown_method"}),
         }
     }

@@ -553,8 +553,10 @@ async fn assemble_worker(
             assistant_core::memory::DEFAULT_RETENTION_SECS,
         )),
         action_tokens: Arc::new(DynamoClaims::new(clients.dynamodb.clone(), &config.turns_table)),
+        canvases: Arc::new(adapters_slack::WebCanvases::new(slack.clone())),
         incidents: Some(worker_logic::incidents::IncidentPorts {
             incidents: assistant_core::incidents::Incidents::new(records.clone()),
+            records: records.clone(),
             claims: Arc::new(DynamoClaims::new(clients.dynamodb.clone(), &config.turns_table)),
             ops: config.ops_channel.clone().map(|channel| {
                 Arc::new(OpsAlerts::new(channel, Arc::new(slack.clone()), records.clone(), Arc::new(SystemClock)))

@@ -317,8 +317,11 @@ impl Pipeline {
                 assistant_core::memory::DEFAULT_RETENTION_SECS,
             )),
             action_tokens,
+            // The runner's Slack is in memory: canvases too.
+            canvases: Arc::new(testkit::memory::MemoryCanvases::default()),
             incidents: Some(worker_logic::incidents::IncidentPorts {
                 incidents: assistant_core::incidents::Incidents::new(records.clone()),
+                records: records.clone(),
                 claims: claims.clone(),
                 ops: None,
             }),

@@ -159,6 +159,10 @@ pub struct CloudwatchAlarm {
     pub event: serde_json::Value,
 }
 
+fn thread_pointer(thread: &ThreadRef) -> String {
+    format!("INCIDENT_THREAD#{}#{}#{}", thread.team, thread.channel, thread.thread_ts)
+}
+
 fn short_hash(parts: &[&str], hex_chars: usize) -> String {
     let mut hasher = Sha256::new();
     for part in parts {
@@ -505,6 +509,27 @@ impl Incidents {
             }
             Put::Conflict { .. } => Err(Changed.into()),
         }
+    }
+
+    /// Remembers which incident `thread` is (for its postmortem): an item
+    /// beside the thread naming the incident's record; the same bytes again
+    /// on a retry.
+    pub async fn point_thread(&self, notice: &AlertNotice, thread: &ThreadRef, now_unix: i64) -> Result<(), PortError> {
+        let pointer = serde_json::json!({ "record": notice.record_key().partition }).to_string();
+        self.0.put_part(&thread_pointer(thread), "INCIDENT", pointer, now_unix + INCIDENT_RECORD_SECS).await
+    }
+
+    /// The incident whose thread `thread` is, if it is one.
+    pub async fn of_thread(&self, thread: &ThreadRef) -> Result<Option<Incident>, IncidentError> {
+        let parts = self.0.parts(&thread_pointer(thread), "INCIDENT").await?;
+        let Some((_, pointer)) = parts.first() else { return Ok(None) };
+        let pointer: serde_json::Value = serde_json::from_str(pointer).map_err(IncidentError::Corrupt)?;
+        let Some(partition) = pointer["record"].as_str() else { return Ok(None) };
+        let key = RecordKey { partition: partition.to_owned(), kind: "INCIDENT" };
+        let Some(stored) = self.0.get(&key).await? else { return Ok(None) };
+        let incident: Incident = serde_json::from_str(&stored.state).map_err(IncidentError::Corrupt)?;
+        // The record may since hold a later incident of the same alert.
+        Ok(incident.root_ts().is_some_and(|root| root == &thread.thread_ts).then_some(incident))
     }
 
     /// Counts an incident opening in `channel` this hour and says how loud

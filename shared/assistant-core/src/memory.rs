@@ -143,6 +143,20 @@ impl ChannelMemory {
     }
 
     /// Forgets every record of the thread; how many there were.
+    /// The thread's records (its settled turns), oldest first.
+    pub async fn of_thread(
+        &self,
+        team: &TeamId,
+        channel: &ChannelId,
+        thread_ts: &Ts,
+    ) -> Result<Vec<Memory>, PortError> {
+        let found = self.records.parts(&partition(team, channel), &thread_prefix(thread_ts)).await?;
+        let mut memories: Vec<Memory> =
+            found.iter().filter_map(|(_, state)| serde_json::from_str(state).ok()).collect();
+        memories.sort_by_key(|memory| memory.settled_at);
+        Ok(memories)
+    }
+
     pub async fn forget_thread(&self, team: &TeamId, channel: &ChannelId, thread_ts: &Ts) -> Result<usize, PortError> {
         let partition = partition(team, channel);
         let found = self.records.parts(&partition, &thread_prefix(thread_ts)).await?;

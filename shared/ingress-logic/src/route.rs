@@ -549,7 +549,8 @@ mod tests {
                 "search:read.public",
                 "search:read.private",
                 "search:read.im",
-                "search:read.mpim"
+                "search:read.mpim",
+                "canvases:write"
             ],
             "optional: the bot says what it cannot see or do"
         );

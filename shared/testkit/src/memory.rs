@@ -632,3 +632,64 @@ impl assistant_core::ports::UserContexts for MemoryContexts {
             .cloned())
     }
 }
+
+/// Canvases kept in memory; the next create can be made to lose its
+/// answer (made, and an error returned).
+#[derive(Debug, Default)]
+pub struct MemoryCanvases {
+    made: Mutex<Vec<MadeCanvas>>,
+    lose_next: AtomicBool,
+}
+
+/// A canvas as made (and rewritten).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MadeCanvas {
+    pub title: String,
+    pub markdown: String,
+    pub channel: slack::ChannelId,
+    pub url: String,
+}
+
+impl MemoryCanvases {
+    pub fn canvases(&self) -> Vec<MadeCanvas> {
+        self.made.lock().expect("canvases lock").clone()
+    }
+
+    pub fn lose_next_answer(&self) {
+        self.lose_next.store(true, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl assistant_core::ports::Canvases for MemoryCanvases {
+    async fn create(
+        &self,
+        title: &str,
+        markdown: &str,
+        channel: &slack::ChannelId,
+    ) -> Result<assistant_core::ports::Canvas, assistant_core::delivery::PostError> {
+        let mut made = self.made.lock().expect("canvases lock");
+        let id = format!("F0CANVAS{:02}", made.len() + 1);
+        let url = format!("https://acme.slack.com/docs/T0LAN2Q65/{id}");
+        made.push(MadeCanvas {
+            title: title.into(),
+            markdown: markdown.into(),
+            channel: channel.clone(),
+            url: url.clone(),
+        });
+        if self.lose_next.swap(false, Ordering::SeqCst) {
+            return Err(assistant_core::delivery::PostError::Unavailable("connection reset".into()));
+        }
+        Ok(assistant_core::ports::Canvas { id, url })
+    }
+
+    async fn replace(&self, canvas_id: &str, markdown: &str) -> Result<(), assistant_core::delivery::PostError> {
+        let mut made = self.made.lock().expect("canvases lock");
+        let canvas = made
+            .iter_mut()
+            .find(|canvas| canvas.url.ends_with(canvas_id))
+            .ok_or_else(|| assistant_core::delivery::PostError::Rejected { code: "canvas_not_found".into() })?;
+        canvas.markdown = markdown.into();
+        Ok(())
+    }
+}

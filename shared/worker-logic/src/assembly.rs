@@ -67,6 +67,8 @@ pub struct WorkerPorts {
     /// The action tokens the ingress kept with its claims (Slack search as
     /// the person who asked).
     pub action_tokens: Arc<dyn assistant_core::ports::ActionTokens>,
+    /// Slack canvases (`write_postmortem`).
+    pub canvases: Arc<dyn assistant_core::ports::Canvases>,
     /// The worker's own records beside each turn: the answer it streamed
     /// and the ratings of it (on the same table as the turns).
     pub streams: StreamLog,
@@ -358,6 +360,24 @@ pub async fn assemble(
     .await?;
     tools.extend(as_person);
     unoffered.extend(not_offered);
+    if assistant.slack_tools.postmortems {
+        match (&ports.memory, &ports.incidents) {
+            (Some(memory), Some(incidents)) => {
+                tools.push(crate::postmortem::write_postmortem(crate::postmortem::PostmortemPorts {
+                    memory: memory.clone(),
+                    incidents: incidents.incidents.clone(),
+                    turns: ports.store.clone(),
+                    records: incidents.records.clone(),
+                    canvases: ports.canvases.clone(),
+                    clock: ports.clock.clone(),
+                }))
+            }
+            _ => unoffered.push(Unoffered {
+                name: crate::postmortem::WRITE_POSTMORTEM.into(),
+                reason: "this worker keeps no channel memory or incidents to draft it from".into(),
+            }),
+        }
+    }
     let aws = &assistant.aws_tools;
     for (name, on, field) in [
         ("cloudwatch_alarms", aws.alarms.is_some(), "aws_tools.alarms"),
@@ -456,6 +476,7 @@ mod tests {
             deliveries: Arc::new(tables.deliveries),
             agent: Arc::new(testkit::agent_memory::MemoryAgent::default()),
             action_tokens: Arc::new(testkit::memory::MemoryClaims::default()),
+            canvases: Arc::new(testkit::memory::MemoryCanvases::default()),
             streams: tables.streams,
             feedback: tables.feedback,
             grants: tables.grants,

@@ -143,6 +143,8 @@ impl AlertRule {
 #[derive(Clone)]
 pub struct IncidentPorts {
     pub incidents: Incidents,
+    /// The same table's records (a postmortem's record beside its thread).
+    pub records: Arc<dyn assistant_core::ports::VersionedRecords>,
     /// Makes an incident's thread one the bot takes part in.
     pub claims: Arc<dyn EventClaims>,
     /// Where an alert storm is reported; none without `OPS_CHANNEL_ID`.
@@ -369,6 +371,12 @@ impl IncidentDesk {
                 action_token: None,
             };
             self.ports.claims.claim(&claim, self.clock.now_unix()).await.map_err(DeskError::Claims)?;
+            // Which incident the thread is, for its postmortem.
+            self.ports
+                .incidents
+                .point_thread(notice, &thread, self.clock.now_unix())
+                .await
+                .map_err(DeskError::Claims)?;
             if wants_turn {
                 let question = self.question(incident).await;
                 let request = TurnRequest {

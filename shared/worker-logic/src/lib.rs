@@ -29,6 +29,7 @@
 //!   [`attachments`]: the files pasted in the thread, and `read_attachment`;
 //!   [`answer_files`]: `attach_result`, a tool's result as a file beside the answer;
 //!   [`memory_tools`]: the channel's memory of past turns (`recall`, `forget_thread`);
+//!   [`postmortem`]: an incident thread's postmortem as a canvas;
 //!   [`enhancer`]: the cheap model's reading of the question.
 //! - [`offload`]: keeping a turn's item small (large results in S3);
 //!   [`background`]: start-up work no answer waits for.
@@ -55,6 +56,7 @@ pub mod knowledge_tools;
 pub mod mcp_tools;
 pub mod memory_tools;
 pub mod offload;
+pub mod postmortem;
 pub mod references;
 pub mod schedules;
 pub mod schema;

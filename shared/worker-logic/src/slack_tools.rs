@@ -7,7 +7,7 @@
 //!
 //! ```json
 //! "slack_tools": { "read_channels": ["C0INCIDENTS*", "C0DEPLOYS"], "max_messages": 50,
-//!                  "post_channels": ["C0INCIDENTS*"], "search": true }
+//!                  "post_channels": ["C0INCIDENTS*"], "search": true, "postmortems": true }
 //! ```
 //!
 //! `post_message` changes things: it waits for a person's Approve like any
@@ -25,6 +25,8 @@
 //! conversation to its members); each result carries its permalink, which
 //! the answer cites. A turn no person's message started (an alert, a
 //! schedule) has no token, and the tool says so.
+//!
+//! `"postmortems": true` gives `write_postmortem` ([`crate::postmortem`]).
 //!
 //! Off until `read_channels` names a channel, and allowed only where a
 //! `tool_policy` rule names it (a listed channel's words are shown in
@@ -74,11 +76,20 @@ pub struct SlackToolsConfig {
     pub post_channels: Vec<String>,
     /// `search_slack`: Slack's real-time search as the asking person.
     pub search: bool,
+    /// `write_postmortem`: an incident thread's postmortem as a canvas
+    /// ([`crate::postmortem`]).
+    pub postmortems: bool,
 }
 
 impl Default for SlackToolsConfig {
     fn default() -> Self {
-        Self { read_channels: Vec::new(), max_messages: 50, post_channels: Vec::new(), search: false }
+        Self {
+            read_channels: Vec::new(),
+            max_messages: 50,
+            post_channels: Vec::new(),
+            search: false,
+            postmortems: false,
+        }
     }
 }
 
@@ -93,6 +104,8 @@ struct RawSlackTools {
     post_channels: Vec<String>,
     #[serde(default)]
     search: bool,
+    #[serde(default)]
+    postmortems: bool,
 }
 
 impl TryFrom<RawSlackTools> for SlackToolsConfig {
@@ -113,6 +126,7 @@ impl TryFrom<RawSlackTools> for SlackToolsConfig {
             max_messages,
             post_channels: raw.post_channels,
             search: raw.search,
+            postmortems: raw.postmortems,
         })
     }
 }

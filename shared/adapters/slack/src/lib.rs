@@ -10,10 +10,13 @@
 //!   host only);
 //! - [`agent`]: the worker's [`AgentSlack`](assistant_core::ports::AgentSlack)
 //!   (suggested prompts, thread titles, streamed answers);
+//! - [`canvas`]: the worker's [`Canvases`](assistant_core::ports::Canvases)
+//!   (a postmortem's draft);
 //! - [`poster`]: the responder's [`SlackPoster`](assistant_core::ports::SlackPoster)
 //!   (post, update, status line, find what was posted by its metadata).
 
 pub mod agent;
+pub mod canvas;
 pub mod egress;
 pub mod files;
 pub mod poster;
@@ -21,6 +24,7 @@ pub mod reader;
 pub mod web;
 
 pub use agent::WebAgent;
+pub use canvas::WebCanvases;
 pub use files::WebFiles;
 pub use poster::WebPoster;
 pub use reader::SlackWebReader;

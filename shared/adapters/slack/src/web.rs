@@ -480,6 +480,9 @@ impl WebClient {
 /// What `auth.test` says about the token.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct AuthTest {
+    /// The workspace's URL (`https://acme.slack.com/`).
+    #[serde(default)]
+    pub url: Option<String>,
     #[serde(default)]
     pub team_id: Option<String>,
     #[serde(default)]

@@ -40,7 +40,8 @@ fn desk_with(rules_json: &str, schedules: Vec<Schedule>) -> Desk {
     let as_records: Arc<dyn VersionedRecords> = records.clone();
     let ops_alerts = OpsAlerts::new(ChannelId::new("C0OPS00001"), ops.clone(), as_records.clone(), clock.clone());
     let ports = IncidentPorts {
-        incidents: Incidents::new(as_records),
+        incidents: Incidents::new(as_records.clone()),
+        records: as_records,
         claims: claims.clone(),
         ops: Some(Arc::new(ops_alerts)),
     };

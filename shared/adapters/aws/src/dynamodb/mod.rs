@@ -20,6 +20,8 @@
 //! | a person's action token (Slack search as them), 15 minutes | `ACTION_TOKEN#{team}-{event_id}` | `TOKEN` | [`claims::DynamoClaims`] |
 //! | an alert's incident (or a schedule's firing) | `INCIDENT#{source}#{hash}` | `INCIDENT` | [`records::DynamoRecords`] |
 //! | a channel's incidents opened in an hour (storm limits) | `INCIDENT_RATE#{channel}#{hour}` | `RATE` | [`records::DynamoRecords`] |
+//! | which incident a thread is | `INCIDENT_THREAD#{team}#{channel}#{thread_ts}` | `INCIDENT` | [`records::DynamoRecords`] |
+//! | a thread's postmortem canvas | `POSTMORTEM#{team}#{channel}#{thread_ts}` | `POSTMORTEM` | [`records::DynamoRecords`] |
 //!
 //! Turn state and delivery records are versioned records: which key and
 //! what JSON is decided once, in `assistant_core::store`.
