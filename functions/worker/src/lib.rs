@@ -548,10 +548,7 @@ async fn assemble_worker(
             records.clone(),
             Arc::new(SystemClock),
         )),
-        memory: Some(assistant_core::memory::ChannelMemory::new(
-            records.clone(),
-            assistant_core::memory::DEFAULT_RETENTION_SECS,
-        )),
+        memory: Some(assistant_core::memory::ChannelMemory::new(records.clone(), assistant.memory.retention_secs())),
         action_tokens: Arc::new(DynamoClaims::new(clients.dynamodb.clone(), &config.turns_table)),
         canvases: Arc::new(adapters_slack::WebCanvases::new(slack.clone())),
         incidents: Some(worker_logic::incidents::IncidentPorts {

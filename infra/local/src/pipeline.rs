@@ -314,7 +314,7 @@ impl Pipeline {
             every_question: Some(EveryQuestionChannels::new(records.clone(), Arc::new(SystemClock))),
             memory: Some(assistant_core::memory::ChannelMemory::new(
                 records.clone(),
-                assistant_core::memory::DEFAULT_RETENTION_SECS,
+                assistant.memory.retention_secs(),
             )),
             action_tokens,
             // The runner's Slack is in memory: canvases too.

@@ -109,6 +109,45 @@ pub struct AssistantConfig {
     /// call is made to show them.
     #[serde(default = "default_prompts", deserialize_with = "suggested_prompts")]
     pub suggested_prompts: Vec<SuggestedPrompt>,
+    /// How long the channels' memory of settled turns is kept.
+    #[serde(default)]
+    pub memory: MemoryConfig,
+}
+
+/// `memory` in the configuration: `{"retention_days": 90}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawMemory")]
+pub struct MemoryConfig {
+    pub retention_days: u32,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self { retention_days: 90 }
+    }
+}
+
+impl MemoryConfig {
+    pub fn retention_secs(self) -> i64 {
+        i64::from(self.retention_days) * 24 * 3600
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMemory {
+    retention_days: u32,
+}
+
+impl TryFrom<RawMemory> for MemoryConfig {
+    type Error = String;
+
+    fn try_from(raw: RawMemory) -> Result<Self, String> {
+        if !(1..=3650).contains(&raw.retention_days) {
+            return Err(format!("memory.retention_days must be 1 to 3650, not {}", raw.retention_days));
+        }
+        Ok(Self { retention_days: raw.retention_days })
+    }
 }
 
 /// Slack shows at most four.
@@ -336,6 +375,7 @@ impl Default for AssistantConfig {
             allowed_env: Vec::new(),
             model_prices: None,
             suggested_prompts: default_prompts(),
+            memory: MemoryConfig::default(),
         }
     }
 }
@@ -377,6 +417,20 @@ mod tests {
         }
     }
     use slack::ChannelId;
+
+    #[test]
+    fn memory_is_kept_ninety_days_unless_the_configuration_says_otherwise() {
+        assert_eq!(AssistantConfig::parse(b"{}").unwrap().memory.retention_secs(), 90 * 24 * 3600);
+        let config = AssistantConfig::parse(br#"{"memory": {"retention_days": 30}}"#).unwrap();
+        assert_eq!(config.memory.retention_secs(), 30 * 24 * 3600);
+        for bad in [
+            r#"{"memory": {"retention_days": 0}}"#,
+            r#"{"memory": {"retention_days": 4000}}"#,
+            r#"{"memory": {"days": 3}}"#,
+        ] {
+            assert!(AssistantConfig::parse(bad.as_bytes()).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn an_empty_object_means_the_defaults() {
