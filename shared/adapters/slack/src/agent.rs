@@ -185,14 +185,7 @@ impl AgentSlack for WebAgent {
             None => self.client.conversations_history(channel, 200).await,
         }
         .map_err(post_error)?;
-        Ok(messages
-            .into_iter()
-            .filter_map(|message| {
-                let metadata = message.metadata?;
-                let ours = MessageMetadata::read(&metadata.event_type, &metadata.event_payload)?;
-                (&ours.turn_id == owner).then_some((ours.key, message.ts))
-            })
-            .collect())
+        Ok(crate::poster::owned_by(messages, owner))
     }
 
     async fn identity(&self) -> Result<BotIdentity, PostError> {

@@ -23,6 +23,19 @@ pub fn post_error(err: WebError) -> PostError {
     }
 }
 
+/// Which of `messages` carry metadata naming `owner` (a turn, or an
+/// incident), by their key.
+pub(crate) fn owned_by(messages: Vec<crate::web::HistoryMessage>, owner: &TurnId) -> BTreeMap<MessageKey, Ts> {
+    messages
+        .into_iter()
+        .filter_map(|message| {
+            let metadata = message.metadata?;
+            let ours = MessageMetadata::read(&metadata.event_type, &metadata.event_payload)?;
+            (&ours.turn_id == owner).then_some((ours.key, message.ts))
+        })
+        .collect()
+}
+
 /// The Slack Web API as the poster.
 #[derive(Debug, Clone)]
 pub struct WebPoster {
@@ -98,14 +111,7 @@ impl SlackPoster for WebPoster {
             .conversations_replies(&thread.channel, &thread.thread_ts, THREAD_SEARCH_LIMIT)
             .await
             .map_err(post_error)?;
-        Ok(messages
-            .into_iter()
-            .filter_map(|message| {
-                let metadata = message.metadata?;
-                let ours = MessageMetadata::read(&metadata.event_type, &metadata.event_payload)?;
-                (&ours.turn_id == turn).then_some((ours.key, message.ts))
-            })
-            .collect())
+        Ok(owned_by(messages, turn))
     }
 
     async fn upload(&self, file: &FileUpload) -> Result<String, PostError> {
