@@ -309,7 +309,9 @@ impl IncidentDesk {
             "Alert storm in channel {channel}: {opened} incidents opened there this hour; beyond the configured \
              max_threads_per_hour they are recorded, not posted."
         );
-        let reference = format!("alert-storm {channel}");
+        // Once an hour per channel: the ops channel remembers a reference
+        // for days.
+        let reference = format!("alert-storm {channel} {}", self.clock.now_unix().div_euclid(3600));
         if let Raised::Failed(reason) = ops.raise(Alert { reference: &reference, what: &what, thread: None }).await {
             warn!(reason, "the alert storm was not reported in the ops channel");
         }
