@@ -321,3 +321,36 @@ fn the_tool_inspection_for_a_person_applies_the_rules_that_name_them() {
     assert!(someone.contains("✓ current_time (tool_policy[1]"), "{someone}");
     assert!(someone.contains("✗ search_docs: not in tool_policy[1]"), "{someone}");
 }
+
+#[test]
+fn an_alert_file_opens_its_thread_and_the_investigation_runs_there() {
+    // GIVEN a configuration sending Alertmanager's critical alerts to the
+    // on-call channel, and Alertmanager's real payload in a file
+    let dir = std::env::temp_dir().join(tests::unique_name("runner-alert"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("assistant.json");
+    std::fs::write(
+        &config,
+        r#"{"alerts": [{"source": "alertmanager", "match": {"severity": "critical"}, "channel": "C0ONCALL01"}]}"#,
+    )
+    .unwrap();
+    let alert = dir.join("alert.json");
+    std::fs::write(&alert, testkit::fixtures::alerts::ALERTMANAGER_FIRING).unwrap();
+
+    // WHEN the runner is given it
+    let output =
+        runner().args(["--config", config.to_str().unwrap(), "--alert", alert.to_str().unwrap()]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    // THEN the root is posted at the top of the channel, and the
+    // investigation is answered in its thread
+    assert!(stdout.contains("Slack message at the top of C0ONCALL01"), "{stdout}");
+    assert!(stdout.contains("*checkout-api 5xx rate above 5%*"), "{stdout}");
+    assert!(stdout.contains("I'm looking into it in this thread"), "{stdout}");
+    assert!(stdout.contains("start:") && stdout.contains("Settled"), "{stdout}");
+
+    // and a file that is no alert is refused
+    std::fs::write(&alert, "{\"version\": \"3\"}").unwrap();
+    let output = runner().args(["--alert", alert.to_str().unwrap()]).output().unwrap();
+    assert!(!output.status.success());
+}

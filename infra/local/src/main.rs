@@ -9,6 +9,7 @@
 //! cargo run -p local -- --tools [--channel C…] [--user U…] [--config FILE]
 //!                                                        every tool the model is offered in each channel, and why not the rest
 //! cargo run -p local -- --export-turn TURN_ID            a turn (a 👎 above all) as a draft evaluation case, redacted
+//! cargo run -p local -- --config FILE --alert ALERT.json   an alert (Alertmanager, PagerDuty or CloudWatch JSON) as the on-call channel sees it
 //! ```
 //!
 //! What it talks to comes from the environment (see README.md): with no
@@ -32,7 +33,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
 
-const USAGE: &str = "usage: local [--config FILE] [--replay FILE] \"QUESTION\"\n       local [--config FILE] [--replay FILE] --serve [--port PORT]\n       local [--config FILE] --tools [--channel CHANNEL_ID]... [--user USER_ID]...\n       local --provision\n       local --export-turn TURN_ID   (reads TURNS_TABLE with the usual AWS settings)";
+const USAGE: &str = "usage: local [--config FILE] [--replay FILE] \"QUESTION\"\n       local [--config FILE] [--replay FILE] --serve [--port PORT]\n       local [--config FILE] --tools [--channel CHANNEL_ID]... [--user USER_ID]...\n       local --provision\n       local --export-turn TURN_ID   (reads TURNS_TABLE with the usual AWS settings)\n       local --config FILE --alert ALERT.json   (an Alertmanager, PagerDuty or CloudWatch alarm payload)";
 
 enum Mode {
     Ask(String),
@@ -42,6 +43,8 @@ enum Mode {
     ExportTurn(String),
     /// What the model is offered in these channels (to these people).
     Tools(Vec<String>, Vec<String>),
+    /// An alert's payload, from a file, as its source would send it.
+    Alert(String),
 }
 
 struct Args {
@@ -53,7 +56,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let (mut serve, mut port, mut replay, mut config, mut words) = (false, 3000, None, None, Vec::new());
-    let (mut provision, mut export) = (false, None);
+    let (mut provision, mut export, mut alert) = (false, None, None);
     let (mut tools, mut channels, mut users) = (false, Vec::new(), Vec::new());
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -66,6 +69,7 @@ fn parse_args() -> Result<Args, String> {
             "--config" => config = Some(args.next().ok_or("--config takes a file")?),
             "--provision" => provision = true,
             "--export-turn" => export = Some(args.next().ok_or("--export-turn takes a turn id")?),
+            "--alert" => alert = Some(args.next().ok_or("--alert takes a file")?),
             "-h" | "--help" => return Err(String::new()),
             _ => words.push(arg),
         }
@@ -83,6 +87,10 @@ fn parse_args() -> Result<Args, String> {
         _ if tools && (serve || provision || !words.is_empty()) => {
             return Err("--tools takes only --channel, --user and --config".into());
         }
+        _ if alert.is_some() && (serve || tools || provision || !words.is_empty()) => {
+            return Err("--alert takes only --config and --replay".into());
+        }
+        _ if alert.is_some() => Mode::Alert(alert.unwrap_or_default()),
         _ if tools && channels.is_empty() => Mode::Tools(vec![pipeline::LOCAL_CHANNEL.to_owned()], users),
         _ if tools => Mode::Tools(channels, users),
         _ if provision && (serve || !words.is_empty()) => return Err("--provision takes nothing else".into()),
@@ -135,6 +143,7 @@ async fn main() -> ExitCode {
     match mode {
         Mode::Serve(port) => serve(pipeline, port).await,
         Mode::Ask(question) => ask(&pipeline, &question).await,
+        Mode::Alert(path) => alert(&pipeline, &path).await,
         Mode::Provision | Mode::ExportTurn(_) => unreachable!("returned above"),
         Mode::Tools(channels, users) => {
             let users: Vec<Option<slack::UserId>> = match users.is_empty() {
@@ -162,6 +171,30 @@ async fn ask(pipeline: &Pipeline, question: &str) -> ExitCode {
     let posted = pipeline.process().await;
     println!("\ndone in {:.0} ms: {posted} message(s) posted", started.elapsed().as_secs_f64() * 1_000.0);
     if posted > 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+async fn alert(pipeline: &Pipeline, path: &str) -> ExitCode {
+    let payload = match std::fs::read_to_string(path) {
+        Ok(payload) => payload,
+        Err(err) => {
+            eprintln!("cannot read {path}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let started = Instant::now();
+    match pipeline.alert(&payload).await {
+        Ok(alerts) => println!("alert: {alerts} notice(s) from {path} on the work queue\n"),
+        Err(err) => {
+            eprintln!("{path}: {err}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let posted = pipeline.process().await;
+    println!(
+        "\ndone in {:.0} ms: {posted} message(s) posted by the responder",
+        started.elapsed().as_secs_f64() * 1_000.0
+    );
+    ExitCode::SUCCESS
 }
 
 struct Served {

@@ -367,12 +367,42 @@ impl Pipeline {
 
     /// Works off both queues until they are empty; how many messages the
     /// responder posted.
+    /// An alert's payload as its source sends it (an Alertmanager
+    /// notification, a PagerDuty V3 webhook, a CloudWatch alarm state
+    /// change), on the work queue as the ingress (or EventBridge) puts it.
+    /// The webhooks' credentials are the ingress's to check; here the file
+    /// is the operator's own.
+    pub async fn alert(&self, payload: &str) -> Result<usize, String> {
+        use assistant_core::Clock;
+        use assistant_core::incidents::{CloudwatchAlarm, sources};
+        use assistant_core::ports::WorkQueue;
+        let json: serde_json::Value = serde_json::from_str(payload).map_err(|err| format!("not JSON: {err}"))?;
+        let messages: Vec<WorkMessage> = if json.get("detail-type").is_some() {
+            vec![WorkMessage::CloudwatchAlarm(CloudwatchAlarm { event: json })]
+        } else if json.get("event").is_some() {
+            let notice = sources::pagerduty(payload.as_bytes()).map_err(|err| err.to_string())?;
+            notice.into_iter().map(WorkMessage::Alert).collect()
+        } else {
+            let now = SystemClock.now_unix();
+            let notices = sources::alertmanager(payload.as_bytes(), now).map_err(|err| err.to_string())?;
+            notices.into_iter().map(WorkMessage::Alert).collect()
+        };
+        for message in &messages {
+            self.incoming.enqueue(message).await.map_err(|err| err.to_string())?;
+        }
+        Ok(messages.len())
+    }
+
     pub async fn process(&self) -> usize {
         let _one_at_a_time = self.processing.lock().await;
         // As the worker's schedule does in AWS: approvals past their time
         // become timeouts on the work queue.
         if let Err(err) = self.worker.sweep_approvals().await {
             eprintln!("approval sweep failed: {err}");
+        }
+        // And the configured schedules, as the same minute's sweep does.
+        if let Err(err) = self.worker.sweep_schedules().await {
+            eprintln!("schedule sweep failed: {err}");
         }
         let mut posted = 0;
         loop {

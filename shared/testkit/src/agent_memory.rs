@@ -290,6 +290,12 @@ impl AgentSlack for MemoryAgent {
         }
         let mut tagged = self.tagged.lock().expect("tagged lock");
         let ts = Ts::new(format!("1763950000.{:06}", tagged.len() + 1));
+        if self.echo {
+            match thread_ts {
+                Some(thread_ts) => println!("── Slack message in {channel} (thread {thread_ts}) ──\n{text}\n"),
+                None => println!("── Slack message at the top of {channel} (ts {ts}) ──\n{text}\n"),
+            }
+        }
         tagged.push(Tagged {
             channel: channel.clone(),
             thread_ts: thread_ts.cloned(),
