@@ -17,9 +17,8 @@ use async_trait::async_trait;
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
 use http::{HeaderMap, HeaderValue, header};
-use ingress_logic::alert_webhooks::{AlertWebhooks, WebhookSecret};
+use ingress_logic::alert_webhooks::{AlertRequest, AlertWebhooks, WebhookSecret};
 use ingress_logic::callback::{CALLBACK_PATH, Callback, Page};
-use ingress_logic::http_body::raw_body;
 use ingress_logic::{Counted, Intake, Reply, Request};
 use lambda_support::UnsupportedEvent;
 use lambda_support::deferred::Deferred;
@@ -32,9 +31,6 @@ use std::sync::Arc;
 
 pub const FUNCTION_NAME: &str = "ingress";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-/// The largest alert webhook taken (Alertmanager's notifications carry
-/// every alert of a group).
-const ALERT_BODY_LIMIT: usize = 512 * 1024;
 
 /// The runtime contract's variables this function reads.
 #[derive(Debug, Clone)]
@@ -221,24 +217,14 @@ impl Ingress {
             return Ok(serde_json::to_value(page_response(&page)).expect("HTTP response serializes"));
         }
         if let Some(path) = request.raw_path.as_deref().filter(|path| AlertWebhooks::serves(path)) {
-            let reply = match raw_body(request.body.as_deref(), request.is_base64_encoded, ALERT_BODY_LIMIT) {
-                _ if request.request_context.http.method != http::Method::POST => Reply {
-                    status: 405,
-                    json: Some(r#"{"error":"method_not_allowed"}"#.to_owned()),
-                    no_retry: false,
-                    counted: Counted::Rejected,
-                },
-                Ok(body) => self.alerts.handle(path, &request.headers, &body).await,
-                Err(err) => {
-                    tracing::warn!(error = %err, "refused alert body");
-                    Reply {
-                        status: 413,
-                        json: Some(r#"{"error":"payload_too_large"}"#.to_owned()),
-                        no_retry: false,
-                        counted: Counted::Rejected,
-                    }
-                }
+            let alert = AlertRequest {
+                method: &request.request_context.http.method,
+                path,
+                headers: &request.headers,
+                body: request.body.as_deref(),
+                is_base64_encoded: request.is_base64_encoded,
             };
+            let reply = self.alerts.handle_http(alert).await;
             request_metrics(reply.counted).emit();
             return Ok(serde_json::to_value(http_response(reply)).expect("HTTP response serializes"));
         }

@@ -90,6 +90,21 @@ impl fmt::Debug for WebhookSecret {
     }
 }
 
+/// The largest alert webhook taken (Alertmanager's notifications carry
+/// every alert of a group).
+pub const BODY_LIMIT: usize = 512 * 1024;
+
+/// An HTTP request to an alert route, as the Lambda event gives it.
+#[derive(Debug, Clone, Copy)]
+pub struct AlertRequest<'a> {
+    pub method: &'a http::Method,
+    pub path: &'a str,
+    pub headers: &'a HeaderMap,
+    /// Possibly base64-encoded (`is_base64_encoded`).
+    pub body: Option<&'a str>,
+    pub is_base64_encoded: bool,
+}
+
 /// The two alert routes and what they need.
 pub struct AlertWebhooks {
     alertmanager: Option<WebhookSecret>,
@@ -111,6 +126,24 @@ impl AlertWebhooks {
     /// Whether `path` is an alert route (the caller hands the request here).
     pub fn serves(path: &str) -> bool {
         matches!(path, ALERTMANAGER_PATH | PAGERDUTY_PATH)
+    }
+
+    /// A request to an alert route: only a POST, its body at most
+    /// [`BODY_LIMIT`] and decoded before anything else.
+    pub async fn handle_http(&self, request: AlertRequest<'_>) -> Reply {
+        if request.method != http::Method::POST {
+            return reply(405, "method_not_allowed");
+        }
+        match crate::http_body::raw_body(request.body, request.is_base64_encoded, BODY_LIMIT) {
+            Ok(body) => self.handle(request.path, request.headers, &body).await,
+            Err(err) => {
+                warn!(error = %err, "refused alert body");
+                match err {
+                    crate::http_body::BodyError::TooLarge(..) => reply(413, "payload_too_large"),
+                    crate::http_body::BodyError::NotBase64 => reply(400, "malformed_body"),
+                }
+            }
+        }
     }
 
     /// One POST to an alert route: the raw body, as received.

@@ -139,3 +139,24 @@ async fn a_failed_enqueue_is_500_so_the_sender_retries() {
         hooks.handle(ALERTMANAGER_PATH, &headers(&[("authorization", &auth)]), ALERTMANAGER_FIRING.as_bytes()).await;
     assert_eq!(reply.status, 500);
 }
+
+#[tokio::test]
+async fn only_a_post_within_the_size_limit_with_a_readable_body_is_looked_at() {
+    let (hooks, queue) = webhooks(ALERTS_NOW);
+    let auth = format!("Bearer {TOKEN}");
+    let headers = headers(&[("authorization", &auth)]);
+    let request = |method: &'static http::Method, body: &'static str, is_base64_encoded: bool| AlertRequest {
+        method,
+        path: ALERTMANAGER_PATH,
+        headers: &headers,
+        body: Some(body),
+        is_base64_encoded,
+    };
+    assert_eq!(hooks.handle_http(request(&http::Method::GET, ALERTMANAGER_FIRING, false)).await.status, 405);
+    assert_eq!(hooks.handle_http(request(&http::Method::POST, "not base64!", true)).await.status, 400);
+    let huge: &'static str = Box::leak(" ".repeat(BODY_LIMIT + 1).into_boxed_str());
+    assert_eq!(hooks.handle_http(request(&http::Method::POST, huge, false)).await.status, 413);
+    assert!(queue.messages().is_empty());
+    assert_eq!(hooks.handle_http(request(&http::Method::POST, ALERTMANAGER_FIRING, false)).await.status, 200);
+    assert_eq!(queue.messages().len(), 1);
+}
