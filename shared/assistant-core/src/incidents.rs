@@ -86,8 +86,11 @@ impl fmt::Display for AlertSource {
     }
 }
 
+/// Externally tagged (`"firing"`, `{"acknowledged": {"by": …}}`), as every
+/// enum of these records: internally tagged ones and `flatten` buffer the
+/// input and cost the worker's binary more.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum AlertState {
     Firing,
     /// Someone took it (PagerDuty): noted in the thread.
@@ -109,7 +112,6 @@ pub struct AlertNotice {
     /// Alertmanager's alert and notification window. A redelivery repeats
     /// it; a new notification does not.
     pub delivery: String,
-    #[serde(flatten)]
     pub state: AlertState,
     pub title: String,
     /// What the source says about it (a description, an alarm's reason).
@@ -205,7 +207,7 @@ pub enum Loudness {
 
 /// Something that happened to an incident, for its timeline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "what", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Happening {
     Fired,
     FiredAgain,
@@ -221,7 +223,6 @@ pub enum Happening {
 pub struct TimelineEntry {
     /// Unix seconds.
     pub at: i64,
-    #[serde(flatten)]
     pub happening: Happening,
 }
 
@@ -238,7 +239,7 @@ pub struct IncidentPost {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum PostKind {
     Root,
     FiredAgain { at: i64, count: u32 },
@@ -247,7 +248,7 @@ pub enum PostKind {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum PostState {
     #[default]
     Pending,
@@ -448,6 +449,11 @@ impl IncidentRecord {
                 incident.post(key, PostKind::Acknowledged { at: notice.at, by: by.clone() });
                 incident.saw(&notice.delivery);
                 Applied::Changed
+            }
+            // A resolve from before this incident fired belongs to an
+            // earlier one (a sender's late retry): it closes nothing.
+            (AlertState::Resolved, Some(incident)) if notice.at < incident.fired_at => {
+                Applied::Unchanged("a resolve older than the incident")
             }
             (AlertState::Resolved, Some(incident)) => {
                 incident.status = IncidentStatus::Resolved;

@@ -170,3 +170,21 @@ fn a_flapping_alert_is_counted_every_time_and_noted_at_most_every_fifteen_minute
     let notes: Vec<_> = incident.posts.iter().map(|post| post.key.as_str()).collect();
     assert_eq!(notes, ["root", "refire-1", "refire-3", "refire-5"], "at 5, 20 and 40 minutes");
 }
+
+#[test]
+fn a_late_resolve_of_an_earlier_incident_does_not_close_the_next_one() {
+    let mut record = IncidentRecord::default();
+    let first = alertmanager(ALERTMANAGER_FIRING, ALERTS_NOW);
+    record.apply(&first, &route(), &team(), ALERTS_NOW, Some(Loudness::Investigate));
+    let resolved = alertmanager(ALERTMANAGER_RESOLVED, ALERTS_NOW + 1200);
+    record.apply(&resolved, &route(), &team(), ALERTS_NOW + 1200, None);
+    let next = alertmanager(&ALERTMANAGER_FIRING.replace("20:58:00.123Z", "23:00:00Z"), ALERTS_NOW + 8 * 3600);
+    record.apply(&next, &route(), &team(), ALERTS_NOW + 8 * 3600, Some(Loudness::Investigate));
+    // The first resolve again, past the queue's deduplication window
+    let late = AlertNotice { delivery: "a later retry".into(), ..resolved };
+    assert_eq!(
+        record.apply(&late, &route(), &team(), ALERTS_NOW + 9 * 3600, None),
+        Applied::Unchanged("a resolve older than the incident")
+    );
+    assert_eq!(record.incident.unwrap().status, IncidentStatus::Open);
+}
