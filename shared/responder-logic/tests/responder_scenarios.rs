@@ -561,6 +561,28 @@ async fn a_failed_turn_and_a_refusal_that_needs_a_human_alert_the_ops_channel_on
     assert!(responder.slack.alerts().is_empty());
 }
 
+#[tokio::test]
+async fn an_alert_that_reached_the_dead_letter_queue_tells_the_operators_once_and_apologizes_nowhere() {
+    use assistant_core::incidents::{CloudwatchAlarm, sources};
+    let responder = responder_with_ops_channel();
+    let notice = sources::pagerduty(testkit::fixtures::alerts::PAGERDUTY_TRIGGERED.as_bytes()).unwrap().unwrap();
+    let letter = DeadLetter::Work(WorkMessage::Alert(notice));
+    for _ in 0..2 {
+        let outcome = responder.handle_dead_letter(&letter).await.unwrap();
+        assert_eq!(outcome, Outcome::Skipped { reason: "alert_dead_lettered" });
+    }
+    let event = serde_json::from_str(testkit::fixtures::alerts::CLOUDWATCH_ALARM).unwrap();
+    responder
+        .handle_dead_letter(&DeadLetter::Work(WorkMessage::CloudwatchAlarm(CloudwatchAlarm { event })))
+        .await
+        .unwrap();
+    let alerts = responder.slack.alerts();
+    assert_eq!(alerts.len(), 2, "one per alert, however often delivered: {alerts:?}");
+    assert!(alerts[0].1.contains("A PagerDuty alert could not be handled") && alerts[0].1.contains("payments-api p99"));
+    assert!(alerts[1].1.contains("CloudWatch alarm") && alerts[1].1.contains("checkout-api-5xx"), "{}", alerts[1].1);
+    assert!(responder.slack.messages().is_empty(), "no thread to apologize in");
+}
+
 // --- Streamed answers and ratings -------------------------------------------
 
 use assistant_core::delivery::{StreamRecord, stream_digest};
