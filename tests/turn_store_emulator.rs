@@ -22,6 +22,30 @@ async fn store() -> (Stack, RecordTurns) {
     (stack, store)
 }
 
+/// The two ways a write's answer is lost, each with the SDK attempts that
+/// meet it: applied then a 5xx the SDK retries (its retry meets the write
+/// its first attempt applied), and applied then a reset with no retry (the
+/// writer reads to find out).
+const LOST_ANSWERS: [(u32, Fault); 2] = [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)];
+
+/// The emulator's resources, and a proxy in front of it that loses the
+/// answers it is told to.
+async fn behind_a_lossy_proxy() -> (Stack, FaultProxy) {
+    let (stack, _) = store().await;
+    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
+    (stack, FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await)
+}
+
+/// Every scripted fault was injected: `times` of each kind.
+fn each_fault_injected(proxy: &FaultProxy, times: u32) {
+    let injected = proxy.injected_by_kind();
+    assert_eq!(
+        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
+        (Some(&times), Some(&times)),
+        "every scripted fault was injected: {injected:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_turn_is_created_once_and_a_redelivery_gets_the_stored_one() {
     let (_stack, store) = store().await;
@@ -64,12 +88,10 @@ async fn state_over_the_item_limit_is_refused_before_dynamodb_sees_it() {
 async fn a_put_applied_with_its_answer_lost_is_the_writers_own() {
     // GIVEN a proxy between the store and the emulator that loses answers
     // to puts the emulator applied
-    let (stack, _) = store().await;
-    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
-    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    let (stack, proxy) = behind_a_lossy_proxy().await;
     // WHEN the SDK retries once (its retry meets the write its first
     // attempt applied), or not at all (the store reads to find out)
-    for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
+    for (attempts, fault) in LOST_ANSWERS {
         let store = RecordTurns::new(std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await));
         // The head's put: a part's is a plain put, its retry idempotent.
         let lose = || proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"STATE"}"#, fault);
@@ -77,12 +99,7 @@ async fn a_put_applied_with_its_answer_lost_is_the_writers_own() {
         store_contract::lost_answers_are_the_writers_own(&store, &format!("Ev0LOST0{attempts}"), &lose).await;
         store_contract::another_writers_save_is_still_a_conflict(&store, &format!("Ev0LOSE0{attempts}"), &lose).await;
     }
-    let injected = proxy.injected_by_kind();
-    assert_eq!(
-        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
-        (Some(&3), Some(&3)),
-        "every scripted fault was injected: {injected:?}"
-    );
+    each_fault_injected(&proxy, 3);
 }
 
 #[tokio::test]
@@ -117,10 +134,8 @@ async fn the_item_keeps_version_and_ttl_beside_the_state() {
 #[tokio::test]
 async fn a_thread_grant_or_revoke_whose_answer_was_lost_is_written_once_and_the_retry_finds_it() {
     use assistant_core::grants::{Revoked, ThreadGrant, ThreadGrants};
-    let (stack, _) = store().await;
-    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
-    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
-    for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
+    let (stack, proxy) = behind_a_lossy_proxy().await;
+    for (attempts, fault) in LOST_ANSWERS {
         let grants = ThreadGrants::new(std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await));
         let thread = assistant_core::ThreadRef {
             team: slack::TeamId::new("T1"),
@@ -167,20 +182,13 @@ async fn a_thread_grant_or_revoke_whose_answer_was_lost_is_written_once_and_the_
         let other = slack::UserId::new("U0OTHER");
         assert_eq!(grants.revocable(&thread, "deploys__*", &other, 2_100).await.unwrap(), None, "no second revoke");
     }
-    let injected = proxy.injected_by_kind();
-    assert_eq!(
-        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
-        (Some(&2), Some(&2)),
-        "every scripted fault was injected: {injected:?}"
-    );
+    each_fault_injected(&proxy, 2);
 }
 
 #[tokio::test]
 async fn a_sign_ins_take_burn_or_tokens_whose_answer_was_lost_are_the_writers_own_on_retry() {
     use assistant_core::oauth::{ConnectStates, ConnectionKey, SealedVault, StateRefused, TokenVault, Tokens};
-    let (stack, _) = store().await;
-    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
-    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    let (stack, proxy) = behind_a_lossy_proxy().await;
     let thread = assistant_core::ThreadRef {
         team: slack::TeamId::new("T1"),
         channel: slack::ChannelId::new("C0SIGNIN"),
@@ -188,7 +196,7 @@ async fn a_sign_ins_take_burn_or_tokens_whose_answer_was_lost_are_the_writers_ow
     };
     let (alice, bob) = (slack::UserId::new("U0ALICE"), slack::UserId::new("U0BOB"));
     let turn = assistant_core::TurnId::new("T1-Ev1");
-    for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
+    for (attempts, fault) in LOST_ANSWERS {
         let records = std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await);
         let states = ConnectStates::new(records.clone());
         let lose = || proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"STATE"}"#, fault);
@@ -235,23 +243,16 @@ async fn a_sign_ins_take_burn_or_tokens_whose_answer_was_lost_are_the_writers_ow
         let connections = vault.connections(&key.team, &key.user).await.unwrap();
         assert_eq!(connections.iter().filter(|found| found.provider == key.provider).count(), 1, "one item");
     }
-    let injected = proxy.injected_by_kind();
-    assert_eq!(
-        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
-        (Some(&3), Some(&3)),
-        "every scripted fault was injected: {injected:?}"
-    );
+    each_fault_injected(&proxy, 3);
 }
 
 #[tokio::test]
 async fn a_registered_client_id_or_published_channels_whose_answer_was_lost_are_kept_once() {
     use assistant_core::oauth::ConnectStates;
     use assistant_core::response_modes::EveryQuestionChannels;
-    let (stack, _) = store().await;
-    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
-    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    let (stack, proxy) = behind_a_lossy_proxy().await;
     let callback = url::Url::parse("https://bot.example/oauth/callback").unwrap();
-    for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
+    for (attempts, fault) in LOST_ANSWERS {
         let records = std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await);
         let issuer = url::Url::parse(&format!("https://id{attempts}.example")).unwrap();
 
@@ -276,22 +277,15 @@ async fn a_registered_client_id_or_published_channels_whose_answer_was_lost_are_
         }
         assert!(channels.include(&slack::ChannelId::new("C0ASK1")).await.unwrap());
     }
-    let injected = proxy.injected_by_kind();
-    assert_eq!(
-        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
-        (Some(&2), Some(&2)),
-        "every scripted fault was injected: {injected:?}"
-    );
+    each_fault_injected(&proxy, 2);
 }
 
 #[tokio::test]
 async fn a_memory_record_whose_answer_was_lost_is_there_once_and_a_forget_whose_answer_was_lost_is_done() {
     use assistant_core::memory::{ChannelMemory, Memory};
-    let (stack, _) = store().await;
-    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
-    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    let (stack, proxy) = behind_a_lossy_proxy().await;
     let (team, channel) = (slack::TeamId::new("T1"), slack::ChannelId::new("C0MEMORY"));
-    for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
+    for (attempts, fault) in LOST_ANSWERS {
         let records = std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await);
         let memories = ChannelMemory::new(records, assistant_core::memory::DEFAULT_RETENTION_SECS);
         let thread = slack::Ts::new(format!("176380000{attempts}.000100"));
@@ -321,24 +315,17 @@ async fn a_memory_record_whose_answer_was_lost_is_there_once_and_a_forget_whose_
         }
         assert!(memories.recall(&team, &channel, "checkout-api", 1_763_800_100).await.unwrap().is_empty());
     }
-    let injected = proxy.injected_by_kind();
-    assert_eq!(
-        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
-        (Some(&2), Some(&2)),
-        "every scripted fault was injected: {injected:?}"
-    );
+    each_fault_injected(&proxy, 2);
 }
 
 #[tokio::test]
 async fn incident_records_and_hourly_counts_whose_answers_were_lost_are_written_once() {
     use assistant_core::incidents::{AlertRoute, Applied, Incidents, Loudness, StormLimits, sources};
     use testkit::fixtures::alerts::{ALERTMANAGER_FIRING, ALERTS_NOW};
-    let (stack, _) = store().await;
-    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
-    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    let (stack, proxy) = behind_a_lossy_proxy().await;
     let route = AlertRoute { channel: slack::ChannelId::new("C0ONCALL01"), prompt_key: None };
     let limits = StormLimits { investigate: 1, threads: 2 };
-    for (attempts, fault) in [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)] {
+    for (attempts, fault) in LOST_ANSWERS {
         let incidents = Incidents::new(std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await));
         let body = ALERTMANAGER_FIRING.replace("c2b1f4a9d0e87a31", &format!("lost{attempts:012}"));
         let notice = sources::alertmanager(body.as_bytes(), ALERTS_NOW).unwrap().remove(0);
@@ -363,10 +350,5 @@ async fn incident_records_and_hourly_counts_whose_answers_were_lost_are_written_
         );
         assert_eq!(incidents.count_opening(&route.channel, limits, hour).await.unwrap(), (Loudness::ThreadOnly, 2));
     }
-    let injected = proxy.injected_by_kind();
-    assert_eq!(
-        (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
-        (Some(&2), Some(&2)),
-        "every scripted fault was injected: {injected:?}"
-    );
+    each_fault_injected(&proxy, 2);
 }
