@@ -512,6 +512,9 @@ async fn assemble_worker(
     let records = &arrival.records;
     // One signer for every hand-signed AWS call of the process.
     let signer = Signer::new(&clients.aws);
+    // The ingress's claims: the workers make alert threads theirs and read
+    // the action tokens kept beside them.
+    let claims = Arc::new(DynamoClaims::new(clients.dynamodb.clone(), &config.turns_table));
     let knowledge = AwsApi::new(clients.http.clone(), signer.clone(), adapters_knowledge_base::AGENT_RUNTIME, None);
     let ports = WorkerPorts {
         store: arrival.turns.clone(),
@@ -549,12 +552,12 @@ async fn assemble_worker(
             Arc::new(SystemClock),
         )),
         memory: Some(assistant_core::memory::ChannelMemory::new(records.clone(), assistant.memory.retention_secs())),
-        action_tokens: Arc::new(DynamoClaims::new(clients.dynamodb.clone(), &config.turns_table)),
+        action_tokens: claims.clone(),
         canvases: Arc::new(adapters_slack::WebCanvases::new(slack.clone())),
         incidents: Some(worker_logic::incidents::IncidentPorts {
             incidents: assistant_core::incidents::Incidents::new(records.clone()),
             records: records.clone(),
-            claims: Arc::new(DynamoClaims::new(clients.dynamodb.clone(), &config.turns_table)),
+            claims,
             ops: config.ops_channel.clone().map(|channel| {
                 Arc::new(OpsAlerts::new(channel, Arc::new(slack.clone()), records.clone(), Arc::new(SystemClock)))
             }),

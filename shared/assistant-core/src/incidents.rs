@@ -520,9 +520,14 @@ impl Incidents {
     /// Remembers which incident `thread` is (for its postmortem): an item
     /// beside the thread naming the incident's record; the same bytes again
     /// on a retry.
-    pub async fn point_thread(&self, notice: &AlertNotice, thread: &ThreadRef, now_unix: i64) -> Result<(), PortError> {
+    pub async fn point_thread(
+        &self,
+        notice: &AlertNotice,
+        thread: &ThreadRef,
+        now_unix: i64,
+    ) -> Result<(), IncidentError> {
         let pointer = serde_json::json!({ "record": notice.record_key().partition }).to_string();
-        self.0.put_part(&thread_pointer(thread), "INCIDENT", pointer, now_unix + INCIDENT_RECORD_SECS).await
+        Ok(self.0.put_part(&thread_pointer(thread), "INCIDENT", pointer, now_unix + INCIDENT_RECORD_SECS).await?)
     }
 
     /// The incident whose thread `thread` is, if it is one.

@@ -643,7 +643,8 @@ pub trait AgentSlack: Send + Sync {
         owner: &TurnId,
     ) -> Result<BTreeMap<MessageKey, Ts>, PostError>;
 
-    /// The workspace and bot user the token belongs to (`auth.test`).
+    /// The workspace and bot user the token belongs to (`auth.test`, asked
+    /// once a process by the Slack adapter).
     async fn identity(&self) -> Result<crate::incidents::BotIdentity, PostError>;
 }
 

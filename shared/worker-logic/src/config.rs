@@ -239,15 +239,25 @@ const MAX_KNOWLEDGE_BASES: usize = 10;
 
 fn knowledge_bases<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<KnowledgeBaseConfig>, D::Error> {
     let bases = Vec::<KnowledgeBaseConfig>::deserialize(deserializer)?;
-    if bases.len() > MAX_KNOWLEDGE_BASES {
-        return Err(serde::de::Error::custom(format!("knowledge_bases: at most {MAX_KNOWLEDGE_BASES}")));
+    named_list(bases, "knowledge_bases", MAX_KNOWLEDGE_BASES, |base| &base.name).map_err(serde::de::Error::custom)
+}
+
+/// A configuration list of at most `max` entries whose names differ.
+pub(crate) fn named_list<T>(
+    items: Vec<T>,
+    field: &str,
+    max: usize,
+    name: impl Fn(&T) -> &str,
+) -> Result<Vec<T>, String> {
+    if items.len() > max {
+        return Err(format!("{field}: at most {max}"));
     }
-    for (n, base) in bases.iter().enumerate() {
-        if bases[..n].iter().any(|earlier| earlier.name == base.name) {
-            return Err(serde::de::Error::custom(format!("knowledge_bases: two are named {}", base.name)));
+    for (n, item) in items.iter().enumerate() {
+        if items[..n].iter().any(|earlier| name(earlier) == name(item)) {
+            return Err(format!("{field}: two are named {}", name(item)));
         }
     }
-    Ok(bases)
+    Ok(items)
 }
 
 fn model_prices<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<ModelPrices>, D::Error> {

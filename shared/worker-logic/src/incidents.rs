@@ -52,7 +52,6 @@ use serde::Deserialize;
 use slack::ChannelId;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tokio::sync::OnceCell;
 use tracing::{info, warn};
 
 /// Rules one configuration may hold.
@@ -189,8 +188,6 @@ pub struct IncidentDesk {
     work: Arc<dyn WorkQueue>,
     artifacts: Arc<dyn ArtifactStore>,
     clock: Arc<dyn Clock>,
-    /// Asked of Slack at the first alert, kept for the process.
-    identity: OnceCell<BotIdentity>,
 }
 
 impl IncidentDesk {
@@ -203,7 +200,7 @@ impl IncidentDesk {
         artifacts: Arc<dyn ArtifactStore>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        Self { rules, schedules, ports, slack, work, artifacts, clock, identity: OnceCell::new() }
+        Self { rules, schedules, ports, slack, work, artifacts, clock }
     }
 
     pub async fn handle(&self, notice: &AlertNotice) -> Result<Handled, DeskError> {
@@ -229,7 +226,8 @@ impl IncidentDesk {
                 Some(rule.limits),
             )
         };
-        let identity = self.identity.get_or_try_init(|| self.slack.identity()).await.map_err(DeskError::Slack)?;
+        // Asked of Slack once a process (the adapter keeps it).
+        let identity = &self.slack.identity().await.map_err(DeskError::Slack)?;
         let mut record = self.apply(notice, &route, limits, identity).await?;
         let applied = record.incident.as_ref().is_some_and(|incident| incident.seen.contains(&notice.delivery));
         if !applied {
@@ -374,11 +372,7 @@ impl IncidentDesk {
             };
             self.ports.claims.claim(&claim, self.clock.now_unix()).await.map_err(DeskError::Claims)?;
             // Which incident the thread is, for its postmortem.
-            self.ports
-                .incidents
-                .point_thread(notice, &thread, self.clock.now_unix())
-                .await
-                .map_err(DeskError::Claims)?;
+            self.ports.incidents.point_thread(notice, &thread, self.clock.now_unix()).await?;
             if wants_turn {
                 let question = self.question(incident).await;
                 let request = TurnRequest {

@@ -75,15 +75,8 @@ impl TryFrom<RawSchedule> for Schedule {
 /// `schedules` as the configuration deserializes it: names unique.
 pub fn schedules<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<Schedule>, D::Error> {
     let schedules = Vec::<Schedule>::deserialize(deserializer)?;
-    if schedules.len() > MAX_SCHEDULES {
-        return Err(serde::de::Error::custom(format!("schedules: at most {MAX_SCHEDULES}")));
-    }
-    for (n, schedule) in schedules.iter().enumerate() {
-        if schedules[..n].iter().any(|earlier| earlier.name == schedule.name) {
-            return Err(serde::de::Error::custom(format!("schedules: two are named {}", schedule.name)));
-        }
-    }
-    Ok(schedules)
+    crate::config::named_list(schedules, "schedules", MAX_SCHEDULES, |schedule| &schedule.name)
+        .map_err(serde::de::Error::custom)
 }
 
 impl Schedule {

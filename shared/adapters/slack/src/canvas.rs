@@ -2,7 +2,7 @@
 //! as a canvas (`canvases.create`), readable by its channel's members
 //! (`canvases.access.set`), rewritten in place when asked again
 //! (`canvases.edit`, one `replace`). Its link is the workspace's URL (from
-//! `auth.test`, asked once) with `docs/{team}/{canvas}`.
+//! the client's `auth.test`, asked once a process) with `docs/{team}/{canvas}`.
 //!
 //! A create is not retried after a 5xx or a reset: it may have made the
 //! canvas, and the caller's record says so.
@@ -15,32 +15,24 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use slack::ChannelId;
-use tokio::sync::OnceCell;
 
 #[derive(Debug)]
 pub struct WebCanvases {
     client: WebClient,
-    /// `{workspace url}docs/{team}/`, once `auth.test` said.
-    docs_base: OnceCell<String>,
 }
 
 impl WebCanvases {
     pub fn new(client: WebClient) -> Self {
-        Self { client, docs_base: OnceCell::new() }
+        Self { client }
     }
 
-    async fn docs_base(&self) -> Result<&str, PostError> {
-        let base = self
-            .docs_base
-            .get_or_try_init(|| async {
-                let auth = self.client.auth_test().await.map_err(post_error)?;
-                match (auth.url, auth.team_id) {
-                    (Some(url), Some(team)) => Ok(format!("{}/docs/{team}/", url.trim_end_matches('/'))),
-                    _ => Err(PostError::Rejected { code: "auth_test_without_url_or_team".into() }),
-                }
-            })
-            .await?;
-        Ok(base)
+    /// `{workspace url}/docs/{team}/`.
+    async fn docs_base(&self) -> Result<String, PostError> {
+        let auth = self.client.identity().await.map_err(post_error)?;
+        match (&auth.url, &auth.team_id) {
+            (Some(url), Some(team)) => Ok(format!("{}/docs/{team}/", url.trim_end_matches('/'))),
+            _ => Err(PostError::Rejected { code: "auth_test_without_url_or_team".into() }),
+        }
     }
 }
 
@@ -55,7 +47,7 @@ impl Canvases for WebCanvases {
         struct Created {
             canvas_id: String,
         }
-        let base = self.docs_base().await?.to_owned();
+        let base = self.docs_base().await?;
         let content = markdown(text);
         let created: Created = self
             .client

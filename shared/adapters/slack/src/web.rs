@@ -126,6 +126,8 @@ pub struct WebClient {
     retry: RetryPolicy,
     /// Calls retried so far by this client and its clones (a metric).
     retries: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Who the token is, asked once for this client and its clones.
+    identity: std::sync::Arc<tokio::sync::OnceCell<AuthTest>>,
 }
 
 #[derive(Deserialize)]
@@ -143,6 +145,7 @@ impl WebClient {
             token,
             retry: RetryPolicy::default(),
             retries: Default::default(),
+            identity: Default::default(),
         }
     }
 
@@ -469,6 +472,13 @@ impl WebClient {
         }
         let members: Members = self.call("usergroups.users.list", &[("usergroup", group)]).await?;
         Ok(members.users)
+    }
+
+    /// Who the token is (workspace, bot user, workspace URL): `auth.test`
+    /// once for the process, however many adapters and assemblies ask. A
+    /// failed ask is asked again next time.
+    pub async fn identity(&self) -> Result<&AuthTest, WebError> {
+        self.identity.get_or_try_init(|| self.auth_test()).await
     }
 
     /// Whether the token works (`auth.test`): the bot user it belongs to.
