@@ -47,11 +47,13 @@ impl LambdaUnderRie {
             .arg("--runtime-api-address")
             .arg(format!("127.0.0.1:{runtime_api_port}"))
             .arg(&binary_path)
-            // Lambda sets neither: a developer's shell that does (one
-            // pointing at a directory of ~290 files, say) would make every
-            // start read certificates a deployed function never reads.
+            // Lambda sets none of these: a developer's shell that does (one
+            // pointing at a directory of ~290 files, say, or the whole
+            // bundle as `AWS_CA_BUNDLE`) would make every start read
+            // certificates a deployed function never reads.
             .env_remove("SSL_CERT_FILE")
             .env_remove("SSL_CERT_DIR")
+            .env_remove("AWS_CA_BUNDLE")
             .envs(launch.env)
             .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
             .stdin(Stdio::null())
