@@ -352,3 +352,62 @@ async fn incident_records_and_hourly_counts_whose_answers_were_lost_are_written_
     }
     each_fault_injected(&proxy, 2);
 }
+
+#[tokio::test]
+async fn records_are_read_in_one_batch_in_the_order_asked_and_missing_ones_are_none() {
+    use assistant_core::ports::{RecordKey, VersionedRecords};
+    use assistant_core::store::put_versioned;
+    let (stack, proxy) = behind_a_lossy_proxy().await;
+    let records = records_through(&proxy, 3, &stack.table).await;
+    let key = |n: usize| RecordKey { partition: format!("BATCH#{n:03}"), kind: "STATE" };
+    // 130 records, every third one stored: two requests of at most 100 keys.
+    for n in (0..130).step_by(3) {
+        put_versioned(&records, &key(n), 0, format!("\"record {n}\""), 2_000_000_000).await.unwrap();
+    }
+    let mut keys: Vec<RecordKey> = (0..130).rev().map(key).collect();
+    keys.push(key(129));
+    keys.push(key(3));
+    let found = records.get_many(&keys).await.unwrap();
+    assert_eq!(found.len(), keys.len(), "one answer per key asked, repeats included");
+    for (asked, found) in keys.iter().zip(&found) {
+        let n: usize = asked.partition["BATCH#".len()..].parse().unwrap();
+        match found {
+            Some(stored) => {
+                assert_eq!((n % 3, stored.state.as_str(), stored.version), (0, &*format!("\"record {n}\""), 1))
+            }
+            None => assert_ne!(n % 3, 0, "record {n} is stored"),
+        }
+    }
+    assert_eq!(proxy.calls_of("DynamoDB_20120810.BatchGetItem"), 2, "130 distinct keys: two requests");
+
+    // A read is safe to repeat: failures before or after DynamoDB answered
+    // are retried by the SDK and the read is the same.
+    for fault in Fault::ALL {
+        proxy.script_when("DynamoDB_20120810.BatchGetItem", "BATCH#", fault);
+        assert_eq!(records.get_many(&keys[..10]).await.unwrap(), found[..10], "{fault:?}");
+    }
+    assert_eq!(records.get_many(&[]).await.unwrap(), vec![], "nothing asked, nothing read");
+}
+
+#[tokio::test]
+async fn a_kept_configuration_whose_answer_was_lost_is_kept_once_and_an_older_one_never_replaces_it() {
+    use assistant_core::ports::VersionedRecords;
+    use worker_logic::kept_config::{KeptConfiguration, ReadConfiguration, record_key};
+    let (stack, proxy) = behind_a_lossy_proxy().await;
+    for (round, (attempts, fault)) in (1..).zip(LOST_ANSWERS) {
+        let records = std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await);
+        let kept = KeptConfiguration::new(records.clone(), "config/assistant.json");
+        let read_at = 1_000 * round;
+        let read = ReadConfiguration { bytes: Some(br#"{"docs_prefix": "runbooks/"}"#.to_vec()), read_at };
+        proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"ASSISTANT"}"#, fault);
+        kept.keep(&read).await.unwrap();
+        let stored = records.get(&record_key()).await.unwrap();
+        assert_eq!(kept.fresh(stored.as_ref(), read_at + 1), Some(read.clone()), "{fault:?}");
+
+        // A worker that read the bucket earlier keeps nothing over it.
+        let older = ReadConfiguration { bytes: Some(br#"{"docs_prefix": "old/"}"#.to_vec()), read_at: read_at - 1 };
+        kept.keep(&older).await.unwrap();
+        assert_eq!(records.get(&record_key()).await.unwrap(), stored);
+    }
+    each_fault_injected(&proxy, 1);
+}

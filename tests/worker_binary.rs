@@ -173,11 +173,17 @@ impl Counted {
 async fn a_cold_worker_reads_the_turns_its_first_messages_name_once_beside_its_start_and_holds_no_quick_work() {
     use assistant_core::ports::TurnStore;
     use assistant_core::turn::TurnStatus;
-    // GIVEN a settled turn in the table, and a cold worker
+    use worker_logic::kept_config::{KeptConfiguration, ReadConfiguration};
+    // GIVEN a settled turn in the table, a copy of the (default)
+    // configuration another worker kept a minute ago, and a cold worker
     let world = Counted::start("http://127.0.0.1:9", "http://127.0.0.1:9/api").await;
     let mut settled = testkit::store_contract::new_turn("Ev0SETTLED1");
     settled.settle("It was the pool.".into(), TurnStatus::Answered, 1_763_800_002);
     world.stack.turns().create(&mut settled).await.unwrap();
+    let records = adapters_aws::dynamodb::DynamoRecords::new(world.stack.dynamodb.clone(), &world.stack.table);
+    let copies = KeptConfiguration::new(std::sync::Arc::new(records), worker_logic::config::DEFAULT_CONFIG_KEY);
+    let a_minute_ago = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() - 60;
+    copies.keep(&ReadConfiguration { bytes: None, read_at: a_minute_ago as i64 }).await.unwrap();
 
     // WHEN its first invocation continues that turn and one never stored
     let continuation = |turn_id: &TurnId| {
@@ -189,11 +195,15 @@ async fn a_cold_worker_reads_the_turns_its_first_messages_name_once_beside_its_s
     };
     world.invoke(&[continuation(&settled.id), continuation(&TurnId::new("T061EG9R6-Ev0NEVER01"))]).await;
 
-    // THEN both are handled; each turn was read once: the worker took the
-    // turns read ahead instead of reading them again (the third read is the
-    // stored turn's delivery record, which the worker reads itself)
+    // THEN both are handled; both turns and the kept configuration were
+    // read in one request, and the worker took the turns read ahead instead
+    // of reading them again (the one other read is the stored turn's
+    // delivery record, which the worker reads itself); the configuration
+    // was not read from the bucket
     assert_eq!(world.lambda.logs().matches("message handled").count(), 2, "{}", world.lambda.logs());
-    assert_eq!(world.proxy.calls_of("DynamoDB_20120810.GetItem"), 3);
+    assert_eq!(world.proxy.calls_of("DynamoDB_20120810.BatchGetItem"), 1);
+    assert_eq!(world.proxy.calls_of("DynamoDB_20120810.GetItem"), 1);
+    assert_eq!(world.proxy.calls_of("S3 GET"), 0);
     // AND work done within a second held nothing
     assert_eq!(world.proxy.calls_of("AmazonSQS.ChangeMessageVisibility"), 0);
 }

@@ -638,3 +638,93 @@ async fn read_channel_reads_a_listed_channel_through_slack_and_refuses_any_other
     assert!(alarm < rollback && !results.contains("has joined"), "{results}");
     assert!(results.contains("C0PAYROLL01 is not a channel this bot may read"), "{results}");
 }
+
+/// A cold start as `main` makes it: the first invocation's read (its turns
+/// and the kept configuration) beside the assembly, which starts from the
+/// kept copy when fresh. Returns the worker and its answer to `event`.
+async fn cold_start(config: Config, clients: Clients, event: serde_json::Value) -> (WorkerFunction, serde_json::Value) {
+    let arrival = worker::Arrival::new(&clients.dynamodb, &clients.sqs, &config);
+    let event = worker::WorkerEvent::read(event);
+    let start = async {
+        let kept = arrival.kept_configuration(worker::FIRST_EVENT_GRACE).await;
+        let configured = WorkerFunction::configuration(&config, &clients.s3, &arrival, kept).await.unwrap();
+        WorkerFunction::load_with(config.clone(), clients.clone(), configured, arrival.clone()).await.unwrap()
+    };
+    let (function, ()) = tokio::join!(start, arrival.prepare(&event));
+    let response = function.handle_prepared(event, deadline()).await.unwrap();
+    // The copy it keeps, when it read the bucket, is kept beside the work.
+    function.settle().await;
+    (function, response)
+}
+
+#[tokio::test]
+async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads_the_bucket_once_it_is_old() {
+    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
+    use worker_logic::config::DEFAULT_CONFIG_KEY;
+    use worker_logic::kept_config::{FRESH_FOR_SECS, KeptConfiguration, ReadConfiguration};
+    let fake = FakeBedrock::start().await;
+    fake.answer_with(|_| Scripted::fixture(TEXT_REPLY));
+    let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
+    // Every AWS call through a proxy that counts them.
+    let proxy = FaultProxy::start(Upstream::Aws, &tests::env_from_test_command("AWS_ENDPOINT_URL"), Plan::none()).await;
+    let aws = tests::config_through(proxy.url(), 3, adapters_aws::config::worker_timeouts()).await;
+    let counted = Clients {
+        dynamodb: aws_sdk_dynamodb::Client::new(&aws),
+        sqs: aws_sdk_sqs::Client::new(&aws),
+        s3: adapters_s3::client(&aws),
+        ..clients(&stack, &fake).await
+    };
+    let question = |n: u32| {
+        let mut event = events::parse(events::WORKER_SQS_START_TURN);
+        let body = event["Records"][0]["body"].as_str().unwrap().replace("Ev0LAN670R", &format!("Ev0KEPT{n:03}"));
+        event["Records"][0]["body"] = body.into();
+        event
+    };
+    let system_prompt = |n: usize| fake.requests()[n].body["system"].to_string();
+    stack.put("prompts/a.md", "You are assistant A.").await;
+    stack.put("prompts/b.md", "You are assistant B.").await;
+    let config_a = r#"{"system_prompt_key": "prompts/a.md"}"#;
+
+    // GIVEN a copy of configuration A kept six minutes ago, and B in the bucket
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64;
+    let records = adapters_aws::dynamodb::DynamoRecords::new(stack.dynamodb.clone(), &stack.table);
+    let copies = KeptConfiguration::new(std::sync::Arc::new(records), DEFAULT_CONFIG_KEY);
+    let old = ReadConfiguration { bytes: Some(config_a.as_bytes().to_vec()), read_at: now - FRESH_FOR_SECS - 60 };
+    copies.keep(&old).await.unwrap();
+    stack.put(DEFAULT_CONFIG_KEY, r#"{"system_prompt_key": "prompts/b.md"}"#).await;
+
+    // WHEN a worker starts cold: the copy is too old, the bucket is read
+    let (_, response) = cold_start(function_config(&stack, None), counted.clone(), question(1)).await;
+    assert_eq!(failures(&response), Vec::<String>::new());
+    assert!(system_prompt(0).contains("assistant B"), "{}", system_prompt(0));
+    assert_eq!(proxy.calls_of("S3 GET"), 2, "the configuration and the prompt it names, from the bucket");
+
+    // AND B was kept: the bucket changes back to A, and the next cold
+    // worker starts from the kept B, read in the request that read its
+    // first turns, without reading the configuration from the bucket
+    stack.put(DEFAULT_CONFIG_KEY, config_a).await;
+    let batches = proxy.calls_of("DynamoDB_20120810.BatchGetItem");
+    let (cold, response) = cold_start(function_config(&stack, None), counted.clone(), question(2)).await;
+    assert_eq!(failures(&response), Vec::<String>::new());
+    assert!(system_prompt(1).contains("assistant B"), "the kept copy, five minutes at most behind the bucket");
+    assert_eq!(proxy.calls_of("S3 GET"), 3, "only the prompt B names");
+    assert_eq!(proxy.calls_of("DynamoDB_20120810.BatchGetItem"), batches + 1);
+
+    // AND that worker reads the bucket when its copy is five minutes old
+    let cold = cold.reassembling_after(Duration::ZERO);
+    cold.handle(question(3), deadline()).await.unwrap();
+    cold.handle(question(4), deadline()).await.unwrap();
+    assert!(system_prompt(3).contains("assistant A"), "{}", system_prompt(3));
+
+    // AND a kept copy that no longer reads is passed over for the bucket
+    let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
+    stack.put("prompts/a.md", "You are assistant A.").await;
+    stack.put(DEFAULT_CONFIG_KEY, config_a).await;
+    let records = adapters_aws::dynamodb::DynamoRecords::new(stack.dynamodb.clone(), &stack.table);
+    let copies = KeptConfiguration::new(std::sync::Arc::new(records), DEFAULT_CONFIG_KEY);
+    let broken = ReadConfiguration { bytes: Some(br#"{"tool_polcy": []}"#.to_vec()), read_at: now - 10 };
+    copies.keep(&broken).await.unwrap();
+    let (_, response) = cold_start(function_config(&stack, None), clients(&stack, &fake).await, question(5)).await;
+    assert_eq!(failures(&response), Vec::<String>::new());
+    assert!(system_prompt(4).contains("assistant A"), "{}", system_prompt(4));
+}

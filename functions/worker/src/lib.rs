@@ -18,19 +18,22 @@ use adapters_slack::{SlackWebReader, WebAgent};
 use assistant_core::alerts::OpsAlerts;
 use assistant_core::feedback::FeedbackLog;
 use assistant_core::oauth::{ConnectStates, SealedVault};
-use assistant_core::ports::{MessageVisibility, VersionedRecords};
+use assistant_core::ports::{MessageVisibility, StoredRecord, VersionedRecords};
 use assistant_core::store::{ReadAhead, RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::{Clock, SystemClock, WorkMessage};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_support::UnsupportedEvent;
+use lambda_support::deferred::Starting;
 use lambda_support::env::{ConfigError, optional, required};
 use lambda_support::health::{self, HealthReport};
 use lambda_support::metrics::EmfTurnMetrics;
 use lambda_support::sqs_batch::{self, Permanent, Record};
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use worker_logic::config::{AssistantConfig, DEFAULT_CONFIG_KEY};
+use worker_logic::kept_config::{self, KeptConfiguration, ReadConfiguration};
 use worker_logic::sign_in::SignInPorts;
 use worker_logic::tools::ToolRegistry;
 use worker_logic::{Deadline, Limits, StartupError, Worker, WorkerPorts};
@@ -142,13 +145,19 @@ pub struct AwsClients {
 
 impl AwsClients {
     pub fn new(aws: &aws_config::SdkConfig) -> Self {
+        Self::around(aws, aws_sdk_dynamodb::Client::new(aws), aws_sdk_sqs::Client::new(aws))
+    }
+
+    /// The clients, the table's and the queues' built already (start-up
+    /// builds those first: the first invocation's read needs them only).
+    pub fn around(aws: &aws_config::SdkConfig, dynamodb: aws_sdk_dynamodb::Client, sqs: aws_sdk_sqs::Client) -> Self {
         let bedrock_config = aws_sdk_bedrockruntime::config::Builder::from(aws)
             .retry_config(adapters_bedrock::retry_config())
             .timeout_config(adapters_bedrock::timeout_config(worker_logic::MODEL_CALL_TIME))
             .build();
         Self {
-            dynamodb: aws_sdk_dynamodb::Client::new(aws),
-            sqs: aws_sdk_sqs::Client::new(aws),
+            dynamodb,
+            sqs,
             s3: adapters_s3::client(aws),
             bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config),
             aws: aws.clone(),
@@ -169,16 +178,27 @@ impl Clients {
 
 /// What an invocation starts before it needs the assembled worker: the
 /// turns its messages name, read ahead. It needs the table only, so a cold
-/// worker starts it while it is still reading its configuration and
-/// assembling its tools; the worker's store is its [`ReadAhead`], whose
-/// first load of each turn takes what was read. It also holds the messages
-/// of work that outlives [`HOLD_AFTER`].
+/// worker starts it while it is still assembling its tools; the worker's
+/// store is its [`ReadAhead`], whose first load of each turn takes what was
+/// read. The first invocation's read also fetches, in the same request,
+/// the copy of the configuration the workers keep
+/// ([`worker_logic::kept_config`]), which the assembly starts from. It
+/// also holds the messages of work that outlives [`HOLD_AFTER`].
 #[derive(Clone)]
 pub struct Arrival {
     visibility: Arc<Visibility>,
     turns: Arc<ReadAhead>,
     /// The turns table, for every other record the worker keeps.
     records: Arc<dyn VersionedRecords>,
+    first_read: Arc<FirstRead>,
+}
+
+/// The kept configuration's record, read once: by the first invocation
+/// beside its turns, or alone by the assembly when no invocation comes.
+#[derive(Default)]
+struct FirstRead {
+    asked: AtomicBool,
+    found: Starting<Option<StoredRecord>>,
 }
 
 impl Arrival {
@@ -186,20 +206,58 @@ impl Arrival {
         let records: Arc<dyn VersionedRecords> = Arc::new(DynamoRecords::new(dynamodb.clone(), &config.turns_table));
         Self {
             visibility: Arc::new(Visibility::new(sqs.clone(), &[&config.work_queue_url])),
-            turns: Arc::new(ReadAhead::new(Arc::new(RecordTurns::new(records.clone())))),
+            turns: Arc::new(ReadAhead::new(RecordTurns::new(records.clone()))),
             records,
+            first_read: Arc::default(),
         }
     }
 
     /// Reads ahead the turns a work-queue batch names (all but a new
-    /// question's, which nothing has stored yet). Any other event: nothing.
+    /// question's, which nothing has stored yet), in one request; the
+    /// first invocation's read, whatever its event, also fetches the kept
+    /// configuration.
     pub async fn prepare(&self, event: &WorkerEvent) {
-        let WorkerEvent::Batch(batch) = event else { return };
-        let turns = batch.records.iter().filter_map(|message| match WorkMessage::decode(message.body.as_deref()?) {
-            Ok(WorkMessage::StartTurn(_)) | Err(_) => None,
-            Ok(message) => message.turn_id(),
+        let turns: Vec<_> = match event {
+            WorkerEvent::Batch(batch) => batch
+                .records
+                .iter()
+                .filter_map(|message| match WorkMessage::decode(message.body.as_deref()?) {
+                    Ok(WorkMessage::StartTurn(_)) | Err(_) => None,
+                    Ok(message) => message.turn_id(),
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let first = !self.first_read.asked.swap(true, Ordering::SeqCst);
+        let also = if first { vec![kept_config::record_key()] } else { Vec::new() };
+        let read = self.turns.read(turns, &also).await;
+        if first {
+            let found = read.map(|mut found| found.pop().flatten()).unwrap_or_else(|err| {
+                tracing::warn!(error = %err, "the first turns and the kept configuration were not read ahead: the assembly reads the bucket");
+                None
+            });
+            self.first_read.found.build(async { found }).await;
+        }
+    }
+
+    /// The kept configuration's record as the first invocation's read found
+    /// it; read alone when no invocation has asked within `grace` (a start
+    /// before any event).
+    pub async fn kept_configuration(&self, grace: Duration) -> Option<StoredRecord> {
+        tokio::select! {
+            biased;
+            found = self.first_read.found.get() => return found.clone(),
+            () = tokio::time::sleep(grace) => {}
+        }
+        if self.first_read.asked.swap(true, Ordering::SeqCst) {
+            return self.first_read.found.get().await.clone();
+        }
+        let found = self.records.get(&kept_config::record_key()).await.unwrap_or_else(|err| {
+            tracing::warn!(error = %err, "the kept configuration was not read: the assembly reads the bucket");
+            None
         });
-        self.turns.read(turns.collect::<Vec<_>>()).await;
+        self.first_read.found.build(async { found.clone() }).await;
+        found
     }
 
     /// After [`HOLD_AFTER`], holds the batch's messages until just past the
@@ -245,6 +303,39 @@ impl WorkerEvent {
     }
 }
 
+/// The assistant configuration a worker assembles, as read from the
+/// bucket at a time, directly or through the copy the workers keep.
+pub struct Configured {
+    pub assistant: AssistantConfig,
+    read: ReadConfiguration,
+    /// Where to keep it: read from the bucket just now (none: it is the
+    /// kept copy).
+    copies: Option<KeptConfiguration>,
+}
+
+impl Configured {
+    /// Keeps a configuration read from the bucket for the next cold starts
+    /// (background work: no answer waits for it). Not fatal: a start that
+    /// cannot keep it has it anyway, and the next cold start reads the
+    /// bucket.
+    fn keep(&self) -> impl Future<Output = ()> + Send + 'static {
+        let (copies, read) = (self.copies.clone(), self.read.clone());
+        async move {
+            if let Some(copies) = copies
+                && let Err(err) = copies.keep(&read).await
+            {
+                tracing::warn!(error = %err, "the configuration was not kept: the next cold start reads the bucket");
+            }
+        }
+    }
+
+    /// When it was read from the bucket, on this process's clock.
+    fn read_instant(&self) -> Instant {
+        let age = (SystemClock.now_unix() - self.read.read_at).max(0) as u64;
+        Instant::now().checked_sub(Duration::from_secs(age)).unwrap_or_else(Instant::now)
+    }
+}
+
 pub struct WorkerFunction {
     /// The worker for the configuration as last read, assembled again every
     /// [`REASSEMBLE_AFTER`].
@@ -271,13 +362,18 @@ struct Assembled {
     docs_prefix: String,
 }
 
+/// How long a cold worker's assembly waits for the first invocation to read
+/// the kept configuration beside its turns before reading it alone (a start
+/// with no event yet).
+pub const FIRST_EVENT_GRACE: Duration = Duration::from_millis(100);
+
 /// How often a warm worker reads its configuration again and assembles
 /// itself anew (beside an invocation's work; the next one uses it): a
-/// configuration uploaded to
-/// the bucket, or an MCP server's changed tools (`worker_logic::mcp_tools`
-/// keeps their lists), reach running workers within minutes, not only new
-/// ones.
-pub const REASSEMBLE_AFTER: Duration = Duration::from_secs(300);
+/// configuration uploaded to the bucket, or an MCP server's changed tools
+/// (`worker_logic::mcp_tools` keeps their lists), reach running workers
+/// within minutes, not only new ones. As long as a kept copy of the
+/// configuration is fresh for a cold worker, so new ones are no later.
+pub const REASSEMBLE_AFTER: Duration = Duration::from_secs(kept_config::FRESH_FOR_SECS as u64);
 
 /// The scheduled event that sweeps due approval deadlines
 /// (`template.yaml`, `ApprovalSweep`).
@@ -310,45 +406,73 @@ impl Deadline for LambdaDeadline {
 }
 
 impl WorkerFunction {
-    /// Reads the assistant configuration from the artifact bucket and
-    /// assembles the worker on the AWS and Slack adapters. Tools' headers'
-    /// `${env:NAME}` come from this process's environment, `${secret:NAME}`
-    /// from Secrets Manager under `SECRETS_PREFIX`. Returns once the
-    /// start's background work is done too.
+    /// Reads the assistant configuration from the artifact bucket (and
+    /// keeps a copy for cold starts) and assembles the worker on the AWS
+    /// and Slack adapters. Tools' headers' `${env:NAME}` come from this
+    /// process's environment, `${secret:NAME}` from Secrets Manager under
+    /// `SECRETS_PREFIX`. Returns once the start's background work is done
+    /// too.
     pub async fn load(config: Config, clients: Clients) -> Result<Self, StartupError> {
-        let assistant = Self::read_configuration(&config, &clients.s3).await?;
         let arrival = Arrival::new(&clients.dynamodb, &clients.sqs, &config);
-        let function = Self::load_with(config, clients, assistant, arrival).await?;
+        let configured = Self::configuration(&config, &clients.s3, &arrival, None).await?;
+        let function = Self::load_with(config, clients, configured, arrival).await?;
         // All of the start done before the first event, as callers of
         // `load` expect (`main` lets the first invocation finish it).
-        function.assembled().worker.background.settle(BACKGROUND_WAIT).await;
+        function.settle().await;
         Ok(function)
     }
 
-    /// The assistant configuration from the artifact bucket (the defaults
-    /// when there is none).
-    pub async fn read_configuration(config: &Config, s3: &aws_sdk_s3::Client) -> Result<AssistantConfig, StartupError> {
-        let artifacts = S3Artifacts::new(s3.clone(), &config.artifact_bucket);
-        worker_logic::assembly::load_config(&artifacts, &config.assistant_config_key).await
+    /// Waits for the start's background work (tests, and [`Self::load`]).
+    pub async fn settle(&self) {
+        self.assembled().worker.background.settle(BACKGROUND_WAIT).await;
     }
 
-    /// The worker assembled for `assistant`, read already, on `arrival`'s
-    /// store.
+    /// The configuration to start from: the copy the workers keep, when
+    /// `kept` (its record, as [`Arrival::kept_configuration`] found it) is
+    /// fresh and reads, else the artifact bucket's (the defaults when there
+    /// is none).
+    pub async fn configuration(
+        config: &Config,
+        s3: &aws_sdk_s3::Client,
+        arrival: &Arrival,
+        kept: Option<StoredRecord>,
+    ) -> Result<Configured, StartupError> {
+        let key = &config.assistant_config_key;
+        let copies = KeptConfiguration::new(arrival.records.clone(), key);
+        if let Some(read) = copies.fresh(kept.as_ref(), SystemClock.now_unix()) {
+            match read.parse(key) {
+                Ok(assistant) => return Ok(Configured { assistant, read, copies: None }),
+                Err(err) => tracing::warn!(error = %err, "the kept configuration no longer reads: reading the bucket"),
+            }
+        }
+        let artifacts = S3Artifacts::new(s3.clone(), &config.artifact_bucket);
+        let read = worker_logic::assembly::read_config(&artifacts, key, SystemClock.now_unix()).await?;
+        let assistant = read.parse(key)?;
+        Ok(Configured { assistant, read, copies: Some(copies) })
+    }
+
+    /// The worker assembled for `configured` on `arrival`'s store; a
+    /// configuration read from the bucket is kept for cold starts beside
+    /// the assembly.
     pub async fn load_with(
         config: Config,
         clients: Clients,
-        assistant: AssistantConfig,
+        configured: Configured,
         arrival: Arrival,
     ) -> Result<Self, StartupError> {
         let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
-        let worker = assemble_worker(&config, &clients, &arrival, &slack, &assistant).await?;
-        tracing::info!(config = %config.assistant_config_key, "worker assembled");
+        let assistant = &configured.assistant;
+        let worker = assemble_worker(&config, &clients, &arrival, &slack, assistant).await?;
+        worker.background.spawn(configured.keep());
+        tracing::info!(config = %config.assistant_config_key, kept = configured.copies.is_none(), "worker assembled");
         let alerts = config.ops_channel.clone().map(|channel| {
             OpsAlerts::new(channel, Arc::new(slack.clone()), arrival.records.clone(), Arc::new(SystemClock))
         });
         Ok(Self {
-            assembled: RwLock::new(Arc::new(Assembled { worker, docs_prefix: assistant.docs_prefix })),
-            assembled_at: Mutex::new(Instant::now()),
+            assembled: RwLock::new(Arc::new(Assembled { worker, docs_prefix: assistant.docs_prefix.clone() })),
+            // A kept copy is as old as its read: the bucket is read again
+            // when it is `REASSEMBLE_AFTER` old, not that long after now.
+            assembled_at: Mutex::new(configured.read_instant()),
             reassemble_after: REASSEMBLE_AFTER,
             clients,
             config,
@@ -387,18 +511,21 @@ impl WorkerFunction {
             }
             *at = Instant::now();
         }
-        let assistant = match Self::read_configuration(&self.config, &self.clients.s3).await {
-            Ok(assistant) => assistant,
+        // The bucket's, never the kept copy: this is how copies are renewed.
+        let configured = match Self::configuration(&self.config, &self.clients.s3, &self.arrival, None).await {
+            Ok(configured) => configured,
             Err(err) => {
                 tracing::error!(error = %err, "the configuration was read again and is broken: this worker keeps the one it has");
                 return;
             }
         };
-        match assemble_worker(&self.config, &self.clients, &self.arrival, &self.slack, &assistant).await {
+        let assistant = &configured.assistant;
+        match assemble_worker(&self.config, &self.clients, &self.arrival, &self.slack, assistant).await {
             Ok(worker) => {
-                let assembled = Arc::new(Assembled { worker, docs_prefix: assistant.docs_prefix });
+                let assembled = Arc::new(Assembled { worker, docs_prefix: assistant.docs_prefix.clone() });
                 *self.assembled.write().expect("assembled lock") = assembled;
                 tracing::info!(config = %self.config.assistant_config_key, "worker assembled again");
+                configured.keep().await;
             }
             Err(err) => {
                 tracing::error!(error = %err, "the configuration was read again and cannot be assembled: this worker keeps the one it has");
@@ -411,8 +538,9 @@ impl WorkerFunction {
     /// milliseconds).
     pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
         let event = WorkerEvent::read(event);
-        self.arrival.prepare(&event).await;
-        self.handle_prepared(event, deadline_ms).await
+        // Boxed: both futures are deep, and callers' stacks need not be.
+        Box::pin(self.arrival.prepare(&event)).await;
+        Box::pin(self.handle_prepared(event, deadline_ms)).await
     }
 
     /// [`WorkerFunction::handle`] once [`Arrival::prepare`] has run for

@@ -3,12 +3,14 @@
 //!
 //! Nothing slow stands before the runtime's first poll: the AWS SDK's
 //! configuration and clients are built on another thread while this one
-//! registers with the runtime, and the HTTP client for Slack and the tools
-//! (its own root store) on a third. Then two things go on together: the
-//! assistant configuration is read from S3 and the worker assembled, and
-//! the turns the first invocation's messages name are read
-//! ([`worker::Arrival`]); the invocation's work waits for both. A worker
-//! that cannot start logs why and exits, as a failed init did.
+//! registers with the runtime (the table's and the queues' first, for the
+//! first invocation's read), and the HTTP client for Slack and the tools
+//! (its own root store) on a third. The first invocation's read
+//! ([`worker::Arrival`]) fetches the turns its messages name and the copy
+//! of the assistant configuration the workers keep in one request; the
+//! worker is assembled from that copy when it is fresh, from the bucket
+//! otherwise, and the invocation's work waits for both. A worker that
+//! cannot start logs why and exits, as a failed init did.
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use lambda_support::deferred::{Deferred, Starting};
@@ -22,21 +24,27 @@ async fn main() -> Result<(), Error> {
     lambda_support::logging::init();
     let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
     let for_arrival = config.clone();
+    let (send_arrival, arrival) = Deferred::sent();
     let aws = Deferred::spawn(move || async move {
         let sdk = adapters_aws::config::load(adapters_aws::config::worker_timeouts()).await;
         let http = Deferred::spawn(|| async { adapters_slack::http_client() });
-        let aws = AwsClients::new(&sdk);
-        let arrival = Arrival::new(&aws.dynamodb, &aws.sqs, &for_arrival);
-        (aws, arrival, http)
+        // The table's and the queues' clients first: the first invocation's
+        // read needs no other, and starts while the rest are built.
+        let (dynamodb, sqs) = (aws_sdk_dynamodb::Client::new(&sdk), aws_sdk_sqs::Client::new(&sdk));
+        // The receiver is gone only if the process is shutting down.
+        let _ = send_arrival.send(Arrival::new(&dynamodb, &sqs, &for_arrival));
+        (AwsClients::around(&sdk, dynamodb, sqs), http)
     });
     let function = Starting::new();
     let assemble = function.build(async {
-        let (aws, arrival, http) = aws.get().await;
-        let (assistant, http) = tokio::join!(WorkerFunction::read_configuration(&config, &aws.s3), http.get());
-        let started = match assistant {
-            Ok(assistant) => {
+        let (arrival, (aws, http)) = tokio::join!(arrival.get(), aws.get());
+        let kept = arrival.kept_configuration(worker::FIRST_EVENT_GRACE).await;
+        let configured = WorkerFunction::configuration(&config, &aws.s3, arrival, kept);
+        let (configured, http) = tokio::join!(configured, http.get());
+        let started = match configured {
+            Ok(configured) => {
                 let clients = Clients::with(aws.clone(), http.clone());
-                Box::pin(WorkerFunction::load_with(config, clients, assistant, arrival.clone())).await
+                Box::pin(WorkerFunction::load_with(config, clients, configured, arrival.clone())).await
             }
             Err(err) => Err(err),
         };
@@ -45,10 +53,10 @@ async fn main() -> Result<(), Error> {
             std::process::exit(1)
         })
     });
-    let (function, aws) = (&function, &aws);
+    let (function, arrival) = (&function, &arrival);
     let serve = run(service_fn(|event: LambdaEvent<Value>| async move {
         let (deadline, event) = (event.context.deadline, WorkerEvent::read(event.payload));
-        let (_, arrival, _) = aws.get().await;
+        let arrival = arrival.get().await;
         let (function, ()) = tokio::join!(function.get(), arrival.prepare(&event));
         // Boxed: the handling's future is deep, the runtime's service deeper.
         Box::pin(function.handle_prepared(event, deadline)).await

@@ -226,6 +226,13 @@ pub trait VersionedRecords: Send + Sync {
     /// The record, read consistently.
     async fn get(&self, key: &RecordKey) -> Result<Option<StoredRecord>, PortError>;
 
+    /// The records `keys` name, in their order, read consistently: in one
+    /// request where the store can (DynamoDB's `BatchGetItem`), else one
+    /// read each, together.
+    async fn get_many(&self, keys: &[RecordKey]) -> Result<Vec<Option<StoredRecord>>, PortError> {
+        futures_util::future::try_join_all(keys.iter().map(|key| self.get(key))).await
+    }
+
     /// Stores `write` if the stored version is `write.expected`, keeping
     /// its token beside the state. Callers go through
     /// [`crate::store::put_versioned`], which tells a lost answer to this

@@ -224,6 +224,14 @@ impl RecordTurns {
         Ok(put)
     }
 
+    /// The turn whose head was read (none: no such turn).
+    async fn turn_of(&self, head: Option<StoredRecord>) -> Result<Option<Turn>, StoreError> {
+        match head {
+            Some(stored) => Ok(Some(self.assemble(&stored).await?)),
+            None => Ok(None),
+        }
+    }
+
     /// The turn whose head is `stored`, its transcript read from its parts.
     async fn assemble(&self, stored: &StoredRecord) -> Result<Turn, StoreError> {
         let mut head: serde_json::Value = parse("read turn state", stored)?;
@@ -289,10 +297,7 @@ impl TurnStore for RecordTurns {
     }
 
     async fn load(&self, id: &TurnId) -> Result<Option<Turn>, StoreError> {
-        match self.0.get(&turn_key(id)).await? {
-            Some(stored) => Ok(Some(self.assemble(&stored).await?)),
-            None => Ok(None),
-        }
+        self.turn_of(self.0.get(&turn_key(id)).await?).await
     }
 
     async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
@@ -315,28 +320,41 @@ impl TurnStore for RecordTurns {
 /// costs a conflict, as another worker's write would. What nobody took is
 /// dropped with [`ReadAhead::forget`] at the end of the invocation.
 pub struct ReadAhead {
-    inner: Arc<dyn TurnStore>,
+    turns: RecordTurns,
     read: std::sync::Mutex<HashMap<TurnId, Option<Turn>>>,
 }
 
 impl ReadAhead {
-    pub fn new(inner: Arc<dyn TurnStore>) -> Self {
-        Self { inner, read: Default::default() }
+    pub fn new(turns: RecordTurns) -> Self {
+        Self { turns, read: Default::default() }
     }
 
-    /// Reads `ids` together. A read that fails is not kept: the work's own
-    /// load reads again, and reports its error.
-    pub async fn read(&self, ids: impl IntoIterator<Item = TurnId>) {
-        let ids: std::collections::HashSet<TurnId> = ids.into_iter().collect();
-        let reads = ids.into_iter().map(|id| async move {
-            let found = self.inner.load(&id).await;
-            (id, found)
-        });
-        for (id, found) in futures_util::future::join_all(reads).await {
-            if let Ok(turn) = found {
+    /// Reads the turns `ids` name and, in the same request, the records
+    /// `also` names (what a cold worker kept of its start), and returns the
+    /// latter in their order. A read that fails keeps nothing: each turn's
+    /// own load reads again and reports its error, and the caller reads
+    /// `also` its own way.
+    pub async fn read(
+        &self,
+        ids: impl IntoIterator<Item = TurnId>,
+        also: &[RecordKey],
+    ) -> Result<Vec<Option<StoredRecord>>, PortError> {
+        let mut ids: Vec<TurnId> = ids.into_iter().collect();
+        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        ids.dedup();
+        let keys: Vec<RecordKey> = also.iter().cloned().chain(ids.iter().map(turn_key)).collect();
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut found = self.turns.0.get_many(&keys).await?;
+        let heads = found.split_off(also.len());
+        let turns = ids.into_iter().zip(heads).map(|(id, head)| async move { (id, self.turns.turn_of(head).await) });
+        for (id, turn) in futures_util::future::join_all(turns).await {
+            if let Ok(turn) = turn {
                 self.read.lock().expect("read-ahead lock").insert(id, turn);
             }
         }
+        Ok(found)
     }
 
     /// Drops what was read ahead and not taken.
@@ -353,19 +371,19 @@ impl ReadAhead {
 impl TurnStore for ReadAhead {
     async fn create(&self, turn: &mut Turn) -> Result<Created, StoreError> {
         self.take(&turn.id);
-        self.inner.create(turn).await
+        self.turns.create(turn).await
     }
 
     async fn load(&self, id: &TurnId) -> Result<Option<Turn>, StoreError> {
         match self.take(id) {
             Some(turn) => Ok(turn),
-            None => self.inner.load(id).await,
+            None => self.turns.load(id).await,
         }
     }
 
     async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
         self.take(&turn.id);
-        self.inner.save(turn).await
+        self.turns.save(turn).await
     }
 }
 

@@ -40,6 +40,13 @@ impl<T: Send + 'static> Deferred<T> {
         Self { value: OnceCell::new(), pending: Mutex::new(Some(receiver)) }
     }
 
+    /// A value another thread sends when it has it (one thread building
+    /// several, the first of them sooner than the rest).
+    pub fn sent() -> (oneshot::Sender<T>, Self) {
+        let (sender, receiver) = oneshot::channel();
+        (sender, Self { value: OnceCell::new(), pending: Mutex::new(Some(receiver)) })
+    }
+
     /// A value already built (tests, and callers that hold one).
     pub fn ready(value: T) -> Self {
         Self { value: OnceCell::new_with(Some(value)), pending: Mutex::new(None) }
@@ -117,6 +124,20 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(*a, caller, "built on its own thread");
         assert_eq!(builds.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_value_sent_by_the_thread_that_builds_it_is_seen_before_the_rest_is_built() {
+        let (send_first, first) = Deferred::sent();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let rest = Deferred::spawn(move || async move {
+            send_first.send("first").expect("the receiver is held");
+            released.recv().expect("the test releases the rest");
+            "rest"
+        });
+        assert_eq!(*first.get().await, "first", "while the rest is still being built");
+        release.send(()).unwrap();
+        assert_eq!((*first.get().await, *rest.get().await), ("first", "rest"));
     }
 
     #[tokio::test]

@@ -176,13 +176,16 @@ async fn read_secrets(
     Ok(secrets)
 }
 
-/// The assistant configuration at `key` in the artifact store; the
-/// defaults when there is none.
-pub async fn load_config(artifacts: &dyn ArtifactStore, key: &str) -> Result<AssistantConfig, StartupError> {
-    match artifacts.get(key).await.map_err(|source| StartupError::Read { key: key.to_owned(), source })? {
-        Some(json) => parse_config(&json, key),
-        None => Ok(AssistantConfig::default()),
-    }
+/// The assistant configuration object at `key` in the artifact store, as
+/// read at `now` (none there: the defaults apply, see
+/// [`ReadConfiguration::parse`](crate::kept_config::ReadConfiguration::parse)).
+pub async fn read_config(
+    artifacts: &dyn ArtifactStore,
+    key: &str,
+    now: i64,
+) -> Result<crate::kept_config::ReadConfiguration, StartupError> {
+    let bytes = artifacts.get(key).await.map_err(|source| StartupError::Read { key: key.to_owned(), source })?;
+    Ok(crate::kept_config::ReadConfiguration { bytes, read_at: now })
 }
 
 /// An assistant configuration's JSON; `origin` names where it came from in

@@ -10,7 +10,8 @@
 //!   [`schedules`]: questions the bot asks itself on a cron schedule, in a
 //!   thread it opens the same way.
 //! - [`config`]: the assistant configuration (S3 JSON, or the runner's
-//!   `--config` file).
+//!   `--config` file); [`kept_config`]: the copy of it a cold worker
+//!   reads with its first turns.
 //! - [`tools`]: the registry, per-channel allow-lists, schema-checked input,
 //!   timeouts, redaction of every result; [`schema`] is its JSON Schema
 //!   checker.
@@ -52,6 +53,7 @@ pub mod home;
 pub mod http_tools;
 pub mod incidents;
 pub mod inspect;
+pub mod kept_config;
 pub mod knowledge_tools;
 pub mod mcp_tools;
 pub mod memory_tools;

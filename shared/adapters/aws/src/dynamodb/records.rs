@@ -15,14 +15,21 @@ use assistant_core::ports::{PortError, Put, RecordKey, RecordWrite, StoredRecord
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnValuesOnConditionCheckFailure};
 use std::collections::HashMap;
+use std::time::Duration;
 
 const VERSION: &str = "version";
 const STATE: &str = "state";
 const WRITE_TOKEN: &str = "write_token";
 
 type Item = HashMap<String, AttributeValue>;
+
+/// `BatchGetItem`'s limit on keys per request.
+const BATCH_KEYS: usize = 100;
+/// How often keys DynamoDB left unprocessed (throttling) are asked for
+/// again, backing off, before the read fails.
+const UNPROCESSED_RETRIES: u32 = 4;
 
 #[derive(Debug, Clone)]
 pub struct DynamoRecords {
@@ -65,6 +72,65 @@ impl VersionedRecords for DynamoRecords {
             .await
             .map_err(|err| port_error("DynamoDB GetItem (record)", err))?;
         output.item.as_ref().map(stored).transpose()
+    }
+
+    /// One `BatchGetItem` (per hundred keys), consistent; keys it leaves
+    /// unprocessed are asked for again with backoff.
+    async fn get_many(&self, records: &[RecordKey]) -> Result<Vec<Option<StoredRecord>>, PortError> {
+        let mut found: HashMap<&RecordKey, StoredRecord> = HashMap::new();
+        let mut distinct: Vec<&RecordKey> = Vec::new();
+        for record in records {
+            if !distinct.contains(&record) {
+                distinct.push(record);
+            }
+        }
+        for chunk in distinct.chunks(BATCH_KEYS) {
+            let mut pending: Vec<Item> = chunk.iter().map(|record| item_key(record)).collect();
+            for attempt in 0..=UNPROCESSED_RETRIES {
+                if attempt > 0 {
+                    tokio::time::sleep(Duration::from_millis(25 << attempt)).await;
+                }
+                let keys = KeysAndAttributes::builder()
+                    .set_keys(Some(std::mem::take(&mut pending)))
+                    .consistent_read(true)
+                    .build()
+                    .map_err(|err| PortError::new("DynamoDB BatchGetItem (records)", err.to_string()))?;
+                let output = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, keys)
+                    .send()
+                    .await
+                    .map_err(|err| port_error("DynamoDB BatchGetItem (records)", err))?;
+                for item in output.responses.unwrap_or_default().remove(&self.table).unwrap_or_default() {
+                    let named = |name: &str| item.get(name).and_then(|value| value.as_s().ok()).map(String::as_str);
+                    let record = chunk
+                        .iter()
+                        .find(|record| {
+                            named(PARTITION_KEY) == Some(record.partition.as_str())
+                                && named(SORT_KEY) == Some(record.kind)
+                        })
+                        .ok_or_else(|| PortError::new("DynamoDB BatchGetItem (records)", "an item no key asked for"))?;
+                    found.insert(record, stored(&item)?);
+                }
+                pending = output
+                    .unprocessed_keys
+                    .unwrap_or_default()
+                    .remove(&self.table)
+                    .map(|left| left.keys)
+                    .unwrap_or_default();
+                if pending.is_empty() {
+                    break;
+                }
+            }
+            if !pending.is_empty() {
+                return Err(PortError::new(
+                    "DynamoDB BatchGetItem (records)",
+                    format!("{} keys still unprocessed after {UNPROCESSED_RETRIES} retries", pending.len()),
+                ));
+            }
+        }
+        Ok(records.iter().map(|record| found.get(record).cloned()).collect())
     }
 
     async fn put(&self, record: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {

@@ -1,0 +1,219 @@
+//! The assistant configuration as a worker last read it from the bucket,
+//! kept in the turns table, so that a cold worker reads it in the same
+//! request as its first turns instead of waiting for the bucket first.
+//!
+//! The bucket stays the source. A worker that reads the configuration from
+//! the bucket keeps its text with the time it read it; a cold worker starts
+//! from a copy read less than [`FRESH_FOR_SECS`] ago (the five minutes a
+//! warm worker goes before reading the bucket again) and from the bucket
+//! otherwise, so an upload reaches every worker, new or warm, within five
+//! minutes, as it did before copies were kept. A copy for another object (a
+//! changed `ASSISTANT_CONFIG_KEY`), one that no longer reads, or a read that
+//! failed: the bucket.
+//!
+//! Only the configuration's own text is kept: the objects it names (a
+//! system prompt, a service catalog) are read from the bucket as before.
+
+use crate::StartupError;
+use crate::config::AssistantConfig;
+use assistant_core::ports::{PortError, Put, RecordKey, StoredRecord, VersionedRecords};
+use assistant_core::store::put_versioned;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// How old a kept copy may be for a cold worker to start from it.
+pub const FRESH_FOR_SECS: i64 = 300;
+/// The largest configuration kept (a table item holds 400 KB); a larger
+/// one is read from the bucket at every start.
+pub const MAX_KEPT_BYTES: usize = 300 * 1024;
+/// A copy no worker refreshes goes away after a day.
+const KEPT_FOR_SECS: i64 = 24 * 3600;
+/// Writers that keep losing to others' newer copies stop after this many tries.
+const KEEP_ATTEMPTS: usize = 3;
+
+/// The record's place in the turns table.
+pub fn record_key() -> RecordKey {
+    RecordKey { partition: "CONFIG".to_owned(), kind: "ASSISTANT" }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Kept {
+    /// The bucket key it was read from.
+    object: String,
+    /// When it was read from the bucket (Unix seconds).
+    read_at: i64,
+    /// The object's text; none: there was no object (the defaults).
+    text: Option<String>,
+}
+
+/// A configuration as read from the bucket at a time: what a cold worker
+/// starts from, fresh or kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadConfiguration {
+    /// The object's bytes; none: there is no object (the defaults apply).
+    pub bytes: Option<Vec<u8>>,
+    /// When it was read from the bucket (Unix seconds).
+    pub read_at: i64,
+}
+
+impl ReadConfiguration {
+    /// The configuration it holds (the defaults when there was no
+    /// object); `origin` names it in the error.
+    pub fn parse(&self, origin: &str) -> Result<AssistantConfig, StartupError> {
+        match &self.bytes {
+            Some(json) => crate::assembly::parse_config(json, origin),
+            None => Ok(AssistantConfig::default()),
+        }
+    }
+}
+
+/// The copy of one configuration object the workers keep.
+#[derive(Clone)]
+pub struct KeptConfiguration {
+    records: Arc<dyn VersionedRecords>,
+    object: String,
+}
+
+impl KeptConfiguration {
+    /// The copy of the bucket's `object`.
+    pub fn new(records: Arc<dyn VersionedRecords>, object: &str) -> Self {
+        Self { records, object: object.to_owned() }
+    }
+
+    /// The configuration kept in `stored` (the record at [`record_key`]),
+    /// when it is this object's and was read from the bucket less than
+    /// [`FRESH_FOR_SECS`] before `now`.
+    pub fn fresh(&self, stored: Option<&StoredRecord>, now: i64) -> Option<ReadConfiguration> {
+        let kept = self.kept(stored?)?;
+        let age = now - kept.read_at;
+        (0..FRESH_FOR_SECS)
+            .contains(&age)
+            .then(|| ReadConfiguration { bytes: kept.text.map(String::into_bytes), read_at: kept.read_at })
+    }
+
+    fn kept(&self, stored: &StoredRecord) -> Option<Kept> {
+        let kept: Kept = serde_json::from_str(&stored.state).ok()?;
+        (kept.object == self.object).then_some(kept)
+    }
+
+    /// Keeps `read` (a configuration that parsed), unless the copy kept is
+    /// as recent already. A versioned put: its answer lost, the put or the
+    /// read after it finds its own write; another worker's newer copy
+    /// stands.
+    pub async fn keep(&self, read: &ReadConfiguration) -> Result<(), PortError> {
+        let text = match &read.bytes {
+            Some(bytes) if bytes.len() > MAX_KEPT_BYTES => {
+                tracing::warn!(
+                    bytes = bytes.len(),
+                    "the assistant configuration is too large to keep: every cold start reads the bucket"
+                );
+                return Ok(());
+            }
+            Some(bytes) => Some(
+                String::from_utf8(bytes.clone())
+                    .map_err(|_| PortError::new("keep the configuration", "the configuration is not UTF-8"))?,
+            ),
+            None => None,
+        };
+        let state = serde_json::to_string(&Kept { object: self.object.clone(), read_at: read.read_at, text })
+            .expect("a kept configuration serializes");
+        let key = record_key();
+        for _ in 0..KEEP_ATTEMPTS {
+            let stored = self.records.get(&key).await?;
+            if stored.as_ref().and_then(|stored| self.kept(stored)).is_some_and(|kept| kept.read_at >= read.read_at) {
+                return Ok(());
+            }
+            let version = stored.map_or(0, |stored| stored.version);
+            let expires_at = read.read_at + KEPT_FOR_SECS;
+            if put_versioned(self.records.as_ref(), &key, version, state.clone(), expires_at).await? == Put::Written {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use testkit::memory::{LostAnswer, MemoryRecords};
+
+    const OBJECT: &str = "config/assistant.json";
+
+    fn kept_on(records: &Arc<MemoryRecords>) -> KeptConfiguration {
+        KeptConfiguration::new(records.clone(), OBJECT)
+    }
+
+    fn read(text: &str, read_at: i64) -> ReadConfiguration {
+        ReadConfiguration { bytes: Some(text.as_bytes().to_vec()), read_at }
+    }
+
+    async fn stored(records: &MemoryRecords) -> Option<StoredRecord> {
+        records.get(&record_key()).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_copy_is_fresh_for_five_minutes_for_its_own_object_only() {
+        let records = Arc::new(MemoryRecords::default());
+        let kept = kept_on(&records);
+        kept.keep(&read(r#"{"docs_prefix": "runbooks/"}"#, 1_000)).await.unwrap();
+        let found = stored(&records).await;
+        assert_eq!(kept.fresh(found.as_ref(), 1_000), Some(read(r#"{"docs_prefix": "runbooks/"}"#, 1_000)));
+        assert_eq!(kept.fresh(found.as_ref(), 1_299).map(|read| read.read_at), Some(1_000));
+        assert_eq!(kept.fresh(found.as_ref(), 1_300), None, "five minutes old: read the bucket");
+        assert_eq!(kept.fresh(found.as_ref(), 999), None, "from the future (a clock off): read the bucket");
+        let other = KeptConfiguration::new(records.clone(), "config/other.json");
+        assert_eq!(other.fresh(found.as_ref(), 1_000), None, "another object's copy");
+        assert_eq!(kept.fresh(None, 1_000), None);
+    }
+
+    #[tokio::test]
+    async fn no_object_is_kept_as_the_defaults_and_broken_records_are_not_copies() {
+        let records = Arc::new(MemoryRecords::default());
+        let kept = kept_on(&records);
+        kept.keep(&ReadConfiguration { bytes: None, read_at: 1_000 }).await.unwrap();
+        let found = stored(&records).await;
+        assert_eq!(kept.fresh(found.as_ref(), 1_010), Some(ReadConfiguration { bytes: None, read_at: 1_000 }));
+        let broken = StoredRecord { version: 1, state: "not json".into(), token: None };
+        assert_eq!(kept.fresh(Some(&broken), 1_010), None);
+    }
+
+    #[tokio::test]
+    async fn an_older_copy_never_replaces_a_newer_one() {
+        let records = Arc::new(MemoryRecords::default());
+        let kept = kept_on(&records);
+        kept.keep(&read(r#"{"v": "new"}"#, 2_000)).await.unwrap();
+        kept.keep(&read(r#"{"v": "old"}"#, 1_000)).await.unwrap();
+        let found = stored(&records).await;
+        assert_eq!(kept.fresh(found.as_ref(), 2_000), Some(read(r#"{"v": "new"}"#, 2_000)));
+        kept.keep(&read(r#"{"v": "newer"}"#, 2_100)).await.unwrap();
+        let found = stored(&records).await.unwrap();
+        assert_eq!(kept.fresh(Some(&found), 2_100), Some(read(r#"{"v": "newer"}"#, 2_100)));
+        assert_eq!(found.version, 2, "written twice, the older copy refused without a write");
+    }
+
+    #[tokio::test]
+    async fn a_keep_whose_answer_was_lost_is_written_once() {
+        for lost in [LostAnswer::Error, LostAnswer::RetryRefused] {
+            let records = Arc::new(MemoryRecords::default());
+            let kept = kept_on(&records);
+            records.lose_answers([lost]);
+            kept.keep(&read(r#"{"v": 1}"#, 1_000)).await.unwrap();
+            let found = stored(&records).await.unwrap();
+            assert_eq!(found.version, 1, "{lost:?}: applied once");
+            assert_eq!(kept.fresh(Some(&found), 1_000), Some(read(r#"{"v": 1}"#, 1_000)));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_configuration_too_large_for_an_item_is_not_kept() {
+        let records = Arc::new(MemoryRecords::default());
+        let kept = kept_on(&records);
+        let large = format!(r#"{{"docs_prefix": "{}"}}"#, "x".repeat(MAX_KEPT_BYTES));
+        kept.keep(&read(&large, 1_000)).await.unwrap();
+        assert_eq!(stored(&records).await, None);
+        let not_text = ReadConfiguration { bytes: Some(vec![0xff, 0xfe]), read_at: 1_000 };
+        assert!(kept.keep(&not_text).await.is_err());
+        assert_eq!(stored(&records).await, None);
+    }
+}
