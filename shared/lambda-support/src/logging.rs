@@ -7,6 +7,12 @@
 //! compiles regular expressions and cost each binary ~0.1 MB. A level is
 //! what the functions are ever run with; a directive list uses its last
 //! bare level, or INFO.
+//!
+//! Shipped (release) builds have nothing below INFO to print: the
+//! workspace builds `tracing` with `release_max_level_info`, which compiles
+//! the libraries' debug and trace call sites out (half a megabyte of the
+//! worker). `DEBUG` shows them in debug builds: the tests, the local
+//! runner, `cargo lambda watch`.
 
 use tracing::level_filters::LevelFilter;
 
