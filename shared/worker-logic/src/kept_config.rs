@@ -31,9 +31,11 @@ const KEPT_FOR_SECS: i64 = 24 * 3600;
 /// Writers that keep losing to others' newer copies stop after this many tries.
 const KEEP_ATTEMPTS: usize = 3;
 
-/// The record's place in the turns table.
+/// The record's place in the turns table: a `WORKER#` partition, which
+/// only the worker's role may write (the template denies the responder's;
+/// the ingress's may write only its own partitions and read `CONFIG`).
 pub fn record_key() -> RecordKey {
-    RecordKey { partition: "CONFIG".to_owned(), kind: "ASSISTANT" }
+    RecordKey { partition: "WORKER#CONFIG".to_owned(), kind: "ASSISTANT" }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -203,6 +205,25 @@ mod tests {
             assert_eq!(found.version, 1, "{lost:?}: applied once");
             assert_eq!(kept.fresh(Some(&found), 1_000), Some(read(r#"{"v": 1}"#, 1_000)));
         }
+    }
+
+    #[test]
+    fn only_the_workers_role_may_write_the_copy() {
+        let template = include_str!("../../../template.yaml");
+        // A resource's lines, up to the next line indented by two spaces.
+        let section = |name: &str| {
+            let start = template.find(&format!("\n  {name}:\n")).expect("the function is in the template") + 1;
+            let rest = &template[start..];
+            let next = rest.match_indices("\n  ").map(|(at, _)| at).find(|&at| !rest[at + 3..].starts_with(' '));
+            &rest[..next.unwrap_or(rest.len())]
+        };
+        assert!(record_key().partition.starts_with("WORKER#"));
+        let responder = section("ResponderFunction");
+        let denied = responder.split("- Effect: Deny").nth(1).expect("the responder is denied something");
+        assert!(denied.contains("dynamodb:PutItem") && denied.contains("\"WORKER#*\""), "{denied}");
+        let ingress = section("IngressFunction");
+        assert!(ingress.contains("dynamodb:LeadingKeys"), "the ingress writes only its own partitions");
+        assert!(!ingress.contains("WORKER#") && !ingress.contains("- \"*\""), "{ingress}");
     }
 
     #[tokio::test]
