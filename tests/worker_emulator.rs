@@ -507,12 +507,7 @@ async fn a_warm_worker_reads_its_configuration_again_and_keeps_the_last_good_one
         .await
         .unwrap()
         .reassembling_after(Duration::ZERO);
-    let question = |n: u32| {
-        let mut event = events::parse(events::WORKER_SQS_START_TURN);
-        let body = event["Records"][0]["body"].as_str().unwrap().replace("Ev0LAN670R", &format!("Ev0RELOAD{n}"));
-        event["Records"][0]["body"] = body.into();
-        event
-    };
+    let question = |n: u32| question_as(&format!("Ev0RELOAD{n}"));
     let system_prompt = |n: usize| fake.requests()[n].body["system"].to_string();
 
     // WHEN the team uploads a new system prompt while it runs
@@ -533,6 +528,14 @@ async fn a_warm_worker_reads_its_configuration_again_and_keeps_the_last_good_one
     assert_eq!(failures(&response), Vec::<String>::new());
     assert!(system_prompt(4).contains("payments team"), "the last good configuration");
     assert_eq!(fake.requests().len(), 5, "every question answered");
+}
+
+/// The event file's question, as the event `event_id` (a new turn each).
+fn question_as(event_id: &str) -> serde_json::Value {
+    let mut event = events::parse(events::WORKER_SQS_START_TURN);
+    let body = event["Records"][0]["body"].as_str().unwrap().replace("Ev0LAN670R", event_id);
+    event["Records"][0]["body"] = body.into();
+    event
 }
 
 /// A new question as the work queue carries it.
@@ -674,12 +677,7 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
         s3: adapters_s3::client(&aws),
         ..clients(&stack, &fake).await
     };
-    let question = |n: u32| {
-        let mut event = events::parse(events::WORKER_SQS_START_TURN);
-        let body = event["Records"][0]["body"].as_str().unwrap().replace("Ev0LAN670R", &format!("Ev0KEPT{n:03}"));
-        event["Records"][0]["body"] = body.into();
-        event
-    };
+    let question = |n: u32| question_as(&format!("Ev0KEPT{n:03}"));
     let system_prompt = |n: usize| fake.requests()[n].body["system"].to_string();
     stack.put("prompts/a.md", "You are assistant A.").await;
     stack.put("prompts/b.md", "You are assistant B.").await;
