@@ -452,8 +452,8 @@ impl WorkerFunction {
     }
 
     /// The worker assembled for `configured` on `arrival`'s store; a
-    /// configuration read from the bucket is kept for cold starts beside
-    /// the assembly.
+    /// configuration read from the bucket is kept for cold starts by the
+    /// worker's background work, which no answer waits for.
     pub async fn load_with(
         config: Config,
         clients: Clients,
