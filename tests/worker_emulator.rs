@@ -726,3 +726,34 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
     assert_eq!(failures(&response), Vec::<String>::new());
     assert!(system_prompt(4).contains("assistant A"), "{}", system_prompt(4));
 }
+
+#[tokio::test]
+async fn a_start_with_no_event_reads_the_kept_configuration_alone_and_the_first_event_reads_only_its_turns() {
+    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
+    use worker_logic::kept_config::{KeptConfiguration, ReadConfiguration};
+    let fake = FakeBedrock::start().await;
+    let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
+    let records = adapters_aws::dynamodb::DynamoRecords::new(stack.dynamodb.clone(), &stack.table);
+    let copies = KeptConfiguration::new(std::sync::Arc::new(records), worker_logic::config::DEFAULT_CONFIG_KEY);
+    let kept = ReadConfiguration { bytes: Some(br#"{"docs_prefix": "runbooks/"}"#.to_vec()), read_at: 1_000 };
+    copies.keep(&kept).await.unwrap();
+    let proxy = FaultProxy::start(Upstream::Aws, &tests::env_from_test_command("AWS_ENDPOINT_URL"), Plan::none()).await;
+    let aws = tests::config_through(proxy.url(), 3, adapters_aws::config::worker_timeouts()).await;
+    let clients = Clients {
+        dynamodb: aws_sdk_dynamodb::Client::new(&aws),
+        sqs: aws_sdk_sqs::Client::new(&aws),
+        ..clients(&stack, &fake).await
+    };
+    let arrival = worker::Arrival::new(&clients.dynamodb, &clients.sqs, &function_config(&stack, None));
+
+    // A start before any event (provisioned concurrency): after the grace,
+    // the assembly reads the kept record alone, and every later ask gets it
+    let found = arrival.kept_configuration(Duration::from_millis(20)).await;
+    assert_eq!(copies.fresh(found.as_ref(), 1_001), Some(kept));
+    assert_eq!(proxy.calls_of("DynamoDB_20120810.GetItem"), 1);
+    assert_eq!(arrival.kept_configuration(Duration::ZERO).await, found);
+
+    // The first event then reads its turns only: a health check reads nothing
+    arrival.prepare(&worker::WorkerEvent::read(events::parse(events::SCHEDULED_HEALTH_CHECK))).await;
+    assert_eq!(proxy.calls(), 1, "nothing more was read");
+}
