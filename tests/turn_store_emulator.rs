@@ -387,6 +387,10 @@ async fn records_are_read_in_one_batch_in_the_order_asked_and_missing_ones_are_n
         assert_eq!(records.get_many(&keys[..10]).await.unwrap(), found[..10], "{fault:?}");
     }
     assert_eq!(records.get_many(&[]).await.unwrap(), vec![], "nothing asked, nothing read");
+    let gets = proxy.calls_of("DynamoDB_20120810.GetItem");
+    let one = records.get_many(&[key(3), key(3)]).await.unwrap();
+    assert_eq!(one, vec![found[keys.len() - 1].clone(), found[keys.len() - 1].clone()], "one key, asked twice");
+    assert_eq!(proxy.calls_of("DynamoDB_20120810.GetItem"), gets + 1, "one key: one GetItem");
 }
 
 #[tokio::test]

@@ -75,7 +75,8 @@ impl VersionedRecords for DynamoRecords {
     }
 
     /// One `BatchGetItem` (per hundred keys), consistent; keys it leaves
-    /// unprocessed are asked for again with backoff.
+    /// unprocessed are asked for again with backoff. One key: a `GetItem`
+    /// (a warm worker's read ahead of a continuation), the cheaper call.
     async fn get_many(&self, records: &[RecordKey]) -> Result<Vec<Option<StoredRecord>>, PortError> {
         let mut found: HashMap<&RecordKey, StoredRecord> = HashMap::new();
         let mut distinct: Vec<&RecordKey> = Vec::new();
@@ -83,6 +84,10 @@ impl VersionedRecords for DynamoRecords {
             if !distinct.contains(&record) {
                 distinct.push(record);
             }
+        }
+        if let [only] = distinct[..] {
+            let stored = self.get(only).await?;
+            return Ok(records.iter().map(|_| stored.clone()).collect());
         }
         for chunk in distinct.chunks(BATCH_KEYS) {
             let mut pending: Vec<Item> = chunk.iter().map(|record| item_key(record)).collect();
