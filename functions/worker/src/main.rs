@@ -27,12 +27,13 @@ async fn main() -> Result<(), Error> {
     let (send_arrival, arrival) = Deferred::sent();
     let aws = Deferred::spawn(move || async move {
         let sdk = adapters_aws::config::load(adapters_aws::config::worker_timeouts()).await;
-        let http = Deferred::spawn(|| async { adapters_slack::http_client() });
         // The table's and the queues' clients first: the first invocation's
-        // read needs no other, and starts while the rest are built.
+        // read needs no other, and starts while the rest are built (the
+        // HTTP client too, which parses the platform's roots: not before).
         let (dynamodb, sqs) = (aws_sdk_dynamodb::Client::new(&sdk), aws_sdk_sqs::Client::new(&sdk));
         // The receiver is gone only if the process is shutting down.
         let _ = send_arrival.send(Arrival::new(&dynamodb, &sqs, &for_arrival));
+        let http = Deferred::spawn(|| async { adapters_slack::http_client() });
         (AwsClients::around(&sdk, dynamodb, sqs), http)
     });
     let function = Starting::new();
