@@ -54,10 +54,13 @@ fn https_client(roots: &Roots) -> Option<aws_sdk_dynamodb::config::SharedHttpCli
     let trust = match roots {
         Roots::Platform => return None,
         Roots::AmazonTrust => TrustStore::empty().with_pem_certificate(AMAZON_TRUST_ROOTS.as_bytes()),
-        Roots::Bundle(path) => match std::fs::read(path) {
+        Roots::Bundle(path) => match std::fs::read(path).map_err(|err| err.to_string()).and_then(|pem| {
+            parses_as_roots(&pem)?;
+            Ok(pem)
+        }) {
             Ok(pem) => TrustStore::empty().with_pem_certificate(pem),
             Err(err) => {
-                tracing::error!(%path, error = %err, "AWS_CA_BUNDLE does not read: the platform's roots are trusted");
+                tracing::error!(%path, error = %err, "AWS_CA_BUNDLE is not a bundle of certificates: the platform's roots are trusted");
                 return None;
             }
         },
@@ -69,6 +72,23 @@ fn https_client(roots: &Roots) -> Option<aws_sdk_dynamodb::config::SharedHttpCli
             .tls_context(context)
             .build_https(),
     )
+}
+
+/// Whether `pem` holds certificates and every one parses as a root: the
+/// SDK builds its root store from it at every client and panics on one
+/// that does not.
+fn parses_as_roots(pem: &[u8]) -> Result<usize, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut store = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        let cert = cert.map_err(|err| format!("not PEM: {err:?}"))?;
+        store.add(cert).map_err(|err| format!("a certificate does not parse: {err}"))?;
+    }
+    match store.len() {
+        0 => Err("no certificate in it".to_owned()),
+        n => Ok(n),
+    }
 }
 
 /// For the ingress acknowledgement path: Slack gives up after 3 s, so the
@@ -173,5 +193,19 @@ mod tests {
             let _ = aws_sdk_dynamodb::Client::new(&config.build());
         }
         assert!(https_client(&Roots::Bundle("/nonexistent/ca.pem".into())).is_none(), "unreadable: the platform's");
+    }
+
+    #[test]
+    fn a_bundle_that_is_not_certificates_is_refused_before_the_sdk_would_panic_on_it() {
+        assert_eq!(parses_as_roots(AMAZON_TRUST_ROOTS.as_bytes()), Ok(5));
+        let truncated = AMAZON_TRUST_ROOTS.replacen("MIIDQTCCAimgAwIBAgITBmyfz5m", "MIIDQTCCAimg", 1);
+        let corrupt = AMAZON_TRUST_ROOTS.replacen("MIIDQTCCAimgAwIBAgITBmyfz5m", "AAAAAAAAAAAAAAAAAAAAAAAAAAA", 1);
+        let hostile = ["", "not a certificate", "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n"];
+        for pem in hostile.iter().map(|pem| pem.to_string()).chain([truncated, corrupt]) {
+            assert!(parses_as_roots(pem.as_bytes()).is_err(), "{pem:.80}");
+            let bundle = std::env::temp_dir().join(format!("bad-ca-{}.pem", std::process::id()));
+            std::fs::write(&bundle, &pem).unwrap();
+            assert!(https_client(&Roots::Bundle(bundle.display().to_string())).is_none(), "the platform's roots");
+        }
     }
 }
