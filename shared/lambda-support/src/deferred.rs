@@ -28,7 +28,7 @@ impl<T: Send + 'static> Deferred<T> {
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = T>,
     {
-        let (sender, receiver) = oneshot::channel();
+        let (sender, deferred) = Self::sent();
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -37,7 +37,7 @@ impl<T: Send + 'static> Deferred<T> {
             // The receiver is gone only if the process is shutting down.
             let _ = sender.send(runtime.block_on(build()));
         });
-        Self { value: OnceCell::new(), pending: Mutex::new(Some(receiver)) }
+        deferred
     }
 
     /// A value another thread sends when it has it (one thread building
