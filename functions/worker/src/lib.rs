@@ -144,13 +144,9 @@ pub struct AwsClients {
 }
 
 impl AwsClients {
-    pub fn new(aws: &aws_config::SdkConfig) -> Self {
-        Self::around(aws, aws_sdk_dynamodb::Client::new(aws), aws_sdk_sqs::Client::new(aws))
-    }
-
     /// The clients, the table's and the queues' built already (start-up
     /// builds those first: the first invocation's read needs them only).
-    pub fn around(aws: &aws_config::SdkConfig, dynamodb: aws_sdk_dynamodb::Client, sqs: aws_sdk_sqs::Client) -> Self {
+    pub fn new(aws: &aws_config::SdkConfig, dynamodb: aws_sdk_dynamodb::Client, sqs: aws_sdk_sqs::Client) -> Self {
         let bedrock_config = aws_sdk_bedrockruntime::config::Builder::from(aws)
             .retry_config(adapters_bedrock::retry_config())
             .timeout_config(adapters_bedrock::timeout_config(worker_logic::MODEL_CALL_TIME))
@@ -166,10 +162,6 @@ impl AwsClients {
 }
 
 impl Clients {
-    pub fn new(aws: &aws_config::SdkConfig) -> Self {
-        Self::with(AwsClients::new(aws), adapters_slack::http_client())
-    }
-
     pub fn with(aws: AwsClients, http: reqwest::Client) -> Self {
         let AwsClients { dynamodb, sqs, s3, bedrock, aws } = aws;
         Self { dynamodb, sqs, s3, bedrock, http, aws }
@@ -362,6 +354,23 @@ struct Assembled {
     docs_prefix: String,
 }
 
+impl Assembled {
+    /// The worker for `configured`; a configuration read from the bucket is
+    /// kept for cold starts by its background work, which no answer waits
+    /// for.
+    async fn new(
+        config: &Config,
+        clients: &Clients,
+        arrival: &Arrival,
+        slack: &WebClient,
+        configured: &Configured,
+    ) -> Result<Self, StartupError> {
+        let worker = assemble_worker(config, clients, arrival, slack, &configured.assistant).await?;
+        worker.background.spawn(configured.keep());
+        Ok(Self { worker, docs_prefix: configured.assistant.docs_prefix.clone() })
+    }
+}
+
 /// How long a cold worker's assembly waits for the first invocation to read
 /// the kept configuration beside its turns before reading it alone (a start
 /// with no event yet).
@@ -461,15 +470,13 @@ impl WorkerFunction {
         arrival: Arrival,
     ) -> Result<Self, StartupError> {
         let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
-        let assistant = &configured.assistant;
-        let worker = assemble_worker(&config, &clients, &arrival, &slack, assistant).await?;
-        worker.background.spawn(configured.keep());
+        let assembled = Assembled::new(&config, &clients, &arrival, &slack, &configured).await?;
         tracing::info!(config = %config.assistant_config_key, kept = configured.copies.is_none(), "worker assembled");
         let alerts = config.ops_channel.clone().map(|channel| {
             OpsAlerts::new(channel, Arc::new(slack.clone()), arrival.records.clone(), Arc::new(SystemClock))
         });
         Ok(Self {
-            assembled: RwLock::new(Arc::new(Assembled { worker, docs_prefix: assistant.docs_prefix.clone() })),
+            assembled: RwLock::new(Arc::new(assembled)),
             // A kept copy is as old as its read: the bucket is read again
             // when it is `REASSEMBLE_AFTER` old, not that long after now.
             assembled_at: Mutex::new(configured.read_instant()),
@@ -519,13 +526,10 @@ impl WorkerFunction {
                 return;
             }
         };
-        let assistant = &configured.assistant;
-        match assemble_worker(&self.config, &self.clients, &self.arrival, &self.slack, assistant).await {
-            Ok(worker) => {
-                let assembled = Arc::new(Assembled { worker, docs_prefix: assistant.docs_prefix.clone() });
-                *self.assembled.write().expect("assembled lock") = assembled;
+        match Assembled::new(&self.config, &self.clients, &self.arrival, &self.slack, &configured).await {
+            Ok(assembled) => {
+                *self.assembled.write().expect("assembled lock") = Arc::new(assembled);
                 tracing::info!(config = %self.config.assistant_config_key, "worker assembled again");
-                configured.keep().await;
             }
             Err(err) => {
                 tracing::error!(error = %err, "the configuration was read again and cannot be assembled: this worker keeps the one it has");

@@ -34,7 +34,7 @@ async fn main() -> Result<(), Error> {
         // The receiver is gone only if the process is shutting down.
         let _ = send_arrival.send(Arrival::new(&dynamodb, &sqs, &for_arrival));
         let http = Deferred::spawn(|| async { adapters_slack::http_client() });
-        (AwsClients::around(&sdk, dynamodb, sqs), http)
+        (AwsClients::new(&sdk, dynamodb, sqs), http)
     });
     let function = Starting::new();
     let assemble = function.build(async {
