@@ -365,8 +365,6 @@ impl Pipeline {
         reply
     }
 
-    /// Works off both queues until they are empty; how many messages the
-    /// responder posted.
     /// An alert's payload as its source sends it (an Alertmanager
     /// notification, a PagerDuty V3 webhook, a CloudWatch alarm state
     /// change), on the work queue as the ingress (or EventBridge) puts it.
@@ -393,6 +391,8 @@ impl Pipeline {
         Ok(messages.len())
     }
 
+    /// Works off both queues until they are empty; how many messages the
+    /// responder posted.
     pub async fn process(&self) -> usize {
         let _one_at_a_time = self.processing.lock().await;
         // As the worker's schedule does in AWS: approvals past their time

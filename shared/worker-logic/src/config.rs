@@ -123,7 +123,7 @@ pub struct MemoryConfig {
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        Self { retention_days: 90 }
+        Self { retention_days: (assistant_core::memory::DEFAULT_RETENTION_SECS / (24 * 3600)) as u32 }
     }
 }
 
