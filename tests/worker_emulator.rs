@@ -642,6 +642,21 @@ async fn read_channel_reads_a_listed_channel_through_slack_and_refuses_any_other
     assert!(results.contains("C0PAYROLL01 is not a channel this bot may read"), "{results}");
 }
 
+/// The stack's clients with every AWS call through a proxy that counts
+/// them (Bedrock's still at the fake).
+async fn counted_clients(stack: &Stack, fake: &FakeBedrock) -> (tests::fault_proxy::FaultProxy, Clients) {
+    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
+    let proxy = FaultProxy::start(Upstream::Aws, &tests::env_from_test_command("AWS_ENDPOINT_URL"), Plan::none()).await;
+    let aws = tests::config_through(proxy.url(), 3, adapters_aws::config::worker_timeouts()).await;
+    let counted = Clients {
+        dynamodb: aws_sdk_dynamodb::Client::new(&aws),
+        sqs: aws_sdk_sqs::Client::new(&aws),
+        s3: adapters_s3::client(&aws),
+        ..clients(stack, fake).await
+    };
+    (proxy, counted)
+}
+
 /// A cold start as `main` makes it: the first invocation's read (its turns
 /// and the kept configuration) beside the assembly, which starts from the
 /// kept copy when fresh. Returns the worker and its answer to `event`.
@@ -662,21 +677,12 @@ async fn cold_start(config: Config, clients: Clients, event: serde_json::Value) 
 
 #[tokio::test]
 async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads_the_bucket_once_it_is_old() {
-    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
     use worker_logic::config::DEFAULT_CONFIG_KEY;
     use worker_logic::kept_config::{FRESH_FOR_SECS, KeptConfiguration, ReadConfiguration};
     let fake = FakeBedrock::start().await;
     fake.answer_with(|_| Scripted::fixture(TEXT_REPLY));
     let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
-    // Every AWS call through a proxy that counts them.
-    let proxy = FaultProxy::start(Upstream::Aws, &tests::env_from_test_command("AWS_ENDPOINT_URL"), Plan::none()).await;
-    let aws = tests::config_through(proxy.url(), 3, adapters_aws::config::worker_timeouts()).await;
-    let counted = Clients {
-        dynamodb: aws_sdk_dynamodb::Client::new(&aws),
-        sqs: aws_sdk_sqs::Client::new(&aws),
-        s3: adapters_s3::client(&aws),
-        ..clients(&stack, &fake).await
-    };
+    let (proxy, counted) = counted_clients(&stack, &fake).await;
     let question = |n: u32| question_as(&format!("Ev0KEPT{n:03}"));
     let system_prompt = |n: usize| fake.requests()[n].body["system"].to_string();
     stack.put("prompts/a.md", "You are assistant A.").await;
@@ -728,7 +734,6 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
 
 #[tokio::test]
 async fn a_start_with_no_event_reads_the_kept_configuration_alone_and_the_first_event_reads_only_its_turns() {
-    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
     use worker_logic::kept_config::{KeptConfiguration, ReadConfiguration};
     let fake = FakeBedrock::start().await;
     let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
@@ -736,13 +741,7 @@ async fn a_start_with_no_event_reads_the_kept_configuration_alone_and_the_first_
     let copies = KeptConfiguration::new(std::sync::Arc::new(records), worker_logic::config::DEFAULT_CONFIG_KEY);
     let kept = ReadConfiguration { bytes: Some(br#"{"docs_prefix": "runbooks/"}"#.to_vec()), read_at: 1_000 };
     copies.keep(&kept).await.unwrap();
-    let proxy = FaultProxy::start(Upstream::Aws, &tests::env_from_test_command("AWS_ENDPOINT_URL"), Plan::none()).await;
-    let aws = tests::config_through(proxy.url(), 3, adapters_aws::config::worker_timeouts()).await;
-    let clients = Clients {
-        dynamodb: aws_sdk_dynamodb::Client::new(&aws),
-        sqs: aws_sdk_sqs::Client::new(&aws),
-        ..clients(&stack, &fake).await
-    };
+    let (proxy, clients) = counted_clients(&stack, &fake).await;
     let arrival = worker::Arrival::new(&clients.dynamodb, &clients.sqs, &function_config(&stack, None));
 
     // A start before any event (provisioned concurrency): after the grace,
