@@ -22,7 +22,7 @@ use ingress_logic::callback::{CALLBACK_PATH, Callback, Page};
 use ingress_logic::{Counted, Intake, Reply, Request};
 use lambda_support::UnsupportedEvent;
 use lambda_support::deferred::Deferred;
-use lambda_support::env::{ConfigError, optional, required};
+use lambda_support::env::{self, ConfigError, required};
 use lambda_support::health::{self, HealthReport};
 use lambda_support::metrics::Emf;
 use serde_json::Value;
@@ -35,27 +35,43 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The runtime contract's variables this function reads.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// `SLACK_SIGNING_SECRET`, or the Secrets Manager secret
+    /// `SLACK_SIGNING_SECRET_ID` names.
     pub signing_secret: SigningSecret,
     pub turns_table: String,
     pub work_queue_url: String,
-    /// `ALERTMANAGER_TOKEN`: the bearer token Alertmanager sends; unset: no
-    /// `/alerts/alertmanager` route.
+    /// `ALERTMANAGER_TOKEN` (or `ALERTMANAGER_TOKEN_ID`): the bearer token
+    /// Alertmanager sends; unset: no `/alerts/alertmanager` route.
     pub alertmanager_token: Option<WebhookSecret>,
-    /// `PAGERDUTY_WEBHOOK_SECRET`: the webhook subscription's signing
-    /// secret; unset: no `/alerts/pagerduty` route.
+    /// `PAGERDUTY_WEBHOOK_SECRET` (or `PAGERDUTY_WEBHOOK_SECRET_ID`): the
+    /// webhook subscription's signing secret; unset: no `/alerts/pagerduty`
+    /// route.
     pub pagerduty_secret: Option<WebhookSecret>,
 }
 
 impl Config {
-    pub fn from_env() -> Result<Self, ConfigError> {
-        let signing_secret = SigningSecret::new(required("SLACK_SIGNING_SECRET")?)
+    /// The environment's configuration. The secrets given as Secrets
+    /// Manager ids (`*_ID`, as the template deploys them) are read here,
+    /// once, all at once; a secret that cannot be read stops the start.
+    pub async fn from_env() -> Result<Self, ConfigError> {
+        let signing_secret = env::required_secret("SLACK_SIGNING_SECRET", "SLACK_SIGNING_SECRET_ID")?;
+        let alertmanager_token = env::secret("ALERTMANAGER_TOKEN", "ALERTMANAGER_TOKEN_ID")?;
+        let pagerduty_secret = env::secret("PAGERDUTY_WEBHOOK_SECRET", "PAGERDUTY_WEBHOOK_SECRET_ID")?;
+        let (turns_table, work_queue_url) = (required("TURNS_TABLE")?, required("WORK_QUEUE_URL")?);
+        let [signing_secret, alertmanager_token, pagerduty_secret] = env::read_secrets(
+            [Some(signing_secret), alertmanager_token, pagerduty_secret],
+            adapters_secrets::SecretsManager::at_start_up,
+        )
+        .await?;
+        let signing_secret = signing_secret.unwrap_or_default();
+        let signing_secret = SigningSecret::new(signing_secret)
             .map_err(|err| ConfigError::Invalid { name: "SLACK_SIGNING_SECRET", reason: err.to_string() })?;
         Ok(Self {
             signing_secret,
-            turns_table: required("TURNS_TABLE")?,
-            work_queue_url: required("WORK_QUEUE_URL")?,
-            alertmanager_token: optional("ALERTMANAGER_TOKEN").and_then(WebhookSecret::new),
-            pagerduty_secret: optional("PAGERDUTY_WEBHOOK_SECRET").and_then(WebhookSecret::new),
+            turns_table,
+            work_queue_url,
+            alertmanager_token: alertmanager_token.and_then(WebhookSecret::new),
+            pagerduty_secret: pagerduty_secret.and_then(WebhookSecret::new),
         })
     }
 }

@@ -14,7 +14,9 @@ async fn main() -> Result<(), Error> {
     // SAFETY: first thing in main: no other thread has started.
     unsafe { lambda_support::tls::read_roots_from_one_file() };
     lambda_support::logging::init();
-    let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
+    // Reads the secrets the environment names in Secrets Manager, if any:
+    // the first request needs the signing secret anyway.
+    let config = Config::from_env().await.inspect_err(|err| tracing::error!("cannot start: {err}"))?;
     // The AWS clients are built beside the runtime's start, not before it.
     let ingress = Ingress::start(config, Arc::new(SystemClock));
     run(service_fn(|event: LambdaEvent<Value>| ingress.handle(event.payload))).await

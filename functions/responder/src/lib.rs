@@ -14,7 +14,7 @@ use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::{Clock, SystemClock};
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_support::UnsupportedEvent;
-use lambda_support::env::{ConfigError, optional, required};
+use lambda_support::env::{self, ConfigError, optional, required};
 use lambda_support::health::{self, HealthReport};
 use lambda_support::metrics::Emf;
 use lambda_support::sqs_batch::{self, Handled, Permanent, Record};
@@ -48,7 +48,10 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn from_env() -> Result<Self, ConfigError> {
+    /// The environment's configuration. The bot token given as a Secrets
+    /// Manager id (`SLACK_BOT_TOKEN_ID`, as the template deploys it) is read
+    /// here, once; a token that cannot be read stops the start.
+    pub async fn from_env() -> Result<Self, ConfigError> {
         let unfurl_links = match optional("SLACK_UNFURL_LINKS").as_deref() {
             None | Some("false") => false,
             Some("true") => true,
@@ -61,17 +64,23 @@ impl Config {
         };
         let special_mentions = SpecialMentions::parse(&optional("SLACK_ALLOWED_SPECIAL_MENTIONS").unwrap_or_default())
             .map_err(|reason| ConfigError::Invalid { name: "SLACK_ALLOWED_SPECIAL_MENTIONS", reason })?;
+        let slack_bot_token = env::required_secret("SLACK_BOT_TOKEN", "SLACK_BOT_TOKEN_ID")?;
+        let (turns_table, reply_queue_url) = (required("TURNS_TABLE")?, required("REPLY_QUEUE_URL")?);
+        let ops_channel = env::ops_channel()?.map(ChannelId::new);
+        let [slack_bot_token] =
+            env::read_secrets([Some(slack_bot_token)], adapters_secrets::SecretsManager::at_start_up).await?;
+        let slack_bot_token = BotToken::new(slack_bot_token.unwrap_or_default());
         Ok(Self {
-            turns_table: required("TURNS_TABLE")?,
-            reply_queue_url: required("REPLY_QUEUE_URL")?,
-            slack_bot_token: BotToken::new(required("SLACK_BOT_TOKEN")?),
+            turns_table,
+            reply_queue_url,
+            slack_bot_token,
             slack_api_base_url: optional("SLACK_API_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
             dead_letter_queue_arns: optional("DEAD_LETTER_QUEUE_ARNS")
                 .map(|arns| arns.split(',').map(|arn| arn.trim().to_owned()).filter(|arn| !arn.is_empty()).collect())
                 .unwrap_or_default(),
             unfurl_links,
             special_mentions,
-            ops_channel: lambda_support::env::ops_channel()?.map(ChannelId::new),
+            ops_channel,
         })
     }
 }

@@ -17,7 +17,8 @@ async fn main() -> Result<(), Error> {
     // SAFETY: first thing in main: no other thread has started.
     unsafe { lambda_support::tls::read_roots_from_one_file() };
     lambda_support::logging::init();
-    let config = Config::from_env().inspect_err(|err| tracing::error!("cannot start: {err}"))?;
+    // The bot token is read here when the environment names its secret.
+    let config = Config::from_env().await.inspect_err(|err| tracing::error!("cannot start: {err}"))?;
     let aws = Deferred::spawn(|| adapters_aws::config::load(adapters_aws::config::responder_timeouts()));
     let http = Deferred::spawn(|| async { adapters_slack::http_client() });
     let function = Starting::new();

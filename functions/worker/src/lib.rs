@@ -24,7 +24,7 @@ use assistant_core::{Clock, SystemClock, WorkMessage};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_support::UnsupportedEvent;
 use lambda_support::deferred::Starting;
-use lambda_support::env::{ConfigError, optional, required};
+use lambda_support::env::{self, ConfigError, optional, required};
 use lambda_support::health::{self, HealthReport};
 use lambda_support::metrics::EmfTurnMetrics;
 use lambda_support::sqs_batch::{self, Permanent, Record};
@@ -70,7 +70,10 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn from_env() -> Result<Self, ConfigError> {
+    /// The environment's configuration. The bot token given as a Secrets
+    /// Manager id (`SLACK_BOT_TOKEN_ID`, as the template deploys it) is read
+    /// here, once; a token that cannot be read stops the start.
+    pub async fn from_env() -> Result<Self, ConfigError> {
         let mut limits = Limits::default();
         if let Some(max_steps) = optional("MAX_STEPS") {
             limits.max_steps = max_steps
@@ -79,19 +82,25 @@ impl Config {
                 .filter(|n| *n > 0)
                 .ok_or(ConfigError::Invalid { name: "MAX_STEPS", reason: "not a positive whole number".into() })?;
         }
+        let slack_bot_token = env::required_secret("SLACK_BOT_TOKEN", "SLACK_BOT_TOKEN_ID")?;
+        let (turns_table, work_queue_url) = (required("TURNS_TABLE")?, required("WORK_QUEUE_URL")?);
+        let (reply_queue_url, artifact_bucket) = (required("REPLY_QUEUE_URL")?, required("ARTIFACT_BUCKET")?);
+        let (model_id, ops_channel, sign_in) = (required("MODEL_ID")?, env::ops_channel()?, sign_in_from_env()?);
+        // Read last: every other variable is checked before a network call.
+        let [slack_bot_token] = env::read_secrets([Some(slack_bot_token)], SecretsManager::at_start_up).await?;
         Ok(Self {
-            turns_table: required("TURNS_TABLE")?,
-            work_queue_url: required("WORK_QUEUE_URL")?,
-            reply_queue_url: required("REPLY_QUEUE_URL")?,
-            artifact_bucket: required("ARTIFACT_BUCKET")?,
-            model_id: required("MODEL_ID")?,
-            slack_bot_token: BotToken::new(required("SLACK_BOT_TOKEN")?),
+            turns_table,
+            work_queue_url,
+            reply_queue_url,
+            artifact_bucket,
+            model_id,
+            slack_bot_token: BotToken::new(slack_bot_token.unwrap_or_default()),
             slack_api_base_url: optional("SLACK_API_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
             assistant_config_key: optional("ASSISTANT_CONFIG_KEY").unwrap_or_else(|| DEFAULT_CONFIG_KEY.to_owned()),
             secrets_prefix: optional("SECRETS_PREFIX").unwrap_or_else(|| adapters_secrets::DEFAULT_PREFIX.to_owned()),
             memory_mb: optional("AWS_LAMBDA_FUNCTION_MEMORY_SIZE").and_then(|mb| mb.parse().ok()).unwrap_or(512),
-            ops_channel: lambda_support::env::ops_channel()?.map(slack::ChannelId::new),
-            sign_in: sign_in_from_env()?,
+            ops_channel: ops_channel.map(slack::ChannelId::new),
+            sign_in,
             limits,
         })
     }

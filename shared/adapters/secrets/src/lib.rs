@@ -1,6 +1,8 @@
 //! Secrets Manager behind the core's [`SecretStore`] port: the secrets the
 //! assistant configuration names (`${secret:NAME}`), read once when the
-//! worker starts.
+//! worker starts, and the runtime contract's own (`SLACK_SIGNING_SECRET_ID`,
+//! `SLACK_BOT_TOKEN_ID`…: a secret's name or ARN, [`SecretsManager::at_start_up`]),
+//! read once when a function starts.
 //!
 //! One call, `GetSecretValue`, over Secrets Manager's JSON protocol,
 //! signed by the process's one signer (`adapters-sigv4`) and sent on the
@@ -40,6 +42,19 @@ impl SecretsManager {
     /// Secrets under `prefix`, read as the process's AWS identity.
     pub fn new(signer: &Signer, http: reqwest::Client, prefix: &str) -> Self {
         Self { api: AwsApi::new(http, signer.clone(), SECRETS_MANAGER, None), prefix: prefix.to_owned() }
+    }
+
+    /// Secrets named in full, by name or ARN (the runtime contract's
+    /// `*_ID` variables), read as the process's AWS identity on an HTTP
+    /// client of their own: made at start-up only when a function is given
+    /// such a variable, and dropped once its secrets are read.
+    pub async fn at_start_up() -> Box<dyn SecretStore> {
+        let aws = aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await;
+        let http = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(2))
+            .build()
+            .expect("a client with rustls and a connect timeout builds");
+        Box::new(Self::new(&Signer::new(&aws), http, ""))
     }
 }
 
