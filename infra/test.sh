@@ -33,6 +33,11 @@ step "template: cfn-lint and sam validate --lint"
 "$venv/bin/cfn-lint" template.yaml
 SAM_CLI_TELEMETRY=0 "$venv/bin/sam" validate --lint --template-file template.yaml
 
+step "template: checkov (every failed check fails; each skip in the template says why)"
+ensure_checkov
+# --skip-download: offline, no Prisma Cloud guidelines.
+"$CHECKOV" --file template.yaml --framework cloudformation --quiet --compact --skip-download
+
 # --- Local AWS emulator -----------------------------------------------------
 step "local AWS emulator (moto)"
 # The real AWS SDK, pointed at the emulator by its own variables.

@@ -34,6 +34,23 @@ ensure_python_tools() {
   export AWS_LAMBDA_RIE
 }
 
+# checkov (infrastructure-as-code scanner) in a virtualenv of its own,
+# pinned by infra/requirements-checkov.txt: its dependencies conflict with
+# moto's and aws-sam-cli's. Reinstalled only when that file changes; exports
+# CHECKOV.
+ensure_checkov() {
+  local requirements="$root/infra/requirements-checkov.txt" checkov_venv="$cache/checkov-venv"
+  local stamp
+  stamp="$checkov_venv/.installed-$(sha256sum "$requirements" | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    python3 -m venv "$checkov_venv"
+    "$checkov_venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+    touch "$stamp"
+  fi
+  CHECKOV="$checkov_venv/bin/checkov"
+  export CHECKOV
+}
+
 ensure_faketime() {
   find_faketime() { find /usr/lib -name 'libfaketime.so.1' -path '*faketime*' -print -quit 2>/dev/null; }
   if [ -z "$(find_faketime)" ]; then
