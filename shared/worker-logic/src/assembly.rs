@@ -16,7 +16,7 @@ use assistant_core::grants::ThreadGrants;
 use assistant_core::mcp::McpConnector;
 use assistant_core::model::{Model, OpenModel};
 use assistant_core::ports::{
-    AgentSlack, ApprovalTimers, ArtifactStore, DeliveryLog, PortError, ReplyQueue, RequestSigner, SecretStore,
+    AgentSlack, ApprovalTimers, ArtifactStore, Bounded, DeliveryLog, PortError, ReplyQueue, RequestSigner, SecretStore,
     SlackFiles, SlackReader, TurnStore, UserContexts, WorkQueue,
 };
 use assistant_core::pricing::ModelPrices;
@@ -101,6 +101,14 @@ pub enum StartupError {
         #[source]
         source: PortError,
     },
+    #[error("{key} is {bytes} bytes: an assistant configuration is at most {max} bytes", max = crate::config_fallback::MAX_CONFIG_BYTES)]
+    TooLarge { key: String, bytes: u64 },
+    #[error("{origin} is not a valid assistant configuration: {issues}")]
+    Invalid {
+        origin: String,
+        #[source]
+        issues: crate::config::ConfigIssues,
+    },
     #[error("{origin} is not a valid assistant configuration: {source}")]
     Config {
         origin: String,
@@ -179,19 +187,88 @@ async fn read_secrets(
 /// The assistant configuration object at `key` in the artifact store, as
 /// read at `now` (none there: the defaults apply, see
 /// [`ReadConfiguration::parse`](crate::kept_config::ReadConfiguration::parse)).
+/// One larger than [`MAX_CONFIG_BYTES`](crate::config_fallback::MAX_CONFIG_BYTES)
+/// is refused unread.
 pub async fn read_config(
     artifacts: &dyn ArtifactStore,
     key: &str,
     now: i64,
 ) -> Result<crate::kept_config::ReadConfiguration, StartupError> {
-    let bytes = artifacts.get(key).await.map_err(|source| StartupError::Read { key: key.to_owned(), source })?;
+    let max = crate::config_fallback::MAX_CONFIG_BYTES;
+    let found =
+        artifacts.get_at_most(key, max).await.map_err(|source| StartupError::Read { key: key.to_owned(), source })?;
+    let bytes = match found {
+        Bounded::Absent => None,
+        Bounded::Found(bytes) => Some(bytes),
+        Bounded::TooLarge { bytes } => return Err(StartupError::TooLarge { key: key.to_owned(), bytes }),
+    };
     Ok(crate::kept_config::ReadConfiguration { bytes, read_at: now })
 }
 
 /// An assistant configuration's JSON; `origin` names where it came from in
-/// the error.
+/// the error, which lists every field found wrong
+/// ([`AssistantConfig::check`]).
 pub fn parse_config(json: &[u8], origin: &str) -> Result<AssistantConfig, StartupError> {
-    AssistantConfig::parse(json).map_err(|source| StartupError::Config { origin: origin.to_owned(), source })
+    AssistantConfig::check(json).map_err(|issues| StartupError::Invalid { origin: origin.to_owned(), issues })
+}
+
+/// The `${env:…}` and `${secret:…}` each HTTP tool and MCP server names,
+/// and every one the assembly refuses before reading anything: a variable
+/// not in `allowed_env`, a secret's name Secrets Manager would refuse.
+fn named_references(assistant: &AssistantConfig) -> (Vec<(String, Vec<Reference>)>, Vec<StartupError>) {
+    let named: Vec<(String, Vec<Reference>)> = assistant
+        .http_tools
+        .iter()
+        .map(|tool| (format!("http tool {}", tool.name), http_tools::references(tool)))
+        .chain(
+            assistant
+                .mcp_servers
+                .iter()
+                .map(|server| (format!("mcp server {}", server.name), mcp_tools::references(server))),
+        )
+        .collect();
+    let mut refused = Vec::new();
+    for (tool, references) in &named {
+        for reference in references {
+            match reference {
+                Reference::Env(variable) if !assistant.allowed_env.contains(variable) => {
+                    refused.push(StartupError::EnvNotAllowed { tool: tool.clone(), variable: variable.clone() });
+                }
+                Reference::Secret(name) if !is_secret_name(name) => {
+                    refused.push(StartupError::SecretName { tool: tool.clone(), name: name.clone() });
+                }
+                _ => {}
+            }
+        }
+    }
+    (named, refused)
+}
+
+/// What `local --config FILE --check` reports before an upload: every
+/// field found wrong, with its path ([`AssistantConfig::check`]), then
+/// what the assembly would refuse without reading anything (the tools'
+/// variables and secrets' names, the HTTP tools' definitions). What needs
+/// the deployment (the objects it names, the secrets' values, the MCP
+/// servers) is checked when a worker starts, and reported then.
+pub fn check_config(json: &[u8]) -> Result<AssistantConfig, Vec<String>> {
+    let assistant =
+        AssistantConfig::check(json).map_err(|issues| issues.0.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+    let (_, refused) = named_references(&assistant);
+    let mut problems: Vec<String> = refused.iter().map(ToString::to_string).collect();
+    // Every reference stands for a value here: only the definitions are checked.
+    let placeholder = |_: &Reference| Some("placeholder".to_owned());
+    let signer: Arc<dyn RequestSigner> = Arc::new(assistant_core::ports::NoSigner);
+    let http = reqwest::Client::new();
+    for tool in &assistant.http_tools {
+        let one = std::slice::from_ref(tool);
+        if let Err(err) = http_tools::http_tools(one, http.clone(), signer.clone(), placeholder) {
+            problems.push(err.to_string());
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(assistant),
+        false => Err(problems.into_iter().map(|problem| redact::redact(&problem).into_owned()).collect()),
+    }
 }
 
 /// The worker for this configuration: its system prompt (read from the
@@ -236,29 +313,9 @@ pub async fn assemble(
         }
         None => None,
     };
-    let named: Vec<(String, Vec<Reference>)> = assistant
-        .http_tools
-        .iter()
-        .map(|tool| (format!("http tool {}", tool.name), http_tools::references(tool)))
-        .chain(
-            assistant
-                .mcp_servers
-                .iter()
-                .map(|server| (format!("mcp server {}", server.name), mcp_tools::references(server))),
-        )
-        .collect();
-    for (tool, references) in &named {
-        for reference in references {
-            match reference {
-                Reference::Env(variable) if !assistant.allowed_env.contains(variable) => {
-                    return Err(StartupError::EnvNotAllowed { tool: tool.clone(), variable: variable.clone() });
-                }
-                Reference::Secret(name) if !is_secret_name(name) => {
-                    return Err(StartupError::SecretName { tool: tool.clone(), name: name.clone() });
-                }
-                _ => {}
-            }
-        }
+    let (named, refused) = named_references(assistant);
+    if let Some(refused) = refused.into_iter().next() {
+        return Err(refused);
     }
     let secrets = read_secrets(ports.secrets.as_ref(), &named).await?;
     // Only the variables the configuration lists are ever read.
@@ -543,6 +600,29 @@ mod tests {
         // Listed: read.
         let assistant = parse_config(&config("STATUS_API_TOKEN", r#"["STATUS_API_TOKEN"]"#), "test").unwrap();
         assert!(assemble(ports(), &assistant, Limits::default(), &env).await.is_ok());
+    }
+
+    #[test]
+    fn a_check_before_upload_reports_every_problem_it_can_find_without_the_deployment() {
+        let good = config("STATUS_API_TOKEN", r#"["STATUS_API_TOKEN"]"#);
+        assert_eq!(check_config(&good).unwrap().http_tools.len(), 1);
+        let ftp = TOOL.replace("service_status", "ftp_status").replace("https://status", "ftp://status");
+        let json = format!(
+            r#"{{"allowed_env": ["STATUS_API_TOKEN"], "http_tools": [{}, {ftp}]}}"#,
+            TOOL.replace("${env:VARIABLE}", "${secret:a b}")
+        );
+        let problems = check_config(json.as_bytes()).expect_err("refused");
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        assert!(
+            problems[0].contains("http tool service_status names ${secret:a b}: a secret's name is"),
+            "{problems:#?}"
+        );
+        assert!(problems[1].contains("http tool ftp_status names ${env:VARIABLE}, which is not in"), "{problems:#?}");
+        assert!(problems[2].contains("http tool ftp_status: url must be http(s)"), "{problems:#?}");
+        let misspelt = check_config(br#"{"tool_polcy": [], "docs_prefix": 3}"#).expect_err("refused");
+        assert_eq!(misspelt.len(), 2, "{misspelt:#?}");
+        assert!(misspelt[0].starts_with("docs_prefix: invalid type: integer `3`"), "{misspelt:#?}");
+        assert!(misspelt[1].starts_with("tool_polcy: unknown field `tool_polcy`"), "{misspelt:#?}");
     }
 
     #[tokio::test]

@@ -395,6 +395,39 @@ impl AssistantConfig {
         serde_json::from_slice(json)
     }
 
+    /// The configuration in `json`, or everything found wrong with it: the
+    /// first error of each top-level field, with its path. What the worker
+    /// reports of a broken upload, and what `local --config FILE --check`
+    /// prints before one.
+    pub fn check(json: &[u8]) -> Result<Self, ConfigIssues> {
+        let text = std::str::from_utf8(json).map_err(|err| {
+            ConfigIssues(vec![ConfigIssue::whole(format!(
+                "not UTF-8 text (the bytes from offset {} are not)",
+                err.valid_up_to()
+            ))])
+        })?;
+        let first = match from_text(text) {
+            Ok(config) => return Ok(config),
+            Err(issue) => issue,
+        };
+        // An object of fields (else the first error is all there is to
+        // say): each field on its own, so one upload shows every mistake.
+        let Ok(fields) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text) else {
+            return Err(ConfigIssues(vec![first]));
+        };
+        let issues: Vec<ConfigIssue> = fields
+            .into_iter()
+            .filter_map(|(name, value)| {
+                let alone = serde_json::Value::Object(std::iter::once((name, value)).collect());
+                serde_path_to_error::deserialize::<_, Self>(alone)
+                    .err()
+                    .map(|err| ConfigIssue::at(err.path().to_string(), err.inner()))
+            })
+            .collect();
+        // None alone (a field given twice): the whole text's error.
+        Err(ConfigIssues(if issues.is_empty() { vec![first] } else { issues }))
+    }
+
     /// The configured channel rules; `None`: only the built-in read-only
     /// tools (the assembly decides which those are).
     pub fn policy(&self) -> Option<ToolPolicy> {
@@ -402,9 +435,194 @@ impl AssistantConfig {
     }
 }
 
+fn from_text(text: &str) -> Result<AssistantConfig, ConfigIssue> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let config = serde_path_to_error::deserialize(&mut deserializer)
+        .map_err(|err| ConfigIssue::at(err.path().to_string(), err.inner()))?;
+    deserializer.end().map_err(|err| ConfigIssue::at(".".into(), &err))?;
+    // serde reads a struct from a list too, field by field in order: `[]`
+    // would be the defaults.
+    if !text.trim_start().starts_with('{') {
+        return Err(ConfigIssue::whole("the configuration is one JSON object of fields, {...}".into()));
+    }
+    Ok(config)
+}
+
+/// One thing wrong in an assistant configuration's text: where
+/// (`http_tools[0].url`; `.` for the whole text) and why. It never quotes a
+/// value from the text (where serde would, it says "a string"), so it may
+/// go to logs, the health check and the ops channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigIssue {
+    pub path: String,
+    pub reason: String,
+}
+
+impl ConfigIssue {
+    fn whole(reason: String) -> Self {
+        Self { path: ".".into(), reason }
+    }
+
+    fn at(path: String, err: &serde_json::Error) -> Self {
+        let message = err.to_string();
+        if !err.is_data() {
+            // Syntax: where in the text is what helps (no value is quoted).
+            return Self::whole(format!("not JSON: {message}"));
+        }
+        let position = format!(" at line {} column {}", err.line(), err.column());
+        let message = message.strip_suffix(&position).unwrap_or(&message);
+        Self { path, reason: did_you_mean(&without_values(message)) }
+    }
+}
+
+/// serde's "unknown field `tool_polcy`, expected one of `system_prompt_key`,
+/// …" as "unknown field `tool_polcy` (did you mean `tool_policy`?)" when one
+/// of the fields it lists is a typo away.
+fn did_you_mean(message: &str) -> String {
+    let Some(rest) = message.strip_prefix("unknown field `") else { return message.to_owned() };
+    let Some((unknown, expected)) = rest.split_once("`, expected ") else { return message.to_owned() };
+    let closest = expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|field| (edit_distance(unknown, field), field))
+        .filter(|(distance, field)| *distance <= 2.max(field.len() / 4))
+        .min();
+    match closest {
+        Some((_, field)) => format!("unknown field `{unknown}` (did you mean `{field}`?)"),
+        None => message.to_owned(),
+    }
+}
+
+/// Levenshtein's distance, over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, a) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, b) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(a != *b)).min(above + 1).min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+impl std::fmt::Display for ConfigIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.reason)
+    }
+}
+
+/// Everything [`AssistantConfig::check`] found wrong, at least one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigIssues(pub Vec<ConfigIssue>);
+
+impl std::fmt::Display for ConfigIssues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (n, issue) in self.0.iter().enumerate() {
+            write!(f, "{}{issue}", if n == 0 { "" } else { "; " })?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigIssues {}
+
+/// A serde message without the values it quotes from the text: a value
+/// may be a token pasted in the wrong field. `string "…"` becomes "a
+/// string", an unknown variant's name is left out, and what is left passes
+/// the redactor. Field names (`unknown field `tool_polcy``) stay: they are
+/// what to fix.
+fn without_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    loop {
+        let string = rest.find("string \"").map(|at| (at, "string \"", "a string", '"'));
+        let variant = rest.find("unknown variant `").map(|at| (at, "unknown variant `", "unknown variant", '`'));
+        let Some((at, opening, instead, closing)) = [string, variant].into_iter().flatten().min_by_key(|found| found.0)
+        else {
+            break;
+        };
+        out.push_str(&rest[..at]);
+        out.push_str(instead);
+        let quoted = &rest[at + opening.len()..];
+        // Debug-escaped (`\"` inside a string): the first closing that is not.
+        let mut escaped = false;
+        let end = quoted
+            .char_indices()
+            .find(|&(_, c)| {
+                let closes = c == closing && !escaped;
+                escaped = c == '\\' && !escaped;
+                closes
+            })
+            .map_or(quoted.len(), |(at, _)| at + 1);
+        rest = &quoted[end..];
+    }
+    out.push_str(rest);
+    redact::redact(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_check_names_every_wrong_field_by_its_path_and_quotes_no_value() {
+        let issues = |json: &str| AssistantConfig::check(json.as_bytes()).expect_err(json).0;
+        let found = issues(
+            r#"{"tool_polcy": [], "docs_prefix": "kb/", "http_tools": [{"name": "a", "description": "A.", "input_schema": {}, "url": 7}],
+                "approvals": {"thread_grants": "Bearer xoxb-1234567890-abcdefghijkl"}, "response_mode": [{"channels": "C1", "mode": "sk-live-4242"}]}"#,
+        );
+        let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert_eq!(found.len(), 4, "{shown:#?}");
+        let path_of = |needle: &str| {
+            found.iter().find(|issue| issue.reason.contains(needle)).map(|issue| issue.path.as_str()).unwrap_or("none")
+        };
+        assert_eq!(path_of("unknown field `tool_polcy` (did you mean `tool_policy`?)"), "tool_polcy", "{shown:#?}");
+        assert_eq!(path_of("invalid type: integer `7`, expected a string"), "http_tools[0].url", "{shown:#?}");
+        assert_eq!(path_of("invalid type: a string, expected a boolean"), "approvals.thread_grants", "{shown:#?}");
+        assert_eq!(path_of("unknown variant, expected one of"), "response_mode[0].mode", "{shown:#?}");
+        for issue in &shown {
+            assert!(!issue.contains("xoxb") && !issue.contains("sk-live") && !issue.contains("line 1"), "{issue}");
+        }
+        assert_eq!(AssistantConfig::check(br#"{"docs_prefix": "kb/"}"#).unwrap().docs_prefix, "kb/");
+    }
+
+    #[test]
+    fn an_unknown_field_a_typo_away_from_a_known_one_is_named_and_another_lists_them_all() {
+        let reason = |json: &str| AssistantConfig::check(json.as_bytes()).expect_err(json).0[0].reason.clone();
+        assert_eq!(reason(r#"{"docs_prefx": "kb/"}"#), "unknown field `docs_prefx` (did you mean `docs_prefix`?)");
+        assert_eq!(
+            reason(r#"{"approvals": {"aprovers": ["requester"]}}"#),
+            "unknown field `aprovers` (did you mean `approvers`?)"
+        );
+        let far = reason(r#"{"colour": "blue"}"#);
+        assert!(far.starts_with("unknown field `colour`, expected one of `system_prompt_key`"), "{far}");
+        assert_eq!((edit_distance("", "ab"), edit_distance("kitten", "sitting"), edit_distance("ab", "ab")), (2, 3, 0));
+    }
+
+    #[test]
+    fn text_that_is_not_a_configuration_is_one_issue_about_the_whole() {
+        for (text, says) in [
+            (&b"{\"docs_prefix\": \"kb/\"\xff}"[..], "not UTF-8 text (the bytes from offset 21 are not)"),
+            (b"\xef\xbb\xbf{}", "not JSON: expected value at line 1 column 1"),
+            (b"docs_prefix: kb/", "not JSON: expected value at line 1 column 1"),
+            (b"{\"docs_prefix\": \"kb/\"", "not JSON: EOF while parsing an object at line 1 column 21"),
+            (b"{} {}", "not JSON: trailing characters at line 1 column 4"),
+            (b"", "not JSON: EOF while parsing a value at line 1 column 0"),
+            (b"[]", "the configuration is one JSON object of fields, {...}"),
+            (br#"[null, "kb/"]"#, "the configuration is one JSON object of fields, {...}"),
+            (b"null", "invalid type: null, expected struct AssistantConfig"),
+            (br#"{"docs_prefix": "a", "docs_prefix": "b"}"#, "duplicate field `docs_prefix`"),
+        ] {
+            let issues = AssistantConfig::check(text).expect_err(says).0;
+            assert_eq!(issues.len(), 1, "{issues:?}");
+            assert_eq!(issues[0].reason, says, "{:?}", String::from_utf8_lossy(text));
+        }
+    }
 
     #[test]
     fn response_modes_are_first_match_with_thread_replies_by_default_and_dms_are_not_rules() {

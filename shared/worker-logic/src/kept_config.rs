@@ -13,6 +13,13 @@
 //!
 //! Only the configuration's own text is kept: the objects it names (a
 //! system prompt, a service catalog) are read from the bucket as before.
+//!
+//! The copy is also the last configuration that parsed (and assembled): a
+//! copy is kept only of one that parses, so a broken upload never replaces
+//! it, and a worker whose bucket object is broken starts from it however
+//! old it is ([`KeptConfiguration::last_good`], [`crate::config_fallback`]):
+//! freshness decides whether to read the bucket, not whether a good copy may
+//! be served.
 
 use crate::StartupError;
 use crate::config::AssistantConfig;
@@ -26,8 +33,10 @@ pub const FRESH_FOR_SECS: i64 = 300;
 /// The largest configuration kept (a table item holds 400 KB); a larger
 /// one is read from the bucket at every start.
 pub const MAX_KEPT_BYTES: usize = 300 * 1024;
-/// A copy no worker refreshes goes away after a day.
-const KEPT_FOR_SECS: i64 = 24 * 3600;
+/// A copy no worker refreshes goes away after a year. Every read of a good
+/// object refreshes it; a long life is for the fallback: a configuration
+/// broken over a long weekend still falls back to the last good one.
+const KEPT_FOR_SECS: i64 = 365 * 24 * 3600;
 /// Writers that keep losing to others' newer copies stop after this many tries.
 const KEEP_ATTEMPTS: usize = 3;
 
@@ -93,16 +102,34 @@ impl KeptConfiguration {
             .then(|| ReadConfiguration { bytes: kept.text.map(String::into_bytes), read_at: kept.read_at })
     }
 
+    /// The configuration kept in `stored`, however old, when it is this
+    /// object's and still parses: what a worker serves while the bucket's
+    /// object is broken.
+    pub fn last_good(&self, stored: Option<&StoredRecord>) -> Option<(AssistantConfig, ReadConfiguration)> {
+        let kept = self.kept(stored?)?;
+        let read = ReadConfiguration { bytes: kept.text.map(String::into_bytes), read_at: kept.read_at };
+        match read.parse(&self.object) {
+            Ok(assistant) => Some((assistant, read)),
+            Err(err) => {
+                tracing::warn!(error = %err, "the kept configuration no longer parses: it is no fallback");
+                None
+            }
+        }
+    }
+
     fn kept(&self, stored: &StoredRecord) -> Option<Kept> {
         let kept: Kept = serde_json::from_str(&stored.state).ok()?;
         (kept.object == self.object).then_some(kept)
     }
 
-    /// Keeps `read` (a configuration that parsed), unless the copy kept is
-    /// as recent already. A versioned put: its answer lost, the put or the
-    /// read after it finds its own write; another worker's newer copy
-    /// stands.
+    /// Keeps `read`, unless the copy kept is as recent already. A versioned
+    /// put: its answer lost, the put or the read after it finds its own
+    /// write; another worker's newer copy stands. A configuration that does
+    /// not parse is refused: the copy is the fallback from broken uploads.
     pub async fn keep(&self, read: &ReadConfiguration) -> Result<(), PortError> {
+        if let Err(err) = read.parse(&self.object) {
+            return Err(PortError::new("keep the configuration", format!("only one that parses is kept: {err}")));
+        }
         let text = match &read.bytes {
             Some(bytes) if bytes.len() > MAX_KEPT_BYTES => {
                 tracing::warn!(
@@ -184,14 +211,49 @@ mod tests {
     async fn an_older_copy_never_replaces_a_newer_one() {
         let records = Arc::new(MemoryRecords::default());
         let kept = kept_on(&records);
-        kept.keep(&read(r#"{"v": "new"}"#, 2_000)).await.unwrap();
-        kept.keep(&read(r#"{"v": "old"}"#, 1_000)).await.unwrap();
+        kept.keep(&read(r#"{"docs_prefix": "new/"}"#, 2_000)).await.unwrap();
+        kept.keep(&read(r#"{"docs_prefix": "old/"}"#, 1_000)).await.unwrap();
         let found = stored(&records).await;
-        assert_eq!(kept.fresh(found.as_ref(), 2_000), Some(read(r#"{"v": "new"}"#, 2_000)));
-        kept.keep(&read(r#"{"v": "newer"}"#, 2_100)).await.unwrap();
+        assert_eq!(kept.fresh(found.as_ref(), 2_000), Some(read(r#"{"docs_prefix": "new/"}"#, 2_000)));
+        kept.keep(&read(r#"{"docs_prefix": "newer/"}"#, 2_100)).await.unwrap();
         let found = stored(&records).await.unwrap();
-        assert_eq!(kept.fresh(Some(&found), 2_100), Some(read(r#"{"v": "newer"}"#, 2_100)));
+        assert_eq!(kept.fresh(Some(&found), 2_100), Some(read(r#"{"docs_prefix": "newer/"}"#, 2_100)));
         assert_eq!(found.version, 2, "written twice, the older copy refused without a write");
+    }
+
+    #[tokio::test]
+    async fn a_configuration_that_does_not_parse_is_never_kept_over_a_good_one() {
+        let records = Arc::new(MemoryRecords::default());
+        let kept = kept_on(&records);
+        kept.keep(&read(r#"{"docs_prefix": "runbooks/"}"#, 1_000)).await.unwrap();
+        for broken in [&br#"{"docs_prefx": "kb/"}"#[..], b"not json", b"\xff\xfe", b""] {
+            let newer = ReadConfiguration { bytes: Some(broken.to_vec()), read_at: 2_000 };
+            let err = kept.keep(&newer).await.expect_err("refused");
+            assert!(err.to_string().contains("only one that parses is kept"), "{err}");
+        }
+        let found = stored(&records).await.unwrap();
+        assert_eq!(
+            (found.version, kept.fresh(Some(&found), 1_001)),
+            (1, Some(read(r#"{"docs_prefix": "runbooks/"}"#, 1_000)))
+        );
+    }
+
+    #[tokio::test]
+    async fn the_last_good_copy_is_served_however_old_while_it_parses_and_is_this_objects() {
+        let records = Arc::new(MemoryRecords::default());
+        let kept = kept_on(&records);
+        kept.keep(&read(r#"{"docs_prefix": "runbooks/"}"#, 1_000)).await.unwrap();
+        let found = stored(&records).await;
+        let a_month_later = 1_000 + 30 * 24 * 3600;
+        assert_eq!(kept.fresh(found.as_ref(), a_month_later), None, "not fresh: the bucket is read");
+        let (assistant, last) = kept.last_good(found.as_ref()).expect("a fallback");
+        assert_eq!((assistant.docs_prefix.as_str(), last.read_at), ("runbooks/", 1_000));
+        assert!(KeptConfiguration::new(records.clone(), "config/other.json").last_good(found.as_ref()).is_none());
+        assert!(kept.last_good(None).is_none());
+        // A copy kept by an older release that this one no longer reads.
+        let state = serde_json::json!({"object": OBJECT, "read_at": 1_000, "text": r#"{"retired_field": 1}"#});
+        let retired = StoredRecord { version: 1, state: state.to_string(), token: None };
+        assert!(kept.last_good(Some(&retired)).is_none());
     }
 
     #[tokio::test]
@@ -200,10 +262,10 @@ mod tests {
             let records = Arc::new(MemoryRecords::default());
             let kept = kept_on(&records);
             records.lose_answers([lost]);
-            kept.keep(&read(r#"{"v": 1}"#, 1_000)).await.unwrap();
+            kept.keep(&read(r#"{"docs_prefix": "v1/"}"#, 1_000)).await.unwrap();
             let found = stored(&records).await.unwrap();
             assert_eq!(found.version, 1, "{lost:?}: applied once");
-            assert_eq!(kept.fresh(Some(&found), 1_000), Some(read(r#"{"v": 1}"#, 1_000)));
+            assert_eq!(kept.fresh(Some(&found), 1_000), Some(read(r#"{"docs_prefix": "v1/"}"#, 1_000)));
         }
     }
 

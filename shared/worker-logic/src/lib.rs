@@ -11,7 +11,8 @@
 //!   thread it opens the same way.
 //! - [`config`]: the assistant configuration (S3 JSON, or the runner's
 //!   `--config` file); [`kept_config`]: the copy of it a cold worker
-//!   reads with its first turns.
+//!   reads with its first turns; [`config_fallback`]: a broken upload
+//!   never takes the bot down (the last good configuration, reported).
 //! - [`tools`]: the registry, per-channel allow-lists, schema-checked input,
 //!   timeouts, redaction of every result; [`schema`] is its JSON Schema
 //!   checker.
@@ -46,6 +47,7 @@ pub mod aws_tools;
 pub mod background;
 pub mod builtin_tools;
 pub mod config;
+pub mod config_fallback;
 pub mod context;
 pub mod docs_tools;
 pub mod enhancer;

@@ -2,7 +2,7 @@
 //! results, and configuration such as the system prompt.
 
 use adapters_aws::{port_error, summarize};
-use assistant_core::ports::{ArtifactStore, PortError};
+use assistant_core::ports::{ArtifactStore, Bounded, PortError};
 use async_trait::async_trait;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::operation::get_object::GetObjectError;
@@ -45,17 +45,36 @@ impl ArtifactStore for S3Artifacts {
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, PortError> {
+        Ok(match self.get_at_most(key, u64::MAX).await? {
+            Bounded::Found(bytes) => Some(bytes),
+            Bounded::Absent | Bounded::TooLarge { .. } => None,
+        })
+    }
+
+    /// The response's length decides before the body is read: a huge
+    /// object is never held in memory.
+    async fn get_at_most(&self, key: &str, max: u64) -> Result<Bounded, PortError> {
         let output = match self.client.get_object().bucket(&self.bucket).key(key).send().await {
             Ok(output) => output,
-            Err(err) if matches!(err.as_service_error(), Some(GetObjectError::NoSuchKey(_))) => return Ok(None),
+            Err(err) if matches!(err.as_service_error(), Some(GetObjectError::NoSuchKey(_))) => {
+                return Ok(Bounded::Absent);
+            }
             Err(err) => return Err(port_error("S3 GetObject (artifact)", err)),
         };
+        let length = output.content_length().map_or(0, |length| length.max(0) as u64);
+        if length > max {
+            return Ok(Bounded::TooLarge { bytes: length });
+        }
         let body = output
             .body
             .collect()
             .await
             .map_err(|err| PortError::new("S3 GetObject (artifact body)", err.to_string()).with_source(err))?;
-        Ok(Some(body.into_bytes().to_vec()))
+        let bytes = body.into_bytes().to_vec();
+        Ok(match bytes.len() as u64 {
+            read if read > max => Bounded::TooLarge { bytes: read },
+            _ => Bounded::Found(bytes),
+        })
     }
 
     async fn list(&self, prefix: &str, max: usize) -> Result<Vec<(String, u64)>, PortError> {
