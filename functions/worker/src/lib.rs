@@ -25,7 +25,7 @@ use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_support::UnsupportedEvent;
 use lambda_support::deferred::Starting;
 use lambda_support::env::{self, ConfigError, optional, required};
-use lambda_support::health::{self, HealthReport};
+use lambda_support::health::{self, Check, HealthReport};
 use lambda_support::metrics::EmfTurnMetrics;
 use lambda_support::sqs_batch::{self, Permanent, Record};
 use serde_json::Value;
@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use worker_logic::config::{AssistantConfig, DEFAULT_CONFIG_KEY};
+use worker_logic::config_fallback::{self, ConfigProblem, Serving, Started};
 use worker_logic::kept_config::{self, KeptConfiguration, ReadConfiguration};
 use worker_logic::sign_in::SignInPorts;
 use worker_logic::tools::ToolRegistry;
@@ -304,37 +305,35 @@ impl WorkerEvent {
     }
 }
 
-/// The assistant configuration a worker assembles, as read from the
-/// bucket at a time, directly or through the copy the workers keep.
+/// The assistant configuration a starting worker tries first, as read
+/// from the bucket at a time, directly or through the copy the workers
+/// keep; and what it falls back to ([`worker_logic::config_fallback`]).
 pub struct Configured {
-    pub assistant: AssistantConfig,
-    read: ReadConfiguration,
-    /// Where to keep it: read from the bucket just now (none: it is the
-    /// kept copy).
-    copies: Option<KeptConfiguration>,
+    /// The bucket's configuration (or its fresh copy), or why it could not
+    /// be read.
+    read: Result<ReadConfiguration, StartupError>,
+    /// The kept copy's record as the first read found it, for the fallback
+    /// (none: read it if the fallback is needed).
+    kept: Option<StoredRecord>,
+    copies: KeptConfiguration,
+    /// `read` is the fresh kept copy (not kept again), read at this time.
+    from_copy: Option<i64>,
 }
 
-impl Configured {
-    /// Keeps a configuration read from the bucket for the next cold starts
-    /// (background work: no answer waits for it). Not fatal: a start that
-    /// cannot keep it has it anyway, and the next cold start reads the
-    /// bucket.
-    fn keep(&self) -> impl Future<Output = ()> + Send + 'static {
-        let (copies, read) = (self.copies.clone(), self.read.clone());
-        async move {
-            if let Some(copies) = copies
-                && let Err(err) = copies.keep(&read).await
-            {
-                tracing::warn!(error = %err, "the configuration was not kept: the next cold start reads the bucket");
-            }
-        }
+/// Keeps a configuration read from the bucket for the next cold starts,
+/// and as the fallback from broken uploads (background work: no answer
+/// waits for it). Not fatal: a start that cannot keep it has it anyway, and
+/// the next cold start reads the bucket.
+async fn keep(copies: KeptConfiguration, read: ReadConfiguration) {
+    if let Err(err) = copies.keep(&read).await {
+        tracing::warn!(error = %err, "the configuration was not kept: the next cold start reads the bucket");
     }
+}
 
-    /// When it was read from the bucket, on this process's clock.
-    fn read_instant(&self) -> Instant {
-        let age = (SystemClock.now_unix() - self.read.read_at).max(0) as u64;
-        Instant::now().checked_sub(Duration::from_secs(age)).unwrap_or_else(Instant::now)
-    }
+/// `read_at` (Unix seconds) on this process's clock.
+fn instant_of(read_at: i64) -> Instant {
+    let age = (SystemClock.now_unix() - read_at).max(0) as u64;
+    Instant::now().checked_sub(Duration::from_secs(age)).unwrap_or_else(Instant::now)
 }
 
 pub struct WorkerFunction {
@@ -350,8 +349,12 @@ pub struct WorkerFunction {
     config: Config,
     /// The worker's Slack client, for the health check's `auth.test`.
     slack: WebClient,
-    /// The ops channel's alerts, for a degraded health check.
-    alerts: Option<OpsAlerts>,
+    /// The ops channel's alerts, for a degraded health check and a broken
+    /// configuration.
+    alerts: Option<Arc<OpsAlerts>>,
+    /// Why the bucket's configuration is not what this worker serves (and
+    /// what it serves instead): the health check's failed `config` check.
+    config_problem: Mutex<Option<(ConfigProblem, Serving)>>,
 }
 
 /// A worker and what the health check needs of the configuration it was
@@ -361,24 +364,48 @@ struct Assembled {
     /// Where the docs tools list: the one listing the worker's role allows,
     /// so the health check lists there too.
     docs_prefix: String,
+    /// Which configuration it serves.
+    serving: Serving,
+    /// When that was read from the bucket (Unix seconds).
+    read_at: i64,
+    /// It came from an object's text (not the defaults).
+    from_text: bool,
 }
 
 impl Assembled {
-    /// The worker for `configured`; a configuration read from the bucket is
-    /// kept for cold starts by its background work, which no answer waits
-    /// for.
+    /// The worker for `assistant`, which serves the bucket's configuration
+    /// (see [`Assembled::serving`]).
     async fn new(
         config: &Config,
         clients: &Clients,
         arrival: &Arrival,
         slack: &WebClient,
-        configured: &Configured,
+        assistant: AssistantConfig,
     ) -> Result<Self, StartupError> {
-        let worker = assemble_worker(config, clients, arrival, slack, &configured.assistant).await?;
-        worker.background.spawn(configured.keep());
-        Ok(Self { worker, docs_prefix: configured.assistant.docs_prefix.clone() })
+        let worker = assemble_worker(config, clients, arrival, slack, &assistant).await?;
+        let docs_prefix = assistant.docs_prefix;
+        Ok(Self { worker, docs_prefix, serving: Serving::Current, read_at: 0, from_text: false })
+    }
+
+    /// The same worker, serving `serving`, which was read from the bucket
+    /// at `read_at` (`from_text`: it was an object, not the defaults).
+    fn serving(self, serving: Serving, read_at: i64, from_text: bool) -> Self {
+        Self { serving, read_at, from_text, ..self }
+    }
+
+    /// What it serves while the bucket's configuration is broken: its own,
+    /// the last that parsed and assembled.
+    fn fallback(&self) -> Serving {
+        match (self.serving, self.from_text) {
+            (Serving::Current, true) => Serving::LastGood { read_at: self.read_at },
+            (Serving::Current, false) => Serving::Defaults,
+            (serving, _) => serving,
+        }
     }
 }
+
+/// The health check's name for the assistant configuration.
+const CONFIG_CHECK: &str = "config";
 
 /// How long a cold worker's assembly waits for the first invocation to read
 /// the kept configuration beside its turns before reading it alone (a start
@@ -432,7 +459,7 @@ impl WorkerFunction {
     /// too.
     pub async fn load(config: Config, clients: Clients) -> Result<Self, StartupError> {
         let arrival = Arrival::new(&clients.dynamodb, &clients.sqs, &config);
-        let configured = Self::configuration(&config, &clients.s3, &arrival, None).await?;
+        let configured = Self::configuration(&config, &clients.s3, &arrival, None).await;
         let function = Self::load_with(config, clients, configured, arrival).await?;
         // All of the start done before the first event, as callers of
         // `load` expect (`main` lets the first invocation finish it).
@@ -448,30 +475,34 @@ impl WorkerFunction {
     /// The configuration to start from: the copy the workers keep, when
     /// `kept` (its record, as [`Arrival::kept_configuration`] found it) is
     /// fresh and reads, else the artifact bucket's (the defaults when there
-    /// is none).
+    /// is none). Whatever the bucket holds, a worker starts
+    /// ([`Self::load_with`]).
     pub async fn configuration(
         config: &Config,
         s3: &aws_sdk_s3::Client,
         arrival: &Arrival,
         kept: Option<StoredRecord>,
-    ) -> Result<Configured, StartupError> {
+    ) -> Configured {
         let key = &config.assistant_config_key;
         let copies = KeptConfiguration::new(arrival.records.clone(), key);
         if let Some(read) = copies.fresh(kept.as_ref(), SystemClock.now_unix()) {
             match read.parse(key) {
-                Ok(assistant) => return Ok(Configured { assistant, read, copies: None }),
+                Ok(_) => return Configured { from_copy: Some(read.read_at), read: Ok(read), kept, copies },
                 Err(err) => tracing::warn!(error = %err, "the kept configuration no longer reads: reading the bucket"),
             }
         }
         let artifacts = S3Artifacts::new(s3.clone(), &config.artifact_bucket);
-        let read = worker_logic::assembly::read_config(&artifacts, key, SystemClock.now_unix()).await?;
-        let assistant = read.parse(key)?;
-        Ok(Configured { assistant, read, copies: Some(copies) })
+        let read = worker_logic::assembly::read_config(&artifacts, key, SystemClock.now_unix()).await;
+        Configured { read, kept, copies, from_copy: None }
     }
 
-    /// The worker assembled for `configured` on `arrival`'s store; a
-    /// configuration read from the bucket is kept for cold starts by the
-    /// worker's background work, which no answer waits for.
+    /// The worker assembled for `configured` on `arrival`'s store: the
+    /// bucket's configuration, or, when that cannot be used, the last one
+    /// that parsed (the kept copy, however old) or else the defaults,
+    /// reported ([`worker_logic::config_fallback`]). A configuration read
+    /// from the bucket is kept for cold starts by the worker's background
+    /// work, which no answer waits for. Fails only when not even the
+    /// defaults assemble.
     pub async fn load_with(
         config: Config,
         clients: Clients,
@@ -479,22 +510,61 @@ impl WorkerFunction {
         arrival: Arrival,
     ) -> Result<Self, StartupError> {
         let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
-        let assembled = Assembled::new(&config, &clients, &arrival, &slack, &configured).await?;
-        tracing::info!(config = %config.assistant_config_key, kept = configured.copies.is_none(), "worker assembled");
         let alerts = config.ops_channel.clone().map(|channel| {
-            OpsAlerts::new(channel, Arc::new(slack.clone()), arrival.records.clone(), Arc::new(SystemClock))
+            Arc::new(OpsAlerts::new(channel, Arc::new(slack.clone()), arrival.records.clone(), Arc::new(SystemClock)))
         });
+        let Configured { read, kept, copies, from_copy } = configured;
+        let checked_at = match &read {
+            Ok(read) => read.read_at,
+            Err(_) => SystemClock.now_unix(),
+        };
+        let last_good = async {
+            let stored = match kept {
+                Some(stored) => Some(stored),
+                None => arrival.records.get(&kept_config::record_key()).await.unwrap_or_else(|err| {
+                    tracing::warn!(error = %err, "the kept configuration was not read: no last good one to serve");
+                    None
+                }),
+            };
+            copies.last_good(stored.as_ref())
+        };
+        let (on, with, by, to) = (&config, &clients, &arrival, &slack);
+        let assemble = move |assistant| Assembled::new(on, with, by, to, assistant);
+        let object = &config.assistant_config_key;
+        let started = config_fallback::start(object, read, last_good, assemble).await?;
+        let Started { built, serving, read, problem } = started;
+        let assembled = match &read {
+            Some(read) => built.serving(serving, read.read_at, read.bytes.is_some()),
+            None => {
+                let from_text = serving != Serving::Defaults;
+                built.serving(serving, if let Serving::LastGood { read_at } = serving { read_at } else { 0 }, from_text)
+            }
+        };
+        if let Some(read) = read.filter(|_| from_copy.is_none()) {
+            assembled.worker.background.spawn(keep(copies.clone(), read));
+        }
+        tracing::info!(config = %object, kept = from_copy.is_some(), ?serving, "worker assembled");
+        if let Some(problem) = &problem {
+            problem.log(serving);
+            if let Some(alerts) = alerts.clone() {
+                let problem = problem.clone();
+                assembled.worker.background.spawn(async move {
+                    config_fallback::report_once(&alerts, &problem, serving).await;
+                });
+            }
+        }
         Ok(Self {
             assembled: RwLock::new(Arc::new(assembled)),
             // A kept copy is as old as its read: the bucket is read again
             // when it is `REASSEMBLE_AFTER` old, not that long after now.
-            assembled_at: Mutex::new(configured.read_instant()),
+            assembled_at: Mutex::new(instant_of(from_copy.unwrap_or(checked_at))),
             reassemble_after: REASSEMBLE_AFTER,
             clients,
             config,
             arrival,
             slack,
             alerts,
+            config_problem: Mutex::new(problem.map(|problem| (problem, serving))),
         })
     }
 
@@ -517,8 +587,10 @@ impl WorkerFunction {
 
     /// Reads the configuration again and assembles the worker anew, when
     /// the last assembly is [`REASSEMBLE_AFTER`] old. A configuration that
-    /// no longer reads or assembles is logged and this worker keeps the one
-    /// it has (a new worker would refuse to start with it).
+    /// cannot be used (it does not parse, is gone, or does not assemble) is
+    /// reported (the log, the health check, the ops channel once) and this
+    /// worker keeps the one it has; the first re-read that finds it fixed
+    /// serves it, and the report is over.
     async fn reassemble_if_due(&self) {
         {
             let mut at = self.assembled_at.lock().expect("assembled_at lock");
@@ -527,21 +599,31 @@ impl WorkerFunction {
             }
             *at = Instant::now();
         }
+        let current = self.assembled();
+        let object = &self.config.assistant_config_key;
         // The bucket's, never the kept copy: this is how copies are renewed.
-        let configured = match Self::configuration(&self.config, &self.clients.s3, &self.arrival, None).await {
-            Ok(configured) => configured,
-            Err(err) => {
-                tracing::error!(error = %err, "the configuration was read again and is broken: this worker keeps the one it has");
-                return;
-            }
-        };
-        match Assembled::new(&self.config, &self.clients, &self.arrival, &self.slack, &configured).await {
-            Ok(assembled) => {
+        let artifacts = S3Artifacts::new(self.clients.s3.clone(), &self.config.artifact_bucket);
+        let read = worker_logic::assembly::read_config(&artifacts, object, SystemClock.now_unix()).await;
+        let (on, with, by, to) = (&self.config, &self.clients, &self.arrival, &self.slack);
+        let assemble = move |assistant| Assembled::new(on, with, by, to, assistant);
+        match config_fallback::reassemble(object, read, current.from_text, assemble).await {
+            Ok((assembled, read)) => {
+                let assembled = assembled.serving(Serving::Current, read.read_at, read.bytes.is_some());
+                let copies = KeptConfiguration::new(self.arrival.records.clone(), object);
+                assembled.worker.background.spawn(keep(copies, read));
                 *self.assembled.write().expect("assembled lock") = Arc::new(assembled);
-                tracing::info!(config = %self.config.assistant_config_key, "worker assembled again");
+                if self.config_problem.lock().expect("config_problem lock").take().is_some() {
+                    tracing::info!(config = %object, "the assistant configuration is usable again");
+                }
+                tracing::info!(config = %object, "worker assembled again");
             }
-            Err(err) => {
-                tracing::error!(error = %err, "the configuration was read again and cannot be assembled: this worker keeps the one it has");
+            Err(problem) => {
+                let serving = current.fallback();
+                problem.log(serving);
+                if let Some(alerts) = &self.alerts {
+                    config_fallback::report_once(alerts, &problem, serving).await;
+                }
+                *self.config_problem.lock().expect("config_problem lock") = Some((problem, serving));
             }
         }
     }
@@ -574,7 +656,7 @@ impl WorkerFunction {
         let batch = match event {
             WorkerEvent::HealthCheck => {
                 let report = self.health_of(assembled).await.published();
-                report.alert(self.alerts.as_ref(), SystemClock.now_unix()).await;
+                self.alerted_apart(&report).alert(self.alerts.as_deref(), SystemClock.now_unix()).await;
                 return Ok(serde_json::to_value(report).expect("health report serializes"));
             }
             WorkerEvent::ApprovalSweep => {
@@ -618,9 +700,33 @@ impl WorkerFunction {
     }
 
     /// Checks the table, both queues, the bucket and the Slack token this
-    /// function uses.
+    /// function uses, and whether it serves the bucket's configuration.
     pub async fn health(&self) -> HealthReport {
         self.health_of(&self.assembled()).await
+    }
+
+    /// The `config` check: failed while the bucket's configuration cannot
+    /// be used, naming the object, what is wrong and what is served.
+    fn config_check(&self) -> Check {
+        let problem = self.config_problem.lock().expect("config_problem lock");
+        let error = problem.as_ref().map(|(problem, serving)| problem.describe(*serving));
+        Check { name: CONFIG_CHECK, ok: error.is_none(), ms: 0, error }
+    }
+
+    /// `report` as the health check's hourly ops alert sees it: without a
+    /// broken configuration that [`config_fallback::report_once`] tells the
+    /// ops channel of once (an unreadable object stays in: that is told
+    /// here).
+    fn alerted_apart(&self, report: &HealthReport) -> HealthReport {
+        let told_apart = self
+            .config_problem
+            .lock()
+            .expect("config_problem lock")
+            .as_ref()
+            .is_some_and(|(problem, _)| problem.reference().is_some());
+        let checks =
+            report.checks.iter().filter(|check| !(told_apart && check.name == CONFIG_CHECK)).cloned().collect();
+        HealthReport::new(report.function, report.version, checks)
     }
 
     async fn health_of(&self, assembled: &Assembled) -> HealthReport {
@@ -635,7 +741,7 @@ impl WorkerFunction {
             ),
             health::check("slack", slack),
         );
-        HealthReport::new(FUNCTION_NAME, VERSION, vec![table, work, replies, bucket, slack])
+        HealthReport::new(FUNCTION_NAME, VERSION, vec![table, work, replies, bucket, slack, self.config_check()])
     }
 }
 

@@ -9,8 +9,11 @@
 //! ([`worker::Arrival`]) fetches the turns its messages name and the copy
 //! of the assistant configuration the workers keep in one request; the
 //! worker is assembled from that copy when it is fresh, from the bucket
-//! otherwise, and the invocation's work waits for both. A worker that
-//! cannot start logs why and exits, as a failed init did.
+//! otherwise, and the invocation's work waits for both. A bucket
+//! configuration that cannot be used does not stop the start: the worker
+//! serves the last one that parsed (or the defaults) and reports it
+//! (`worker_logic::config_fallback`). A worker that cannot start even so
+//! logs why and exits, as a failed init did.
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use lambda_support::deferred::{Deferred, Starting};
@@ -43,13 +46,8 @@ async fn main() -> Result<(), Error> {
         let kept = arrival.kept_configuration(worker::FIRST_EVENT_GRACE).await;
         let configured = WorkerFunction::configuration(&config, &aws.s3, arrival, kept);
         let (configured, http) = tokio::join!(configured, http.get());
-        let started = match configured {
-            Ok(configured) => {
-                let clients = Clients::with(aws.clone(), http.clone());
-                Box::pin(WorkerFunction::load_with(config, clients, configured, arrival.clone())).await
-            }
-            Err(err) => Err(err),
-        };
+        let clients = Clients::with(aws.clone(), http.clone());
+        let started = Box::pin(WorkerFunction::load_with(config, clients, configured, arrival.clone())).await;
         started.unwrap_or_else(|err| {
             tracing::error!("cannot start: {err}");
             std::process::exit(1)
