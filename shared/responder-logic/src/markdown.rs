@@ -1,8 +1,8 @@
 //! Answers in Slack's own Markdown: the text in `markdown` blocks, which
 //! Slack renders itself (standard Markdown, up to 12,000 characters a
-//! message; no tables), and each table in a `table` block (a header row and
-//! at most 100 rows, 20 columns, 10,000 characters of cells a message; one
-//! table a message here). Nested lists, code with backticks and links with
+//! message; no tables), and each table in a `table` block (at most 100 rows,
+//! the header's included, 20 columns, 10,000 characters of cells a message;
+//! one table a message here). Nested lists, code with backticks and links with
 //! parentheses reach Slack as the model wrote them, with a plain `text`
 //! fallback for notifications.
 //!
@@ -23,7 +23,9 @@ const OPTIONS: Options = Options::ENABLE_TABLES.union(Options::ENABLE_STRIKETHRO
 
 /// Slack's limit on the markdown blocks of one message, with room to spare.
 pub const TEXT_BUDGET: usize = 11_000;
-/// Slack's table block: rows under the header, columns, characters of cells.
+/// Slack's table block: rows (the header is the first), columns, characters
+/// of cells. Unlike the data table block (a header and 100 rows), a table
+/// block's `rows` hold at most 100 in all (slack_sdk's `TableBlock`).
 pub const TABLE_ROWS: usize = 100;
 pub const TABLE_COLUMNS: usize = 20;
 pub const TABLE_CHARS: usize = 10_000;
@@ -55,7 +57,7 @@ impl Table {
     }
 
     fn fits(&self) -> bool {
-        self.rows.len() <= TABLE_ROWS + 1
+        self.rows.len() <= TABLE_ROWS
             && self.rows.iter().all(|row| row.len() <= TABLE_COLUMNS)
             && self.chars() <= TABLE_CHARS
     }
@@ -522,5 +524,19 @@ mod tests {
         assert!(markdown_of(&message).starts_with("```"), "{}", markdown_of(&message));
         let two = messages("| a |\n|---|\n| 1 |\n\nand\n\n| b |\n|---|\n| 2 |", SpecialMentions::default(), 45);
         assert_eq!(two.len(), 2, "one table a message");
+    }
+
+    #[test]
+    fn a_table_block_holds_100_rows_with_its_header_and_a_longer_table_is_code() {
+        let table = |body_rows: usize| {
+            let body: String = (0..body_rows).map(|row| format!("| {row} |\n")).collect();
+            format!("| n |\n|---|\n{body}")
+        };
+        let fits = one(&table(TABLE_ROWS - 1));
+        assert_eq!(fits.blocks[0]["type"], "table");
+        assert_eq!(fits.blocks[0]["rows"].as_array().unwrap().len(), TABLE_ROWS);
+        let too_long = one(&table(TABLE_ROWS));
+        assert!(too_long.blocks.iter().all(|b| b["type"] == "markdown"), "no table block of 101 rows");
+        assert!(markdown_of(&too_long).starts_with("```"), "{}", markdown_of(&too_long));
     }
 }
