@@ -1,9 +1,10 @@
 //! The Bedrock adapter with the real `aws-sdk-bedrockruntime` client against
 //! a fake Converse server: what is sent (system, tools, cache points,
 //! transcript), what is read back (text, tool calls, stop reason, usage), and
-//! how throttling, 5xx, refusals and malformed output end up.
+//! how throttling, 5xx, refusals, malformed output and a stream that stalls
+//! end up.
 
-use adapters_bedrock::{BedrockModel, retry_config};
+use adapters_bedrock::{BedrockModel, StreamLimits, retry_config, timeout_config};
 use assistant_core::model::{Model, ModelError, ModelRequest, StopReason, ToolSpec};
 use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Usage};
 use serde_json::json;
@@ -296,4 +297,94 @@ async fn a_stream_that_breaks_is_retryable_and_unreadable_frames_are_malformed()
     fake.script([Scripted::throttling(), Scripted::fixture(TEXT_REPLY)]);
     let (reply, _) = ask_streaming(&model(&fake).await, &[Message::user_text("why?")]).await;
     assert!(reply.is_ok(), "a throttled stream is retried by the SDK: {reply:?}");
+}
+
+// --- A stream that stalls --------------------------------------------------------
+
+/// A streamed call, failed if it is still waiting after `limit`: a test of
+/// a stall must end, whatever the adapter does.
+async fn ask_streaming_within(
+    limit: Duration,
+    model: &BedrockModel,
+) -> (Result<assistant_core::model::ModelReply, ModelError>, Vec<String>, Duration) {
+    let started = std::time::Instant::now();
+    let (reply, deltas) = tokio::time::timeout(limit, ask_streaming(model, &[Message::user_text("why?")]))
+        .await
+        .expect("the streamed call ends: a stalled stream never holds the worker");
+    (reply, deltas, started.elapsed())
+}
+
+#[tokio::test]
+async fn a_stream_that_stalls_after_its_first_deltas_ends_at_the_idle_bound_as_a_retryable_error() {
+    // GIVEN a model that writes two deltas, then goes silent with the connection open
+    let fake = FakeBedrock::start().await;
+    let reply: serde_json::Value = serde_json::from_str(TEXT_REPLY).unwrap();
+    fake.script([Scripted::StallsAfter { reply, deltas: 2 }]);
+    fake.cut_deltas_at(&[5, 9, 20]);
+    let idle = Duration::from_millis(500);
+    let model = model(&fake).await.with_stream_limits(StreamLimits::within(Duration::from_secs(20)).with_idle(idle));
+
+    // WHEN the worker streams its reply
+    let (reply, deltas, took) = ask_streaming_within(Duration::from_secs(20), &model).await;
+
+    // THEN the call ends once nothing came for the idle bound: retryable,
+    // with what came before handed over
+    let err = reply.unwrap_err();
+    assert!(err.is_retryable() && err.to_string().contains("stalled"), "{err}");
+    assert_eq!(deltas.len(), 2, "what came before the stall was handed over");
+    assert!(took >= idle && took < idle + Duration::from_secs(3), "{took:?}");
+    assert_eq!(fake.requests().len(), 1, "a stall is not retried inside the call: the step is");
+}
+
+#[tokio::test]
+async fn a_stream_that_keeps_writing_past_the_call_budget_ends_at_the_budget() {
+    // GIVEN a model that writes seven deltas 300 ms apart: never silent
+    // for long, but two seconds in all
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY), Scripted::fixture(TEXT_REPLY)]);
+    fake.cut_deltas_at(&[5, 9, 20, 40, 60, 80]);
+    fake.pause_between_deltas(Duration::from_millis(300));
+    let budget = Duration::from_secs(1);
+
+    // WHEN the call may take a second in all
+    let model = model(&fake).await.with_stream_limits(StreamLimits::within(budget));
+    let (reply, deltas, took) = ask_streaming_within(Duration::from_secs(20), &model).await;
+
+    // THEN it ends at the second, retryable, however steadily the model wrote
+    let err = reply.unwrap_err();
+    assert!(err.is_retryable() && err.to_string().contains("ran out"), "{err}");
+    assert!(!deltas.is_empty() && deltas.len() < 7, "{deltas:?}");
+    assert!(took >= budget && took < budget + Duration::from_secs(3), "{took:?}");
+
+    // and with a budget that covers it, the same slow stream is read whole
+    let model = model.with_stream_limits(StreamLimits::within(Duration::from_secs(20)).with_idle(budget));
+    let (reply, deltas, _) = ask_streaming_within(Duration::from_secs(20), &model).await;
+    assert_eq!(reply.unwrap().message.text(), deltas.concat());
+}
+
+#[tokio::test]
+async fn a_client_built_with_the_workers_timeouts_holds_its_stream_to_their_budget() {
+    // GIVEN the Bedrock client as the worker builds it (`timeout_config`),
+    // with a short budget: the SDK's own timeouts stop at the stream's
+    // first response (aws-sdk-rust issue 1176); the adapter reads the
+    // budget from the client
+    let fake = FakeBedrock::start().await;
+    let reply: serde_json::Value = serde_json::from_str(TEXT_REPLY).unwrap();
+    fake.script([Scripted::StallsAfter { reply, deltas: 1 }]);
+    let budget = Duration::from_millis(1_500);
+    let config = aws_sdk_bedrockruntime::config::Builder::from(&emulator_config().await)
+        .endpoint_url(fake.url())
+        .retry_config(retry_config().with_initial_backoff(Duration::from_millis(5)))
+        .timeout_config(timeout_config(budget))
+        .build();
+    let model = BedrockModel::new(aws_sdk_bedrockruntime::Client::from_conf(config), MODEL_ID);
+
+    // WHEN the model stalls after its first delta
+    let (reply, deltas, took) = ask_streaming_within(Duration::from_secs(20), &model).await;
+
+    // THEN the call ends when the budget runs out, retryable
+    let err = reply.unwrap_err();
+    assert!(err.is_retryable() && err.to_string().contains("ran out"), "{err}");
+    assert_eq!(deltas.len(), 1);
+    assert!(took >= budget && took < budget + Duration::from_secs(3), "{took:?}");
 }

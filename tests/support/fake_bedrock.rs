@@ -10,7 +10,8 @@
 //!
 //! Errors are sent as AWS's restJson1 protocol sends them: the HTTP status,
 //! an `x-amzn-ErrorType` header and a `{"message": …}` body; a stream that
-//! breaks sends an `exception` frame after some deltas.
+//! breaks sends an `exception` frame after some deltas; one that stalls
+//! sends nothing more and holds the connection open.
 
 use crate::local_server::LocalServer;
 use axum::Router;
@@ -38,6 +39,10 @@ pub enum Scripted {
     /// Streamed only: this reply's first `deltas` text deltas, then the
     /// stream breaks (a `modelStreamErrorException` frame).
     BreaksAfter { reply: Value, deltas: usize },
+    /// Streamed only: this reply's first `deltas` text deltas, then
+    /// nothing: the connection stays open and silent (a model that stalls
+    /// mid-stream) until the client hangs up.
+    StallsAfter { reply: Value, deltas: usize },
 }
 
 impl Scripted {
@@ -95,6 +100,8 @@ struct Shared {
     /// answers, and the requests it got (signature checked).
     knowledge: Mutex<std::collections::HashMap<String, Value>>,
     retrieves: Mutex<Vec<Result<Value, String>>>,
+    /// The model call's budget the clients made here are built with.
+    call_budget: Mutex<Option<std::time::Duration>>,
 }
 
 pub struct FakeBedrock {
@@ -146,6 +153,13 @@ impl FakeBedrock {
         *self.shared.pause.lock().expect("pause lock") = pause;
     }
 
+    /// Clients made from now on ([`FakeBedrock::client`]) time a model call
+    /// as the worker's does (`adapters_bedrock::timeout_config`), with
+    /// `budget` instead of the worker's: streams included.
+    pub fn time_calls_to(&self, budget: std::time::Duration) {
+        *self.shared.call_budget.lock().expect("budget lock") = Some(budget);
+    }
+
     /// What `Retrieve` on knowledge base `id` answers (its wire format:
     /// `{"retrievalResults": [...]}`); Bedrock Agent Runtime's endpoint
     /// variable (`AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME`) points here.
@@ -163,15 +177,19 @@ impl FakeBedrock {
         self.shared.requests.lock().expect("requests lock").clone()
     }
 
-    /// A Bedrock client pointed here, with the given retry policy.
+    /// A Bedrock client pointed here, with the given retry policy (and the
+    /// timeouts of [`FakeBedrock::time_calls_to`], once set).
     pub fn client(
         &self,
         aws: &aws_config::SdkConfig,
         retry: aws_config::retry::RetryConfig,
     ) -> aws_sdk_bedrockruntime::Client {
-        let config =
-            aws_sdk_bedrockruntime::config::Builder::from(aws).endpoint_url(self.url()).retry_config(retry).build();
-        aws_sdk_bedrockruntime::Client::from_conf(config)
+        let mut config =
+            aws_sdk_bedrockruntime::config::Builder::from(aws).endpoint_url(self.url()).retry_config(retry);
+        if let Some(budget) = *self.shared.call_budget.lock().expect("budget lock") {
+            config = config.timeout_config(adapters_bedrock::timeout_config(budget));
+        }
+        aws_sdk_bedrockruntime::Client::from_conf(config.build())
     }
 }
 
@@ -194,23 +212,42 @@ impl Shared {
 async fn converse(State(shared): State<Arc<Shared>>, Path(model_id): Path<String>, body: String) -> Response {
     match shared.next(model_id, body) {
         Some(Scripted::Reply(reply)) => axum::Json(reply).into_response(),
-        Some(Scripted::BreaksAfter { .. }) => panic!("a broken stream is scripted for a call that does not stream"),
+        Some(Scripted::BreaksAfter { .. } | Scripted::StallsAfter { .. }) => {
+            panic!("a broken or stalled stream is scripted for a call that does not stream")
+        }
         other => error_response(other),
     }
 }
 
 /// The scripted reply as ConverseStream sends it.
 async fn converse_stream(State(shared): State<Arc<Shared>>, Path(model_id): Path<String>, body: String) -> Response {
-    let (reply, breaks_after) = match shared.next(model_id, body) {
-        Some(Scripted::Reply(reply)) => (reply, None),
-        Some(Scripted::BreaksAfter { reply, deltas }) => (reply, Some(deltas)),
+    let (reply, breaks_after, stalls_after) = match shared.next(model_id, body) {
+        Some(Scripted::Reply(reply)) => (reply, None, None),
+        Some(Scripted::BreaksAfter { reply, deltas }) => (reply, Some(deltas), None),
+        Some(Scripted::StallsAfter { reply, deltas }) => (reply, None, Some(deltas)),
         other => return error_response(other),
     };
     let cuts = shared.cuts.lock().expect("cuts lock").clone();
     let pause = *shared.pause.lock().expect("pause lock");
-    let frames = stream_frames(&reply, cuts.as_deref(), breaks_after);
+    let mut frames = stream_frames(&reply, cuts.as_deref(), breaks_after);
+    if let Some(deltas) = stalls_after {
+        // What the model sent before it stalled: up to its `deltas`th delta.
+        let mut seen = 0;
+        let stalled_at = frames.iter().position(|(_, is_delta)| {
+            seen += usize::from(*is_delta);
+            seen > deltas
+        });
+        frames.truncate(stalled_at.unwrap_or(frames.len()));
+    }
+    let stalls = stalls_after.is_some();
     let body = futures_util::stream::unfold(frames.into_iter(), move |mut frames| async move {
-        let (frame, is_delta) = frames.next()?;
+        let Some((frame, is_delta)) = frames.next() else {
+            if stalls {
+                // Open and silent until the client hangs up (which drops this).
+                std::future::pending::<()>().await;
+            }
+            return None;
+        };
         if is_delta && !pause.is_zero() {
             tokio::time::sleep(pause).await;
         }
@@ -301,7 +338,9 @@ fn cut<'a>(text: &'a str, cuts: Option<&[usize]>) -> Vec<&'a str> {
 /// An error (or the end of the script) as Bedrock's restJson1 sends it.
 fn error_response(next: Option<Scripted>) -> Response {
     match next {
-        Some(Scripted::Reply(_) | Scripted::BreaksAfter { .. }) => unreachable!("replies are answered by the caller"),
+        Some(Scripted::Reply(_) | Scripted::BreaksAfter { .. } | Scripted::StallsAfter { .. }) => {
+            unreachable!("replies are answered by the caller")
+        }
         Some(Scripted::Error { status, error_type, message }) => {
             let mut headers = HeaderMap::new();
             headers.insert("x-amzn-errortype", HeaderValue::from_static(error_type));

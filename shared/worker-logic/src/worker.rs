@@ -83,8 +83,11 @@ pub struct Limits {
     pub step_time: Duration,
 }
 
-/// The most one model call may take, retries included: the Bedrock
-/// client's operation timeout (`functions/worker`).
+/// The most one model call may take, retries and its stream included: the
+/// Bedrock client's operation timeout (`functions/worker`), which the
+/// adapter also holds every read of a streamed reply to
+/// (`adapters_bedrock::StreamLimits`: the SDK stops timing at a stream's
+/// first response).
 pub const MODEL_CALL_TIME: Duration = Duration::from_secs(150);
 /// What a step needs besides its model call and its tools (saves, status).
 const STEP_OVERHEAD: Duration = Duration::from_secs(15);

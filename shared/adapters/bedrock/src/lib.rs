@@ -10,6 +10,16 @@
 //! Throttling and 5xx are retried by the SDK's standard retry strategy
 //! (bounded, exponential backoff with jitter, see [`retry_config`]); what is
 //! left after that comes back as a retryable [`ModelError`].
+//!
+//! A streamed call ends within the same budget as a whole one. The SDK's
+//! operation and attempt timeouts end when a stream's first response
+//! arrives (aws-sdk-rust issue 1176), and ConverseStream has no stalled
+//! stream protection: a model that stalls after its first event would hold
+//! the worker until Lambda kills it. So every read of the stream is bounded
+//! here ([`StreamLimits`]): by the call's deadline (the client's operation
+//! timeout, counted from the request) and by a wait for the next event
+//! ([`STREAM_IDLE`]), whichever ends first. A stream that stalls is a
+//! retryable [`ModelError::Unavailable`], as one that breaks is.
 
 use assistant_core::files::{self, FileBlock, FileKind};
 use assistant_core::model::{FileBodies, Model, ModelError, ModelReply, ModelRequest, StopReason, TextSink, ToolSpec};
@@ -28,7 +38,9 @@ use aws_sdk_bedrockruntime::types::{
 };
 use aws_smithy_types::error::operation::BuildError;
 use aws_smithy_types::{Blob, Document, Number};
+use std::future::Future;
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// Four attempts, backing off from half a second: rides out a burst of
 /// throttling without holding a worker for long.
@@ -46,15 +58,101 @@ pub fn timeout_config(budget: Duration) -> aws_config::timeout::TimeoutConfig {
         .build()
 }
 
+/// The longest a stream may go without an event, its first one included,
+/// before it counts as stalled. A model sends its first event once it has
+/// read the prompt and then writes steadily (text, tool input and
+/// reasoning all arrive as deltas); a minute of silence is a stall, and
+/// leaves most of a call's budget for the retry.
+pub const STREAM_IDLE: Duration = Duration::from_secs(60);
+
+/// How long a ConverseStream call may take, enforced by the adapter on each
+/// read of the stream (the SDK's own timeouts stop at its first response).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// The whole call, from the request to the stream's last event; none:
+    /// only the wait between events is bounded.
+    call: Option<Duration>,
+    /// The longest wait for the next event.
+    idle: Duration,
+}
+
+impl StreamLimits {
+    /// A call of at most `call` in all, its events at most [`STREAM_IDLE`]
+    /// apart (never more than `call`).
+    pub fn within(call: Duration) -> Self {
+        Self { call: Some(call), idle: STREAM_IDLE.min(call) }
+    }
+
+    /// The same call, its events at most `idle` apart.
+    pub fn with_idle(self, idle: Duration) -> Self {
+        Self { idle, ..self }
+    }
+
+    /// What `client` was built to allow a call: its operation timeout
+    /// ([`timeout_config`]); a client without one bounds only the wait
+    /// between events.
+    fn of(client: &Client) -> Self {
+        match client.config().timeout_config().and_then(|timeouts| timeouts.operation_timeout()) {
+            Some(call) => Self::within(call),
+            None => Self { call: None, idle: STREAM_IDLE },
+        }
+    }
+
+    /// When a call that starts now must have ended.
+    fn deadline(&self) -> Option<Instant> {
+        self.call.and_then(|call| Instant::now().checked_add(call))
+    }
+}
+
+/// What a streamed call waits for.
+enum Next {
+    /// The response to the request (its stream's start).
+    Response,
+    /// The stream's next event.
+    Event,
+}
+
 #[derive(Debug, Clone)]
 pub struct BedrockModel {
     client: Client,
     model_id: String,
+    limits: StreamLimits,
 }
 
 impl BedrockModel {
+    /// A model on `client`, its streamed calls held to the client's
+    /// operation timeout as whole calls are.
     pub fn new(client: Client, model_id: impl Into<String>) -> Self {
-        Self { client, model_id: model_id.into() }
+        let limits = StreamLimits::of(&client);
+        Self { client, model_id: model_id.into(), limits }
+    }
+
+    /// The same model, its streamed calls held to `limits` instead.
+    pub fn with_stream_limits(self, limits: StreamLimits) -> Self {
+        Self { limits, ..self }
+    }
+
+    /// `next` never past `deadline`, nor, when it is the stream's next
+    /// event, past the idle bound: what does not come by then is a stall,
+    /// worth asking again. (Sending the request has the SDK's attempt
+    /// timeouts and retries within the same deadline.)
+    async fn bounded<T>(
+        &self,
+        deadline: Option<Instant>,
+        next: Next,
+        waiting: impl Future<Output = T>,
+    ) -> Result<T, ModelError> {
+        let StreamLimits { call, idle } = self.limits;
+        let idle_ends = matches!(next, Next::Event).then(|| Instant::now() + idle);
+        let stalled = || format!("the model's stream stalled: no event for {} s", idle.as_secs_f64());
+        let ran_out = || format!("the model call's {} s ran out", call.unwrap_or_default().as_secs_f64());
+        let (ends, why) = match (deadline, idle_ends) {
+            (Some(deadline), Some(idle_ends)) if idle_ends < deadline => (idle_ends, stalled()),
+            (Some(deadline), _) => (deadline, ran_out()),
+            (None, Some(idle_ends)) => (idle_ends, stalled()),
+            (None, None) => return Ok(waiting.await),
+        };
+        tokio::time::timeout_at(ends, waiting).await.map_err(|_| ModelError::Unavailable(why))
     }
 }
 
@@ -148,13 +246,15 @@ impl Model for BedrockModel {
         sink: &mut dyn TextSink,
     ) -> Result<ModelReply, ModelError> {
         let parts = parts(&request)?;
-        let mut output = with_parts!(self.client.converse_stream(), &self.model_id, parts)
-            .send()
-            .await
+        let deadline = self.limits.deadline();
+        let mut output = self
+            .bounded(deadline, Next::Response, with_parts!(self.client.converse_stream(), &self.model_id, parts).send())
+            .await?
             .map_err(|err| stream_error(&err))?;
         let mut reply = StreamedReply::default();
         loop {
-            let event = output.stream.recv().await.map_err(|err| stream_error(&err))?;
+            let event =
+                self.bounded(deadline, Next::Event, output.stream.recv()).await?.map_err(|err| stream_error(&err))?;
             match event {
                 None => break,
                 Some(ConverseStreamOutput::ContentBlockStart(start)) => {
@@ -475,5 +575,35 @@ mod tests {
             "flags": [true, false, null], "nested": {"a": ["b"]}
         });
         assert_eq!(from_document(&to_document(&value)), value);
+    }
+
+    #[test]
+    fn a_stream_is_held_to_the_clients_operation_timeout_and_events_to_the_idle_bound() {
+        let client = |timeouts: Option<aws_config::timeout::TimeoutConfig>| {
+            let mut config =
+                aws_sdk_bedrockruntime::Config::builder().behavior_version(aws_config::BehaviorVersion::latest());
+            config.set_timeout_config(timeouts);
+            Client::from_conf(config.build())
+        };
+        let budget = Duration::from_secs(150);
+        assert_eq!(
+            StreamLimits::of(&client(Some(timeout_config(budget)))),
+            StreamLimits { call: Some(budget), idle: STREAM_IDLE }
+        );
+        assert_eq!(StreamLimits::of(&client(None)), StreamLimits { call: None, idle: STREAM_IDLE });
+        let short = Duration::from_secs(3);
+        assert_eq!(StreamLimits::within(short).idle, short, "never longer than the call");
+
+        // As the worker builds it: the process's timeouts, the model's budget over them.
+        let process = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .timeout_config(
+                aws_config::timeout::TimeoutConfig::builder()
+                    .operation_attempt_timeout(Duration::from_secs(180))
+                    .build(),
+            )
+            .build();
+        let config = aws_sdk_bedrockruntime::config::Builder::from(&process).timeout_config(timeout_config(budget));
+        assert_eq!(StreamLimits::of(&Client::from_conf(config.build())), StreamLimits::within(budget));
     }
 }
