@@ -9,7 +9,8 @@
 //!   configured server that never answers costs only its own tools;
 //! - a small server written with the SDK's server side
 //!   (`tests/support/mcp_server.rs`) for what the reference server cannot
-//!   show: an expired session, a revoked token, `isError`, cancellation.
+//!   show: an expired session, a revoked token, `isError`, cancellation,
+//!   and a call whose streamed answer stalls after its first event.
 
 use adapters_mcp::StreamableHttpConnector;
 use assistant_core::turn::{ToolOutput, ToolStatus, ToolUse};
@@ -252,6 +253,33 @@ async fn a_slow_tool_hits_its_timeout_and_the_server_is_told_to_stop() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the server was never told the call was cancelled");
+}
+
+#[tokio::test]
+async fn a_call_whose_streamed_answer_stalls_after_its_first_event_ends_at_the_calls_timeout() {
+    // GIVEN a session with a server whose answer to `slow` is an SSE stream
+    // that opens with its priming event, then says nothing for a minute
+    let server = McpTestServer::start().await;
+    let endpoint = assistant_core::mcp::McpEndpoint {
+        name: "flaky".into(),
+        url: server.url.clone(),
+        headers: vec![("Authorization".into(), format!("Bearer {TOKEN}"))],
+        signing: None,
+    };
+    let connector = StreamableHttpConnector::new(adapters_slack::http_client());
+    let session = assistant_core::mcp::McpConnector::connect(&connector, &endpoint).await.unwrap();
+
+    // WHEN the adapter calls it with half a second to answer
+    let timeout = Duration::from_millis(500);
+    let started = std::time::Instant::now();
+    let called = tokio::time::timeout(Duration::from_secs(20), session.call_tool("slow", Default::default(), timeout))
+        .await
+        .expect("the call ends: a stalled stream never holds the worker");
+
+    // THEN it ends then, as a timeout, not a wait for the stream
+    assert!(matches!(called, Err(assistant_core::mcp::McpError::TimedOut(t)) if t == timeout), "{called:?}");
+    let took = started.elapsed();
+    assert!(took >= timeout && took < timeout + Duration::from_secs(3), "{took:?}");
 }
 
 #[tokio::test]
