@@ -1,6 +1,8 @@
 //! The request path of the ingress function: size → signature → parse →
-//! route → claim → enqueue → reply, with at most two AWS calls (the claim and
-//! the enqueue) and nothing written for a request that fails verification.
+//! route → claim → enqueue → reply, with at most three AWS calls (for a
+//! top-level message that names no one, the every-question channels' read,
+//! at most once a minute; the claim; the enqueue) and nothing written for a
+//! request that fails verification.
 //!
 //! Replies follow what Slack does with them: 2xx is done; anything else makes
 //! Slack retry the event (up to three times), so only a failure on our side

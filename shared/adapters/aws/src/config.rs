@@ -92,8 +92,9 @@ fn parses_as_roots(pem: &[u8]) -> Result<usize, String> {
 }
 
 /// For the ingress acknowledgement path: Slack gives up after 3 s, so the
-/// path's two calls together (claim, enqueue: 2 × 0.8 s) stay well under
-/// it, retries included.
+/// path's calls together (claim and enqueue, 2 × 0.8 s; with the
+/// every-question read before them, 3 × 0.8 s) stay under it, retries
+/// included.
 pub fn ack_path_timeouts() -> TimeoutConfig {
     TimeoutConfig::builder()
         .connect_timeout(Duration::from_millis(300))
