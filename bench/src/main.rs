@@ -1,4 +1,5 @@
-//! The benchmark: prints the figures DESIGN.md budgets. Run it with
+//! The benchmark: prints the figures README.md's Benchmark states, and the
+//! table of binary sizes it holds as printed here. Run it with
 //! `infra/bench.sh`, which builds the shipped binary (`--profile lambda`)
 //! first. It asserts nothing: it measures and prints.
 //!
@@ -74,6 +75,7 @@ fn main() -> Result<()> {
     match std::env::var("FLOOR_BIN") {
         Ok(_) => {
             runtime.block_on(start_up())?;
+            binary_sizes();
             runtime.block_on(time_to_first_status())?;
         }
         Err(_) => println!("\nFLOOR_BIN not set: start-up, size and RSS skipped (infra/bench.sh sets them)"),
@@ -636,6 +638,44 @@ async fn start_up() -> Result<()> {
         "  (binary budget: < 10 MB each as shipped, arm64, infra/build.sh; this x86_64 build: worker < 12 MB, the others < 10 MB; peak RSS < 40 MB)"
     );
     Ok(())
+}
+
+/// README.md's "Binary sizes" table, to paste as is: the x86_64 column
+/// from this run's binaries (`*_BIN`), the arm64 one from the bootstraps the
+/// last `infra/build.sh arm64` left in `.aws-sam/build/` (none: "–").
+fn binary_sizes() {
+    fn bytes(size: Option<u64>) -> String {
+        let Some(size) = size else { return "–".to_owned() };
+        let digits = size.to_string();
+        let mut grouped = String::new();
+        for (i, digit) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(digit);
+        }
+        format!("{grouped} B")
+    }
+    /// The file's size if it is an aarch64 ELF binary (`e_machine` 183).
+    fn arm64_size(path: &str) -> Option<u64> {
+        use std::io::Read;
+        let mut header = [0u8; 20];
+        std::fs::File::open(path).ok()?.read_exact(&mut header).ok()?;
+        let aarch64 = header.starts_with(b"\x7fELF") && u16::from_le_bytes([header[18], header[19]]) == 183;
+        aarch64.then(|| std::fs::metadata(path).ok().map(|meta| meta.len())).flatten()
+    }
+    println!("\n## Binary sizes (README.md's table: paste it as is)\n");
+    println!("| binary | x86_64 (`infra/bench.sh`) | arm64, as shipped (`infra/build.sh arm64`) |");
+    println!("|---|---|---|");
+    for (label, variable, resource) in [
+        ("ingress", "INGRESS_BIN", "IngressFunction"),
+        ("worker", "WORKER_BIN", "WorkerFunction"),
+        ("responder", "RESPONDER_BIN", "ResponderFunction"),
+    ] {
+        let x86_64 = std::env::var(variable).ok().and_then(|path| std::fs::metadata(path).ok()).map(|meta| meta.len());
+        let arm64 = arm64_size(&format!(".aws-sam/build/{resource}/bootstrap"));
+        println!("| {label} | {} | {} |", bytes(x86_64), bytes(arm64));
+    }
 }
 
 fn report_ms(label: &str, mut samples: Vec<Duration>) {

@@ -1,10 +1,12 @@
-//! Environment variables of the runtime contract (see DESIGN.md).
+//! Environment variables of the runtime contract (`docs/runtime-contract.md`,
+//! whose table `tests/docs.rs` holds to every name read here and in the
+//! functions).
 
 use assistant_core::ports::{NoSecrets, SecretStore};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
-    #[error("environment variable {0} is not set (see the configuration table in README.md)")]
+    #[error("environment variable {0} is not set (see docs/runtime-contract.md)")]
     Missing(&'static str),
     #[error("environment variable {name} is invalid: {reason}")]
     Invalid { name: &'static str, reason: String },

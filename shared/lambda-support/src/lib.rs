@@ -3,7 +3,7 @@
 //! - [`env`]: reading the runtime contract's environment variables once at
 //!   start-up, failing fast with the name of what is missing;
 //! - [`health`]: recognising the scheduled EventBridge health event and
-//!   building the health report DESIGN.md specifies;
+//!   building the health report `docs/runtime-contract.md` specifies;
 //! - [`sqs_batch`]: handling an SQS batch in FIFO order with partial
 //!   failures (`ReportBatchItemFailures`);
 //! - [`deferred`]: start-up work (AWS clients) built beside the runtime's
