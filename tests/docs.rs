@@ -1,0 +1,900 @@
+//! The docs, held to the code: a number or a list in the docs is generated
+//! or checked by a test (the team's style guide, habit 24). Each check reads
+//! a list or a figure from `README.md` or `docs/*.md` and the same thing
+//! from the code, and fails naming both places when they differ:
+//!
+//! - the runtime contract (`docs/runtime-contract.md`): every environment
+//!   variable each function reads (found in its source and the workspace
+//!   crates it uses), every work and reply message kind with its fields
+//!   (asked of serde), every health check (found in the function's source);
+//! - the records table (`docs/architecture.md`): every key prefix in the
+//!   code, the ingress's rows against the template's permissions, and each
+//!   stated TTL against the constant it names;
+//! - figures: the AWS calls on the ingress's acknowledgement path (counted
+//!   on the real intake), the binary sizes (stated once, in the table
+//!   `infra/bench.sh` prints), limits that are constants in the code;
+//! - every relative link, and every `.md` file a comment cites, resolves
+//!   inside the repository.
+//!
+//! Needs no emulator: it reads files and runs the ingress logic in memory.
+
+#[path = "docs/ack_path.rs"]
+mod ack_path;
+#[path = "docs/markdown.rs"]
+mod markdown;
+#[path = "docs/messages.rs"]
+mod messages;
+#[path = "docs/rust_source.rs"]
+mod rust_source;
+
+use markdown::{Doc, code_spans, without_asides};
+use rust_source::{SourceFile, Workspace, env_helpers, env_reads};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const FUNCTIONS: [&str; 3] = ["ingress", "worker", "responder"];
+const CONTRACT: &str = "docs/runtime-contract.md";
+const ARCHITECTURE: &str = "docs/architecture.md";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the repository root").to_owned()
+}
+
+/// Fails with every problem found, one a line, rather than the first.
+fn assert_none(problems: Vec<String>, what: &str) {
+    assert!(problems.is_empty(), "{what}:\n  - {}", problems.join("\n  - "));
+}
+
+// ---------------------------------------------------------------------------
+// The runtime contract: environment variables.
+
+/// Variables the AWS SDK reads itself in every function (its endpoint
+/// overrides and region): the contract may list them where our code never
+/// names them.
+const READ_BY_THE_SDK: [&str; 4] =
+    ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_<SERVICE>", "AWS_REGION", "AWS_DEFAULT_REGION"];
+
+/// The variables `function` reads: named in its own crate, or in a
+/// function of a workspace crate it depends on that is called somewhere
+/// in those crates (module-level names, such as a service's endpoint
+/// variable, count wherever their crate is used). Name → where.
+fn variables_read(workspace: &Workspace, function: &str) -> BTreeMap<String, String> {
+    let closure = workspace.closure(function);
+    let sources: Vec<(String, Vec<SourceFile>)> =
+        closure.iter().map(|name| (name.clone(), workspace.sources(name))).collect();
+    let called = |name: &str| sources.iter().flat_map(|(_, files)| files).any(|file| file.calls(name));
+    let helpers = env_helpers(workspace);
+    let mut read = BTreeMap::new();
+    for (crate_name, files) in &sources {
+        for file in files {
+            for found in env_reads(file, &helpers) {
+                let counts = crate_name == function || found.function.as_deref().is_none_or(called);
+                if counts {
+                    let place = match &found.function {
+                        Some(name) => format!("{} (fn {name})", found.place),
+                        None => found.place.clone(),
+                    };
+                    read.entry(found.name).or_insert(place);
+                }
+            }
+        }
+    }
+    read
+}
+
+/// The contract's table: function → variable → the line listing it.
+fn variables_documented(doc: &Doc) -> (BTreeMap<&'static str, BTreeMap<String, usize>>, Vec<String>) {
+    let table = doc.table("Environment variables", "variable");
+    let (name_column, function_column) = (table.column("variable"), table.column("function"));
+    let mut documented: BTreeMap<&'static str, BTreeMap<String, usize>> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for row in &table.rows {
+        let names = code_spans(&row.cells[name_column]);
+        if names.is_empty() {
+            problems.push(format!("{}: no variable named in `code`", doc.at(row.line)));
+        }
+        for function in row.cells[function_column].split(',').map(str::trim) {
+            let functions: Vec<&'static str> = match function {
+                "all" => FUNCTIONS.to_vec(),
+                name => FUNCTIONS.iter().copied().filter(|f| *f == name).collect(),
+            };
+            if functions.is_empty() {
+                problems.push(format!(
+                    "{}: {function:?} is not a function (ingress, worker, responder or all)",
+                    doc.at(row.line)
+                ));
+            }
+            for function in functions {
+                for name in &names {
+                    if documented.entry(function).or_default().insert(name.clone(), row.line).is_some() {
+                        problems.push(format!("{}: {name} is listed twice for {function}", doc.at(row.line)));
+                    }
+                }
+            }
+        }
+        // A family (`AWS_ENDPOINT_URL_<SERVICE>`) names its members the
+        // code uses anywhere in its row.
+        for family in names.iter().filter_map(|name| name.split_once('<').map(|(prefix, _)| prefix)) {
+            let members = row.cells.iter().flat_map(|cell| code_spans(cell)).filter(|span| span.starts_with(family));
+            for member in members {
+                for function in FUNCTIONS {
+                    documented.entry(function).or_default().entry(member.clone()).or_insert(row.line);
+                }
+            }
+        }
+    }
+    (documented, problems)
+}
+
+#[test]
+fn every_environment_variable_a_function_reads_is_in_the_runtime_contract() {
+    // GIVEN the contract's table and each function's source
+    let root = root();
+    let workspace = Workspace::read(&root);
+    let doc = Doc::read(&root, CONTRACT);
+    let (documented, mut problems) = variables_documented(&doc);
+
+    for function in FUNCTIONS {
+        // WHEN the variables it reads are found in the code
+        let read = variables_read(&workspace, function);
+        let listed = documented.get(function).cloned().unwrap_or_default();
+        // THEN the contract lists exactly those for it
+        for (name, place) in &read {
+            if !listed.contains_key(name) {
+                problems.push(format!(
+                    "{function} reads {name} ({place}); {CONTRACT}'s table does not list it for {function}"
+                ));
+            }
+        }
+        for (name, line) in &listed {
+            let family_member = name.starts_with("AWS_ENDPOINT_URL_") && !name.contains('<');
+            if !read.contains_key(name) && !READ_BY_THE_SDK.contains(&name.as_str()) && !family_member {
+                problems.push(format!("{} lists {name} for {function}, which reads no such variable", doc.at(*line)));
+            }
+        }
+    }
+    assert_none(problems, "the runtime contract's environment variables differ from the code");
+}
+
+// ---------------------------------------------------------------------------
+// The runtime contract: queue messages.
+
+/// A kind as a table row documents it: (line, required, optional).
+type DocumentedKind = (usize, BTreeSet<String>, BTreeSet<String>);
+
+/// The kinds in the table under `title`: kind → fields.
+fn kinds_documented(doc: &Doc, title: &str) -> BTreeMap<String, DocumentedKind> {
+    let table = doc.table(title, "kind");
+    let (kind_column, fields_column) = (table.column("kind"), table.column("fields"));
+    let mut kinds = BTreeMap::new();
+    for row in &table.rows {
+        let kind = code_spans(&row.cells[kind_column]).into_iter().next().unwrap_or_default();
+        let (mut required, mut optional) = (BTreeSet::new(), BTreeSet::new());
+        // `thread {team, channel, thread_ts}`, `context_channel?`: the
+        // field is the leading name, optional when a `?` follows it.
+        for span in code_spans(&without_asides(&row.cells[fields_column])) {
+            let field: String = span.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+            if field.is_empty() {
+                continue;
+            }
+            if span[field.len()..].starts_with('?') {
+                optional.insert(field);
+            } else {
+                required.insert(field);
+            }
+        }
+        assert!(
+            kinds.insert(kind.clone(), (row.line, required, optional)).is_none(),
+            "{}: `{kind}` twice",
+            doc.at(row.line)
+        );
+    }
+    kinds
+}
+
+fn compare_kinds(doc: &Doc, title: &str, shapes: Vec<messages::Shape>, enum_name: &str) -> Vec<String> {
+    let code = "shared/assistant-core/src/messages.rs";
+    let mut documented = kinds_documented(doc, title);
+    let mut problems = Vec::new();
+    for shape in shapes {
+        let Some((line, required, optional)) = documented.remove(&shape.kind) else {
+            problems.push(format!(
+                "{enum_name} has kind `{}` ({code}); {CONTRACT} under {title:?} does not (fields: {:?}, optional: {:?})",
+                shape.kind,
+                shape.required,
+                shape.optional()
+            ));
+            continue;
+        };
+        let at = doc.at(line);
+        let kind = &shape.kind;
+        for field in shape.required.difference(&required) {
+            let how = if optional.contains(field) { "marked optional (`?`)" } else { "missing" };
+            problems.push(format!("{at}: `{kind}` requires `{field}` ({enum_name}, {code}); the doc has it {how}"));
+        }
+        for field in shape.optional().difference(&optional) {
+            let how = if required.contains(field) { "without `?`" } else { "missing" };
+            problems.push(format!(
+                "{at}: `{kind}` may carry `{field}` (optional in {enum_name}, {code}); the doc has it {how}"
+            ));
+        }
+        for field in required.union(&optional).filter(|field| !shape.fields.contains(*field)) {
+            problems.push(format!("{at}: `{kind}` has no field `{field}` in {enum_name} ({code})"));
+        }
+    }
+    for (kind, (line, _, _)) in documented {
+        problems.push(format!("{}: `{kind}` is no kind of {enum_name} ({code})", doc.at(line)));
+    }
+    problems
+}
+
+#[test]
+fn every_queue_message_kind_and_its_fields_are_in_the_runtime_contract() {
+    // GIVEN the contract's two message tables
+    let doc = Doc::read(&root(), CONTRACT);
+    // WHEN serde is asked for every kind of each queue's messages and their fields
+    let work = messages::shapes::<assistant_core::WorkMessage>("WorkMessage");
+    let reply = messages::shapes::<assistant_core::messages::ReplyMessage>("ReplyMessage");
+    assert!(work.len() >= 8 && reply.len() >= 7, "the probe found too few kinds: {work:?} {reply:?}");
+    // THEN each table lists exactly those kinds, with the same fields
+    let mut problems = compare_kinds(&doc, "Work queue", work, "WorkMessage");
+    problems.extend(compare_kinds(&doc, "Reply queue", reply, "ReplyMessage"));
+    assert_none(problems, "the runtime contract's queue messages differ from the code");
+}
+
+// ---------------------------------------------------------------------------
+// The runtime contract: health checks.
+
+#[test]
+fn every_health_check_a_function_reports_is_in_the_runtime_contract() {
+    // GIVEN the contract's table of checks
+    let root = root();
+    let workspace = Workspace::read(&root);
+    let doc = Doc::read(&root, CONTRACT);
+    let table = doc.table("Health report", "function");
+    let checks_column = table.column("checks");
+    let mut problems = Vec::new();
+    for function in FUNCTIONS {
+        // WHEN the checks are found in the function's source: `health::check("name", …)`
+        let mut in_code = BTreeMap::new();
+        for file in workspace.sources(function) {
+            for literal in file.literals() {
+                let before = &file.text[..literal.at];
+                if before.trim_end().ends_with("health::check(") {
+                    in_code.insert(literal.value.clone(), literal.place());
+                }
+            }
+        }
+        // THEN the function's row names exactly those
+        let Some(row) = table.rows.iter().find(|row| row.cells[0] == function) else {
+            problems.push(format!("{CONTRACT}: the health checks table has no row for {function}"));
+            continue;
+        };
+        let documented: BTreeSet<String> = code_spans(&without_asides(&row.cells[checks_column])).into_iter().collect();
+        for (name, place) in &in_code {
+            if !documented.contains(name) {
+                problems.push(format!(
+                    "{function} reports the check `{name}` ({place}); {} does not list it",
+                    doc.at(row.line)
+                ));
+            }
+        }
+        for name in documented.iter().filter(|name| !in_code.contains_key(*name)) {
+            problems.push(format!(
+                "{} lists the check `{name}` for {function}, which reports no such check",
+                doc.at(row.line)
+            ));
+        }
+    }
+    assert_none(problems, "the runtime contract's health checks differ from the code");
+}
+
+// ---------------------------------------------------------------------------
+// The records table.
+
+/// Every key prefix the code spells: a literal starting `NAME#`, or a
+/// partition constant (`const PARTITION: &str = "NAME"`). Prefix → where.
+fn key_prefixes_in_code(workspace: &Workspace) -> BTreeMap<String, String> {
+    let mut prefixes = BTreeMap::new();
+    let crates: BTreeSet<String> = FUNCTIONS.iter().flat_map(|f| workspace.closure(f)).collect();
+    for name in crates {
+        for file in workspace.sources(&name) {
+            for literal in file.literals() {
+                let before = file.text[..literal.at].trim_end();
+                let partition_constant =
+                    before.ends_with("&str =") && before.lines().last().is_some_and(|line| line.contains("PARTITION"));
+                let prefix = match literal.value.split_once('#') {
+                    Some((head, _)) if is_key_word(head) => format!("{head}#"),
+                    _ if partition_constant && is_key_word(&literal.value) => literal.value.clone(),
+                    _ => continue,
+                };
+                prefixes.entry(prefix).or_insert_with(|| literal.place());
+            }
+        }
+    }
+    prefixes
+}
+
+/// `TURN`, `INCIDENT_RATE`: an upper-case word of a key.
+fn is_key_word(word: &str) -> bool {
+    word.len() >= 2 && word.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+}
+
+/// The prefixes a key cell names: every `NAME#`, and a partition that is a
+/// word alone (`APPROVAL_TIMERS`).
+fn key_prefixes_in(cell: &str) -> BTreeSet<String> {
+    let mut prefixes = BTreeSet::new();
+    for (i, span) in code_spans(cell).iter().enumerate() {
+        if i == 0 && is_key_word(span) {
+            prefixes.insert(span.clone());
+        }
+        let mut rest = span.as_str();
+        while let Some(at) = rest.find('#') {
+            let head: String = rest[..at]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            if is_key_word(&head) {
+                prefixes.insert(format!("{head}#"));
+            }
+            rest = &rest[at + 1..];
+        }
+    }
+    prefixes
+}
+
+#[test]
+fn every_key_prefix_in_the_code_is_in_the_records_table() {
+    // GIVEN the records table and the code's keys
+    let root = root();
+    let doc = Doc::read(&root, ARCHITECTURE);
+    let table = doc.table("One writer per record", "record");
+    let key_column = table.column("key");
+    let in_code = key_prefixes_in_code(&Workspace::read(&root));
+    assert!(in_code.contains_key("TURN#") && in_code.contains_key("EVENT#"), "the scan found too little: {in_code:?}");
+    // WHEN the table's keys are read
+    let mut documented: BTreeMap<String, usize> = BTreeMap::new();
+    for row in &table.rows {
+        for prefix in key_prefixes_in(&row.cells[key_column]) {
+            documented.entry(prefix).or_insert(row.line);
+        }
+    }
+    // THEN they are the code's
+    let mut problems = Vec::new();
+    for (prefix, place) in &in_code {
+        if !documented.contains_key(prefix) {
+            problems.push(format!(
+                "the code keys records by `{prefix}` ({place}); {ARCHITECTURE}'s records table has no such key"
+            ));
+        }
+    }
+    for (prefix, line) in &documented {
+        if !in_code.contains_key(prefix) {
+            problems.push(format!("{} names the key `{prefix}`, which no code spells", doc.at(*line)));
+        }
+    }
+    assert_none(problems, "the records table's keys differ from the code");
+}
+
+/// The partitions the template lets the ingress write (`PutItem` or
+/// `UpdateItem` under `dynamodb:LeadingKeys`), as prefixes (`EVENT#`).
+fn ingress_writable_partitions(template: &str) -> BTreeSet<String> {
+    // The resource's lines: up to the next resource (`  Name:`).
+    let is_resource = |line: &&str| line.starts_with("  ") && !line.starts_with("   ") && line.ends_with(':');
+    let block: Vec<&str> = template
+        .lines()
+        .skip_while(|line| *line != "  IngressFunction:")
+        .skip(1)
+        .take_while(|line| !is_resource(line))
+        .collect();
+    let mut partitions = BTreeSet::new();
+    for statement in block.join("\n").split("- Effect: ").skip(1) {
+        let writes = statement.contains("dynamodb:PutItem") || statement.contains("dynamodb:UpdateItem");
+        let Some((_, keys)) = statement.split_once("dynamodb:LeadingKeys:") else { continue };
+        if !(statement.starts_with("Allow") && writes) {
+            continue;
+        }
+        for line in keys.lines().map(str::trim) {
+            if let Some(value) = line.strip_prefix("- \"").and_then(|value| value.strip_suffix('"')) {
+                partitions.insert(value.trim_end_matches('*').to_owned());
+            }
+        }
+    }
+    partitions
+}
+
+#[test]
+fn the_records_the_table_says_the_ingress_writes_are_those_the_template_lets_it_write() {
+    // GIVEN the records table and the ingress's permissions in template.yaml
+    let root = root();
+    let doc = Doc::read(&root, ARCHITECTURE);
+    let table = doc.table("One writer per record", "record");
+    let (key_column, writer_column) = (table.column("key"), table.column("written by"));
+    let template = std::fs::read_to_string(root.join("template.yaml")).unwrap();
+    let allowed = ingress_writable_partitions(&template);
+    assert!(allowed.contains("EVENT#"), "the template's ingress permissions were not found: {allowed:?}");
+    // WHEN the rows the ingress writes are read
+    let mut problems = Vec::new();
+    let mut written = BTreeSet::new();
+    for row in &table.rows {
+        // `USER#{team}#{user}` / `CONTEXT`: the partition is the first span.
+        let partition = code_spans(&row.cells[key_column]).into_iter().next().unwrap_or_default();
+        let partition = key_prefixes_in(&format!("`{partition}`"));
+        if without_asides(&row.cells[writer_column]).contains("ingress") {
+            for prefix in partition {
+                // THEN the template lets it write each
+                if !allowed.contains(&prefix) {
+                    problems.push(format!(
+                        "{} says the ingress writes `{prefix}`; template.yaml does not let it",
+                        doc.at(row.line)
+                    ));
+                }
+                written.insert(prefix);
+            }
+        }
+    }
+    // AND every partition the template lets it write is one the table says it writes
+    for prefix in allowed.difference(&written) {
+        problems.push(format!("template.yaml lets the ingress write `{prefix}`; {ARCHITECTURE}'s table has no such record written by the ingress"));
+    }
+    assert_none(problems, "the records the ingress writes differ between the docs and the template");
+}
+
+/// The first duration `text` states (`30 days`, `an hour`, `15 minutes`), in seconds.
+fn duration(text: &str) -> Option<i64> {
+    let units =
+        [("second", 1), ("minute", 60), ("hour", 3600), ("day", 86_400), ("week", 604_800), ("year", 31_536_000)];
+    let words: Vec<&str> =
+        text.split(|c: char| c.is_whitespace() || c == '(' || c == ',').filter(|w| !w.is_empty()).collect();
+    words.windows(2).find_map(|pair| {
+        let count = match pair[0] {
+            "a" | "an" | "one" => 1,
+            word => word.replace(',', "").parse().ok()?,
+        };
+        let unit = pair[1].trim_end_matches([')', '.', ';', ':']);
+        let unit = unit.strip_suffix('s').unwrap_or(unit);
+        units.iter().find(|(name, _)| *name == unit).map(|(_, seconds)| count * seconds)
+    })
+}
+
+#[test]
+fn each_ttl_the_records_table_states_is_the_constant_it_names() {
+    // GIVEN the records table's TTL column
+    let root = root();
+    let workspace = Workspace::read(&root);
+    let sources = function_sources(&workspace);
+    let doc = Doc::read(&root, ARCHITECTURE);
+    let table = doc.table("One writer per record", "record");
+    let ttl_column = table.column("TTL");
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for row in &table.rows {
+        let cell = &row.cells[ttl_column];
+        let Some(name) = code_spans(cell).into_iter().find(|span| is_key_word(span) && span.ends_with("SECS")) else {
+            continue;
+        };
+        // WHEN the constant it names is read from the code
+        match (value_of(&sources, &name), duration(cell)) {
+            // THEN the duration it states is that constant's
+            (Ok(seconds), Some(stated)) if seconds == stated as f64 => checked += 1,
+            (Ok(seconds), stated) => problems.push(format!(
+                "{} states {stated:?} s for `{name}`, which is {seconds} s in the code",
+                doc.at(row.line)
+            )),
+            (Err(err), _) => problems.push(format!("{}: {err}", doc.at(row.line))),
+        }
+    }
+    assert_none(problems, "the records table's TTLs differ from the code");
+    assert!(checked >= 5, "only {checked} TTLs in {ARCHITECTURE} name their constant");
+}
+
+// ---------------------------------------------------------------------------
+// Figures in the README and the docs.
+
+#[tokio::test]
+async fn the_aws_calls_on_the_acknowledgement_path_are_those_counted() {
+    // GIVEN every captured Slack request, through the real intake on counting ports
+    let root = root();
+    let counted = ack_path::calls_per_request(&root).await;
+    let (worst, most) = counted[0].clone();
+    let mention = counted.iter().find(|(name, _)| name == "app_mention.json").expect("an app mention fixture").1;
+    let readme = Doc::read(&root, "README.md");
+    let architecture = Doc::read(&root, ARCHITECTURE);
+    // WHEN the docs state them
+    let stated = [
+        (&architecture, "At most {} AWS calls on the acknowledgement path", vec![most]),
+        (&readme, "| {} for a mention (claim, enqueue), at most {}", vec![mention, most]),
+    ];
+    let mut problems = Vec::new();
+    for (doc, template, expected) in stated {
+        let found = doc.numbers(template);
+        if found.is_empty() {
+            problems.push(format!("{}: no sentence matches {template:?}", doc.path));
+        }
+        // THEN they state what was counted
+        let expected: Vec<f64> = expected.iter().map(|n| *n as f64).collect();
+        for (line, values) in found.into_iter().filter(|(_, values)| *values != expected) {
+            problems.push(format!("{} states {values:?} ({template:?}); counted: {expected:?}", doc.at(line)));
+        }
+    }
+    assert_none(
+        problems,
+        &format!(
+            "the acknowledgement path's AWS calls differ from the count (the most: {worst}; every request: {counted:?})"
+        ),
+    );
+}
+
+/// The README's one table of binary sizes, as `infra/bench.sh` prints it.
+const SIZES_SECTION: &str = "Binary sizes";
+const HISTORY: &str = "docs/benchmark-history.md";
+
+/// `9,614,928 B`: a size in bytes, as the benchmark prints it.
+fn byte_sizes(line: &str) -> Vec<u64> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter(|pair| pair[1].trim_end_matches([',', ';', ')', '.']) == "B")
+        .filter_map(|pair| {
+            let number = pair[0].trim_start_matches('(');
+            (number.contains(',') && number.chars().all(|c| c.is_ascii_digit() || c == ','))
+                .then(|| number.replace(',', "").parse().ok())
+                .flatten()
+        })
+        .collect()
+}
+
+/// A binary's size in MB or MiB stated in prose (`9.1 MiB`): a figure with
+/// decimals (limits and budgets are round: `2 MB`, `< 10 MB`), not a change
+/// (`cost 0.6 MB`, `+0.37 MB`).
+fn prose_sizes(line: &str) -> Vec<String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    (1..words.len())
+        .filter(|&i| matches!(words[i].trim_end_matches([',', ';', ')', '.', ':']), "MB" | "MiB"))
+        .filter(|&i| {
+            let figure = words[i - 1].trim_start_matches('(');
+            figure.contains('.') && figure.parse::<f64>().is_ok()
+        })
+        .filter(|&i| {
+            // A budget or a change, not a size.
+            let before = if i >= 2 { words[i - 2].to_lowercase() } else { String::new() };
+            let changes = [
+                "<", "≤", "under", "over", "allowed", "budget", "cost", "costs", "saves", "save", "adds", "added",
+                "won",
+            ];
+            !changes.contains(&before.as_str()) && !words[i - 1].starts_with(['+', '-', '−'])
+        })
+        .map(|i| format!("{} {}", words[i - 1], words[i]))
+        .collect()
+}
+
+#[test]
+fn binary_sizes_are_stated_once_in_the_table_the_benchmark_prints() {
+    // GIVEN the README's sizes table
+    let root = root();
+    let readme = Doc::read(&root, "README.md");
+    let table = readme.table(SIZES_SECTION, "binary");
+    let (first, last) = readme.section(SIZES_SECTION);
+    let mut problems = Vec::new();
+    // THEN it is the table the benchmark prints: its header, a row per function, sizes in bytes
+    let bench = std::fs::read_to_string(root.join("bench/src/main.rs")).unwrap();
+    let header = readme
+        .lines()
+        .find(|(number, line)| (first..=last).contains(number) && line.starts_with("| binary |"))
+        .map(|(_, line)| line.to_owned());
+    if !header.as_ref().is_some_and(|header| bench.contains(header.as_str())) {
+        problems.push(format!(
+            "bench/src/main.rs does not print the header of README's {SIZES_SECTION:?} table: {header:?}"
+        ));
+    }
+    for function in FUNCTIONS {
+        match table.rows.iter().find(|row| row.cells[0] == function) {
+            None => problems.push(format!("{}: the sizes table has no row for {function}", readme.at(first))),
+            Some(row) if row.cells[1..].iter().all(|cell| byte_sizes(cell).is_empty()) => {
+                problems.push(format!("{}: no size in bytes (`9,614,928 B`) for {function}", readme.at(row.line)))
+            }
+            Some(_) => {}
+        }
+    }
+    // AND no other place in the README or the docs states a binary's size
+    // (the benchmark's history holds dated past rounds, not current figures)
+    let pages = markdown_files(&root).into_iter().filter(|path| path.starts_with("docs/") && path != HISTORY);
+    let docs: Vec<Doc> = std::iter::once(readme).chain(pages.map(|path| Doc::read(&root, &path))).collect();
+    for doc in &docs {
+        for (number, line) in doc.lines() {
+            if doc.path == "README.md" && (first..=last).contains(&number) {
+                continue;
+            }
+            let bytes = byte_sizes(line);
+            // Tables elsewhere (start-up, RSS) hold other figures in MiB.
+            let prose = if line.trim_start().starts_with('|') { Vec::new() } else { prose_sizes(line) };
+            let names_a_binary =
+                ["ingress", "worker", "responder", "binar", "bootstrap", "floor"].iter().any(|w| line.contains(w));
+            if !bytes.is_empty() || (names_a_binary && !prose.is_empty()) {
+                problems.push(format!(
+                    "{} states a size ({bytes:?} B, {prose:?}) outside README's {SIZES_SECTION:?} table: point at it instead",
+                    doc.at(number)
+                ));
+            }
+        }
+    }
+    assert_none(problems, "binary sizes are stated more than once");
+}
+
+// ---------------------------------------------------------------------------
+// Limits the docs state that are constants in the code.
+
+/// A constant's value as a number: integers (`12_000`, `30 * 24 * 3600`),
+/// durations in seconds (`Duration::from_millis(400)` is 0.4).
+fn value_of(sources: &[SourceFile], name: &str) -> Result<f64, String> {
+    let definition = format!("const {name}: ");
+    let found: Vec<(&SourceFile, usize)> = sources
+        .iter()
+        .flat_map(|file| file.text.match_indices(&definition).map(move |(at, _)| (file, at)))
+        .filter(|(file, at)| *at == 0 || !file.text.as_bytes()[at - 1].is_ascii_alphanumeric())
+        .collect();
+    let [(file, at)] = found[..] else {
+        return Err(format!("`{name}` is defined {} times in the workspace's code, not once", found.len()));
+    };
+    let expression = file.text[at..]
+        .split_once('=')
+        .and_then(|(_, rest)| rest.split_once(';'))
+        .map(|(expression, _)| expression.trim())
+        .ok_or(format!("{}: `{name}` is not `const {name}: T = …;`", file.path))?;
+    let (scale, expression) = if let Some(inner) = expression.strip_prefix("Duration::from_millis(") {
+        (0.001, inner.trim_end_matches(')'))
+    } else if let Some(inner) = expression.strip_prefix("Duration::from_secs(") {
+        (1.0, inner.trim_end_matches(')'))
+    } else {
+        (1.0, expression)
+    };
+    expression.split('*').map(str::trim).try_fold(scale, |product, factor| {
+        let value = match factor.replace('_', "").parse::<f64>() {
+            Ok(value) => value,
+            Err(_) => value_of(sources, factor.rsplit("::").next().unwrap_or(factor))?,
+        };
+        Ok(product * value)
+    })
+}
+
+/// Every non-test source file of the crates the functions are built from.
+fn function_sources(workspace: &Workspace) -> Vec<SourceFile> {
+    FUNCTIONS
+        .iter()
+        .flat_map(|f| workspace.closure(f))
+        .collect::<BTreeSet<_>>()
+        .iter()
+        .flat_map(|name| workspace.sources(name))
+        .collect()
+}
+
+/// (doc, where the doc states it with `{}` for each number, and for each
+/// number the constant and what one stated unit is in the constant's:
+/// a duration constant is in seconds, so a stated `ms` is 0.001).
+type Limit = (&'static str, &'static str, &'static [(&'static str, f64)]);
+
+const LIMITS: &[Limit] = &[
+    (CONTRACT, "Each check is bounded by {} s", &[("CHECK_TIMEOUT", 1.0)]),
+    (
+        ARCHITECTURE,
+        "one append per {} ms at most, each under {} characters",
+        &[("APPEND_INTERVAL", 0.001), ("APPEND_CHARS", 1.0)],
+    ),
+    (ARCHITECTURE, "constant-time, ±{} s", &[("MAX_SKEW_SECS", 1.0)]),
+    (
+        ARCHITECTURE,
+        "the model call's {} s, the longest tool's {} s",
+        &[("MODEL_CALL_TIME", 1.0), ("MAX_TOOL_TIME", 1.0)],
+    ),
+    (ARCHITECTURE, "at most {} a minute", &[("PER_MINUTE", 1.0)]),
+    (CONTRACT, "when it is under {} minutes old", &[("FRESH_FOR_SECS", 60.0)]),
+    ("README.md", "at most {} MB of images and documents together", &[("MAX_BLOCK_BYTES", 1e6)]),
+    ("README.md", "png, jpeg, gif, webp up to {} MB", &[("IMAGE_BYTES", 1e6)]),
+    (
+        "README.md",
+        "PDF, doc, docx, xls, xlsx up to {} MB, at most {} a turn",
+        &[("DOCUMENT_BYTES", 1e6), ("MAX_DOCUMENTS", 1.0)],
+    ),
+    ("README.md", "The first {} MiB are kept", &[("TEXT_BYTES", 1024.0 * 1024.0)]),
+    ("README.md", "when the copy is under {} minutes old", &[("FRESH_FOR_SECS", 60.0)]),
+    ("docs/reliability.md", "a copy is used for at most {} minutes after its read", &[("FRESH_FOR_SECS", 60.0)]),
+];
+
+#[test]
+fn limits_the_docs_state_are_the_constants_in_the_code() {
+    let root = root();
+    let workspace = Workspace::read(&root);
+    let sources = function_sources(&workspace);
+    let mut problems = Vec::new();
+    for (path, template, constants) in LIMITS {
+        // GIVEN a limit the docs state
+        let doc = Doc::read(&root, path);
+        let found = doc.numbers(template);
+        let names: Vec<&str> = constants.iter().map(|(name, _)| *name).collect();
+        if found.is_empty() {
+            problems.push(format!("{path}: no sentence matches {template:?} (the check of {names:?})"));
+        }
+        // WHEN its constants are read from the code
+        let expected: Result<Vec<f64>, String> = names.iter().map(|name| value_of(&sources, name)).collect();
+        let expected = match expected {
+            Ok(values) => values,
+            Err(err) => {
+                problems.push(err);
+                continue;
+            }
+        };
+        // THEN the doc states them
+        for (line, values) in found {
+            let same = values
+                .iter()
+                .zip(constants.iter())
+                .zip(&expected)
+                .all(|((stated, (_, unit)), code)| (stated * unit - code).abs() < 1e-6 * code.abs().max(1.0));
+            if !same {
+                problems.push(format!(
+                    "{} states {values:?} ({template:?}); in the code {names:?} are {expected:?}",
+                    doc.at(line)
+                ));
+            }
+        }
+    }
+    assert_none(problems, "limits in the docs differ from the code's constants");
+}
+
+#[test]
+fn environment_defaults_in_the_runtime_contract_are_the_codes() {
+    // GIVEN the contract's defaults
+    let root = root();
+    let doc = Doc::read(&root, CONTRACT);
+    let table = doc.table("Environment variables", "variable");
+    let default_column = table.column("default");
+    // WHEN the code's defaults are read
+    let defaults = [
+        ("SLACK_API_BASE_URL", adapters_slack::web::DEFAULT_BASE_URL.to_owned()),
+        ("ASSISTANT_CONFIG_KEY", worker_logic::config::DEFAULT_CONFIG_KEY.to_owned()),
+        ("MAX_STEPS", worker_logic::Limits::default().max_steps.to_string()),
+    ];
+    let mut problems = Vec::new();
+    for (name, default) in defaults {
+        let row = table.rows.iter().find(|row| code_spans(&row.cells[0]).contains(&name.to_owned()));
+        let Some(row) = row else {
+            problems.push(format!("{CONTRACT}: no row for {name}"));
+            continue;
+        };
+        // THEN each is the default the contract states
+        let stated = code_spans(&row.cells[default_column]).into_iter().next();
+        if stated.as_deref() != Some(default.as_str()) {
+            problems.push(format!(
+                "{} states the default of {name} as {stated:?}; the code's is {default:?}",
+                doc.at(row.line)
+            ));
+        }
+    }
+    assert_none(problems, "the runtime contract's defaults differ from the code");
+}
+
+// ---------------------------------------------------------------------------
+// Links and citations.
+
+/// README.md and every Markdown file under docs/, relative to the root.
+fn markdown_files(root: &Path) -> Vec<String> {
+    let mut files = vec!["README.md".to_owned()];
+    let mut docs: Vec<String> = std::fs::read_dir(root.join("docs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| format!("docs/{}", entry.file_name().to_string_lossy()))
+        .filter(|path| path.ends_with(".md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+#[test]
+fn every_relative_link_in_the_readme_and_the_docs_resolves() {
+    let root = root();
+    let mut problems = Vec::new();
+    for path in markdown_files(&root) {
+        // GIVEN each link of each page
+        let doc = Doc::read(&root, &path);
+        for (line, target) in doc.links() {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            // WHEN it is followed
+            let (file, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let resolved = if file.is_empty() { root.join(&path) } else { markdown::resolve(&root, &path, file) };
+            // THEN the file exists, and the heading it names
+            if !resolved.exists() {
+                problems.push(format!(
+                    "{}: ({target}) points at {}, which does not exist",
+                    doc.at(line),
+                    resolved.display()
+                ));
+                continue;
+            }
+            if !anchor.is_empty() && resolved.extension().is_some_and(|ext| ext == "md") {
+                let relative = resolved.strip_prefix(&root).unwrap_or(&resolved).to_string_lossy().replace("/./", "/");
+                let target_doc = Doc { path: relative, text: std::fs::read_to_string(&resolved).unwrap() };
+                if !target_doc.anchors().iter().any(|a| a == anchor) {
+                    problems.push(format!(
+                        "{}: ({target}): {} has no heading #{anchor}",
+                        doc.at(line),
+                        target_doc.path
+                    ));
+                }
+            }
+        }
+    }
+    assert_none(problems, "links in the README and the docs point nowhere");
+}
+
+/// The files a check of citations reads: text files of the repository,
+/// what is built or installed left out.
+fn repository_files(root: &Path) -> Vec<PathBuf> {
+    let skipped = [".git", "target", "node_modules", ".aws-sam", ".venv"];
+    let texts = ["rs", "md", "toml", "sh", "yaml", "yml", "py", "mjs", "json"];
+    let mut files = Vec::new();
+    let mut todo = vec![root.to_owned()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !skipped.contains(&name.as_str()) {
+                    todo.push(path);
+                }
+            } else if path.extension().is_some_and(|ext| texts.contains(&ext.to_string_lossy().as_ref())) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Whether `word` cites a document of ours rather than naming an object
+/// elsewhere (`config/system-prompt.md` is a key in the bucket): an
+/// upper-case name (`README.md`), a path out of the file's folder, or, in
+/// Markdown, a path into `docs/`.
+fn cites_a_document(word: &str, in_markdown: bool) -> bool {
+    let Some(stem) = word.strip_suffix(".md") else { return false };
+    let name = stem.rsplit('/').next().unwrap_or(stem);
+    let upper = !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    // In code, `docs/…` is the bucket's docs prefix, not this repository's.
+    upper || word.starts_with("../") || (in_markdown && word.starts_with("docs/"))
+}
+
+#[test]
+fn every_document_a_file_cites_is_in_the_repository() {
+    let root = root();
+    let canonical_root = root.canonicalize().unwrap();
+    let mut problems = Vec::new();
+    for path in repository_files(&root) {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let relative = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+        // GIVEN each document a file cites
+        for (line, text) in text.lines().enumerate() {
+            let cited = text
+                .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '_' | '-')))
+                .filter(|word| cites_a_document(word, relative.ends_with(".md")));
+            for name in cited {
+                // WHEN it is looked for beside the file, then from the root
+                let found = [path.parent().unwrap().join(name), root.join(name)]
+                    .into_iter()
+                    .filter_map(|candidate| candidate.canonicalize().ok())
+                    .any(|candidate| candidate.starts_with(&canonical_root));
+                // THEN it is in the repository
+                if !found {
+                    problems.push(format!("{relative}:{} cites {name}, which is not in the repository", line + 1));
+                }
+            }
+        }
+    }
+    assert_none(problems, "files cite documents the repository does not have");
+}
