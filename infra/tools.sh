@@ -125,6 +125,15 @@ ensure_browser() {
   export BROWSER_MODULES="$npm_prefix/node_modules"
 }
 
+# The IAM policy simulator (@cloud-copilot/iam-simulate, pinned by
+# infra/iam/package-lock.json) that infra/iam/check.py runs; exports
+# IAM_SIMULATE_MODULES.
+ensure_iam_simulator() {
+  ensure_npm_packages iam
+  [ -d "$npm_prefix/node_modules/@cloud-copilot/iam-simulate" ] || { echo "iam-simulate is not in $npm_prefix" >&2; return 1; }
+  export IAM_SIMULATE_MODULES="$npm_prefix/node_modules"
+}
+
 # Starts the reference server over Streamable HTTP on 127.0.0.1:$1, logging
 # to $2, waits until it listens, and exports MCP_EVERYTHING_URL. Sets
 # mcp_pid; stop it with stop_mcp_reference_server.
@@ -149,7 +158,9 @@ stop_mcp_reference_server() {
 # Sets moto_pid; stop it with stop_emulator.
 start_emulator() {
   local port="$1" log="$2"
-  "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+  # moto's server, recording every request into $AWS_CALL_LOG when set
+  # (infra/iam/check.py evaluates the functions' calls against template.yaml).
+  "$venv/bin/python" "$root/infra/iam/recording_moto_server.py" 127.0.0.1 "$port" >"$log" 2>&1 &
   moto_pid=$!
   wait_until_ready "$moto_pid" "$log" "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/moto-api/')"
   echo "moto listening on 127.0.0.1:$port"

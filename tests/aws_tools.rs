@@ -292,8 +292,10 @@ async fn a_knowledge_base_is_searched_through_its_wire_format_and_its_sources_sh
 #[tokio::test]
 async fn a_second_accounts_role_is_assumed_through_sts_and_its_credentials_sign_the_reads() {
     use assistant_core::signals::{AlarmQuery, AwsAccount, AwsConnector};
-    let aws = emulator_config().await;
-    let seeded = seed(&aws).await;
+    let seeded = seed(&emulator_config().await).await;
+    // The worker's calls, made as the worker's role (the IAM check after
+    // the tests evaluates its AssumeRole against template.yaml).
+    let aws = tests::Role::Worker.config(&emulator_config().await);
     let role = "arn:aws:iam::222222222222:role/assistant-read";
 
     // The role's temporary credentials, not the worker's own key, sign the calls.
@@ -303,7 +305,7 @@ async fn a_second_accounts_role_is_assumed_through_sts_and_its_credentials_sign_
         .await
         .expect("STS answered AssumeRole");
     let authorization = &headers.iter().find(|(name, _)| name == "authorization").expect("signed").1;
-    let own_key = std::env::var("AWS_ACCESS_KEY_ID").unwrap();
+    let own_key = tests::Role::Worker.access_key_id();
     assert!(!authorization.contains(&format!("Credential={own_key}/")), "{authorization}");
     assert!(headers.iter().any(|(name, _)| name == "x-amz-security-token"), "temporary credentials");
 

@@ -11,6 +11,7 @@ fn contract_env(stack: &Stack) -> Vec<(&'static str, String)> {
         ("SLACK_SIGNING_SECRET", events::signing_secret()),
         ("TURNS_TABLE", stack.table.clone()),
         ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
+        tests::Role::Ingress.env(),
     ]
 }
 

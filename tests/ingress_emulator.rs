@@ -37,7 +37,7 @@ fn ingress_at(aws: &aws_config::SdkConfig, table: &str, queue_url: &str, now: i6
         alertmanager_token: None,
         pagerduty_secret: None,
     };
-    Ingress::new(config, aws, std::sync::Arc::new(FixedClock::at(now)))
+    Ingress::new(config, &tests::Role::Ingress.config(aws), std::sync::Arc::new(FixedClock::at(now)))
 }
 
 async fn status_of(ingress: &Ingress, event: &Value) -> i64 {

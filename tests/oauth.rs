@@ -329,7 +329,11 @@ impl Pipeline {
     async fn start() -> Self {
         let aws = emulator_config().await;
         let stack = Stack::new(&aws).await.unwrap();
-        let ingress = ingress::Ingress::new(tests::ingress_config(&stack), &aws, Arc::new(assistant_core::SystemClock));
+        let ingress = ingress::Ingress::new(
+            tests::ingress_config(&stack),
+            &tests::Role::Ingress.config(&aws),
+            Arc::new(assistant_core::SystemClock),
+        );
         let function_url = tests::function_url::serve(Arc::new(ingress)).await;
         let callback = Url::parse(&format!("{}/oauth/callback", function_url.base_url)).unwrap();
         let provider = Provider::sending_back_to(callback.clone()).await;

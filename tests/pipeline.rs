@@ -148,7 +148,7 @@ async fn a_slack_search_runs_as_the_asker_with_the_token_the_ingress_kept_and_th
     let mention = events::signed_at(&mention, &body.to_string(), now);
     let ingress = ingress::Ingress::new(
         tests::ingress_config(&stack),
-        &aws,
+        &tests::Role::Ingress.config(&aws),
         std::sync::Arc::new(assistant_core::FixedClock::at(now)),
     );
     let response = ingress.handle(mention).await.unwrap();

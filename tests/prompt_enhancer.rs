@@ -16,7 +16,7 @@ async fn ask(enhancer_reply: Scripted) -> (FakeBedrock, FakeSlack) {
     let aws = emulator_config().await;
     let stack = Stack::new(&aws).await.unwrap();
     let config = json!({
-        "prompt_enhancer": {"model_id": "cheap-model", "timeout_ms": 5000},
+        "prompt_enhancer": {"model_id": "us.amazon.nova-micro-v1:0", "timeout_ms": 5000},
         "service_catalog_key": "config/services.json"
     });
     stack.put("config/assistant.json", &config.to_string()).await;
@@ -48,9 +48,9 @@ async fn the_cheap_model_reads_the_question_first_and_its_extraction_reaches_the
 
     let requests = bedrock.requests();
     assert_eq!(requests.len(), 2, "one enhancer call, one main call");
-    assert_eq!(requests[0].model_id, "cheap-model", "the cheap model first");
+    assert_eq!(requests[0].model_id, "us.amazon.nova-micro-v1:0", "the cheap model first");
     assert_eq!(requests[0].body["toolConfig"]["toolChoice"]["tool"]["name"], "record_question", "forced");
-    assert_eq!(requests[1].model_id, "test-model");
+    assert_eq!(requests[1].model_id, tests::MODEL_ID);
     let question = first_message(&requests[1].body);
     assert!(question.contains("[Question context, extracted from the question by a helper model."), "{question}");
     assert!(question.contains("service: checkout-api; aliases: checkout, cast-core"), "resolved: {question}");

@@ -28,6 +28,7 @@ async fn the_binary_posts_a_delivery_apologizes_for_a_dead_letter_and_reports_he
         ("DEAD_LETTER_QUEUE_ARNS", events::WORK_DEAD_LETTER_QUEUE_ARN.to_owned()),
         ("SLACK_BOT_TOKEN", "xoxb-test-token".to_owned()),
         ("SLACK_API_BASE_URL", slack.url().to_owned()),
+        tests::Role::Responder.env(),
     ];
     let lambda = LambdaUnderRie::start("responder", Launch { env, clock: None }).unwrap();
 
@@ -97,6 +98,7 @@ async fn special_mentions_ping_only_where_the_deployment_allows_them() {
             ("SLACK_BOT_TOKEN", "xoxb-test-token".to_owned()),
             ("SLACK_API_BASE_URL", slack.url().to_owned()),
             ("SLACK_ALLOWED_SPECIAL_MENTIONS", allowed.to_owned()),
+            tests::Role::Responder.env(),
         ]
     };
 

@@ -31,11 +31,12 @@ fn function_config(stack: &Stack, slack: Option<&FakeSlack>) -> Config {
 
 /// The stack's clients, with Bedrock's pointed at the fake.
 async fn clients(stack: &Stack, fake: &FakeBedrock) -> Clients {
-    let aws = emulator_config().await;
+    let aws = tests::Role::Worker.config(&emulator_config().await);
+    let (dynamodb, sqs, s3) = stack.clients_as(tests::Role::Worker);
     Clients {
-        dynamodb: stack.dynamodb.clone(),
-        sqs: stack.sqs.clone(),
-        s3: stack.s3.clone(),
+        dynamodb,
+        sqs,
+        s3,
         bedrock: fake.client(&aws, retry_config().with_initial_backoff(Duration::from_millis(5))),
         http: adapters_slack::web::http_client(),
         aws,
@@ -512,8 +513,8 @@ async fn a_warm_worker_reads_its_configuration_again_and_keeps_the_last_good_one
 
     // WHEN the team uploads a new system prompt while it runs
     function.handle(question(1), deadline()).await.unwrap();
-    stack.put("prompts/payments.md", "You are the payments team's on-call assistant.").await;
-    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, r#"{"system_prompt_key": "prompts/payments.md"}"#).await;
+    stack.put("config/prompts/payments.md", "You are the payments team's on-call assistant.").await;
+    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, r#"{"system_prompt_key": "config/prompts/payments.md"}"#).await;
     function.handle(question(2), deadline()).await.unwrap();
     function.handle(question(3), deadline()).await.unwrap();
 
@@ -647,7 +648,8 @@ async fn read_channel_reads_a_listed_channel_through_slack_and_refuses_any_other
 async fn counted_clients(stack: &Stack, fake: &FakeBedrock) -> (tests::fault_proxy::FaultProxy, Clients) {
     use tests::fault_proxy::{FaultProxy, Plan, Upstream};
     let proxy = FaultProxy::start(Upstream::Aws, &tests::env_from_test_command("AWS_ENDPOINT_URL"), Plan::none()).await;
-    let aws = tests::config_through(proxy.url(), 3, adapters_aws::config::worker_timeouts()).await;
+    let aws = tests::Role::Worker
+        .config(&tests::config_through(proxy.url(), 3, adapters_aws::config::worker_timeouts()).await);
     let counted = Clients {
         dynamodb: aws_sdk_dynamodb::Client::new(&aws),
         sqs: aws_sdk_sqs::Client::new(&aws),
@@ -685,9 +687,9 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
     let (proxy, counted) = counted_clients(&stack, &fake).await;
     let question = |n: u32| question_as(&format!("Ev0KEPT{n:03}"));
     let system_prompt = |n: usize| fake.requests()[n].body["system"].to_string();
-    stack.put("prompts/a.md", "You are assistant A.").await;
-    stack.put("prompts/b.md", "You are assistant B.").await;
-    let config_a = r#"{"system_prompt_key": "prompts/a.md"}"#;
+    stack.put("config/prompts/a.md", "You are assistant A.").await;
+    stack.put("config/prompts/b.md", "You are assistant B.").await;
+    let config_a = r#"{"system_prompt_key": "config/prompts/a.md"}"#;
 
     // GIVEN a copy of configuration A kept six minutes ago, and B in the bucket
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64;
@@ -695,7 +697,7 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
     let copies = KeptConfiguration::new(std::sync::Arc::new(records), DEFAULT_CONFIG_KEY);
     let old = ReadConfiguration { bytes: Some(config_a.as_bytes().to_vec()), read_at: now - FRESH_FOR_SECS - 60 };
     copies.keep(&old).await.unwrap();
-    stack.put(DEFAULT_CONFIG_KEY, r#"{"system_prompt_key": "prompts/b.md"}"#).await;
+    stack.put(DEFAULT_CONFIG_KEY, r#"{"system_prompt_key": "config/prompts/b.md"}"#).await;
 
     // WHEN a worker starts cold: the copy is too old, the bucket is read
     let (_, response) = cold_start(function_config(&stack, None), counted.clone(), question(1)).await;
@@ -721,7 +723,7 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
 
     // AND a kept copy that no longer reads is passed over for the bucket
     let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
-    stack.put("prompts/a.md", "You are assistant A.").await;
+    stack.put("config/prompts/a.md", "You are assistant A.").await;
     stack.put(DEFAULT_CONFIG_KEY, config_a).await;
     let records = adapters_aws::dynamodb::DynamoRecords::new(stack.dynamodb.clone(), &stack.table);
     let copies = KeptConfiguration::new(std::sync::Arc::new(records), DEFAULT_CONFIG_KEY);

@@ -118,7 +118,7 @@ impl FakeBedrock {
             .route("/model/{model_id}/converse-stream", post(converse_stream))
             .route("/knowledgebases/{id}/retrieve", post(retrieve))
             .with_state(shared.clone());
-        Self { server: LocalServer::start(app).await, shared }
+        Self { server: LocalServer::start_recorded(app, "bedrock").await, shared }
     }
 
     pub fn url(&self) -> &str {

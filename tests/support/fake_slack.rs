@@ -113,7 +113,7 @@ impl FakeSlack {
             .route("/files-pri/{id}/download/{name}", axum::routing::get(download))
             .route("/upload/{id}", post(upload))
             .with_state(shared.clone());
-        let server = LocalServer::start(app).await;
+        let server = LocalServer::start_recorded(app, "slack").await;
         *shared.base_url.lock().expect("base lock") = server.base_url.clone();
         Self { url: format!("{}/api", server.base_url), shared, _server: server }
     }

@@ -67,6 +67,45 @@ pub async fn config_through(
         .await
 }
 
+/// The function whose role an AWS call is made as. Each function's calls are
+/// signed with its own access key id, so that the local AWS emulator's and
+/// the fakes' records of them (`AWS_CALL_LOG`) say whose they were: after
+/// the tests, `infra/iam/check.py` evaluates each against the policies
+/// `template.yaml` gives that function's role. The tests' own set-up and
+/// inspection calls keep the test command's key, and are not evaluated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Ingress,
+    Worker,
+    Responder,
+}
+
+impl Role {
+    /// The access key id this role's calls are signed with (the emulator
+    /// checks no signature; `infra/iam/check.py` maps it back).
+    pub fn access_key_id(self) -> &'static str {
+        match self {
+            Role::Ingress => "AKIDINGRESSFUNCTION",
+            Role::Worker => "AKIDWORKERFUNCTION",
+            Role::Responder => "AKIDRESPONDERFUNCTION",
+        }
+    }
+
+    /// The variable a function binary's environment signs as this role with.
+    pub fn env(self) -> (&'static str, String) {
+        ("AWS_ACCESS_KEY_ID", self.access_key_id().to_owned())
+    }
+
+    /// `aws`, signing as this role (same endpoint, retries and secret key).
+    pub fn config(self, aws: &SdkConfig) -> SdkConfig {
+        let secret = std::env::var("AWS_SECRET_ACCESS_KEY").unwrap_or_else(|_| "test".to_owned());
+        let credentials = aws_credential_types::Credentials::new(self.access_key_id(), secret, None, None, "tests");
+        aws.to_builder()
+            .credentials_provider(aws_credential_types::provider::SharedCredentialsProvider::new(credentials))
+            .build()
+    }
+}
+
 /// A name no other test (or earlier run against the same emulator) uses.
 pub fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -104,6 +143,8 @@ pub struct Stack {
     pub secrets_prefix: String,
     /// The emulator, for the calls no linked SDK client makes.
     endpoint: String,
+    /// The configuration the stack was made with (the test command's key).
+    aws: SdkConfig,
 }
 
 impl Stack {
@@ -143,7 +184,29 @@ impl Stack {
         adapters_s3::provision_bucket(&s3, &bucket).await.context("create bucket")?;
         let endpoint = aws.endpoint_url().context("the emulator's endpoint")?.to_owned();
         let secrets_prefix = format!("{}/", unique_name("secrets"));
-        Ok(Self { dynamodb, sqs, table, work_queue, reply_queue, s3, bucket, secrets_prefix, endpoint })
+        Ok(Self {
+            dynamodb,
+            sqs,
+            table,
+            work_queue,
+            reply_queue,
+            s3,
+            bucket,
+            secrets_prefix,
+            endpoint,
+            aws: aws.clone(),
+        })
+    }
+
+    /// The stack's configuration, signing as `role`.
+    pub fn config_as(&self, role: Role) -> SdkConfig {
+        role.config(&self.aws)
+    }
+
+    /// Clients of the stack's table, queues and bucket, signing as `role`.
+    pub fn clients_as(&self, role: Role) -> (aws_sdk_dynamodb::Client, aws_sdk_sqs::Client, aws_sdk_s3::Client) {
+        let aws = self.config_as(role);
+        (aws_sdk_dynamodb::Client::new(&aws), aws_sdk_sqs::Client::new(&aws), adapters_s3::client(&aws))
     }
 
     /// Creates the secret `name` under the stack's prefix at the emulator,
@@ -282,19 +345,21 @@ impl Functions {
         let slack_url = slack_url.as_str();
         let ingress = ingress::Ingress::new(
             ingress_config(stack),
-            aws,
+            &Role::Ingress.config(aws),
             std::sync::Arc::new(assistant_core::FixedClock::at(events::SIGNED_AT + 1)),
         );
         let retry = adapters_bedrock::retry_config().with_initial_backoff(std::time::Duration::from_millis(5));
+        let as_worker = Role::Worker.config(aws);
+        let (dynamodb, sqs, s3) = stack.clients_as(Role::Worker);
         let worker = worker::WorkerFunction::load(
             worker,
             worker::Clients {
-                dynamodb: stack.dynamodb.clone(),
-                sqs: stack.sqs.clone(),
-                s3: stack.s3.clone(),
-                bedrock: bedrock.client(aws, retry),
+                dynamodb,
+                sqs,
+                s3,
+                bedrock: bedrock.client(&as_worker, retry),
                 http: adapters_slack::web::http_client(),
-                aws: aws.clone(),
+                aws: as_worker,
             },
         )
         .await
@@ -429,6 +494,10 @@ pub fn batch_failures(response: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// The model the tests' worker converses with: an inference profile, as
+/// deployed (`ModelId` in `infra/iam/test-parameters.json`).
+pub const MODEL_ID: &str = "us.anthropic.claude-sonnet-4-20250514-v1:0";
+
 /// The worker's configuration for `stack`, calling Slack at `slack_api_base_url`.
 pub fn worker_config(stack: &Stack, slack_api_base_url: &str) -> worker::Config {
     worker::Config {
@@ -436,7 +505,7 @@ pub fn worker_config(stack: &Stack, slack_api_base_url: &str) -> worker::Config 
         work_queue_url: stack.work_queue.queue.clone(),
         reply_queue_url: stack.reply_queue.queue.clone(),
         artifact_bucket: stack.bucket.clone(),
-        model_id: "test-model".into(),
+        model_id: MODEL_ID.into(),
         slack_bot_token: adapters_slack::web::BotToken::new("xoxb-test-token"),
         slack_api_base_url: slack_api_base_url.to_owned(),
         assistant_config_key: worker_logic::config::DEFAULT_CONFIG_KEY.to_owned(),
@@ -457,7 +526,8 @@ pub fn worker_env(stack: &Stack, bedrock_url: &str, slack_url: &str) -> Vec<(&'s
         ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
         ("REPLY_QUEUE_URL", stack.reply_queue.queue.clone()),
         ("ARTIFACT_BUCKET", stack.bucket.clone()),
-        ("MODEL_ID", "us.anthropic.claude-sonnet-4-20250514-v1:0".to_owned()),
+        ("MODEL_ID", MODEL_ID.to_owned()),
+        Role::Worker.env(),
         ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", bedrock_url.to_owned()),
         ("SLACK_BOT_TOKEN", "xoxb-test-token".to_owned()),
         ("SLACK_API_BASE_URL", slack_url.to_owned()),
@@ -484,11 +554,8 @@ pub fn responder_config(
 
 /// The responder's clients for `stack`.
 pub fn responder_clients(stack: &Stack) -> responder::Clients {
-    responder::Clients {
-        dynamodb: stack.dynamodb.clone(),
-        sqs: stack.sqs.clone(),
-        http: adapters_slack::web::http_client(),
-    }
+    let (dynamodb, sqs, _) = stack.clients_as(Role::Responder);
+    responder::Clients { dynamodb, sqs, http: adapters_slack::web::http_client() }
 }
 
 /// A message's body as a work envelope.

@@ -1,6 +1,17 @@
 //! Serving a fake on a free loopback port for as long as the test holds it.
+//!
+//! A fake started with [`LocalServer::start_recorded`] also appends every
+//! request it serves to `$AWS_CALL_LOG/{service}-{pid}.jsonl` (when the test
+//! command sets that directory), as the local AWS emulator does: after the
+//! tests, `infra/iam/check.py` evaluates the AWS calls among them against
+//! the roles `template.yaml` gives the functions, and
+//! `infra/vendor-models/check.py` validates the Bedrock and Slack requests
+//! against the vendors' own published models.
 
 use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use std::io::Write;
 
 /// A server running in the test's runtime; dropping it stops the server.
 pub struct LocalServer {
@@ -18,6 +29,52 @@ impl LocalServer {
         });
         Self { base_url, task }
     }
+
+    /// As [`LocalServer::start`], recording each request as `service`'s
+    /// (`bedrock`, `slack`).
+    pub async fn start_recorded(app: Router, service: &'static str) -> Self {
+        let app = app.layer(axum::middleware::from_fn(move |request: Request, next: axum::middleware::Next| {
+            record(service, request, next)
+        }));
+        Self::start(app).await
+    }
+}
+
+/// Appends the request to the call log, then serves it unchanged.
+async fn record(service: &'static str, request: Request, next: axum::middleware::Next) -> axum::response::Response {
+    let Some(directory) = std::env::var_os("AWS_CALL_LOG") else {
+        return next.run(request).await;
+    };
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let body_field = match std::str::from_utf8(&bytes) {
+        Ok(text) => ("body", serde_json::Value::String(text.to_owned())),
+        Err(_) => (
+            "body_base64",
+            serde_json::Value::String(base64::Engine::encode(&base64::prelude::BASE64_STANDARD, &bytes)),
+        ),
+    };
+    let mut line = serde_json::json!({
+        "service": service,
+        "method": parts.method.as_str(),
+        "path": parts.uri.path(),
+        "query": parts.uri.query().unwrap_or_default(),
+        "headers": {
+            "authorization": header("authorization"),
+            "content-type": header("content-type"),
+            "x-amz-target": header("x-amz-target"),
+        },
+    });
+    line[body_field.0] = body_field.1;
+    let path = std::path::Path::new(&directory).join(format!("{service}-{}.jsonl", std::process::id()));
+    let written = std::fs::create_dir_all(&directory).and_then(|()| {
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+        // One write per line: lines from concurrent requests never interleave.
+        file.write_all(format!("{line}\n").as_bytes())
+    });
+    written.unwrap_or_else(|err| panic!("record a {service} call in {}: {err}", path.display()));
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
 }
 
 impl Drop for LocalServer {

@@ -177,13 +177,13 @@ impl Pipeline {
     /// The functions as Lambda would start them; a start that fails (its
     /// configuration read failed) is started again, as Lambda does.
     async fn start(stack: &Stack, aws: &FaultProxy, slack_url: &str, bedrock: &FaultProxy) -> Self {
-        let ingress_aws = through(aws, adapters_aws::config::ack_path_timeouts()).await;
+        let ingress_aws = crate::Role::Ingress.config(&through(aws, adapters_aws::config::ack_path_timeouts()).await);
         let ingress = ingress::Ingress::new(
             crate::ingress_config(stack),
             &ingress_aws,
             std::sync::Arc::new(assistant_core::FixedClock::at(events::SIGNED_AT + 1)),
         );
-        let worker_aws = through(aws, adapters_aws::config::worker_timeouts()).await;
+        let worker_aws = crate::Role::Worker.config(&through(aws, adapters_aws::config::worker_timeouts()).await);
         let bedrock_config = aws_sdk_bedrockruntime::config::Builder::from(&worker_aws)
             .endpoint_url(bedrock.url())
             .retry_config(adapters_bedrock::retry_config().with_initial_backoff(Duration::from_millis(5)))
@@ -206,7 +206,8 @@ impl Pipeline {
                 Err(err) => eprintln!("worker start failed ({err}); starting again"),
             }
         }
-        let responder_aws = through(aws, adapters_aws::config::responder_timeouts()).await;
+        let responder_aws =
+            crate::Role::Responder.config(&through(aws, adapters_aws::config::responder_timeouts()).await);
         let dead_letters = vec![queue_arn(&stack.work_queue.dead_letter), queue_arn(&stack.reply_queue.dead_letter)];
         let responder = responder::ResponderFunction::new(
             crate::responder_config(stack, slack_url, dead_letters),
