@@ -6,6 +6,7 @@
 #
 #   infra/run.sh "why is checkout-api failing?"
 #   infra/run.sh --config my-assistant.json "is checkout-api healthy?"
+#   infra/run.sh --config my-assistant.json --check   (before an upload: "ok", or every problem; exit 1)
 #   infra/run.sh --serve [--port 3000]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/tools.sh"

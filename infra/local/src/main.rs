@@ -10,6 +10,8 @@
 //!                                                        every tool the model is offered in each channel, and why not the rest
 //! cargo run -p local -- --export-turn TURN_ID            a turn (a 👎 above all) as a draft evaluation case, redacted
 //! cargo run -p local -- --config FILE --alert ALERT.json   an alert (Alertmanager, PagerDuty or CloudWatch JSON) as the on-call channel sees it
+//! cargo run -p local -- --config FILE --check            check a configuration before uploading it: "ok" and what it sets up,
+//!                                                        or every problem with its path (exit status 1)
 //! ```
 //!
 //! What it talks to comes from the environment (see README.md): with no
@@ -33,7 +35,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
 
-const USAGE: &str = "usage: local [--config FILE] [--replay FILE] \"QUESTION\"\n       local [--config FILE] [--replay FILE] --serve [--port PORT]\n       local [--config FILE] --tools [--channel CHANNEL_ID]... [--user USER_ID]...\n       local --provision\n       local --export-turn TURN_ID   (reads TURNS_TABLE with the usual AWS settings)\n       local --config FILE --alert ALERT.json   (an Alertmanager, PagerDuty or CloudWatch alarm payload)";
+const USAGE: &str = "usage: local [--config FILE] [--replay FILE] \"QUESTION\"\n       local [--config FILE] [--replay FILE] --serve [--port PORT]\n       local [--config FILE] --tools [--channel CHANNEL_ID]... [--user USER_ID]...\n       local --provision\n       local --export-turn TURN_ID   (reads TURNS_TABLE with the usual AWS settings)\n       local --config FILE --alert ALERT.json   (an Alertmanager, PagerDuty or CloudWatch alarm payload)\n       local --config FILE --check   (before an upload: every problem, or \"ok\")";
 
 enum Mode {
     Ask(String),
@@ -45,6 +47,8 @@ enum Mode {
     Tools(Vec<String>, Vec<String>),
     /// An alert's payload, from a file, as its source would send it.
     Alert(String),
+    /// The `--config` file checked, as a worker would read it.
+    Check(String),
 }
 
 struct Args {
@@ -56,7 +60,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let (mut serve, mut port, mut replay, mut config, mut words) = (false, 3000, None, None, Vec::new());
-    let (mut provision, mut export, mut alert) = (false, None, None);
+    let (mut provision, mut export, mut alert, mut check) = (false, None, None, false);
     let (mut tools, mut channels, mut users) = (false, Vec::new(), Vec::new());
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -70,12 +74,20 @@ fn parse_args() -> Result<Args, String> {
             "--provision" => provision = true,
             "--export-turn" => export = Some(args.next().ok_or("--export-turn takes a turn id")?),
             "--alert" => alert = Some(args.next().ok_or("--alert takes a file")?),
+            "--check" => check = true,
             "-h" | "--help" => return Err(String::new()),
             _ => words.push(arg),
         }
     }
     if (!channels.is_empty() || !users.is_empty()) && !tools {
         return Err("--channel and --user go with --tools".into());
+    }
+    if check {
+        if serve || provision || tools || export.is_some() || alert.is_some() || replay.is_some() || !words.is_empty() {
+            return Err("--check takes only --config".into());
+        }
+        let file = config.clone().ok_or("--check checks the --config FILE")?;
+        return Ok(Args { mode: Mode::Check(file), replay, config });
     }
     if let Some(turn) = export {
         if serve || provision || tools || !words.is_empty() {
@@ -124,6 +136,9 @@ async fn main() -> ExitCode {
             }
         };
     }
+    if let Mode::Check(path) = &mode {
+        return check(path);
+    }
     if let Mode::Provision = mode {
         return match provision::provision().await {
             Ok(()) => ExitCode::SUCCESS,
@@ -144,7 +159,7 @@ async fn main() -> ExitCode {
         Mode::Serve(port) => serve(pipeline, port).await,
         Mode::Ask(question) => ask(&pipeline, &question).await,
         Mode::Alert(path) => alert(&pipeline, &path).await,
-        Mode::Provision | Mode::ExportTurn(_) => unreachable!("returned above"),
+        Mode::Provision | Mode::ExportTurn(_) | Mode::Check(_) => unreachable!("returned above"),
         Mode::Tools(channels, users) => {
             let users: Vec<Option<slack::UserId>> = match users.is_empty() {
                 true => vec![None],
@@ -158,6 +173,65 @@ async fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+/// Checks the configuration file at `path` as a worker would read it from
+/// the bucket: prints "ok" and what it sets up, or every problem found (with
+/// its path in the file) and fails. What needs the deployment (the objects
+/// it names, secrets' values, MCP servers) is checked when a worker starts,
+/// which serves the last good configuration if that fails.
+fn check(path: &str) -> ExitCode {
+    let json = match std::fs::read(path) {
+        Ok(json) => json,
+        Err(err) => {
+            eprintln!("cannot read {path}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let max = worker_logic::config_fallback::MAX_CONFIG_BYTES;
+    if json.len() as u64 > max {
+        eprintln!("{path}: it is {} bytes, over the {max} an assistant configuration may be", json.len());
+        return ExitCode::FAILURE;
+    }
+    match worker_logic::assembly::check_config(&json) {
+        Ok(assistant) => {
+            println!("ok: {path} is a valid assistant configuration");
+            println!("{}", summary(&assistant));
+            ExitCode::SUCCESS
+        }
+        Err(problems) => {
+            let count = problems.len();
+            eprintln!(
+                "{path}: {count} problem(s); uploaded, it would be refused and the last good configuration served:"
+            );
+            for problem in problems {
+                eprintln!("  {problem}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What a configuration sets up, a line each.
+fn summary(assistant: &worker_logic::config::AssistantConfig) -> String {
+    let names = |names: Vec<&str>| if names.is_empty() { "none".to_owned() } else { names.join(", ") };
+    let policy = match &assistant.tool_policy {
+        Some(rules) => format!("{} rule(s)", rules.len()),
+        None => "none (only the read-only built-in tools, in every channel)".to_owned(),
+    };
+    [
+        format!("  system prompt: {}", assistant.system_prompt_key.as_deref().unwrap_or("the bundled one")),
+        format!("  docs: {}", assistant.docs_prefix),
+        format!("  tool policy: {policy}"),
+        format!("  http tools: {}", names(assistant.http_tools.iter().map(|tool| tool.name.as_str()).collect())),
+        format!("  mcp servers: {}", names(assistant.mcp_servers.iter().map(|server| server.name.as_str()).collect())),
+        format!(
+            "  knowledge bases: {}",
+            names(assistant.knowledge_bases.iter().map(|base| base.name.as_str()).collect())
+        ),
+        format!("  alerts: {}, schedules: {}", assistant.alerts.len(), assistant.schedules.len()),
+    ]
+    .join("\n")
 }
 
 async fn ask(pipeline: &Pipeline, question: &str) -> ExitCode {
