@@ -263,6 +263,61 @@ fn against_the_seeded_emulator_the_aws_tools_read_its_alarms_metrics_and_logs() 
 }
 
 #[test]
+fn a_configuration_is_checked_before_upload_ok_with_what_it_sets_up_or_every_problem_by_its_path() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let check = |file: &str| runner().current_dir(&root).args(["--config", file, "--check"]).output().unwrap();
+
+    // GIVEN a good file: "ok", and what it sets up
+    let good = check("tests/fixtures/local-runner/tools-assistant.json");
+    let stdout = String::from_utf8_lossy(&good.stdout);
+    assert!(good.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&good.stderr));
+    assert!(stdout.starts_with("ok: tests/fixtures/local-runner/tools-assistant.json"), "{stdout}");
+    for expected in ["tool policy: 2 rule(s)", "http tools: restart_service, delete_deployment", "mcp servers: github"]
+    {
+        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+    }
+
+    // WHEN a field is misspelt, another has a token where a number goes,
+    // and a header names a variable not in allowed_env
+    let bad = check("tests/fixtures/local-runner/misspelt-assistant.json");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+
+    // THEN it fails, naming each by its path, and shows no value
+    assert_eq!(bad.status.code(), Some(1), "{stderr}");
+    assert!(bad.stdout.is_empty(), "{}", String::from_utf8_lossy(&bad.stdout));
+    for expected in [
+        "misspelt-assistant.json: 2 problem(s)",
+        "  approvals.expires_after_secs: invalid type: a string, expected u64",
+        "  tool_polcy: unknown field `tool_polcy` (did you mean `tool_policy`?)",
+    ] {
+        assert!(stderr.contains(expected), "missing {expected:?} in:\n{stderr}");
+    }
+    assert!(!stderr.contains("xoxb"), "{stderr}");
+
+    // AND once it parses, what the assembly would refuse is shown too
+    let dir = std::env::temp_dir().join(tests::unique_name("config-check"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let parses = dir.join("parses.json");
+    let text = include_str!("fixtures/local-runner/misspelt-assistant.json")
+        .replace("tool_polcy", "tool_policy")
+        .replace(r#""expires_after_secs": "xoxb-1234567890-notavalue""#, r#""expires_after_secs": 600"#);
+    std::fs::write(&parses, text).unwrap();
+    let refused = check(parses.to_str().unwrap());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("http tool service_status names ${env:STATUS_API_TOKEN}, which is not in"), "{stderr}");
+
+    // AND text that is not JSON, a missing file, and --check alone fail too
+    let not_json = dir.join("not.json");
+    std::fs::write(&not_json, "docs_prefix: kb/").unwrap();
+    let output = check(not_json.to_str().unwrap());
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains(".: not JSON: expected value at line 1 column 1"));
+    assert_eq!(check(dir.join("absent.json").to_str().unwrap()).status.code(), Some(1));
+    assert_eq!(runner().arg("--check").output().unwrap().status.code(), Some(2), "usage");
+}
+
+#[test]
 fn the_tool_inspection_shows_two_channels_with_different_policies_and_why_tools_are_missing() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let output = runner()

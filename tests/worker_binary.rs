@@ -113,10 +113,11 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
 }
 
 #[tokio::test]
-async fn a_worker_whose_configuration_is_broken_says_why_and_leaves_its_message_for_a_retry() {
-    // GIVEN an assistant configuration the worker cannot read (it starts
-    // building it only beside the runtime's first poll)
+async fn a_worker_whose_configuration_is_broken_answers_on_the_defaults_and_says_why() {
+    // GIVEN an assistant configuration with a misspelt field, and no good
+    // one kept (tests/config_fallback.rs: with one kept, that is served)
     let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY)]);
     let slack = FakeSlack::start().await;
     let stack = Stack::new(&emulator_config().await).await.unwrap();
     stack.put("config/assistant.json", r#"{"tool_polcy": []}"#).await;
@@ -124,14 +125,22 @@ async fn a_worker_whose_configuration_is_broken_says_why_and_leaves_its_message_
     let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
 
     // WHEN a turn arrives
-    let invoked = lambda.invoke(&events::parse(events::WORKER_SQS_START_TURN)).await;
+    let response = lambda.invoke(&events::parse(events::WORKER_SQS_START_TURN)).await.unwrap();
 
-    // THEN the invocation fails (the message stays on the queue for a
-    // retry), the log says why, and no model was called
-    assert!(invoked.is_err() || invoked.as_ref().is_ok_and(|r| r.get("errorType").is_some()), "{invoked:?}");
+    // THEN the binary starts on the defaults and answers it (nothing goes
+    // back to the queue, nothing towards the dead-letter queue), the log
+    // says which object is broken and why, and so does the health check
+    assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}\n{}", lambda.logs());
+    assert_eq!(fake.requests().len(), 1);
     let logs = lambda.logs();
-    assert!(logs.contains("cannot start") && logs.contains("not a valid assistant configuration"), "{logs}");
-    assert!(fake.requests().is_empty());
+    assert!(!logs.contains("cannot start"), "{logs}");
+    assert!(
+        logs.contains("the assistant configuration cannot be used: config/assistant.json: tool_polcy: unknown field `tool_polcy` (did you mean `tool_policy`?)"),
+        "{logs}"
+    );
+    let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert!(health["checks"][5]["error"].as_str().unwrap().contains("Serving the built-in defaults"), "{health}");
 }
 
 /// A cold worker under the emulator whose AWS calls go through a proxy

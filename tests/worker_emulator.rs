@@ -239,16 +239,25 @@ async fn the_assistant_configuration_in_s3_sets_the_prompt_and_the_allowed_tools
 }
 
 #[tokio::test]
-async fn a_broken_assistant_configuration_stops_the_function_from_starting() {
+async fn a_broken_assistant_configuration_with_nothing_kept_starts_the_function_on_the_defaults_and_says_why() {
+    // (tests/config_fallback.rs: with a good one kept, that one is served)
     let fake = FakeBedrock::start().await;
     let stack = Stack::new(&emulator_config().await).await.unwrap();
-    stack.put("config/assistant.json", r#"{"tool_polcy": []}"#).await;
-    let err = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await).await.err().unwrap();
-    assert!(err.to_string().contains("config/assistant.json is not a valid assistant configuration"), "{err}");
-
-    stack.put("config/assistant.json", r#"{"system_prompt_key": "config/missing.md"}"#).await;
-    let err = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await).await.err().unwrap();
-    assert!(err.to_string().contains("config/missing.md"), "{err}");
+    for (broken, says) in [
+        (r#"{"tool_polcy": []}"#, "config/assistant.json: tool_polcy: unknown field `tool_polcy`"),
+        (
+            r#"{"system_prompt_key": "config/missing.md"}"#,
+            "it cannot be assembled: the system prompt config/missing.md",
+        ),
+    ] {
+        stack.put("config/assistant.json", broken).await;
+        let function = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await).await.unwrap();
+        let report = serde_json::to_value(function.health().await).unwrap();
+        let config = &report["checks"][5];
+        assert_eq!((&config["name"], &config["ok"]), (&json!("config"), &json!(false)), "{report}");
+        let error = config["error"].as_str().unwrap();
+        assert!(error.contains(says) && error.contains("Serving the built-in defaults"), "{error}");
+    }
 }
 
 #[tokio::test]
@@ -380,7 +389,10 @@ async fn the_health_check_reports_the_table_queues_bucket_and_slack() {
     assert_eq!(report["status"], "ok", "{report}");
     assert_eq!(report["function"], "worker");
     let names: Vec<_> = report["checks"].as_array().unwrap().iter().map(|c| c["name"].clone()).collect();
-    assert_eq!(names, [json!("dynamodb"), json!("sqs_work"), json!("sqs_reply"), json!("s3"), json!("slack")]);
+    assert_eq!(
+        names,
+        [json!("dynamodb"), json!("sqs_work"), json!("sqs_reply"), json!("s3"), json!("slack"), json!("config")]
+    );
     assert_eq!(slack.calls("auth.test").len(), 1);
 
     // Slack unreachable: degraded, and the failing check says so.
@@ -667,7 +679,7 @@ async fn cold_start(config: Config, clients: Clients, event: serde_json::Value) 
     let event = worker::WorkerEvent::read(event);
     let start = async {
         let kept = arrival.kept_configuration(worker::FIRST_EVENT_GRACE).await;
-        let configured = WorkerFunction::configuration(&config, &clients.s3, &arrival, kept).await.unwrap();
+        let configured = WorkerFunction::configuration(&config, &clients.s3, &arrival, kept).await;
         WorkerFunction::load_with(config.clone(), clients.clone(), configured, arrival.clone()).await.unwrap()
     };
     let (function, ()) = tokio::join!(start, arrival.prepare(&event));
@@ -721,14 +733,15 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
     cold.handle(question(4), deadline()).await.unwrap();
     assert!(system_prompt(3).contains("assistant A"), "{}", system_prompt(3));
 
-    // AND a kept copy that no longer reads is passed over for the bucket
+    // AND a kept copy that no longer reads (kept by a release that read
+    // it: none is kept that does not) is passed over for the bucket
     let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
     stack.put("config/prompts/a.md", "You are assistant A.").await;
     stack.put(DEFAULT_CONFIG_KEY, config_a).await;
     let records = adapters_aws::dynamodb::DynamoRecords::new(stack.dynamodb.clone(), &stack.table);
-    let copies = KeptConfiguration::new(std::sync::Arc::new(records), DEFAULT_CONFIG_KEY);
-    let broken = ReadConfiguration { bytes: Some(br#"{"tool_polcy": []}"#.to_vec()), read_at: now - 10 };
-    copies.keep(&broken).await.unwrap();
+    let broken = json!({"object": DEFAULT_CONFIG_KEY, "read_at": now - 10, "text": r#"{"tool_polcy": []}"#});
+    let key = worker_logic::kept_config::record_key();
+    assistant_core::store::put_versioned(&records, &key, 0, broken.to_string(), now + 3_600).await.unwrap();
     let (_, response) = cold_start(function_config(&stack, None), clients(&stack, &fake).await, question(5)).await;
     assert_eq!(failures(&response), Vec::<String>::new());
     assert!(system_prompt(4).contains("assistant A"), "{}", system_prompt(4));
