@@ -415,13 +415,13 @@ impl AssistantConfig {
         let Ok(fields) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text) else {
             return Err(ConfigIssues(vec![first]));
         };
+        // As text again, not from the `Value`: one deserializer of the
+        // whole configuration in the binary, not two.
         let issues: Vec<ConfigIssue> = fields
             .into_iter()
             .filter_map(|(name, value)| {
                 let alone = serde_json::Value::Object(std::iter::once((name, value)).collect());
-                serde_path_to_error::deserialize::<_, Self>(alone)
-                    .err()
-                    .map(|err| ConfigIssue::at(err.path().to_string(), err.inner()))
+                from_text(&alone.to_string()).err()
             })
             .collect();
         // None alone (a field given twice): the whole text's error.
