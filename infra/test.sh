@@ -2,12 +2,17 @@
 # Runs every check and test, on a fresh machine as on a used one.
 #
 # Installs what the tests need, idempotently and outside the clone (a Python
-# virtualenv with the AWS emulator, SAM CLI and cfn-lint; faketime; the MCP
-# project's reference server and the OpenID provider oidc-provider from npm), starts the local AWS emulator and
-# the MCP server on free loopback ports, then runs: cargo fmt
-# --check, clippy -D warnings, every test (unit, emulator, real binaries under
-# the Lambda Runtime Interface Emulator), the evaluation set against its
-# recorded model replies, cfn-lint and sam validate --lint.
+# virtualenv with the AWS emulator, SAM CLI, cfn-lint and the Slack SDK;
+# checkov in a virtualenv of its own; faketime; from npm, the MCP project's
+# reference server, the OpenID provider oidc-provider, puppeteer-core and
+# the IAM policy simulator), starts the local AWS emulator (recording every
+# request) and the MCP server on free loopback ports, then runs: cargo fmt
+# --check, clippy -D warnings, cfn-lint, sam validate --lint and checkov on
+# the template, every test (unit, emulator, real binaries under the Lambda
+# Runtime Interface Emulator), the IAM check of every AWS call the
+# functions made against their roles in template.yaml, the check of every
+# Bedrock and Slack request against the vendors' own models, and the
+# evaluation set against its recorded model replies.
 # Whatever it started is stopped on exit, failed or not.
 set -euo pipefail
 
@@ -21,6 +26,7 @@ ensure_faketime
 ensure_mcp_reference_server
 ensure_oidc_provider
 ensure_browser
+ensure_iam_simulator
 
 # --- Static checks ----------------------------------------------------------
 step "cargo fmt --check"
@@ -40,11 +46,15 @@ ensure_checkov
 
 # --- Local AWS emulator -----------------------------------------------------
 step "local AWS emulator (moto)"
-# The real AWS SDK, pointed at the emulator by its own variables.
+# The real AWS SDK, pointed at the emulator by its own variables. The
+# emulator and the fakes of Bedrock and Slack record every request they
+# serve in $AWS_CALL_LOG, for the IAM and vendor-model checks after the tests.
+AWS_CALL_LOG=$(mktemp -d)
+export AWS_CALL_LOG
 emulator_for_this_run
 
 step "the MCP project's reference server (Streamable HTTP)"
-trap 'stop_emulator; stop_mcp_reference_server; rm -rf "$emulator_logs"' EXIT
+trap 'stop_emulator; stop_mcp_reference_server; rm -rf "$emulator_logs" "$AWS_CALL_LOG"' EXIT
 start_mcp_reference_server "$(free_port)" "$emulator_logs/mcp-reference-server.log"
 
 # --- Tests ------------------------------------------------------------------
@@ -54,6 +64,14 @@ export FUNCTION_BIN_DIR="$CARGO_TARGET_DIR/debug"
 
 step "cargo test"
 cargo test --workspace
+
+step "IAM: every AWS call the functions made, against the roles template.yaml gives them"
+"$venv/bin/python" infra/iam/check.py --self-test
+"$venv/bin/python" infra/iam/check.py --calls "$AWS_CALL_LOG"
+
+step "requests against the vendors' own models (Bedrock's service model, Slack's Block Kit)"
+"$venv/bin/python" infra/vendor-models/check.py --self-test
+"$venv/bin/python" infra/vendor-models/check.py --calls "$AWS_CALL_LOG"
 
 step "the evaluation set against its recorded model replies (infra/eval.sh)"
 infra/eval.sh

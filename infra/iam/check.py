@@ -566,8 +566,10 @@ def decode(raw, headers, service):
     body = body or ""
     target = headers.get("http_x_amz_target") or headers.get("x-amz-target") or ""
     content_type = headers.get("content_type") or headers.get("content-type") or ""
+    agent = headers.get("http_x_amz_user_agent") or headers.get("x-amz-user-agent") or ""
+    test = re.search(r"\bapp/(\S+)", agent)
     call = {"service": service, "method": raw["method"], "path": raw["path"], "query": raw.get("query", ""),
-            "json": {}, "form": {}, "operation": None}
+            "json": {}, "form": {}, "operation": None, "test": test.group(1) if test else None}
     if "json" in content_type and body:
         call["json"] = json.loads(body)
     elif "x-www-form-urlencoded" in content_type:
@@ -614,8 +616,9 @@ def granted_actions(policies):
 
 
 def evaluate(template_path, calls_dir, parameters_path):
-    """Every recorded call signed by a role, evaluated: (denials, used, calls
-    per role, roles' policies), a denial as (role, action, resource, text)."""
+    """Every recorded call signed by a role, evaluated: (denials, actions used,
+    calls per role, roles' policies, distinct requests, the tests that used
+    each (role, action)), a denial as (role, action, resource, text)."""
     template = transformed_template(template_path)
     with open(parameters_path, encoding="utf-8") as handle:
         parameters = json.load(handle)
@@ -624,6 +627,7 @@ def evaluate(template_path, calls_dir, parameters_path):
     resources = resource_policies(template, mapper.resolver)
 
     distinct = {}
+    tests_of = defaultdict(set)
     calls_per_role = defaultdict(int)
     misconfigured = 0
     for role, call in recorded_calls(calls_dir):
@@ -634,6 +638,7 @@ def evaluate(template_path, calls_dir, parameters_path):
             continue
         calls_per_role[role] += 1
         for action, resource, context in mapped:
+            tests_of[(role, action)].add(call["test"] or "(a hand-signed call: no test name)")
             context = dict(context, **{"aws:SecureTransport": True})
             key = json.dumps([role, action, resource, context], sort_keys=True)
             distinct.setdefault(key, (role, action, resource, context))
@@ -668,11 +673,11 @@ def evaluate(template_path, calls_dir, parameters_path):
         denials.append((role, request["action"], request["resource"], text))
     if misconfigured:
         print(f"IAM: {misconfigured} calls to resources tests misconfigure on purpose (no-such-…) not evaluated")
-    return denials, used, calls_per_role, roles, len(requests)
+    return denials, used, calls_per_role, roles, len(requests), tests_of
 
 
 def check(template_path, calls_dir, parameters_path, unexercised_path):
-    denials, used, calls_per_role, roles, distinct = evaluate(template_path, calls_dir, parameters_path)
+    denials, used, calls_per_role, roles, distinct, tests_of = evaluate(template_path, calls_dir, parameters_path)
     problems = [text for _, _, _, text in denials]
     print(f"IAM: {distinct} distinct requests from "
           + ", ".join(f"{role} {calls_per_role[role]} calls" for role in ROLE_KEYS.values())
@@ -681,6 +686,13 @@ def check(template_path, calls_dir, parameters_path, unexercised_path):
         print(f"\n{len(problems)} requests the template does not allow:", file=sys.stderr)
         for problem in problems:
             print("  " + problem, file=sys.stderr)
+
+    print("\nEach role's actions, with a test that used each:")
+    for role in ROLE_KEYS.values():
+        for action in sorted(used[role]):
+            tests = sorted(tests_of[(role, action)], key=lambda name: (name.startswith("("), name))
+            more = f" (+{len(tests) - 1} more)" if len(tests) > 1 else ""
+            print(f"  {role}Role {action}: {tests[0]}{more}")
 
     with open(unexercised_path, encoding="utf-8") as handle:
         reasons = json.load(handle)
@@ -708,18 +720,18 @@ def check(template_path, calls_dir, parameters_path, unexercised_path):
 
 
 def mentions(statement, action):
+    """The statement names an action of the same service (or every action)."""
     actions = statement.get("Action", [])
     actions = [actions] if isinstance(actions, str) else actions
     service = action.split(":")[0]
-    return any(a == action or a == f"{service}:*" or a == "*" for a in actions) or any(
-        a.split(":")[0] == service for a in actions)
+    return any(a == "*" or a.split(":")[0] == service for a in actions)
 
 
 def self_test(template_path, parameters_path):
     """The check fails on calls the template does not allow: recorded calls
     in fixtures/self-test.jsonl, each commented with what IAM must decide."""
     calls = os.path.join(HERE, "fixtures")
-    denials, used, calls_per_role, _, _ = evaluate(template_path, calls, parameters_path)
+    denials, used, calls_per_role, _, _, _ = evaluate(template_path, calls, parameters_path)
     denied = sorted((role, action, resource) for role, action, resource, _ in denials)
     expected = sorted([
         ("WorkerFunction", "bedrock:InvokeModelWithResponseStream",

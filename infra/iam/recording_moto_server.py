@@ -23,7 +23,7 @@ from moto.moto_server.threaded_moto_server import DomainDispatcherApplication, c
 from moto.moto_server.werkzeug_app import MotoRequestHandler
 from werkzeug.serving import run_simple
 
-RECORDED_HEADERS = ("HTTP_AUTHORIZATION", "HTTP_X_AMZ_TARGET", "CONTENT_TYPE", "HTTP_HOST")
+RECORDED_HEADERS = ("HTTP_AUTHORIZATION", "HTTP_X_AMZ_TARGET", "CONTENT_TYPE", "HTTP_HOST", "HTTP_X_AMZ_USER_AGENT")
 
 
 class Recorder:

@@ -56,6 +56,8 @@ impl LambdaUnderRie {
             .env_remove("AWS_CA_BUNDLE")
             .envs(launch.env)
             .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
+            // The SDK's app name: the function's calls say which test made them.
+            .env("AWS_SDK_UA_APP_ID", crate::current_test().unwrap_or_default())
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);

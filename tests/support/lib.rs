@@ -96,14 +96,28 @@ impl Role {
         ("AWS_ACCESS_KEY_ID", self.access_key_id().to_owned())
     }
 
-    /// `aws`, signing as this role (same endpoint, retries and secret key).
+    /// `aws`, signing as this role (same endpoint, retries and secret key),
+    /// its user agent naming the test that makes the calls.
     pub fn config(self, aws: &SdkConfig) -> SdkConfig {
         let secret = std::env::var("AWS_SECRET_ACCESS_KEY").unwrap_or_else(|_| "test".to_owned());
         let credentials = aws_credential_types::Credentials::new(self.access_key_id(), secret, None, None, "tests");
-        aws.to_builder()
-            .credentials_provider(aws_credential_types::provider::SharedCredentialsProvider::new(credentials))
-            .build()
+        let mut config = aws
+            .to_builder()
+            .credentials_provider(aws_credential_types::provider::SharedCredentialsProvider::new(credentials));
+        if let Some(name) = current_test().and_then(|name| aws_config::AppName::new(name).ok()) {
+            config = config.app_name(name);
+        }
+        config.build()
     }
+}
+
+/// The running test's name (the test harness names each test's thread after
+/// it), in the characters an SDK app name (`app/…` in the user agent) may
+/// hold: how `infra/iam/check.py` says which test used an action.
+pub fn current_test() -> Option<String> {
+    let thread = std::thread::current();
+    let name = thread.name().filter(|name| *name != "main")?;
+    Some(name.chars().map(|c| if c.is_ascii_alphanumeric() || "_-.".contains(c) { c } else { '-' }).collect())
 }
 
 /// A name no other test (or earlier run against the same emulator) uses.

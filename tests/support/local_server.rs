@@ -64,6 +64,7 @@ async fn record(service: &'static str, request: Request, next: axum::middleware:
             "authorization": header("authorization"),
             "content-type": header("content-type"),
             "x-amz-target": header("x-amz-target"),
+            "x-amz-user-agent": header("x-amz-user-agent"),
         },
     });
     line[body_field.0] = body_field.1;

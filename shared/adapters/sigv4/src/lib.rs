@@ -34,6 +34,9 @@ pub struct Signer {
     /// The configuration's endpoint override (`AWS_ENDPOINT_URL`, or set
     /// in code by the local runner), for every service without its own.
     endpoint_url: Option<String>,
+    /// The configuration's app name (`AWS_SDK_UA_APP_ID`), sent as the
+    /// SDK's own clients send it (`app/…` in `x-amz-user-agent`).
+    app_name: Option<String>,
 }
 
 impl std::fmt::Debug for Signer {
@@ -61,6 +64,7 @@ impl Signer {
             credentials: aws.credentials_provider(),
             region: aws.region().map(|region| region.to_string()),
             endpoint_url: aws.endpoint_url().map(str::to_owned),
+            app_name: aws.app_name().map(ToString::to_string),
         }
     }
 
@@ -70,6 +74,7 @@ impl Signer {
             credentials: Some(SharedCredentialsProvider::new(credentials)),
             region: Some(region.to_owned()),
             endpoint_url: None,
+            app_name: None,
         }
     }
 
@@ -109,6 +114,11 @@ impl Signer {
     ) -> Result<(), SignError> {
         let url = request.url().to_string();
         let unsignable = |reason: String| SignError::Unsignable { url: url.clone(), reason };
+        if let Some(app) = &self.app_name {
+            let agent = reqwest::header::HeaderValue::from_str(&format!("app/{app}"))
+                .map_err(|err| unsignable(err.to_string()))?;
+            request.headers_mut().entry("x-amz-user-agent").or_insert(agent);
+        }
         let headers: Vec<(String, String)> = request
             .headers()
             .iter()
