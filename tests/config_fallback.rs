@@ -200,7 +200,7 @@ async fn text_that_is_not_utf8_a_huge_object_and_a_deleted_one_each_leave_the_bo
     let not_utf8 = [&GOOD.as_bytes()[..GOOD.len() - 3], b"\xff\xfe}"].concat();
     let versions: [(&str, Option<Vec<u8>>, &str); 3] = [
         ("not UTF-8", Some(not_utf8), "not UTF-8 text (the bytes from offset"),
-        ("huge", Some(huge), "bytes, over the 1048576 an assistant configuration may be"),
+        ("huge", Some(huge), "bytes, over the 307200 an assistant configuration may be"),
         ("deleted", None, "the object is gone from the bucket (upload `{}` to serve the defaults)"),
     ];
     for (n, (what, body, says)) in versions.into_iter().enumerate() {

@@ -608,7 +608,9 @@ impl WorkerFunction {
         let (on, with, by, to) = (&self.config, &self.clients, &self.arrival, &self.slack);
         let assemble = move |assistant| Assembled::new(on, with, by, to, assistant);
         match config_fallback::reassemble(object, read, current.from_text, assemble).await {
-            Ok((assembled, read)) => {
+            // A read that failed: tried again at the next re-read.
+            Ok(None) => {}
+            Ok(Some((assembled, read))) => {
                 let assembled = assembled.serving(Serving::Current, read.read_at, read.bytes.is_some());
                 let copies = KeptConfiguration::new(self.arrival.records.clone(), object);
                 assembled.worker.background.spawn(keep(copies, read));

@@ -146,6 +146,17 @@ pub enum StartupError {
     },
 }
 
+impl StartupError {
+    /// A read that failed (the bucket, a secret): the same start may well
+    /// succeed in a moment, so it fails and is retried, where a
+    /// configuration that is wrong falls back (see [`crate::config_fallback`]):
+    /// a throttled read at a burst of cold starts must not put workers on
+    /// the defaults.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StartupError::Read { .. } | StartupError::SecretUnreadable { .. })
+    }
+}
+
 /// Secrets Manager's characters; the store adds the deployment's prefix.
 fn is_secret_name(name: &str) -> bool {
     (1..=256).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || "/_+=.@-".contains(c))

@@ -41,7 +41,7 @@ pub const DEFAULT_CONFIG_KEY: &str = "config/assistant.json";
 #[serde(deny_unknown_fields)]
 pub struct AssistantConfig {
     /// An object holding the system prompt; the bundled one when absent.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "configuration_object")]
     pub system_prompt_key: Option<String>,
     /// Where the documents the docs tools read live.
     #[serde(default = "default_docs_prefix")]
@@ -74,7 +74,7 @@ pub struct AssistantConfig {
     /// The bucket object listing the team's services (names, aliases,
     /// owners, log groups, dashboards): the enhancer resolves services
     /// with it, `logs_query` finds a service's log groups.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "configuration_object")]
     pub service_catalog_key: Option<String>,
     /// Channel globs (`C0ONCALL*`) that are the team's place for these
     /// questions: the model is told to answer there and never send people
@@ -236,6 +236,32 @@ pub fn default_prompts() -> Vec<SuggestedPrompt> {
 
 /// Knowledge bases the model chooses among at most.
 const MAX_KNOWLEDGE_BASES: usize = 10;
+
+/// Where the objects a configuration names (prompts, the service catalog)
+/// must live: of the bucket, the worker's role reads configuration under
+/// `config/` alone (`docs/` holds the team's documents, `turns/` and
+/// `cache/` its own; template.yaml). A key elsewhere would parse here and
+/// be refused by IAM in AWS.
+pub const CONFIGURATION_OBJECTS: &str = "config/";
+
+/// `key`, when it names an object under [`CONFIGURATION_OBJECTS`].
+pub(crate) fn readable_object(key: &str) -> Result<(), String> {
+    if key.starts_with(CONFIGURATION_OBJECTS) && key.len() > CONFIGURATION_OBJECTS.len() {
+        Ok(())
+    } else {
+        Err(format!(
+            "must name an object under {CONFIGURATION_OBJECTS} (the worker's role reads no other configuration object)"
+        ))
+    }
+}
+
+fn configuration_object<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    let key = Option::<String>::deserialize(deserializer)?;
+    if let Some(key) = &key {
+        readable_object(key).map_err(serde::de::Error::custom)?;
+    }
+    Ok(key)
+}
 
 fn knowledge_bases<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<KnowledgeBaseConfig>, D::Error> {
     let bases = Vec::<KnowledgeBaseConfig>::deserialize(deserializer)?;
@@ -533,8 +559,9 @@ impl std::error::Error for ConfigIssues {}
 
 /// A serde message without the values it quotes from the text: a value
 /// may be a token pasted in the wrong field. `string "…"` becomes "a
-/// string", an unknown variant's name is left out, and what is left passes
-/// the redactor. Field names (`unknown field `tool_polcy``) stay: they are
+/// string", an unknown variant's name is left out, any other quoted text
+/// (our own checks quote what they refuse) becomes "a value", and what is
+/// left passes the redactor. Field names (`unknown field `tool_polcy``) stay: they are
 /// what to fix.
 fn without_values(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
@@ -542,7 +569,9 @@ fn without_values(message: &str) -> String {
     loop {
         let string = rest.find("string \"").map(|at| (at, "string \"", "a string", '"'));
         let variant = rest.find("unknown variant `").map(|at| (at, "unknown variant `", "unknown variant", '`'));
-        let Some((at, opening, instead, closing)) = [string, variant].into_iter().flatten().min_by_key(|found| found.0)
+        let other = rest.find('"').map(|at| (at, "\"", "a value", '"'));
+        let Some((at, opening, instead, closing)) =
+            [string, variant, other].into_iter().flatten().min_by_key(|found| found.0)
         else {
             break;
         };
@@ -570,6 +599,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_value_our_own_checks_refuse_is_not_quoted_back() {
+        // GIVEN a token pasted where a variable's name belongs
+        let pasted = br#"{"allowed_env": ["STATUS_TOKEN=abc123secretvalue"]}"#;
+        // THEN the issue says where and what is wrong, never the text
+        let issues = AssistantConfig::check(pasted).unwrap_err().0;
+        let said = format!("{issues:?}");
+        assert!(!said.contains("abc123secretvalue") && !said.contains("STATUS_TOKEN="), "{said}");
+        assert_eq!(issues[0].path, "allowed_env", "{said}");
+    }
+
+    #[test]
     fn a_check_names_every_wrong_field_by_its_path_and_quotes_no_value() {
         let issues = |json: &str| AssistantConfig::check(json.as_bytes()).expect_err(json).0;
         let found = issues(
@@ -589,6 +629,30 @@ mod tests {
             assert!(!issue.contains("xoxb") && !issue.contains("sk-live") && !issue.contains("line 1"), "{issue}");
         }
         assert_eq!(AssistantConfig::check(br#"{"docs_prefix": "kb/"}"#).unwrap().docs_prefix, "kb/");
+    }
+
+    #[test]
+    fn the_objects_a_configuration_names_are_ones_the_workers_role_may_read() {
+        // GIVEN keys under config/, which template.yaml lets the worker read
+        let good =
+            br#"{"system_prompt_key": "config/prompts/payments.md", "service_catalog_key": "config/services.json",
+            "prompt_enhancer": {"model_id": "us.amazon.nova-micro-v1:0", "prompt_key": "config/enhancer.md"}}"#;
+        let config = AssistantConfig::check(good).unwrap();
+        assert_eq!(config.system_prompt_key.as_deref(), Some("config/prompts/payments.md"));
+        // WHEN a key names any other object (the role would be refused in
+        // AWS), or the prefix alone
+        for (bad, path) in [
+            (r#"{"system_prompt_key": "prompts/payments.md"}"#, "system_prompt_key"),
+            (r#"{"system_prompt_key": "turns/T1-Ev1/result.json"}"#, "system_prompt_key"),
+            (r#"{"service_catalog_key": "config/"}"#, "service_catalog_key"),
+            (r#"{"prompt_enhancer": {"model_id": "m", "prompt_key": "docs/enhancer.md"}}"#, "prompt_enhancer"),
+        ] {
+            // THEN the upload is refused, saying where and why
+            let issues = AssistantConfig::check(bad.as_bytes()).unwrap_err().0;
+            assert_eq!(issues.len(), 1, "{bad}: {issues:?}");
+            assert_eq!(issues[0].path, path, "{bad}");
+            assert!(issues[0].reason.contains("must name an object under config/"), "{bad}: {}", issues[0].reason);
+        }
     }
 
     #[test]

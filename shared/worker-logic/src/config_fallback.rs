@@ -5,10 +5,15 @@
 //! dead-letter queue. A starting worker serves, best first ([`start`]):
 //!
 //! 1. the bucket's configuration (or its fresh copy, [`crate::kept_config`]);
-//! 2. when that cannot be used (it is not a configuration, cannot be read,
-//!    is over [`MAX_CONFIG_BYTES`], is gone while a configuration was
-//!    kept, or names what cannot be assembled): the last configuration
-//!    that parsed, the copy kept in the turns table, however old;
+//! 2. when that cannot be used (it is not a configuration, is over
+//!    [`MAX_CONFIG_BYTES`], is gone while a configuration was kept, or
+//!    names what cannot be assembled): the last configuration that parsed,
+//!    the copy kept in the turns table, however old;
+//!
+//! A read that fails (the bucket or a secret did not answer) is none of
+//! these: the start fails and is retried, and a running worker keeps what it
+//! serves until its next re-read, so a throttled burst of cold starts never
+//! puts workers on the defaults.
 //! 3. when there is none: the built-in defaults (the bundled prompt and the
 //!    read-only built-in tools).
 //!
@@ -28,8 +33,10 @@ use std::fmt::Display;
 
 /// The largest assistant configuration read: a larger object is refused
 /// before its body is read (the function's memory is not a place to find
-/// out how large an upload can be).
-pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+/// out how large an upload can be). The most the table keeps as the last
+/// good copy, so every configuration served can be the fallback of a later
+/// broken upload.
+pub const MAX_CONFIG_BYTES: u64 = crate::kept_config::MAX_KEPT_BYTES as u64;
 
 /// What a problem's reason may take of an alert or a health report.
 const MAX_REASON_CHARS: usize = 1_500;
@@ -197,8 +204,10 @@ impl<L: Future<Output = Option<(AssistantConfig, ReadConfiguration)>>> LastGood<
 /// configuration, or its fresh kept copy) when that can be used and
 /// assembles; else for `last_good` (the kept copy, however old:
 /// [`KeptConfiguration::last_good`](crate::kept_config::KeptConfiguration::last_good)),
-/// awaited only then, when that does; else for the defaults. Fails only
-/// when not even the defaults assemble.
+/// awaited only then, when that does; else for the defaults. Fails when a
+/// read failed ([`StartupError::is_transient`]: the start is retried, as
+/// any start whose store did not answer), or when not even the defaults
+/// assemble.
 pub async fn start<T, F, Fut>(
     object: &str,
     read: Result<ReadConfiguration, StartupError>,
@@ -209,6 +218,10 @@ where
     F: FnMut(AssistantConfig) -> Fut,
     Fut: Future<Output = Result<T, StartupError>>,
 {
+    let read = match read {
+        Err(err) if err.is_transient() => return Err(err),
+        read => read,
+    };
     let mut last_good = LastGood { pending: Some(last_good), found: None };
     let kept_text = match &read {
         Ok(ReadConfiguration { bytes: None, .. }) => {
@@ -219,6 +232,7 @@ where
     let problem = match inspect(object, read, kept_text) {
         Ok((assistant, read)) => match assemble(assistant).await {
             Ok(built) => return Ok(Started { built, serving: Serving::Current, read: Some(read), problem: None }),
+            Err(err) if err.is_transient() => return Err(err),
             Err(err) => ConfigProblem::not_assembled(object, &read, &err),
         },
         Err(problem) => problem,
@@ -242,21 +256,33 @@ where
 }
 
 /// A running worker's re-read: built by `assemble` for the bucket's
-/// configuration when it can be used, or why not (then the worker keeps
-/// what it serves). `serving_text`: what it serves came from an object (see
-/// [`inspect`]'s `kept_text`).
+/// configuration when it can be used, `None` when a read failed (the worker
+/// keeps what it serves and tries at its next re-read, nothing reported),
+/// or why it cannot be used (then the worker keeps what it serves too).
+/// `serving_text`: what it serves came from an object (see [`inspect`]'s
+/// `kept_text`).
 pub async fn reassemble<T, Fut>(
     object: &str,
     read: Result<ReadConfiguration, StartupError>,
     serving_text: bool,
     assemble: impl FnOnce(AssistantConfig) -> Fut,
-) -> Result<(T, ReadConfiguration), ConfigProblem>
+) -> Result<Option<(T, ReadConfiguration)>, ConfigProblem>
 where
     Fut: Future<Output = Result<T, StartupError>>,
 {
+    if let Err(err) = &read
+        && err.is_transient()
+    {
+        tracing::warn!(error = %err, config = %object, "the configuration could not be read again: kept what is served");
+        return Ok(None);
+    }
     let (assistant, read) = inspect(object, read, serving_text)?;
     match assemble(assistant).await {
-        Ok(built) => Ok((built, read)),
+        Ok(built) => Ok(Some((built, read))),
+        Err(err) if err.is_transient() => {
+            tracing::warn!(error = %err, config = %object, "the configuration could not be assembled again: kept what is served");
+            Ok(None)
+        }
         Err(err) => Err(ConfigProblem::not_assembled(object, &read, &err)),
     }
 }
@@ -399,19 +425,29 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_unreadable_huge_or_deleted_object_falls_back_too() {
+    async fn a_read_that_failed_fails_the_start_and_a_huge_or_deleted_object_falls_back() {
         let assembly = Assembly::default();
+        // A throttled read (a burst of cold starts): the start fails and is
+        // retried, as any start whose store did not answer; no fallback.
         let unreadable = StartupError::Read { key: OBJECT.into(), source: PortError::new("S3 GetObject", "throttled") };
-        let started = start_with(Err(unreadable), last_good(), &assembly).await;
-        assert_eq!(started.serving, Serving::LastGood { read_at: 1_000 });
-        let problem = started.problem.unwrap();
-        assert!(problem.reason.starts_with("it cannot be read: S3 GetObject"), "{problem:?}");
-        assert_eq!(problem.reference(), None, "told by the health check's own alert, not once per text");
+        let failed = start(OBJECT, Err(unreadable), async { last_good() }, |a| assembly.build(a)).await;
+        assert!(matches!(failed, Err(StartupError::Read { .. })), "{failed:?}");
+        assert!(assembly.asked().is_empty(), "nothing assembled on a read that failed");
+        // So is a secret the configuration names that could not be read.
+        let secret = |_| async {
+            Err::<String, _>(StartupError::SecretUnreadable {
+                tool: "status".into(),
+                name: "status-token".into(),
+                source: PortError::new("Secrets Manager GetSecretValue", "throttled"),
+            })
+        };
+        let failed = start(OBJECT, Ok(read(GOOD.as_bytes(), 2_000)), async { last_good() }, secret).await;
+        assert!(matches!(failed, Err(StartupError::SecretUnreadable { .. })), "{failed:?}");
 
         let huge = StartupError::TooLarge { key: OBJECT.into(), bytes: 50_000_000 };
         let started = start_with(Err(huge), last_good(), &assembly).await;
         let problem = started.problem.unwrap();
-        assert!(problem.reason.contains("it is 50000000 bytes, over the 1048576"), "{problem:?}");
+        assert!(problem.reason.contains(&format!("it is 50000000 bytes, over the {MAX_CONFIG_BYTES}")), "{problem:?}");
         assert!(problem.reference().is_some());
 
         // Deleted while a configuration was kept: not a quiet return to the defaults.
@@ -431,14 +467,17 @@ mod tests {
         assert!(broken.unwrap_err().reason.contains("tool_polcy"));
         let gone = ReadConfiguration { bytes: None, read_at: 2_000 };
         assert!(reassemble(OBJECT, Ok(gone.clone()), true, |a| assembly.build(a)).await.is_err());
-        let (built, _) = reassemble(OBJECT, Ok(gone), false, |a| assembly.build(a)).await.unwrap();
+        let (built, _) = reassemble(OBJECT, Ok(gone), false, |a| assembly.build(a)).await.unwrap().unwrap();
         assert_eq!(built, "docs/", "serving the defaults already: no object is the defaults");
         let (built, fixed) =
-            reassemble(OBJECT, Ok(read(GOOD.as_bytes(), 2_300)), true, |a| assembly.build(a)).await.unwrap();
+            reassemble(OBJECT, Ok(read(GOOD.as_bytes(), 2_300)), true, |a| assembly.build(a)).await.unwrap().unwrap();
         assert_eq!((built.as_str(), fixed.read_at), ("runbooks/", 2_300));
         let refusing = Assembly::refusing(&["runbooks/"]);
         let failed = reassemble(OBJECT, Ok(read(GOOD.as_bytes(), 2_300)), true, |a| refusing.build(a)).await;
         assert!(failed.unwrap_err().reason.contains("cannot be assembled"));
+        // A read that failed: kept what is served, nothing to report.
+        let unreadable = StartupError::Read { key: OBJECT.into(), source: PortError::new("S3 GetObject", "timeout") };
+        assert!(matches!(reassemble(OBJECT, Err(unreadable), true, |a| assembly.build(a)).await, Ok(None)));
     }
 
     #[test]

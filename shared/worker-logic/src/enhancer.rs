@@ -66,6 +66,9 @@ impl TryFrom<RawEnhancer> for PromptEnhancerConfig {
         if !(200..=15_000).contains(&timeout_ms) {
             return Err("prompt_enhancer.timeout_ms must be from 200 to 15000".into());
         }
+        if let Some(key) = &raw.prompt_key {
+            crate::config::readable_object(key).map_err(|why| format!("prompt_enhancer.prompt_key {why}"))?;
+        }
         Ok(Self { model_id: raw.model_id, timeout_ms, prompt_key: raw.prompt_key })
     }
 }

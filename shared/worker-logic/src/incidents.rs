@@ -100,8 +100,8 @@ impl TryFrom<RawAlertRule> for AlertRule {
         if let Some((name, glob)) = raw.matches.iter().find(|(name, glob)| name.is_empty() || glob.trim().is_empty()) {
             return Err(format!("alerts: match {name:?}: {glob:?} needs a label name and a glob"));
         }
-        if raw.prompt_key.as_deref().is_some_and(|key| key.trim().is_empty()) {
-            return Err("alerts: prompt_key must name a bucket object".into());
+        if let Some(key) = &raw.prompt_key {
+            crate::config::readable_object(key).map_err(|why| format!("alerts: prompt_key {why}"))?;
         }
         let defaults = StormLimits::default();
         let limits = StormLimits {

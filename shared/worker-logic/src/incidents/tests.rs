@@ -274,6 +274,8 @@ fn rules_refuse_dms_unknown_fields_and_impossible_limits() {
         r#"{"alerts": [{"source": "pagerduty", "channel": "C0ONCALL01", "match": {"service": " "}}]}"#,
         r#"{"alerts": [{"source": "pagerduty", "channel": "C0ONCALL01", "max_investigations_per_hour": 9, "max_threads_per_hour": 3}]}"#,
         r#"{"alerts": [{"source": "pagerduty", "channel": "C0ONCALL01", "prompt_key": ""}]}"#,
+        // An object the worker's role may not read (template.yaml).
+        r#"{"alerts": [{"source": "pagerduty", "channel": "C0ONCALL01", "prompt_key": "prompts/checkout.md"}]}"#,
     ] {
         assert!(serde_json::from_str::<Config>(bad).is_err(), "{bad}");
     }
