@@ -701,7 +701,7 @@ const LIMITS: &[Limit] = &[
     ),
     ("README.md", "The first {} MiB are kept", &[("TEXT_BYTES", 1024.0 * 1024.0)]),
     ("README.md", "when the copy is under {} minutes old", &[("FRESH_FOR_SECS", 60.0)]),
-    ("docs/reliability.md", "a copy is used for at most {} minutes after its read", &[("FRESH_FOR_SECS", 60.0)]),
+    ("docs/reliability.md", "without reading the bucket for {} minutes after its read", &[("FRESH_FOR_SECS", 60.0)]),
 ];
 
 #[test]
