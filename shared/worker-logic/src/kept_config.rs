@@ -122,7 +122,9 @@ impl KeptConfiguration {
         (kept.object == self.object).then_some(kept)
     }
 
-    /// Keeps `read`, unless the copy kept is as recent already. A versioned
+    /// Keeps `read`, unless the copy kept is more recent, or this very text
+    /// read in the same second (`read_at` has seconds: two reads of
+    /// different texts in one second, the later keep stands). A versioned
     /// put: its answer lost, the put or the read after it finds its own
     /// write; another worker's newer copy stands. A configuration that does
     /// not parse is refused: the copy is the fallback from broken uploads.
@@ -146,10 +148,14 @@ impl KeptConfiguration {
         };
         let state = serde_json::to_string(&Kept { object: self.object.clone(), read_at: read.read_at, text })
             .expect("a kept configuration serializes");
+        let as_recent = |kept: Kept| {
+            let same_text = kept.text.as_deref().map(str::as_bytes) == read.bytes.as_deref();
+            kept.read_at > read.read_at || (kept.read_at == read.read_at && same_text)
+        };
         let key = record_key();
         for _ in 0..KEEP_ATTEMPTS {
             let stored = self.records.get(&key).await?;
-            if stored.as_ref().and_then(|stored| self.kept(stored)).is_some_and(|kept| kept.read_at >= read.read_at) {
+            if stored.as_ref().and_then(|stored| self.kept(stored)).is_some_and(as_recent) {
                 return Ok(());
             }
             let version = stored.map_or(0, |stored| stored.version);
@@ -219,6 +225,13 @@ mod tests {
         let found = stored(&records).await.unwrap();
         assert_eq!(kept.fresh(Some(&found), 2_100), Some(read(r#"{"docs_prefix": "newer/"}"#, 2_100)));
         assert_eq!(found.version, 2, "written twice, the older copy refused without a write");
+        // A fixed upload read in the same second as the copy kept: the later
+        // keep stands; the same text again is no write.
+        kept.keep(&read(r#"{"docs_prefix": "fixed/"}"#, 2_100)).await.unwrap();
+        kept.keep(&read(r#"{"docs_prefix": "fixed/"}"#, 2_100)).await.unwrap();
+        let found = stored(&records).await.unwrap();
+        assert_eq!(kept.fresh(Some(&found), 2_100), Some(read(r#"{"docs_prefix": "fixed/"}"#, 2_100)));
+        assert_eq!(found.version, 3, "the same text in the same second is not written again");
     }
 
     #[tokio::test]
