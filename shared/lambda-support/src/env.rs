@@ -78,19 +78,19 @@ pub fn any_stored<'a>(secrets: impl IntoIterator<Item = Option<&'a SecretVar>>) 
     secrets.into_iter().flatten().any(|secret| matches!(secret, SecretVar::Stored { .. }))
 }
 
-/// The values of `secrets`, in order: the stored ones read one after the
-/// other (one connection) from the store `store` makes, which is made only
-/// when one of them is stored.
+/// The values of `secrets`, in order: the stored ones read together (a
+/// cold start waits for one round trip, not one a secret) from the store
+/// `store` makes, which is made only when one of them is stored. The first
+/// failure, in order, is the error.
 pub async fn read_secrets<const N: usize>(
     secrets: [Option<SecretVar>; N],
     store: impl AsyncFnOnce() -> Box<dyn SecretStore>,
 ) -> Result<[Option<String>; N], ConfigError> {
     let store = if any_stored(secrets.iter().map(Option::as_ref)) { store().await } else { Box::new(NoSecrets) };
-    let mut values = [const { None }; N];
-    for (value, secret) in values.iter_mut().zip(secrets) {
-        *value = read_optional(secret, store.as_ref()).await?;
-    }
-    Ok(values)
+    let store = store.as_ref();
+    let read = futures_util::future::join_all(secrets.map(|secret| read_optional(secret, store))).await;
+    let values: Vec<Option<String>> = read.into_iter().collect::<Result<_, _>>()?;
+    Ok(values.try_into().unwrap_or_else(|_| unreachable!("one value for each of the N secrets")))
 }
 
 impl SecretVar {
@@ -182,6 +182,30 @@ mod tests {
         assert!(any_stored([Some(&SecretVar::Value("v".into())), None, Some(&stored("x"))]));
         assert!(!any_stored([Some(&SecretVar::Value("v".into())), None]));
         assert_eq!(format!("{:?}", SecretVar::Value("xoxb-1".into())), "Value(<redacted>)");
+    }
+
+    /// A store each of whose reads waits until `together` reads are under
+    /// way: read one after another, they would wait forever.
+    struct Together(tokio::sync::Barrier);
+
+    #[async_trait::async_trait]
+    impl SecretStore for Together {
+        async fn secret(&self, name: &str) -> Result<Option<String>, PortError> {
+            self.0.wait().await;
+            Ok(Some(format!("value of {name}")))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_start_reads_its_stored_secrets_together_and_keeps_their_order() {
+        // GIVEN three secrets stored, as the ingress's are
+        let secrets = [Some(stored("signing")), Some(stored("alertmanager")), Some(stored("pagerduty"))];
+        // WHEN they are read from a store that answers only once all three asked
+        let make = async || Box::new(Together(tokio::sync::Barrier::new(3))) as Box<dyn SecretStore>;
+        let read = tokio::time::timeout(std::time::Duration::from_secs(5), read_secrets(secrets, make)).await;
+        // THEN one round trip answered them all, each in its place
+        let values = read.expect("read together, not one after another").unwrap();
+        assert_eq!(values, ["signing", "alertmanager", "pagerduty"].map(|name| Some(format!("value of {name}"))));
     }
 
     #[tokio::test]
