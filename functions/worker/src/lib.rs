@@ -623,7 +623,13 @@ impl WorkerFunction {
             Err(problem) => {
                 let serving = current.fallback();
                 problem.log(serving);
-                if let Some(alerts) = &self.alerts {
+                // Told already by this worker (the same text, re-read five
+                // minutes later): no second write to find that out.
+                let told =
+                    self.config_problem.lock().expect("config_problem lock").as_ref().is_some_and(|(known, _)| {
+                        known.reference().is_some() && known.reference() == problem.reference()
+                    });
+                if let Some(alerts) = self.alerts.as_ref().filter(|_| !told) {
                     config_fallback::report_once(alerts, &problem, serving).await;
                 }
                 *self.config_problem.lock().expect("config_problem lock") = Some((problem, serving));
