@@ -18,17 +18,21 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
-# A virtualenv with moto, aws-sam-cli and cfn-lint, pinned by the
-# requirements file; reinstalled only when that file changes.
-ensure_python_tools() {
-  local requirements="$root/infra/requirements-test.txt"
-  local stamp
-  stamp="$venv/.installed-$(sha256sum "$requirements" | cut -c1-16)"
+# A virtualenv at $1 with what requirements file $2 pins; made again only
+# when that file changes.
+ensure_venv() {
+  local dir="$1" requirements="$2" stamp
+  stamp="$dir/.installed-$(sha256sum "$requirements" | cut -c1-16)"
   if [ ! -f "$stamp" ]; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
     touch "$stamp"
   fi
+}
+
+# The test virtualenv: moto, aws-sam-cli, cfn-lint and the Slack SDK.
+ensure_python_tools() {
+  ensure_venv "$venv" "$root/infra/requirements-test.txt"
   AWS_LAMBDA_RIE=$(find "$venv/lib" -path '*samcli/local/rapid/aws-lambda-rie-x86_64' -print -quit)
   [ -x "$AWS_LAMBDA_RIE" ] || { echo "Lambda Runtime Interface Emulator not found in $venv" >&2; return 1; }
   export AWS_LAMBDA_RIE
@@ -36,18 +40,10 @@ ensure_python_tools() {
 
 # checkov (infrastructure-as-code scanner) in a virtualenv of its own,
 # pinned by infra/requirements-checkov.txt: its dependencies conflict with
-# moto's and aws-sam-cli's. Reinstalled only when that file changes; exports
-# CHECKOV.
+# moto's and aws-sam-cli's. Exports CHECKOV.
 ensure_checkov() {
-  local requirements="$root/infra/requirements-checkov.txt" checkov_venv="$cache/checkov-venv"
-  local stamp
-  stamp="$checkov_venv/.installed-$(sha256sum "$requirements" | cut -c1-16)"
-  if [ ! -f "$stamp" ]; then
-    python3 -m venv "$checkov_venv"
-    "$checkov_venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
-    touch "$stamp"
-  fi
-  CHECKOV="$checkov_venv/bin/checkov"
+  ensure_venv "$cache/checkov-venv" "$root/infra/requirements-checkov.txt"
+  CHECKOV="$cache/checkov-venv/bin/checkov"
   export CHECKOV
 }
 

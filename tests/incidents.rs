@@ -49,17 +49,7 @@ impl Oncall {
 
     /// A POST to the ingress's function URL at `path`: its status code.
     async fn webhook(&self, ingress: &ingress::Ingress, path: &str, headers: &[(&str, &str)], body: &str) -> i64 {
-        let mut event = events::parse(events::APP_MENTION);
-        event["rawPath"] = path.into();
-        event["requestContext"]["http"]["path"] = path.into();
-        event["headers"] = headers
-            .iter()
-            .map(|(name, value)| (name.to_string(), Value::from(*value)))
-            .collect::<serde_json::Map<_, _>>()
-            .into();
-        event["body"] = body.into();
-        event["isBase64Encoded"] = false.into();
-        let response = ingress.handle(event).await.expect("an HTTP response");
+        let response = ingress.handle(events::http_request(path, headers, body)).await.expect("an HTTP response");
         response["statusCode"].as_i64().expect("a status")
     }
 

@@ -37,21 +37,6 @@ async fn store_secret(name: &str, value: &str) {
     assert!(updated.status().is_success(), "PutSecretValue: {}", updated.text().await.unwrap_or_default());
 }
 
-/// An HTTP request (payload 2.0) to the ingress's `path`.
-fn request(path: &str, headers: &[(&str, &str)], body: &str) -> Value {
-    let mut event = events::parse(events::APP_MENTION);
-    event["rawPath"] = path.into();
-    event["requestContext"]["http"]["path"] = path.into();
-    event["headers"] = headers
-        .iter()
-        .map(|(name, value)| (name.to_string(), Value::from(*value)))
-        .collect::<serde_json::Map<_, _>>()
-        .into();
-    event["body"] = body.into();
-    event["isBase64Encoded"] = false.into();
-    event
-}
-
 #[tokio::test]
 async fn the_ingress_reads_its_secrets_from_secrets_manager_once_when_given_their_ids() {
     let stack = Stack::new(&emulator_config().await).await.unwrap();
@@ -79,13 +64,16 @@ async fn the_ingress_reads_its_secrets_from_secrets_manager_once_when_given_thei
     // Alertmanager's route takes the token read at start-up, and only it.
     let firing = testkit::fixtures::alerts::ALERTMANAGER_FIRING;
     let json = ("content-type", "application/json");
-    let wrong = lambda.invoke(&request("/alerts/alertmanager", &[("authorization", "Bearer xyz"), json], firing)).await;
+    let wrong = lambda
+        .invoke(&events::http_request("/alerts/alertmanager", &[("authorization", "Bearer xyz"), json], firing))
+        .await;
     assert_eq!(wrong.unwrap()["statusCode"], 401);
     let bearer = format!("Bearer {alertmanager_token}");
-    let alert = lambda.invoke(&request("/alerts/alertmanager", &[("authorization", &bearer), json], firing)).await;
+    let alert =
+        lambda.invoke(&events::http_request("/alerts/alertmanager", &[("authorization", &bearer), json], firing)).await;
     assert_eq!(alert.unwrap()["statusCode"], 200, "{}", lambda.logs());
     // No PagerDuty secret given: no such route.
-    let pagerduty = lambda.invoke(&request("/alerts/pagerduty", &[json], "{}")).await.unwrap();
+    let pagerduty = lambda.invoke(&events::http_request("/alerts/pagerduty", &[json], "{}")).await.unwrap();
     assert_eq!(pagerduty["statusCode"], 404, "{pagerduty}");
 
     assert_eq!(stack.receive_work().await.unwrap().len(), 2, "the mention and the alert");

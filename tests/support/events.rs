@@ -82,3 +82,20 @@ pub fn with_header(event: &Value, name: &str, value: &str) -> Value {
     event["headers"][name] = Value::String(value.to_owned());
     event
 }
+
+/// An HTTP request (payload 2.0, as the function URL sends it) to the
+/// ingress's `path`, with only `headers` and `body`: an alert webhook's, an
+/// OAuth callback's.
+pub fn http_request(path: &str, headers: &[(&str, &str)], body: &str) -> Value {
+    let mut event = parse(APP_MENTION);
+    event["rawPath"] = path.into();
+    event["requestContext"]["http"]["path"] = path.into();
+    event["headers"] = headers
+        .iter()
+        .map(|(name, value)| (name.to_string(), Value::from(*value)))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    event["body"] = body.into();
+    event["isBase64Encoded"] = false.into();
+    event
+}
