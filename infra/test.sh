@@ -68,6 +68,9 @@ cargo test --workspace
 step "IAM: every AWS call the functions made, against the roles template.yaml gives them"
 "$venv/bin/python" infra/iam/check.py --self-test
 "$venv/bin/python" infra/iam/check.py --calls "$AWS_CALL_LOG"
+# Again with the Slack and webhook secrets given as ARNs (the template's
+# other branch for each grant).
+"$venv/bin/python" infra/iam/check.py --calls "$AWS_CALL_LOG" --parameters infra/iam/test-parameters-secret-arns.json
 
 step "requests against the vendors' own models (Bedrock's service model, Slack's Block Kit)"
 "$venv/bin/python" infra/vendor-models/check.py --self-test
