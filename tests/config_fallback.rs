@@ -77,22 +77,6 @@ fn ops_messages(slack: &FakeSlack) -> Vec<String> {
     slack.posted().into_iter().filter(|posted| posted.channel == OPS).map(|posted| posted.text).collect()
 }
 
-/// A cold start as `main` makes it: the first invocation's read (its turns
-/// and the kept configuration) beside the assembly.
-async fn cold_start(config: Config, clients: Clients, event: Value) -> (WorkerFunction, Value) {
-    let arrival = worker::Arrival::new(&clients.dynamodb, &clients.sqs, &config);
-    let event = worker::WorkerEvent::read(event);
-    let start = async {
-        let kept = arrival.kept_configuration(worker::FIRST_EVENT_GRACE).await;
-        let configured = WorkerFunction::configuration(&config, &clients.s3, &arrival, kept).await;
-        WorkerFunction::load_with(config.clone(), clients.clone(), configured, arrival.clone()).await.expect("started")
-    };
-    let (function, ()) = tokio::join!(start, arrival.prepare(&event));
-    let response = function.handle_prepared(event, deadline()).await.unwrap();
-    function.settle().await;
-    (function, response)
-}
-
 #[tokio::test]
 async fn a_misspelt_upload_leaves_the_last_good_configuration_answering_says_so_once_and_the_fix_is_served() {
     // GIVEN a worker serving a good configuration (kept in the table as it
@@ -172,7 +156,8 @@ async fn a_misspelt_upload_leaves_the_last_good_configuration_answering_says_so_
     // AND it was kept: a cold worker starts from it
     warm.settle().await;
     let (_, response) =
-        cold_start(function_config(&stack, &slack), clients(&stack, &fake).await, question_as("Ev0FALLBACK7")).await;
+        tests::cold_start(function_config(&stack, &slack), clients(&stack, &fake).await, question_as("Ev0FALLBACK7"))
+            .await;
     assert_eq!(tests::batch_failures(&response), Vec::<String>::new(), "{response}");
     assert!(system_prompt(6).contains("version two"), "{}", system_prompt(6));
 }
@@ -254,7 +239,8 @@ async fn a_cold_worker_falls_back_to_a_kept_copy_older_than_five_minutes() {
     // WHEN a worker starts cold: the copy is too old to start from without
     // reading the bucket, and the bucket's does not parse
     let (cold, response) =
-        cold_start(function_config(&stack, &slack), clients(&stack, &fake).await, question_as("Ev0STALE1")).await;
+        tests::cold_start(function_config(&stack, &slack), clients(&stack, &fake).await, question_as("Ev0STALE1"))
+            .await;
 
     // THEN it answers with the copy, and says which it serves
     assert_eq!(tests::batch_failures(&response), Vec::<String>::new(), "{response}");
@@ -279,7 +265,8 @@ async fn a_first_upload_that_is_broken_with_nothing_kept_serves_the_defaults_and
 
     // WHEN a worker starts
     let (cold, response) =
-        cold_start(function_config(&stack, &slack), clients(&stack, &fake).await, question_as("Ev0DEFAULTS1")).await;
+        tests::cold_start(function_config(&stack, &slack), clients(&stack, &fake).await, question_as("Ev0DEFAULTS1"))
+            .await;
 
     // THEN it answers on the defaults: the bundled prompt, the read-only built-in tools
     assert_eq!(tests::batch_failures(&response), Vec::<String>::new(), "{response}");
@@ -301,6 +288,7 @@ async fn a_first_upload_that_is_broken_with_nothing_kept_serves_the_defaults_and
     // AND nothing broken was kept: a fixed upload is read by the next cold worker
     stack.put(DEFAULT_CONFIG_KEY, r#"{"home_channels": ["C0ONCALL*"]}"#).await;
     let (fixed, _) =
-        cold_start(function_config(&stack, &slack), clients(&stack, &fake).await, question_as("Ev0DEFAULTS2")).await;
+        tests::cold_start(function_config(&stack, &slack), clients(&stack, &fake).await, question_as("Ev0DEFAULTS2"))
+            .await;
     assert_eq!(health(&fixed).await["status"], "ok");
 }

@@ -671,24 +671,6 @@ async fn counted_clients(stack: &Stack, fake: &FakeBedrock) -> (tests::fault_pro
     (proxy, counted)
 }
 
-/// A cold start as `main` makes it: the first invocation's read (its turns
-/// and the kept configuration) beside the assembly, which starts from the
-/// kept copy when fresh. Returns the worker and its answer to `event`.
-async fn cold_start(config: Config, clients: Clients, event: serde_json::Value) -> (WorkerFunction, serde_json::Value) {
-    let arrival = worker::Arrival::new(&clients.dynamodb, &clients.sqs, &config);
-    let event = worker::WorkerEvent::read(event);
-    let start = async {
-        let kept = arrival.kept_configuration(worker::FIRST_EVENT_GRACE).await;
-        let configured = WorkerFunction::configuration(&config, &clients.s3, &arrival, kept).await;
-        WorkerFunction::load_with(config.clone(), clients.clone(), configured, arrival.clone()).await.unwrap()
-    };
-    let (function, ()) = tokio::join!(start, arrival.prepare(&event));
-    let response = function.handle_prepared(event, deadline()).await.unwrap();
-    // The copy it keeps, when it read the bucket, is kept beside the work.
-    function.settle().await;
-    (function, response)
-}
-
 #[tokio::test]
 async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads_the_bucket_once_it_is_old() {
     use worker_logic::config::DEFAULT_CONFIG_KEY;
@@ -712,7 +694,7 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
     stack.put(DEFAULT_CONFIG_KEY, r#"{"system_prompt_key": "config/prompts/b.md"}"#).await;
 
     // WHEN a worker starts cold: the copy is too old, the bucket is read
-    let (_, response) = cold_start(function_config(&stack, None), counted.clone(), question(1)).await;
+    let (_, response) = tests::cold_start(function_config(&stack, None), counted.clone(), question(1)).await;
     assert_eq!(failures(&response), Vec::<String>::new());
     assert!(system_prompt(0).contains("assistant B"), "{}", system_prompt(0));
     assert_eq!(proxy.calls_of("S3 GET"), 2, "the configuration and the prompt it names, from the bucket");
@@ -722,7 +704,7 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
     // (a new question has none), without reading the configuration from
     // the bucket
     stack.put(DEFAULT_CONFIG_KEY, config_a).await;
-    let (cold, response) = cold_start(function_config(&stack, None), counted.clone(), question(2)).await;
+    let (cold, response) = tests::cold_start(function_config(&stack, None), counted.clone(), question(2)).await;
     assert_eq!(failures(&response), Vec::<String>::new());
     assert!(system_prompt(1).contains("assistant B"), "the kept copy, five minutes at most behind the bucket");
     assert_eq!(proxy.calls_of("S3 GET"), 3, "only the prompt B names");
@@ -742,7 +724,8 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
     let broken = json!({"object": DEFAULT_CONFIG_KEY, "read_at": now - 10, "text": r#"{"tool_polcy": []}"#});
     let key = worker_logic::kept_config::record_key();
     assistant_core::store::put_versioned(&records, &key, 0, broken.to_string(), now + 3_600).await.unwrap();
-    let (_, response) = cold_start(function_config(&stack, None), clients(&stack, &fake).await, question(5)).await;
+    let (_, response) =
+        tests::cold_start(function_config(&stack, None), clients(&stack, &fake).await, question(5)).await;
     assert_eq!(failures(&response), Vec::<String>::new());
     assert!(system_prompt(4).contains("assistant A"), "{}", system_prompt(4));
 }

@@ -576,3 +576,29 @@ pub fn responder_clients(stack: &Stack) -> responder::Clients {
 pub fn decode_work(message: &Message) -> assistant_core::WorkMessage {
     assistant_core::WorkMessage::decode(message.body().expect("message has a body")).expect("body is a work envelope")
 }
+
+/// A worker's cold start as its `main` makes it: the first invocation's
+/// read (its turns and the kept configuration) beside the assembly, which
+/// starts from the kept copy when fresh; then the invocation, with ten
+/// minutes left, and the background work it leaves (the copy it keeps).
+/// The worker and its answer to `event`.
+pub async fn cold_start(
+    config: worker::Config,
+    clients: worker::Clients,
+    event: serde_json::Value,
+) -> (worker::WorkerFunction, serde_json::Value) {
+    let arrival = worker::Arrival::new(&clients.dynamodb, &clients.sqs, &config);
+    let event = worker::WorkerEvent::read(event);
+    let start = async {
+        let kept = arrival.kept_configuration(worker::FIRST_EVENT_GRACE).await;
+        let configured = worker::WorkerFunction::configuration(&config, &clients.s3, &arrival, kept).await;
+        worker::WorkerFunction::load_with(config.clone(), clients.clone(), configured, arrival.clone())
+            .await
+            .expect("the worker starts")
+    };
+    let (function, ()) = tokio::join!(start, arrival.prepare(&event));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970");
+    let response = function.handle_prepared(event, now.as_millis() as u64 + 600_000).await.expect("a worker event");
+    function.settle().await;
+    (function, response)
+}
