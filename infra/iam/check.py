@@ -113,22 +113,21 @@ def physical_name(logical, resource):
     return logical
 
 
+# Each resource type's ARN, from its physical name.
+ARN_FORMATS = {
+    "AWS::DynamoDB::Table": "arn:{partition}:dynamodb:{region}:{account}:table/{name}",
+    "AWS::SQS::Queue": "arn:{partition}:sqs:{region}:{account}:{name}",
+    "AWS::S3::Bucket": "arn:{partition}:s3:::{name}",
+    "AWS::KMS::Key": "arn:{partition}:kms:{region}:{account}:key/{name}",
+    "AWS::Events::Rule": "arn:{partition}:events:{region}:{account}:rule/{name}",
+    "AWS::SNS::Topic": "arn:{partition}:sns:{region}:{account}:{name}",
+}
+
+
 def arn_of(logical, resource):
-    name = physical_name(logical, resource)
     kind = resource["Type"]
-    if kind == "AWS::DynamoDB::Table":
-        return f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{name}"
-    if kind == "AWS::SQS::Queue":
-        return f"arn:{PARTITION}:sqs:{REGION}:{ACCOUNT}:{name}"
-    if kind == "AWS::S3::Bucket":
-        return f"arn:{PARTITION}:s3:::{name}"
-    if kind == "AWS::KMS::Key":
-        return f"arn:{PARTITION}:kms:{REGION}:{ACCOUNT}:key/{name}"
-    if kind == "AWS::Events::Rule":
-        return f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:rule/{name}"
-    if kind == "AWS::SNS::Topic":
-        return f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:{name}"
-    return f"arn:{PARTITION}:cloudformation:{REGION}:{ACCOUNT}:{kind}/{name}"
+    template = ARN_FORMATS.get(kind, "arn:{partition}:cloudformation:{region}:{account}:" + kind + "/{name}")
+    return template.format(partition=PARTITION, region=REGION, account=ACCOUNT, name=physical_name(logical, resource))
 
 
 class Resolver:
