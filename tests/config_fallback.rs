@@ -8,34 +8,19 @@
 //! at the next re-read. Then the hostile versions: not UTF-8, huge,
 //! deleted; and a first upload that is broken, with nothing kept.
 
-use adapters_bedrock::retry_config;
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tests::fake_bedrock::{FakeBedrock, Scripted, TEXT_REPLY};
 use tests::fake_slack::FakeSlack;
+use tests::worker_clients as clients;
 use tests::{Stack, emulator_config, events};
-use worker::{Clients, Config, WorkerFunction};
+use worker::{Config, WorkerFunction};
 use worker_logic::config::DEFAULT_CONFIG_KEY;
 
 const GOOD: &str = include_str!("fixtures/config-fallback/good.json");
 const MISSPELT: &str = include_str!("fixtures/config-fallback/misspelt.json");
 const FIXED: &str = include_str!("fixtures/config-fallback/fixed.json");
 const OPS: &str = "C0OPS0ALERTS";
-
-/// The worker role's clients (`infra/iam/check.py` holds their calls to
-/// the template's grants), with Bedrock's pointed at the fake.
-async fn clients(stack: &Stack, fake: &FakeBedrock) -> Clients {
-    let aws = tests::Role::Worker.config(&emulator_config().await);
-    let (dynamodb, sqs, s3) = stack.clients_as(tests::Role::Worker);
-    Clients {
-        dynamodb,
-        sqs,
-        s3,
-        bedrock: fake.client(&aws, retry_config().with_initial_backoff(Duration::from_millis(5))),
-        http: adapters_slack::web::http_client(),
-        aws,
-    }
-}
 
 /// The function's configuration, alerting `OPS` through the fake Slack.
 fn function_config(stack: &Stack, slack: &FakeSlack) -> Config {

@@ -4,7 +4,6 @@
 //! throttling, and a bad message reaching the dead-letter queue.
 
 use adapters_aws::provision;
-use adapters_bedrock::retry_config;
 use assistant_core::messages::ReplyMessage;
 use assistant_core::ports::TurnStore;
 use assistant_core::turn::{TurnId, TurnStatus};
@@ -29,26 +28,13 @@ fn function_config(stack: &Stack, slack: Option<&FakeSlack>) -> Config {
     tests::worker_config(stack, slack.map_or("http://127.0.0.1:9/api", |s| s.url()))
 }
 
-/// The stack's clients, with Bedrock's pointed at the fake.
-async fn clients(stack: &Stack, fake: &FakeBedrock) -> Clients {
-    let aws = tests::Role::Worker.config(&emulator_config().await);
-    let (dynamodb, sqs, s3) = stack.clients_as(tests::Role::Worker);
-    Clients {
-        dynamodb,
-        sqs,
-        s3,
-        bedrock: fake.client(&aws, retry_config().with_initial_backoff(Duration::from_millis(5))),
-        http: adapters_slack::web::http_client(),
-        aws,
-    }
-}
-
 /// Ten minutes from now, in Unix milliseconds.
 fn deadline() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000
 }
 
 use tests::batch_failures as failures;
+use tests::worker_clients as clients;
 
 #[tokio::test]
 async fn the_sqs_event_file_starts_a_turn_that_is_answered_and_delivered() {

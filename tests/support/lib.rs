@@ -602,3 +602,20 @@ pub async fn cold_start(
     function.settle().await;
     (function, response)
 }
+
+/// The worker's clients on `stack`, as the worker's role (the IAM check
+/// holds their calls to the template's grants), Bedrock's at the fake with
+/// a short backoff.
+pub async fn worker_clients(stack: &Stack, bedrock: &fake_bedrock::FakeBedrock) -> worker::Clients {
+    let aws = stack.config_as(Role::Worker);
+    let (dynamodb, sqs, s3) = stack.clients_as(Role::Worker);
+    let retry = adapters_bedrock::retry_config().with_initial_backoff(std::time::Duration::from_millis(5));
+    worker::Clients {
+        dynamodb,
+        sqs,
+        s3,
+        bedrock: bedrock.client(&aws, retry),
+        http: adapters_slack::web::http_client(),
+        aws,
+    }
+}
