@@ -81,6 +81,15 @@ async fn the_ingress_reads_its_secrets_from_secrets_manager_once_when_given_thei
     assert!(!logs.contains(&events::signing_secret()) && !logs.contains(alertmanager_token), "{logs}");
 }
 
+/// The ingress binary started with `env`: its first invocation must fail
+/// (the start refused); what it logged.
+async fn refused_start(env: Vec<(&str, String)>) -> String {
+    let lambda = LambdaUnderRie::start("ingress", Launch { env, clock: Some(events::SIGNED_AT_FAKETIME) }).unwrap();
+    let outcome = lambda.invoke(&events::parse(events::APP_MENTION)).await;
+    assert!(outcome.is_err() || outcome.as_ref().unwrap().get("errorType").is_some(), "{outcome:?}");
+    lambda.logs()
+}
+
 #[tokio::test]
 async fn a_secret_that_is_not_there_stops_the_start_naming_its_variable_and_the_secret() {
     let stack = Stack::new(&emulator_config().await).await.unwrap();
@@ -92,11 +101,7 @@ async fn a_secret_that_is_not_there_stops_the_start_naming_its_variable_and_the_
         ("TURNS_TABLE", stack.table.clone()),
         ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
     ];
-    let lambda = LambdaUnderRie::start("ingress", Launch { env, clock: Some(events::SIGNED_AT_FAKETIME) }).unwrap();
-
-    let outcome = lambda.invoke(&events::parse(events::APP_MENTION)).await;
-    assert!(outcome.is_err() || outcome.as_ref().unwrap().get("errorType").is_some(), "{outcome:?}");
-    let logs = lambda.logs();
+    let logs = refused_start(env).await;
     let said =
         format!("SLACK_SIGNING_SECRET_ID names a secret that cannot be read: Secrets Manager has no secret {missing}");
     assert!(logs.contains(&said), "{logs}");
@@ -109,10 +114,7 @@ async fn a_secret_that_is_not_there_stops_the_start_naming_its_variable_and_the_
         ("TURNS_TABLE", stack.table.clone()),
         ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
     ];
-    let lambda = LambdaUnderRie::start("ingress", Launch { env, clock: Some(events::SIGNED_AT_FAKETIME) }).unwrap();
-    let outcome = lambda.invoke(&events::parse(events::APP_MENTION)).await;
-    assert!(outcome.is_err() || outcome.as_ref().unwrap().get("errorType").is_some(), "{outcome:?}");
-    let logs = lambda.logs();
+    let logs = refused_start(env).await;
     assert!(logs.contains("SLACK_SIGNING_SECRET_ID is invalid: SLACK_SIGNING_SECRET is set too"), "{logs}");
     assert!(!logs.contains(&events::signing_secret()), "{logs}");
 }

@@ -22,6 +22,18 @@ impl Doc {
         self.text.lines().enumerate().map(|(i, line)| (i + 1, line))
     }
 
+    /// The lines outside code fences (the fences' own lines left out too).
+    pub fn prose_lines(&self) -> impl Iterator<Item = (usize, &str)> {
+        let mut fenced = false;
+        self.lines().filter(move |(_, line)| {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+                return false;
+            }
+            !fenced
+        })
+    }
+
     /// `path:line`, for a failure message.
     pub fn at(&self, line: usize) -> String {
         format!("{}:{line}", self.path)
@@ -29,16 +41,8 @@ impl Doc {
 
     /// The headings outside code fences: (line, level, text).
     pub fn headings(&self) -> Vec<(usize, usize, String)> {
-        let mut fenced = false;
         let mut headings = Vec::new();
-        for (number, line) in self.lines() {
-            if line.trim_start().starts_with("```") {
-                fenced = !fenced;
-                continue;
-            }
-            if fenced {
-                continue;
-            }
+        for (number, line) in self.prose_lines() {
             let level = line.chars().take_while(|c| *c == '#').count();
             if (1..=6).contains(&level) && line[level..].starts_with(' ') {
                 headings.push((number, level, line[level..].trim().to_owned()));
@@ -103,15 +107,7 @@ impl Doc {
     /// Every link target outside code: (line, target).
     pub fn links(&self) -> Vec<(usize, String)> {
         let mut links = Vec::new();
-        let mut fenced = false;
-        for (number, line) in self.lines() {
-            if line.trim_start().starts_with("```") {
-                fenced = !fenced;
-                continue;
-            }
-            if fenced {
-                continue;
-            }
+        for (number, line) in self.prose_lines() {
             let prose = outside_code(line);
             let mut rest = prose.as_str();
             while let Some(start) = rest.find("](") {
