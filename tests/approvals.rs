@@ -102,7 +102,7 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     let said = "Restarting checkout-api should clear the exhausted pool; I need approval for that.";
     assert_eq!((posted[0].text.as_str(), posted[0].streaming), (said, false), "streamed, then paused");
     let prompt = posted[1].clone();
-    assert!(prompt.text.contains("asked me to run `restart_service`"), "{}", prompt.text);
+    assert!(prompt.text.contains("To answer <@U061F7AUR>, I want to run `restart_service`"), "{}", prompt.text);
     assert!(seen.lock().unwrap().is_empty());
 
     // WHEN someone else clicks Approve
@@ -190,7 +190,7 @@ async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_
     // WHEN the requester clicks "Approve restart_service for this thread (60 min)"
     assert_eq!(ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
     round().await;
-    let prompt = slack.posted().into_iter().find(|p| p.text.contains("asked me to run")).expect("a prompt");
+    let prompt = slack.posted().into_iter().find(|p| p.text.contains("I want to run")).expect("a prompt");
     let actions = prompt.blocks.as_ref().unwrap().as_array().unwrap().iter().find(|b| b["type"] == "actions").cloned();
     let labels: Vec<String> = actions.unwrap()["elements"]
         .as_array()
@@ -210,7 +210,7 @@ async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_
     round().await;
     assert_eq!(seen.lock().unwrap().len(), 2, "ran without a prompt");
     let posted = slack.posted();
-    assert_eq!(posted.iter().filter(|p| p.text.contains("asked me to run")).count(), 0, "no second prompt");
+    assert_eq!(posted.iter().filter(|p| p.text.contains("I want to run")).count(), 0, "no second prompt");
     let notice = posted.iter().find(|p| p.text.starts_with("▶️ Ran `restart_service` without asking")).expect("told");
     assert!(notice.text.contains("<@U061F7AUR> approved `restart_service` for this thread"), "{}", notice.text);
     assert!(posted.iter().any(|p| p.text.contains("Restarted again.")), "answered");
@@ -234,5 +234,5 @@ async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_
     assert_eq!(ingress.handle(follow_up("Ev0LAN672T", "1763800200.000300")).await.unwrap()["statusCode"], 200);
     round().await;
     assert_eq!(seen.lock().unwrap().len(), 2, "asked, not run");
-    assert_eq!(slack.posted().iter().filter(|p| p.text.contains("asked me to run")).count(), 1, "a new prompt");
+    assert_eq!(slack.posted().iter().filter(|p| p.text.contains("I want to run")).count(), 1, "a new prompt");
 }

@@ -195,8 +195,10 @@ fn key_inputs(input: &Value) -> String {
 pub fn approval(turn: &TurnId, tool_use: &ToolUse, ask: &Ask<'_>) -> Outgoing {
     let name = mrkdwn::escape(&tool_use.name);
     let headline = match ask.requester {
-        Some(requester) => format!("<@{requester}> asked me to run `{name}`, which changes things."),
-        None => format!("I'd like to run `{name}`, which changes things."),
+        // The model chose the call (content it read may have steered it):
+        // the person asked a question, not for this call.
+        Some(requester) => format!("To answer <@{requester}>, I want to run `{name}`, which changes things."),
+        None => format!("I want to run `{name}`, which changes things."),
     };
     // As text, so secrets assigned to secret-sounding keys are found too.
     let input = serde_json::to_string_pretty(&tool_use.input).expect("JSON values serialize");
@@ -529,7 +531,7 @@ mod tests {
         assert!(json.contains("checkout-api"));
         assert_eq!(
             prompt.blocks[0]["text"]["text"],
-            "<@U0ASKER> asked me to run `restart_service`, which changes things."
+            "To answer <@U0ASKER>, I want to run `restart_service`, which changes things."
         );
         let who = prompt.blocks[2]["elements"][0]["text"].as_str().unwrap();
         assert!(

@@ -394,7 +394,9 @@ async fn an_approval_prompt_is_posted_once_with_its_buttons() {
     assert_eq!(labels, ["Approve", "Approve restart_service for this thread (60 min)", "Deny"]);
     assert_eq!(actions["elements"][1]["action_id"], slack::interaction::APPROVE_FOR_THREAD_ACTION_ID);
     assert_eq!(actions["elements"][1]["value"], actions["elements"][0]["value"], "it names the same call");
-    assert!(posted[0].message.text.starts_with(&format!("<@{}> asked me to run `restart_service`", turn.user)));
+    assert!(
+        posted[0].message.text.starts_with(&format!("To answer <@{}>, I want to run `restart_service`", turn.user))
+    );
 
     // Someone approves: the prompt says so and loses its buttons.
     let ReplyMessage::ApprovalPrompt { tool_use, .. } = prompt else { unreachable!() };
