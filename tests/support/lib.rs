@@ -528,6 +528,7 @@ pub fn worker_config(stack: &Stack, slack_api_base_url: &str) -> worker::Config 
         ops_channel: None,
         sign_in: None,
         limits: Default::default(),
+        special_mentions: Default::default(),
     }
 }
 

@@ -5,8 +5,8 @@
 
 use adapters_aws::dynamodb::{self, DynamoRecords};
 use adapters_aws::sqs::{self, Visibility};
-use adapters_slack::WebPoster;
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
+use adapters_slack::{OutputGuard, WebPoster};
 use assistant_core::alerts::OpsAlerts;
 use assistant_core::messages::ReplyMessage;
 use assistant_core::ports::VersionedRecords;
@@ -18,10 +18,10 @@ use lambda_support::env::{self, ConfigError, optional, required};
 use lambda_support::health::{self, HealthReport};
 use lambda_support::metrics::Emf;
 use lambda_support::sqs_batch::{self, Handled, Permanent, Record};
-use responder_logic::mrkdwn::SpecialMentions;
 use responder_logic::{DeadLetter, Outcome, Responder, ResponderError};
 use serde_json::Value;
 use slack::ChannelId;
+use slack::mentions::SpecialMentions;
 use std::sync::Arc;
 use tracing::error;
 
@@ -41,7 +41,8 @@ pub struct Config {
     /// Let Slack unfurl links in the bot's messages (`SLACK_UNFURL_LINKS`).
     pub unfurl_links: bool,
     /// The special mentions an answer may use
-    /// (`SLACK_ALLOWED_SPECIAL_MENTIONS`, e.g. `here,subteam`; default none).
+    /// (`SLACK_ALLOWED_SPECIAL_MENTIONS`, e.g. `here,subteam`; default none):
+    /// the Web API client's output guard applies it to every request.
     pub special_mentions: SpecialMentions,
     /// Where operators are alerted (`OPS_CHANNEL_ID`); none when unset.
     pub ops_channel: Option<ChannelId>,
@@ -119,7 +120,8 @@ impl ResponderFunction {
     /// The function's one assembly: the responder logic on the turns table
     /// and Slack's Web API.
     pub fn new(config: Config, clients: Clients) -> Self {
-        let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
+        let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone())
+            .with_guard(OutputGuard::new(config.special_mentions));
         let records: Arc<dyn VersionedRecords> =
             Arc::new(DynamoRecords::new(clients.dynamodb.clone(), &config.turns_table));
         let alerts = config

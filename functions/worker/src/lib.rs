@@ -14,7 +14,7 @@ use adapters_s3::S3Artifacts;
 use adapters_secrets::SecretsManager;
 use adapters_sigv4::{AwsApi, Signer};
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
-use adapters_slack::{SlackWebReader, WebAgent};
+use adapters_slack::{OutputGuard, SlackWebReader, WebAgent};
 use assistant_core::alerts::OpsAlerts;
 use assistant_core::feedback::FeedbackLog;
 use assistant_core::oauth::{ConnectStates, SealedVault};
@@ -29,6 +29,7 @@ use lambda_support::health::{self, HealthReport};
 use lambda_support::metrics::EmfTurnMetrics;
 use lambda_support::sqs_batch::{self, Permanent, Record};
 use serde_json::Value;
+use slack::mentions::SpecialMentions;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -68,6 +69,10 @@ pub struct Config {
     /// `/oauth/callback`); both or neither.
     pub sign_in: Option<(String, url::Url)>,
     pub limits: Limits,
+    /// The special mentions the bot may use (`SLACK_ALLOWED_SPECIAL_MENTIONS`,
+    /// as on the responder; default none): the Web API client's output
+    /// guard applies it to everything the worker posts.
+    pub special_mentions: SpecialMentions,
 }
 
 impl Config {
@@ -87,6 +92,8 @@ impl Config {
         let (turns_table, work_queue_url) = (required("TURNS_TABLE")?, required("WORK_QUEUE_URL")?);
         let (reply_queue_url, artifact_bucket) = (required("REPLY_QUEUE_URL")?, required("ARTIFACT_BUCKET")?);
         let (model_id, ops_channel, sign_in) = (required("MODEL_ID")?, env::ops_channel()?, sign_in_from_env()?);
+        let special_mentions = SpecialMentions::parse(&optional("SLACK_ALLOWED_SPECIAL_MENTIONS").unwrap_or_default())
+            .map_err(|reason| ConfigError::Invalid { name: "SLACK_ALLOWED_SPECIAL_MENTIONS", reason })?;
         // Read last: every other variable is checked before a network call.
         let [slack_bot_token] = env::read_secrets([Some(slack_bot_token)], SecretsManager::at_start_up).await?;
         Ok(Self {
@@ -103,6 +110,7 @@ impl Config {
             ops_channel: ops_channel.map(slack::ChannelId::new),
             sign_in,
             limits,
+            special_mentions,
         })
     }
 }
@@ -510,7 +518,8 @@ impl WorkerFunction {
         configured: Configured,
         arrival: Arrival,
     ) -> Result<Self, StartupError> {
-        let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone());
+        let slack = WebClient::new(clients.http.clone(), &config.slack_api_base_url, config.slack_bot_token.clone())
+            .with_guard(OutputGuard::new(config.special_mentions));
         let alerts = config.ops_channel.clone().map(|channel| {
             Arc::new(OpsAlerts::new(channel, Arc::new(slack.clone()), arrival.records.clone(), Arc::new(SystemClock)))
         });

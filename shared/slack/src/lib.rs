@@ -1,6 +1,7 @@
 //! Slack's wire protocol, with no I/O: verifying that a request came from
 //! Slack, typed views of what Slack sends (Events API callbacks and
-//! interactivity payloads), and escaping text for it ([`text`]). Rendering
+//! interactivity payloads), escaping text for it ([`text`]), and which mass
+//! mentions may ping ([`mentions`]). Rendering
 //! for Slack (Markdown to mrkdwn,
 //! splitting under Slack's limits) is the responder's, in
 //! `shared/responder-logic`, so the ingress links no regex engine.
@@ -14,6 +15,7 @@
 pub mod events;
 pub mod ids;
 pub mod interaction;
+pub mod mentions;
 pub mod request;
 pub mod signature;
 pub mod text;

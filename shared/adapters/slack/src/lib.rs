@@ -1,8 +1,10 @@
 //! Slack's Web API, the one place the functions talk to it:
 //!
 //! - [`web`]: the client (form-encoded POSTs with the bot token, bounded
-//!   retries, typed replies), and the process's one HTTP client, which
-//!   follows no redirects and ([`egress`]) refuses internal addresses;
+//!   retries, typed replies; every request through [`output_guard`], the
+//!   one redaction and special-mention rule for all the bot sends), and the
+//!   process's one HTTP client, which follows no redirects and
+//!   ([`egress`]) refuses internal addresses;
 //! - [`reader`]: the worker's [`SlackReader`](assistant_core::ports::SlackReader)
 //!   (the channel, the thread so far);
 //! - [`files`]: the worker's [`SlackFiles`](assistant_core::ports::SlackFiles)
@@ -19,6 +21,7 @@ pub mod agent;
 pub mod canvas;
 pub mod egress;
 pub mod files;
+pub mod output_guard;
 pub mod poster;
 pub mod reader;
 pub mod web;
@@ -26,6 +29,7 @@ pub mod web;
 pub use agent::WebAgent;
 pub use canvas::WebCanvases;
 pub use files::WebFiles;
+pub use output_guard::OutputGuard;
 pub use poster::WebPoster;
 pub use reader::SlackWebReader;
 pub use web::{BotToken, DEFAULT_BASE_URL, WebClient, WebError, http_client};

@@ -9,6 +9,7 @@
 //! is retried only after a 429: after a 5xx the message may be posted, and
 //! only the caller can look (the responder does, by message metadata).
 
+use crate::output_guard::OutputGuard;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use slack::{ChannelId, Ts, UserId};
@@ -128,6 +129,8 @@ pub struct WebClient {
     retries: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Who the token is, asked once for this client and its clones.
     identity: std::sync::Arc<tokio::sync::OnceCell<AuthTest>>,
+    /// What every request's text goes through (redaction, special mentions).
+    guard: OutputGuard,
 }
 
 #[derive(Deserialize)]
@@ -146,7 +149,15 @@ impl WebClient {
             retry: RetryPolicy::default(),
             retries: Default::default(),
             identity: Default::default(),
+            guard: OutputGuard::default(),
         }
+    }
+
+    /// This client, sending through `guard` (by default: redaction, and no
+    /// special mention may ping).
+    pub fn with_guard(mut self, guard: OutputGuard) -> Self {
+        self.guard = guard;
+        self
     }
 
     /// How many calls this client (and its clones) retried so far.
@@ -165,6 +176,11 @@ impl WebClient {
         params: &[(&str, &str)],
         retry: Retry,
     ) -> Result<T, WebError> {
+        // Every request, whoever wrote it, through the one output guard.
+        let guarded: Vec<(&str, std::borrow::Cow<'_, str>)> =
+            params.iter().map(|(name, value)| (*name, self.guard.param(name, value))).collect();
+        let params: Vec<(&str, &str)> = guarded.iter().map(|(name, value)| (*name, value.as_ref())).collect();
+        let params = params.as_slice();
         let mut backoff = self.retry.backoff;
         let mut attempt = 1;
         loop {
