@@ -421,7 +421,7 @@ fn the_records_the_table_says_the_ingress_writes_are_those_the_template_lets_it_
     let mut problems = Vec::new();
     let mut written = BTreeSet::new();
     for row in &table.rows {
-        // `USER#{team}#{user}` / `CONTEXT`: the partition is the first span.
+        // `CONTEXT#{team}#{user}` / `CONTEXT`: the partition is the first span.
         let partition = code_spans(&row.cells[key_column]).into_iter().next().unwrap_or_default();
         let partition = key_prefixes_in(&format!("`{partition}`"));
         if without_asides(&row.cells[writer_column]).contains("ingress") {

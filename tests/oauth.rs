@@ -16,12 +16,15 @@ use adapters_aws::dynamodb::DynamoRecords;
 use adapters_kms::KmsSealer;
 use adapters_oauth::{OAuthClient, OAuthError, OAuthProvider};
 use assistant_core::TurnId;
-use assistant_core::oauth::{ConnectStates, ConnectionKey, OAuthTokens, SealedVault, StateRefused, TokenVault, Tokens};
+use assistant_core::oauth::{
+    ConnectStates, ConnectionKey, OAuthTokens, SealedVault, SignInUrls, StateRefused, TokenVault, Tokens,
+};
 use assistant_core::ports::{KeySealer, TurnStore, VersionedRecords};
 use serde_json::json;
 use slack::{TeamId, UserId};
 use std::collections::HashMap;
 use std::sync::Arc;
+use testkit::sign_in::ComeBack;
 use tests::{Stack, emulator_config};
 use url::Url;
 
@@ -44,7 +47,7 @@ impl Drop for Provider {
 
 impl Provider {
     async fn start() -> Self {
-        Self::sending_back_to(Url::parse("https://bot.example/oauth/callback").unwrap()).await
+        Self::sending_back_to(Url::parse("https://bot.example/oauth/callback/idp").unwrap()).await
     }
 
     /// A provider whose one client sends people back to `redirect_uri`.
@@ -91,6 +94,8 @@ impl Provider {
             scopes: vec!["openid".into(), "offline_access".into()],
             redirect_uri: self.redirect_uri.clone(),
             resource: None,
+            issuer: Some(Url::parse(&self.issuer).unwrap()),
+            issuer_sends_iss: true,
         }
     }
 
@@ -107,19 +112,36 @@ impl Provider {
     }
 }
 
-/// A person's browser: follows the provider's redirects with its cookies,
-/// signs in as `login` and consents, and returns where the provider sent
-/// it back to the bot (the callback URL with `code` and `state`).
-async fn sign_in_and_consent(start: Url, login: &str, callback: &Url) -> Url {
+/// Where a browser played over HTTP was sent back to, and its cookies.
+struct SentBack {
+    /// The callback URL with `code` and `state`.
+    back: Url,
+    /// The provider's authorization URL it went through first.
+    authorize: Option<Url>,
+    /// Its `Cookie` header.
+    cookie: String,
+}
+
+/// A person's browser: follows the bot's and the provider's redirects with
+/// its cookies, signs in as `login` and consents, and returns where the
+/// provider sent it back to the bot.
+async fn sign_in_and_consent(start: Url, login: &str, callback: &Url) -> SentBack {
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let mut cookies: HashMap<String, String> = HashMap::new();
-    let mut next = start;
+    let mut next = start.clone();
     let mut form: Option<Vec<(&str, &str)>> = None;
+    let mut authorize = None;
+    let jar = |cookies: &HashMap<String, String>| {
+        cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
+    };
     for _ in 0..12 {
         if next.as_str().starts_with(callback.as_str()) {
-            return next;
+            return SentBack { back: next, authorize, cookie: jar(&cookies) };
         }
-        let cookie = cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ");
+        if authorize.is_none() && next.origin() != start.origin() {
+            authorize = Some(next.clone());
+        }
+        let cookie = jar(&cookies);
         let request = match form.take() {
             Some(fields) => http.post(next.clone()).form(&fields),
             None => http.get(next.clone()),
@@ -186,32 +208,32 @@ async fn a_person_connects_calls_as_themselves_refreshes_and_disconnects() {
 
     // The Connect button's sign-in: a state bound to team, person, turn and provider.
     let states = ConnectStates::new(records.clone());
-    let (state, pkce) = states.open(&thread, &alice, &turn, "idp", NOW).await.unwrap();
+    let (state, pkce) = states.open(&thread, &alice, &turn, &idp, NOW).await.unwrap();
     let start = idp.authorization_url(&state, &pkce);
     assert!(!start.as_str().contains(&pkce.verifier), "the verifier never goes to the browser");
 
     // The person signs in and consents on the provider's own pages.
-    let back = sign_in_and_consent(start, "alice", &provider.redirect_uri).await;
+    let back = sign_in_and_consent(start, "alice", &provider.redirect_uri).await.back;
     assert_eq!(query(&back, "state").as_deref(), Some(state.as_str()));
     let code = query(&back, "code").expect("a code");
 
     // The callback takes the state once, keeping its code; the same callback again (a reload)
     // finds its own take; a replay with another code, a forgery and a stale one change nothing.
-    let taken = states.take(&state, &code, NOW + 30).await.unwrap();
+    let taken = states.come_back(&state, &code, NOW + 30).await.unwrap();
     assert_eq!((&taken.user, &taken.turn_id, taken.provider.as_str()), (&alice, &turn, "idp"));
     assert_eq!(taken.code.as_deref(), Some(code.as_str()));
-    assert_eq!(states.take(&state, &code, NOW + 31).await.unwrap(), taken, "the same callback again");
-    assert_eq!(states.take(&state, "another-code", NOW + 31).await.unwrap_err(), StateRefused::Replayed);
+    assert_eq!(states.come_back(&state, &code, NOW + 31).await.unwrap(), taken, "the same callback again");
+    assert_eq!(states.come_back(&state, "another-code", NOW + 31).await.unwrap_err(), StateRefused::Replayed);
     let forged = assistant_core::oauth::random_token(32);
-    assert_eq!(states.take(&forged, &code, NOW).await.unwrap_err(), StateRefused::Unknown);
-    assert_eq!(states.take("../../etc/passwd", &code, NOW).await.unwrap_err(), StateRefused::Unknown);
+    assert_eq!(states.come_back(&forged, &code, NOW).await.unwrap_err(), StateRefused::Unknown);
+    assert_eq!(states.come_back("../../etc/passwd", &code, NOW).await.unwrap_err(), StateRefused::Unknown);
     // Someone else's click burns a state: its callback is then refused.
-    let (burned, _) = states.open(&thread, &alice, &turn, "idp", NOW).await.unwrap();
+    let (burned, _) = states.open(&thread, &alice, &turn, &testkit::sign_in::provider("idp"), NOW).await.unwrap();
     assert!(states.burn(&burned, &UserId::new("U0MALLORY")).await.unwrap().is_some());
-    assert_eq!(states.take(&burned, &code, NOW + 1).await.unwrap_err(), StateRefused::Replayed);
-    let (late, _) = states.open(&thread, &alice, &turn, "idp", NOW).await.unwrap();
+    assert_eq!(states.come_back(&burned, &code, NOW + 1).await.unwrap_err(), StateRefused::Replayed);
+    let (late, _) = states.open(&thread, &alice, &turn, &testkit::sign_in::provider("idp"), NOW).await.unwrap();
     let after = NOW + assistant_core::oauth::STATE_TTL_SECS;
-    assert_eq!(states.take(&late, &code, after).await.unwrap_err(), StateRefused::Expired);
+    assert_eq!(states.come_back(&late, &code, after).await.unwrap_err(), StateRefused::Expired);
 
     // The code, with the verifier only the bot has, for the person's tokens; never twice.
     let tokens = client.exchange(&idp, &code, &taken.verifier, NOW).await.unwrap();
@@ -299,8 +321,10 @@ async fn a_provider_that_errors_or_answers_with_extra_secrets_gives_nothing_more
         client_id: "bot".into(),
         client_secret: None,
         scopes: vec![],
-        redirect_uri: Url::parse("https://bot.example/oauth/callback").unwrap(),
+        redirect_uri: Url::parse("https://bot.example/oauth/callback/idp").unwrap(),
         resource: None,
+        issuer: None,
+        issuer_sends_iss: false,
     };
     let client = OAuthClient::new(reqwest::Client::new());
     let tokens: Tokens = client.exchange(&idp, "code", "verifier", NOW).await.unwrap();
@@ -336,7 +360,7 @@ impl Pipeline {
         );
         let function_url = tests::function_url::serve(Arc::new(ingress)).await;
         let callback = Url::parse(&format!("{}/oauth/callback", function_url.base_url)).unwrap();
-        let provider = Provider::sending_back_to(callback.clone()).await;
+        let provider = Provider::sending_back_to(Url::parse(&format!("{callback}/idp")).unwrap()).await;
         Self { aws, stack, _function_url: function_url, callback, provider }
     }
 }
@@ -363,9 +387,18 @@ struct Landed {
 }
 
 /// A person in a real browser (Debian's chromium, headless, over the
-/// DevTools protocol): opens `link`, signs in as `login` and consents on
-/// the provider's own pages, and lands on `callback`.
-async fn connect_in_browser(link: &str, login: &str, callback: &Url) -> Landed {
+/// DevTools protocol; a fresh profile each time: a browser of its own):
+/// opens `link`, signs in as `login` and consents on the provider's own
+/// pages, and lands on `callback`; the pipeline runs meanwhile, as it
+/// would in AWS. Each page of the bot's it reported: on landing, and once
+/// the page stopped reloading itself.
+async fn connect_in_browser(
+    link: &str,
+    login: &str,
+    callback: &Url,
+    stack: &Stack,
+    functions: &tests::Functions,
+) -> Vec<Landed> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/support/connect_in_browser.mjs");
     let mut command = std::process::Command::new("node");
     command
@@ -374,25 +407,46 @@ async fn connect_in_browser(link: &str, login: &str, callback: &Url) -> Landed {
         .env("BROWSER_MODULES", tests::env_from_test_command("BROWSER_MODULES"))
         .env("CHROMIUM", tests::env_from_test_command("CHROMIUM"));
     // The browser reaches the function URL served in this runtime: wait off it.
-    let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().expect("node runs");
+    let browsing = tokio::task::spawn_blocking(move || command.output());
+    while !browsing.is_finished() {
+        functions.round(stack).await;
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let output = browsing.await.unwrap().expect("node runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "the browser failed: {stdout} {}", String::from_utf8_lossy(&output.stderr));
-    let report: serde_json::Value =
-        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("the browser's report");
-    let text = |field: &str| report[field].as_str().unwrap_or_default().to_owned();
-    Landed {
-        url: text("url"),
-        status: report["status"].as_u64().and_then(|status| u16::try_from(status).ok()).unwrap_or_default(),
-        title: text("title"),
-        text: text("text"),
-        through: report["through"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|page| page.as_str())
-            .map(String::from)
-            .collect(),
-    }
+    stdout
+        .lines()
+        .map(|line| {
+            let report: serde_json::Value = serde_json::from_str(line).expect("the browser's report");
+            let text = |field: &str| report[field].as_str().unwrap_or_default().to_owned();
+            Landed {
+                url: text("url"),
+                status: report["status"].as_u64().and_then(|status| u16::try_from(status).ok()).unwrap_or_default(),
+                title: text("title"),
+                text: text("text"),
+                through: report["through"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|page| page.as_str())
+                    .map(String::from)
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// `user` clicks the Connect button for `state` in the thread: Slack's
+/// signed interaction, through the ingress.
+async fn click_connect(functions: &tests::Functions, state: &str, user: &str) {
+    let mut click: serde_json::Value =
+        serde_json::from_str(testkit::fixtures::BLOCK_ACTIONS_CONNECT_EPHEMERAL).unwrap();
+    click["actions"][0]["value"] = state.into();
+    click["user"]["id"] = user.into();
+    let form = testkit::fixtures::interaction_form(&click.to_string());
+    let click = tests::events::with_body(&tests::events::parse(tests::events::APPROVAL_CLICK), &form);
+    assert_eq!(functions.ingress.handle(click).await.unwrap()["statusCode"], 200);
 }
 
 /// Log lines as the functions would write them to CloudWatch.
@@ -481,7 +535,7 @@ async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_th
     bedrock.script([ask, Scripted::text("You are signed in there as alice.")]);
     let key = kms_key().await;
     let mut worker = tests::worker_config(&stack, slack.url());
-    worker.sign_in = Some((key.clone(), callback.clone()));
+    worker.sign_in = Some((key.clone(), SignInUrls::from_callback(&callback).unwrap()));
     let functions = tests::Functions::start_with(&aws, &stack, &bedrock, worker).await;
     // WHEN a person mentions the bot; their question needs the tool
     let asked = functions.ingress.handle(tests::events::parse(tests::events::APP_MENTION)).await.unwrap();
@@ -495,18 +549,37 @@ async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_th
     let blocks: serde_json::Value = serde_json::from_str(&prompt.form["blocks"]).unwrap();
     let button = &blocks[1]["elements"][0];
     assert_eq!(button["text"]["text"], "Connect idp");
-    let link = button["url"].as_str().expect("the button opens the provider's sign-in");
-    assert!(link.starts_with(&format!("{issuer}/auth?")), "{link}");
+    let link = button["url"].as_str().expect("the button opens the bot's start page");
+    let start = format!("{}?state=", callback.as_str().replace("/oauth/callback", "/oauth/start"));
+    assert!(link.starts_with(&start), "{link}");
+    let state = link.strip_prefix(&start).unwrap().to_owned();
     assert_eq!(bedrock.requests().len(), 1, "the model waits with the person");
 
-    // WHEN they click it, sign in and consent in their browser
-    let landed = connect_in_browser(link, "alice", &callback).await;
+    // WHEN the link reaches someone else (forwarded, pasted in a channel) and they open it
+    // without the person's click
+    let mallory = connect_in_browser(link, "mallory", &callback, &stack, &functions).await;
+    // THEN their browser waits for the person's click, then stops, and is sent nowhere
+    let [refused] = &mallory[..] else { panic!("{mallory:?}") };
+    assert_eq!((refused.status, refused.title.as_str()), (403, "Sign-in not started"), "{refused:?}");
+    assert!(refused.through.is_empty(), "never at the provider: {refused:?}");
 
-    // THEN they land on the bot's page, which says in plain words what happened
+    // WHEN the person clicks the button in Slack; their browser opens the link, they sign in
+    // and consent
+    click_connect(&functions, &state, "U061F7AUR").await;
+    let pages = connect_in_browser(link, "alice", &callback, &stack, &functions).await;
+
+    // THEN they land on the bot's page, which says it is finishing, and then, once the
+    // worker exchanged the code, that they are connected, as whom
+    let [landed, done] = &pages[..] else { panic!("two pages: {pages:?}") };
     assert_eq!(landed.through, ["sign-in", "consent"], "the provider's own pages: {landed:?}");
-    assert!(landed.url.starts_with(callback.as_str()), "{landed:?}");
-    assert_eq!((landed.status, landed.title.as_str()), (200, "Connected"), "{landed:?}");
-    assert!(landed.text.contains("You are signed in to idp. Go back to Slack"), "{landed:?}");
+    assert!(landed.url.starts_with(&format!("{callback}/idp?")), "its own redirect URI: {landed:?}");
+    assert_eq!((landed.status, landed.title.as_str()), (202, "Finishing your sign-in"), "{landed:?}");
+    assert_eq!(done.title, "Connected", "{done:?}");
+    assert!(done.text.contains("You are signed in to idp as alice. Go back to Slack"), "{done:?}");
+
+    // AND a browser of someone else's that opens the link now is refused
+    let late = connect_in_browser(link, "mallory", &callback, &stack, &functions).await;
+    assert!(late.iter().all(|page| page.status >= 400 && page.through.is_empty()), "{late:?}");
 
     // AND the question carries on in the thread, answered with the tool run as them
     rounds(&stack, &functions).await;
@@ -553,7 +626,7 @@ async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_th
         serde_json::to_string(&turn).unwrap(),
         slack_calls,
         asked_model.iter().map(|r| r.body.to_string()).collect(),
-        format!("{landed:?}"),
+        format!("{pages:?}"),
         logs.clone(),
     ];
     for secret in [Some(&tokens.access_token), tokens.refresh_token.as_ref()].into_iter().flatten() {
@@ -641,7 +714,7 @@ async fn an_mcp_server_that_accepts_only_peoples_tokens_is_discovered_registered
     let key = kms_key().await;
     let worker_config = || {
         let mut worker = tests::worker_config(&stack, slack.url());
-        worker.sign_in = Some((key.clone(), callback.clone()));
+        worker.sign_in = Some((key.clone(), SignInUrls::from_callback(&callback).unwrap()));
         worker
     };
     // WHEN the worker starts: the server's sign-in is discovered and the
@@ -650,7 +723,8 @@ async fn an_mcp_server_that_accepts_only_peoples_tokens_is_discovered_registered
     let functions = tests::Functions::start_with(&aws, &stack, &bedrock, worker_config()).await;
     let states = ConnectStates::new(Arc::new(DynamoRecords::new(stack.dynamodb.clone(), &stack.table)));
     let issuer = Url::parse(&provider.issuer).unwrap();
-    let client_id = states.registered_client(&issuer, &callback).await.unwrap().expect("a client registered and kept");
+    let redirect = Url::parse(&format!("{callback}/secure")).unwrap();
+    let client_id = states.registered_client(&issuer, &redirect).await.unwrap().expect("a client registered and kept");
 
     // AND a person asks; the model connects the server
     let asked = functions.ingress.handle(tests::events::parse(tests::events::APP_MENTION)).await.unwrap();
@@ -662,15 +736,21 @@ async fn an_mcp_server_that_accepts_only_peoples_tokens_is_discovered_registered
     let [prompt] = &ephemerals[..] else { panic!("one Connect button: {ephemerals:?}") };
     let blocks: serde_json::Value = serde_json::from_str(&prompt.form["blocks"]).unwrap();
     let link = Url::parse(blocks[1]["elements"][0]["url"].as_str().unwrap()).unwrap();
-    assert_eq!(query(&link, "client_id").as_deref(), Some(client_id.as_str()), "the registered client");
-    assert_eq!(query(&link, "resource").as_deref(), Some(mcp.url.as_str()), "RFC 8707: the token is for the server");
-    assert!(link.as_str().starts_with(&format!("{}/auth?", provider.issuer)), "{link}");
+    let state = query(&link, "state").expect("the start page's state");
 
-    // AND they sign in and consent; the provider sends them to the callback
-    let back = sign_in_and_consent(link, "alice", &callback).await;
-    assert!(query(&back, "code").is_some(), "{back}");
-    let page = reqwest::get(back.as_str()).await.unwrap();
-    assert_eq!(page.status(), 200);
+    // AND they click it, sign in and consent; the provider sends them to the callback
+    click_connect(&functions, &state, "U061F7AUR").await;
+    rounds(&stack, &functions).await;
+    let sent = sign_in_and_consent(link, "alice", &callback).await;
+    let authorize = sent.authorize.expect("on to the provider");
+    assert_eq!(query(&authorize, "client_id").as_deref(), Some(client_id.as_str()), "the registered client");
+    let resource = query(&authorize, "resource");
+    assert_eq!(resource.as_deref(), Some(mcp.url.as_str()), "RFC 8707: the token is for the server");
+    assert!(authorize.as_str().starts_with(&format!("{}/auth?", provider.issuer)), "{authorize}");
+    assert!(sent.back.as_str().starts_with(&format!("{callback}/secure?")), "{}", sent.back);
+    assert_eq!(query(&sent.back, "iss").as_deref(), Some(provider.issuer.as_str()), "RFC 9207");
+    let page = reqwest::Client::new().get(sent.back.as_str()).header("cookie", &sent.cookie).send().await.unwrap();
+    assert_eq!(page.status(), 202);
     rounds(&stack, &functions).await;
 
     // THEN the server's tools were listed with alice's token and kept
@@ -684,7 +764,7 @@ async fn an_mcp_server_that_accepts_only_peoples_tokens_is_discovered_registered
     // WHEN a worker started later (the list kept, the client reused) gets
     // her next question in the thread
     let functions = tests::Functions::start_with(&aws, &stack, &bedrock, worker_config()).await;
-    assert_eq!(states.registered_client(&issuer, &callback).await.unwrap().as_deref(), Some(client_id.as_str()));
+    assert_eq!(states.registered_client(&issuer, &redirect).await.unwrap().as_deref(), Some(client_id.as_str()));
     let mut body: serde_json::Value =
         serde_json::from_slice(&tests::events::body(&tests::events::parse(tests::events::APP_MENTION))).unwrap();
     body["event_id"] = "Ev0MCPSECOND".into();

@@ -6,6 +6,7 @@
 
 use adapters_aws::dynamodb::DynamoRecords;
 use assistant_core::store::RecordTurns;
+use testkit::sign_in::ComeBack;
 use testkit::store_contract;
 use tests::fault_proxy::{Fault, FaultProxy, Plan, Upstream};
 use tests::{Stack, emulator_config};
@@ -143,15 +144,17 @@ async fn a_thread_grant_or_revoke_whose_answer_was_lost_is_written_once_and_the_
             thread_ts: slack::Ts::new("1763800000.000100"),
         };
         let lead = slack::UserId::new("U0LEAD");
+        let asker = slack::UserId::new("U0ASKER");
         let grant = ThreadGrant {
             scope: "deploys__*".into(),
+            for_user: Some(asker.clone()),
             granted_by: lead.clone(),
             turn_id: assistant_core::TurnId::new("T1-Ev1"),
             granted_at: 1_000,
             until: 4_600,
             revoked: None,
         };
-        let lose = || proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"GRANT#deploys__*"}"#, fault);
+        let lose = || proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"GRANT#deploys__*#U0ASKER"}"#, fault);
 
         // The grant: the worker's error sends the click back; its retry writes the same item.
         lose();
@@ -159,13 +162,13 @@ async fn a_thread_grant_or_revoke_whose_answer_was_lost_is_written_once_and_the_
             grants.put(&thread, &grant).await.expect("the redelivered click's write");
         }
         assert_eq!(grants.all(&thread).await.unwrap(), std::slice::from_ref(&grant), "one grant, as written");
-        assert!(grants.covering(&thread, "deploys__rollback", 2_000).await.unwrap().is_some());
+        assert!(grants.covering(&thread, "deploys__rollback", &asker, 2_000).await.unwrap().is_some());
 
         // The revoke: its retry finds its own revoke and returns it, so the thread is still told.
         lose();
         // As the worker does: find what the click revokes, then mark it.
         let revoke = || async {
-            let found = grants.revocable(&thread, "deploys__*", &lead, 2_000).await?;
+            let found = grants.revocable(&thread, "deploys__*", Some(&asker), &lead, 2_000).await?;
             match found {
                 Some(grant) => grants.revoke(&thread, grant, &lead, 2_000).await.map(Some),
                 None => Ok(None),
@@ -178,9 +181,10 @@ async fn a_thread_grant_or_revoke_whose_answer_was_lost_is_written_once_and_the_
         let expected = ThreadGrant { revoked: Some(Revoked { by: lead.clone(), at: 2_000 }), ..grant.clone() };
         assert_eq!(revoked.as_ref(), Some(&expected));
         assert_eq!(grants.all(&thread).await.unwrap(), [expected]);
-        assert!(grants.covering(&thread, "deploys__rollback", 2_001).await.unwrap().is_none(), "revoked");
+        assert!(grants.covering(&thread, "deploys__rollback", &asker, 2_001).await.unwrap().is_none(), "revoked");
         let other = slack::UserId::new("U0OTHER");
-        assert_eq!(grants.revocable(&thread, "deploys__*", &other, 2_100).await.unwrap(), None, "no second revoke");
+        let second = grants.revocable(&thread, "deploys__*", Some(&asker), &other, 2_100).await.unwrap();
+        assert_eq!(second, None, "no second revoke");
     }
     each_fault_injected(&proxy, 2);
 }
@@ -203,27 +207,29 @@ async fn a_sign_ins_take_burn_or_tokens_whose_answer_was_lost_are_the_writers_ow
 
         // The callback's take: lost, then (the SDK's retry, or the
         // person's reload after a 503) its own take, the code kept once.
-        let (state, _) = states.open(&thread, &alice, &turn, "tracker", 1_000).await.unwrap();
+        let (state, _) =
+            states.open(&thread, &alice, &turn, &testkit::sign_in::provider("tracker"), 1_000).await.unwrap();
         lose();
         // (A put whose answer is lost is resolved by reading it back: see
         // `store::put_versioned`.)
-        let taken = match states.take(&state, "code-1", 1_001).await {
+        let taken = match states.come_back(&state, "code-1", 1_001).await {
             Ok(taken) => taken,
-            Err(StateRefused::Store(_)) => states.take(&state, "code-1", 1_002).await.expect("the reload"),
+            Err(StateRefused::Store(_)) => states.come_back(&state, "code-1", 1_002).await.expect("the reload"),
             Err(other) => panic!("a lost answer is not a refusal: {other}"),
         };
         assert_eq!(taken.code.as_deref(), Some("code-1"));
-        assert_eq!(states.take(&state, "code-2", 1_003).await.map(|_| ()), Err(StateRefused::Replayed));
+        assert_eq!(states.come_back(&state, "code-2", 1_003).await.map(|_| ()), Err(StateRefused::Replayed));
 
         // Someone else's click: burned once, and the retry knows it burned it.
-        let (state, _) = states.open(&thread, &alice, &turn, "tracker", 1_000).await.unwrap();
+        let (state, _) =
+            states.open(&thread, &alice, &turn, &testkit::sign_in::provider("tracker"), 1_000).await.unwrap();
         lose();
         let burned = match states.burn(&state, &bob).await {
             Ok(burned) => burned,
             Err(_) => states.burn(&state, &bob).await.expect("the redelivered click"),
         };
         assert_eq!(burned.and_then(|record| record.burned_by), Some(bob.clone()));
-        assert_eq!(states.take(&state, "code-3", 1_004).await.map(|_| ()), Err(StateRefused::Replayed));
+        assert_eq!(states.come_back(&state, "code-3", 1_004).await.map(|_| ()), Err(StateRefused::Replayed));
 
         // The tokens: a plain put, its retry the same item.
         let vault = SealedVault::new(records.clone(), std::sync::Arc::new(testkit::memory::MemorySealer));
@@ -234,6 +240,7 @@ async fn a_sign_ins_take_burn_or_tokens_whose_answer_was_lost_are_the_writers_ow
             expires_at: Some(5_000),
             scope: None,
             subject: Some("alice".into()),
+            account: None,
         };
         proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"TOKENS#"#, fault);
         if vault.put(&key, &tokens, 1_000).await.is_err() {

@@ -2,7 +2,9 @@
 //! browser: each request becomes the payload-2.0 event the function URL
 //! sends (the captured Slack event's shape with this request's method,
 //! path, query, headers and body), handled by the ingress's own `handle`,
-//! and its response written back.
+//! and its response written back. Cookies travel as a function URL carries
+//! them: the request's `Cookie` header becomes the event's `cookies` (and
+//! leaves the headers), the response's `cookies` become `Set-Cookie` headers.
 
 use crate::local_server::LocalServer;
 use axum::Router;
@@ -28,9 +30,20 @@ async fn handle(ingress: &ingress::Ingress, method: &Method, uri: &Uri, headers:
     event["requestContext"]["http"]["path"] = uri.path().into();
     event["headers"] = headers
         .iter()
+        .filter(|(name, _)| *name != axum::http::header::COOKIE)
         .filter_map(|(name, value)| Some((name.as_str().to_owned(), Value::from(value.to_str().ok()?))))
         .collect::<serde_json::Map<_, _>>()
         .into();
+    let cookies: Vec<Value> = headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split("; "))
+        .map(Value::from)
+        .collect();
+    if !cookies.is_empty() {
+        event["cookies"] = cookies.into();
+    }
     event["body"] = String::from_utf8_lossy(body).into_owned().into();
     let answer = match ingress.handle(event).await {
         Ok(answer) => answer,
@@ -44,6 +57,11 @@ async fn handle(ingress: &ingress::Ingress, method: &Method, uri: &Uri, headers:
             (HeaderName::try_from(name.as_str()), value.as_str().map(HeaderValue::from_str))
         {
             response.headers_mut().insert(name, value);
+        }
+    }
+    for cookie in answer["cookies"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        if let Ok(value) = HeaderValue::from_str(cookie) {
+            response.headers_mut().append(axum::http::header::SET_COOKIE, value);
         }
     }
     response

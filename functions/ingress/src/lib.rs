@@ -18,7 +18,7 @@ use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse
 use aws_lambda_events::encodings::Body;
 use http::{HeaderMap, HeaderValue, header};
 use ingress_logic::alert_webhooks::{AlertRequest, AlertWebhooks, WebhookSecret};
-use ingress_logic::callback::{CALLBACK_PATH, Callback, Page};
+use ingress_logic::sign_in::{Answer, BrowserKey, BrowserRequest, Page, SignInPages};
 use ingress_logic::{Counted, Intake, Reply, Request};
 use lambda_support::UnsupportedEvent;
 use lambda_support::deferred::Deferred;
@@ -169,8 +169,8 @@ pub struct Ingress {
     intake: Intake,
     /// `POST /alerts/alertmanager` and `/alerts/pagerduty`.
     alerts: AlertWebhooks,
-    /// `GET /oauth/callback`: a person back from a provider's sign-in.
-    callback: Callback,
+    /// `GET /oauth/start` and `/oauth/callback/{provider}`: a person's browser signing in.
+    sign_in: SignInPages,
     aws: DeferredAws,
     config: Config,
 }
@@ -208,14 +208,19 @@ impl Ingress {
             clock.clone(),
         )
         .with_every_question(EveryQuestionChannels::new(Arc::new(aws.clone()), clock.clone()));
-        let callback = Callback::new(ConnectStates::new(Arc::new(aws.clone())), Arc::new(aws.clone()), clock.clone());
+        let sign_in = SignInPages::new(
+            ConnectStates::new(Arc::new(aws.clone())),
+            Arc::new(aws.clone()),
+            clock.clone(),
+            BrowserKey::new(&config.signing_secret),
+        );
         let alerts = AlertWebhooks::new(
             config.alertmanager_token.clone(),
             config.pagerduty_secret.clone(),
             Arc::new(aws.clone()),
             clock,
         );
-        Self { intake, alerts, callback, aws, config }
+        Self { intake, alerts, sign_in, aws, config }
     }
 
     /// One invocation: a health check, an HTTP request from Slack, or a
@@ -226,11 +231,16 @@ impl Ingress {
         }
         let request: ApiGatewayV2httpRequest = serde_json::from_value(event)
             .map_err(|source| UnsupportedEvent { expected: "an HTTP request (payload 2.0)", source })?;
-        if request.raw_path.as_deref() == Some(CALLBACK_PATH)
+        if let Some(path) = request.raw_path.as_deref().filter(|path| SignInPages::serves(path))
             && request.request_context.http.method == http::Method::GET
         {
-            let page = self.callback.handle(request.raw_query_string.as_deref()).await;
-            return Ok(serde_json::to_value(page_response(&page)).expect("HTTP response serializes"));
+            // A function URL hands cookies over on their own; a proxy may leave the header.
+            let header = request.headers.get_all(header::COOKIE).iter().filter_map(|value| value.to_str().ok());
+            let cookies: Vec<String> =
+                request.cookies.iter().flatten().cloned().chain(header.map(String::from)).collect();
+            let browser = BrowserRequest { path, query: request.raw_query_string.as_deref(), cookies: &cookies };
+            let answer = self.sign_in.handle(browser).await;
+            return Ok(serde_json::to_value(browser_response(answer)).expect("HTTP response serializes"));
         }
         if let Some(path) = request.raw_path.as_deref().filter(|path| AlertWebhooks::serves(path)) {
             let alert = AlertRequest {
@@ -276,15 +286,21 @@ fn request_metrics(counted: Counted) -> Emf {
         .count("Rejected", u64::from(counted == Counted::Rejected))
 }
 
-fn page_response(page: &Page) -> ApiGatewayV2httpResponse {
+/// A sign-in page as the function URL answers it: a cookie in `cookies`
+/// (payload 2.0), a redirect in `Location`.
+fn browser_response(answer: Answer) -> ApiGatewayV2httpResponse {
     let mut headers = HeaderMap::new();
     for (name, value) in Page::headers() {
         headers.insert(name, HeaderValue::from_static(value));
     }
+    if let Some(location) = answer.location.as_deref().and_then(|url| HeaderValue::from_str(url).ok()) {
+        headers.insert(header::LOCATION, location);
+    }
     let mut response = ApiGatewayV2httpResponse::default();
-    response.status_code = i64::from(page.status);
+    response.status_code = i64::from(answer.page.status);
     response.headers = headers;
-    response.body = Some(Body::Text(page.html()));
+    response.cookies = answer.set_cookie.into_iter().collect();
+    response.body = Some(Body::Text(answer.page.html()));
     response
 }
 

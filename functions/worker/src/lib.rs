@@ -67,7 +67,7 @@ pub struct Config {
     /// Per-user sign-in (`TOKEN_KEY_ID`: the KMS key that seals people's
     /// tokens; `OAUTH_REDIRECT_URI`: the ingress's function URL +
     /// `/oauth/callback`); both or neither.
-    pub sign_in: Option<(String, url::Url)>,
+    pub sign_in: Option<(String, assistant_core::oauth::SignInUrls)>,
     pub limits: Limits,
     /// The special mentions the bot may use (`SLACK_ALLOWED_SPECIAL_MENTIONS`,
     /// as on the responder; default none): the Web API client's output
@@ -116,15 +116,18 @@ impl Config {
 }
 
 /// `TOKEN_KEY_ID` and `OAUTH_REDIRECT_URI`, both or neither.
-fn sign_in_from_env() -> Result<Option<(String, url::Url)>, ConfigError> {
+fn sign_in_from_env() -> Result<Option<(String, assistant_core::oauth::SignInUrls)>, ConfigError> {
     match (optional("TOKEN_KEY_ID"), optional("OAUTH_REDIRECT_URI")) {
         (None, None) => Ok(None),
         (Some(key), Some(uri)) => {
-            let uri = url::Url::parse(&uri)
+            let urls = url::Url::parse(&uri)
                 .ok()
-                .filter(|uri| uri.scheme() == "https" || uri.host_str() == Some("127.0.0.1"))
-                .ok_or(ConfigError::Invalid { name: "OAUTH_REDIRECT_URI", reason: "not an https URL".into() })?;
-            Ok(Some((key, uri)))
+                .and_then(|uri| assistant_core::oauth::SignInUrls::from_callback(&uri))
+                .ok_or(ConfigError::Invalid {
+                    name: "OAUTH_REDIRECT_URI",
+                    reason: "not an https URL ending in /oauth/callback".into(),
+                })?;
+            Ok(Some((key, urls)))
         }
         (Some(_), None) => Err(ConfigError::Invalid {
             name: "OAUTH_REDIRECT_URI",
@@ -828,13 +831,13 @@ async fn assemble_worker(
                 Arc::new(OpsAlerts::new(channel, Arc::new(slack.clone()), records.clone(), Arc::new(SystemClock)))
             }),
         }),
-        sign_in: config.sign_in.as_ref().map(|(key, redirect_uri)| {
+        sign_in: config.sign_in.as_ref().map(|(key, urls)| {
             let sealer = adapters_kms::KmsSealer::new(&signer, clients.http.clone(), key);
             SignInPorts {
                 vault: Arc::new(SealedVault::new(records.clone(), Arc::new(sealer))),
                 states: ConnectStates::new(records.clone()),
                 tokens: Arc::new(adapters_oauth::OAuthClient::new(clients.http.clone())),
-                redirect_uri: redirect_uri.clone(),
+                urls: urls.clone(),
             }
         }),
     };

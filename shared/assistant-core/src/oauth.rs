@@ -8,6 +8,19 @@
 //!   and taken at most once: a forged value names nothing, a replayed one
 //!   finds it taken, a late one finds it expired. Taking it is a versioned
 //!   write, so a take whose answer was lost is still known as its own.
+//! - The person and their browser: the Connect button opens the bot's own
+//!   start page ([`SignInUrls::start`]). It waits until Slack told the bot
+//!   that the person who asked clicked the button (a signed interaction:
+//!   [`ConnectStates::arm`]), then binds the sign-in to the browser that
+//!   opens it (a cookie only that browser holds; the state keeps its hash)
+//!   and sends it on to the provider. The callback is taken only from that
+//!   browser: a link forwarded or pasted elsewhere, opened without the
+//!   person's own click or in another browser, signs no one in as them.
+//! - No mix-up between providers (RFC 9207; RFC 9700 4.4): each provider
+//!   has its own redirect URI ([`SignInUrls::redirect_uri`]), the callback
+//!   must arrive at the one of the state's provider and name its issuer
+//!   where the issuer says it will, and the state keeps the one token
+//!   endpoint its code may be sent to.
 //! - [`TokenVault`]: a person's tokens per provider, and [`SealedVault`],
 //!   which keeps them on any [`VersionedRecords`] sealed by a [`KeySealer`]
 //!   (KMS envelope encryption in AWS): the table never holds a token in
@@ -33,6 +46,64 @@ use url::Url;
 /// How long a sign-in may take, from the Connect button to the callback.
 pub const STATE_TTL_SECS: i64 = 10 * 60;
 
+/// How long after the person's click the start page may bind a browser:
+/// the browser the click opened arrives within seconds; a link opened
+/// later (forwarded, pasted) finds the window shut.
+pub const ARMED_FOR_SECS: i64 = 60;
+
+/// Where the Connect button sends the person's browser first.
+pub const START_PATH: &str = "/oauth/start";
+/// Where providers send it back: `{CALLBACK_PATH}/{provider}`.
+pub const CALLBACK_PATH: &str = "/oauth/callback";
+
+/// The deployment's sign-in addresses, from its callback URL
+/// (`OAUTH_REDIRECT_URI`: the ingress's function URL + `/oauth/callback`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignInUrls {
+    callback: Url,
+}
+
+impl SignInUrls {
+    /// `None` unless `callback` ends in [`CALLBACK_PATH`] and has no query
+    /// or fragment.
+    pub fn from_callback(callback: &Url) -> Option<Self> {
+        let usable = callback.path().ends_with(CALLBACK_PATH)
+            && callback.query().is_none()
+            && callback.fragment().is_none()
+            && endpoint_refusal(callback).is_none();
+        usable.then(|| Self { callback: callback.clone() })
+    }
+
+    /// The redirect URI of one provider: its own, so a callback says which
+    /// provider's sign-in it ends.
+    pub fn redirect_uri(&self, provider: &str) -> Url {
+        let mut url = self.callback.clone();
+        url.path_segments_mut().expect("an http(s) URL has a path").push(provider);
+        url
+    }
+
+    /// The link the Connect button opens: the bot's start page for `state`.
+    pub fn start(&self, state: &str) -> Url {
+        let mut url = self.callback.clone();
+        let base = &self.callback.path()[..self.callback.path().len() - CALLBACK_PATH.len()];
+        url.set_path(&format!("{base}{START_PATH}"));
+        url.query_pairs_mut().append_pair("state", state);
+        url
+    }
+}
+
+/// The provider a callback path names (`/oauth/callback/{provider}`), if
+/// it is one.
+pub fn callback_provider(path: &str) -> Option<&str> {
+    let provider = path.strip_prefix(CALLBACK_PATH)?.strip_prefix('/')?;
+    valid_provider_name(provider).then_some(provider)
+}
+
+/// A provider's name as configured: `[a-zA-Z0-9_-]`, 1 to 32 characters.
+pub fn valid_provider_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 32 && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
+}
+
 /// Why an endpoint of a sign-in (configured, or read from a server's
 /// metadata) may not be used: it must be `https` (`http` only on
 /// loopback, for tests and local providers) and carry no credentials or
@@ -44,6 +115,42 @@ pub fn endpoint_refusal(url: &Url) -> Option<&'static str> {
     }
     (!url.username().is_empty() || url.password().is_some() || url.fragment().is_some())
         .then_some("may not carry credentials or a fragment")
+}
+
+/// Why an endpoint read from a server's metadata (discovery) may not be
+/// used: everything [`endpoint_refusal`] refuses, and, unless the resource
+/// that named it is itself on loopback (the tests, the local runner), any
+/// `http` endpoint and any host that is an IP address on loopback, a
+/// private or link-local network, or unspecified: a server's metadata
+/// cannot point the worker at its own machine or network.
+pub fn discovered_endpoint_refusal(url: &Url, resource: &Url) -> Option<&'static str> {
+    if let Some(reason) = endpoint_refusal(url) {
+        return Some(reason);
+    }
+    if is_local(resource) {
+        return None;
+    }
+    if url.scheme() != "https" {
+        return Some("must be https");
+    }
+    is_local(url).then_some("may not name a loopback, private or link-local address")
+}
+
+fn is_local(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => {
+            ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified() || ip.is_broadcast()
+        }
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip.is_unique_local()
+                || ip.is_unicast_link_local()
+                || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback() || v4.is_private() || v4.is_link_local())
+        }
+        None => false,
+    }
 }
 
 /// `bytes` random bytes from the OS, base64url without padding.
@@ -104,6 +211,28 @@ pub struct ConnectState {
     /// burned, and no callback can use it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burned_by: Option<UserId>,
+    /// The provider's authorization URL for this sign-in, where the start
+    /// page sends the browser (`None`: a state from before start pages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorize_url: Option<String>,
+    /// The one token endpoint this sign-in's code may be sent to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint: Option<String>,
+    /// The issuer the callback's `iss` must name (RFC 9207), where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// The issuer says it always sends `iss`: a callback without it is refused.
+    #[serde(default)]
+    pub issuer_sends_iss: bool,
+    /// When the person who asked last clicked its Connect button in Slack
+    /// (Unix seconds): the start page may bind a browser for
+    /// [`ARMED_FOR_SECS`] after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub armed_at: Option<i64>,
+    /// SHA-256 (hex) of the browser key of the browser that opened the
+    /// start page: only that browser's callback is taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<String>,
 }
 
 impl fmt::Debug for ConnectState {
@@ -116,6 +245,9 @@ impl fmt::Debug for ConnectState {
             .field("expires_at", &self.expires_at)
             .field("taken", &self.taken)
             .field("burned_by", &self.burned_by)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("issuer", &self.issuer)
+            .field("browser_bound", &self.browser.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -129,6 +261,21 @@ pub enum StateRefused {
     Replayed,
     #[error("the sign-in link expired")]
     Expired,
+    /// Opened, or brought back, by a browser other than the one that
+    /// opened the link first.
+    #[error("the sign-in was started in another browser")]
+    OtherBrowser,
+    /// The callback is not the one the state's provider sends (another
+    /// provider's redirect URI, or another issuer): an attempted mix-up.
+    #[error("the sign-in came back from another provider: {0}")]
+    MixUp(&'static str),
+    /// The person's own click on the Connect button has not reached the
+    /// bot (yet): no browser may start it.
+    #[error("the sign-in waits for the Connect click of the person who asked")]
+    NotArmed,
+    /// A state made before start pages existed: it cannot be bound.
+    #[error("the sign-in link is from an older version of the bot")]
+    Outdated,
     #[error("the state store failed: {0}")]
     Store(String),
 }
@@ -143,6 +290,40 @@ fn state_key(state: &str) -> RecordKey {
     RecordKey { partition: format!("OAUTH_STATE#{state}"), kind: "STATE" }
 }
 
+fn outcome_key(state: &str) -> RecordKey {
+    RecordKey { partition: format!("OAUTH_STATE#{state}"), kind: "OUTCOME" }
+}
+
+/// Issuers compare as RFC 9207 says (simple string comparison), a trailing
+/// slash aside.
+fn same_issuer(a: &str, b: &str) -> bool {
+    a.trim_end_matches('/') == b.trim_end_matches('/')
+}
+
+/// What a callback brought back, besides its `state`.
+#[derive(Debug, Clone, Copy)]
+pub struct CallbackParams<'a> {
+    pub code: &'a str,
+    /// The provider its path names (`/oauth/callback/{provider}`).
+    pub provider: &'a str,
+    /// RFC 9207's `iss`, if sent.
+    pub iss: Option<&'a str>,
+    /// The hash of the browser key the request carried.
+    pub browser: &'a str,
+}
+
+/// How a sign-in ended, as the person's browser is told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum SignInOutcome {
+    /// The code was exchanged; the tokens are kept. `account`: who the
+    /// provider says signed in, where it says (an ID token's email,
+    /// username or subject).
+    Connected { account: Option<String> },
+    /// The provider refused the code, or the exchange was not allowed.
+    Refused { reason: String },
+}
+
 /// Sign-in states on any [`VersionedRecords`] (the turns table in AWS).
 #[derive(Clone)]
 pub struct ConnectStates(Arc<dyn VersionedRecords>);
@@ -152,14 +333,14 @@ impl ConnectStates {
         Self(records)
     }
 
-    /// Stores a new sign-in and returns its `state` (and the PKCE pair
-    /// whose challenge goes in the authorization URL).
+    /// Stores a new sign-in with `provider` and returns its `state` and
+    /// the PKCE pair whose challenge is in the stored authorization URL.
     pub async fn open(
         &self,
         thread: &ThreadRef,
         user: &UserId,
         turn_id: &TurnId,
-        provider: &str,
+        provider: &OAuthProvider,
         now_unix: i64,
     ) -> Result<(String, Pkce), PortError> {
         let (state, pkce) = (random_token(32), Pkce::fresh());
@@ -168,12 +349,18 @@ impl ConnectStates {
             user: user.clone(),
             turn_id: turn_id.clone(),
             thread: thread.clone(),
-            provider: provider.to_owned(),
+            provider: provider.name.clone(),
             verifier: pkce.verifier.clone(),
             expires_at: now_unix + STATE_TTL_SECS,
             taken: false,
             code: None,
             burned_by: None,
+            authorize_url: Some(provider.authorization_url(&state, &pkce).to_string()),
+            token_endpoint: Some(provider.token_endpoint.to_string()),
+            issuer: provider.issuer.as_ref().map(Url::to_string),
+            issuer_sends_iss: provider.issuer_sends_iss,
+            armed_at: None,
+            browser: None,
         };
         let json = serde_json::to_string(&record).expect("states are strings and numbers");
         match crate::store::put_versioned(self.0.as_ref(), &state_key(&state), 0, json, record.expires_at).await? {
@@ -183,20 +370,83 @@ impl ConnectStates {
         }
     }
 
-    /// Takes the sign-in `state` names for the callback that brought
-    /// `code`, if it is ours, unused and in time: the code is stored with
-    /// it for the worker's exchange, and no other callback (or click) can
-    /// use it. The same callback again (a reload, or a retry after a lost
-    /// answer) finds its own take and gets the record again; the worker's
-    /// exchange happens once whatever it is sent.
-    pub async fn take(&self, state: &str, code: &str, now_unix: i64) -> Result<ConnectState, StateRefused> {
+    /// Binds the sign-in `state` names to the browser whose key hashes to
+    /// `browser` (the first to open its start page), and returns it for
+    /// the redirect to the provider. The same browser again (a reload, or
+    /// a retry after a lost answer) finds its own binding; any other
+    /// browser is refused.
+    pub async fn bind_browser(&self, state: &str, browser: &str, now_unix: i64) -> Result<ConnectState, StateRefused> {
         let store = |err: PortError| StateRefused::Store(err.to_string());
         let Some((mut record, version)) = self.read(state).await.map_err(store)? else {
             return Err(StateRefused::Unknown);
         };
+        match &record.browser {
+            Some(bound) if bound == browser => {
+                return if record.taken { Err(StateRefused::Replayed) } else { Ok(record) };
+            }
+            Some(_) => return Err(StateRefused::OtherBrowser),
+            None if record.taken => return Err(StateRefused::Replayed),
+            None => {}
+        }
+        if now_unix >= record.expires_at {
+            return Err(StateRefused::Expired);
+        }
+        if record.authorize_url.is_none() {
+            return Err(StateRefused::Outdated);
+        }
+        if record.armed_at.is_none_or(|at| now_unix > at + ARMED_FOR_SECS) {
+            return Err(StateRefused::NotArmed);
+        }
+        record.browser = Some(browser.to_owned());
+        let json = serde_json::to_string(&record).expect("states are strings and numbers");
+        match crate::store::put_versioned(self.0.as_ref(), &state_key(state), version, json, record.expires_at)
+            .await
+            .map_err(store)?
+        {
+            Put::Written => Ok(record),
+            // Another browser bound it between the read and the write.
+            Put::Conflict { .. } => Err(StateRefused::OtherBrowser),
+        }
+    }
+
+    /// Takes the sign-in `state` names for the callback that brought
+    /// `code`, if it is ours, unused, in time, from the browser that
+    /// started it and from the provider it was started with: the code is
+    /// stored with it for the worker's exchange, and no other callback (or
+    /// click) can use it. The same callback again (a reload, or a retry
+    /// after a lost answer) finds its own take and gets the record again;
+    /// the worker's exchange happens once whatever it is sent.
+    pub async fn take(
+        &self,
+        state: &str,
+        back: &CallbackParams<'_>,
+        now_unix: i64,
+    ) -> Result<ConnectState, StateRefused> {
+        let store = |err: PortError| StateRefused::Store(err.to_string());
+        let Some((mut record, version)) = self.read(state).await.map_err(store)? else {
+            return Err(StateRefused::Unknown);
+        };
+        if record.burned_by.is_some() {
+            return Err(StateRefused::Replayed);
+        }
+        if record.browser.as_deref() != Some(back.browser) {
+            return Err(StateRefused::OtherBrowser);
+        }
+        if record.provider != back.provider {
+            return Err(StateRefused::MixUp("it came back to another provider's address"));
+        }
+        match (record.issuer.as_deref(), back.iss) {
+            (Some(expected), Some(iss)) if !same_issuer(expected, iss) => {
+                return Err(StateRefused::MixUp("it names another issuer"));
+            }
+            (Some(_), None) if record.issuer_sends_iss => {
+                return Err(StateRefused::MixUp("it does not name its issuer, which this provider always does"));
+            }
+            _ => {}
+        }
         if record.taken {
             return match &record.code {
-                Some(taken_with) if taken_with == code && record.burned_by.is_none() => Ok(record),
+                Some(taken_with) if taken_with == back.code && record.burned_by.is_none() => Ok(record),
                 _ => Err(StateRefused::Replayed),
             };
         }
@@ -204,7 +454,7 @@ impl ConnectStates {
             return Err(StateRefused::Expired);
         }
         record.taken = true;
-        record.code = Some(code.to_owned());
+        record.code = Some(back.code.to_owned());
         let json = serde_json::to_string(&record).expect("states are strings and numbers");
         match crate::store::put_versioned(self.0.as_ref(), &state_key(state), version, json, record.expires_at)
             .await
@@ -215,9 +465,48 @@ impl ConnectStates {
         }
     }
 
+    /// How the worker's exchange of the sign-in `state` names ended, once
+    /// it has: the first outcome written stays (a retry writes the same).
+    pub async fn record_outcome(&self, state: &str, outcome: &SignInOutcome, expires_at: i64) -> Result<(), PortError> {
+        let json = serde_json::to_string(outcome).expect("outcomes are strings");
+        crate::store::put_versioned(self.0.as_ref(), &outcome_key(state), 0, json, expires_at).await?;
+        Ok(())
+    }
+
+    /// The outcome [`Self::record_outcome`] kept, if the exchange ended.
+    pub async fn outcome(&self, state: &str) -> Result<Option<SignInOutcome>, PortError> {
+        if !well_formed(state) {
+            return Ok(None);
+        }
+        let Some(stored) = self.0.get(&outcome_key(state)).await? else { return Ok(None) };
+        serde_json::from_str(&stored.state)
+            .map(Some)
+            .map_err(|err| PortError::new("read sign-in outcome", format!("stored outcome does not parse: {err}")))
+    }
+
     /// The sign-in `state` names, as stored (its code included once taken).
     pub async fn load(&self, state: &str) -> Result<Option<ConnectState>, PortError> {
         Ok(self.read(state).await?.map(|(record, _)| record))
+    }
+
+    /// Arms a state its own person clicked in Slack at `now_unix`: the
+    /// start page may bind the browser that opens it within
+    /// [`ARMED_FOR_SECS`]. `Ok(false)`: it names nothing, or is taken or
+    /// burned. A click again (or a redelivered one) arms it again.
+    pub async fn arm(&self, state: &str, now_unix: i64) -> Result<bool, PortError> {
+        let Some((mut record, version)) = self.read(state).await? else { return Ok(false) };
+        if record.taken {
+            return Ok(false);
+        }
+        record.armed_at = Some(now_unix.max(record.armed_at.unwrap_or_default()));
+        let json = serde_json::to_string(&record).expect("states are strings and numbers");
+        match crate::store::put_versioned(self.0.as_ref(), &state_key(state), version, json, record.expires_at).await? {
+            Put::Written => Ok(true),
+            // Changed meanwhile (armed by the same click, or bound): read again.
+            Put::Conflict { .. } => {
+                Ok(self.read(state).await?.is_some_and(|(record, _)| record.armed_at.is_some() && !record.taken))
+            }
+        }
     }
 
     /// Burns a state someone other than its person clicked: no callback
@@ -305,6 +594,13 @@ pub struct OAuthProvider {
     /// The resource the tokens are for (an MCP server), sent as RFC 8707's
     /// `resource` with the sign-in and every token request.
     pub resource: Option<Url>,
+    /// The authorization server's issuer identifier, where known (an MCP
+    /// server's discovered metadata, or configured): a callback naming
+    /// another is refused.
+    pub issuer: Option<Url>,
+    /// The issuer's metadata says it sends `iss` with every authorization
+    /// response (RFC 9207): a callback without it is refused.
+    pub issuer_sends_iss: bool,
 }
 
 impl std::fmt::Debug for OAuthProvider {
@@ -371,6 +667,8 @@ pub struct AuthorizationServer {
     pub resource: Url,
     /// The scopes the resource says it supports.
     pub scopes: Vec<String>,
+    /// `authorization_response_iss_parameter_supported` (RFC 9207).
+    pub sends_iss: bool,
 }
 
 /// The provider's endpoints: discovery, client registration, and the
@@ -420,6 +718,10 @@ pub struct Tokens {
     /// Who the provider says signed in (`sub`), for the audit trail; not a secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    /// The account as people know it (the ID token's `email` or
+    /// `preferred_username`), shown to the person who connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 impl Tokens {
@@ -476,6 +778,8 @@ impl ConnectionKey {
 pub struct Connection {
     pub provider: String,
     pub subject: Option<String>,
+    /// The account as people know it, where the provider said.
+    pub account: Option<String>,
     pub connected_at: i64,
 }
 
@@ -496,6 +800,8 @@ struct VaultItem {
     provider: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     subject: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    account: Option<String>,
     connected_at: i64,
     /// The tokens' JSON, sealed.
     sealed: String,
@@ -550,6 +856,7 @@ impl TokenVault for SealedVault {
         let item = VaultItem {
             provider: key.provider.clone(),
             subject: tokens.subject.clone(),
+            account: tokens.account.clone(),
             connected_at: now_unix,
             sealed,
         };
@@ -571,7 +878,12 @@ impl TokenVault for SealedVault {
             .items(team, user)
             .await?
             .into_iter()
-            .map(|item| Connection { provider: item.provider, subject: item.subject, connected_at: item.connected_at })
+            .map(|item| Connection {
+                provider: item.provider,
+                subject: item.subject,
+                account: item.account,
+                connected_at: item.connected_at,
+            })
             .collect())
     }
 }
@@ -599,6 +911,7 @@ mod tests {
             expires_at: Some(1_000),
             scope: None,
             subject: Some("alice".into()),
+            account: None,
         };
         assert_eq!(format!("{tokens:?}"), "Tokens { .. }");
         assert!(tokens.is_fresh(939) && !tokens.is_fresh(940));

@@ -8,15 +8,16 @@
 //! 3. work is claimed once per Slack event (dedupe) and put on the work
 //!    queue; the reply tells Slack whether to retry.
 //!
-//! [`callback`] is the one route without Slack's signature: where a
-//! provider sends a person back after signing in (its `state` is the proof).
+//! [`sign_in`] holds the routes without Slack's signature for people's browsers:
+//! the start of a sign-in and the provider's callback (the `state` and a cookie
+//! bound to the browser are the proof).
 //! [`alert_webhooks`] takes Alertmanager's and PagerDuty's alerts, verified
 //! by their own credentials.
 
 pub mod alert_webhooks;
-pub mod callback;
 pub mod http_body;
 pub mod route;
 pub mod service;
+pub mod sign_in;
 
 pub use service::{Counted, Intake, Reply, Request};

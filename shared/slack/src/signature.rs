@@ -51,6 +51,15 @@ impl SigningSecret {
         mac
     }
 
+    /// A key for another purpose of the same deployment, derived from the
+    /// secret (HMAC-SHA256 of `purpose` under it): what it keys cannot
+    /// forge a Slack signature, and the secret never leaves this type.
+    pub fn derive_key(&self, purpose: &[u8]) -> [u8; 32] {
+        let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC accepts keys of any length");
+        mac.update(purpose);
+        mac.finalize().into_bytes().into()
+    }
+
     /// The `X-Slack-Signature` value Slack would send for this request. Used
     /// by tests and by the local runner to sign the requests it makes up.
     pub fn sign(&self, timestamp: i64, body: &[u8]) -> String {

@@ -22,6 +22,7 @@ pub mod fixtures;
 pub mod mcp_memory;
 pub mod memory;
 pub mod signals_memory;
+pub mod sign_in;
 pub mod signed;
 pub mod sigv4_check;
 pub mod slack_memory;

@@ -27,9 +27,13 @@
 //!   "revocation_endpoint": "https://id.example.com/revoke",
 //!   "client_id": "slack-assistant",
 //!   "client_secret": "${secret:TRACKER_OAUTH_CLIENT_SECRET}",
-//!   "scopes": ["openid", "offline_access", "tickets:write"]
+//!   "scopes": ["openid", "offline_access", "tickets:write"],
+//!   "issuer": "https://id.example.com"
 //! }}
 //! ```
+//!
+//! Each provider has its own redirect URI, `{OAUTH_REDIRECT_URI}/{provider}`
+//! (register that one at the provider).
 //!
 //! Tools naming the same `provider` share the person's connection and must
 //! describe it alike. Endpoints are `https` (or `http` on loopback, for
@@ -73,6 +77,11 @@ pub struct OAuthConfig {
     pub client_secret: Option<String>,
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// The authorization server's issuer identifier (RFC 9207): a sign-in
+    /// that comes back naming another issuer is refused. An MCP server's
+    /// is discovered.
+    #[serde(default)]
+    pub issuer: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for ToolAuth {

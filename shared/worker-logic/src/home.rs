@@ -23,9 +23,11 @@ pub fn view(connections: &[Connection], providers: &[String]) -> Value {
     ];
     for connection in connections {
         let provider = escape(&connection.provider);
+        // The account as people know it (an email), else the provider's subject.
         let who = connection
-            .subject
+            .account
             .as_deref()
+            .or(connection.subject.as_deref())
             .map(|subject| format!(" as `{}`", escape(subject).replace('`', "'")))
             .unwrap_or_default();
         let since = format!("<!date^{}^{{date_short}} {{time}}|{}>", connection.connected_at, connection.connected_at);
@@ -71,6 +73,7 @@ mod tests {
         let connections = [Connection {
             provider: "tracker".into(),
             subject: Some("<!channel>".into()),
+            account: None,
             connected_at: 1_700_000_000,
         }];
         let view = view(&connections, &["tracker".into(), "wiki".into()]);

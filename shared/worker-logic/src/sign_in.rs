@@ -8,13 +8,16 @@
 //!   the step waits ([`assistant_core::turn::PendingSignIn`]) and only the
 //!   asker gets a Connect button. A provider that is down fails only its
 //!   calls, with a note the model reads.
-//! - The Connect button links to the provider's sign-in page with a
-//!   `state` ([`ConnectStates`]: single use, ten minutes, bound to team,
-//!   person, turn and provider). The provider sends the browser back to
-//!   the ingress's `/oauth/callback`, which takes the state and keeps the
-//!   code beside it; the worker then exchanges the code (with the PKCE
-//!   verifier that never left the table), seals the tokens into the vault
-//!   and carries the turn on.
+//! - The Connect button links to the ingress's start page with a `state`
+//!   ([`ConnectStates`]: single use, ten minutes, bound to team, person,
+//!   turn and provider, then to the first browser that opens it), which
+//!   sends the browser on to the provider's sign-in page. The provider
+//!   sends it back to the ingress's `/oauth/callback/{provider}`, which
+//!   takes the state (from that browser only, from that provider only) and
+//!   keeps the code beside it; the worker then exchanges the code (with
+//!   the PKCE verifier that never left the table) at the token endpoint
+//!   the state names, seals the tokens into the vault, records the outcome
+//!   for the person's browser and carries the turn on.
 //! - Disconnecting (the Home tab) forgets the tokens and revokes them at
 //!   the provider where it offers revocation.
 //!
@@ -27,7 +30,8 @@ use crate::http_tools::HttpToolConfig;
 use crate::mcp_tools::McpServerConfig;
 use crate::references::{self, Reference};
 use assistant_core::oauth::{
-    AccessToken, ConnectState, ConnectStates, ConnectionKey, OAuthError, OAuthProvider, OAuthTokens, TokenVault,
+    AccessToken, ConnectState, ConnectStates, ConnectionKey, OAuthError, OAuthProvider, OAuthTokens, SignInOutcome,
+    SignInUrls, TokenVault,
 };
 use assistant_core::ports::PortError;
 use assistant_core::turn::SignInReason;
@@ -43,8 +47,8 @@ pub struct SignInPorts {
     pub vault: Arc<dyn TokenVault>,
     pub states: ConnectStates,
     pub tokens: Arc<dyn OAuthTokens>,
-    /// `{ingress function URL}/oauth/callback`.
-    pub redirect_uri: Url,
+    /// The ingress's start page and each provider's redirect URI.
+    pub urls: SignInUrls,
 }
 
 /// The providers the configuration's tools act through, and the ports.
@@ -133,7 +137,7 @@ pub async fn providers(
     let mut found: BTreeMap<String, Asking> = BTreeMap::new();
     for ask in asking {
         let name = &ask.oauth.provider;
-        if name.is_empty() || name.len() > 32 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "_-".contains(c)) {
+        if !assistant_core::oauth::valid_provider_name(name) {
             return Err(SignInConfigError::Invalid {
                 tool: ask.owner.to_owned(),
                 field: "provider",
@@ -201,6 +205,11 @@ pub async fn providers(
             Some(value) => Some(endpoint(&tool, "revocation_endpoint", value)?),
             None => None,
         };
+        let issuer = match &oauth.issuer {
+            Some(value) => Some(endpoint(&tool, "issuer", value)?),
+            None => None,
+        };
+        let redirect_uri = ports.urls.redirect_uri(&name);
         let mut provider = match (configured, &oauth.client_id) {
             (Some((authorization_endpoint, token_endpoint)), Some(client_id)) => OAuthProvider {
                 name: name.clone(),
@@ -210,8 +219,11 @@ pub async fn providers(
                 client_id: client_id.clone(),
                 client_secret,
                 scopes: oauth.scopes.clone(),
-                redirect_uri: ports.redirect_uri.clone(),
+                redirect_uri,
                 resource: ask.resource.clone(),
+                // Configured: RFC 9207's `iss` checked where the provider sends it.
+                issuer_sends_iss: false,
+                issuer,
             },
             (configured, client_id) => {
                 let Some(resource) = &ask.resource else {
@@ -221,7 +233,9 @@ pub async fn providers(
                         reason: "required for an HTTP tool (discovery and registration are for MCP servers)".into(),
                     });
                 };
-                match discovered(ports, &name, resource, configured, client_id.as_deref(), now_unix).await {
+                match discovered(ports, &name, &redirect_uri, resource, configured, client_id.as_deref(), now_unix)
+                    .await
+                {
                     Ok(provider) => OAuthProvider {
                         client_secret,
                         scopes: if oauth.scopes.is_empty() { provider.scopes.clone() } else { oauth.scopes.clone() },
@@ -248,13 +262,13 @@ pub async fn providers(
 async fn discovered(
     ports: &SignInPorts,
     name: &str,
+    redirect_uri: &Url,
     resource: &Url,
     configured: Option<(Url, Url)>,
     client_id: Option<&str>,
     now_unix: i64,
 ) -> Result<OAuthProvider, String> {
     let server = ports.tokens.discover(resource).await.map_err(|err| format!("discovery: {err}"))?;
-    let redirect_uri = &ports.redirect_uri;
     let client_id = match client_id {
         Some(id) => id.to_owned(),
         None => match ports.states.registered_client(&server.issuer, redirect_uri).await.map_err(|e| e.to_string())? {
@@ -283,6 +297,8 @@ async fn discovered(
         scopes: server.scopes,
         redirect_uri: redirect_uri.clone(),
         resource: Some(server.resource),
+        issuer_sends_iss: server.sends_iss,
+        issuer: Some(server.issuer),
     })
 }
 
@@ -341,8 +357,9 @@ impl SignIn {
         }
     }
 
-    /// A new sign-in for the turn: its `state` and the provider's URL for
-    /// the person's browser.
+    /// A new sign-in for the turn: its `state` and the link for the
+    /// person's browser (the ingress's start page, which binds the sign-in
+    /// to that browser and sends it on to the provider).
     pub async fn connect_link(
         &self,
         thread: &assistant_core::ThreadRef,
@@ -355,30 +372,38 @@ impl SignIn {
             .providers
             .get(provider)
             .ok_or_else(|| PortError::new("open sign-in", format!("{provider} is not a configured sign-in")))?;
-        let (state, pkce) = self.ports.states.open(thread, user, turn, provider, now_unix).await?;
-        let url = config.authorization_url(&state, &pkce);
+        let (state, _) = self.ports.states.open(thread, user, turn, config, now_unix).await?;
+        let url = self.ports.urls.start(&state);
         Ok((state, url))
     }
 
     /// Exchanges a taken sign-in's code and keeps the tokens. A sign-in
     /// already completed (a redelivery: the code is spent, the tokens
     /// stored after the state was opened) completes again without a call.
+    /// The code goes only to the token endpoint the state was opened with:
+    /// if the provider's is another now, it goes nowhere.
     pub async fn complete(&self, state: &ConnectState, now_unix: i64) -> Result<Completed, PortError> {
         let key = Self::key(&state.team, &state.user, &state.provider);
         let opened_at = state.expires_at - assistant_core::oauth::STATE_TTL_SECS;
         let connections = self.ports.vault.connections(&state.team, &state.user).await?;
-        if connections.iter().any(|found| found.provider == state.provider && found.connected_at >= opened_at) {
+        if let Some(found) =
+            connections.into_iter().find(|found| found.provider == state.provider && found.connected_at >= opened_at)
+        {
             info!(provider = %state.provider, "sign-in already completed: the tokens are stored");
-            return Ok(Completed::Connected);
+            return Ok(Completed::Connected { account: found.account.or(found.subject) });
         }
         let (Some(config), Some(code)) = (self.providers.get(&state.provider), state.code.as_deref()) else {
             return Ok(Completed::Refused("this sign-in has no provider or no code".into()));
         };
+        if state.token_endpoint.as_deref() != Some(config.token_endpoint.as_str()) {
+            warn!(provider = %state.provider, "the sign-in's token endpoint is not the provider's: its code is not sent");
+            return Ok(Completed::Refused("the provider's sign-in changed since this one started".into()));
+        }
         match self.ports.tokens.exchange(config, code, &state.verifier, now_unix).await {
             Ok(tokens) => {
                 self.ports.vault.put(&key, &tokens, now_unix).await?;
                 info!(provider = %state.provider, subject = tokens.subject.as_deref(), "signed in");
-                Ok(Completed::Connected)
+                Ok(Completed::Connected { account: tokens.account.or(tokens.subject) })
             }
             Err(OAuthError::Unavailable(reason)) => Err(PortError::new("exchange the code", reason)),
             Err(err) => {
@@ -412,9 +437,20 @@ impl SignIn {
 /// How a callback's sign-in ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Completed {
-    Connected,
+    /// `account`: who signed in, as the provider named them.
+    Connected { account: Option<String> },
     /// The provider refused the code: the person signs in again.
     Refused(String),
+}
+
+impl Completed {
+    /// What the person's browser is told.
+    pub fn outcome(&self) -> SignInOutcome {
+        match self {
+            Completed::Connected { account } => SignInOutcome::Connected { account: account.clone() },
+            Completed::Refused(reason) => SignInOutcome::Refused { reason: reason.clone() },
+        }
+    }
 }
 
 #[cfg(test)]
@@ -479,7 +515,7 @@ mod tests {
             )),
             states: ConnectStates::new(records),
             tokens: Arc::new(Unreached),
-            redirect_uri: Url::parse("https://bot.example/oauth/callback").unwrap(),
+            urls: SignInUrls::from_callback(&Url::parse("https://bot.example/oauth/callback").unwrap()).unwrap(),
         }
     }
 
@@ -496,7 +532,7 @@ mod tests {
     #[tokio::test]
     async fn tools_share_a_provider_described_alike_and_its_secret_is_never_a_literal() {
         let ports = ports();
-        let redirect = ports.redirect_uri.clone();
+        let redirect = Url::parse("https://bot.example/oauth/callback/tracker").unwrap();
         let tools = [tool("a", oauth("${secret:TRACKER}")), tool("b", oauth("${secret:TRACKER}"))];
         let found = checked(&tools, Some(&ports)).await.unwrap();
         assert_eq!(found.len(), 1);

@@ -1782,11 +1782,13 @@ async fn a_call_under_a_grant_whose_result_was_never_saved_is_never_made_again()
 
 use assistant_core::messages::{ConnectClick, HomeAction, SignedIn};
 use assistant_core::oauth::{
-    ConnectStates, ConnectionKey, OAuthError, OAuthProvider, OAuthTokens, SealedVault, StateRefused, TokenVault, Tokens,
+    ConnectStates, ConnectionKey, OAuthError, OAuthProvider, OAuthTokens, SealedVault, SignInUrls, StateRefused,
+    TokenVault, Tokens,
 };
 use assistant_core::turn::SignInReason;
 use std::collections::BTreeMap;
 use testkit::memory::{MemoryRecords, MemorySealer};
+use testkit::sign_in::ComeBack;
 use worker_logic::sign_in::{SignIn, SignInPorts};
 
 /// The tracker's token endpoint, scripted: an unspent code gives the
@@ -1805,6 +1807,7 @@ fn alice_tokens(access: &str, expires_at: i64) -> Tokens {
         expires_at: Some(expires_at),
         scope: Some("issues:read".into()),
         subject: Some("alice@tracker".into()),
+        account: Some("alice@example.com".into()),
     }
 }
 
@@ -1880,14 +1883,17 @@ fn signing(replies: Vec<Result<ModelReply, ModelError>>) -> Signing {
         client_id: "assistant".into(),
         client_secret: Some("client-secret".into()),
         scopes: vec!["issues:read".into()],
-        redirect_uri: "https://bot.example/oauth/callback".parse().unwrap(),
+        redirect_uri: "https://bot.example/oauth/callback/tracker".parse().unwrap(),
         resource: None,
+        issuer: Some("https://id.tracker.example".parse().unwrap()),
+        issuer_sends_iss: true,
     };
+    let urls = "https://bot.example/oauth/callback".parse().ok().and_then(|url| SignInUrls::from_callback(&url));
     let ports = SignInPorts {
         vault: vault.clone(),
         states: states.clone(),
         tokens: provider.clone(),
-        redirect_uri: tracker.redirect_uri.clone(),
+        urls: urls.expect("the deployment's sign-in URLs"),
     };
     worker.sign_in = Some(SignIn { ports, providers: BTreeMap::from([("tracker".to_owned(), tracker)]) });
     Signing { worker, vault, states, provider, seen, clock }
@@ -1913,7 +1919,7 @@ fn connect_prompts(worker: &TestWorker) -> Vec<(UserId, String, String, SignInRe
 async fn callback(signing: &Signing, state: &str, code: &str) -> WorkMessage {
     signing
         .states
-        .take(state, code, assistant_core::Clock::now_unix(signing.clock.as_ref()))
+        .come_back(state, code, assistant_core::Clock::now_unix(signing.clock.as_ref()))
         .await
         .expect("the callback takes its state");
     WorkMessage::SignedIn(SignedIn { state: state.to_owned(), turn_id: turn_id(), thread: thread() })
@@ -1936,11 +1942,21 @@ async fn a_step_acting_as_the_person_waits_for_their_sign_in_then_runs_with_thei
     assert_eq!(turn.status, TurnStatus::AwaitingSignIn);
     assert_eq!(turn.pending_sign_in.as_ref().map(|p| p.calls.len()), Some(2), "the whole step waits");
 
-    // Only the asker gets a button, its link the provider's with PKCE.
+    // Only the asker gets a button, its link the bot's start page, which sends the browser on
+    // to the provider's with PKCE.
     let prompts = connect_prompts(&s.worker);
-    let [(user, state, url, reason)] = &prompts[..] else { panic!("one Connect button: {prompts:?}") };
+    let [(user, state, link, reason)] = &prompts[..] else { panic!("one Connect button: {prompts:?}") };
     assert_eq!((user.as_str(), *reason), (REQUESTER, SignInReason::NotConnected));
+    assert_eq!(link, &format!("https://bot.example/oauth/start?state={state}"));
+    let opened = s.states.load(state).await.unwrap().expect("the sign-in");
+    let url = opened.authorize_url.clone().expect("where the start page sends the browser");
+    assert_eq!(
+        opened.token_endpoint.as_deref(),
+        Some("https://id.tracker.example/token"),
+        "the code's one destination"
+    );
     assert!(url.starts_with("https://id.tracker.example/authorize?"), "{url}");
+    assert!(url.contains("redirect_uri=https%3A%2F%2Fbot.example%2Foauth%2Fcallback%2Ftracker"), "its own: {url}");
     for part in [format!("state={state}"), "code_challenge_method=S256".into(), "client_id=assistant".into()] {
         assert!(url.contains(&part), "{part} in {url}");
     }
@@ -2070,7 +2086,7 @@ async fn someone_elses_click_burns_the_link_tells_only_them_and_the_person_gets_
     assert_ne!(second, first);
     assert_eq!(prompts[1].0.as_str(), REQUESTER);
     assert_eq!(
-        s.states.take(&first, "code-u2", NOW + 1).await.map(|_| ()),
+        s.states.come_back(&first, "code-u2", NOW + 1).await.map(|_| ()),
         Err(StateRefused::Replayed),
         "a burned link signs no one in"
     );
@@ -2097,9 +2113,9 @@ async fn forged_unknown_and_expired_states_change_nothing() {
     s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
     let state = connect_prompts(&s.worker)[0].1.clone();
     let forged = "A".repeat(43);
-    assert_eq!(s.states.take(&forged, "code", NOW).await.map(|_| ()), Err(StateRefused::Unknown));
-    assert_eq!(s.states.take("short", "code", NOW).await.map(|_| ()), Err(StateRefused::Unknown));
-    assert_eq!(s.states.take(&state, "code", NOW + 600).await.map(|_| ()), Err(StateRefused::Expired));
+    assert_eq!(s.states.come_back(&forged, "code", NOW).await.map(|_| ()), Err(StateRefused::Unknown));
+    assert_eq!(s.states.come_back("short", "code", NOW).await.map(|_| ()), Err(StateRefused::Unknown));
+    assert_eq!(s.states.come_back(&state, "code", NOW + 600).await.map(|_| ()), Err(StateRefused::Expired));
 
     // A SignedIn message no callback made (its state never taken) does nothing.
     for state in [state.clone(), forged] {
@@ -2194,7 +2210,7 @@ async fn a_sign_in_nobody_makes_in_time_fails_the_steps_calls_and_the_turn_answe
     assert!(found[0].2.contains("did not connect tracker within 10 minutes"), "{found:?}");
     assert!(s.seen.lock().unwrap().is_empty());
     // The link has expired with it.
-    assert_eq!(s.states.take(&state, "code-1", NOW + 600).await.map(|_| ()), Err(StateRefused::Expired));
+    assert_eq!(s.states.come_back(&state, "code-1", NOW + 600).await.map(|_| ()), Err(StateRefused::Expired));
 }
 
 #[tokio::test]
@@ -2218,7 +2234,11 @@ async fn the_home_tab_lists_connections_and_disconnect_revokes_at_the_provider()
     assert_eq!(shown.len(), 3);
     assert!(shown.iter().all(|view| view.starts_with("U1 ")), "each person's own tab");
     assert!(shown[0].contains("*tracker*: not connected"), "{}", shown[0]);
-    assert!(shown[1].contains("*tracker*: connected as `alice@tracker`"), "{}", shown[1]);
+    assert!(
+        shown[1].contains("*tracker*: connected as `alice@example.com`"),
+        "the account as people know it: {}",
+        shown[1]
+    );
     assert!(shown[1].contains("oauth.disconnect"), "{}", shown[1]);
     assert!(shown[2].contains("*tracker*: not connected"), "{}", shown[2]);
     assert!(shown.iter().all(|view| !view.contains("tok-alice")), "no token on the tab");

@@ -8,13 +8,15 @@
 //! 3. Dynamic client registration (RFC 7591), as a public client: PKCE and
 //!    no secret, so there is nothing to keep but the client id.
 //!
-//! Every URL read from an answer must be `https` (or `http` on loopback,
-//! for tests), carry no credentials, and the server's `issuer` must be the
-//! one the resource named: a hostile resource cannot send the person's
-//! browser, or the bot's requests, somewhere else unnoticed.
+//! Every URL read from an answer must be `https`, name no loopback,
+//! private or link-local address (both allowed only when the resource
+//! itself is on loopback: the tests and the local runner), carry no
+//! credentials, and the server's `issuer` must be the one the resource
+//! named: a hostile resource cannot send the person's browser, or the
+//! bot's requests, somewhere else unnoticed.
 
 use super::{TIMEOUT, read_capped, without_url};
-use assistant_core::oauth::{AuthorizationServer, OAuthError, endpoint_refusal};
+use assistant_core::oauth::{AuthorizationServer, OAuthError, discovered_endpoint_refusal};
 use serde::Deserialize;
 use url::Url;
 
@@ -43,6 +45,8 @@ struct ServerMetadata {
     registration_endpoint: Option<String>,
     #[serde(default)]
     code_challenge_methods_supported: Vec<String>,
+    #[serde(default)]
+    authorization_response_iss_parameter_supported: bool,
 }
 
 #[derive(Deserialize)]
@@ -54,10 +58,10 @@ fn malformed(what: impl Into<String>) -> OAuthError {
     OAuthError::Malformed(what.into())
 }
 
-/// A URL from an answer, if the bot may use it.
-fn checked(value: &str) -> Result<Url, OAuthError> {
+/// A URL from an answer about `resource`, if the bot may use it.
+fn checked(value: &str, resource: &Url) -> Result<Url, OAuthError> {
     let url = Url::parse(value).map_err(|_| malformed(format!("{value:?} is not a URL")))?;
-    match endpoint_refusal(&url) {
+    match discovered_endpoint_refusal(&url, resource) {
         Some(reason) => Err(malformed(format!("{value:?}: {reason}"))),
         None => Ok(url),
     }
@@ -86,6 +90,7 @@ fn same(a: &str, b: &str) -> bool {
 }
 
 pub(crate) async fn discover(http: &reqwest::Client, resource: &Url) -> Result<AuthorizationServer, OAuthError> {
+    let checked = |value: &str| checked(value, resource);
     let metadata_url = match challenge(http, resource).await? {
         Some(url) => url,
         None => well_known(resource, "oauth-protected-resource"),
@@ -121,6 +126,7 @@ pub(crate) async fn discover(http: &reqwest::Client, resource: &Url) -> Result<A
         issuer,
         resource: resource.clone(),
         scopes: metadata.scopes_supported,
+        sends_iss: server.authorization_response_iss_parameter_supported,
     })
 }
 
@@ -144,7 +150,7 @@ async fn challenge(http: &reqwest::Client, resource: &Url) -> Result<Option<Url>
         .iter()
         .filter_map(|value| value.to_str().ok())
         .find_map(|value| value.split("resource_metadata=\"").nth(1)?.split('"').next().map(str::to_owned));
-    named.as_deref().map(checked).transpose()
+    named.as_deref().map(|value| checked(value, resource)).transpose()
 }
 
 async fn get_json<T: for<'de> Deserialize<'de>>(http: &reqwest::Client, url: &Url) -> Result<T, OAuthError> {
@@ -228,13 +234,30 @@ mod tests {
     }
 
     #[test]
-    fn urls_from_answers_must_be_https_or_loopback_without_credentials() {
-        assert!(checked("https://id.example.com/a").is_ok());
-        assert!(checked("http://127.0.0.1:9/a").is_ok());
-        for bad in
-            ["http://id.example.com/a", "https://u:p@id.example.com/", "https://id.example.com/#x", "javascript:x"]
-        {
-            assert!(checked(bad).is_err(), "{bad}");
+    fn urls_from_answers_must_be_https_public_and_without_credentials() {
+        let remote = Url::parse("https://mcp.example.com/mcp").unwrap();
+        assert!(checked("https://id.example.com/a", &remote).is_ok());
+        for bad in [
+            "http://id.example.com/a",
+            "https://u:p@id.example.com/",
+            "https://id.example.com/#x",
+            "javascript:x",
+            // A remote server's metadata naming the worker's own machine or network.
+            "http://127.0.0.1:9/a",
+            "http://localhost:9/a",
+            "https://127.0.0.1/token",
+            "https://localhost/token",
+            "https://[::1]/token",
+            "https://169.254.169.254/latest/meta-data",
+            "https://10.0.0.8/token",
+            "https://192.168.1.1/token",
+            "https://[::ffff:127.0.0.1]/token",
+        ] {
+            assert!(checked(bad, &remote).is_err(), "{bad}");
         }
+        // A server on loopback (the tests, the local runner) may name loopback.
+        let local = Url::parse("http://127.0.0.1:8080/mcp").unwrap();
+        assert!(checked("http://127.0.0.1:9/a", &local).is_ok());
+        assert!(checked("http://id.example.com/a", &local).is_err(), "plain http elsewhere, never");
     }
 }

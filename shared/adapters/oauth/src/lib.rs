@@ -47,16 +47,27 @@ struct ErrorAnswer {
 #[derive(Deserialize)]
 struct IdClaims {
     sub: String,
+    #[serde(default)]
+    email: Option<String>,
+    #[serde(default)]
+    preferred_username: Option<String>,
 }
 
-/// The `sub` of an ID token, read without checking its signature: it came
-/// straight from the token endpoint over TLS, which OIDC allows.
-fn subject_of(id_token: &str) -> Option<String> {
+/// Who an ID token says signed in: its `sub`, and the account as people
+/// know it (`email`, else `preferred_username`, else the `sub`). Read
+/// without checking the signature: it came straight from the token
+/// endpoint over TLS, which OIDC allows.
+fn identity_of(id_token: &str) -> Option<(String, String)> {
     use base64::Engine;
     let payload = id_token.split('.').nth(1)?;
     let json = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
     let claims: IdClaims = serde_json::from_slice(&json).ok()?;
-    (!claims.sub.is_empty() && claims.sub.len() <= 255).then_some(claims.sub)
+    let shown = |value: &String| !value.is_empty() && value.len() <= 255 && !value.chars().any(char::is_control);
+    if !shown(&claims.sub) {
+        return None;
+    }
+    let account = claims.email.filter(shown).or(claims.preferred_username.filter(shown)).unwrap_or(claims.sub.clone());
+    Some((claims.sub, account))
 }
 
 pub struct OAuthClient {
@@ -92,8 +103,10 @@ impl OAuthClient {
         if answer.access_token.is_empty() {
             return Err(OAuthError::Malformed("an empty access token".into()));
         }
+        let (subject, account) = answer.id_token.as_deref().and_then(identity_of).unzip();
         Ok(Tokens {
-            subject: answer.id_token.as_deref().and_then(subject_of),
+            subject,
+            account,
             access_token: answer.access_token,
             refresh_token: answer.refresh_token.filter(|token| !token.is_empty()),
             expires_at: answer.expires_in.filter(|secs| *secs > 0).map(|secs| now_unix + secs),
@@ -238,6 +251,8 @@ mod tests {
             scopes: vec!["openid".into(), "repo".into()],
             redirect_uri: Url::parse("https://bot.example/oauth/callback").unwrap(),
             resource: None,
+            issuer: None,
+            issuer_sends_iss: false,
         }
     }
 
@@ -258,14 +273,18 @@ mod tests {
     }
 
     #[test]
-    fn an_id_tokens_subject_is_read_and_anything_else_is_not_a_subject() {
+    fn an_id_tokens_subject_and_account_are_read_and_anything_else_is_not_an_identity() {
         let token = |payload: &str| {
             use base64::Engine;
             format!("e30.{}.sig", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload))
         };
-        assert_eq!(subject_of(&token(r#"{"sub":"alice","email":"a@x"}"#)), Some("alice".into()));
+        let identity = |payload: &str| identity_of(&token(payload));
+        assert_eq!(identity(r#"{"sub":"alice","email":"a@x"}"#), Some(("alice".into(), "a@x".into())));
+        assert_eq!(identity(r#"{"sub":"u1","preferred_username":"bob"}"#), Some(("u1".into(), "bob".into())));
+        assert_eq!(identity(r#"{"sub":"u1","email":"a\nb"}"#), Some(("u1".into(), "u1".into())), "no control");
+        assert_eq!(identity(r#"{"sub":"carol"}"#), Some(("carol".into(), "carol".into())));
         for bad in [token(r#"{"email":"a@x"}"#), token(r#"{"sub":""}"#), "not-a-jwt".into(), token("[]")] {
-            assert_eq!(subject_of(&bad), None, "{bad}");
+            assert_eq!(identity_of(&bad), None, "{bad}");
         }
     }
 }

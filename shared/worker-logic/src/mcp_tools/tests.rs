@@ -331,8 +331,10 @@ mod acting_as_the_person {
             client_id: "registered".into(),
             client_secret: None,
             scopes: Vec::new(),
-            redirect_uri: "https://bot.example/oauth/callback".parse().unwrap(),
+            redirect_uri: "https://bot.example/oauth/callback/tracker".parse().unwrap(),
             resource: Some(URL.parse().unwrap()),
+            issuer: Some("https://id.tracker.example".parse().unwrap()),
+            issuer_sends_iss: true,
         };
         BTreeMap::from([("tracker".to_owned(), provider)])
     }

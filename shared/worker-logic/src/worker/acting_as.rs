@@ -190,6 +190,15 @@ impl Worker {
             return Ok(Outcome::Ignored { reason: "state_not_taken" });
         }
         let completed = sign_in.complete(&state, self.clock.now_unix()).await.map_err(WorkerError::SignIn)?;
+        // The person's browser waits on this to say how it ended. Lost, the
+        // page says "still finishing" until the link expires; the redelivery
+        // this error brings writes it again.
+        sign_in
+            .ports
+            .states
+            .record_outcome(&signed_in.state, &completed.outcome(), state.expires_at)
+            .await
+            .map_err(WorkerError::SignIn)?;
         let Some(turn) = self.store.load(&state.turn_id).await? else {
             return Ok(Outcome::Ignored { reason: "unknown_turn" });
         };
@@ -201,13 +210,14 @@ impl Worker {
             return Ok(Outcome::SignedIn { id: turn.id });
         }
         match completed {
-            Completed::Connected => self.run(turn, deadline).await,
+            Completed::Connected { .. } => self.run(turn, deadline).await,
             Completed::Refused(_) => self.ask_again(turn, SignInReason::Failed).await,
         }
     }
 
-    /// A click on a Connect button. The person's own click needs nothing
-    /// (their browser goes to the provider). Anyone else's burns the
+    /// A click on a Connect button. The person's own arms the sign-in (the
+    /// start page their browser opened then sends it on to the provider).
+    /// Anyone else's burns the
     /// sign-in, so the link cannot sign them in as the person; they are
     /// told, and the person gets a new link.
     pub(super) async fn connect_clicked(&self, click: &ConnectClick) -> Result<Outcome, WorkerError> {
@@ -215,14 +225,19 @@ impl Worker {
         let Some(state) = sign_in.ports.states.load(&click.state).await.map_err(WorkerError::SignIn)? else {
             return Ok(Outcome::Ignored { reason: "unknown_state" });
         };
-        if state.user == click.user {
-            return Ok(Outcome::Ignored { reason: "own_button" });
-        }
         // A button is clicked where it was posted: a value copied into
         // another channel names nothing there.
         if (&state.thread.team, &state.thread.channel) != (&click.thread.team, &click.thread.channel) {
             warn!(user = %click.user, "a Connect button's state from another channel (forged): nothing changes");
             return Ok(Outcome::Ignored { reason: "other_channel" });
+        }
+        // The person's own click (Slack signed it): the start page may now
+        // let the browser it opened sign in.
+        if state.user == click.user {
+            let armed =
+                sign_in.ports.states.arm(&click.state, self.clock.now_unix()).await.map_err(WorkerError::SignIn)?;
+            info!(provider = %state.provider, armed, "the person clicked their Connect button");
+            return Ok(Outcome::Ignored { reason: "own_button" });
         }
         warn!(user = %click.user, owner = %state.user, provider = %state.provider, "someone else clicked a Connect button: burned");
         let burned = sign_in.ports.states.burn(&click.state, &click.user).await.map_err(WorkerError::SignIn)?;

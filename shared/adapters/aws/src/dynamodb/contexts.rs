@@ -1,5 +1,5 @@
 //! What people have in view as the [`UserContexts`] port: one small item
-//! per person, `USER#{team}#{user}` / `CONTEXT`, overwritten by each
+//! per person, `CONTEXT#{team}#{user}` / `CONTEXT`, overwritten by each
 //! change (the ingress is its one writer) and expiring an hour after it
 //! was seen. Reads filter on the expiry: DynamoDB deletes expired items
 //! late.
@@ -27,7 +27,7 @@ impl DynamoContexts {
 }
 
 fn partition(team: &TeamId, user: &UserId) -> String {
-    format!("USER#{team}#{user}")
+    format!("CONTEXT#{team}#{user}")
 }
 
 #[async_trait]

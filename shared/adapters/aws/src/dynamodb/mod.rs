@@ -10,7 +10,7 @@
 //! | what the responder posted | `TURN#{turn_id}` | `DELIVERY` | [`records::DynamoRecords`] |
 //! | the answer the worker streamed | `TURN#{turn_id}` | `STREAM` | [`records::DynamoRecords`] |
 //! | ratings of the answer | `TURN#{turn_id}` | `FEEDBACK` | [`records::DynamoRecords`] |
-//! | what a person has in view | `USER#{team}#{user}` | `CONTEXT` | [`contexts::DynamoContexts`] |
+//! | what a person has in view | `CONTEXT#{team}#{user}` | `CONTEXT` | [`contexts::DynamoContexts`] |
 //! | a person's sealed tokens per provider | `USER#{team}#{user}` | `TOKENS#{provider}` | [`records::DynamoRecords`] |
 //! | a sign-in in progress | `OAUTH_STATE#{state}` | `STATE` | [`records::DynamoRecords`] |
 //! | the client id registered at an MCP server's authorization server | `OAUTH_CLIENT#{hash}` | `CLIENT` | [`records::DynamoRecords`] |
