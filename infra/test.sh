@@ -11,8 +11,9 @@
 # the template, every test (unit, emulator, real binaries under the Lambda
 # Runtime Interface Emulator), the IAM check of every AWS call the
 # functions made against their roles in template.yaml, the check of every
-# Bedrock and Slack request against the vendors' own models, and the
-# evaluation set against its recorded model replies.
+# Bedrock and Slack request against the vendors' own models, the check that
+# no Slack request carries a live mass mention the deployment did not
+# allow, and the evaluation set against its recorded model replies.
 # Whatever it started is stopped on exit, failed or not.
 set -euo pipefail
 
@@ -75,6 +76,10 @@ step "IAM: every AWS call the functions made, against the roles template.yaml gi
 step "requests against the vendors' own models (Bedrock's service model, Slack's Block Kit)"
 "$venv/bin/python" infra/vendor-models/check.py --self-test
 "$venv/bin/python" infra/vendor-models/check.py --calls "$AWS_CALL_LOG"
+
+step "no live mass mention the deployment did not allow, in any Slack request (infra/mentions/check.py)"
+"$venv/bin/python" infra/mentions/check.py --self-test
+"$venv/bin/python" infra/mentions/check.py --calls "$AWS_CALL_LOG"
 
 step "the evaluation set against its recorded model replies (infra/eval.sh)"
 infra/eval.sh

@@ -91,26 +91,32 @@ async fn special_mentions_ping_only_where_the_deployment_allows_them() {
     answered.status = TurnStatus::Answered;
     answered.answer = Some("<!here> the pool is back; <!channel> was not needed.".into());
     stack.turns().create(&mut answered).await.unwrap();
-    let env = |allowed: &str| {
+    let env = |allowed: (&'static str, String)| {
         vec![
             ("TURNS_TABLE", stack.table.clone()),
             ("REPLY_QUEUE_URL", stack.reply_queue.queue.clone()),
             ("SLACK_BOT_TOKEN", "xoxb-test-token".to_owned()),
             ("SLACK_API_BASE_URL", slack.url().to_owned()),
-            ("SLACK_ALLOWED_SPECIAL_MENTIONS", allowed.to_owned()),
+            allowed,
             tests::Role::Responder.env(),
         ]
     };
 
     // A value that is not a kind of mention stops the start, naming it.
-    let refused = LambdaUnderRie::start("responder", Launch { env: env("here,all"), clock: None }).unwrap();
+    let refused = LambdaUnderRie::start(
+        "responder",
+        Launch { env: env(("SLACK_ALLOWED_SPECIAL_MENTIONS", "here,all".into())), clock: None },
+    )
+    .unwrap();
     let outcome = refused.invoke(&events::parse(events::RESPONDER_SQS_DELIVER)).await;
     assert!(outcome.is_err() || outcome.as_ref().unwrap().get("errorType").is_some(), "{outcome:?}");
     assert!(refused.logs().contains("SLACK_ALLOWED_SPECIAL_MENTIONS"), "{}", refused.logs());
     assert!(slack.posted().is_empty());
 
-    // `here` allowed: it pings; `channel` shows as text.
-    let lambda = LambdaUnderRie::start("responder", Launch { env: env("here"), clock: None }).unwrap();
+    // `here` allowed (and so in the records infra/mentions/check.py reads):
+    // it pings; `channel` shows as text.
+    let lambda =
+        LambdaUnderRie::start("responder", Launch { env: env(slack.deployment_allows("here")), clock: None }).unwrap();
     let response = lambda.invoke(&events::parse(events::RESPONDER_SQS_DELIVER)).await.unwrap();
     assert_eq!(response["batchItemFailures"], json!([]), "{response}\n{}", lambda.logs());
     assert_eq!(slack.posted()[0].text, "<!here> the pool is back; &lt;!channel&gt; was not needed.");

@@ -102,6 +102,8 @@ struct Shared {
 pub struct FakeSlack {
     url: String,
     shared: Arc<Shared>,
+    /// What each record of a request carries besides the request.
+    notes: crate::local_server::Notes,
     _server: LocalServer,
 }
 
@@ -113,9 +115,19 @@ impl FakeSlack {
             .route("/files-pri/{id}/download/{name}", axum::routing::get(download))
             .route("/upload/{id}", post(upload))
             .with_state(shared.clone());
-        let server = LocalServer::start_recorded(app, "slack").await;
+        let notes = crate::local_server::Notes::default();
+        let server = LocalServer::start_recorded_with(app, "slack", notes.clone()).await;
         *shared.base_url.lock().expect("base lock") = server.base_url.clone();
-        Self { url: format!("{}/api", server.base_url), shared, _server: server }
+        Self { url: format!("{}/api", server.base_url), shared, notes, _server: server }
+    }
+
+    /// The deployment allows the special mentions `kinds` (`here,subteam`):
+    /// the variable to give the functions that post here, and, from now on,
+    /// in each record of a request to this fake, so that
+    /// `infra/mentions/check.py` takes those kinds for allowed in them.
+    pub fn deployment_allows(&self, kinds: &str) -> (&'static str, String) {
+        self.notes.lock().expect("notes lock").insert("allowed_special_mentions".into(), kinds.into());
+        ("SLACK_ALLOWED_SPECIAL_MENTIONS", kinds.to_owned())
     }
 
     /// The Web API base URL (`SLACK_API_BASE_URL`).
@@ -136,6 +148,31 @@ impl FakeSlack {
 
     pub fn calls(&self, method: &str) -> Vec<Call> {
         self.shared.calls.lock().expect("calls lock").iter().filter(|c| c.method == method).cloned().collect()
+    }
+
+    /// Each live mass mention in any parameter of any Web API call so far
+    /// (message metadata aside, which Slack never shows) of a kind not in
+    /// `allowed` (`here`, `channel`, `everyone`, `subteam`), as
+    /// `method param: <!mention`. What `infra/mentions/check.py` finds in the
+    /// records, for one test.
+    pub fn live_mass_mentions(&self, allowed: &[&str]) -> Vec<String> {
+        let mut found = Vec::new();
+        for call in self.shared.calls.lock().expect("calls lock").iter() {
+            for (name, value) in call.form.iter().filter(|(name, _)| name.as_str() != "metadata") {
+                let lower = value.to_ascii_lowercase();
+                for (at, _) in lower.match_indices("<!") {
+                    let word: String = lower[at + 2..].chars().take_while(char::is_ascii_alphabetic).collect();
+                    let next = lower[at + 2 + word.len()..].chars().next();
+                    let kind = if word == "group" { "channel" } else { word.as_str() };
+                    let mass = ["here", "channel", "everyone", "subteam"].contains(&kind)
+                        && matches!(next, None | Some('>' | '|' | '^' | ' '));
+                    if mass && !allowed.contains(&kind) {
+                        found.push(format!("{} {name}: {}", call.method, &value[at..(at + 2 + word.len())]));
+                    }
+                }
+            }
+        }
+        found
     }
 
     /// Every message the bot posted, in order, as it now stands.

@@ -4,9 +4,10 @@
 //! request it serves to `$AWS_CALL_LOG/{service}-{pid}.jsonl` (when the test
 //! command sets that directory), as the local AWS emulator does: after the
 //! tests, `infra/iam/check.py` evaluates the AWS calls among them against
-//! the roles `template.yaml` gives the functions, and
+//! the roles `template.yaml` gives the functions,
 //! `infra/vendor-models/check.py` validates the Bedrock and Slack requests
-//! against the vendors' own published models.
+//! against the vendors' own published models, and `infra/mentions/check.py`
+//! looks for live mass mentions in every Slack request.
 
 use axum::Router;
 use axum::body::Body;
@@ -33,15 +34,31 @@ impl LocalServer {
     /// As [`LocalServer::start`], recording each request as `service`'s
     /// (`bedrock`, `slack`).
     pub async fn start_recorded(app: Router, service: &'static str) -> Self {
+        Self::start_recorded_with(app, service, Notes::default()).await
+    }
+
+    /// As [`LocalServer::start_recorded`], each record also carrying what
+    /// `notes` holds when the request arrives (what the test's deployment
+    /// set that a check of the records needs: `allowed_special_mentions`).
+    pub async fn start_recorded_with(app: Router, service: &'static str, notes: Notes) -> Self {
         let app = app.layer(axum::middleware::from_fn(move |request: Request, next: axum::middleware::Next| {
-            record(service, request, next)
+            record(service, notes.clone(), request, next)
         }));
         Self::start(app).await
     }
 }
 
+/// Fields added to every record of a recorded fake, as they stand when the
+/// request arrives.
+pub type Notes = std::sync::Arc<std::sync::Mutex<serde_json::Map<String, serde_json::Value>>>;
+
 /// Appends the request to the call log, then serves it unchanged.
-async fn record(service: &'static str, request: Request, next: axum::middleware::Next) -> axum::response::Response {
+async fn record(
+    service: &'static str,
+    notes: Notes,
+    request: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
     let Some(directory) = std::env::var_os("AWS_CALL_LOG") else {
         return next.run(request).await;
     };
@@ -68,6 +85,9 @@ async fn record(service: &'static str, request: Request, next: axum::middleware:
         },
     });
     line[body_field.0] = body_field.1;
+    for (name, value) in notes.lock().expect("notes lock").iter() {
+        line[name] = value.clone();
+    }
     let path = std::path::Path::new(&directory).join(format!("{service}-{}.jsonl", std::process::id()));
     let written = std::fs::create_dir_all(&directory).and_then(|()| {
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
