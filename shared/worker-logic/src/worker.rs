@@ -1349,6 +1349,17 @@ impl Worker {
                 return Ok(());
             }
         };
+        // What the model wrote is redacted before the turn keeps it (the
+        // transcript, the answer): a secret it read or made up is stored
+        // nowhere, as it is posted nowhere.
+        let mut reply = reply;
+        for content in &mut reply.message.content {
+            if let Content::Text(text) = content
+                && let std::borrow::Cow::Owned(redacted) = redact::redact(text)
+            {
+                *text = redacted;
+            }
+        }
         turn.steps += 1;
         Span::current().record("step", turn.steps);
         turn.usage += reply.usage;

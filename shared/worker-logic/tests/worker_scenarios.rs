@@ -2372,3 +2372,24 @@ fn slack_ports(
         clock: Arc::new(assistant_core::FixedClock::at(1_763_800_000)),
     }
 }
+
+#[tokio::test]
+async fn a_secret_the_model_writes_itself_is_redacted_before_the_turn_keeps_it() {
+    // GIVEN a model that says a secret on its way to a tool call and in its
+    // answer (made here: nothing secret-looking is committed)
+    let key = format!("aws_secret_access_key={}{}", "wJalrXUtnFEMI/K7MDENG/", "bPxRfiCYzQ8rT2vN5mL4kW9s");
+    let mut step = calls(&[("t1", "search_docs", json!({"query": "pool"}))]).unwrap();
+    step.message.content.insert(0, Content::Text(format!("Found {key} in the config.")));
+    let model = ScriptedModel::new([Ok(step), text(&format!("Rotate it: {key}"))]);
+    let worker = worker(model, counter());
+
+    // WHEN the turn runs
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN neither the transcript nor the answer holds it
+    let turn = stored(&worker).await;
+    let kept = serde_json::to_string(&turn).unwrap();
+    assert!(!kept.contains("bPxRfiCY"), "{kept}");
+    let answer = turn.answer.unwrap();
+    assert!(answer.contains("Rotate it:") && answer.contains("[redacted"), "{answer}");
+}
