@@ -204,6 +204,10 @@ impl IncidentDesk {
     }
 
     pub async fn handle(&self, notice: &AlertNotice) -> Result<Handled, DeskError> {
+        // The alert's own words are redacted before the incident keeps or
+        // posts any of them (the ingress, which links no regex engine,
+        // queues them as they came).
+        let notice = &redacted(notice);
         let scheduled;
         let (notice, route, limits) = if notice.source == AlertSource::Schedule {
             // The channel and question are the configuration's, never the
@@ -484,6 +488,18 @@ Investigate it with your read-only tools: what is failing, since when, how widel
 (recent deploys, errors in the logs, related alarms and metrics, what the runbooks say). Answer for the on-call \
 engineer in a few lines: what you found, with the evidence, what you could not check, and the next step you \
 recommend. Do not change anything: propose changes and let a person approve them.";
+
+/// `notice` with its text (title, summary, label values, link) redacted.
+fn redacted(notice: &AlertNotice) -> AlertNotice {
+    let redact = |text: &str| redact::redact(text).into_owned();
+    AlertNotice {
+        title: redact(&notice.title),
+        summary: redact(&notice.summary),
+        labels: notice.labels.iter().map(|(name, value)| (name.clone(), redact(value))).collect(),
+        url: notice.url.as_deref().map(redact),
+        ..notice.clone()
+    }
+}
 
 /// An incident's message, in Slack's mrkdwn (escaped here, redacted by the
 /// caller).
