@@ -346,8 +346,11 @@ const ANSWER_SOURCES: usize = 6;
 /// The line an answer ends with: the sources its tools used (links a
 /// knowledge base or tool returned, runbooks read), those the answer does
 /// not already cite, at most [`ANSWER_SOURCES`]; none when there are none.
-/// Titles are a tool's words: brackets and line breaks are dropped so a
-/// title cannot make a link of its own.
+/// Titles are a tool's words: markup characters and line breaks are dropped
+/// so a title cannot make a link, a mention or emphasis of its own, it is
+/// cut to 80 characters, and the link's real host follows it
+/// (`[Pool tuning · wiki.example.com](https://wiki.example.com/pool)`), so a
+/// title cannot pass one site off as another.
 pub fn sources_line(transcript: &[Message], answer: &str) -> Option<String> {
     let succeeded: std::collections::HashSet<&str> = transcript
         .iter()
@@ -362,7 +365,9 @@ pub fn sources_line(transcript: &[Message], answer: &str) -> Option<String> {
         match content {
             Content::ToolResult(result) if result.status == ToolStatus::Success => {
                 for source in sources_of(&result.output) {
-                    cited.push((source.url.clone(), format!("[{}]({})", plain_title(&source.title), source.url)));
+                    let host = url::Url::parse(&source.url).ok().and_then(|url| url.host_str().map(str::to_owned));
+                    let label = format!("{} · {}", plain_title(&source.title), host.unwrap_or_default());
+                    cited.push((source.url.clone(), format!("[{label}]({})", source.url)));
                 }
             }
             Content::ToolUse(call) if call.name == "read_doc" && succeeded.contains(call.id.as_str()) => {
@@ -398,13 +403,34 @@ pub fn sources_of(output: &ToolOutput) -> Vec<TaskSource> {
         .into_iter()
         .flatten()
         .filter_map(|source| {
-            let url = source["url"].as_str()?;
-            let title = source["title"].as_str().filter(|title| !title.trim().is_empty()).unwrap_or(url);
-            (url.starts_with("https://") || url.starts_with("http://"))
-                .then(|| TaskSource { title: title.chars().take(100).collect(), url: url.to_owned() })
+            let url = web_link(source["url"].as_str()?)?;
+            let title = source["title"].as_str().filter(|title| !title.trim().is_empty()).unwrap_or(&url);
+            let title: String =
+                title.chars().filter(|c| !"<>".contains(*c)).map(|c| if c.is_control() { ' ' } else { c }).collect();
+            Some(TaskSource { title: title.trim().chars().take(100).collect(), url })
         })
         .take(MAX_SOURCES)
         .collect()
+}
+
+/// `url` as a link may carry it: an `http`/`https` URL with a host and no
+/// user name or password, in the URL's own spelling, with the characters
+/// that could end a Markdown or Slack link (`( ) [ ] < > |`, spaces)
+/// percent-encoded. `None` for anything else.
+fn web_link(url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url.trim()).ok()?;
+    let web = matches!(parsed.scheme(), "http" | "https") && parsed.host_str().is_some();
+    if !web || !parsed.username().is_empty() || parsed.password().is_some() {
+        return None;
+    }
+    let mut link = String::with_capacity(parsed.as_str().len());
+    for c in parsed.as_str().chars() {
+        match c {
+            '(' | ')' | '[' | ']' | '<' | '>' | '|' | ' ' => link.push_str(&format!("%{:02X}", c as u32)),
+            c => link.push(c),
+        }
+    }
+    Some(link)
 }
 
 #[cfg(test)]
@@ -458,8 +484,41 @@ mod tests {
         let line = sources_line(&transcript, "The pool is exhausted; see <https://wiki.example.com/slo>.").unwrap();
         assert_eq!(
             line,
-            "*Sources:* `runbooks/checkout.md` · [Pool tuninghttps://evil.example x](https://wiki.example.com/pool)"
+            "*Sources:* `runbooks/checkout.md` · [Pool tuninghttps://evil.example x · wiki.example.com](https://wiki.example.com/pool)"
         );
         assert_eq!(sources_line(&transcript[..1], "anything"), None, "no results, no sources");
+    }
+
+    #[test]
+    fn a_tools_sources_cannot_disguise_a_link_add_one_of_their_own_or_ping() {
+        use assistant_core::turn::Role;
+        // GIVEN a tool result whose sources were written by someone hostile
+        let hostile = serde_json::json!({"sources": [
+            {"title": "bank.example.com", "url": "https://evil.example/login"},
+            {"title": "runbook", "url": "https://wiki.example.com/x) **URGENT** [Log in](https://evil.example/y"},
+            {"title": "creds", "url": "https://admin:hunter2@wiki.example.com/z"},
+            {"title": "<!channel> look\nnow", "url": "https://wiki.example.com/w"},
+            {"title": "script", "url": "javascript:alert(1)"}
+        ]});
+        let transcript = vec![
+            Message { role: Role::Assistant, content: vec![call("k", "search_kb", serde_json::json!({}))] },
+            Message { role: Role::User, content: vec![result("k", ToolStatus::Success, hostile.clone())] },
+        ];
+
+        // WHEN the answer's sources line is written
+        let line = sources_line(&transcript, "The answer.").unwrap();
+
+        // THEN each link shows its real host, none closes early, none
+        // carries credentials or another scheme, and none pings
+        assert_eq!(
+            line,
+            "*Sources:* [bank.example.com · evil.example](https://evil.example/login) · \
+             [runbook · wiki.example.com](https://wiki.example.com/x%29%20**URGENT**%20%5BLog%20in%5D%28https://evil.example/y) · \
+             [!channel look now · wiki.example.com](https://wiki.example.com/w)"
+        );
+        // AND the task card's sources are the same links, titles unable to mention
+        let cards = sources_of(&ToolOutput::Json(hostile));
+        assert_eq!(cards.len(), 3, "{cards:?}");
+        assert!(cards.iter().all(|source| !source.title.contains('<') && !source.url.contains(')')), "{cards:?}");
     }
 }
