@@ -395,7 +395,8 @@ fn plain_title(title: &str) -> String {
 }
 
 /// The sources a tool's result names (`"sources": [{"title", "url"}]`, as
-/// the knowledge-base tools answer): web links only, a few, titles short.
+/// the knowledge-base tools answer): web links only, a few, titles short
+/// and unable to mention anyone (no `<`, `>` or line breaks).
 pub fn sources_of(output: &ToolOutput) -> Vec<TaskSource> {
     let ToolOutput::Json(value) = output else { return Vec::new() };
     value["sources"]
