@@ -48,6 +48,9 @@ pub enum SlackReply {
     /// The call is applied (`chat.postMessage` posts, `files.completeUploadExternal`
     /// shares), but the answer is this HTTP status (the response was lost).
     PostedThenStatus(u16),
+    /// The call is applied, then the answer is held for this long: a
+    /// caller can be killed while it waits, the call done and unrecorded.
+    AppliedThenHeld(std::time::Duration),
 }
 
 /// A message in a fake thread.
@@ -65,6 +68,32 @@ pub struct Posted {
     pub tasks: Vec<Value>,
     /// Files shared in it (`files.completeUploadExternal`): their ids.
     pub files: Vec<String>,
+}
+
+impl Posted {
+    /// A click by `user` on the `action`-th button of this message (an
+    /// approval prompt), as Slack sends it to the ingress: the
+    /// interactivity payload, form-encoded and signed, stamped now.
+    pub fn click(&self, action: usize, user: &str) -> Value {
+        let blocks = self.blocks.as_ref().and_then(Value::as_array).expect("a message with blocks");
+        let actions = blocks.iter().find(|block| block["type"] == "actions").expect("an actions block");
+        let button = &actions["elements"][action];
+        let mut payload: Value = serde_json::from_str(testkit::fixtures::BLOCK_ACTIONS_APPROVE).expect("fixture");
+        payload["user"]["id"] = user.into();
+        payload["container"]["channel_id"] = self.channel.clone().into();
+        payload["channel"]["id"] = self.channel.clone().into();
+        for at in ["container", "message"] {
+            payload[at]["thread_ts"] = self.thread_ts.clone().into();
+        }
+        payload["container"]["message_ts"] = self.ts.clone().into();
+        payload["message"]["ts"] = self.ts.clone().into();
+        payload["actions"][0]["action_id"] = button["action_id"].clone();
+        payload["actions"][0]["value"] = button["value"].clone();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970");
+        payload["actions"][0]["action_ts"] = format!("{}.{:06}", now.as_secs(), now.subsec_micros()).into();
+        let form = testkit::fixtures::interaction_form(&payload.to_string());
+        crate::events::with_body(&crate::events::parse(crate::events::APPROVAL_CLICK), &form)
+    }
 }
 
 /// The most markdown one stream call may carry.
@@ -448,6 +477,11 @@ async fn call(
         SlackReply::Json(default.unwrap_or_else(|| shared.behave(&method, &form)))
     });
     match reply {
+        SlackReply::AppliedThenHeld(held) => {
+            let applied = shared.behave(&method, &form);
+            tokio::time::sleep(held).await;
+            axum::Json(applied).into_response()
+        }
         SlackReply::PostedThenStatus(status) => {
             shared.behave(&method, &form);
             StatusCode::from_u16(status).expect("valid status").into_response()

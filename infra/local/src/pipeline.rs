@@ -446,6 +446,9 @@ impl Pipeline {
                     }
                     ReplyMessage::ApprovalExpired { tool_use, .. } => format!("{} expired", tool_use.name),
                     ReplyMessage::ApprovalRefused { user, .. } => format!("click by {user} refused"),
+                    ReplyMessage::ApprovalAnswered { user, tool_name, .. } => {
+                        format!("{user} told {tool_name} was already decided")
+                    }
                     ReplyMessage::FeedbackNoted { user, rating, .. } => format!("{user} rated {}", rating.as_str()),
                     ReplyMessage::RanUnderGrant { tool_use, grant, .. } => {
                         format!("{} ran under {}'s thread grant", tool_use.name, grant.granted_by)

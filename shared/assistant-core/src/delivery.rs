@@ -237,7 +237,22 @@ pub struct StreamRecord {
     /// with the saved answer's and replaces the message when they differ.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed: Option<String>,
+    /// No streamed message exists though none is recorded: Slack refused
+    /// the start, or the one it started while its `ts` went unrecorded (the
+    /// process stopped during `chat.startStream`, or its answer was lost)
+    /// was found in the thread and deleted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_message: bool,
     pub updated_at: i64,
+}
+
+impl StreamRecord {
+    /// Whether a stream this turn started may be in the thread with its
+    /// `ts` unrecorded: the start was recorded as begun, and neither its
+    /// `ts` nor that no message exists was recorded after.
+    pub fn may_have_unrecorded_stream(&self) -> bool {
+        self.version != 0 && self.ts.is_none() && !self.no_message
+    }
 }
 
 /// A short digest of streamed text, to compare what the stream showed

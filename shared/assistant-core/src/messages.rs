@@ -335,6 +335,10 @@ pub enum ReplyMessage {
         /// The grant the decision gave the thread.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grant: Option<ThreadGrant>,
+        /// The approved call was started and the worker stopped before
+        /// recording its result: whether it completed is unknown.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        outcome_unknown: bool,
     },
     /// A call ran without a prompt under the thread's grant: the thread
     /// is told, with a Revoke button.
@@ -357,6 +361,18 @@ pub enum ReplyMessage {
         approvers: Vec<Approver>,
         /// The requester clicked, and this team wants a second person.
         own_request: bool,
+    },
+    /// Someone clicked a prompt's button after its call was decided (a
+    /// second click, or a prompt left live by a crash): only they are told
+    /// that nothing more runs, and who approved it when someone did.
+    ApprovalAnswered {
+        turn_id: TurnId,
+        thread: ThreadRef,
+        /// Who clicked.
+        user: UserId,
+        tool_name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approved_by: Option<UserId>,
     },
     /// A rating was kept: only the person who clicked is told.
     FeedbackNoted { turn_id: TurnId, thread: ThreadRef, user: UserId, rating: Rating },
@@ -386,6 +402,7 @@ impl ReplyMessage {
             | ReplyMessage::ApprovalDecided { thread, .. }
             | ReplyMessage::ApprovalExpired { thread, .. }
             | ReplyMessage::ApprovalRefused { thread, .. }
+            | ReplyMessage::ApprovalAnswered { thread, .. }
             | ReplyMessage::RanUnderGrant { thread, .. }
             | ReplyMessage::GrantRevoked { thread, .. }
             | ReplyMessage::RevokeRefused { thread, .. }
@@ -403,6 +420,7 @@ impl ReplyMessage {
             | ReplyMessage::ApprovalDecided { turn_id, .. }
             | ReplyMessage::ApprovalExpired { turn_id, .. }
             | ReplyMessage::ApprovalRefused { turn_id, .. }
+            | ReplyMessage::ApprovalAnswered { turn_id, .. }
             | ReplyMessage::RanUnderGrant { turn_id, .. }
             | ReplyMessage::GrantRevoked { turn_id, .. }
             | ReplyMessage::RevokeRefused { turn_id, .. }
@@ -422,6 +440,9 @@ impl ReplyMessage {
             ReplyMessage::ApprovalExpired { turn_id, tool_use, .. } => format!("expired:{turn_id}:{}", tool_use.id),
             ReplyMessage::ApprovalRefused { turn_id, user, tool_name, .. } => {
                 format!("refused:{turn_id}:{tool_name}:{user}")
+            }
+            ReplyMessage::ApprovalAnswered { turn_id, user, tool_name, .. } => {
+                format!("answered:{turn_id}:{tool_name}:{user}")
             }
             ReplyMessage::FeedbackNoted { turn_id, user, rating, .. } => {
                 format!("feedback:{turn_id}:{user}:{}", rating.as_str())

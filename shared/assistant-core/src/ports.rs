@@ -628,6 +628,13 @@ pub trait AgentSlack: Send + Sync {
     /// above the answer. A message already gone counts as deleted.
     async fn delete_message(&self, thread: &ThreadRef, ts: &Ts) -> Result<(), PostError>;
 
+    /// The bot's own messages in the thread, posted after `after`, that hold
+    /// no text, no files and no metadata: what a stream started and never
+    /// recorded looks like (`chat.startStream` takes no metadata, and
+    /// nothing was appended to it, for nobody knew its `ts`). Every other
+    /// message the bot leaves in a thread carries metadata or files.
+    async fn unrecorded_streams(&self, thread: &ThreadRef, after: &Ts) -> Result<Vec<Ts>, PostError>;
+
     /// Ends the stream, adding `blocks` under the text and the message's
     /// metadata.
     async fn stop_stream(

@@ -397,6 +397,10 @@ pub struct ActionRecord {
     /// The thread grant it ran under, if it ran without a prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<GrantUse>,
+    /// It was started and the worker stopped before recording its result:
+    /// whether it completed is unknown (it is never made again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outcome_unknown: bool,
 }
 
 /// The grant a call ran under.

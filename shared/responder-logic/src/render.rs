@@ -302,6 +302,34 @@ pub fn approval_refused(tool_name: &str, requester: &UserId, approvers: &[Approv
     }
 }
 
+/// What someone who clicks a prompt whose call was already decided is
+/// told, and only they: nothing more runs from it, and who approved it
+/// when someone did.
+pub fn approval_answered(tool_name: &str, approved_by: Option<&UserId>) -> String {
+    let name = mrkdwn::escape(tool_name);
+    match approved_by {
+        Some(user) => format!(
+            "This prompt was already answered: <@{user}> approved running `{name}`. Nothing more runs from its \
+             buttons."
+        ),
+        None => format!("This prompt was already answered: `{name}` was decided. Nothing more runs from its buttons."),
+    }
+}
+
+/// A decided prompt whose approved call was started and never recorded as
+/// done (the worker stopped while it ran): it says so, so nobody takes the
+/// call for done, nor runs it again blindly.
+pub fn outcome_unknown(mut decided: Outgoing) -> Outgoing {
+    decided.text.push_str(
+        " It was started, but whether it completed is unknown (I stopped before recording its result): check its \
+         effect before running it again.",
+    );
+    if let Some(first) = decided.blocks.first_mut() {
+        *first = section(&decided.text);
+    }
+    decided
+}
+
 /// The approval prompt once decided: who decided what, and no buttons
 /// but a grant's Revoke.
 pub fn approval_decided(

@@ -168,8 +168,11 @@ impl Responder {
                 self.tell_privately(turn_id, thread, user, &render::revoke_refused(scope), &[]).await
             }
             ReplyMessage::Progress { turn_id, thread, step, text } => self.progress(turn_id, thread, *step, text).await,
-            ReplyMessage::ApprovalDecided { turn_id, thread, tool_use, decision, user, grant } => {
-                let decided = render::approval_decided(turn_id, tool_use, *decision, user, grant.as_ref());
+            ReplyMessage::ApprovalDecided { turn_id, thread, tool_use, decision, user, grant, outcome_unknown } => {
+                let mut decided = render::approval_decided(turn_id, tool_use, *decision, user, grant.as_ref());
+                if *outcome_unknown {
+                    decided = render::outcome_unknown(decided);
+                }
                 self.decided(turn_id, thread, &decided).await
             }
             ReplyMessage::ApprovalExpired { turn_id, thread, tool_use } => {
@@ -177,6 +180,10 @@ impl Responder {
             }
             ReplyMessage::ApprovalRefused { turn_id, thread, user, tool_name, requester, approvers, own_request } => {
                 let text = render::approval_refused(tool_name, requester, approvers, *own_request);
+                self.tell_privately(turn_id, thread, user, &text, &[]).await
+            }
+            ReplyMessage::ApprovalAnswered { turn_id, thread, user, tool_name, approved_by } => {
+                let text = render::approval_answered(tool_name, approved_by.as_ref());
                 self.tell_privately(turn_id, thread, user, &text, &[]).await
             }
             ReplyMessage::FeedbackNoted { turn_id, thread, user, rating } => {
@@ -243,6 +250,7 @@ impl Responder {
                 ReplyMessage::ApprovalDecided { .. }
                 | ReplyMessage::ApprovalExpired { .. }
                 | ReplyMessage::ApprovalRefused { .. }
+                | ReplyMessage::ApprovalAnswered { .. }
                 | ReplyMessage::RanUnderGrant { .. }
                 | ReplyMessage::GrantRevoked { .. }
                 | ReplyMessage::RevokeRefused { .. }

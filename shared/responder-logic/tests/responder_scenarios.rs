@@ -407,11 +407,72 @@ async fn an_approval_prompt_is_posted_once_with_its_buttons() {
         decision: assistant_core::messages::Decision::Approve,
         user: slack::UserId::new("U2"),
         grant: None,
+        outcome_unknown: false,
     };
     assert_eq!(responder.handle(&decided).await.unwrap(), Outcome::PromptUpdated { id: turn.id.clone() });
     assert_eq!(texts(&responder), ["✅ <@U2> approved running `restart_service`."]);
     assert_eq!(responder.slack.messages()[0].message.blocks.len(), 1, "no actions block");
     assert_eq!(responder.slack.calls(POST), 1, "updated in place");
+}
+
+#[tokio::test]
+async fn a_prompt_whose_approved_call_has_an_unknown_outcome_says_so_and_a_late_clicker_alone_is_told() {
+    // GIVEN a prompt with buttons in the thread
+    let responder = responder();
+    let turn = stored(&responder, TurnStatus::AwaitingApproval, None).await;
+    let call = ToolUse { id: "tooluse_9".into(), name: "restart_service".into(), input: json!({}) };
+    let prompt = ReplyMessage::ApprovalPrompt {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        tool_use: call.clone(),
+        requester: Some(turn.user.clone()),
+        approvers: vec![Approver::Requester],
+        expires_at: None,
+        destructive: false,
+        grant_minutes: None,
+        grant_scope: None,
+    };
+    responder.handle(&prompt).await.unwrap();
+
+    // WHEN the worker that settles the call's unknown outcome updates it
+    let settled = ReplyMessage::ApprovalDecided {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        tool_use: call.clone(),
+        decision: assistant_core::messages::Decision::Approve,
+        user: slack::UserId::new("U2"),
+        grant: None,
+        outcome_unknown: true,
+    };
+    assert_eq!(responder.handle(&settled).await.unwrap(), Outcome::PromptUpdated { id: turn.id.clone() });
+
+    // THEN it is the record: who approved, that the outcome is unknown, no buttons
+    let text = "✅ <@U2> approved running `restart_service`. It was started, but whether it completed is unknown \
+                (I stopped before recording its result): check its effect before running it again.";
+    assert_eq!(texts(&responder), [text]);
+    let blocks = &responder.slack.messages()[0].message.blocks;
+    assert_eq!(blocks.len(), 1, "no actions block");
+    assert_eq!(blocks[0]["text"]["text"], text);
+
+    // AND someone clicking it late is told, alone, that nothing more runs
+    let answered = ReplyMessage::ApprovalAnswered {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        user: slack::UserId::new("U0LATE"),
+        tool_name: call.name.clone(),
+        approved_by: Some(slack::UserId::new("U2")),
+    };
+    assert_eq!(responder.handle(&answered).await.unwrap(), Outcome::ToldPrivately { id: turn.id.clone() });
+    let told = responder.slack.ephemerals();
+    assert_eq!(told.len(), 1);
+    assert_eq!(
+        (told[0].0.as_str(), told[0].1.as_str()),
+        (
+            "U0LATE",
+            "This prompt was already answered: <@U2> approved running `restart_service`. Nothing more runs from its \
+             buttons."
+        )
+    );
 }
 
 #[tokio::test]

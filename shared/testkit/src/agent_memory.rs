@@ -21,6 +21,8 @@ pub const START_STREAM: &str = "chat.startStream";
 pub const APPEND_STREAM: &str = "chat.appendStream";
 pub const STOP_STREAM: &str = "chat.stopStream";
 pub const DELETE: &str = "chat.delete";
+/// `conversations.replies`, looking for the bot's unrecorded streams.
+pub const UNRECORDED_STREAMS: &str = "conversations.replies (unrecorded streams)";
 pub const PUBLISH_HOME: &str = "views.publish";
 pub const UPLOAD: &str = "files.getUploadURLExternal";
 pub const POST: &str = "chat.postMessage";
@@ -189,8 +191,16 @@ impl AgentSlack for MemoryAgent {
         Ok(())
     }
 
+    /// `LandThenFail` starts the stream, then answers with the error (an
+    /// answer lost, as a process killed mid-call never reads it).
     async fn start_stream(&self, thread: &ThreadRef, recipient: Option<&UserId>) -> Result<Ts, PostError> {
-        self.called(START_STREAM)?;
+        self.calls.lock().expect("calls lock").push(START_STREAM);
+        let scripted = self.scripts.lock().expect("scripts lock").get_mut(START_STREAM).and_then(VecDeque::pop_front);
+        let lost = match scripted {
+            Some(Scripted::Fail(err)) => return Err(err),
+            Some(Scripted::LandThenFail(err)) => Some(err),
+            None => None,
+        };
         if recipient.is_none() && !thread.channel.as_str().starts_with('D') {
             return Err(refused("invalid_arguments"));
         }
@@ -213,7 +223,10 @@ impl AgentSlack for MemoryAgent {
             blocks: Vec::new(),
             metadata: None,
         });
-        Ok(ts)
+        match lost {
+            Some(err) => Err(err),
+            None => Ok(ts),
+        }
     }
 
     async fn append_stream(&self, _thread: &ThreadRef, ts: &Ts, chunks: &[StreamChunk]) -> Result<(), PostError> {
@@ -225,6 +238,21 @@ impl AgentSlack for MemoryAgent {
         self.called(DELETE)?;
         self.streams.lock().expect("streams lock").retain(|stream| &stream.ts != ts);
         Ok(())
+    }
+
+    /// The streams in the thread started after `after` with nothing in
+    /// them and never stopped (a stopped one carries metadata).
+    async fn unrecorded_streams(&self, thread: &ThreadRef, after: &Ts) -> Result<Vec<Ts>, PostError> {
+        self.called(UNRECORDED_STREAMS)?;
+        Ok(self
+            .streams
+            .lock()
+            .expect("streams lock")
+            .iter()
+            .filter(|stream| &stream.thread == thread && &stream.ts > after)
+            .filter(|stream| !stream.stopped && stream.text.is_empty() && stream.tasks.is_empty())
+            .map(|stream| stream.ts.clone())
+            .collect())
     }
 
     async fn stop_stream(

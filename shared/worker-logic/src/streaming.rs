@@ -16,10 +16,20 @@
 //! Whatever Slack refuses (no stream in that conversation, a missing scope,
 //! a stream no longer streaming, rate limits) only ends the streaming: the
 //! responder delivers the answer the usual way.
+//!
+//! A stream Slack started whose `ts` never reached the record (the process
+//! was killed during `chat.startStream`, or its answer was lost) would stay
+//! empty and streaming above the answer. `chat.startStream` takes no
+//! metadata to find it by, so the record says a start began; a later
+//! invocation of the turn (or this one, after a lost answer) finds the
+//! bot's own empty message without metadata posted after the question,
+//! deletes it before the answer is delivered, and records that no message
+//! is left. Turns in one thread run one at a time (the FIFO group), so the
+//! only such message is this turn's.
 
 use assistant_core::Clock;
 use assistant_core::ThreadRef;
-use assistant_core::delivery::{MessageKey, MessageMetadata, StreamRecord, stream_digest};
+use assistant_core::delivery::{MessageKey, MessageMetadata, PostError, StreamRecord, stream_digest};
 use assistant_core::feedback::answer_footer;
 use assistant_core::model::TextSink;
 use assistant_core::ports::{AgentSlack, StreamChunk, TaskSource, TaskStatus, TaskUpdate};
@@ -70,6 +80,8 @@ pub struct AnswerStream<'w> {
     thread: ThreadRef,
     /// Who asked: Slack streams to them outside a DM.
     recipient: UserId,
+    /// The question's `ts`: a stream of this turn's is posted after it.
+    asked_at: slack::Ts,
     state: State,
     /// When the first text reached Slack (Unix milliseconds).
     pub first_text_at_ms: Option<i64>,
@@ -85,6 +97,7 @@ impl<'w> AnswerStream<'w> {
         turn_id: TurnId,
         thread: ThreadRef,
         recipient: UserId,
+        asked_at: slack::Ts,
     ) -> Self {
         Self {
             agent,
@@ -93,6 +106,7 @@ impl<'w> AnswerStream<'w> {
             turn_id,
             thread,
             recipient,
+            asked_at,
             state: State::NotStarted,
             first_text_at_ms: None,
             record_writes: 0,
@@ -108,8 +122,12 @@ impl<'w> AnswerStream<'w> {
         self.state = State::Off;
         let mut record = match self.log.load(&self.turn_id).await {
             Ok(record) if record.version == 0 => record,
-            Ok(_) => {
-                info!("this turn's answer was streamed before: the responder finishes that message");
+            Ok(mut record) => {
+                if record.may_have_unrecorded_stream() {
+                    self.close_unrecorded(&mut record).await;
+                } else {
+                    info!("this turn streamed before (or Slack refused it): the responder finishes the answer");
+                }
                 return;
             }
             Err(err) => {
@@ -125,8 +143,17 @@ impl<'w> AnswerStream<'w> {
         }
         let ts = match self.agent.start_stream(&self.thread, Some(&self.recipient)).await {
             Ok(ts) => ts,
-            Err(err) => {
+            // Slack said no (or to wait): no message was made.
+            Err(err @ (PostError::Rejected { .. } | PostError::RateLimited { .. })) => {
                 info!(error = %err, "Slack did not start a stream: the answer is posted when done");
+                record.no_message = true;
+                self.save_quietly(&mut record).await;
+                return;
+            }
+            // Slack may have started one: look for it now.
+            Err(err) => {
+                info!(error = %err, "a stream's start has an unknown outcome: looking for it in the thread");
+                self.close_unrecorded(&mut record).await;
                 return;
             }
         };
@@ -153,6 +180,54 @@ impl<'w> AnswerStream<'w> {
             separate: false,
             broken: false,
         });
+    }
+
+    /// Deletes this turn's stream that Slack started with its `ts` never
+    /// recorded, if it is in the thread, then records that no message is
+    /// left. Best effort: when Slack cannot be read or refuses, the record
+    /// is left as it was and the turn's next invocation looks again.
+    async fn close_unrecorded(&mut self, record: &mut StreamRecord) {
+        let found = match self.agent.unrecorded_streams(&self.thread, &self.asked_at).await {
+            Ok(found) => found,
+            Err(err) => {
+                warn!(error = %err, "the thread could not be searched for an unrecorded stream");
+                return;
+            }
+        };
+        for ts in &found {
+            if let Err(err) = self.agent.delete_message(&self.thread, ts).await {
+                warn!(error = %err, ts = %ts, "an unrecorded stream could not be deleted");
+                return;
+            }
+            info!(ts = %ts, "an unrecorded stream of this turn's, left empty by an earlier attempt, deleted");
+        }
+        record.no_message = true;
+        self.save_quietly(record).await;
+    }
+
+    /// Saves the record; a failure is only logged (the next invocation
+    /// acts on the record as it stood).
+    async fn save_quietly(&mut self, record: &mut StreamRecord) {
+        record.updated_at = self.clock.now_unix();
+        self.record_writes += 1;
+        if let Err(err) = self.log.save(&self.turn_id, record).await {
+            warn!(error = %err, "stream record not saved");
+        }
+    }
+
+    /// An invocation that streamed nothing: an unrecorded stream an
+    /// earlier one may have left is closed before the turn goes on or its
+    /// answer is delivered.
+    pub async fn close_left_behind(&mut self) {
+        if !matches!(self.state, State::NotStarted) {
+            return;
+        }
+        self.state = State::Off;
+        match self.log.load(&self.turn_id).await {
+            Ok(mut record) if record.may_have_unrecorded_stream() => self.close_unrecorded(&mut record).await,
+            Ok(_) => {}
+            Err(err) => warn!(error = %err, "stream record unreadable"),
+        }
     }
 
     /// Appends what the redactor released (all of it when `whole`).
@@ -212,6 +287,7 @@ impl<'w> AnswerStream<'w> {
     /// stream stopped with the answer's footer, and the record told what
     /// was streamed.
     pub async fn finish(&mut self) {
+        self.close_left_behind().await;
         let footer = answer_footer(&self.turn_id);
         let Some(mut live) = self.stop(&footer).await else { return };
         if live.broken {
@@ -228,6 +304,7 @@ impl<'w> AnswerStream<'w> {
     /// The turn waits (for a human, or the next invocation): the stream
     /// stops where it is; the responder finishes the message later.
     pub async fn pause(&mut self) {
+        self.close_left_behind().await;
         self.stop(&[]).await;
     }
 

@@ -618,12 +618,15 @@ impl Worker {
         match turn.status {
             TurnStatus::Answered | TurnStatus::Failed => {
                 info!(user = %click.user, "click on a settled turn: nothing runs");
+                self.answer_late_click(&turn, click, true).await;
                 return Ok(Outcome::Ignored { reason: "turn_settled" });
             }
             // A decision was saved and the turn went on, then failed: any
-            // approval message for it carries it on, as a continuation would.
+            // approval message for it carries it on, as a continuation would
+            // (and puts right a prompt the failure left showing buttons).
             TurnStatus::Running => {
                 info!(user = %click.user, "approval message for a turn already decided: carrying the turn on");
+                self.answer_late_click(&turn, click, false).await;
                 return self.run(turn, deadline).await;
             }
             TurnStatus::AwaitingSignIn => {
@@ -632,8 +635,11 @@ impl Worker {
             }
             TurnStatus::AwaitingApproval => {}
         }
-        if settle_unknown_outcomes(&mut turn) {
-            return self.save_decided(turn, None, deadline).await;
+        let unknown = settle_unknown_outcomes(&mut turn);
+        if !unknown.is_empty() {
+            // The prompt becomes the record: who approved, outcome unknown.
+            let updates: Vec<ReplyMessage> = unknown.iter().filter_map(|call| settled_prompt(&turn, call)).collect();
+            return self.save_decided(turn, updates, deadline).await;
         }
         let now = self.clock.now_unix();
         let asker = self.asker(&turn).await;
@@ -644,6 +650,7 @@ impl Worker {
                 tool_use_id = %click.button.tool_use_id,
                 "click on a button that names no waiting call (stale, replayed or forged): nothing runs"
             );
+            self.answer_late_click(&turn, click, true).await;
             return Ok(Outcome::Ignored { reason: "stale_button" });
         };
         if now >= pending.asked_at + self.approvals.expires_after_secs() {
@@ -706,6 +713,7 @@ impl Worker {
             decision: click.decision,
             user: click.user.clone(),
             grant,
+            outcome_unknown: false,
         };
         let pending = turn.pending_approval.as_mut().expect("a turn awaiting approval has a pending approval");
         pending.waiting.remove(index);
@@ -716,6 +724,7 @@ impl Worker {
                 approved_by: click.user.clone(),
                 at: now,
                 grant: None,
+                outcome_unknown: false,
             };
             if let Some(superseded) = self.make_approved_call(&mut turn, &call, &asker, record).await? {
                 return Ok(superseded);
@@ -728,6 +737,34 @@ impl Worker {
             });
         }
         self.save_decided(turn, Some(decided), deadline).await
+    }
+
+    /// A click on a prompt whose call no longer waits (a second click, a
+    /// replay, or a prompt a crash left showing buttons): the prompt is put
+    /// right where the audit trail says who approved the call, and, when
+    /// `tell`, the clicker is told privately that nothing more runs (unless
+    /// they approved it: the prompt's update is their answer). A button
+    /// naming no call of the turn's gets nothing. Best effort.
+    async fn answer_late_click(&self, turn: &Turn, click: &ApprovalClick, tell: bool) {
+        let calls = || turn.transcript.iter().flat_map(Message::tool_uses);
+        let Some(call) = calls().find(|call| click.button.names(call)) else { return };
+        let update = settled_prompt(turn, call);
+        let approved_by = match &update {
+            Some(ReplyMessage::ApprovalDecided { user, .. }) => Some(user.clone()),
+            _ => None,
+        };
+        let told = (tell && approved_by.as_ref() != Some(&click.user)).then(|| ReplyMessage::ApprovalAnswered {
+            turn_id: turn.id.clone(),
+            thread: turn.thread.clone(),
+            user: click.user.clone(),
+            tool_name: call.name.clone(),
+            approved_by,
+        });
+        for reply in update.into_iter().chain(told) {
+            if let Err(err) = self.replies.send(&reply).await {
+                warn!(error = %err, "a click on a decided prompt was not answered");
+            }
+        }
     }
 
     /// Makes an approved call at most once: recorded as running (with who
@@ -812,6 +849,7 @@ impl Worker {
             approved_by: grant.granted_by.clone(),
             at: self.clock.now_unix(),
             grant: Some(GrantUse { scope: grant.scope.clone(), granted_at: grant.granted_at, until: grant.until }),
+            outcome_unknown: false,
         };
         if let Some(superseded) = self.make_approved_call(turn, &call, asker, record).await? {
             return Ok(Some(superseded));
@@ -967,7 +1005,7 @@ impl Worker {
     async fn save_decided(
         &self,
         mut turn: Turn,
-        update: Option<ReplyMessage>,
+        updates: impl IntoIterator<Item = ReplyMessage>,
         deadline: &dyn Deadline,
     ) -> Result<Outcome, WorkerError> {
         after_decision(&mut turn, self.clock.now_unix());
@@ -975,10 +1013,10 @@ impl Worker {
             Ok(()) => {
                 // The prompt's update is for people; the decision stands
                 // without it.
-                if let Some(update) = update
-                    && let Err(err) = self.replies.send(&update).await
-                {
-                    warn!(error = %err, "approval prompt not updated");
+                for update in updates {
+                    if let Err(err) = self.replies.send(&update).await {
+                        warn!(error = %err, "approval prompt not updated");
+                    }
                 }
                 self.run(turn, deadline).await
             }
@@ -998,6 +1036,7 @@ impl Worker {
             turn.id.clone(),
             turn.thread.clone(),
             turn.user.clone(),
+            turn.message_ts.clone(),
         );
         // At least one step per invocation, so the turn always progresses
         // (even if the function's timeout is set shorter than a step).
@@ -1020,6 +1059,10 @@ impl Worker {
                         turn.metered.dynamodb_write_units += stream.record_writes;
                         self.report(&turn, limit);
                         self.remember(&turn).await;
+                    } else {
+                        // A redelivery: an unrecorded stream the settling
+                        // invocation could not close is closed now.
+                        stream.close_left_behind().await;
                     }
                     let reply = ReplyMessage::Deliver { turn_id: turn.id.clone(), thread: turn.thread.clone() };
                     self.replies.send(&reply).await.map_err(WorkerError::Queue)?;
@@ -1028,10 +1071,18 @@ impl Worker {
                 TurnStatus::AwaitingApproval => {
                     // A call made under a grant whose result was never saved
                     // (the process died): never made again.
-                    if settle_unknown_outcomes(&mut turn) {
+                    let unknown = settle_unknown_outcomes(&mut turn);
+                    if !unknown.is_empty() {
                         after_decision(&mut turn, self.clock.now_unix());
                         match self.save(&mut turn).await {
-                            Ok(()) => continue,
+                            Ok(()) => {
+                                for update in unknown.iter().filter_map(|call| settled_prompt(&turn, call)) {
+                                    if let Err(err) = self.replies.send(&update).await {
+                                        warn!(error = %err, "approval prompt not updated");
+                                    }
+                                }
+                                continue;
+                            }
                             Err(StoreError::Conflict { id, .. }) => {
                                 stream.pause().await;
                                 return self.superseded(id).await;
@@ -1483,16 +1534,17 @@ fn running(calls: &[ToolUse]) -> String {
 
 /// Approved calls recorded as running whose result was never saved: the
 /// process stopped between the call and the save. They are never made
-/// again; the model is told their outcome is unknown. Whether there were
-/// any.
-fn settle_unknown_outcomes(turn: &mut Turn) -> bool {
+/// again; the model is told their outcome is unknown, and so is the audit
+/// trail. The calls settled so.
+fn settle_unknown_outcomes(turn: &mut Turn) -> Vec<ToolUse> {
     let Some(pending) = turn.pending_approval.as_mut().filter(|pending| !pending.running.is_empty()) else {
-        return false;
+        return Vec::new();
     };
-    for call in std::mem::take(&mut pending.running) {
+    let unknown = std::mem::take(&mut pending.running);
+    for call in &unknown {
         warn!(tool = %call.name, tool_use_id = %call.id, "an approved call's outcome is unknown: not making it again");
         pending.completed.push(ToolResult {
-            tool_use_id: call.id,
+            tool_use_id: call.id.clone(),
             status: ToolStatus::Error,
             output: ToolOutput::Text(
                 "This approved call was started, but whether it completed is unknown: the worker stopped before \
@@ -1501,7 +1553,27 @@ fn settle_unknown_outcomes(turn: &mut Turn) -> bool {
             ),
         });
     }
-    true
+    for action in turn.actions.iter_mut().filter(|action| unknown.iter().any(|call| call.id == action.tool_use_id)) {
+        action.outcome_unknown = true;
+    }
+    unknown
+}
+
+/// The prompt of an approved call as it should now stand, from the audit
+/// trail: who approved it, and whether its outcome is unknown. `None` for
+/// a call nobody approved by a click (denied, expired, or run under a
+/// thread grant, which had no prompt).
+fn settled_prompt(turn: &Turn, call: &ToolUse) -> Option<ReplyMessage> {
+    let action = turn.actions.iter().find(|action| action.tool_use_id == call.id && action.grant.is_none())?;
+    Some(ReplyMessage::ApprovalDecided {
+        turn_id: turn.id.clone(),
+        thread: turn.thread.clone(),
+        tool_use: call.clone(),
+        decision: Decision::Approve,
+        user: action.approved_by.clone(),
+        grant: None,
+        outcome_unknown: action.outcome_unknown,
+    })
 }
 
 /// After a decision: once nothing is left to decide, the step's results

@@ -1140,6 +1140,85 @@ async fn a_crash_between_the_call_and_the_result_save_never_makes_the_call_again
 }
 
 #[tokio::test]
+async fn the_redelivery_that_settles_an_unknown_outcome_makes_the_prompt_its_record() {
+    // GIVEN the process stopped after the approved call, before its result was saved
+    let runs = counter();
+    let (mut worker, _) = awaiting_restart(runs, vec![text("Please check whether it restarted.")]).await;
+    let call = waiting_call(&worker).await;
+    worker.worker.store =
+        Arc::new(FailingSaves { inner: worker.store.clone(), saves: AtomicU32::new(0), fail_from: 2 });
+    let click = click_on(&call, REQUESTER, Decision::Approve);
+    assert!(worker.handle(&click, &Budget::plenty()).await.is_err());
+    assert!(
+        !requests(&worker.replies).iter().any(|m| matches!(m, ReplyMessage::ApprovalDecided { .. })),
+        "the prompt still shows its buttons"
+    );
+
+    // WHEN SQS redelivers the click
+    worker.worker.store = Arc::new(worker.store.clone());
+    worker.handle(&click, &Budget::plenty()).await.unwrap();
+
+    // THEN the prompt is updated to say who approved it and that its
+    // outcome is unknown (no buttons), and so does the audit trail
+    let decided: Vec<(String, UserId, bool)> = requests(&worker.replies)
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ApprovalDecided { tool_use, user, outcome_unknown, decision: Decision::Approve, .. } => {
+                Some((tool_use.id, user, outcome_unknown))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(decided, [(call.id.clone(), UserId::new(REQUESTER), true)]);
+    let turn = stored(&worker).await;
+    assert!(turn.actions[0].outcome_unknown, "{:?}", turn.actions);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_click_on_a_decided_prompt_is_answered_not_ignored() {
+    // GIVEN a call approved and the turn answered
+    let runs = counter();
+    let (worker, _) = awaiting_restart(runs, vec![text("Restarted.")]).await;
+    let call = waiting_call(&worker).await;
+    worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+    let before = worker.replies.messages().len();
+
+    // WHEN someone else clicks Deny on it, and the approver clicks Approve again
+    let late = worker.handle(&click_on(&call, "U0LATE", Decision::Deny), &Budget::plenty()).await.unwrap();
+    worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+
+    // THEN nothing runs; the prompt is put right each time (a prompt still
+    // showing buttons was left live), and the other clicker alone is told
+    // who approved it
+    assert_eq!(late, Outcome::Ignored { reason: "turn_settled" });
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let answers: Vec<String> = worker.replies.messages()[before..]
+        .iter()
+        .map(|m| match m {
+            ReplyMessage::ApprovalDecided { user, outcome_unknown: false, .. } => format!("prompt: {user} approved"),
+            ReplyMessage::ApprovalAnswered { user, approved_by, tool_name, .. } => {
+                format!("{user} told {tool_name} was approved by {approved_by:?}")
+            }
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            "prompt: U1 approved",
+            "U0LATE told restart_service was approved by Some(UserId(\"U1\"))",
+            "prompt: U1 approved"
+        ]
+    );
+
+    // AND a forged button naming no call of the turn's gets nothing
+    let forged = ToolUse { id: "r9".into(), name: "restart_service".into(), input: json!({}) };
+    worker.handle(&click_on(&forged, "U0LATE", Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.replies.messages().len(), before + 3);
+}
+
+#[tokio::test]
 async fn a_turn_that_fails_after_approve_is_carried_on_by_the_redelivered_click() {
     // GIVEN the model is throttled right after the approved call ran
     let runs = counter();
@@ -1167,7 +1246,7 @@ use assistant_core::feedback::{FeedbackButton, Rating};
 use assistant_core::messages::{FeedbackClick, Opened};
 use assistant_core::model::TextSink;
 use assistant_core::ports::{TaskStatus, UserContext, UserContexts};
-use testkit::agent_memory::{APPEND_STREAM, DELETE, START_STREAM};
+use testkit::agent_memory::{APPEND_STREAM, DELETE, START_STREAM, UNRECORDED_STREAMS};
 use testkit::slack_memory::Scripted as SlackScript;
 
 /// A model that writes its scripted replies' text in pieces, cut at the
@@ -1404,6 +1483,100 @@ async fn a_refused_stream_leaves_the_answer_to_the_post_once_path() {
     assert_eq!(worker.streams.load(&turn_id()).await.unwrap().ts, None, "the responder posts the answer");
     assert_eq!(stored(&worker).await.answer.as_deref(), Some("The pool is exhausted."));
     assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]));
+}
+
+#[tokio::test]
+async fn a_refused_stream_is_recorded_so_no_later_invocation_searches_the_thread() {
+    let worker = build(in_deltas([text("The pool is exhausted.")], &[4]), counter(), testkit::memory::tables());
+    worker.agent.script(START_STREAM, [SlackScript::Fail(SlackError::Rejected { code: "missing_scope".into() })]);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    let record = worker.streams.load(&turn_id()).await.unwrap();
+    assert!(record.no_message && !record.may_have_unrecorded_stream(), "{record:?}");
+    assert_eq!(worker.agent.calls(UNRECORDED_STREAMS), 0);
+}
+
+#[tokio::test]
+async fn a_stream_started_as_the_process_died_is_deleted_by_the_redelivery_before_the_answer() {
+    // GIVEN a worker killed during chat.startStream: the turn stored, the
+    // stream's start recorded as begun, and Slack's empty streaming message
+    // in the thread, its ts never recorded; beside it, a stopped stream
+    // (it carries metadata) and an empty one in another thread
+    let worker = build(in_deltas([text("The pool is exhausted.")], &[4]), counter(), testkit::memory::tables());
+    let mut turn = Turn::start(
+        &match start() {
+            WorkMessage::StartTurn(request) => request,
+            _ => unreachable!(),
+        },
+        NOW,
+    );
+    worker.store.create(&mut turn).await.unwrap();
+    let mut record = assistant_core::delivery::StreamRecord { updated_at: NOW, ..Default::default() };
+    worker.streams.save(&turn_id(), &mut record).await.unwrap();
+    use assistant_core::ports::AgentSlack;
+    let requester = UserId::new(REQUESTER);
+    let stopped = worker.agent.start_stream(&thread(), Some(&requester)).await.unwrap();
+    let metadata = assistant_core::delivery::MessageMetadata::new(
+        &TurnId::new("T1-Ev00"),
+        &assistant_core::delivery::MessageKey::Answer { part: 1, of: 1 },
+    );
+    worker.agent.stop_stream(&thread(), &stopped, &[], &metadata).await.unwrap();
+    let elsewhere = worker.agent.start_stream(&dm(), None).await.unwrap();
+    let orphan = worker.agent.start_stream(&thread(), Some(&requester)).await.unwrap();
+
+    // WHEN SQS delivers the message again, to a fresh worker
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN the orphan is gone before the answer's delivery is asked for,
+    // no second stream was started, the others stand, and the record says
+    // no message is left (the responder posts the answer)
+    let left: Vec<Ts> = worker.agent.streams().into_iter().map(|stream| stream.ts).collect();
+    assert_eq!(left, [stopped, elsewhere], "{orphan} deleted");
+    assert_eq!(worker.agent.calls(START_STREAM), 3, "the test's three; none by the worker");
+    let record = worker.streams.load(&turn_id()).await.unwrap();
+    assert!(record.no_message && record.ts.is_none(), "{record:?}");
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some("The pool is exhausted."));
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]));
+
+    // AND a later invocation does not search again
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.agent.calls(UNRECORDED_STREAMS), 1);
+}
+
+#[tokio::test]
+async fn a_stream_start_whose_answer_was_lost_is_found_and_deleted_at_once() {
+    // GIVEN Slack starts the stream but its answer is lost
+    let worker = build(in_deltas([text("The pool is exhausted.")], &[4]), counter(), testkit::memory::tables());
+    let lost = SlackError::Unavailable("connection reset".into());
+    worker.agent.script(START_STREAM, [SlackScript::LandThenFail(lost)]);
+
+    // WHEN the answer would stream
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN the empty message Slack made is found and deleted; the
+    // responder posts the answer
+    assert!(worker.agent.streams().is_empty(), "{:?}", worker.agent.streams());
+    assert_eq!((worker.agent.calls(UNRECORDED_STREAMS), worker.agent.calls(DELETE)), (1, 1));
+    assert!(worker.streams.load(&turn_id()).await.unwrap().no_message);
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]));
+}
+
+#[tokio::test]
+async fn a_search_for_an_unrecorded_stream_that_fails_is_tried_again_by_the_next_invocation() {
+    let worker = build(in_deltas([text("The pool is exhausted.")], &[4]), counter(), testkit::memory::tables());
+    let lost = SlackError::Unavailable("connection reset".into());
+    worker.agent.script(START_STREAM, [SlackScript::LandThenFail(lost.clone())]);
+    worker.agent.script(UNRECORDED_STREAMS, [SlackScript::Fail(lost)]);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.agent.streams().len(), 1, "left for now");
+    assert!(worker.streams.load(&turn_id()).await.unwrap().may_have_unrecorded_stream());
+
+    // WHEN the settled turn's message comes again, it looks again
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.agent.calls(UNRECORDED_STREAMS), 2);
+    assert!(worker.agent.streams().is_empty(), "{:?}", worker.agent.streams());
+    assert!(worker.streams.load(&turn_id()).await.unwrap().no_message);
 }
 
 #[tokio::test]

@@ -127,6 +127,29 @@ impl AgentSlack for WebAgent {
         }
     }
 
+    async fn unrecorded_streams(&self, thread: &ThreadRef, after: &Ts) -> Result<Vec<Ts>, PostError> {
+        let own = self.client.identity().await.map_err(post_error)?.user_id.clone();
+        let Some(own) = own else {
+            return Err(PostError::Rejected { code: "auth_test_without_user".to_owned() });
+        };
+        let messages = self
+            .client
+            .conversations_replies(&thread.channel, &thread.thread_ts, TAGGED_SEARCH_LIMIT)
+            .await
+            .map_err(post_error)?;
+        Ok(messages
+            .into_iter()
+            .filter(|message| {
+                message.user.as_ref() == Some(&own)
+                    && message.metadata.is_none()
+                    && message.files.is_empty()
+                    && message.text.trim().is_empty()
+                    && later(&message.ts, after)
+            })
+            .map(|message| message.ts)
+            .collect())
+    }
+
     async fn stop_stream(
         &self,
         thread: &ThreadRef,
@@ -199,3 +222,13 @@ impl AgentSlack for WebAgent {
 
 /// The most replies read looking for a tagged message in a thread.
 const TAGGED_SEARCH_LIMIT: usize = 1_000;
+
+/// Whether Slack timestamp `ts` is after `than` (seconds, then the
+/// sequence after the dot; an unreadable one is not).
+fn later(ts: &Ts, than: &Ts) -> bool {
+    let parts = |ts: &Ts| {
+        let (secs, seq) = ts.as_str().split_once('.').unwrap_or((ts.as_str(), "0"));
+        Some((secs.parse::<u64>().ok()?, seq.parse::<u64>().ok()?))
+    };
+    matches!((parts(ts), parts(than)), (Some(ts), Some(than)) if ts > than)
+}
