@@ -140,12 +140,18 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     assert_eq!(ingress.handle(requester_click).await.unwrap()["statusCode"], 200);
     let (work, replies) = round().await;
 
-    // THEN nothing more happens
+    // THEN nothing more runs or is posted; the click is answered by the
+    // prompt put right again (it shows the decision: the clicker approved
+    // it, so no note for them alone)
     assert_eq!(work.len(), 1, "the ingress queued it; the worker decides it is stale");
-    assert!(replies.iter().all(|r| !matches!(
-        ReplyMessage::decode(r.body().unwrap()).unwrap(),
-        ReplyMessage::ApprovalPrompt { .. } | ReplyMessage::ApprovalDecided { .. }
-    )));
+    let answered: Vec<ReplyMessage> =
+        replies.iter().map(|r| ReplyMessage::decode(r.body().unwrap()).unwrap()).collect();
+    assert!(
+        matches!(&answered[..], [ReplyMessage::ApprovalDecided { user, .. }] if user.as_str() == "U061F7AUR"),
+        "{answered:?}"
+    );
+    assert_eq!(slack.posted()[1].text, "✅ <@U061F7AUR> approved running `restart_service`.");
+    assert!(slack.ephemerals().iter().all(|(user, _)| user != "U061F7AUR"));
     assert_eq!(seen.lock().unwrap().len(), 1, "the POST never runs twice");
     assert_eq!(slack.posted().len(), 2);
     assert_eq!(bedrock.requests().len(), 2);
