@@ -738,10 +738,15 @@ def self_test(template_path, parameters_path):
         ("IngressFunction", "dynamodb:PutItem", "arn:aws:dynamodb:us-east-1:123456789012:table/TurnsTable"),
         ("ResponderFunction", "dynamodb:PutItem", "arn:aws:dynamodb:us-east-1:123456789012:table/TurnsTable"),
         ("WorkerFunction", "s3:PutObject", "arn:aws:s3:::artifactbucket/config/assistant.json"),
+        # The token key without the encryption context every seal carries.
+        ("WorkerFunction", "kms:GenerateDataKey", "arn:aws:kms:us-east-1:123456789012:key/TokenKey"),
+        # People's sealed tokens (USER#): the worker's alone.
+        ("IngressFunction", "dynamodb:PutItem", "arn:aws:dynamodb:us-east-1:123456789012:table/TurnsTable"),
+        ("ResponderFunction", "dynamodb:GetItem", "arn:aws:dynamodb:us-east-1:123456789012:table/TurnsTable"),
     ])
     assert denied == expected, f"self-test: denied {json.dumps(denied, indent=1)}, expected {json.dumps(expected, indent=1)}"
     assert "dynamodb:DeleteTable" not in used.get("IngressFunction", set()), "the tests' own calls are not evaluated"
-    assert dict(calls_per_role) == {"WorkerFunction": 4, "IngressFunction": 2, "ResponderFunction": 1}, calls_per_role
+    assert dict(calls_per_role) == {"WorkerFunction": 6, "IngressFunction": 3, "ResponderFunction": 2}, calls_per_role
     print(f"IAM check self-test: the {len(expected)} calls the template must refuse are refused, the rest allowed.")
 
 
