@@ -399,6 +399,8 @@ impl assistant_core::ports::KeySealer for MemorySealer {
 /// Puts can be made to lose their answers ([`MemoryRecords::lose_answers`]).
 #[derive(Debug, Default)]
 pub struct MemoryRecords {
+    /// How many records [`VersionedRecords::get`] read.
+    gets: std::sync::atomic::AtomicUsize,
     records: Mutex<HashMap<RecordKey, StoredRecord>>,
     parts: Mutex<std::collections::BTreeMap<(String, String), String>>,
     lost: Mutex<std::collections::VecDeque<LostAnswer>>,
@@ -416,6 +418,11 @@ pub enum LostAnswer {
 }
 
 impl MemoryRecords {
+    /// How many reads of a record there were (what a read costs in DynamoDB).
+    pub fn gets(&self) -> usize {
+        self.gets.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// The next puts that would be written are applied and their answers
     /// lost, one per entry, in order.
     pub fn lose_answers(&self, lost: impl IntoIterator<Item = LostAnswer>) {
@@ -426,6 +433,7 @@ impl MemoryRecords {
 #[async_trait]
 impl VersionedRecords for MemoryRecords {
     async fn get(&self, key: &RecordKey) -> Result<Option<StoredRecord>, PortError> {
+        self.gets.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(self.records.lock().expect("records lock").get(key).cloned())
     }
 

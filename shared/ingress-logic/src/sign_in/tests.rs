@@ -1,10 +1,8 @@
 use super::*;
 use assistant_core::FixedClock;
 use assistant_core::oauth::{OAuthProvider, SignInOutcome};
-use assistant_core::ports::{PortError, Put, RecordKey, RecordWrite, StoredRecord, VersionedRecords};
 use assistant_core::turn::TurnId;
 use slack::{ChannelId, SigningSecret, TeamId, Ts, UserId};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use testkit::memory::{LostAnswer, MemoryQueue, MemoryRecords};
 use url::Url;
 
@@ -35,42 +33,15 @@ fn provider(name: &str, sends_iss: bool) -> OAuthProvider {
     }
 }
 
-/// The in-memory records, counting reads.
-#[derive(Default)]
-struct Counted {
-    records: MemoryRecords,
-    reads: AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl VersionedRecords for Counted {
-    async fn get(&self, key: &RecordKey) -> Result<Option<StoredRecord>, PortError> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        self.records.get(key).await
-    }
-    async fn put(&self, key: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {
-        self.records.put(key, write).await
-    }
-    async fn put_part(&self, partition: &str, sort_key: &str, state: String, expires_at: i64) -> Result<(), PortError> {
-        self.records.put_part(partition, sort_key, state, expires_at).await
-    }
-    async fn delete_part(&self, partition: &str, sort_key: &str) -> Result<(), PortError> {
-        self.records.delete_part(partition, sort_key).await
-    }
-    async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
-        self.records.parts(partition, prefix).await
-    }
-}
-
 struct Given {
-    records: Arc<Counted>,
+    records: Arc<MemoryRecords>,
     states: ConnectStates,
     queue: Arc<MemoryQueue>,
     pages: SignInPages,
 }
 
 fn given(at: i64) -> Given {
-    let records = Arc::new(Counted::default());
+    let records = Arc::new(MemoryRecords::default());
     let states = ConnectStates::new(records.clone());
     let queue = Arc::new(MemoryQueue::default());
     let key = BrowserKey::new(&SigningSecret::new("8f742231b10e8888abcd99yyyzzz85a5").unwrap());
@@ -136,7 +107,7 @@ async fn the_first_browser_to_open_the_link_is_the_only_one_that_can_finish_it()
     // WHEN a browser that signed in at the provider comes back without the person's cookie
     let back = format!("code=c0de&state={state}&iss={ISSUER}");
     let path = "/oauth/callback/tracker";
-    let reads = g.records.reads.load(Ordering::SeqCst);
+    let reads = g.records.gets();
     for cookies in [
         vec![],
         vec![format!("{COOKIE}=made-up.value")],
@@ -146,7 +117,7 @@ async fn the_first_browser_to_open_the_link_is_the_only_one_that_can_finish_it()
         // THEN it is refused without a read of the table, and nothing is taken
         assert_eq!(answer.page.status, 403, "{cookies:?}: {answer:?}");
     }
-    assert_eq!(g.records.reads.load(Ordering::SeqCst), reads, "refused unread");
+    assert_eq!(g.records.gets(), reads, "refused unread");
     // A real cookie of another browser (it opened some other sign-in) is refused too.
     let other_state = g.open(&provider("tracker", true)).await;
     let (_, bob) = g.start(&other_state, &[]).await;
@@ -212,7 +183,7 @@ async fn a_refused_exchange_is_told_and_a_binding_whose_answer_was_lost_is_still
     let g = given(NOW + 5);
     let state = g.open(&provider("tracker", false)).await;
     // The binding is applied but its answer lost, then the retry is refused: still ours.
-    g.records.records.lose_answers([LostAnswer::RetryRefused]);
+    g.records.lose_answers([LostAnswer::RetryRefused]);
     let (started, alice) = g.start(&state, &[]).await;
     assert_eq!(started.page.status, 302, "{started:?}");
     assert_eq!(g.start(&state, &[]).await.0.page.status, 403, "and no one else's");
