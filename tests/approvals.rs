@@ -53,9 +53,14 @@ async fn round(
 /// A click on the posted prompt's button by `user`, as Slack sends it:
 /// the interactivity payload, form-encoded and signed.
 fn click(prompt: &tests::fake_slack::Posted, action: usize, user: &str) -> Value {
+    click_from(testkit::fixtures::BLOCK_ACTIONS_APPROVE, prompt, action, user)
+}
+
+/// [`click`] on a captured payload of its own (the clicker's team as it names it).
+fn click_from(fixture: &str, prompt: &tests::fake_slack::Posted, action: usize, user: &str) -> Value {
     let actions = prompt.blocks.as_ref().unwrap().as_array().unwrap().iter().find(|b| b["type"] == "actions").unwrap();
     let button = &actions["elements"][action];
-    let mut payload: Value = serde_json::from_str(testkit::fixtures::BLOCK_ACTIONS_APPROVE).unwrap();
+    let mut payload: Value = serde_json::from_str(fixture).unwrap();
     payload["user"]["id"] = user.into();
     payload["container"]["channel_id"] = prompt.channel.clone().into();
     payload["channel"]["id"] = prompt.channel.clone().into();
@@ -210,6 +215,7 @@ async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_
     assert_eq!(seen.lock().unwrap().len(), 1, "the approved call ran");
     let decided = slack.posted().into_iter().find(|p| p.ts == prompt.ts).unwrap();
     assert!(decided.text.contains("in this thread without asking until"), "{}", decided.text);
+    assert!(decided.text.contains("only when <@U061F7AUR> asks"), "the notice says whom it covers: {}", decided.text);
 
     // THEN a later question in the thread runs it at once, and the thread is told, with a Revoke button
     assert_eq!(ingress.handle(follow_up("Ev0LAN671S", "1763800100.000200")).await.unwrap()["statusCode"], 200);
@@ -219,6 +225,7 @@ async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_
     assert_eq!(posted.iter().filter(|p| p.text.contains("I want to run")).count(), 0, "no second prompt");
     let notice = posted.iter().find(|p| p.text.starts_with("▶️ Ran `restart_service` without asking")).expect("told");
     assert!(notice.text.contains("<@U061F7AUR> approved `restart_service` for this thread"), "{}", notice.text);
+    assert!(notice.text.contains("only when <@U061F7AUR> asks"), "who the grant covers: {}", notice.text);
     assert!(posted.iter().any(|p| p.text.contains("Restarted again.")), "answered");
 
     // WHEN a bystander clicks Revoke: nothing changes, and only they are told
@@ -231,14 +238,138 @@ async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_
     assert_eq!(ingress.handle(click(notice, 0, "U061F7AUR")).await.unwrap()["statusCode"], 200);
     round().await;
     let posted = slack.posted();
-    assert!(
-        posted
-            .iter()
-            .any(|p| p.text
-                == "🔒 <@U061F7AUR> revoked this thread's approval of `restart_service`: its calls ask again.")
-    );
+    assert!(posted.iter().any(|p| p.text
+        == "🔒 <@U061F7AUR> revoked this thread's approval of `restart_service` (only when <@U061F7AUR> asks): \
+                    its calls ask again."));
     assert_eq!(ingress.handle(follow_up("Ev0LAN672T", "1763800200.000300")).await.unwrap()["statusCode"], 200);
     round().await;
     assert_eq!(seen.lock().unwrap().len(), 2, "asked, not run");
     assert_eq!(slack.posted().iter().filter(|p| p.text.contains("I want to run")).count(), 1, "a new prompt");
+}
+
+#[tokio::test]
+async fn a_bystander_asking_in_a_granted_thread_gets_a_prompt_not_a_run() {
+    // GIVEN the requester's restart approved "for this thread"
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let (api, seen) = team_api().await;
+    let port = api.base_url.rsplit(':').next().unwrap();
+    stack.put("config/assistant.json", &CONFIG.replace("{{PORT}}", port)).await;
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    bedrock.script([Scripted::fixture(RESTART_REPLY), Scripted::text("Restarted."), Scripted::fixture(RESTART_REPLY)]);
+    let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+    let ingress = &functions.ingress;
+    let round = || async {
+        for _ in 0..3 {
+            round(&stack, &functions).await;
+        }
+    };
+    assert_eq!(ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
+    round().await;
+    let prompt = slack.posted().into_iter().find(|p| p.text.contains("I want to run")).expect("a prompt");
+    assert_eq!(ingress.handle(click(&prompt, 1, "U061F7AUR")).await.unwrap()["statusCode"], 200);
+    round().await;
+    assert_eq!(seen.lock().unwrap().len(), 1, "the approved call ran");
+
+    // WHEN someone else mentions the bot in that thread, and the model wants the same tool
+    let mention = events::parse(events::APP_MENTION);
+    let mut body: Value = serde_json::from_slice(&events::body(&mention)).unwrap();
+    body["event_id"] = "Ev0BYSTAND1".into();
+    body["event"]["user"] = "U0BYSTANDER".into();
+    body["event"]["ts"] = "1763800100.000200".into();
+    body["event"]["event_ts"] = "1763800100.000200".into();
+    body["event"]["thread_ts"] = "1763800000.000100".into();
+    assert_eq!(ingress.handle(events::with_body(&mention, &body.to_string())).await.unwrap()["statusCode"], 200);
+    round().await;
+
+    // THEN nothing ran for them: their call waits for its own prompt
+    assert_eq!(seen.lock().unwrap().len(), 1, "a bystander's call never runs under another person's grant");
+    let posted = slack.posted();
+    assert!(!posted.iter().any(|p| p.text.starts_with("▶️ Ran")), "nothing ran unprompted: {posted:?}");
+    // (the first prompt now says who approved it: the one asking is theirs)
+    let prompts: Vec<_> = posted.iter().filter(|p| p.text.contains("I want to run")).collect();
+    assert_eq!(prompts.len(), 1, "a prompt of their own: {posted:?}");
+    assert!(prompts[0].text.starts_with("To answer <@U0BYSTANDER>"), "{}", prompts[0].text);
+}
+
+/// The tools Bedrock was offered in request `at`.
+fn offered(bedrock: &FakeBedrock, at: usize) -> Vec<String> {
+    let requests = bedrock.requests();
+    let tools = requests[at].body["toolConfig"]["tools"].as_array().cloned().unwrap_or_default();
+    tools.iter().filter_map(|t| t["toolSpec"]["name"].as_str().map(str::to_owned)).collect()
+}
+
+#[tokio::test]
+async fn a_member_of_another_organization_asking_in_a_shared_channel_gets_no_changing_tool() {
+    // GIVEN a policy giving everyone in the workspace the POST tool, and a model that calls it anyway
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let (api, seen) = team_api().await;
+    let port = api.base_url.rsplit(':').next().unwrap();
+    stack.put("config/assistant.json", &CONFIG.replace("{{PORT}}", port)).await;
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    bedrock.script([Scripted::fixture(RESTART_REPLY), Scripted::text("I can't restart it from here.")]);
+    let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+    let ingress = &functions.ingress;
+
+    // WHEN a member of another organization mentions the bot in a Slack Connect channel, as Slack sends it
+    let mention = events::with_body(&events::parse(events::APP_MENTION), testkit::fixtures::APP_MENTION_EXTERNAL);
+    assert_eq!(ingress.handle(mention).await.unwrap()["statusCode"], 200);
+    for _ in 0..3 {
+        round(&stack, &functions).await;
+    }
+
+    // THEN the model was offered no tool of the workspace's rule, the call ran nowhere, and nobody was asked
+    assert!(!offered(&bedrock, 0).contains(&"restart_service".to_owned()), "{:?}", offered(&bedrock, 0));
+    assert!(seen.lock().unwrap().is_empty(), "the POST never ran");
+    let posted = slack.posted();
+    assert!(!posted.iter().any(|p| p.text.contains("I want to run")), "no prompt: {posted:?}");
+    assert!(posted.iter().any(|p| p.text.contains("I can't restart it from here.")), "answered: {posted:?}");
+    let second = &bedrock.requests()[1].body;
+    assert!(second.to_string().contains("not allowed here for the person who asked"), "the model read why");
+}
+
+#[tokio::test]
+async fn a_member_of_another_organization_never_approves_even_when_named_an_approver() {
+    // GIVEN a prompt for the workspace member's call, whose approvers name the other organization's member
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let (api, seen) = team_api().await;
+    let port = api.base_url.rsplit(':').next().unwrap();
+    let mut config: Value = serde_json::from_str(&CONFIG.replace("{{PORT}}", port)).unwrap();
+    config["approvals"] = json!({"approvers": ["requester", "U0VENDOR01"]});
+    stack.put("config/assistant.json", &config.to_string()).await;
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    bedrock.script([Scripted::fixture(RESTART_REPLY), Scripted::text("Restarted.")]);
+    let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+    let ingress = &functions.ingress;
+    assert_eq!(ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
+    round(&stack, &functions).await;
+    let prompt = slack.posted().into_iter().find(|p| p.text.contains("I want to run")).expect("a prompt");
+
+    // WHEN they click Approve, and then "Approve for this thread", as Slack sends their clicks (their own team)
+    for action in [0, 1] {
+        let theirs = click_from(testkit::fixtures::BLOCK_ACTIONS_APPROVE_EXTERNAL, &prompt, action, "U0VENDOR01");
+        assert_eq!(ingress.handle(theirs).await.unwrap()["statusCode"], 200);
+        round(&stack, &functions).await;
+    }
+
+    // THEN nothing ran, no grant was given, and only they were told why, twice
+    assert!(seen.lock().unwrap().is_empty(), "an outsider's click runs nothing");
+    let told: Vec<_> = slack.ephemerals().into_iter().filter(|(user, _)| user == "U0VENDOR01").collect();
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert!(told[0].1.starts_with("Only members of the workspace this app is installed in"), "{}", told[0].1);
+    assert!(!slack.posted().iter().any(|p| p.text.starts_with("✅")), "the prompt still waits");
+
+    // AND the workspace member who asked approves it: it runs once
+    assert_eq!(ingress.handle(click(&prompt, 0, "U061F7AUR")).await.unwrap()["statusCode"], 200);
+    round(&stack, &functions).await;
+    round(&stack, &functions).await;
+    assert_eq!(seen.lock().unwrap().len(), 1);
 }

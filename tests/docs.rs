@@ -700,6 +700,7 @@ const LIMITS: &[Limit] = &[
         &[("DOCUMENT_BYTES", 1e6), ("MAX_DOCUMENTS", 1.0)],
     ),
     ("README.md", "The first {} MiB are kept", &[("TEXT_BYTES", 1024.0 * 1024.0)]),
+    ("README.md", "runs at most {} tool calls a step", &[("MAX_TOOL_CALLS_PER_STEP", 1.0)]),
     ("README.md", "when the copy is under {} minutes old", &[("FRESH_FOR_SECS", 60.0)]),
     ("docs/reliability.md", "without reading the bucket for {} minutes after its read", &[("FRESH_FOR_SECS", 60.0)]),
 ];

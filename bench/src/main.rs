@@ -314,6 +314,7 @@ fn mention(i: usize) -> WorkMessage {
         context_channel: None,
         bot_user: None,
         files: Vec::new(),
+        membership: slack::Membership::Home,
     })
 }
 

@@ -353,6 +353,7 @@ fn request(case: &Case) -> TurnRequest {
         context_channel: None,
         bot_user: Some(UserId::new("U0EVALSBOT")),
         files: Vec::new(),
+        membership: slack::Membership::Home,
     }
 }
 

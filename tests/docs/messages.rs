@@ -103,6 +103,7 @@ fn sample(kind: &str, field: &str) -> Option<Value> {
         (_, "labels") => json!({}),
         (_, "after_step" | "step" | "at" | "expires_at" | "grant_minutes") => json!(1),
         (_, "own_request" | "destructive") => json!(false),
+        (_, "membership") => json!("external"),
         (_, "files") => json!([]),
         (
             _,

@@ -163,6 +163,7 @@ impl Pipeline {
             groups: Vec::new(),
             turn: None,
             thread: None,
+            membership: slack::Membership::Home,
         };
         worker_logic::inspect::tools_report(&self.worker, &asker)
     }

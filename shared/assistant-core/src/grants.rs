@@ -1,8 +1,11 @@
 //! "Approve for this thread": an approver lets one tool (or one MCP
-//! server's tools) run in one thread without a prompt, for a while.
+//! server's tools) run in one thread without a prompt, for a while, for
+//! the person whose call they approved. Anyone else who asks in the
+//! thread (a bystander) gets the prompt as before: a grant is the
+//! approver's trust in one person's use of a tool, not in the thread's.
 //!
 //! A grant is an item beside the thread, `GRANTS#{team}#{channel}#{thread_ts}`
-//! / `GRANT#{scope}`, written by the worker only (a thread's work reaches it
+//! / `GRANT#{scope}#{user}`, written by the worker only (a thread's work reaches it
 //! in order: the thread is the FIFO group). Granting and revoking each write
 //! the whole item, with values taken from the click that caused them, so a
 //! write retried after its answer was lost writes the same bytes again. A
@@ -25,11 +28,15 @@ pub const GRANT_RECORD_SECS: i64 = 30 * 24 * 3600;
 /// The longest grant the configuration may ask for.
 pub const MAX_GRANT_MINUTES: u32 = 24 * 60;
 
-/// One grant: what it covers, who gave it and until when.
+/// One grant: what it covers, for whom, who gave it and until when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadGrant {
     /// A tool's name, or `{server}__*` for every tool of an MCP server.
     pub scope: String,
+    /// Whose calls it lets run: the person whose call was approved. `None`
+    /// (a grant stored before grants named a person) covers nobody.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_user: Option<UserId>,
     pub granted_by: UserId,
     /// The turn whose prompt offered it.
     pub turn_id: TurnId,
@@ -47,9 +54,12 @@ pub struct Revoked {
 }
 
 impl ThreadGrant {
-    /// Whether it lets `tool` run at `now_unix`.
-    pub fn covers(&self, tool: &str, now_unix: i64) -> bool {
-        self.revoked.is_none() && now_unix < self.until && scope_covers(&self.scope, tool)
+    /// Whether it lets `user`'s call of `tool` run at `now_unix`.
+    pub fn covers(&self, tool: &str, user: &UserId, now_unix: i64) -> bool {
+        self.revoked.is_none()
+            && now_unix < self.until
+            && scope_covers(&self.scope, tool)
+            && self.for_user.as_ref() == Some(user)
     }
 
     /// Whether a revoke by `by` at `at` applies to it: it is in force, or
@@ -78,6 +88,10 @@ pub fn scope_covers(scope: &str, tool: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RevokeButton {
     pub scope: String,
+    /// The person the grant is for (none on buttons made before grants
+    /// named one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_user: Option<UserId>,
     /// The turn whose notice carried the button.
     pub turn_id: TurnId,
 }
@@ -103,6 +117,15 @@ fn partition(thread: &ThreadRef) -> String {
 
 const SORT_PREFIX: &str = "GRANT#";
 
+/// One item per scope and person, so two people's grants of one tool in a
+/// thread stand (and are revoked) apart.
+fn sort_key(scope: &str, for_user: Option<&UserId>) -> String {
+    match for_user {
+        Some(user) => format!("{SORT_PREFIX}{scope}#{user}"),
+        None => format!("{SORT_PREFIX}{scope}"),
+    }
+}
+
 /// The grants of threads, on any [`VersionedRecords`] (items beside the
 /// thread's partition, written whole).
 #[derive(Clone)]
@@ -126,35 +149,44 @@ impl ThreadGrants {
             .collect()
     }
 
-    /// The grant that lets `tool` run in the thread now, if any.
+    /// The grant that lets `user`'s call of `tool` run in the thread now,
+    /// if any.
     pub async fn covering(
         &self,
         thread: &ThreadRef,
         tool: &str,
+        user: &UserId,
         now_unix: i64,
     ) -> Result<Option<ThreadGrant>, PortError> {
-        Ok(self.all(thread).await?.into_iter().find(|grant| grant.covers(tool, now_unix)))
+        Ok(self.all(thread).await?.into_iter().find(|grant| grant.covers(tool, user, now_unix)))
     }
 
-    /// Stores `grant` in place of any earlier one of the same scope.
+    /// Stores `grant` in place of any earlier one of the same scope for
+    /// the same person.
     pub async fn put(&self, thread: &ThreadRef, grant: &ThreadGrant) -> Result<(), PortError> {
         let state = serde_json::to_string(grant).expect("grants are strings and numbers");
-        let sort_key = format!("{SORT_PREFIX}{}", grant.scope);
+        let sort_key = sort_key(&grant.scope, grant.for_user.as_ref());
         self.0.put_part(&partition(thread), &sort_key, state, grant.until + GRANT_RECORD_SECS).await
     }
 
-    /// The thread's grant of `scope` that a revoke by `by` at `now_unix`
-    /// applies to: one in force, or one that very revoke already ended (so
-    /// a repeated revoke finds it and tells the thread again); `None` when
-    /// there is none (never given, ended, or revoked by another click).
+    /// The thread's grant of `scope` for `for_user` that a revoke by `by`
+    /// at `now_unix` applies to: one in force, or one that very revoke
+    /// already ended (so a repeated revoke finds it and tells the thread
+    /// again); `None` when there is none (never given, ended, or revoked by
+    /// another click).
     pub async fn revocable(
         &self,
         thread: &ThreadRef,
         scope: &str,
+        for_user: Option<&UserId>,
         by: &UserId,
         now_unix: i64,
     ) -> Result<Option<ThreadGrant>, PortError> {
-        Ok(self.all(thread).await?.into_iter().find(|g| g.scope == scope && g.revocable_by(by, now_unix)))
+        Ok(self
+            .all(thread)
+            .await?
+            .into_iter()
+            .find(|g| g.scope == scope && g.for_user.as_ref() == for_user && g.revocable_by(by, now_unix)))
     }
 
     /// Marks `grant` (found by [`Self::revocable`]) revoked by `by` at `now_unix`.
@@ -187,26 +219,41 @@ mod tests {
     }
 
     #[test]
-    fn a_grant_covers_until_it_ends_or_is_revoked() {
+    fn a_grant_covers_its_persons_calls_until_it_ends_or_is_revoked() {
+        let asker = UserId::new("U0ASKER");
         let grant = ThreadGrant {
             scope: "restart_service".into(),
+            for_user: Some(asker.clone()),
             granted_by: UserId::new("U0LEAD"),
             turn_id: TurnId::new("T1-Ev1"),
             granted_at: 1_000,
             until: 4_600,
             revoked: None,
         };
-        assert!(grant.covers("restart_service", 4_599));
-        assert!(!grant.covers("restart_service", 4_600), "ended");
-        assert!(!grant.covers("scale_service", 2_000), "another tool");
-        let revoked = ThreadGrant { revoked: Some(Revoked { by: UserId::new("U0LEAD"), at: 2_000 }), ..grant };
-        assert!(!revoked.covers("restart_service", 2_001));
+        assert!(grant.covers("restart_service", &asker, 4_599));
+        assert!(!grant.covers("restart_service", &UserId::new("U0BYSTANDER"), 2_000), "a bystander");
+        assert!(!grant.covers("restart_service", &UserId::new("U0LEAD"), 2_000), "not even the approver");
+        assert!(!grant.covers("restart_service", &asker, 4_600), "ended");
+        assert!(!grant.covers("scale_service", &asker, 2_000), "another tool");
+        let revoked = ThreadGrant { revoked: Some(Revoked { by: UserId::new("U0LEAD"), at: 2_000 }), ..grant.clone() };
+        assert!(!revoked.covers("restart_service", &asker, 2_001));
+        let stored_before: ThreadGrant = serde_json::from_str(
+            r#"{"scope":"restart_service","granted_by":"U0LEAD","turn_id":"T1-Ev1","granted_at":1000,"until":4600}"#,
+        )
+        .unwrap();
+        assert!(!stored_before.covers("restart_service", &asker, 2_000), "a grant naming no one covers no one");
     }
 
     #[test]
     fn revoke_buttons_round_trip_and_foreign_values_are_refused() {
-        let button = RevokeButton { scope: "deploys__*".into(), turn_id: TurnId::new("T1-Ev1") };
+        let button = RevokeButton {
+            scope: "deploys__*".into(),
+            for_user: Some(UserId::new("U0ASKER")),
+            turn_id: TurnId::new("T1-Ev1"),
+        };
         assert_eq!(RevokeButton::decode(&button.encode()), Some(button));
+        let older = r#"{"v":1,"scope":"deploys__*","turn_id":"T1-Ev1"}"#;
+        assert_eq!(RevokeButton::decode(older).map(|b| b.for_user), Some(None), "an older button still reads");
         for foreign in [
             "",
             "revoke",

@@ -14,7 +14,7 @@ use crate::incidents::{AlertNotice, CloudwatchAlarm};
 use crate::turn::{SignInReason, ToolUse, TurnId};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use slack::{ChannelId, EventId, TeamId, Ts, UserId};
+use slack::{ChannelId, EventId, Membership, TeamId, Ts, UserId};
 
 /// The envelope version this build writes.
 pub const ENVELOPE_VERSION: u32 = 1;
@@ -57,6 +57,11 @@ pub struct TurnRequest {
     /// [`crate::files::MAX_FILES`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<crate::files::FileRef>,
+    /// Whether the person who asked is of the installing team or of
+    /// another organization in a shared channel (the ingress reads it from
+    /// Slack's payload).
+    #[serde(default, skip_serializing_if = "Membership::is_home")]
+    pub membership: Membership,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +92,10 @@ pub struct ApprovalClick {
     /// What the button carried: the paused turn and tool call.
     pub button: ApprovalButton,
     pub action_ts: Ts,
+    /// The clicker's standing with the installing team: people of another
+    /// organization never approve.
+    #[serde(default, skip_serializing_if = "Membership::is_home")]
+    pub membership: Membership,
 }
 
 /// Someone clicked Revoke under a thread grant's notice.
@@ -361,6 +370,10 @@ pub enum ReplyMessage {
         approvers: Vec<Approver>,
         /// The requester clicked, and this team wants a second person.
         own_request: bool,
+        /// The clicker's standing: one of another organization is told
+        /// that only the installing team's people approve.
+        #[serde(default, skip_serializing_if = "Membership::is_home")]
+        membership: Membership,
     },
     /// Someone clicked a prompt's button after its call was decided (a
     /// second click, or a prompt left live by a crash): only they are told
@@ -566,6 +579,7 @@ mod tests {
             context_channel: None,
             bot_user: None,
             files: Vec::new(),
+            membership: slack::Membership::Home,
         })
     }
 

@@ -325,6 +325,10 @@ pub struct Turn {
     pub id: TurnId,
     pub thread: ThreadRef,
     pub user: UserId,
+    /// The asker's standing with the installing team: one of another
+    /// organization gets only what the tool policy gives external people.
+    #[serde(default, skip_serializing_if = "slack::Membership::is_home")]
+    pub membership: slack::Membership,
     /// The message that asked.
     pub message_ts: Ts,
     pub event_id: EventId,
@@ -454,6 +458,7 @@ impl Turn {
             id: TurnId::for_event(&request.thread, &request.event_id),
             thread: request.thread.clone(),
             user: request.user.clone(),
+            membership: request.membership,
             message_ts: request.message_ts.clone(),
             event_id: request.event_id.clone(),
             status: TurnStatus::Running,

@@ -144,17 +144,21 @@ struct Ask {
     context_channel: Option<ChannelId>,
     files: Vec<slack::events::SlackFile>,
     action_token: Option<slack::events::ActionToken>,
+    /// The author's team, as the message names it.
+    author_team: Option<TeamId>,
 }
 
 fn route_event(callback: EventCallback) -> Route {
     let bot = callback.bot_user_id().cloned();
     let person = callback.person_user_id().cloned();
+    let installation = callback.installation();
     let (ask, names_no_one) = match callback.event {
         Event::AppMention(mention) => {
             if mention.bot_id.is_some() {
                 return Route::Ignore(Ignored::BotMessage);
             }
             let action_token = mention.action_token().cloned();
+            let author_team = mention.author_team().cloned();
             let Some(user) = mention.user else {
                 return Route::Ignore(Ignored::NoUser);
             };
@@ -171,6 +175,7 @@ fn route_event(callback: EventCallback) -> Route {
                 text: mention.text,
                 context_channel: None,
                 files: mention.files,
+                author_team,
             };
             (ask, false)
         }
@@ -210,6 +215,7 @@ fn route_event(callback: EventCallback) -> Route {
         Event::Unknown => return Route::Ignore(Ignored::UnknownEvent),
     };
 
+    let membership = installation.membership_of(ask.author_team.as_ref());
     let thread = ThreadRef { team: callback.team_id.clone(), channel: ask.channel, thread_ts: ask.thread_ts };
     let claim = EventClaim {
         team: callback.team_id,
@@ -227,6 +233,7 @@ fn route_event(callback: EventCallback) -> Route {
         context_channel: ask.context_channel,
         bot_user: bot,
         files: ask.files.iter().take(files::MAX_FILES).map(FileRef::from_slack).collect(),
+        membership,
     });
     if names_no_one {
         return Route::StartIfEveryQuestion { claim, message };
@@ -286,6 +293,7 @@ fn ask_from_message(message: MessageEvent, bot: Option<&UserId>) -> Result<Ask, 
 
     Ok(Ask {
         action_token: message.action_token().cloned(),
+        author_team: message.author_team().cloned(),
         rule,
         channel: message.channel,
         thread_ts: message.thread_ts.unwrap_or_else(|| message.ts.clone()),
@@ -337,6 +345,7 @@ fn route_block_actions(actions: &BlockActions) -> Route {
         decision,
         button,
         action_ts: action.action_ts.clone(),
+        membership: actions.clicker_membership(),
     }))
 }
 
@@ -437,6 +446,43 @@ mod tests {
         assert_eq!(request.thread.channel.as_str(), "C0LAN2Q65");
         assert_eq!(request.thread.thread_ts, request.message_ts);
         assert_eq!(request.user.as_str(), "U061F7AUR");
+    }
+
+    #[test]
+    fn a_member_of_another_organization_is_marked_so_on_the_turn_and_on_their_clicks() {
+        // GIVEN Slack Connect payloads: the author's and clicker's team is not the installing one
+        let (_, request) = started(fixtures::APP_MENTION_EXTERNAL);
+        assert_eq!(request.membership, slack::Membership::External);
+        let Route::Enqueue(WorkMessage::Approval(click)) = route_form(fixtures::BLOCK_ACTIONS_APPROVE_EXTERNAL) else {
+            panic!("expected an approval")
+        };
+        assert_eq!((click.user.as_str(), click.membership), ("U0VENDOR01", slack::Membership::External));
+
+        // The installing team's own people, as every other fixture has them.
+        assert_eq!(started(fixtures::APP_MENTION).1.membership, slack::Membership::Home);
+        assert_eq!(started(fixtures::MESSAGE_THREAD_REPLY).1.membership, slack::Membership::Home);
+        let Route::Enqueue(WorkMessage::Approval(click)) = route_form(fixtures::BLOCK_ACTIONS_APPROVE) else {
+            panic!("expected an approval")
+        };
+        assert_eq!(click.membership, slack::Membership::Home);
+
+        // A shared channel's message naming no team for its author, and a click naming none: external.
+        let mut unnamed: serde_json::Value = serde_json::from_str(fixtures::APP_MENTION_EXTERNAL).unwrap();
+        for field in ["user_team", "team", "source_team"] {
+            unnamed["event"].as_object_mut().unwrap().remove(field);
+        }
+        assert_eq!(started(&unnamed.to_string()).1.membership, slack::Membership::External);
+        let mut anonymous: serde_json::Value = serde_json::from_str(fixtures::BLOCK_ACTIONS_APPROVE).unwrap();
+        anonymous["user"].as_object_mut().unwrap().remove("team_id");
+        let Route::Enqueue(WorkMessage::Approval(click)) = route_form(&anonymous.to_string()) else { panic!() };
+        assert_eq!(click.membership, slack::Membership::External);
+
+        // Under Enterprise Grid the clicker's team may be the organization: home when it is the installing one's.
+        let mut grid: serde_json::Value = serde_json::from_str(fixtures::BLOCK_ACTIONS_APPROVE).unwrap();
+        grid["user"]["team_id"] = "E0GRIDORG1".into();
+        grid["enterprise"] = serde_json::json!({"id": "E0GRIDORG1", "name": "Grid"});
+        let Route::Enqueue(WorkMessage::Approval(click)) = route_form(&grid.to_string()) else { panic!() };
+        assert_eq!(click.membership, slack::Membership::Home);
     }
 
     #[test]
@@ -768,7 +814,11 @@ mod tests {
 
     #[test]
     fn a_revoke_click_names_slacks_thread_and_a_forged_one_is_ignored() {
-        let button = RevokeButton { scope: "deploys__*".into(), turn_id: TurnId::new("T1-Ev1") };
+        let button = RevokeButton {
+            scope: "deploys__*".into(),
+            for_user: Some(slack::UserId::new("U0ASKER")),
+            turn_id: TurnId::new("T1-Ev1"),
+        };
         let encoded = serde_json::to_string(&button.encode()).unwrap();
         let revoke = fixtures::BLOCK_ACTIONS_APPROVE
             .replace(APPROVE_ACTION_ID, REVOKE_GRANT_ACTION_ID)

@@ -262,7 +262,9 @@ pub fn approval(turn: &TurnId, tool_use: &ToolUse, ask: &Ask<'_>) -> Outgoing {
                 "title": {"type": "plain_text", "text": shorten(&format!("Approve {label} for this thread?"), CONFIRM_TITLE_CHARS)},
                 "text": {"type": "mrkdwn", "text": format!(
                     "This call runs now, and for {minutes} minutes later calls of {scope_text} in this thread run \
-                     without asking (the thread is told each time, and anyone who may approve can revoke it)."
+                     without asking when {} asks (no one else's; the thread is told each time, and anyone who may \
+                     approve can revoke it).",
+                    ask.requester.map_or("the same person".to_owned(), |requester| format!("<@{requester}>"))
                 )},
                 "confirm": {"type": "plain_text", "text": "Approve for thread"},
                 "deny": {"type": "plain_text", "text": "Cancel"},
@@ -289,10 +291,21 @@ pub fn approval_expired(tool_use: &ToolUse) -> Outgoing {
 }
 
 /// What someone who may not approve is told, and only they.
-pub fn approval_refused(tool_name: &str, requester: &UserId, approvers: &[Approver], own_request: bool) -> String {
+pub fn approval_refused(
+    tool_name: &str,
+    requester: &UserId,
+    approvers: &[Approver],
+    own_request: bool,
+    clicker: slack::Membership,
+) -> String {
     let name = mrkdwn::escape(tool_name);
     let who = who_may_approve(Some(requester), approvers);
-    if own_request {
+    if clicker.is_external() {
+        format!(
+            "Only members of the workspace this app is installed in may approve running `{name}`: you are in this \
+             channel from another organization. Nothing ran."
+        )
+    } else if own_request {
         format!(
             "This team wants a second person to approve: you can't approve your own request to run `{name}`. \
              Who may approve: {who}. Nothing ran."
@@ -342,9 +355,10 @@ pub fn approval_decided(
     let name = mrkdwn::escape(&tool_use.name);
     let text = match (decision, grant) {
         (Decision::ApproveForThread, Some(grant)) => format!(
-            "✅ <@{user}> approved running `{name}`, and {} in this thread without asking until {}.",
+            "✅ <@{user}> approved running `{name}`, and {} in this thread without asking until {}, {}.",
             scope_runs(&grant.scope),
-            slack_time(grant.until)
+            slack_time(grant.until),
+            grant_covers(grant)
         ),
         (Decision::Approve | Decision::ApproveForThread, _) => format!("✅ <@{user}> approved running `{name}`."),
         (Decision::Deny, _) => format!("🚫 <@{user}> denied running `{name}`."),
@@ -361,11 +375,12 @@ pub fn approval_decided(
 pub fn ran_under_grant(turn: &TurnId, tool_use: &ToolUse, grant: &ThreadGrant) -> Outgoing {
     let (inputs, _) = fit_escaped(&key_inputs(&tool_use.input), 300);
     let text = format!(
-        "▶️ Ran `{}` without asking ({inputs}): <@{}> approved {} for this thread until {}.",
+        "▶️ Ran `{}` without asking ({inputs}): <@{}> approved {} for this thread until {}, {}.",
         mrkdwn::escape(&tool_use.name),
         grant.granted_by,
         scope_in_words(&grant.scope),
-        slack_time(grant.until)
+        slack_time(grant.until),
+        grant_covers(grant)
     );
     Outgoing { key: approval_key(tool_use), blocks: vec![section(&text), revoke_button(turn, grant)], text }
 }
@@ -374,8 +389,9 @@ pub fn ran_under_grant(turn: &TurnId, tool_use: &ToolUse, grant: &ThreadGrant) -
 pub fn grant_revoked(grant: &ThreadGrant, user: &UserId) -> Outgoing {
     let at = grant.revoked.as_ref().map_or(0, |revoked| revoked.at);
     let text = format!(
-        "🔒 <@{user}> revoked this thread's approval of {}: its calls ask again.",
-        scope_in_words(&grant.scope)
+        "🔒 <@{user}> revoked this thread's approval of {} ({}): its calls ask again.",
+        scope_in_words(&grant.scope),
+        grant_covers(grant)
     );
     let key = MessageKey::Notice { id: format!("revoked:{}:{at}", grant.scope) };
     Outgoing { key, blocks: vec![section(&text)], text }
@@ -432,7 +448,8 @@ pub fn connect_refused(owner: &UserId, provider: &str) -> String {
 }
 
 fn revoke_button(turn: &TurnId, grant: &ThreadGrant) -> Value {
-    let value = RevokeButton { scope: grant.scope.clone(), turn_id: turn.clone() }.encode();
+    let value =
+        RevokeButton { scope: grant.scope.clone(), for_user: grant.for_user.clone(), turn_id: turn.clone() }.encode();
     json!({"type": "actions", "elements": [{
         "type": "button",
         "text": {"type": "plain_text", "text": "Revoke"},
@@ -461,6 +478,14 @@ fn scope_in_words(scope: &str) -> String {
     match scope.strip_suffix("__*") {
         Some(server) => format!("the tools of `{}`", mrkdwn::escape(server)),
         None => format!("`{}`", mrkdwn::escape(scope)),
+    }
+}
+
+/// Whose calls a grant lets run, as its notices say it.
+fn grant_covers(grant: &ThreadGrant) -> String {
+    match &grant.for_user {
+        Some(user) => format!("only when <@{user}> asks"),
+        None => "for no one's calls".to_owned(),
     }
 }
 
@@ -616,14 +641,18 @@ mod tests {
         assert_eq!(expired.key, approval_key(&call), "it replaces the prompt");
         assert_eq!(expired.text, "⌛ Nobody approved running `restart_service` in time: it did not run.");
         let approvers = [Approver::Requester];
-        let refused = approval_refused("restart_service", &UserId::new("U0ASKER"), &approvers, false);
+        let (home, external) = (slack::Membership::Home, slack::Membership::External);
+        let refused = approval_refused("restart_service", &UserId::new("U0ASKER"), &approvers, false, home);
         assert_eq!(refused, "Only <@U0ASKER> (who asked) may approve running `restart_service` here. Nothing ran.");
-        let own =
-            approval_refused("restart_service", &UserId::new("U0ASKER"), &[Approver::Group("S0SRE".into())], true);
+        let groups = [Approver::Group("S0SRE".into())];
+        let own = approval_refused("restart_service", &UserId::new("U0ASKER"), &groups, true, home);
         assert!(
             own.contains("can't approve your own request") && own.contains("members of user group `S0SRE`"),
             "{own}"
         );
+        let outsider = approval_refused("restart_service", &UserId::new("U0ASKER"), &approvers, true, external);
+        assert!(outsider.starts_with("Only members of the workspace this app is installed in"), "{outsider}");
+        assert!(outsider.contains("from another organization"), "{outsider}");
     }
 
     #[test]

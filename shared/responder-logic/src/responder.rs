@@ -178,8 +178,17 @@ impl Responder {
             ReplyMessage::ApprovalExpired { turn_id, thread, tool_use } => {
                 self.decided(turn_id, thread, &render::approval_expired(tool_use)).await
             }
-            ReplyMessage::ApprovalRefused { turn_id, thread, user, tool_name, requester, approvers, own_request } => {
-                let text = render::approval_refused(tool_name, requester, approvers, *own_request);
+            ReplyMessage::ApprovalRefused {
+                turn_id,
+                thread,
+                user,
+                tool_name,
+                requester,
+                approvers,
+                own_request,
+                membership,
+            } => {
+                let text = render::approval_refused(tool_name, requester, approvers, *own_request, *membership);
                 self.tell_privately(turn_id, thread, user, &text, &[]).await
             }
             ReplyMessage::ApprovalAnswered { turn_id, thread, user, tool_name, approved_by } => {

@@ -504,6 +504,7 @@ async fn an_expired_prompt_loses_its_buttons_and_a_refused_clicker_alone_is_told
         requester: turn.user.clone(),
         approvers: vec![Approver::Requester],
         own_request: false,
+        membership: slack::Membership::Home,
     };
     assert_eq!(responder.handle(&refused).await.unwrap(), Outcome::ToldPrivately { id: turn.id.clone() });
     let told = responder.slack.ephemerals();
@@ -809,6 +810,7 @@ async fn a_grant_is_shown_with_its_revoke_button_each_call_under_it_is_told_once
     let call = ToolUse { id: "tooluse_7".into(), name: "restart_service".into(), input: json!({"service": "api"}) };
     let grant = ThreadGrant {
         scope: "restart_service".into(),
+        for_user: Some(slack::UserId::new("U0ASKER")),
         granted_by: slack::UserId::new("U0LEAD"),
         turn_id: turn.id.clone(),
         granted_at: 1_000,
@@ -833,11 +835,20 @@ async fn a_grant_is_shown_with_its_revoke_button_each_call_under_it_is_told_once
         "{}",
         posted[0].message.text
     );
+    assert!(
+        posted[0].message.text.ends_with(", only when <@U0ASKER> asks."),
+        "who it covers: {}",
+        posted[0].message.text
+    );
     let revoke = &posted[0].message.blocks[1]["elements"][0];
     assert_eq!(revoke["action_id"], slack::interaction::REVOKE_GRANT_ACTION_ID);
     assert_eq!(
         RevokeButton::decode(revoke["value"].as_str().unwrap()),
-        Some(RevokeButton { scope: "restart_service".into(), turn_id: turn.id.clone() })
+        Some(RevokeButton {
+            scope: "restart_service".into(),
+            for_user: Some(slack::UserId::new("U0ASKER")),
+            turn_id: turn.id.clone()
+        })
     );
 
     let revoked = ThreadGrant { revoked: Some(Revoked { by: slack::UserId::new("U0LEAD"), at: 2_000 }), ..grant };
@@ -853,6 +864,7 @@ async fn a_grant_is_shown_with_its_revoke_button_each_call_under_it_is_told_once
     assert_eq!(posted.len(), 2, "the revoke said once");
     assert_eq!(
         posted[1].message.text,
-        "🔒 <@U0LEAD> revoked this thread's approval of `restart_service`: its calls ask again."
+        "🔒 <@U0LEAD> revoked this thread's approval of `restart_service` (only when <@U0ASKER> asks): its calls ask \
+         again."
     );
 }

@@ -6,6 +6,7 @@
 //! with an error (Slack disables apps whose request URL keeps failing).
 
 use crate::ids::{ChannelId, EventId, TeamId, Ts, UserId};
+use crate::membership::Membership;
 use serde::Deserialize;
 
 /// The outer `type` of an Events API request.
@@ -38,6 +39,11 @@ pub struct EventCallback {
     /// Who the event is for; our own bot user is the one with `is_bot`.
     #[serde(default)]
     pub authorizations: Vec<Authorization>,
+    #[serde(default)]
+    pub enterprise_id: Option<String>,
+    /// The event happened in a channel shared with another organization.
+    #[serde(default)]
+    pub is_ext_shared_channel: bool,
 }
 
 impl EventCallback {
@@ -51,6 +57,38 @@ impl EventCallback {
     pub fn person_user_id(&self) -> Option<&UserId> {
         self.authorizations.iter().find(|a| !a.is_bot).map(|a| &a.user_id)
     }
+
+    /// Where the app is installed: `authorizations[0]`'s team (in a
+    /// shared channel the outer `team_id` may be the other side's).
+    pub fn installation(&self) -> Installation {
+        let installed = self.authorizations.first();
+        Installation {
+            team: installed.and_then(|a| a.team_id.clone()).unwrap_or_else(|| self.team_id.clone()),
+            enterprise: installed.and_then(|a| a.enterprise_id.clone()).or_else(|| self.enterprise_id.clone()),
+            shared_channel: self.is_ext_shared_channel,
+        }
+    }
+}
+
+/// The installing team as one callback names it, to place a message's
+/// author by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installation {
+    pub team: TeamId,
+    pub enterprise: Option<String>,
+    /// The event happened in a channel shared with another organization.
+    pub shared_channel: bool,
+}
+
+impl Installation {
+    /// Whether a message's author, from `author_team` (the event's
+    /// `user_team`, else its `team`), belongs to the installing team. A
+    /// message naming no team is external in a shared channel, home
+    /// elsewhere.
+    pub fn membership_of(&self, author_team: Option<&TeamId>) -> Membership {
+        let unknown = if self.shared_channel { Membership::External } else { Membership::Home };
+        Membership::of(author_team, &self.team, self.enterprise.as_deref(), unknown)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -58,6 +96,11 @@ pub struct Authorization {
     pub user_id: UserId,
     #[serde(default)]
     pub is_bot: bool,
+    /// The workspace the app is installed in (null for an org-wide install).
+    #[serde(default)]
+    pub team_id: Option<TeamId>,
+    #[serde(default)]
+    pub enterprise_id: Option<String>,
 }
 
 /// The inner `event.type`.
@@ -90,6 +133,11 @@ pub struct AppMention {
     /// Files attached to the message.
     #[serde(default)]
     pub files: Vec<SlackFile>,
+    /// The author's team (Slack Connect: another organization's).
+    #[serde(default)]
+    pub user_team: Option<TeamId>,
+    #[serde(default)]
+    pub team: Option<TeamId>,
     /// The Data Access API's token (see [`ActionToken`]).
     #[serde(default)]
     action_token: Option<ActionToken>,
@@ -117,6 +165,19 @@ macro_rules! action_token_getter {
 }
 
 action_token_getter!(AppMention, MessageEvent);
+
+/// The author's team as a message event names it: `user_team`, else `team`.
+macro_rules! author_team_getter {
+    ($($event:ty),*) => {$(
+        impl $event {
+            pub fn author_team(&self) -> Option<&TeamId> {
+                self.user_team.as_ref().or(self.team.as_ref())
+            }
+        }
+    )*};
+}
+
+author_team_getter!(AppMention, MessageEvent);
 
 /// The short-lived token a person's message event carries: with it the app
 /// may search what that person can see (`assistant.search.context`). A
@@ -168,6 +229,11 @@ pub struct MessageEvent {
     /// Files attached to the message (subtype `file_share`).
     #[serde(default)]
     pub files: Vec<SlackFile>,
+    /// The author's team (Slack Connect: another organization's).
+    #[serde(default)]
+    pub user_team: Option<TeamId>,
+    #[serde(default)]
+    pub team: Option<TeamId>,
     /// The Data Access API's token (see [`ActionToken`]).
     #[serde(default)]
     action_token: Option<ActionToken>,

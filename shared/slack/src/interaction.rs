@@ -5,6 +5,7 @@
 //! the code that reads the clicks agree.
 
 use crate::ids::{ChannelId, TeamId, Ts, UserId};
+use crate::membership::Membership;
 use serde::Deserialize;
 
 /// `action_id` of the button that lets a paused tool call run.
@@ -37,8 +38,11 @@ pub enum Interaction {
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct BlockActions {
+    /// The team whose app posted the buttons (the installing one).
     pub team: Team,
     pub user: User,
+    #[serde(default)]
+    pub enterprise: Option<Enterprise>,
     #[serde(default)]
     pub channel: Option<Channel>,
     #[serde(default)]
@@ -59,6 +63,15 @@ pub struct Team {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct User {
     pub id: UserId,
+    /// The clicker's own team: another organization's in a shared channel;
+    /// under Enterprise Grid possibly the organization (`E…`).
+    #[serde(default)]
+    pub team_id: Option<TeamId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Enterprise {
+    pub id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -92,6 +105,13 @@ pub struct Action {
 }
 
 impl BlockActions {
+    /// Whether the clicker belongs to the team whose app posted the
+    /// buttons; a payload naming no team for them counts as external.
+    pub fn clicker_membership(&self) -> Membership {
+        let org = self.enterprise.as_ref().map(|enterprise| enterprise.id.as_str());
+        Membership::of(self.user.team_id.as_ref(), &self.team.id, org, Membership::External)
+    }
+
     pub fn channel_id(&self) -> Option<&ChannelId> {
         self.channel.as_ref().map(|c| &c.id).or(self.container.channel_id.as_ref())
     }

@@ -15,11 +15,13 @@
 pub mod events;
 pub mod ids;
 pub mod interaction;
+pub mod membership;
 pub mod mentions;
 pub mod request;
 pub mod signature;
 pub mod text;
 
 pub use ids::{ChannelId, EventId, TeamId, Ts, UserId};
+pub use membership::Membership;
 pub use request::{ParseError, SlackRequest};
 pub use signature::{SignatureError, SigningSecret};

@@ -31,6 +31,12 @@ fixtures! {
     BLOCK_ACTIONS_FEEDBACK => "block_actions_feedback.json",
     BLOCK_ACTIONS_CONNECT_EPHEMERAL => "block_actions_connect_ephemeral.json",
     BLOCK_ACTIONS_HOME_DISCONNECT => "block_actions_home_disconnect.json",
+    // A channel shared with another organization (Slack Connect): its
+    // member mentions the bot, and clicks Approve (`user_team`/`team` and
+    // `user.team_id` name their own team; the installing one is
+    // `authorizations[0].team_id` and `team.id`).
+    APP_MENTION_EXTERNAL => "app_mention_external.json",
+    BLOCK_ACTIONS_APPROVE_EXTERNAL => "block_actions_approve_external.json",
 }
 
 /// Alert payloads in each source's real shape: an Alertmanager

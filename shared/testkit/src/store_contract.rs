@@ -23,6 +23,7 @@ pub fn new_turn(event_id: &str) -> Turn {
         context_channel: None,
         bot_user: None,
         files: Vec::new(),
+        membership: slack::Membership::Home,
     };
     Turn::start(&request, 1_763_800_001)
 }

@@ -5,13 +5,16 @@
 //! from Slack, kept for a few minutes). With `allow_self_approval: false`
 //! the requester may not decide on their own request, whoever else they are.
 //! A group that cannot be read counts as having no members: a click is
-//! refused rather than let through.
+//! refused rather than let through. Approvers belong to the installing
+//! team: a person of another organization (in a channel shared with it)
+//! never decides, whatever the configuration names, not even on their own
+//! request.
 
 use crate::config::ApprovalsConfig;
 use crate::tools::ApprovalRule;
 use assistant_core::approval::Approver;
 use assistant_core::ports::SlackReader;
-use slack::UserId;
+use slack::{Membership, UserId};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use tracing::warn;
@@ -26,6 +29,8 @@ pub enum Verdict {
     MayNot {
         own_request: bool,
     },
+    /// A person of another organization: never an approver.
+    External,
 }
 
 pub struct Approvals {
@@ -49,15 +54,19 @@ impl Approvals {
         i64::try_from(self.config.expires_after_secs).unwrap_or(i64::MAX)
     }
 
-    /// Whether `clicker` may decide on a call that `requester` asked for.
+    /// Whether `clicker` (of `membership`) may decide on a call that
+    /// `requester` asked for.
     pub async fn verdict(
         &self,
         slack: &dyn SlackReader,
         requester: &UserId,
-        clicker: &UserId,
+        (clicker, membership): (&UserId, Membership),
         approvers: &[Approver],
         now_unix: i64,
     ) -> Verdict {
+        if membership.is_external() {
+            return Verdict::External;
+        }
         let own = clicker == requester;
         if own && !self.config.allow_self_approval {
             return Verdict::MayNot { own_request: true };
@@ -119,10 +128,25 @@ mod tests {
         Approvals::new(ApprovalsConfig { approvers, allow_self_approval, ..ApprovalsConfig::default() })
     }
 
-    /// The verdict on `clicker` for a request by U0ASKER, with the default approvers.
+    /// The verdict on `clicker` (of the installing team) for a request by
+    /// U0ASKER, with the default approvers.
     async fn verdict(approvals: &Approvals, slack: &MemorySlack, clicker: &str) -> Verdict {
         let approvers = approvals.approvers_for(None).to_vec();
-        approvals.verdict(slack, &user("U0ASKER"), &user(clicker), &approvers, 1_000).await
+        approvals.verdict(slack, &user("U0ASKER"), (&user(clicker), Membership::Home), &approvers, 1_000).await
+    }
+
+    #[tokio::test]
+    async fn a_person_of_another_organization_never_approves_even_when_named_or_asking() {
+        let slack = MemorySlack::default().with_group("S0ONCALL", &["U0VENDOR"]);
+        let approvals = approvals(&["requester", "U0VENDOR", "S0ONCALL"], true);
+        let approvers = approvals.approvers_for(None).to_vec();
+        for (requester, clicker) in [("U0VENDOR", "U0VENDOR"), ("U0ASKER", "U0VENDOR")] {
+            let outsider = (&user(clicker), Membership::External);
+            let verdict = approvals.verdict(&slack, &user(requester), outsider, &approvers, 0).await;
+            assert_eq!(verdict, Verdict::External, "{requester} asked, {clicker} clicked");
+        }
+        let insider = (&user("U0VENDOR"), Membership::Home);
+        assert_eq!(approvals.verdict(&slack, &user("U0ASKER"), insider, &approvers, 0).await, Verdict::May);
     }
 
     #[tokio::test]
@@ -158,7 +182,7 @@ mod tests {
         let rule = ApprovalRule { approvers: Some(&own), destructive: false, grant_scope: None };
         assert_eq!(approvals.approvers_for(Some(rule)), own);
         let slack = MemorySlack::default();
-        let verdict = approvals.verdict(&slack, &user("U0ASKER"), &user("U0ASKER"), &own, 0).await;
+        let verdict = approvals.verdict(&slack, &user("U0ASKER"), (&user("U0ASKER"), Membership::Home), &own, 0).await;
         assert_eq!(verdict, Verdict::MayNot { own_request: false }, "the requester is not among the tool's approvers");
     }
 
@@ -168,13 +192,16 @@ mod tests {
         let approvals = approvals(&["S0ONCALL", "S0MISSING"], true);
         let approvers = approvals.approvers_for(None).to_vec();
         for now in [0, 100, GROUP_CACHE_SECS - 1] {
-            let verdict = approvals.verdict(&slack, &user("U0ASKER"), &user("U0ONCALL1"), &approvers, now).await;
+            let oncall = (&user("U0ONCALL1"), Membership::Home);
+            let verdict = approvals.verdict(&slack, &user("U0ASKER"), oncall, &approvers, now).await;
             assert_eq!(verdict, Verdict::May);
         }
         assert_eq!(slack.group_reads(), 1, "cached");
-        let stranger = approvals.verdict(&slack, &user("U0ASKER"), &user("U0STRANGER"), &approvers, 10).await;
+        let stranger = (&user("U0STRANGER"), Membership::Home);
+        let stranger = approvals.verdict(&slack, &user("U0ASKER"), stranger, &approvers, 10).await;
         assert_eq!(stranger, Verdict::MayNot { own_request: false });
-        approvals.verdict(&slack, &user("U0ASKER"), &user("U0ONCALL1"), &approvers, GROUP_CACHE_SECS).await;
+        let oncall = (&user("U0ONCALL1"), Membership::Home);
+        approvals.verdict(&slack, &user("U0ASKER"), oncall, &approvers, GROUP_CACHE_SECS).await;
         assert!(slack.group_reads() >= 3, "read again once stale (and the missing group each time)");
     }
 }

@@ -404,6 +404,7 @@ mod tests {
             groups: Vec::new(),
             turn: Some(TurnId::new(turn)),
             thread: None,
+            membership: slack::Membership::Home,
         }
     }
 
@@ -464,6 +465,7 @@ mod tests {
             context_channel: None,
             bot_user: None,
             files: Vec::new(),
+            membership: slack::Membership::Home,
         };
         request.files = (0..5)
             .map(|n| FileRef {
@@ -516,6 +518,7 @@ mod tests {
             context_channel: None,
             bot_user: None,
             files: vec![file(11)],
+            membership: slack::Membership::Home,
         };
         // Earlier messages, oldest first, each with one file; the question's
         // own message is in the history too.

@@ -209,6 +209,7 @@ mod tests {
             context_channel: None,
             bot_user: Some(UserId::new("UBOT")),
             files: Vec::new(),
+            membership: slack::Membership::Home,
         }
     }
 

@@ -389,6 +389,7 @@ impl IncidentDesk {
                     // Asked by no one: the question names no bot to mention.
                     bot_user: None,
                     files: Vec::new(),
+                    membership: slack::Membership::Home,
                 };
                 self.work.enqueue(&WorkMessage::StartTurn(request)).await.map_err(DeskError::Queue)?;
             }

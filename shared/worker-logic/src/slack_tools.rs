@@ -482,6 +482,7 @@ mod tests {
             groups: Vec::new(),
             turn: Some(assistant_core::TurnId::for_event(&thread, &event_id)),
             thread: Some(thread),
+            membership: slack::Membership::Home,
         };
         let call = ToolUse { id: "s".into(), name: SEARCH_SLACK.into(), input: json!({"query": "checkout-api 502"}) };
         let result = registry.run(&call, &asker).await;

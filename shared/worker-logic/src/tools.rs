@@ -16,7 +16,7 @@ use assistant_core::model::ToolSpec;
 use assistant_core::oauth::AccessToken;
 use assistant_core::turn::{ToolOutput, ToolResult, ToolStatus, ToolUse};
 use futures_util::future::join_all;
-use slack::{ChannelId, UserId};
+use slack::{ChannelId, Membership, UserId};
 use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
@@ -234,6 +234,11 @@ pub struct ChannelRule {
     /// `tools` says (`["*"]` with `["*delete*"]` denied).
     #[serde(default)]
     pub deny: Vec<String>,
+    /// For people of another organization in a channel shared with it
+    /// (Slack Connect): such a rule is for them only, and a rule without
+    /// it never is. No rule for them: no tools but the thread's own.
+    #[serde(default)]
+    pub external: bool,
 }
 
 /// A tool that exists nowhere in this worker, and why: for the inspection
@@ -259,11 +264,22 @@ pub struct Asker {
     pub turn: Option<assistant_core::TurnId>,
     /// Its thread.
     pub thread: Option<assistant_core::ThreadRef>,
+    /// The person's standing with the installing team: rules marked
+    /// `external` are for people of other organizations (in channels shared
+    /// with them), every other rule for the team's own.
+    pub membership: Membership,
 }
 
 impl From<&ChannelId> for Asker {
     fn from(channel: &ChannelId) -> Self {
-        Self { channel: channel.clone(), user: None, groups: Vec::new(), turn: None, thread: None }
+        Self {
+            channel: channel.clone(),
+            user: None,
+            groups: Vec::new(),
+            turn: None,
+            thread: None,
+            membership: Membership::Home,
+        }
     }
 }
 
@@ -276,11 +292,19 @@ impl From<&Asker> for Asker {
 impl ChannelRule {
     /// A rule for everyone in `channels`.
     pub fn everyone(channels: &str, tools: Vec<String>) -> Self {
-        Self { channels: channels.into(), users: Vec::new(), usergroups: Vec::new(), tools, deny: Vec::new() }
+        Self {
+            channels: channels.into(),
+            users: Vec::new(),
+            usergroups: Vec::new(),
+            tools,
+            deny: Vec::new(),
+            external: false,
+        }
     }
 
     fn applies_to(&self, asker: &Asker) -> bool {
-        glob_matches(&self.channels, asker.channel.as_str())
+        self.external == asker.membership.is_external()
+            && glob_matches(&self.channels, asker.channel.as_str())
             && ((self.users.is_empty() && self.usergroups.is_empty())
                 || asker.user.as_ref().is_some_and(|user| self.users.contains(user))
                 || self.usergroups.iter().any(|group| asker.groups.contains(group)))
@@ -633,6 +657,7 @@ mod tests {
             groups: groups.iter().map(|g| g.to_string()).collect(),
             turn: None,
             thread: None,
+            membership: slack::Membership::Home,
         };
         assert_eq!(policy.named_groups(), ["S0ONCALL"]);
         // The admin everywhere, DMs included.
@@ -655,6 +680,37 @@ mod tests {
         let typo =
             serde_json::from_value::<Vec<ChannelRule>>(json!([{"channels": "*", "user": ["U1"], "tools": ["*"]}]));
         assert!(typo.is_err(), "`user` for `users` is refused, not ignored");
+    }
+
+    #[test]
+    fn people_of_another_organization_get_only_what_external_rules_give_and_the_team_none_of_those() {
+        let rules: Vec<ChannelRule> = serde_json::from_value(json!([
+            {"channels": "C0SHARED*", "external": true, "tools": ["search_docs"]},
+            {"channels": "*", "tools": ["*"]}
+        ]))
+        .unwrap();
+        let policy = ToolPolicy::new(rules);
+        let asker = |channel: &str, membership| Asker { membership, ..Asker::from(&ChannelId::new(channel)) };
+        let outsider = asker("C0SHARED1", Membership::External);
+        assert_eq!(policy.verdict(&outsider, "search_docs"), Verdict::Allowed { rule: 0 });
+        assert_eq!(policy.verdict(&outsider, "restart_service"), Verdict::NotListed { rule: 0 });
+        assert_eq!(
+            policy.verdict(asker("C0OTHER", Membership::External), "search_docs"),
+            Verdict::NoRule,
+            "no rule for them there"
+        );
+        assert_eq!(
+            policy.verdict(asker("C0OTHER", Membership::External), crate::attachments::READ_ATTACHMENT),
+            Verdict::ThreadOwn,
+            "what reaches nothing beyond the thread stays"
+        );
+        assert_eq!(
+            policy.verdict(asker("C0SHARED1", Membership::Home), "restart_service"),
+            Verdict::Allowed { rule: 1 }
+        );
+        let typo =
+            serde_json::from_value::<Vec<ChannelRule>>(json!([{"channels": "*", "externals": true, "tools": []}]));
+        assert!(typo.is_err(), "`externals` for `external` is refused, not ignored");
     }
 
     #[test]

@@ -41,8 +41,9 @@ use crate::approvals::{Approvals, Verdict};
 use crate::context;
 use crate::offload;
 use crate::streaming::{self, AnswerStream};
-use crate::tools::{Asker, Effect, ToolRegistry};
+use crate::tools::{ApprovalRule, Asker, Effect, ToolRegistry};
 use assistant_core::Clock;
+use assistant_core::approval::Approver;
 use assistant_core::feedback::{FeedbackLog, Rated};
 use assistant_core::grants::{ThreadGrant, ThreadGrants};
 use assistant_core::messages::{
@@ -91,6 +92,10 @@ pub struct Limits {
 pub const MODEL_CALL_TIME: Duration = Duration::from_secs(150);
 /// What a step needs besides its model call and its tools (saves, status).
 const STEP_OVERHEAD: Duration = Duration::from_secs(15);
+/// The most tool calls one model step runs: a reply asking for hundreds
+/// (a model steered by what it read, or looping) runs this many, and each
+/// call past it is answered with an error the model reads.
+pub const MAX_TOOL_CALLS_PER_STEP: usize = 20;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -660,37 +665,44 @@ impl Worker {
         let call = pending.waiting[index].clone();
         let rule = self.tools.approval_rule(&asker, &call.name);
         let approvers = self.approvals.approvers_for(rule);
-        let verdict = self.approvals.verdict(self.slack.as_ref(), &turn.user, &click.user, approvers, now).await;
-        if let Verdict::MayNot { own_request } = verdict {
-            warn!(user = %click.user, requester = %turn.user, tool = %call.name, "click by someone who may not decide: nothing runs");
+        let clicker = (&click.user, click.membership);
+        let verdict = self.approvals.verdict(self.slack.as_ref(), &turn.user, clicker, approvers, now).await;
+        if verdict != Verdict::May {
+            let (own_request, reason) = match verdict {
+                Verdict::MayNot { own_request } => (own_request, "not_an_approver"),
+                _ => (false, "another_organization"),
+            };
+            warn!(user = %click.user, membership = ?click.membership, requester = %turn.user, tool = %call.name, "click by someone who may not decide: nothing runs");
             let refused = ReplyMessage::ApprovalRefused {
                 turn_id: turn.id.clone(),
                 thread: turn.thread.clone(),
                 user: click.user.clone(),
                 tool_name: call.name.clone(),
                 requester: turn.user.clone(),
-                approvers: approvers.to_vec(),
+                approvers: shown_approvers(&turn, approvers),
                 own_request,
+                membership: click.membership,
             };
             if let Err(err) = self.replies.send(&refused).await {
                 warn!(error = %err, "the refused clicker was not told why");
             }
-            return Ok(Outcome::Ignored { reason: "not_an_approver" });
+            return Ok(Outcome::Ignored { reason });
         }
 
         // "Approve for this thread" counts only where it was offered: a
         // forged click on a destructive call's prompt grants nothing.
         let grant = match click.decision {
             Decision::ApproveForThread => {
-                let Some(scope) =
-                    rule.and_then(|rule| rule.grant_scope).filter(|_| self.approvals.config.thread_grants)
-                else {
+                let Some(scope) = self.grant_offered(&turn, rule) else {
                     warn!(user = %click.user, tool = %call.name, "a thread grant for a call that offers none: nothing runs");
                     return Ok(Outcome::Ignored { reason: "grant_not_offered" });
                 };
                 let granted_at = unix_secs(&click.action_ts).unwrap_or(now);
+                // For the person whose call this is: a bystander asking in
+                // the thread later is prompted as before.
                 let grant = ThreadGrant {
                     scope: scope.to_owned(),
+                    for_user: Some(turn.user.clone()),
                     granted_by: click.user.clone(),
                     turn_id: turn.id.clone(),
                     granted_at,
@@ -700,7 +712,7 @@ impl Worker {
                 // Before the call: a grant whose call never ran is harmless,
                 // and a retry writes the same item again.
                 self.grants.put(&turn.thread, &grant).await.map_err(WorkerError::Grants)?;
-                info!(scope = %grant.scope, granted_by = %grant.granted_by, until = grant.until, "thread grant given");
+                info!(scope = %grant.scope, for_user = %turn.user, granted_by = %grant.granted_by, until = grant.until, "thread grant given");
                 Some(grant)
             }
             Decision::Approve | Decision::Deny => None,
@@ -806,16 +818,17 @@ impl Worker {
     }
 
     /// The thread's grant that lets the next waiting call run without a
-    /// prompt, if there is one in force and the call may still be granted
-    /// (not destructive, grants not turned off since). A grant that cannot
-    /// be read is no grant: the prompt is shown.
+    /// prompt, if there is one in force for the person who asked this turn
+    /// and the call may still be granted (not destructive, grants not
+    /// turned off since). A grant that cannot be read is no grant: the
+    /// prompt is shown.
     async fn grant_for_next(&self, turn: &Turn, asker: &Asker) -> Option<(ToolUse, ThreadGrant)> {
         if !self.approvals.config.thread_grants {
             return None;
         }
         let call = turn.pending_approval.as_ref()?.waiting.first()?;
-        let scope = self.tools.approval_rule(asker, &call.name)?.grant_scope?;
-        match self.grants.covering(&turn.thread, &call.name, self.clock.now_unix()).await {
+        let scope = self.grant_offered(turn, self.tools.approval_rule(asker, &call.name))?;
+        match self.grants.covering(&turn.thread, &call.name, &turn.user, self.clock.now_unix()).await {
             Ok(grant) => grant.filter(|grant| grant.scope == scope).map(|grant| (call.clone(), grant)),
             Err(err) => {
                 warn!(error = %err, "thread grants unreadable: asking instead");
@@ -877,7 +890,12 @@ impl Worker {
     async fn revoke_grant(&self, click: &GrantRevoke) -> Result<Outcome, WorkerError> {
         let scope = &click.button.scope;
         let now = unix_secs(&click.action_ts).unwrap_or_else(|| self.clock.now_unix());
-        let found = self.grants.revocable(&click.thread, scope, &click.user, now).await.map_err(WorkerError::Grants)?;
+        let for_user = click.button.for_user.as_ref();
+        let found = self
+            .grants
+            .revocable(&click.thread, scope, for_user, &click.user, now)
+            .await
+            .map_err(WorkerError::Grants)?;
         let Some(grant) = found else {
             info!(scope = %scope, user = %click.user, "revoke of a grant not in force: nothing to do");
             return Ok(Outcome::Ignored { reason: "no_grant" });
@@ -1216,21 +1234,29 @@ impl Worker {
         };
         self.timers.set(&timer).await.map_err(WorkerError::Timers)?;
         let rule = self.tools.approval_rule(asker, &call.name);
-        // Offered only where a grant could be used: never for destructive
-        // calls (the rule has no scope then), nor where turned off.
-        let grant_scope = rule.and_then(|rule| rule.grant_scope).filter(|_| self.approvals.config.thread_grants);
+        let grant_scope = self.grant_offered(turn, rule);
         let prompt = ReplyMessage::ApprovalPrompt {
             turn_id: turn.id.clone(),
             thread: turn.thread.clone(),
             tool_use: call.clone(),
             requester: Some(turn.user.clone()),
-            approvers: self.approvals.approvers_for(rule).to_vec(),
+            approvers: shown_approvers(turn, self.approvals.approvers_for(rule)),
             expires_at: Some(expires_at),
             destructive: rule.is_some_and(|rule| rule.destructive),
             grant_minutes: grant_scope.map(|_| self.approvals.config.grant_minutes),
             grant_scope: grant_scope.map(str::to_owned),
         };
         self.replies.send(&prompt).await.map_err(WorkerError::Queue)
+    }
+
+    /// What "Approve for this thread" would grant for a call of `turn`
+    /// under `rule`: offered only where a grant could be used, never for
+    /// destructive calls (the rule has no scope then), nor where turned
+    /// off, nor for a person of another organization (each of their calls
+    /// is approved on its own).
+    fn grant_offered<'a>(&self, turn: &Turn, rule: Option<ApprovalRule<'a>>) -> Option<&'a str> {
+        let offered = self.approvals.config.thread_grants && turn.membership.is_home();
+        rule.and_then(|rule| rule.grant_scope).filter(|_| offered)
     }
 
     /// The settled turn's figures: one "turn settled" log line, and the
@@ -1350,6 +1376,7 @@ impl Worker {
             groups,
             turn: Some(turn.id.clone()),
             thread: Some(turn.thread.clone()),
+            membership: turn.membership,
         }
     }
 
@@ -1421,9 +1448,13 @@ impl Worker {
         match reply.stop_reason {
             StopReason::ToolUse if !calls.is_empty() => {
                 turn.transcript.push(reply.message);
-                match self.access_for(turn, &asker, &calls).await {
+                // Only the calls that will run may ask for a sign-in; the
+                // waiting step keeps them all (dispatch answers the rest).
+                let within = &calls[..calls.len().min(MAX_TOOL_CALLS_PER_STEP)];
+                match self.access_for(turn, &asker, within).await {
                     Ok(access) => self.dispatch(turn, calls, &asker, access, stream).await?,
-                    Err(pending) => {
+                    Err(mut pending) => {
+                        pending.calls = calls;
                         info!(provider = %pending.provider, "the step acts as the person, who must sign in first");
                         turn.status = TurnStatus::AwaitingSignIn;
                         turn.pending_sign_in = Some(pending);
@@ -1467,12 +1498,20 @@ impl Worker {
         access: StepAccess,
         stream: &mut AnswerStream<'_>,
     ) -> Result<(), WorkerError> {
+        let mut calls = calls;
+        let over_the_cap = over_the_cap(&mut calls);
         // `attach_result` reads the turn's own results: the worker runs it.
         let (attaching, calls): (Vec<ToolUse>, Vec<ToolUse>) = calls
             .into_iter()
             .partition(|call| call.name == ATTACH_RESULT && self.tools.effect(asker, ATTACH_RESULT).is_some());
         let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) =
             calls.iter().partition(|call| self.tools.effect(asker, &call.name) == Some(Effect::ChangesThings));
+        // A change for a person of another organization that only "the
+        // requester" may approve could never be approved: refused now.
+        let (held, unapprovable): (Vec<&ToolUse>, Vec<&ToolUse>) = held.into_iter().partition(|call| {
+            let approvers = self.approvals.approvers_for(self.tools.approval_rule(asker, &call.name));
+            asker.membership.is_home() || approvers.iter().any(|approver| *approver != Approver::Requester)
+        });
         let started: Vec<_> = now.iter().map(|call| streaming::started(call)).collect();
         tokio::join!(self.show_progress(turn, running(&calls)), stream.tasks(started));
         turn.metered.sqs_requests += 1;
@@ -1486,6 +1525,18 @@ impl Worker {
             turn.answer_files.extend(file);
             results.push(result);
         }
+        results.extend(over_the_cap);
+        results.extend(unapprovable.into_iter().map(|call| {
+            ToolResult {
+            tool_use_id: call.id.clone(),
+            status: ToolStatus::Error,
+            output: ToolOutput::Text(
+                "Not run: the person who asked is from another organization, and no one here is set to approve this \
+                 tool for them. Tell them it needs someone of the team that runs this bot."
+                    .to_owned(),
+            ),
+        }
+        }));
         sort_in_call_order(turn, &mut results);
         offload::offload_large(self.artifacts.as_ref(), &turn.id, &mut results)
             .await
@@ -1603,6 +1654,37 @@ fn in_call_order(turn: &Turn, mut results: Vec<ToolResult>) -> Vec<Content> {
 }
 
 /// Results in the order the last message called for them.
+/// Who may approve a call of `turn`, as the prompt and a refusal name
+/// them: a requester of another organization never approves, so
+/// "requester" does not name them.
+fn shown_approvers(turn: &Turn, approvers: &[Approver]) -> Vec<Approver> {
+    let external = turn.membership.is_external();
+    approvers.iter().filter(|approver| !(external && **approver == Approver::Requester)).cloned().collect()
+}
+
+/// Cuts a step's calls to [`MAX_TOOL_CALLS_PER_STEP`] (the first ones, in
+/// the model's order) and answers each call past it with an error the
+/// model reads; none of those runs.
+fn over_the_cap(calls: &mut Vec<ToolUse>) -> Vec<ToolResult> {
+    if calls.len() <= MAX_TOOL_CALLS_PER_STEP {
+        return Vec::new();
+    }
+    let asked = calls.len();
+    warn!(asked, limit = MAX_TOOL_CALLS_PER_STEP, "more tool calls than a step runs: the rest are refused");
+    calls
+        .split_off(MAX_TOOL_CALLS_PER_STEP)
+        .into_iter()
+        .map(|call| ToolResult {
+            tool_use_id: call.id,
+            status: ToolStatus::Error,
+            output: ToolOutput::Text(format!(
+                "Not run: a step runs at most {MAX_TOOL_CALLS_PER_STEP} tool calls and this one asked for {asked}. \
+                 Ask for the calls you still need in your next step, fewer at a time."
+            )),
+        })
+        .collect()
+}
+
 fn sort_in_call_order(turn: &Turn, results: &mut [ToolResult]) {
     let order: Vec<&str> = turn
         .transcript

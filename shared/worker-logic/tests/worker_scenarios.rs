@@ -33,7 +33,7 @@ use testkit::memory::{
 use worker_logic::approvals::Approvals;
 use worker_logic::config::ApprovalsConfig;
 use worker_logic::tools::{CallContext, ChannelRule, Effect, RunTool, Tool, ToolFuture, ToolPolicy, ToolRegistry};
-use worker_logic::worker::{Deadline, Limits, Outcome, REFUSAL, Worker};
+use worker_logic::worker::{Deadline, Limits, MAX_TOOL_CALLS_PER_STEP, Outcome, REFUSAL, Worker};
 
 // --- A scripted model -------------------------------------------------------
 
@@ -307,6 +307,7 @@ fn start() -> WorkMessage {
         context_channel: None,
         bot_user: None,
         files: Vec::new(),
+        membership: slack::Membership::Home,
     })
 }
 
@@ -326,6 +327,7 @@ fn click_on(call: &ToolUse, user: &str, decision: Decision) -> WorkMessage {
         decision,
         button: ApprovalButton::for_call(&turn_id(), call),
         action_ts: Ts::new("1763800950.001300"),
+        membership: slack::Membership::Home,
     })
 }
 
@@ -452,6 +454,42 @@ async fn parallel_calls_error_timeout_unknown_and_disallowed_all_become_results(
     assert!(results[5].2.contains("schema"));
     assert_eq!(runs.load(Ordering::SeqCst), 3, "refused calls never run");
     assert_eq!(turn.answer.as_deref(), Some("Here is what I found."));
+}
+
+#[tokio::test]
+async fn a_step_runs_at_most_its_cap_of_tool_calls_and_the_model_reads_why_the_rest_did_not() {
+    // GIVEN a model whose one reply asks for 300 calls, a change among those past the cap
+    let runs = counter();
+    let ids: Vec<String> = (0..300).map(|i| format!("c{i}")).collect();
+    let many: Vec<(&str, &str, serde_json::Value)> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let tool = if i == MAX_TOOL_CALLS_PER_STEP + 3 { "restart_service" } else { "search_docs" };
+            (id.as_str(), tool, json!({"query": format!("q{i}")}))
+        })
+        .collect();
+    let worker = worker(ScriptedModel::new([calls(&many), text("Done.")]), runs);
+
+    // WHEN the turn runs
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN only the first MAX_TOOL_CALLS_PER_STEP ran, nothing waits for approval, and every call has its
+    // result, in order: those past the cap an error saying why
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(runs.load(Ordering::SeqCst), MAX_TOOL_CALLS_PER_STEP as u32);
+    assert!(prompts(&worker.replies).is_empty(), "a change past the cap is not even asked about");
+    let turn = stored(&worker).await;
+    let results = results(&turn.transcript[2]);
+    assert_eq!(results.iter().map(|(id, ..)| id.as_str()).collect::<Vec<_>>(), ids);
+    for (i, (id, status, output)) in results.iter().enumerate() {
+        if i < MAX_TOOL_CALLS_PER_STEP {
+            assert_eq!(*status, ToolStatus::Success, "{id}: {output}");
+        } else {
+            assert_eq!(*status, ToolStatus::Error, "{id}");
+            assert!(output.contains("Not run: a step runs at most 20 tool calls"), "{id}: {output}");
+        }
+    }
 }
 
 #[tokio::test]
@@ -754,16 +792,18 @@ fn worker_with(model: ScriptedModel) -> TestWorker {
 
 #[tokio::test]
 async fn a_step_whose_results_outgrow_the_item_is_compacted_and_saved() {
-    // Thirty 15 KB results in one step: each under the inline limit, together
-    // over the store's item limit.
-    let excerpt = "x".repeat(15_000);
+    // A step's most results (MAX_TOOL_CALLS_PER_STEP), 15 KB each and
+    // twice that as JSON (quotes are escaped): each under the inline limit,
+    // together over the store's item limit.
+    let excerpt = "\"".repeat(15_000);
     let bulky = Tool::new(spec("search_logs"), Effect::ReadOnly, Duration::from_secs(1), move |_| {
         let excerpt = excerpt.clone();
         async move { Ok(ToolOutput::Text(excerpt)) }
     })
     .unwrap();
-    let many: Vec<(String, &str, serde_json::Value)> =
-        (0..30).map(|i| (format!("t{i}"), "search_logs", json!({"query": format!("q{i}")}))).collect();
+    let many: Vec<(String, &str, serde_json::Value)> = (0..MAX_TOOL_CALLS_PER_STEP)
+        .map(|i| (format!("t{i}"), "search_logs", json!({"query": format!("q{i}")})))
+        .collect();
     let many: Vec<(&str, &str, serde_json::Value)> =
         many.iter().map(|(id, n, i)| (id.as_str(), *n, i.clone())).collect();
     let mut worker = worker(ScriptedModel::new([calls(&many), text("Logs read.")]), counter());
@@ -1305,6 +1345,7 @@ fn dm_question(text: &str) -> WorkMessage {
         context_channel: None,
         bot_user: None,
         files: Vec::new(),
+        membership: slack::Membership::Home,
     })
 }
 
@@ -1729,7 +1770,11 @@ fn revoke_by(user: &str, scope: &str, action_ts: &str) -> WorkMessage {
     WorkMessage::RevokeGrant(assistant_core::messages::GrantRevoke {
         thread: thread(),
         user: UserId::new(user),
-        button: assistant_core::grants::RevokeButton { scope: scope.into(), turn_id: turn_id() },
+        button: assistant_core::grants::RevokeButton {
+            scope: scope.into(),
+            for_user: Some(UserId::new(REQUESTER)),
+            turn_id: turn_id(),
+        },
         action_ts: Ts::new(action_ts),
     })
 }
@@ -1783,6 +1828,7 @@ async fn a_thread_grant_lets_later_calls_in_the_thread_run_without_a_prompt_unti
     let grants = worker.grants.all(&thread()).await.unwrap();
     assert_eq!(grants.len(), 1);
     assert_eq!((grants[0].scope.as_str(), grants[0].granted_by.as_str()), ("restart_service", REQUESTER));
+    assert_eq!(grants[0].for_user.as_ref().map(UserId::as_str), Some(REQUESTER), "for whose call was approved");
     assert_eq!((grants[0].granted_at, grants[0].until), (granted_at, granted_at + 3_600));
     let decided = worker.replies.messages().into_iter().find_map(|m| match m {
         ReplyMessage::ApprovalDecided { grant, decision, .. } => Some((decision, grant)),
@@ -1815,6 +1861,169 @@ async fn a_thread_grant_lets_later_calls_in_the_thread_run_without_a_prompt_unti
 }
 
 #[tokio::test]
+async fn a_bystander_asking_in_a_granted_thread_is_prompted_and_nothing_runs_for_them() {
+    // GIVEN the requester's restart approved for the thread
+    let runs = counter();
+    let (worker, _) = awaiting_restart(
+        runs,
+        vec![text("Restarted."), calls(&[("b1", "restart_service", json!({"query": "payments-api"}))])],
+    )
+    .await;
+    let call = waiting_call(&worker).await;
+    worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // WHEN someone else asks in the same thread, and the model wants the same tool
+    let WorkMessage::StartTurn(request) = start_later("Ev0BY", "1763801000.000200") else { unreachable!() };
+    let bystander = WorkMessage::StartTurn(TurnRequest { user: UserId::new("U0BYSTANDER"), ..request });
+    let outcome = worker.handle(&bystander, &Budget::plenty()).await.unwrap();
+
+    // THEN their call waits for a prompt like any other: the grant is not theirs
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: later_turn("Ev0BY") });
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "nothing ran for the bystander");
+    assert!(ran_under_grant(&worker.replies).is_empty());
+    assert_eq!(prompts(&worker.replies).last().map(|(id, _)| id.as_str()), Some("b1"));
+}
+
+// --- People of another organization (Slack Connect) -------------------------
+
+/// `start()` asked by a person of another organization.
+fn start_external() -> WorkMessage {
+    let WorkMessage::StartTurn(request) = start() else { unreachable!() };
+    WorkMessage::StartTurn(TurnRequest { membership: slack::Membership::External, ..request })
+}
+
+/// The test tools under the test channels' rule, and a rule for people of
+/// other organizations as given (JSON), if any.
+fn tools_with_external_rule(runs: &'static AtomicU32, external: Option<serde_json::Value>) -> ToolRegistry {
+    let mut rules =
+        vec![ChannelRule::everyone("C*", ["search_docs", "fetch_logs", "restart_service"].map(String::from).to_vec())];
+    rules.extend(external.map(|rule| serde_json::from_value::<ChannelRule>(rule).unwrap()));
+    tools_under(runs, ToolPolicy::new(rules))
+}
+
+#[tokio::test]
+async fn a_person_of_another_organization_gets_no_tool_the_policy_does_not_give_them() {
+    // GIVEN a policy whose channel rule gives the team a changing tool, and nothing for external people
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("x1", "restart_service", json!({"query": "checkout-api"}))]),
+        text("I can't restart it for you."),
+    ]);
+    let mut worker = worker(model, runs);
+    worker.tools = tools_with_external_rule(runs, None);
+
+    // WHEN a person of another organization asks, and the model calls the changing tool anyway
+    let outcome = worker.handle(&start_external(), &Budget::plenty()).await.unwrap();
+
+    // THEN no tool is offered to them, the call is refused without a prompt, and nothing ran
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(worker.model.advertised(0), Vec::<String>::new(), "the team's rule is not theirs");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert!(prompts(&worker.replies).is_empty(), "no prompt for a call they may not make");
+    let (_, status, output) = results(&stored(&worker).await.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("not allowed here for the person who asked"), "{output}");
+}
+
+#[tokio::test]
+async fn an_external_rule_gives_them_a_tool_that_only_the_teams_approvers_approve_call_by_call() {
+    // GIVEN a rule for external people giving the changing tool, approved by the team's lead
+    let runs = counter();
+    let model =
+        ScriptedModel::new([calls(&[("x1", "restart_service", json!({"query": "checkout-api"}))]), text("Restarted.")]);
+    let mut worker = worker(model, runs);
+    let external = json!({"channels": "C*", "external": true, "tools": ["search_docs", "restart_service"]});
+    worker.tools = tools_with_external_rule(runs, Some(external));
+    worker.approvals = Approvals::new(ApprovalsConfig {
+        approvers: vec![Approver::Requester, Approver::User(UserId::new("U0LEAD"))],
+        ..ApprovalsConfig::default()
+    });
+
+    // WHEN the external person asks
+    let outcome = worker.handle(&start_external(), &Budget::plenty()).await.unwrap();
+
+    // THEN they are offered what the external rule gives, and the call waits for the team: no grant offered,
+    // and the prompt names the lead, not "who asked"
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: turn_id() });
+    assert_eq!(worker.model.advertised(0), ["search_docs", "restart_service"]);
+    assert_eq!(prompts(&worker.replies), [("x1".to_owned(), None)], "no thread grant for them");
+    let shown = worker.replies.messages().into_iter().find_map(|m| match m {
+        ReplyMessage::ApprovalPrompt { approvers, .. } => Some(approvers),
+        _ => None,
+    });
+    assert_eq!(shown, Some(vec![Approver::User(UserId::new("U0LEAD"))]));
+
+    // WHEN they click Approve on their own call (as Slack says: of another team)
+    let call = waiting_call(&worker).await;
+    let WorkMessage::Approval(click) = click_on(&call, REQUESTER, Decision::Approve) else { unreachable!() };
+    let theirs = WorkMessage::Approval(ApprovalClick { membership: slack::Membership::External, ..click });
+    let outcome = worker.handle(&theirs, &Budget::plenty()).await.unwrap();
+
+    // THEN nothing runs, and only they are told why
+    assert_eq!(outcome, Outcome::Ignored { reason: "another_organization" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let refused = worker.replies.messages().into_iter().find_map(|m| match m {
+        ReplyMessage::ApprovalRefused { user, membership, .. } => Some((user, membership)),
+        _ => None,
+    });
+    assert_eq!(refused, Some((UserId::new(REQUESTER), slack::Membership::External)));
+
+    // AND the team's lead approves it: it runs once
+    let outcome = worker.handle(&click_on(&call, "U0LEAD", Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert!(matches!(outcome, Outcome::Settled { .. }), "{outcome:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_approver_of_another_team_is_refused_even_when_the_configuration_names_them() {
+    // GIVEN a restart waiting for approval, whose approvers name a vendor's engineer
+    let runs = counter();
+    let (mut worker, _) = awaiting_restart(runs, vec![text("Restarted.")]).await;
+    worker.approvals = Approvals::new(ApprovalsConfig {
+        approvers: vec![Approver::Requester, Approver::User(UserId::new("U0VENDOR"))],
+        ..ApprovalsConfig::default()
+    });
+    let call = waiting_call(&worker).await;
+
+    // WHEN they click Approve and "Approve for this thread", as Slack says: from another team
+    for decision in [Decision::Approve, Decision::ApproveForThread] {
+        let WorkMessage::Approval(click) = click_on(&call, "U0VENDOR", decision) else { unreachable!() };
+        let outsider = WorkMessage::Approval(ApprovalClick { membership: slack::Membership::External, ..click });
+        let outcome = worker.handle(&outsider, &Budget::plenty()).await.unwrap();
+
+        // THEN nothing runs and no grant is given
+        assert_eq!(outcome, Outcome::Ignored { reason: "another_organization" }, "{decision:?}");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert!(worker.grants.all(&thread()).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_change_only_the_requester_may_approve_is_refused_at_once_for_an_external_requester() {
+    // GIVEN an external rule with the changing tool, and the default approvers ("requester" only)
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("x1", "restart_service", json!({"query": "checkout-api"}))]),
+        text("Nobody here can approve that for you."),
+    ]);
+    let mut worker = worker(model, runs);
+    let external = json!({"channels": "C*", "external": true, "tools": ["restart_service"]});
+    worker.tools = tools_with_external_rule(runs, Some(external));
+
+    // WHEN the external person asks
+    let outcome = worker.handle(&start_external(), &Budget::plenty()).await.unwrap();
+
+    // THEN no prompt waits for an approval nobody could give: the model reads why
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert!(prompts(&worker.replies).is_empty());
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let (_, status, output) = results(&stored(&worker).await.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("from another organization"), "{output}");
+}
+
+#[tokio::test]
 async fn a_grant_is_revoked_by_who_gave_it_not_by_a_bystander_and_then_calls_ask_again() {
     let runs = counter();
     let (worker, _) = awaiting_restart(
@@ -1833,7 +2042,11 @@ async fn a_grant_is_revoked_by_who_gave_it_not_by_a_bystander_and_then_calls_ask
             .iter()
             .any(|m| matches!(m, ReplyMessage::RevokeRefused { user, .. } if user.as_str() == "U0BYSTANDER"))
     );
-    assert!(worker.grants.covering(&thread(), "restart_service", NOW).await.unwrap().is_some(), "it stands");
+    let requester = UserId::new(REQUESTER);
+    assert!(
+        worker.grants.covering(&thread(), "restart_service", &requester, NOW).await.unwrap().is_some(),
+        "it stands"
+    );
 
     let revoke = revoke_by(REQUESTER, "restart_service", "1763801100.1");
     assert_eq!(worker.handle(&revoke, &Budget::plenty()).await.unwrap(), Outcome::GrantRevoked);
@@ -1924,6 +2137,7 @@ async fn a_call_under_a_grant_whose_result_was_never_saved_is_never_made_again()
     .await;
     let grant = assistant_core::grants::ThreadGrant {
         scope: "restart_service".into(),
+        for_user: Some(UserId::new(REQUESTER)),
         granted_by: UserId::new(REQUESTER),
         turn_id: turn_id(),
         granted_at: NOW,
@@ -2440,6 +2654,7 @@ fn asked(event: &str, text: &str, message_ts: &str, channel: &str) -> WorkMessag
         context_channel: None,
         bot_user: Some(UserId::new("UBOT")),
         files: Vec::new(),
+        membership: slack::Membership::Home,
     })
 }
 

@@ -106,6 +106,7 @@ async fn write(world: &World, input: Value) -> (ToolStatus, String) {
         groups: Vec::new(),
         turn: Some(TurnId::for_event(&world.thread, &slack::EventId::new("Ev0POSTMORTEM"))),
         thread: Some(world.thread.clone()),
+        membership: slack::Membership::Home,
     };
     let call = ToolUse { id: "tooluse_pm".into(), name: WRITE_POSTMORTEM.into(), input };
     let result = world.registry.run(&call, &asker).await;
