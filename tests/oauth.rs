@@ -444,6 +444,9 @@ async fn click_connect(functions: &tests::Functions, state: &str, user: &str) {
         serde_json::from_str(testkit::fixtures::BLOCK_ACTIONS_CONNECT_EPHEMERAL).unwrap();
     click["actions"][0]["value"] = state.into();
     click["user"]["id"] = user.into();
+    // Slack stamps the click when it happens: now.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    click["actions"][0]["action_ts"] = format!("{}.{:06}", now.as_secs(), now.subsec_micros()).into();
     let form = testkit::fixtures::interaction_form(&click.to_string());
     let click = tests::events::with_body(&tests::events::parse(tests::events::APPROVAL_CLICK), &form);
     assert_eq!(functions.ingress.handle(click).await.unwrap()["statusCode"], 200);
@@ -555,17 +558,21 @@ async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_th
     let state = link.strip_prefix(&start).unwrap().to_owned();
     assert_eq!(bedrock.requests().len(), 1, "the model waits with the person");
 
-    // WHEN the link reaches someone else (forwarded, pasted in a channel) and they open it
-    // without the person's click
-    let mallory = connect_in_browser(link, "mallory", &callback, &stack, &functions).await;
-    // THEN their browser waits for the person's click, then stops, and is sent nowhere
+    // WHEN the link reaches someone else (forwarded, pasted in a channel), they open it and
+    // their page waits; meanwhile the person clicks the button in Slack
+    let (mallory, ()) = tokio::join!(connect_in_browser(link, "mallory", &callback, &stack, &functions), async {
+        // Longer than a browser the click opened can come before Slack's stamp of it.
+        let slop = assistant_core::oauth::CLICK_SLOP_SECS.unsigned_abs();
+        tokio::time::sleep(std::time::Duration::from_secs(slop + 3)).await;
+        click_connect(&functions, &state, "U061F7AUR").await;
+    });
+    // THEN the browser that held the link before the click is sent nowhere
     let [refused] = &mallory[..] else { panic!("{mallory:?}") };
     assert_eq!((refused.status, refused.title.as_str()), (403, "Sign-in not started"), "{refused:?}");
+    assert!(refused.text.contains("had the link before the Connect button was clicked"), "{refused:?}");
     assert!(refused.through.is_empty(), "never at the provider: {refused:?}");
 
-    // WHEN the person clicks the button in Slack; their browser opens the link, they sign in
-    // and consent
-    click_connect(&functions, &state, "U061F7AUR").await;
+    // WHEN the browser the click opened signs in and consents
     let pages = connect_in_browser(link, "alice", &callback, &stack, &functions).await;
 
     // THEN they land on the bot's page, which says it is finishing, and then, once the

@@ -280,7 +280,9 @@ impl WorkMessage {
             }
             // A state is 43 characters: the id stays under SQS's 128.
             WorkMessage::SignedIn(signed_in) => format!("signed-in:{}", signed_in.state),
-            WorkMessage::ConnectClick(click) => format!("connect:{}:{}", click.state, click.user),
+            // Each click its own: a second click (the first one's arming
+            // was too late) is not dropped as a copy of the first.
+            WorkMessage::ConnectClick(click) => format!("connect:{}:{}:{}", click.state, click.user, click.action_ts),
             WorkMessage::Home(home) => format!("home:{}:{}:{}", home.team, home.user, home.id),
             WorkMessage::Alert(notice) => notice.dedupe_id(),
             WorkMessage::CloudwatchAlarm(alarm) => {

@@ -9,13 +9,15 @@
 //!   finds it taken, a late one finds it expired. Taking it is a versioned
 //!   write, so a take whose answer was lost is still known as its own.
 //! - The person and their browser: the Connect button opens the bot's own
-//!   start page ([`SignInUrls::start`]). It waits until Slack told the bot
-//!   that the person who asked clicked the button (a signed interaction:
-//!   [`ConnectStates::arm`]), then binds the sign-in to the browser that
-//!   opens it (a cookie only that browser holds; the state keeps its hash)
-//!   and sends it on to the provider. The callback is taken only from that
-//!   browser: a link forwarded or pasted elsewhere, opened without the
-//!   person's own click or in another browser, signs no one in as them.
+//!   start page ([`SignInUrls::start`]), which sets a cookie for this
+//!   sign-in in the browser (stamped with when that browser first came).
+//!   It goes on only once Slack told the bot that the person who asked
+//!   clicked the button (a signed interaction: [`ConnectStates::arm`]),
+//!   and binds the sign-in to a browser that first came no earlier than
+//!   that click (the browser the click opened; not one that held the link
+//!   before) within a minute of the last click; the state keeps the
+//!   cookie's hash. The callback is taken only from that browser: a link
+//!   forwarded or pasted elsewhere signs no one in as the person.
 //! - No mix-up between providers (RFC 9207; RFC 9700 4.4): each provider
 //!   has its own redirect URI ([`SignInUrls::redirect_uri`]), the callback
 //!   must arrive at the one of the state's provider and name its issuer
@@ -50,6 +52,10 @@ pub const STATE_TTL_SECS: i64 = 10 * 60;
 /// the browser the click opened arrives within seconds; a link opened
 /// later (forwarded, pasted) finds the window shut.
 pub const ARMED_FOR_SECS: i64 = 60;
+
+/// How much earlier than Slack's stamp of the click the browser the click
+/// opened may first reach the start page (clocks and networks differ).
+pub const CLICK_SLOP_SECS: i64 = 2;
 
 /// Where the Connect button sends the person's browser first.
 pub const START_PATH: &str = "/oauth/start";
@@ -224,11 +230,15 @@ pub struct ConnectState {
     /// The issuer says it always sends `iss`: a callback without it is refused.
     #[serde(default)]
     pub issuer_sends_iss: bool,
-    /// When the person who asked last clicked its Connect button in Slack
-    /// (Unix seconds): the start page may bind a browser for
-    /// [`ARMED_FOR_SECS`] after.
+    /// When the person who asked first clicked its Connect button in Slack
+    /// (Slack's stamp, Unix seconds): a browser that came before holds a
+    /// link it was given, and is never bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub armed_at: Option<i64>,
+    pub clicked_at: Option<i64>,
+    /// Until when (Unix seconds) the start page may bind a browser:
+    /// [`ARMED_FOR_SECS`] after the person's last click.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub armed_until: Option<i64>,
     /// SHA-256 (hex) of the browser key of the browser that opened the
     /// start page: only that browser's callback is taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -270,9 +280,14 @@ pub enum StateRefused {
     #[error("the sign-in came back from another provider: {0}")]
     MixUp(&'static str),
     /// The person's own click on the Connect button has not reached the
-    /// bot (yet): no browser may start it.
+    /// bot (yet), or was more than [`ARMED_FOR_SECS`] ago: no browser may
+    /// start it now.
     #[error("the sign-in waits for the Connect click of the person who asked")]
     NotArmed,
+    /// This browser held the link before the person clicked: it was given
+    /// the link, and is not the browser the click opened.
+    #[error("the sign-in link was opened before the person clicked Connect")]
+    OpenedBeforeClick,
     /// A state made before start pages existed: it cannot be bound.
     #[error("the sign-in link is from an older version of the bot")]
     Outdated,
@@ -282,7 +297,7 @@ pub enum StateRefused {
 
 /// Whether a value could be a state this build made (43 base64url
 /// characters), before any read.
-fn well_formed(state: &str) -> bool {
+pub fn well_formed(state: &str) -> bool {
     state.len() == 43 && state.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
@@ -290,8 +305,10 @@ fn state_key(state: &str) -> RecordKey {
     RecordKey { partition: format!("OAUTH_STATE#{state}"), kind: "STATE" }
 }
 
+/// In a partition of its own: the worker writes it, the ingress only
+/// reads it (and cannot forge "Connected").
 fn outcome_key(state: &str) -> RecordKey {
-    RecordKey { partition: format!("OAUTH_STATE#{state}"), kind: "OUTCOME" }
+    RecordKey { partition: format!("OAUTH_OUTCOME#{state}"), kind: "OUTCOME" }
 }
 
 /// Issuers compare as RFC 9207 says (simple string comparison), a trailing
@@ -359,7 +376,8 @@ impl ConnectStates {
             token_endpoint: Some(provider.token_endpoint.to_string()),
             issuer: provider.issuer.as_ref().map(Url::to_string),
             issuer_sends_iss: provider.issuer_sends_iss,
-            armed_at: None,
+            clicked_at: None,
+            armed_until: None,
             browser: None,
         };
         let json = serde_json::to_string(&record).expect("states are strings and numbers");
@@ -370,16 +388,26 @@ impl ConnectStates {
         }
     }
 
-    /// Binds the sign-in `state` names to the browser whose key hashes to
-    /// `browser` (the first to open its start page), and returns it for
-    /// the redirect to the provider. The same browser again (a reload, or
-    /// a retry after a lost answer) finds its own binding; any other
-    /// browser is refused.
-    pub async fn bind_browser(&self, state: &str, browser: &str, now_unix: i64) -> Result<ConnectState, StateRefused> {
+    /// Binds the sign-in `state` names to the browser whose cookie hashes
+    /// to `browser` and which first came at `first_seen`, and returns it
+    /// for the redirect to the provider: only after the person's click, to
+    /// a browser that came no earlier than it. The same browser again (a
+    /// reload, or a retry after a lost answer) finds its own binding; any
+    /// other browser is refused.
+    pub async fn bind_browser(
+        &self,
+        state: &str,
+        browser: &str,
+        first_seen: i64,
+        now_unix: i64,
+    ) -> Result<ConnectState, StateRefused> {
         let store = |err: PortError| StateRefused::Store(err.to_string());
         let Some((mut record, version)) = self.read(state).await.map_err(store)? else {
             return Err(StateRefused::Unknown);
         };
+        if now_unix >= record.expires_at {
+            return Err(StateRefused::Expired);
+        }
         match &record.browser {
             Some(bound) if bound == browser => {
                 return if record.taken { Err(StateRefused::Replayed) } else { Ok(record) };
@@ -388,13 +416,16 @@ impl ConnectStates {
             None if record.taken => return Err(StateRefused::Replayed),
             None => {}
         }
-        if now_unix >= record.expires_at {
-            return Err(StateRefused::Expired);
-        }
         if record.authorize_url.is_none() {
             return Err(StateRefused::Outdated);
         }
-        if record.armed_at.is_none_or(|at| now_unix > at + ARMED_FOR_SECS) {
+        let (Some(clicked_at), Some(armed_until)) = (record.clicked_at, record.armed_until) else {
+            return Err(StateRefused::NotArmed);
+        };
+        if first_seen + CLICK_SLOP_SECS < clicked_at {
+            return Err(StateRefused::OpenedBeforeClick);
+        }
+        if now_unix > armed_until {
             return Err(StateRefused::NotArmed);
         }
         record.browser = Some(browser.to_owned());
@@ -489,22 +520,29 @@ impl ConnectStates {
         Ok(self.read(state).await?.map(|(record, _)| record))
     }
 
-    /// Arms a state its own person clicked in Slack at `now_unix`: the
-    /// start page may bind the browser that opens it within
-    /// [`ARMED_FOR_SECS`]. `Ok(false)`: it names nothing, or is taken or
-    /// burned. A click again (or a redelivered one) arms it again.
-    pub async fn arm(&self, state: &str, now_unix: i64) -> Result<bool, PortError> {
+    /// Arms a state its own person clicked in Slack at `clicked_at`
+    /// (Slack's stamp of the click): the start page may bind a browser
+    /// that came no earlier than their first click, until
+    /// [`ARMED_FOR_SECS`] after their last. `Ok(false)`: it names nothing,
+    /// or is taken or burned. The same click again (a redelivery) changes
+    /// nothing.
+    pub async fn arm(&self, state: &str, clicked_at: i64) -> Result<bool, PortError> {
         let Some((mut record, version)) = self.read(state).await? else { return Ok(false) };
         if record.taken {
             return Ok(false);
         }
-        record.armed_at = Some(now_unix.max(record.armed_at.unwrap_or_default()));
+        let first = record.clicked_at.map_or(clicked_at, |first| first.min(clicked_at));
+        let until = record.armed_until.unwrap_or_default().max(clicked_at + ARMED_FOR_SECS);
+        if (record.clicked_at, record.armed_until) == (Some(first), Some(until)) {
+            return Ok(true);
+        }
+        (record.clicked_at, record.armed_until) = (Some(first), Some(until));
         let json = serde_json::to_string(&record).expect("states are strings and numbers");
         match crate::store::put_versioned(self.0.as_ref(), &state_key(state), version, json, record.expires_at).await? {
             Put::Written => Ok(true),
-            // Changed meanwhile (armed by the same click, or bound): read again.
+            // Changed meanwhile (armed by another click, or bound): read again.
             Put::Conflict { .. } => {
-                Ok(self.read(state).await?.is_some_and(|(record, _)| record.armed_at.is_some() && !record.taken))
+                Ok(self.read(state).await?.is_some_and(|(record, _)| record.armed_until.is_some() && !record.taken))
             }
         }
     }

@@ -5,11 +5,14 @@
 //! 1. `GET /oauth/start?state=…` (the Connect button's link) waits (the
 //!    page reloads itself) until the person's own click on the button has
 //!    reached the worker through Slack's signed interaction, which arms the
-//!    state; then it binds the sign-in to the browser that opens it: it gets a
-//!    cookie (`__Host-`, HttpOnly, Secure, SameSite=Lax, ten minutes; MACed
-//!    under a key derived from the signing secret) whose hash the state
-//!    keeps, and is sent on to the provider. Any other browser opening the
-//!    same link (a forwarded link, one pasted in a channel) is refused.
+//!    state. Each browser that opens it gets a cookie for this sign-in
+//!    (`__Host-`, HttpOnly, Secure, SameSite=Lax, ten minutes; stamped with
+//!    when the browser first came and MACed with the state under a key
+//!    derived from the signing secret). The sign-in is bound to the first
+//!    browser that came no earlier than the person's click (the state
+//!    keeps its cookie's hash), which is sent on to the provider. Any other
+//!    browser (one that held a forwarded or pasted link before the click,
+//!    or came second) is refused.
 //! 2. `GET /oauth/callback/{provider}?code=…&state=…[&iss=…]`, where the
 //!    provider sends the browser back: the state is taken once, only from
 //!    the browser it is bound to, only at its own provider's address and
@@ -28,7 +31,7 @@
 use assistant_core::messages::SignedIn;
 use assistant_core::oauth::{
     CALLBACK_PATH, CallbackParams, ConnectState, ConnectStates, START_PATH, SignInOutcome, StateRefused,
-    callback_provider,
+    callback_provider, well_formed,
 };
 use assistant_core::ports::WorkQueue;
 use assistant_core::{Clock, WorkMessage};
@@ -40,16 +43,18 @@ use std::fmt;
 use std::sync::Arc;
 use tracing::{info, warn};
 
-/// The cookie that binds a sign-in to a browser. `__Host-`: only from
-/// this origin, over https, for every path.
-pub const COOKIE: &str = "__Host-slack-assistant-sign-in";
+/// The cookies that bind a sign-in to a browser, one per sign-in: this
+/// and the state's first 16 characters. `__Host-`: only from this origin,
+/// over https, for every path.
+pub const COOKIE_PREFIX: &str = "__Host-sign-in-";
 
 /// The longest code or error a callback may carry.
 const MAX_PARAM: usize = 2_048;
 /// How often a waiting page looks again.
 const RELOAD_SECS: u32 = 2;
-/// How many times the start page looks for the person's click (about 20 s).
-const WAIT_TRIES: u32 = 10;
+/// How many times the start page looks for the person's click (about 45 s,
+/// within the minute a click lasts).
+const WAIT_TRIES: u32 = 22;
 
 /// The page the person's browser shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,35 +127,49 @@ pub struct BrowserRequest<'a> {
     pub cookies: &'a [String],
 }
 
-/// Mints and checks the browser cookie: 32 random bytes and their MAC,
-/// so a request with a made-up cookie is refused without a table read.
+/// Mints and checks the browser cookies: 32 random bytes, when the browser
+/// first came, and their MAC with the state, so a request with a made-up
+/// cookie (or another sign-in's) is refused without a table read.
 #[derive(Clone)]
 pub struct BrowserKey([u8; 32]);
 
+/// A browser's cookie for one sign-in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BrowserCookie {
+    value: String,
+    /// When this browser first opened the sign-in's start page.
+    first_seen: i64,
+}
+
 impl BrowserKey {
     pub fn new(signing_secret: &slack::SigningSecret) -> Self {
-        Self(signing_secret.derive_key(b"slack-assistant sign-in browser cookie v1"))
+        Self(signing_secret.derive_key(b"slack-assistant sign-in browser cookie v2"))
     }
 
-    fn mac(&self, nonce: &str) -> hmac::Hmac<Sha256> {
+    fn mac(&self, state: &str, nonce: &str, first_seen: i64) -> hmac::Hmac<Sha256> {
         let mut mac = hmac::Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC accepts keys of any length");
-        mac.update(nonce.as_bytes());
+        mac.update(format!("{state}.{nonce}.{first_seen}").as_bytes());
         mac
     }
 
-    fn mint(&self) -> String {
+    fn mint(&self, state: &str, now_unix: i64) -> BrowserCookie {
         let nonce = assistant_core::oauth::random_token(32);
-        let tag = URL_SAFE_NO_PAD.encode(&self.mac(&nonce).finalize().into_bytes()[..16]);
-        format!("{nonce}.{tag}")
+        let tag = URL_SAFE_NO_PAD.encode(&self.mac(state, &nonce, now_unix).finalize().into_bytes()[..16]);
+        BrowserCookie { value: format!("{nonce}.{now_unix}.{tag}"), first_seen: now_unix }
     }
 
-    /// A cookie value this key minted, if `value` is one (compared in
-    /// constant time).
-    fn verified<'a>(&self, value: &'a str) -> Option<&'a str> {
-        let (nonce, tag) = value.split_once('.')?;
+    /// The cookie this key minted for `state`, if `value` is one (compared
+    /// in constant time).
+    fn verified(&self, state: &str, value: &str) -> Option<BrowserCookie> {
+        let mut parts = value.split('.');
+        let (nonce, first_seen, tag) = (parts.next()?, parts.next()?, parts.next()?);
+        let first_seen: i64 = first_seen.parse().ok()?;
         let tag = URL_SAFE_NO_PAD.decode(tag).ok().filter(|tag| tag.len() == 16 && nonce.len() == 43)?;
-        self.mac(nonce).verify_truncated_left(&tag).ok()?;
-        Some(value)
+        if parts.next().is_some() {
+            return None;
+        }
+        self.mac(state, nonce, first_seen).verify_truncated_left(&tag).ok()?;
+        Some(BrowserCookie { value: value.to_owned(), first_seen })
     }
 }
 
@@ -161,23 +180,29 @@ impl fmt::Debug for BrowserKey {
 }
 
 /// What the state keeps of a cookie: its SHA-256, hex.
-fn fingerprint(cookie: &str) -> String {
-    hex::encode(Sha256::digest(cookie.as_bytes()))
+fn fingerprint(cookie: &BrowserCookie) -> String {
+    hex::encode(Sha256::digest(cookie.value.as_bytes()))
 }
 
-/// The binding cookie among a request's cookies, if one is there and ours.
-fn browser_cookie<'a>(key: &BrowserKey, cookies: &'a [String]) -> Option<&'a str> {
+fn cookie_name(state: &str) -> String {
+    format!("{COOKIE_PREFIX}{}", &state[..16])
+}
+
+/// The browser's cookie for `state` (well formed) among a request's
+/// cookies, if one is there and ours.
+fn browser_cookie(key: &BrowserKey, state: &str, cookies: &[String]) -> Option<BrowserCookie> {
+    let name = cookie_name(state);
     cookies
         .iter()
         .flat_map(|header| header.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .filter(|(name, _)| *name == COOKIE)
-        .find_map(|(_, value)| key.verified(value))
+        .filter(|(found, _)| *found == name)
+        .find_map(|(_, value)| key.verified(state, value))
 }
 
-fn set_cookie(value: &str) -> String {
+fn set_cookie(state: &str, cookie: &BrowserCookie) -> String {
     let max_age = assistant_core::oauth::STATE_TTL_SECS;
-    format!("{COOKIE}={value}; Path=/; Max-Age={max_age}; Secure; HttpOnly; SameSite=Lax")
+    format!("{}={}; Path=/; Max-Age={max_age}; Secure; HttpOnly; SameSite=Lax", cookie_name(state), cookie.value)
 }
 
 /// The query's parameters this module reads, each at most once and short.
@@ -258,9 +283,11 @@ impl SignInPages {
         }
         match callback_provider(request.path) {
             Some(provider) => self.callback(provider, params, request.cookies).await,
+            // The one address of the versions before per-provider ones (a
+            // Connect button posted before the deploy), or a made-up one.
             None => {
                 warn!("a sign-in callback at an address that names no provider: refused");
-                Page::new(404, "Sign-in not completed", "This address is not one a sign-in comes back to.").into()
+                refused_page(&StateRefused::Outdated)
             }
         }
     }
@@ -268,19 +295,20 @@ impl SignInPages {
     /// The Connect link: bind the sign-in to this browser, then on to the
     /// provider.
     async fn start(&self, params: Params, cookies: &[String]) -> Answer {
-        let Some(state) = params.state else { return not_a_link() };
-        let cookie = browser_cookie(&self.key, cookies).map_or_else(|| self.key.mint(), str::to_owned);
-        match self.states.bind_browser(&state, &fingerprint(&cookie), self.clock.now_unix()).await {
+        let Some(state) = params.state.filter(|state| well_formed(state)) else { return not_a_link() };
+        let now = self.clock.now_unix();
+        let cookie = browser_cookie(&self.key, &state, cookies).unwrap_or_else(|| self.key.mint(&state, now));
+        let answer = match self.states.bind_browser(&state, &fingerprint(&cookie), cookie.first_seen, now).await {
             Ok(record) => {
                 let location = record.authorize_url.clone().expect("a bound state has its authorization URL");
                 info!(provider = %record.provider, user = %record.user, "a sign-in started in the person's browser");
                 Answer {
                     page: Page::new(302, "Signing in", format!("On to {} to sign in.", record.provider)),
                     location: Some(location),
-                    set_cookie: Some(set_cookie(&cookie)),
+                    set_cookie: None,
                 }
             }
-            // The click may still be on its way: look again a few times, then stop.
+            // The click may still be on its way: look again a while, then stop.
             Err(StateRefused::NotArmed) if params.tries < WAIT_TRIES => {
                 let mut page = Page::new(
                     202,
@@ -295,8 +323,10 @@ impl SignInPages {
                 page.reload = Some(format!("?{query}"));
                 page.into()
             }
-            Err(refused) => refused_page(&refused),
-        }
+            Err(refused) => return refused_page(&refused),
+        };
+        // The browser keeps when it first came, for its reloads.
+        Answer { set_cookie: Some(set_cookie(&state, &cookie)), ..answer }
     }
 
     async fn callback(&self, provider: &str, params: Params, cookies: &[String]) -> Answer {
@@ -314,12 +344,12 @@ impl SignInPages {
             )
             .into();
         }
-        let Some(cookie) = browser_cookie(&self.key, cookies) else {
+        let Some(state) = params.state.filter(|state| well_formed(state)) else { return not_a_link() };
+        let Some(cookie) = browser_cookie(&self.key, &state, cookies) else {
             warn!(provider, "a sign-in callback from a browser that did not start it: refused unread");
             return other_browser();
         };
-        let browser = fingerprint(cookie);
-        let Some(state) = params.state else { return not_a_link() };
+        let browser = fingerprint(&cookie);
         if params.check {
             return self.status(&state, &browser).await;
         }
@@ -370,7 +400,8 @@ impl SignInPages {
                     "Connected",
                     format!(
                         "You are signed in to {}{who}. Go back to Slack: your question continues in its thread. \
-                         You can close this page. Not you? Disconnect it in the app's Home tab in Slack.",
+                         You can close this page. If that is not the account you meant, disconnect it in the app's Home \
+                         tab in Slack.",
                         record.provider
                     ),
                 )
@@ -387,6 +418,7 @@ impl SignInPages {
             )
             .into(),
             None if self.clock.now_unix() >= record.expires_at => refused_page(&StateRefused::Expired),
+            None if record.burned_by.is_some() => refused_page(&StateRefused::Replayed),
             None if record.taken => finishing(state, &record),
             None => refused_page(&StateRefused::Unknown),
         }
@@ -424,11 +456,17 @@ fn refused_page(refused: &StateRefused) -> Answer {
             format!("This sign-in link expired (they last 10 minutes). {again}"),
         ),
         StateRefused::OtherBrowser => return other_browser(),
+        StateRefused::OpenedBeforeClick => Page::new(
+            403,
+            "Sign-in not started",
+            "This browser had the link before the Connect button was clicked: only the browser the click opens can \
+             use it. Nothing changed. If you are the person who asked, click Connect in Slack.",
+        ),
         StateRefused::NotArmed => Page::new(
             403,
             "Sign-in not started",
-            "This link works only when the person who asked opens it with the Connect button in Slack, right \
-             after clicking it. Nothing changed. If that is you, go back to Slack and click Connect.",
+            "This link works only when the person who asked opens it with the Connect button in Slack, within a \
+             minute of clicking it. Nothing changed. If that is you, go back to Slack and click Connect.",
         ),
         StateRefused::MixUp(_) => Page::new(
             400,

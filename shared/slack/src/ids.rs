@@ -52,6 +52,13 @@ string_id!(
     Ts
 );
 
+impl Ts {
+    /// The whole seconds of the timestamp (Unix time), if it is one.
+    pub fn unix_secs(&self) -> Option<i64> {
+        self.0.split('.').next()?.parse().ok()
+    }
+}
+
 impl ChannelId {
     /// Whether `text` has a channel id's shape (`C…`, `G…`, `D…`: capital
     /// letters and digits), as an id taken from an event's free-form context

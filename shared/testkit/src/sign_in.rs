@@ -21,7 +21,7 @@ pub trait ComeBack {
 impl ComeBack for ConnectStates {
     async fn come_back(&self, state: &str, code: &str, now_unix: i64) -> Result<ConnectState, StateRefused> {
         self.arm(state, now_unix).await.map_err(|err| StateRefused::Store(err.to_string()))?;
-        match self.bind_browser(state, BROWSER, now_unix).await {
+        match self.bind_browser(state, BROWSER, now_unix, now_unix).await {
             // Taken already: the take says how (the same callback again, or a replay).
             Ok(_) | Err(StateRefused::Replayed) => {}
             Err(refused) => return Err(refused),

@@ -218,7 +218,7 @@ impl RunTool for SearchSlack {
             let results: Vec<Value> = found
                 .iter()
                 .map(|message| {
-                    let when = message.ts.as_str().split('.').next().and_then(|s| s.parse::<i64>().ok());
+                    let when = message.ts.unix_secs();
                     json!({
                         "channel": message.channel.as_str(),
                         "author": match (&message.author, message.by_bot) {

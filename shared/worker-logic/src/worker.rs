@@ -697,7 +697,7 @@ impl Worker {
                     warn!(user = %click.user, tool = %call.name, "a thread grant for a call that offers none: nothing runs");
                     return Ok(Outcome::Ignored { reason: "grant_not_offered" });
                 };
-                let granted_at = unix_secs(&click.action_ts).unwrap_or(now);
+                let granted_at = click.action_ts.unix_secs().unwrap_or(now);
                 // For the person whose call this is: a bystander asking in
                 // the thread later is prompted as before.
                 let grant = ThreadGrant {
@@ -889,7 +889,7 @@ impl Worker {
     /// gave it or may approve its tools; anyone else is told, only them.
     async fn revoke_grant(&self, click: &GrantRevoke) -> Result<Outcome, WorkerError> {
         let scope = &click.button.scope;
-        let now = unix_secs(&click.action_ts).unwrap_or_else(|| self.clock.now_unix());
+        let now = click.action_ts.unix_secs().unwrap_or_else(|| self.clock.now_unix());
         let for_user = click.button.for_user.as_ref();
         let found = self
             .grants
@@ -1640,11 +1640,6 @@ fn after_decision(turn: &mut Turn, now: i64) {
         pending.asked_at = now;
     }
     turn.updated_at = now;
-}
-
-/// A Slack timestamp's whole seconds.
-fn unix_secs(ts: &slack::Ts) -> Option<i64> {
-    ts.as_str().split('.').next()?.parse().ok()
 }
 
 /// Tool results ordered as the model asked for them.

@@ -40,16 +40,25 @@ struct Given {
     pages: SignInPages,
 }
 
+fn key() -> BrowserKey {
+    BrowserKey::new(&SigningSecret::new("8f742231b10e8888abcd99yyyzzz85a5").unwrap())
+}
+
 fn given(at: i64) -> Given {
     let records = Arc::new(MemoryRecords::default());
     let states = ConnectStates::new(records.clone());
     let queue = Arc::new(MemoryQueue::default());
-    let key = BrowserKey::new(&SigningSecret::new("8f742231b10e8888abcd99yyyzzz85a5").unwrap());
-    let pages = SignInPages::new(states.clone(), queue.clone(), Arc::new(FixedClock::at(at)), key);
+    let pages = SignInPages::new(states.clone(), queue.clone(), Arc::new(FixedClock::at(at)), key());
     Given { records, states, queue, pages }
 }
 
 impl Given {
+    /// The same sign-ins, with the pages' clock at `at`.
+    fn later(&self, at: i64) -> Given {
+        let pages = SignInPages::new(self.states.clone(), self.queue.clone(), Arc::new(FixedClock::at(at)), key());
+        Given { records: self.records.clone(), states: self.states.clone(), queue: self.queue.clone(), pages }
+    }
+
     /// A sign-in whose person clicked their Connect button in Slack.
     async fn open(&self, provider: &OAuthProvider) -> String {
         let state = self.open_unclicked(provider).await;
@@ -91,8 +100,8 @@ async fn the_first_browser_to_open_the_link_is_the_only_one_that_can_finish_it()
     assert!(location.starts_with(&format!("{ISSUER}/authorize?")), "{location}");
     assert!(location.contains(&format!("state={state}")) && location.contains("code_challenge="), "{location}");
     let set = started.set_cookie.as_deref().unwrap();
-    for attribute in ["__Host-slack-assistant-sign-in=", "Path=/", "Secure", "HttpOnly", "SameSite=Lax", "Max-Age=600"]
-    {
+    let name = format!("__Host-sign-in-{}=", &state[..16]);
+    for attribute in [name.as_str(), "Path=/", "Secure", "HttpOnly", "SameSite=Lax", "Max-Age=600"] {
         assert!(set.contains(attribute), "{attribute} in {set}");
     }
     // A reload in the same browser goes on again, with the same cookie.
@@ -110,8 +119,8 @@ async fn the_first_browser_to_open_the_link_is_the_only_one_that_can_finish_it()
     let reads = g.records.gets();
     for cookies in [
         vec![],
-        vec![format!("{COOKIE}=made-up.value")],
-        vec![format!("{COOKIE}={}.AAAAAAAAAAAAAAAAAAAAAA", "a".repeat(43))],
+        vec![format!("{COOKIE_PREFIX}{}=made-up.value", &state[..16])],
+        vec![format!("{COOKIE_PREFIX}{}={}.{NOW}.AAAAAAAAAAAAAAAAAAAAAA", &state[..16], "a".repeat(43))],
     ] {
         let answer = g.get(path, &back, &cookies).await;
         // THEN it is refused without a read of the table, and nothing is taken
@@ -151,31 +160,44 @@ async fn the_first_browser_to_open_the_link_is_the_only_one_that_can_finish_it()
 }
 
 #[tokio::test]
-async fn a_link_opened_before_the_persons_own_click_waits_and_binds_no_browser() {
+async fn a_link_opened_before_the_persons_own_click_waits_and_that_browser_is_never_bound() {
     let g = given(NOW + 5);
     let state = g.open_unclicked(&provider("tracker", true)).await;
     // GIVEN a Connect link opened with no click of the person's reaching the bot (forwarded,
-    // pasted in a channel, or the click still on its way)
-    let (waiting, jar) = g.start(&state, &[]).await;
+    // pasted in a channel)
+    let (waiting, early) = g.start(&state, &[]).await;
     // THEN the page waits and reloads itself; nothing is bound, nobody is sent to the provider
     assert_eq!((waiting.page.status, waiting.page.title), (202, "Waiting for your click"), "{waiting:?}");
-    assert_eq!((&waiting.location, &waiting.set_cookie), (&None, &None));
+    assert_eq!(waiting.location, None);
     assert_eq!(waiting.page.reload.as_deref(), Some(format!("?state={state}&tries=1").as_str()));
     assert_eq!(g.states.load(&state).await.unwrap().unwrap().browser, None);
-    // AND it stops looking after a while (about 20 s)
-    let last = g.get(START_PATH, &format!("state={state}&tries=10"), &[]).await;
+    // AND it stops looking after a while (about 45 s)
+    let last = g.get(START_PATH, &format!("state={state}&tries=22"), &early).await;
     assert_eq!((last.page.status, &last.page.reload, &last.location), (403, &None, &None), "{last:?}");
 
-    // WHEN the person's click arrives, the reload goes on to the provider
-    assert!(g.states.arm(&state, NOW).await.unwrap());
-    assert!(g.states.arm(&state, NOW).await.unwrap(), "a redelivered click");
-    assert_eq!(g.get(START_PATH, &format!("state={state}&tries=3"), &jar).await.page.status, 302);
+    // WHEN the person clicks (Slack stamps it 15 s after that browser came), and both it
+    // and the browser the click opened look again
+    assert!(g.states.arm(&state, NOW + 20).await.unwrap());
+    assert!(g.states.arm(&state, NOW + 20).await.unwrap(), "a redelivered click");
+    let now = g.later(NOW + 22);
+    // THEN the browser that held the link before the click is refused, for good
+    let (refused, _) = now.start(&state, &early).await;
+    assert_eq!((refused.page.status, refused.page.title), (403, "Sign-in not started"), "{refused:?}");
+    assert_eq!(refused.location, None);
+    // AND the browser the click opened goes on to the provider
+    let (opened, person) = now.start(&state, &[]).await;
+    assert_eq!(opened.page.status, 302, "{opened:?}");
+    assert_eq!(now.start(&state, &early).await.0.page.status, 403, "and the early one still not");
+    assert_eq!(now.start(&state, &person).await.0.page.status, 302, "its reload");
 
-    // AND a link opened long after the click (forwarded later) finds the window shut
-    let later = given(NOW + 5 + assistant_core::oauth::ARMED_FOR_SECS + 1);
-    let state = later.open_unclicked(&provider("tracker", true)).await;
-    assert!(later.states.arm(&state, NOW + 5).await.unwrap());
-    assert_eq!(later.start(&state, &[]).await.0.page.status, 202, "waits for a new click");
+    // AND a link opened more than a minute after the click finds the window shut until
+    // the person clicks again
+    let late = given(NOW + 5);
+    let state = late.open_unclicked(&provider("tracker", true)).await;
+    assert!(late.states.arm(&state, NOW - assistant_core::oauth::ARMED_FOR_SECS).await.unwrap());
+    assert_eq!(late.start(&state, &[]).await.0.page.status, 202, "waits for a new click");
+    assert!(late.states.arm(&state, NOW + 4).await.unwrap(), "clicked again");
+    assert_eq!(late.start(&state, &[]).await.0.page.status, 302);
 }
 
 #[tokio::test]

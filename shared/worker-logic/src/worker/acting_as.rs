@@ -234,8 +234,10 @@ impl Worker {
         // The person's own click (Slack signed it): the start page may now
         // let the browser it opened sign in.
         if state.user == click.user {
-            let armed =
-                sign_in.ports.states.arm(&click.state, self.clock.now_unix()).await.map_err(WorkerError::SignIn)?;
+            // At Slack's stamp of the click: one that waited in the queue
+            // opens no fresh window.
+            let clicked_at = click.action_ts.unix_secs().unwrap_or_else(|| self.clock.now_unix());
+            let armed = sign_in.ports.states.arm(&click.state, clicked_at).await.map_err(WorkerError::SignIn)?;
             info!(provider = %state.provider, armed, "the person clicked their Connect button");
             return Ok(Outcome::Ignored { reason: "own_button" });
         }

@@ -13,6 +13,7 @@
 //! | what a person has in view | `CONTEXT#{team}#{user}` | `CONTEXT` | [`contexts::DynamoContexts`] |
 //! | a person's sealed tokens per provider | `USER#{team}#{user}` | `TOKENS#{provider}` | [`records::DynamoRecords`] |
 //! | a sign-in in progress | `OAUTH_STATE#{state}` | `STATE` | [`records::DynamoRecords`] |
+//! | how a sign-in's code exchange ended | `OAUTH_OUTCOME#{state}` | `OUTCOME` | [`records::DynamoRecords`] |
 //! | the client id registered at an MCP server's authorization server | `OAUTH_CLIENT#{hash}` | `CLIENT` | [`records::DynamoRecords`] |
 //! | the channels that answer every question, published by workers | `CONFIG` | `RESPONSE_MODES` | [`records::DynamoRecords`] |
 //! | a thread's grants | `GRANTS#{team}#{channel}#{thread_ts}` | `GRANT#{scope}` | [`records::DynamoRecords`] |
