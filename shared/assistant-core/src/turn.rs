@@ -401,6 +401,10 @@ pub struct ActionRecord {
     /// The thread grant it ran under, if it ran without a prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<GrantUse>,
+    /// The thread grant its approval gave ("Approve for this thread"), so
+    /// the prompt, put right after a crash or a late click, still says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gave: Option<crate::grants::ThreadGrant>,
     /// It was started and the worker stopped before recording its result:
     /// whether it completed is unknown (it is never made again).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

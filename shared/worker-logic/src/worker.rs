@@ -724,7 +724,7 @@ impl Worker {
             tool_use: call.clone(),
             decision: click.decision,
             user: click.user.clone(),
-            grant,
+            grant: grant.clone(),
             outcome_unknown: false,
         };
         let pending = turn.pending_approval.as_mut().expect("a turn awaiting approval has a pending approval");
@@ -736,6 +736,7 @@ impl Worker {
                 approved_by: click.user.clone(),
                 at: now,
                 grant: None,
+                gave: grant,
                 outcome_unknown: false,
             };
             if let Some(superseded) = self.make_approved_call(&mut turn, &call, &asker, record).await? {
@@ -862,6 +863,7 @@ impl Worker {
             approved_by: grant.granted_by.clone(),
             at: self.clock.now_unix(),
             grant: Some(GrantUse { scope: grant.scope.clone(), granted_at: grant.granted_at, until: grant.until }),
+            gave: None,
             outcome_unknown: false,
         };
         if let Some(superseded) = self.make_approved_call(turn, &call, asker, record).await? {
@@ -1526,16 +1528,10 @@ impl Worker {
             results.push(result);
         }
         results.extend(over_the_cap);
-        results.extend(unapprovable.into_iter().map(|call| {
-            ToolResult {
+        results.extend(unapprovable.into_iter().map(|call| ToolResult {
             tool_use_id: call.id.clone(),
             status: ToolStatus::Error,
-            output: ToolOutput::Text(
-                "Not run: the person who asked is from another organization, and no one here is set to approve this \
-                 tool for them. Tell them it needs someone of the team that runs this bot."
-                    .to_owned(),
-            ),
-        }
+            output: ToolOutput::Text(NO_APPROVER_FOR_EXTERNAL.to_owned()),
         }));
         sort_in_call_order(turn, &mut results);
         offload::offload_large(self.artifacts.as_ref(), &turn.id, &mut results)
@@ -1620,9 +1616,10 @@ fn settled_prompt(turn: &Turn, call: &ToolUse) -> Option<ReplyMessage> {
         turn_id: turn.id.clone(),
         thread: turn.thread.clone(),
         tool_use: call.clone(),
-        decision: Decision::Approve,
+        decision: if action.gave.is_some() { Decision::ApproveForThread } else { Decision::Approve },
         user: action.approved_by.clone(),
-        grant: None,
+        // The grant it gave, with its Revoke button, stays on the prompt.
+        grant: action.gave.clone(),
         outcome_unknown: action.outcome_unknown,
     })
 }
@@ -1648,7 +1645,12 @@ fn in_call_order(turn: &Turn, mut results: Vec<ToolResult>) -> Vec<Content> {
     results.into_iter().map(Content::ToolResult).collect()
 }
 
-/// Results in the order the last message called for them.
+/// What the model reads for a changing call of a person of another
+/// organization that only they could have approved.
+const NO_APPROVER_FOR_EXTERNAL: &str = "Not run: the person who asked is from another organization, and no one here \
+                                        is set to approve this tool for them. Tell them it needs someone of the team \
+                                        that runs this bot.";
+
 /// Who may approve a call of `turn`, as the prompt and a refusal name
 /// them: a requester of another organization never approves, so
 /// "requester" does not name them.
@@ -1680,6 +1682,7 @@ fn over_the_cap(calls: &mut Vec<ToolUse>) -> Vec<ToolResult> {
         .collect()
 }
 
+/// Results in the order the last message called for them.
 fn sort_in_call_order(turn: &Turn, results: &mut [ToolResult]) {
     let order: Vec<&str> = turn
         .transcript

@@ -1259,6 +1259,30 @@ async fn a_click_on_a_decided_prompt_is_answered_not_ignored() {
 }
 
 #[tokio::test]
+async fn a_second_click_on_approve_for_this_thread_leaves_the_grant_on_the_prompt() {
+    // GIVEN a call approved for the thread
+    let (worker, _) = awaiting_restart(counter(), vec![text("Restarted.")]).await;
+    let call = waiting_call(&worker).await;
+    worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await.unwrap();
+    let before = worker.replies.messages().len();
+
+    // WHEN the approver clicks it again
+    worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await.unwrap();
+
+    // THEN the prompt put right still shows the grant it gave (and with it, its Revoke button)
+    let again: Vec<_> = worker.replies.messages()[before..]
+        .iter()
+        .map(|m| match m {
+            ReplyMessage::ApprovalDecided { decision, grant, .. } => {
+                (*decision, grant.as_ref().map(|g| g.scope.clone()))
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(again, [(Decision::ApproveForThread, Some("restart_service".to_owned()))]);
+}
+
+#[tokio::test]
 async fn a_turn_that_fails_after_approve_is_carried_on_by_the_redelivered_click() {
     // GIVEN the model is throttled right after the approved call ran
     let runs = counter();

@@ -71,6 +71,7 @@ async fn world() -> World {
         approved_by: slack::UserId::new("U0ONCALL"),
         at: ALERTS_NOW + 600,
         grant: None,
+        gave: None,
         outcome_unknown: false,
     }];
     let mut stored = turn.clone();
