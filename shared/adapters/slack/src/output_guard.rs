@@ -82,12 +82,33 @@ impl OutputGuard {
             }
             Value::Array(items) => items.iter_mut().for_each(|item| self.walk(item, data)),
             Value::Object(fields) => {
+                if let Some(text) = self.disallowed_element(fields) {
+                    *value = serde_json::json!({"type": "text", "text": text});
+                    return;
+                }
                 for (key, field) in fields.iter_mut() {
                     self.walk(field, data || DATA_KEYS.contains(&key.as_str()));
                 }
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
+    }
+
+    /// A rich-text element that pings (`{"type": "broadcast", "range":
+    /// "channel"}`, `{"type": "usergroup", "usergroup_id": …}`) which the
+    /// deployment does not allow: the plain text that stands in for it.
+    fn disallowed_element(&self, fields: &serde_json::Map<String, Value>) -> Option<String> {
+        let field = |name: &str| fields.get(name).and_then(Value::as_str);
+        let (kind, shown) = match field("type")? {
+            "broadcast" => {
+                let range = field("range").unwrap_or("channel").to_ascii_lowercase();
+                let kind = if range == "group" { "channel".to_owned() } else { range };
+                (kind.clone(), format!("@{kind}"))
+            }
+            "usergroup" => ("subteam".to_owned(), "@group".to_owned()),
+            _ => return None,
+        };
+        (!self.mentions.allow(&format!("<!{kind}>"))).then_some(shown)
     }
 
     /// One request parameter as it may be sent.
@@ -128,6 +149,30 @@ mod tests {
         assert!(!sent.contains("<!everyone>") && !sent.contains("bPxRfiCY"), "{sent}");
         assert!(sent.contains("<@U1>") && sent.contains("<!date^1^{time}|x>"), "{sent}");
         assert_eq!(guard.param("text", &sent), sent, "idempotent");
+    }
+
+    #[test]
+    fn rich_text_broadcasts_and_user_groups_become_plain_text_unless_allowed() {
+        let blocks = json!([{"type": "rich_text", "elements": [{"type": "rich_text_section", "elements": [
+            {"type": "broadcast", "range": "channel"},
+            {"type": "broadcast", "range": "here"},
+            {"type": "usergroup", "usergroup_id": "S1"},
+            {"type": "user", "user_id": "U1"},
+            {"type": "text", "text": "deploy"}
+        ]}]}]);
+        let sent = |guard: OutputGuard| -> Value {
+            let sent: Value = serde_json::from_str(&guard.param("blocks", &blocks.to_string())).unwrap();
+            sent[0]["elements"][0]["elements"].clone()
+        };
+        assert_eq!(
+            sent(OutputGuard::default()),
+            json!([{"type": "text", "text": "@channel"}, {"type": "text", "text": "@here"},
+                   {"type": "text", "text": "@group"}, {"type": "user", "user_id": "U1"},
+                   {"type": "text", "text": "deploy"}])
+        );
+        let here = sent(OutputGuard::new(SpecialMentions::parse("here").unwrap()));
+        assert_eq!(here[1], json!({"type": "broadcast", "range": "here"}), "allowed: kept");
+        assert_eq!(here[0], json!({"type": "text", "text": "@channel"}));
     }
 
     #[test]
