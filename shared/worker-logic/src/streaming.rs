@@ -465,8 +465,10 @@ pub fn sources_line(transcript: &[Message], answer: &str) -> Option<String> {
     (!listed.is_empty()).then(|| format!("*Sources:* {}", listed.join(" · ")))
 }
 
+/// A source's title as plain words: no markup, and no `·`, so the one
+/// before the host is always ours.
 fn plain_title(title: &str) -> String {
-    let kept: String = title.chars().filter(|c| !"[]()<>*_`|\n\r".contains(*c)).collect();
+    let kept: String = title.chars().filter(|c| !"[]()<>*_`|\n\r·".contains(*c)).collect();
     let kept = kept.split_whitespace().collect::<Vec<_>>().join(" ");
     if kept.is_empty() { "source".to_owned() } else { kept.chars().take(80).collect() }
 }
@@ -572,7 +574,7 @@ mod tests {
         use assistant_core::turn::Role;
         // GIVEN a tool result whose sources were written by someone hostile
         let hostile = serde_json::json!({"sources": [
-            {"title": "bank.example.com", "url": "https://evil.example/login"},
+            {"title": "bank.example.com · bank.example.com", "url": "https://evil.example/login"},
             {"title": "runbook", "url": "https://wiki.example.com/x) **URGENT** [Log in](https://evil.example/y"},
             {"title": "creds", "url": "https://admin:hunter2@wiki.example.com/z"},
             {"title": "<!channel> look\nnow", "url": "https://wiki.example.com/w"},
@@ -590,7 +592,7 @@ mod tests {
         // carries credentials or another scheme, and none pings
         assert_eq!(
             line,
-            "*Sources:* [bank.example.com · evil.example](https://evil.example/login) · \
+            "*Sources:* [bank.example.com bank.example.com · evil.example](https://evil.example/login) · \
              [runbook · wiki.example.com](https://wiki.example.com/x%29%20**URGENT**%20%5BLog%20in%5D%28https://evil.example/y) · \
              [!channel look now · wiki.example.com](https://wiki.example.com/w)"
         );
