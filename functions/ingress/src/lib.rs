@@ -293,11 +293,21 @@ fn browser_response(answer: Answer) -> ApiGatewayV2httpResponse {
     for (name, value) in Page::headers() {
         headers.insert(name, HeaderValue::from_static(value));
     }
-    if let Some(location) = answer.location.as_deref().and_then(|url| HeaderValue::from_str(url).ok()) {
-        headers.insert(header::LOCATION, location);
+    let mut status = answer.page.status;
+    match answer.location.as_deref().map(HeaderValue::from_str) {
+        Some(Ok(location)) => {
+            headers.insert(header::LOCATION, location);
+        }
+        // A provider's authorization URL no header can carry: a redirect
+        // without its address would strand the browser.
+        Some(Err(_)) => {
+            tracing::error!("a sign-in's authorization URL is not a valid Location: no redirect");
+            status = 500;
+        }
+        None => {}
     }
     let mut response = ApiGatewayV2httpResponse::default();
-    response.status_code = i64::from(answer.page.status);
+    response.status_code = i64::from(status);
     response.headers = headers;
     response.cookies = answer.set_cookie.into_iter().collect();
     response.body = Some(Body::Text(answer.page.html()));

@@ -261,6 +261,11 @@ async fn forged_late_declined_replayed_and_malformed_requests_change_nothing() {
     let late = given(NOW + 601);
     let late_state = late.open(&provider("p", false)).await;
     assert_eq!(late.start(&late_state, &[]).await.0.page.status, 410);
+    // A sign-in bound in time whose browser comes back too late: the take itself refuses it.
+    let slow = g.open(&provider("p", false)).await;
+    let (_, slow_browser) = g.start(&slow, &[]).await;
+    let back = g.later(NOW + 601).get(path, &format!("code=c&state={slow}"), &slow_browser).await;
+    assert_eq!(back.page.status, 410, "{back:?}");
 
     let forged = assistant_core::oauth::random_token(32);
     for (path, query) in [
