@@ -206,12 +206,14 @@ async fn a_cold_worker_reads_the_turns_its_first_messages_name_once_beside_its_s
 
     // THEN both are handled; both turns and the kept configuration were
     // read in one request, and the worker took the turns read ahead instead
-    // of reading them again (the one other read is the stored turn's
-    // delivery record, which the worker reads itself); the configuration
-    // was not read from the bucket
+    // of reading them again (the two other reads are the settled turn's
+    // delivery record, which the worker reads itself, and its stream
+    // record: a redelivery of a settled turn closes a stream an earlier
+    // invocation may have left, 9d4a471); the configuration was not read
+    // from the bucket
     assert_eq!(world.lambda.logs().matches("message handled").count(), 2, "{}", world.lambda.logs());
     assert_eq!(world.proxy.calls_of("DynamoDB_20120810.BatchGetItem"), 1);
-    assert_eq!(world.proxy.calls_of("DynamoDB_20120810.GetItem"), 1);
+    assert_eq!(world.proxy.calls_of("DynamoDB_20120810.GetItem"), 2);
     assert_eq!(world.proxy.calls_of("S3 GET"), 0);
     // AND work done within a second held nothing
     assert_eq!(world.proxy.calls_of("AmazonSQS.ChangeMessageVisibility"), 0);
