@@ -12,7 +12,6 @@ use axum::Router;
 use axum::routing::post;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 use tests::events;
 use tests::fake_bedrock::{FakeBedrock, Scripted};
 use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
@@ -50,34 +49,6 @@ async fn round(
     functions.round(stack).await
 }
 
-/// A click on the posted prompt's button by `user`, as Slack sends it:
-/// the interactivity payload, form-encoded and signed.
-fn click(prompt: &tests::fake_slack::Posted, action: usize, user: &str) -> Value {
-    click_from(testkit::fixtures::BLOCK_ACTIONS_APPROVE, prompt, action, user)
-}
-
-/// [`click`] on a captured payload of its own (the clicker's team as it names it).
-fn click_from(fixture: &str, prompt: &tests::fake_slack::Posted, action: usize, user: &str) -> Value {
-    let actions = prompt.blocks.as_ref().unwrap().as_array().unwrap().iter().find(|b| b["type"] == "actions").unwrap();
-    let button = &actions["elements"][action];
-    let mut payload: Value = serde_json::from_str(fixture).unwrap();
-    payload["user"]["id"] = user.into();
-    payload["container"]["channel_id"] = prompt.channel.clone().into();
-    payload["channel"]["id"] = prompt.channel.clone().into();
-    for at in ["container", "message"] {
-        payload[at]["thread_ts"] = prompt.thread_ts.clone().into();
-    }
-    payload["container"]["message_ts"] = prompt.ts.clone().into();
-    payload["message"]["ts"] = prompt.ts.clone().into();
-    payload["actions"][0]["action_id"] = button["action_id"].clone();
-    payload["actions"][0]["value"] = button["value"].clone();
-    // Slack stamps the click with when it happened.
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    payload["actions"][0]["action_ts"] = format!("{}.{:06}", now.as_secs(), now.subsec_micros()).into();
-    let form = testkit::fixtures::interaction_form(&payload.to_string());
-    events::with_body(&events::parse(events::APPROVAL_CLICK), &form)
-}
-
 #[tokio::test]
 async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     // GIVEN the stack, a team API with a POST tool declared, and a model that wants to call it
@@ -111,7 +82,7 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     assert!(seen.lock().unwrap().is_empty());
 
     // WHEN someone else clicks Approve
-    assert_eq!(ingress.handle(click(&prompt, 0, "U0BYSTANDER")).await.unwrap()["statusCode"], 200);
+    assert_eq!(ingress.handle(prompt.click(0, "U0BYSTANDER")).await.unwrap()["statusCode"], 200);
     let (work, _) = round().await;
     assert!(matches!(decode_work(&work[0]), WorkMessage::Approval(_)));
 
@@ -124,7 +95,7 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     assert_eq!(slack.posted().len(), 2, "nothing new in the thread");
 
     // WHEN the requester clicks Approve
-    let requester_click = click(&prompt, 0, "U061F7AUR");
+    let requester_click = prompt.click(0, "U061F7AUR");
     assert_eq!(ingress.handle(requester_click.clone()).await.unwrap()["statusCode"], 200);
     round().await;
     round().await;
@@ -210,7 +181,7 @@ async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_
         .map(|b| b["text"]["text"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(labels, ["Approve", "Approve restart_service for this thread (60 min)", "Deny"]);
-    assert_eq!(ingress.handle(click(&prompt, 1, "U061F7AUR")).await.unwrap()["statusCode"], 200);
+    assert_eq!(ingress.handle(prompt.click(1, "U061F7AUR")).await.unwrap()["statusCode"], 200);
     round().await;
     assert_eq!(seen.lock().unwrap().len(), 1, "the approved call ran");
     let decided = slack.posted().into_iter().find(|p| p.ts == prompt.ts).unwrap();
@@ -229,13 +200,13 @@ async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_
     assert!(posted.iter().any(|p| p.text.contains("Restarted again.")), "answered");
 
     // WHEN a bystander clicks Revoke: nothing changes, and only they are told
-    assert_eq!(ingress.handle(click(notice, 0, "U0BYSTANDER")).await.unwrap()["statusCode"], 200);
+    assert_eq!(ingress.handle(notice.click(0, "U0BYSTANDER")).await.unwrap()["statusCode"], 200);
     round().await;
     let told = slack.ephemerals();
     assert!(told.iter().any(|(user, text)| user == "U0BYSTANDER" && text.starts_with("Only the person who approved")));
 
     // WHEN the person who granted it clicks Revoke, the thread is told, and the next call asks again
-    assert_eq!(ingress.handle(click(notice, 0, "U061F7AUR")).await.unwrap()["statusCode"], 200);
+    assert_eq!(ingress.handle(notice.click(0, "U061F7AUR")).await.unwrap()["statusCode"], 200);
     round().await;
     let posted = slack.posted();
     assert!(posted.iter().any(|p| p.text
@@ -269,7 +240,7 @@ async fn a_bystander_asking_in_a_granted_thread_gets_a_prompt_not_a_run() {
     assert_eq!(ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
     round().await;
     let prompt = slack.posted().into_iter().find(|p| p.text.contains("I want to run")).expect("a prompt");
-    assert_eq!(ingress.handle(click(&prompt, 1, "U061F7AUR")).await.unwrap()["statusCode"], 200);
+    assert_eq!(ingress.handle(prompt.click(1, "U061F7AUR")).await.unwrap()["statusCode"], 200);
     round().await;
     assert_eq!(seen.lock().unwrap().len(), 1, "the approved call ran");
 
@@ -355,7 +326,7 @@ async fn a_member_of_another_organization_never_approves_even_when_named_an_appr
 
     // WHEN they click Approve, and then "Approve for this thread", as Slack sends their clicks (their own team)
     for action in [0, 1] {
-        let theirs = click_from(testkit::fixtures::BLOCK_ACTIONS_APPROVE_EXTERNAL, &prompt, action, "U0VENDOR01");
+        let theirs = prompt.click_from(testkit::fixtures::BLOCK_ACTIONS_APPROVE_EXTERNAL, action, "U0VENDOR01");
         assert_eq!(ingress.handle(theirs).await.unwrap()["statusCode"], 200);
         round(&stack, &functions).await;
     }
@@ -368,7 +339,7 @@ async fn a_member_of_another_organization_never_approves_even_when_named_an_appr
     assert!(!slack.posted().iter().any(|p| p.text.starts_with("✅")), "the prompt still waits");
 
     // AND the workspace member who asked approves it: it runs once
-    assert_eq!(ingress.handle(click(&prompt, 0, "U061F7AUR")).await.unwrap()["statusCode"], 200);
+    assert_eq!(ingress.handle(prompt.click(0, "U061F7AUR")).await.unwrap()["statusCode"], 200);
     round(&stack, &functions).await;
     round(&stack, &functions).await;
     assert_eq!(seen.lock().unwrap().len(), 1);

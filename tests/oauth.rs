@@ -445,8 +445,7 @@ async fn click_connect(functions: &tests::Functions, state: &str, user: &str) {
     click["actions"][0]["value"] = state.into();
     click["user"]["id"] = user.into();
     // Slack stamps the click when it happens: now.
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
-    click["actions"][0]["action_ts"] = format!("{}.{:06}", now.as_secs(), now.subsec_micros()).into();
+    click["actions"][0]["action_ts"] = tests::events::now_ts().into();
     let form = testkit::fixtures::interaction_form(&click.to_string());
     let click = tests::events::with_body(&tests::events::parse(tests::events::APPROVAL_CLICK), &form);
     assert_eq!(functions.ingress.handle(click).await.unwrap()["statusCode"], 200);

@@ -12,7 +12,7 @@ use axum::routing::get;
 use serde_json::json;
 use tests::events;
 use tests::fake_bedrock::{FakeBedrock, Scripted};
-use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack, Posted};
+use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
 use tests::local_server::LocalServer;
 use tests::{Stack, emulator_config};
 
@@ -71,7 +71,7 @@ async fn approved_post(slack: &FakeSlack, special_mentions: slack::mentions::Spe
     assert_eq!(functions.ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
     functions.round(&stack).await;
     let prompt = slack.posted().into_iter().find(|message| message.text.contains("post_message")).expect("a prompt");
-    assert_eq!(functions.ingress.handle(approve(&prompt, "U061F7AUR")).await.unwrap()["statusCode"], 200);
+    assert_eq!(functions.ingress.handle(prompt.click(0, "U061F7AUR")).await.unwrap()["statusCode"], 200);
     for _ in 0..3 {
         functions.round(&stack).await;
     }
@@ -111,25 +111,4 @@ async fn post_message_pings_with_the_kind_the_deployment_allows_and_no_other() {
     // THEN `<!here>` pings; the others are text
     assert_eq!(post, "&lt;!channel> <!here> &lt;!subteam^S1|@ops> &lt;!everyone> checkout is down");
     assert_eq!(slack.live_mass_mentions(&["here"]), Vec::<String>::new());
-}
-
-/// A click on `prompt`'s Approve button by `user`, as Slack sends it.
-fn approve(prompt: &Posted, user: &str) -> serde_json::Value {
-    let actions = prompt.blocks.as_ref().unwrap().as_array().unwrap().iter().find(|b| b["type"] == "actions").unwrap();
-    let button = &actions["elements"][0];
-    let mut payload: serde_json::Value = serde_json::from_str(testkit::fixtures::BLOCK_ACTIONS_APPROVE).unwrap();
-    payload["user"]["id"] = user.into();
-    payload["container"]["channel_id"] = prompt.channel.clone().into();
-    payload["channel"]["id"] = prompt.channel.clone().into();
-    for at in ["container", "message"] {
-        payload[at]["thread_ts"] = prompt.thread_ts.clone().into();
-    }
-    payload["container"]["message_ts"] = prompt.ts.clone().into();
-    payload["message"]["ts"] = prompt.ts.clone().into();
-    payload["actions"][0]["action_id"] = button["action_id"].clone();
-    payload["actions"][0]["value"] = button["value"].clone();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
-    payload["actions"][0]["action_ts"] = format!("{}.{:06}", now.as_secs(), now.subsec_micros()).into();
-    let form = testkit::fixtures::interaction_form(&payload.to_string());
-    events::with_body(&events::parse(events::APPROVAL_CLICK), &form)
 }

@@ -48,6 +48,12 @@ pub fn body(event: &Value) -> Vec<u8> {
     }
 }
 
+/// Now as Slack stamps an action (`action_ts`): seconds and microseconds.
+pub fn now_ts() -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970");
+    format!("{}.{:06}", now.as_secs(), now.subsec_micros())
+}
+
 /// A copy of `event` carrying `new_body` instead, signed as Slack would sign
 /// it at `SIGNED_AT`.
 pub fn with_body(event: &Value, new_body: &str) -> Value {

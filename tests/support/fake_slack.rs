@@ -75,10 +75,16 @@ impl Posted {
     /// approval prompt), as Slack sends it to the ingress: the
     /// interactivity payload, form-encoded and signed, stamped now.
     pub fn click(&self, action: usize, user: &str) -> Value {
+        self.click_from(testkit::fixtures::BLOCK_ACTIONS_APPROVE, action, user)
+    }
+
+    /// [`Self::click`] on a captured payload of its own (the clicker's team
+    /// as it names it, say).
+    pub fn click_from(&self, fixture: &str, action: usize, user: &str) -> Value {
         let blocks = self.blocks.as_ref().and_then(Value::as_array).expect("a message with blocks");
         let actions = blocks.iter().find(|block| block["type"] == "actions").expect("an actions block");
         let button = &actions["elements"][action];
-        let mut payload: Value = serde_json::from_str(testkit::fixtures::BLOCK_ACTIONS_APPROVE).expect("fixture");
+        let mut payload: Value = serde_json::from_str(fixture).expect("fixture");
         payload["user"]["id"] = user.into();
         payload["container"]["channel_id"] = self.channel.clone().into();
         payload["channel"]["id"] = self.channel.clone().into();
@@ -89,8 +95,7 @@ impl Posted {
         payload["message"]["ts"] = self.ts.clone().into();
         payload["actions"][0]["action_id"] = button["action_id"].clone();
         payload["actions"][0]["value"] = button["value"].clone();
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970");
-        payload["actions"][0]["action_ts"] = format!("{}.{:06}", now.as_secs(), now.subsec_micros()).into();
+        payload["actions"][0]["action_ts"] = crate::events::now_ts().into();
         let form = testkit::fixtures::interaction_form(&payload.to_string());
         crate::events::with_body(&crate::events::parse(crate::events::APPROVAL_CLICK), &form)
     }
