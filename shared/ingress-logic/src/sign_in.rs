@@ -252,7 +252,7 @@ fn other_browser() -> Answer {
     Page::new(
         403,
         "Sign-in not completed",
-        "This sign-in belongs to another browser: only the browser that first opened the Connect link can finish \
+        "This sign-in belongs to another browser: only the browser the person's Connect click opened can finish \
          it. Nothing changed. If you did not open it elsewhere, ask again in Slack to get a new link.",
     )
     .into()
