@@ -401,6 +401,26 @@ impl ConnectStates {
         first_seen: i64,
         now_unix: i64,
     ) -> Result<ConnectState, StateRefused> {
+        // A write the worker made meanwhile (a second click arming it)
+        // is read again; a browser bound meanwhile is final.
+        for _ in 0..3 {
+            match self.try_bind(state, browser, first_seen, now_unix).await? {
+                Some(record) => return Ok(record),
+                None => continue,
+            }
+        }
+        Err(StateRefused::Store("the sign-in kept changing while being bound".into()))
+    }
+
+    /// One try of [`Self::bind_browser`]; `Ok(None)`: the state changed
+    /// between the read and the write, and no browser is bound yet.
+    async fn try_bind(
+        &self,
+        state: &str,
+        browser: &str,
+        first_seen: i64,
+        now_unix: i64,
+    ) -> Result<Option<ConnectState>, StateRefused> {
         let store = |err: PortError| StateRefused::Store(err.to_string());
         let Some((mut record, version)) = self.read(state).await.map_err(store)? else {
             return Err(StateRefused::Unknown);
@@ -410,7 +430,7 @@ impl ConnectStates {
         }
         match &record.browser {
             Some(bound) if bound == browser => {
-                return if record.taken { Err(StateRefused::Replayed) } else { Ok(record) };
+                return if record.taken { Err(StateRefused::Replayed) } else { Ok(Some(record)) };
             }
             Some(_) => return Err(StateRefused::OtherBrowser),
             None if record.taken => return Err(StateRefused::Replayed),
@@ -434,9 +454,8 @@ impl ConnectStates {
             .await
             .map_err(store)?
         {
-            Put::Written => Ok(record),
-            // Another browser bound it between the read and the write.
-            Put::Conflict { .. } => Err(StateRefused::OtherBrowser),
+            Put::Written => Ok(Some(record)),
+            Put::Conflict { .. } => Ok(None),
         }
     }
 

@@ -299,3 +299,74 @@ async fn forged_late_declined_replayed_and_malformed_requests_change_nothing() {
     assert_eq!(g.queue.messages().len(), 2);
     assert_eq!(g.start(&state, &browser).await.0.page.status, 409, "a taken sign-in does not start again");
 }
+
+/// Records where the worker arms the sign-in again (a second click)
+/// between the start page's read and its write, once.
+struct ArmedMeanwhile {
+    inner: Arc<MemoryRecords>,
+    once: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl assistant_core::ports::VersionedRecords for ArmedMeanwhile {
+    async fn get(
+        &self,
+        key: &assistant_core::ports::RecordKey,
+    ) -> Result<Option<assistant_core::ports::StoredRecord>, assistant_core::ports::PortError> {
+        self.inner.get(key).await
+    }
+    async fn put(
+        &self,
+        key: &assistant_core::ports::RecordKey,
+        write: &assistant_core::ports::RecordWrite,
+    ) -> Result<assistant_core::ports::Put, assistant_core::ports::PortError> {
+        if write.expected > 0 && self.once.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            let state = key.partition.trim_start_matches("OAUTH_STATE#");
+            assert!(ConnectStates::new(self.inner.clone()).arm(state, NOW + 3).await.unwrap());
+        }
+        self.inner.put(key, write).await
+    }
+    async fn put_part(
+        &self,
+        partition: &str,
+        sort_key: &str,
+        state: String,
+        expires_at: i64,
+    ) -> Result<(), assistant_core::ports::PortError> {
+        self.inner.put_part(partition, sort_key, state, expires_at).await
+    }
+    async fn delete_part(&self, partition: &str, sort_key: &str) -> Result<(), assistant_core::ports::PortError> {
+        self.inner.delete_part(partition, sort_key).await
+    }
+    async fn parts(
+        &self,
+        partition: &str,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>, assistant_core::ports::PortError> {
+        self.inner.parts(partition, prefix).await
+    }
+}
+
+#[tokio::test]
+async fn a_second_click_arming_the_sign_in_while_the_browser_is_bound_is_not_another_browser() {
+    // GIVEN a clicked sign-in whose state the worker writes again (a second click) between
+    // the start page's read and its write
+    let inner = Arc::new(MemoryRecords::default());
+    let states = ConnectStates::new(inner.clone());
+    let turn = TurnId::new("T1-Ev1");
+    let (state, _) = states.open(&thread(), &UserId::new("U1"), &turn, &provider("tracker", true), NOW).await.unwrap();
+    assert!(states.arm(&state, NOW).await.unwrap());
+    let racing = Arc::new(ArmedMeanwhile { inner, once: std::sync::atomic::AtomicBool::new(true) });
+    let pages = SignInPages::new(
+        ConnectStates::new(racing),
+        Arc::new(MemoryQueue::default()),
+        Arc::new(FixedClock::at(NOW + 5)),
+        key(),
+    );
+    // WHEN the person's browser opens the link
+    let request = BrowserRequest { path: START_PATH, query: Some(&format!("state={state}")), cookies: &[] };
+    let answer = pages.handle(request).await;
+    // THEN it is bound and sent on, not told the sign-in belongs to another browser
+    assert_eq!(answer.page.status, 302, "{answer:?}");
+    assert!(states.load(&state).await.unwrap().unwrap().browser.is_some());
+}
