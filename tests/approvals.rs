@@ -41,6 +41,32 @@ async fn team_api() -> (LocalServer, Seen) {
     (LocalServer::start(app).await, seen)
 }
 
+/// The stack with the approvals configuration (`edit` applied) aimed at a
+/// team API that records its calls, and the fakes of Slack and Bedrock.
+struct World {
+    aws: aws_config::SdkConfig,
+    stack: Stack,
+    /// Serves until dropped.
+    _api: LocalServer,
+    seen: Seen,
+    slack: FakeSlack,
+    bedrock: FakeBedrock,
+}
+
+async fn world(edit: impl FnOnce(&mut Value)) -> World {
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let (api, seen) = team_api().await;
+    let port = api.base_url.rsplit(':').next().unwrap();
+    let mut config: Value = serde_json::from_str(&CONFIG.replace("{{PORT}}", port)).unwrap();
+    edit(&mut config);
+    stack.put("config/assistant.json", &config.to_string()).await;
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    World { aws, stack, _api: api, seen, slack, bedrock }
+}
+
 /// One round of the pipeline (see [`tests::Functions::round`]).
 async fn round(
     stack: &Stack,
@@ -52,15 +78,7 @@ async fn round(
 #[tokio::test]
 async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     // GIVEN the stack, a team API with a POST tool declared, and a model that wants to call it
-    let aws = emulator_config().await;
-    let stack = Stack::new(&aws).await.unwrap();
-    let (api, seen) = team_api().await;
-    let port = api.base_url.rsplit(':').next().unwrap();
-    let config = CONFIG.replace("{{PORT}}", port);
-    stack.put("config/assistant.json", &config).await;
-    let slack = FakeSlack::start().await;
-    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
-    let bedrock = FakeBedrock::start().await;
+    let World { aws, stack, _api, seen, slack, bedrock } = world(|_| {}).await;
     bedrock.script([Scripted::fixture(RESTART_REPLY), Scripted::text("Restarted checkout-api: 3 pods are back.")]);
 
     let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
@@ -136,14 +154,7 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
 #[tokio::test]
 async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_revoked() {
     // GIVEN the stack and a model that wants the POST tool in each of three questions in one thread
-    let aws = emulator_config().await;
-    let stack = Stack::new(&aws).await.unwrap();
-    let (api, seen) = team_api().await;
-    let port = api.base_url.rsplit(':').next().unwrap();
-    stack.put("config/assistant.json", &CONFIG.replace("{{PORT}}", port)).await;
-    let slack = FakeSlack::start().await;
-    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
-    let bedrock = FakeBedrock::start().await;
+    let World { aws, stack, _api, seen, slack, bedrock } = world(|_| {}).await;
     bedrock.script([
         Scripted::fixture(RESTART_REPLY),
         Scripted::text("Restarted."),
@@ -221,14 +232,7 @@ async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_
 #[tokio::test]
 async fn a_bystander_asking_in_a_granted_thread_gets_a_prompt_not_a_run() {
     // GIVEN the requester's restart approved "for this thread"
-    let aws = emulator_config().await;
-    let stack = Stack::new(&aws).await.unwrap();
-    let (api, seen) = team_api().await;
-    let port = api.base_url.rsplit(':').next().unwrap();
-    stack.put("config/assistant.json", &CONFIG.replace("{{PORT}}", port)).await;
-    let slack = FakeSlack::start().await;
-    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
-    let bedrock = FakeBedrock::start().await;
+    let World { aws, stack, _api, seen, slack, bedrock } = world(|_| {}).await;
     bedrock.script([Scripted::fixture(RESTART_REPLY), Scripted::text("Restarted."), Scripted::fixture(RESTART_REPLY)]);
     let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
     let ingress = &functions.ingress;
@@ -275,14 +279,7 @@ fn offered(bedrock: &FakeBedrock, at: usize) -> Vec<String> {
 #[tokio::test]
 async fn a_member_of_another_organization_asking_in_a_shared_channel_gets_no_changing_tool() {
     // GIVEN a policy giving everyone in the workspace the POST tool, and a model that calls it anyway
-    let aws = emulator_config().await;
-    let stack = Stack::new(&aws).await.unwrap();
-    let (api, seen) = team_api().await;
-    let port = api.base_url.rsplit(':').next().unwrap();
-    stack.put("config/assistant.json", &CONFIG.replace("{{PORT}}", port)).await;
-    let slack = FakeSlack::start().await;
-    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
-    let bedrock = FakeBedrock::start().await;
+    let World { aws, stack, _api, seen, slack, bedrock } = world(|_| {}).await;
     bedrock.script([Scripted::fixture(RESTART_REPLY), Scripted::text("I can't restart it from here.")]);
     let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
     let ingress = &functions.ingress;
@@ -307,16 +304,8 @@ async fn a_member_of_another_organization_asking_in_a_shared_channel_gets_no_cha
 #[tokio::test]
 async fn a_member_of_another_organization_never_approves_even_when_named_an_approver() {
     // GIVEN a prompt for the workspace member's call, whose approvers name the other organization's member
-    let aws = emulator_config().await;
-    let stack = Stack::new(&aws).await.unwrap();
-    let (api, seen) = team_api().await;
-    let port = api.base_url.rsplit(':').next().unwrap();
-    let mut config: Value = serde_json::from_str(&CONFIG.replace("{{PORT}}", port)).unwrap();
-    config["approvals"] = json!({"approvers": ["requester", "U0VENDOR01"]});
-    stack.put("config/assistant.json", &config.to_string()).await;
-    let slack = FakeSlack::start().await;
-    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
-    let bedrock = FakeBedrock::start().await;
+    let World { aws, stack, _api, seen, slack, bedrock } =
+        world(|config| config["approvals"] = json!({"approvers": ["requester", "U0VENDOR01"]})).await;
     bedrock.script([Scripted::fixture(RESTART_REPLY), Scripted::text("Restarted.")]);
     let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
     let ingress = &functions.ingress;
