@@ -6,7 +6,7 @@
 
 use adapters_aws::dynamodb::DynamoRecords;
 use assistant_core::store::RecordTurns;
-use testkit::sign_in::ComeBack;
+use testkit::sign_in::{BROWSER, ComeBack};
 use testkit::store_contract;
 use tests::fault_proxy::{Fault, FaultProxy, Plan, Upstream};
 use tests::{Stack, emulator_config};
@@ -190,7 +190,7 @@ async fn a_thread_grant_or_revoke_whose_answer_was_lost_is_written_once_and_the_
 }
 
 #[tokio::test]
-async fn a_sign_ins_take_burn_or_tokens_whose_answer_was_lost_are_the_writers_own_on_retry() {
+async fn a_sign_ins_writes_whose_answer_was_lost_are_the_writers_own_on_retry() {
     use assistant_core::oauth::{ConnectStates, ConnectionKey, SealedVault, StateRefused, TokenVault, Tokens};
     let (stack, proxy) = behind_a_lossy_proxy().await;
     let thread = assistant_core::ThreadRef {
@@ -205,20 +205,50 @@ async fn a_sign_ins_take_burn_or_tokens_whose_answer_was_lost_are_the_writers_ow
         let states = ConnectStates::new(records.clone());
         let lose = || proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"STATE"}"#, fault);
 
-        // The callback's take: lost, then (the SDK's retry, or the
-        // person's reload after a 503) its own take, the code kept once.
+        // The person's click arming it, their browser's binding, the
+        // callback's take: each lost, then (the SDK's retry, a redelivered
+        // click, the person's reload after a 503) its own write again, the
+        // code kept once. (A put whose answer is lost is resolved by
+        // reading it back: see `store::put_versioned`.)
         let (state, _) =
             states.open(&thread, &alice, &turn, &testkit::sign_in::provider("tracker"), 1_000).await.unwrap();
         lose();
-        // (A put whose answer is lost is resolved by reading it back: see
-        // `store::put_versioned`.)
-        let taken = match states.come_back(&state, "code-1", 1_001).await {
+        let armed = match states.arm(&state, 1_000).await {
+            Ok(armed) => armed,
+            Err(_) => states.arm(&state, 1_000).await.expect("the redelivered click"),
+        };
+        assert!(armed);
+        lose();
+        let bound = match states.bind_browser(&state, BROWSER, 1_000, 1_001).await {
+            Err(StateRefused::Store(_)) => states.bind_browser(&state, BROWSER, 1_000, 1_001).await,
+            other => other,
+        };
+        assert_eq!(bound.expect("a lost answer is not a refusal").browser.as_deref(), Some(BROWSER));
+        assert_eq!(
+            states.bind_browser(&state, "another", 1_001, 1_001).await.map(|_| ()),
+            Err(StateRefused::OtherBrowser),
+            "and no one else's"
+        );
+        lose();
+        let back =
+            assistant_core::oauth::CallbackParams { code: "code-1", provider: "tracker", iss: None, browser: BROWSER };
+        let taken = match states.take(&state, &back, 1_001).await {
             Ok(taken) => taken,
-            Err(StateRefused::Store(_)) => states.come_back(&state, "code-1", 1_002).await.expect("the reload"),
+            Err(StateRefused::Store(_)) => states.take(&state, &back, 1_002).await.expect("the reload"),
             Err(other) => panic!("a lost answer is not a refusal: {other}"),
         };
         assert_eq!(taken.code.as_deref(), Some("code-1"));
         assert_eq!(states.come_back(&state, "code-2", 1_003).await.map(|_| ()), Err(StateRefused::Replayed));
+
+        // How the worker's exchange ended: lost, then the redelivery's write; the first stays.
+        let connected = assistant_core::oauth::SignInOutcome::Connected { account: Some("alice".into()) };
+        proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"OUTCOME"}"#, fault);
+        if states.record_outcome(&state, &connected, 1_600).await.is_err() {
+            states.record_outcome(&state, &connected, 1_600).await.expect("the redelivery");
+        }
+        let refused = assistant_core::oauth::SignInOutcome::Refused { reason: "late".into() };
+        states.record_outcome(&state, &refused, 1_600).await.unwrap();
+        assert_eq!(states.outcome(&state).await.unwrap(), Some(connected));
 
         // Someone else's click: burned once, and the retry knows it burned it.
         let (state, _) =
@@ -250,7 +280,8 @@ async fn a_sign_ins_take_burn_or_tokens_whose_answer_was_lost_are_the_writers_ow
         let connections = vault.connections(&key.team, &key.user).await.unwrap();
         assert_eq!(connections.iter().filter(|found| found.provider == key.provider).count(), 1, "one item");
     }
-    each_fault_injected(&proxy, 3);
+    // Arm, bind, take, outcome, burn, tokens: each lost once per kind of fault.
+    each_fault_injected(&proxy, 6);
 }
 
 #[tokio::test]
