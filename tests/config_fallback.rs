@@ -15,7 +15,7 @@ use tests::fake_slack::FakeSlack;
 use tests::worker_clients as clients;
 use tests::{Stack, emulator_config, events};
 use worker::{Config, WorkerFunction};
-use worker_logic::config::DEFAULT_CONFIG_KEY;
+use worker_config::DEFAULT_CONFIG_KEY;
 
 const GOOD: &str = include_str!("fixtures/config-fallback/good.json");
 const MISSPELT: &str = include_str!("fixtures/config-fallback/misspelt.json");
@@ -206,7 +206,7 @@ async fn text_that_is_not_utf8_a_huge_object_and_a_deleted_one_each_leave_the_bo
 
 #[tokio::test]
 async fn a_cold_worker_falls_back_to_a_kept_copy_older_than_five_minutes() {
-    use worker_logic::kept_config::{FRESH_FOR_SECS, KeptConfiguration, ReadConfiguration};
+    use worker_config::kept::{FRESH_FOR_SECS, KeptConfiguration, ReadConfiguration};
     // GIVEN a copy of the good configuration kept an hour ago, and the
     // misspelt one uploaded since
     let fake = FakeBedrock::start().await;

@@ -756,8 +756,8 @@ fn environment_defaults_in_the_runtime_contract_are_the_codes() {
     // WHEN the code's defaults are read
     let defaults = [
         ("SLACK_API_BASE_URL", adapters_slack::web::DEFAULT_BASE_URL.to_owned()),
-        ("ASSISTANT_CONFIG_KEY", worker_logic::config::DEFAULT_CONFIG_KEY.to_owned()),
-        ("MAX_STEPS", worker_logic::Limits::default().max_steps.to_string()),
+        ("ASSISTANT_CONFIG_KEY", worker_config::DEFAULT_CONFIG_KEY.to_owned()),
+        ("MAX_STEPS", worker_turn::Limits::default().max_steps.to_string()),
     ];
     let mut problems = Vec::new();
     for (name, default) in defaults {

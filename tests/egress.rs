@@ -10,8 +10,8 @@ use axum::routing::get;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use tests::local_server::LocalServer;
-use worker_logic::http_tools::{HttpToolConfig, http_tools};
-use worker_logic::tools::{ToolPolicy, ToolRegistry};
+use tools_http::{HttpToolConfig, http_tools};
+use tools_registry::{ToolPolicy, ToolRegistry};
 
 /// A team API that answers `/status`, redirects `/moved` to `/steal`, and
 /// records every path it is asked for.
@@ -68,7 +68,7 @@ async fn tools_reach_only_where_their_url_says_and_never_follow_a_redirect() {
         &declared,
         adapters_slack::http_client(),
         std::sync::Arc::new(assistant_core::ports::NoSigner),
-        |_: &worker_logic::references::Reference| None,
+        |_: &tools_registry::references::Reference| None,
     )
     .unwrap();
     let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();

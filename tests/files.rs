@@ -264,10 +264,10 @@ async fn a_kept_file_whose_write_answer_was_lost_is_found_by_the_retry_and_not_d
 
         // WHEN the turn's start reads the file (and, with no SDK retry
         // left, the worker's message is redelivered)
-        let read = worker_logic::attachments::read(&slack, &bucket, &turn, &request, &[]).await;
+        let read = worker_turn::thread_files::read(&slack, &bucket, &turn, &request, &[]).await;
         let read = match read {
             Ok(read) => read,
-            Err(_) if attempts == 1 => worker_logic::attachments::read(&slack, &bucket, &turn, &request, &[])
+            Err(_) if attempts == 1 => worker_turn::thread_files::read(&slack, &bucket, &turn, &request, &[])
                 .await
                 .expect("the redelivery finds the file kept"),
             Err(err) => panic!("the SDK's retry rewrites the same object: {err}"),

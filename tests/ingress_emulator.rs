@@ -209,7 +209,7 @@ async fn a_message_naming_no_one_starts_a_turn_once_a_worker_published_its_chann
 
     // A worker starts with the channel answering every question.
     let config = r#"{"response_mode": [{"channels": "C0LAN*", "mode": "every_question"}]}"#;
-    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, config).await;
+    stack.put(worker_config::DEFAULT_CONFIG_KEY, config).await;
     let (slack, bedrock) =
         (tests::fake_slack::FakeSlack::start().await, tests::fake_bedrock::FakeBedrock::start().await);
     let _functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;

@@ -23,9 +23,9 @@ use tests::fake_bedrock::{FakeBedrock, Scripted};
 use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
 use tests::mcp_server::{McpTestServer, TOKEN};
 use tests::{Stack, emulator_config, env_from_test_command, sqs_event};
-use worker_logic::mcp_tools::{DISCOVERY_DEADLINE, McpServerConfig, mcp_tools};
-use worker_logic::references::Reference;
-use worker_logic::tools::{ToolPolicy, ToolRegistry};
+use tools_mcp::{DISCOVERY_DEADLINE, McpServerConfig, mcp_tools};
+use tools_registry::references::Reference;
+use tools_registry::{ToolPolicy, ToolRegistry};
 
 const WORK_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
 const REPLY_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-reply.fifo";
@@ -350,8 +350,8 @@ async fn a_kept_list_whose_put_lost_its_answer_serves_the_next_start_and_one_nev
     use assistant_core::ports::ArtifactStore;
     use std::sync::Arc;
     use tests::fault_proxy::{Fault, FaultProxy, Plan, Upstream};
-    use worker_logic::background::Background;
-    use worker_logic::mcp_tools::{KeptLists, kept_or_discovered_tools, tool_list_key};
+    use tools_mcp::{KeptLists, kept_or_discovered_tools, tool_list_key};
+    use tools_registry::background::Background;
     // GIVEN the reference server, and the bucket behind a proxy that loses
     // answers, reached with no SDK retry (the answer's loss is the caller's)
     let stack = Stack::new(&emulator_config().await).await.unwrap();

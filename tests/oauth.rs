@@ -522,7 +522,7 @@ async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_th
             }}
         }]
     });
-    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, &config.to_string()).await;
+    stack.put(worker_config::DEFAULT_CONFIG_KEY, &config.to_string()).await;
     let slack = FakeSlack::start().await;
     slack.default_reply("conversations.info", CONVERSATIONS_INFO);
     let bedrock = FakeBedrock::start().await;
@@ -696,7 +696,7 @@ async fn an_mcp_server_that_accepts_only_peoples_tokens_is_discovered_registered
         "tool_policy": [{"channels": "*", "tools": ["*"]}],
         "mcp_servers": [{"name": "secure", "url": mcp.url, "auth": {"oauth": {"provider": "secure"}}}]
     });
-    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, &config.to_string()).await;
+    stack.put(worker_config::DEFAULT_CONFIG_KEY, &config.to_string()).await;
     let slack = FakeSlack::start().await;
     slack.default_reply("conversations.info", CONVERSATIONS_INFO);
     let bedrock = FakeBedrock::start().await;
@@ -959,7 +959,7 @@ async fn a_hostile_servers_sign_in_that_sends_the_person_on_to_another_provider_
             "token_endpoint": format!("{}/token", hostile.base_url), "client_id": "hostile-client"
         }}}]
     });
-    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, &config.to_string()).await;
+    stack.put(worker_config::DEFAULT_CONFIG_KEY, &config.to_string()).await;
     let slack = FakeSlack::start().await;
     slack.default_reply("conversations.info", CONVERSATIONS_INFO);
     let bedrock = FakeBedrock::start().await;

@@ -434,7 +434,7 @@ async fn records_are_read_in_one_batch_in_the_order_asked_and_missing_ones_are_n
 #[tokio::test]
 async fn a_kept_configuration_whose_answer_was_lost_is_kept_once_and_an_older_one_never_replaces_it() {
     use assistant_core::ports::VersionedRecords;
-    use worker_logic::kept_config::{KeptConfiguration, ReadConfiguration, record_key};
+    use worker_config::kept::{KeptConfiguration, ReadConfiguration, record_key};
     let (stack, proxy) = behind_a_lossy_proxy().await;
     for (round, (attempts, fault)) in (1..).zip(LOST_ANSWERS) {
         let records = std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await);

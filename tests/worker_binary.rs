@@ -182,7 +182,7 @@ impl Counted {
 async fn a_cold_worker_reads_the_turns_its_first_messages_name_once_beside_its_start_and_holds_no_quick_work() {
     use assistant_core::ports::TurnStore;
     use assistant_core::turn::TurnStatus;
-    use worker_logic::kept_config::{KeptConfiguration, ReadConfiguration};
+    use worker_config::kept::{KeptConfiguration, ReadConfiguration};
     // GIVEN a settled turn in the table, a copy of the (default)
     // configuration another worker kept a minute ago, and a cold worker
     let world = Counted::start("http://127.0.0.1:9", "http://127.0.0.1:9/api").await;
@@ -190,7 +190,7 @@ async fn a_cold_worker_reads_the_turns_its_first_messages_name_once_beside_its_s
     settled.settle("It was the pool.".into(), TurnStatus::Answered, 1_763_800_002);
     world.stack.turns().create(&mut settled).await.unwrap();
     let records = adapters_aws::dynamodb::DynamoRecords::new(world.stack.dynamodb.clone(), &world.stack.table);
-    let copies = KeptConfiguration::new(std::sync::Arc::new(records), worker_logic::config::DEFAULT_CONFIG_KEY);
+    let copies = KeptConfiguration::new(std::sync::Arc::new(records), worker_config::DEFAULT_CONFIG_KEY);
     let a_minute_ago = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() - 60;
     copies.keep(&ReadConfiguration { bytes: None, read_at: a_minute_ago as i64 }).await.unwrap();
 

@@ -144,7 +144,7 @@ async fn a_thread_slack_will_not_let_the_bot_read_is_answered_from_the_message_a
     assert_eq!(slack.calls("conversations.replies").len(), 1);
     let messages = &fake.requests()[0].body["messages"];
     assert_eq!(messages.as_array().unwrap().len(), 1, "{messages}");
-    assert_eq!(messages[0]["content"][0]["text"], worker_logic::context::THREAD_UNREAD);
+    assert_eq!(messages[0]["content"][0]["text"], worker_turn::context::THREAD_UNREAD);
     assert_eq!(messages[0]["content"][1]["text"], "<@U061F7AUR>: <@U0LAN0Z89> why is checkout-api failing in prod?");
 }
 
@@ -399,13 +399,13 @@ async fn a_two_megabyte_tool_result_goes_to_s3_and_the_turn_item_stays_small() {
     assert!(logs.len() > 2_000_000);
     let dump_logs = {
         let logs = logs.clone();
-        worker_logic::tools::Tool::new(
+        tools_registry::Tool::new(
             assistant_core::model::ToolSpec {
                 name: "dump_logs".into(),
                 description: "All of today's logs.".into(),
                 input_schema: json!({"type": "object"}),
             },
-            worker_logic::tools::Effect::ReadOnly,
+            tools_registry::Effect::ReadOnly,
             Duration::from_secs(5),
             move |_| {
                 let logs = logs.clone();
@@ -414,8 +414,7 @@ async fn a_two_megabyte_tool_result_goes_to_s3_and_the_turn_item_stays_small() {
         )
         .unwrap()
     };
-    let tools =
-        worker_logic::tools::ToolRegistry::new(vec![dump_logs], worker_logic::tools::ToolPolicy::allow_all()).unwrap();
+    let tools = tools_registry::ToolRegistry::new(vec![dump_logs], tools_registry::ToolPolicy::allow_all()).unwrap();
     let function = WorkerFunction::load(function_config(&stack, None), clients(&stack, &fake).await)
         .await
         .unwrap()
@@ -512,7 +511,7 @@ async fn a_warm_worker_reads_its_configuration_again_and_keeps_the_last_good_one
     // WHEN the team uploads a new system prompt while it runs
     function.handle(question(1), deadline()).await.unwrap();
     stack.put("config/prompts/payments.md", "You are the payments team's on-call assistant.").await;
-    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, r#"{"system_prompt_key": "config/prompts/payments.md"}"#).await;
+    stack.put(worker_config::DEFAULT_CONFIG_KEY, r#"{"system_prompt_key": "config/prompts/payments.md"}"#).await;
     function.handle(question(2), deadline()).await.unwrap();
     function.handle(question(3), deadline()).await.unwrap();
 
@@ -521,7 +520,7 @@ async fn a_warm_worker_reads_its_configuration_again_and_keeps_the_last_good_one
     assert!(system_prompt(2).contains("payments team"), "{}", system_prompt(2));
 
     // AND a configuration broken later leaves the worker as it was
-    stack.put(worker_logic::config::DEFAULT_CONFIG_KEY, r#"{"tool_polcy": []}"#).await;
+    stack.put(worker_config::DEFAULT_CONFIG_KEY, r#"{"tool_polcy": []}"#).await;
     function.handle(question(4), deadline()).await.unwrap();
     let response = function.handle(question(5), deadline()).await.unwrap();
     assert_eq!(failures(&response), Vec::<String>::new());
@@ -659,8 +658,8 @@ async fn counted_clients(stack: &Stack, fake: &FakeBedrock) -> (tests::fault_pro
 
 #[tokio::test]
 async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads_the_bucket_once_it_is_old() {
-    use worker_logic::config::DEFAULT_CONFIG_KEY;
-    use worker_logic::kept_config::{FRESH_FOR_SECS, KeptConfiguration, ReadConfiguration};
+    use worker_config::DEFAULT_CONFIG_KEY;
+    use worker_config::kept::{FRESH_FOR_SECS, KeptConfiguration, ReadConfiguration};
     let fake = FakeBedrock::start().await;
     fake.answer_with(|_| Scripted::fixture(TEXT_REPLY));
     let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
@@ -708,7 +707,7 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
     stack.put(DEFAULT_CONFIG_KEY, config_a).await;
     let records = adapters_aws::dynamodb::DynamoRecords::new(stack.dynamodb.clone(), &stack.table);
     let broken = json!({"object": DEFAULT_CONFIG_KEY, "read_at": now - 10, "text": r#"{"tool_polcy": []}"#});
-    let key = worker_logic::kept_config::record_key();
+    let key = worker_config::kept::record_key();
     assistant_core::store::put_versioned(&records, &key, 0, broken.to_string(), now + 3_600).await.unwrap();
     let (_, response) =
         tests::cold_start(function_config(&stack, None), clients(&stack, &fake).await, question(5)).await;
@@ -718,11 +717,11 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
 
 #[tokio::test]
 async fn a_start_with_no_event_reads_the_kept_configuration_alone_and_the_first_event_reads_only_its_turns() {
-    use worker_logic::kept_config::{KeptConfiguration, ReadConfiguration};
+    use worker_config::kept::{KeptConfiguration, ReadConfiguration};
     let fake = FakeBedrock::start().await;
     let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
     let records = adapters_aws::dynamodb::DynamoRecords::new(stack.dynamodb.clone(), &stack.table);
-    let copies = KeptConfiguration::new(std::sync::Arc::new(records), worker_logic::config::DEFAULT_CONFIG_KEY);
+    let copies = KeptConfiguration::new(std::sync::Arc::new(records), worker_config::DEFAULT_CONFIG_KEY);
     let kept = ReadConfiguration { bytes: Some(br#"{"docs_prefix": "runbooks/"}"#.to_vec()), read_at: 1_000 };
     copies.keep(&kept).await.unwrap();
     let (proxy, clients) = counted_clients(&stack, &fake).await;

@@ -53,10 +53,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use testkit::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemorySlack, MemoryTimers};
 use tests::lambda::{LambdaUnderRie, Launch};
-use worker_logic::approvals::Approvals;
-use worker_logic::config::ApprovalsConfig;
-use worker_logic::tools::{Effect, Tool, ToolPolicy, ToolRegistry};
-use worker_logic::worker::{Deadline, Limits, Outcome, Worker};
+use tools_registry::{Effect, Tool, ToolPolicy, ToolRegistry};
+use worker_config::ApprovalsConfig;
+use worker_turn::approvals::Approvals;
+use worker_turn::worker::{Deadline, Limits, Outcome, Worker};
 
 const SECRET: &str = "bench-signing-secret";
 const NOW: i64 = 1_763_800_000;
@@ -277,7 +277,7 @@ fn bench_worker_with(
         tools: ToolRegistry::new(vec![search], ToolPolicy::allow_all())?,
         approvals: Approvals::new(ApprovalsConfig::default()),
         clock,
-        system_prompt: worker_logic::assembly::DEFAULT_SYSTEM_PROMPT.to_owned(),
+        system_prompt: worker_config::assembly::DEFAULT_SYSTEM_PROMPT.to_owned(),
         limits: Limits { max_steps: steps, ..Limits::default() },
         metrics: metrics.clone(),
         prices: None,

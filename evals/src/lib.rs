@@ -5,7 +5,7 @@
 //! an approval asked for, words it must and must not say, secrets that
 //! must reach nothing, a step and cost ceiling.
 //!
-//! Each case runs through the worker's own assembly (`worker_logic::assemble`,
+//! Each case runs through the worker's own assembly (`worker_config::assemble`,
 //! as the function and the local runner build it, on in-memory ports) with
 //! its tools replaced by the recorded ones, against the recorded replies
 //! or, given a model id, against Bedrock. The answer is rendered as the
@@ -23,9 +23,10 @@ use slack::{ChannelId, EventId, TeamId, Ts, UserId};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use worker_logic::config::AssistantConfig;
-use worker_logic::tools::{Effect, Tool, ToolPolicy, ToolRegistry};
-use worker_logic::{Deadline, Limits, Outcome, WorkerPorts};
+use tools_registry::{Effect, Tool, ToolPolicy, ToolRegistry};
+use worker_config::AssistantConfig;
+use worker_config::WorkerPorts;
+use worker_turn::{Deadline, Limits, Outcome};
 
 /// The model a recorded case's costs are priced as.
 pub const RECORDED_PRICES_AS: &str = "us.anthropic.claude-sonnet-4-20250514-v1:0";
@@ -243,9 +244,9 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
     let mut config = config.clone();
     config.http_tools.clear();
     config.mcp_servers.clear();
-    let mut worker = worker_logic::assemble(ports, &config, Limits::default(), &|_| None).await?;
+    let mut worker = worker_config::assemble(ports, &config, Limits::default(), &|_| None).await?;
     let mut tools =
-        vec![worker_logic::builtin_tools::current_time(Arc::new(assistant_core::FixedClock::at(1_763_800_600)))];
+        vec![tools_registry::builtin::current_time(Arc::new(assistant_core::FixedClock::at(1_763_800_600)))];
     for tool in &case.tools {
         tools.push(recorded_tool(tool));
     }

@@ -7,7 +7,7 @@
 use anyhow::Context;
 use evals::{Answerer, load_case, pass_rate, run, table};
 use std::path::PathBuf;
-use worker_logic::config::AssistantConfig;
+use worker_config::AssistantConfig;
 
 const USAGE: &str = "usage: eval [--model MODEL_ID] [--config assistant.json] [--min-pass-rate 0.9] [case.json…]";
 

@@ -3,7 +3,7 @@
 
 use evals::{Answerer, Case, run};
 use serde_json::json;
-use worker_logic::config::AssistantConfig;
+use worker_config::AssistantConfig;
 
 fn case(value: serde_json::Value) -> Case {
     serde_json::from_value(value).expect("a case")

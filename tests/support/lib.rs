@@ -522,7 +522,7 @@ pub fn worker_config(stack: &Stack, slack_api_base_url: &str) -> worker::Config 
         model_id: MODEL_ID.into(),
         slack_bot_token: adapters_slack::web::BotToken::new("xoxb-test-token"),
         slack_api_base_url: slack_api_base_url.to_owned(),
-        assistant_config_key: worker_logic::config::DEFAULT_CONFIG_KEY.to_owned(),
+        assistant_config_key: worker_config::DEFAULT_CONFIG_KEY.to_owned(),
         secrets_prefix: stack.secrets_prefix.clone(),
         memory_mb: 512,
         ops_channel: None,

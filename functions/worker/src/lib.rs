@@ -2,7 +2,7 @@
 //! configuration, the AWS and Slack adapters behind the worker's ports, and
 //! the mapping of Lambda events (an SQS batch from the work queue, or the
 //! scheduled health check) to calls and back. The worker itself is built by
-//! `worker_logic::assemble`, as in the local runner.
+//! `worker_config::assemble`, as in the local runner.
 
 use adapters_aws::dynamodb::{self, DynamoClaims, DynamoContexts, DynamoRecords, DynamoTimers};
 use adapters_aws::sqs::{self, SqsQueue, Visibility};
@@ -33,12 +33,13 @@ use slack::mentions::SpecialMentions;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use worker_logic::config::{AssistantConfig, DEFAULT_CONFIG_KEY};
-use worker_logic::config_fallback::{self, ConfigProblem, Serving, Started};
-use worker_logic::kept_config::{self, KeptConfiguration, ReadConfiguration};
-use worker_logic::sign_in::SignInPorts;
-use worker_logic::tools::ToolRegistry;
-use worker_logic::{Deadline, Limits, StartupError, Worker, WorkerPorts};
+use tools_registry::ToolRegistry;
+use worker_config::fallback::{self, ConfigProblem, Serving, Started};
+use worker_config::kept::{self, KeptConfiguration, ReadConfiguration};
+use worker_config::{AssistantConfig, DEFAULT_CONFIG_KEY};
+use worker_config::{StartupError, WorkerPorts};
+use worker_identity::sign_in::SignInPorts;
+use worker_turn::{Deadline, Limits, Worker};
 
 pub const FUNCTION_NAME: &str = "worker";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -170,7 +171,7 @@ impl AwsClients {
     pub fn new(aws: &aws_config::SdkConfig, dynamodb: aws_sdk_dynamodb::Client, sqs: aws_sdk_sqs::Client) -> Self {
         let bedrock_config = aws_sdk_bedrockruntime::config::Builder::from(aws)
             .retry_config(adapters_bedrock::retry_config())
-            .timeout_config(adapters_bedrock::timeout_config(worker_logic::MODEL_CALL_TIME))
+            .timeout_config(adapters_bedrock::timeout_config(worker_turn::MODEL_CALL_TIME))
             .build();
         Self {
             dynamodb,
@@ -195,7 +196,7 @@ impl Clients {
 /// store is its [`ReadAhead`], whose first load of each turn takes what was
 /// read. The first invocation's read also fetches, in the same request,
 /// the copy of the configuration the workers keep
-/// ([`worker_logic::kept_config`]), which the assembly starts from. It
+/// ([`worker_config::kept`]), which the assembly starts from. It
 /// also holds the messages of work that outlives [`HOLD_AFTER`].
 #[derive(Clone)]
 pub struct Arrival {
@@ -242,7 +243,7 @@ impl Arrival {
             _ => Vec::new(),
         };
         let first = !self.first_read.asked.swap(true, Ordering::SeqCst);
-        let also = if first { vec![kept_config::record_key()] } else { Vec::new() };
+        let also = if first { vec![kept::record_key()] } else { Vec::new() };
         let read = self.turns.read(turns, &also).await;
         if first {
             let found = read.map(|mut found| found.pop().flatten()).unwrap_or_else(|err| {
@@ -265,7 +266,7 @@ impl Arrival {
         if self.first_read.asked.swap(true, Ordering::SeqCst) {
             return self.first_read.found.get().await.clone();
         }
-        let found = self.records.get(&kept_config::record_key()).await.unwrap_or_else(|err| {
+        let found = self.records.get(&kept::record_key()).await.unwrap_or_else(|err| {
             tracing::warn!(error = %err, "the kept configuration was not read: the assembly reads the bucket");
             None
         });
@@ -318,7 +319,7 @@ impl WorkerEvent {
 
 /// The assistant configuration a starting worker tries first, as read
 /// from the bucket at a time, directly or through the copy the workers
-/// keep; and what it falls back to ([`worker_logic::config_fallback`]).
+/// keep; and what it falls back to ([`worker_config::fallback`]).
 pub struct Configured {
     /// The bucket's configuration (or its fresh copy), or why it could not
     /// be read.
@@ -427,10 +428,10 @@ pub const FIRST_EVENT_GRACE: Duration = Duration::from_millis(100);
 /// How often a warm worker reads its configuration again and assembles
 /// itself anew (beside an invocation's work; the next one uses it): a
 /// configuration uploaded to the bucket, or an MCP server's changed tools
-/// (`worker_logic::mcp_tools` keeps their lists), reach running workers
+/// (`tools_mcp` keeps their lists), reach running workers
 /// within minutes, not only new ones. As long as a kept copy of the
 /// configuration is fresh for a cold worker, so new ones are no later.
-pub const REASSEMBLE_AFTER: Duration = Duration::from_secs(kept_config::FRESH_FOR_SECS as u64);
+pub const REASSEMBLE_AFTER: Duration = Duration::from_secs(kept::FRESH_FOR_SECS as u64);
 
 /// The scheduled event that sweeps due approval deadlines
 /// (`template.yaml`, `ApprovalSweep`).
@@ -504,14 +505,14 @@ impl WorkerFunction {
             }
         }
         let artifacts = S3Artifacts::new(s3.clone(), &config.artifact_bucket);
-        let read = worker_logic::assembly::read_config(&artifacts, key, SystemClock.now_unix()).await;
+        let read = worker_config::assembly::read_config(&artifacts, key, SystemClock.now_unix()).await;
         Configured { read, kept, copies, from_copy: None }
     }
 
     /// The worker assembled for `configured` on `arrival`'s store: the
     /// bucket's configuration, or, when that cannot be used, the last one
     /// that parsed (the kept copy, however old) or else the defaults,
-    /// reported ([`worker_logic::config_fallback`]). A configuration read
+    /// reported ([`worker_config::fallback`]). A configuration read
     /// from the bucket is kept for cold starts by the worker's background
     /// work, which no answer waits for. Fails only when not even the
     /// defaults assemble.
@@ -534,7 +535,7 @@ impl WorkerFunction {
         let last_good = async {
             let stored = match kept {
                 Some(stored) => Some(stored),
-                None => arrival.records.get(&kept_config::record_key()).await.unwrap_or_else(|err| {
+                None => arrival.records.get(&kept::record_key()).await.unwrap_or_else(|err| {
                     tracing::warn!(error = %err, "the kept configuration was not read: no last good one to serve");
                     None
                 }),
@@ -544,7 +545,7 @@ impl WorkerFunction {
         let (on, with, by, to) = (&config, &clients, &arrival, &slack);
         let assemble = move |assistant| Assembled::new(on, with, by, to, assistant);
         let object = &config.assistant_config_key;
-        let started = config_fallback::start(object, read, last_good, assemble).await?;
+        let started = fallback::start(object, read, last_good, assemble).await?;
         let Started { built, serving, read, problem } = started;
         let assembled = match &read {
             Some(read) => built.serving(serving, read.read_at, read.bytes.is_some()),
@@ -562,7 +563,7 @@ impl WorkerFunction {
             if let Some(alerts) = alerts.clone() {
                 let problem = problem.clone();
                 assembled.worker.background.spawn(async move {
-                    config_fallback::report_once(&alerts, &problem, serving).await;
+                    fallback::report_once(&alerts, &problem, serving).await;
                 });
             }
         }
@@ -616,10 +617,10 @@ impl WorkerFunction {
         let object = &self.config.assistant_config_key;
         // The bucket's, never the kept copy: this is how copies are renewed.
         let artifacts = S3Artifacts::new(self.clients.s3.clone(), &self.config.artifact_bucket);
-        let read = worker_logic::assembly::read_config(&artifacts, object, SystemClock.now_unix()).await;
+        let read = worker_config::assembly::read_config(&artifacts, object, SystemClock.now_unix()).await;
         let (on, with, by, to) = (&self.config, &self.clients, &self.arrival, &self.slack);
         let assemble = move |assistant| Assembled::new(on, with, by, to, assistant);
-        match config_fallback::reassemble(object, read, current.from_text, assemble).await {
+        match fallback::reassemble(object, read, current.from_text, assemble).await {
             // A read that failed: tried again at the next re-read.
             Ok(None) => {}
             Ok(Some((assembled, read))) => {
@@ -642,7 +643,7 @@ impl WorkerFunction {
                         known.reference().is_some() && known.reference() == problem.reference()
                     });
                 if let Some(alerts) = self.alerts.as_ref().filter(|_| !told) {
-                    config_fallback::report_once(alerts, &problem, serving).await;
+                    fallback::report_once(alerts, &problem, serving).await;
                 }
                 *self.config_problem.lock().expect("config_problem lock") = Some((problem, serving));
             }
@@ -735,7 +736,7 @@ impl WorkerFunction {
     }
 
     /// `report` as the health check's hourly ops alert sees it: without a
-    /// broken configuration that [`config_fallback::report_once`] tells the
+    /// broken configuration that [`fallback::report_once`] tells the
     /// ops channel of once (an unreadable object stays in: that is told
     /// here).
     fn alerted_apart(&self, report: &HealthReport) -> HealthReport {
@@ -823,7 +824,7 @@ async fn assemble_worker(
         memory: Some(assistant_core::memory::ChannelMemory::new(records.clone(), assistant.memory.retention_secs())),
         action_tokens: claims.clone(),
         canvases: Arc::new(adapters_slack::WebCanvases::new(slack.clone())),
-        incidents: Some(worker_logic::incidents::IncidentPorts {
+        incidents: Some(worker_incidents::IncidentPorts {
             incidents: assistant_core::incidents::Incidents::new(records.clone()),
             records: records.clone(),
             claims,
@@ -841,5 +842,5 @@ async fn assemble_worker(
             }
         }),
     };
-    worker_logic::assemble(ports, assistant, config.limits, &|name| std::env::var(name).ok()).await
+    worker_config::assemble(ports, assistant, config.limits, &|name| std::env::var(name).ok()).await
 }

@@ -12,7 +12,7 @@
 //! otherwise, and the invocation's work waits for both. A bucket
 //! configuration that cannot be used does not stop the start: the worker
 //! serves the last one that parsed (or the defaults) and reports it
-//! (`worker_logic::config_fallback`). A worker that cannot start even so
+//! (`worker_config::fallback`). A worker that cannot start even so
 //! logs why and exits, as a failed init did.
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};

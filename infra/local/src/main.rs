@@ -188,12 +188,12 @@ fn check(path: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let max = worker_logic::config_fallback::MAX_CONFIG_BYTES;
+    let max = worker_config::fallback::MAX_CONFIG_BYTES;
     if json.len() as u64 > max {
         eprintln!("{path}: it is {} bytes, over the {max} an assistant configuration may be", json.len());
         return ExitCode::FAILURE;
     }
-    match worker_logic::assembly::check_config(&json) {
+    match worker_config::assembly::check_config(&json) {
         Ok(assistant) => {
             println!("ok: {path} is a valid assistant configuration");
             println!("{}", summary(&assistant));
@@ -213,7 +213,7 @@ fn check(path: &str) -> ExitCode {
 }
 
 /// What a configuration sets up, a line each.
-fn summary(assistant: &worker_logic::config::AssistantConfig) -> String {
+fn summary(assistant: &worker_config::AssistantConfig) -> String {
     let names = |names: Vec<&str>| if names.is_empty() { "none".to_owned() } else { names.join(", ") };
     let policy = match &assistant.tool_policy {
         Some(rules) => format!("{} rule(s)", rules.len()),

@@ -1,7 +1,7 @@
 //! The three handlers in one process: Slack's request goes through the
 //! ingress logic, the work queue and reply queue are in-process queues the
 //! runner drains, and the worker and responder handle what is on them,
-//! exactly as in Lambda. The worker is built by `worker_logic::assemble`,
+//! exactly as in Lambda. The worker is built by `worker_config::assemble`,
 //! as the Lambda function builds it, from the same assistant configuration
 //! (`--config FILE`). Each stage is printed with its timing.
 
@@ -37,8 +37,9 @@ use testkit::memory::{
     MemoryArtifacts, MemoryClaims, MemoryContexts, MemoryQueue, MemoryRecords, MemorySlack, MemoryTimers,
 };
 use testkit::slack_memory::MemoryPoster;
-use worker_logic::config::AssistantConfig;
-use worker_logic::{Deadline, Limits, StartupError, Worker, WorkerPorts};
+use worker_config::AssistantConfig;
+use worker_config::{StartupError, WorkerPorts};
+use worker_turn::{Deadline, Limits, Worker};
 
 /// The signing secret of requests the runner makes itself (and accepts in
 /// `--serve` mode when no `SLACK_SIGNING_SECRET` is set).
@@ -157,7 +158,7 @@ impl Pipeline {
     /// Every tool offered in `channel`, its schema and approval, and why
     /// the others are not (`local --tools`).
     pub fn tools_report(&self, channel: &slack::ChannelId, user: Option<&slack::UserId>) -> String {
-        let asker = worker_logic::tools::Asker {
+        let asker = tools_registry::Asker {
             channel: channel.clone(),
             user: user.cloned(),
             groups: Vec::new(),
@@ -165,7 +166,7 @@ impl Pipeline {
             thread: None,
             membership: slack::Membership::Home,
         };
-        worker_logic::inspect::tools_report(&self.worker, &asker)
+        worker_turn::inspect::tools_report(&self.worker, &asker)
     }
 
     pub async fn new(settings: Settings) -> Result<Self, SetupError> {
@@ -211,7 +212,7 @@ impl Pipeline {
                     .map_err(|err| SetupError::NoCredentials(err.to_string()))?;
                 let config = aws_sdk_bedrockruntime::config::Builder::from(&aws)
                     .retry_config(adapters_bedrock::retry_config())
-                    .timeout_config(adapters_bedrock::timeout_config(worker_logic::MODEL_CALL_TIME))
+                    .timeout_config(adapters_bedrock::timeout_config(worker_turn::MODEL_CALL_TIME))
                     .build();
                 let client = aws_sdk_bedrockruntime::Client::from_conf(config);
                 let opener = client.clone();
@@ -257,7 +258,7 @@ impl Pipeline {
         let (assistant, config_label) = match &settings.config {
             Some(path) => {
                 let json = std::fs::read(path).map_err(|source| SetupError::Config { path: path.clone(), source })?;
-                (worker_logic::assembly::parse_config(&json, path)?, path.clone())
+                (worker_config::assembly::parse_config(&json, path)?, path.clone())
             }
             None => (AssistantConfig::default(), "defaults (no --config)".to_owned()),
         };
@@ -320,7 +321,7 @@ impl Pipeline {
             action_tokens,
             // The runner's Slack is in memory: canvases too.
             canvases: Arc::new(testkit::memory::MemoryCanvases::default()),
-            incidents: Some(worker_logic::incidents::IncidentPorts {
+            incidents: Some(worker_incidents::IncidentPorts {
                 incidents: assistant_core::incidents::Incidents::new(records.clone()),
                 records: records.clone(),
                 claims: claims.clone(),
@@ -328,7 +329,7 @@ impl Pipeline {
             }),
         };
         let worker =
-            worker_logic::assemble(ports, &assistant, Limits::default(), &|name| std::env::var(name).ok()).await?;
+            worker_config::assemble(ports, &assistant, Limits::default(), &|name| std::env::var(name).ok()).await?;
 
         Ok(Self {
             intake: Intake::new(secret, claims, incoming.clone(), contexts, Arc::new(SystemClock))

@@ -54,7 +54,7 @@ pub enum AlertSource {
     Alertmanager,
     Pagerduty,
     /// Not an alert: a configured schedule's firing, which opens its thread
-    /// the same way (`worker_logic::schedules`). Only the worker's own
+    /// the same way (`worker-incidents`' schedules). Only the worker's own
     /// sweep makes one; no webhook reads into it.
     Schedule,
 }

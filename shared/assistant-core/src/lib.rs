@@ -26,7 +26,9 @@
 
 pub mod alerts;
 pub mod approval;
+pub mod catalog;
 pub mod clock;
+pub mod config_checks;
 pub mod delivery;
 pub mod feedback;
 pub mod files;

@@ -14,6 +14,7 @@
 use crate::Clock;
 use crate::glob::glob_matches;
 use crate::ports::{PortError, VersionedRecords};
+use serde::Deserialize;
 use slack::ChannelId;
 use std::sync::{Arc, Mutex};
 
@@ -23,6 +24,34 @@ const SORT_KEY: &str = "RESPONSE_MODES";
 pub const CACHE_SECS: i64 = 60;
 /// Kept far longer than any worker lives without starting again.
 const KEPT_SECS: i64 = 365 * 24 * 3600;
+
+/// When the bot speaks in the channels a rule names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseMode {
+    /// A mention starts a thread the bot is in; every reply there is
+    /// answered, mentioned or not.
+    #[default]
+    ThreadReplies,
+    /// Only messages that mention the bot.
+    MentionsOnly,
+    /// As `thread_replies`, and every new top-level message is a question
+    /// to answer (for channels made for asking the bot).
+    EveryQuestion,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResponseRule {
+    /// A glob over channel ids (`C0ASK*`).
+    pub channels: String,
+    pub mode: ResponseMode,
+}
+
+/// How the bot answers in `channel`: the first rule that matches.
+pub fn mode_in(rules: &[ResponseRule], channel: &str) -> ResponseMode {
+    rules.iter().find(|rule| glob_matches(&rule.channels, channel)).map_or_else(ResponseMode::default, |rule| rule.mode)
+}
 
 /// The channels (globs) where every new top-level question is answered.
 pub struct EveryQuestionChannels {

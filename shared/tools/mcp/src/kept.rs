@@ -1,0 +1,173 @@
+//! Servers' tool lists kept in the artifact bucket
+//! (`cache/mcp-tools/{server}.json`), so a worker's start does not wait on
+//! its servers.
+//!
+//! A server with the worker's own credentials is listed live only when no
+//! list is kept for its configuration (its URL, its headers as configured,
+//! its auth): the first start, or the first after the configuration
+//! changed. Otherwise its tools are offered from the kept list at once and
+//! its session opens at the first call. A list older than
+//! [`REFRESH_AFTER_SECS`] is listed again beside the first invocation's
+//! work and kept, for the workers that assemble after it (a warm worker
+//! assembles again every few minutes: `functions/worker`), so a server
+//! that changed its tools is picked up within minutes. A server that is
+//! down keeps its tools offered from the list; their calls fail with the
+//! reason, which the model reads. Keeping a list is a plain put of the
+//! same key: a put whose answer was lost is either there for the next
+//! start or listed again by it.
+
+use super::{Found, McpConfigError, McpServerConfig, ServerSession, as_person, checked, discover, offered};
+use assistant_core::Clock;
+use assistant_core::mcp::{McpConnector, McpEndpoint, McpToolInfo};
+use assistant_core::ports::ArtifactStore;
+use futures_util::future::join_all;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tools_registry::background::Background;
+use tools_registry::references::Reference;
+use tools_registry::{Tool, Unoffered};
+use tracing::{info, warn};
+
+/// A kept list older than this is listed again (seconds).
+pub const REFRESH_AFTER_SECS: i64 = 300;
+
+/// Where a server's tool list is kept.
+pub fn tool_list_key(server: &str) -> String {
+    format!("cache/mcp-tools/{server}.json")
+}
+
+/// A kept tool list: for the server at `url` only, and, for a server with
+/// the worker's credentials, for the configuration `config` fingerprints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct ToolList {
+    pub url: String,
+    /// [`fingerprint`] of the configuration it was listed for; empty for
+    /// a list a person's token read (`as_person`).
+    #[serde(default)]
+    pub config: String,
+    pub listed_at: i64,
+    pub tools: Vec<McpToolInfo>,
+}
+
+/// What a server's list depends on: its URL, its headers as configured
+/// (not their resolved values: a rotated secret lists the same tools) and
+/// its auth.
+pub(super) fn fingerprint(config: &McpServerConfig) -> String {
+    use sha2::Digest;
+    let described = format!("{}\n{:?}\n{:?}", config.url, config.headers, config.auth);
+    hex::encode(&sha2::Sha256::digest(described)[..12])
+}
+
+/// The server's kept list, if one was kept for its URL (and `config`, when
+/// given). A list that cannot be read or parsed is no list.
+pub(super) async fn read(cache: &dyn ArtifactStore, config: &McpServerConfig, print: Option<&str>) -> Option<ToolList> {
+    let bytes = match cache.get(&tool_list_key(&config.name)).await {
+        Ok(found) => found?,
+        Err(err) => {
+            warn!(server = %config.name, error = %err, "the kept tool list cannot be read");
+            return None;
+        }
+    };
+    let list: ToolList = serde_json::from_slice(&bytes)
+        .inspect_err(|err| warn!(server = %config.name, error = %err, "the kept tool list does not parse"))
+        .ok()?;
+    (list.url == config.url && print.is_none_or(|print| list.config == print)).then_some(list)
+}
+
+/// Keeps `list` as the server's.
+pub(super) async fn keep(cache: &dyn ArtifactStore, server: &str, list: &ToolList) {
+    let json = serde_json::to_vec(list).expect("tool lists are JSON");
+    match cache.put(&tool_list_key(server), json, "application/json").await {
+        Ok(()) => info!(server, tools = list.tools.len(), "the server's tool list is kept"),
+        Err(err) => warn!(server, error = %err, "the tool list was read but not kept: the next start lists it again"),
+    }
+}
+
+/// What a start needs to use and keep lists.
+pub struct KeptLists<'a> {
+    pub cache: Arc<dyn ArtifactStore>,
+    pub clock: Arc<dyn Clock>,
+    /// Where the lists' refreshes and puts run.
+    pub background: &'a Background,
+}
+
+/// The servers' tools (those with the worker's credentials): from their
+/// kept lists, or listed now when none is kept for their configuration.
+/// See the module's rules.
+pub async fn kept_or_discovered_tools(
+    configs: &[McpServerConfig],
+    connector: Arc<dyn McpConnector>,
+    lookup: impl Fn(&Reference) -> Option<String>,
+    taken: &HashSet<String>,
+    deadline: Duration,
+    kept: KeptLists<'_>,
+) -> Result<(Vec<Tool>, Vec<Unoffered>), McpConfigError> {
+    let endpoints = checked(configs, &lookup)?;
+    let now = kept.clock.now_unix();
+    let found: Vec<Found> = join_all(configs.iter().zip(&endpoints).map(|(config, endpoint)| {
+        let (connector, kept) = (connector.clone(), &kept);
+        async move {
+            if as_person::acts_as_person(config) {
+                return None;
+            }
+            let print = fingerprint(config);
+            if let Some(list) = read(kept.cache.as_ref(), config, Some(&print)).await {
+                let age = now - list.listed_at;
+                info!(server = %config.name, age_secs = age, "MCP server's tools from its kept list");
+                if !(0..REFRESH_AFTER_SECS).contains(&age) {
+                    kept.background.spawn(refresh(
+                        connector.clone(),
+                        endpoint.clone(),
+                        list.clone(),
+                        kept.cache.clone(),
+                        kept.clock.clone(),
+                        deadline,
+                    ));
+                }
+                return Some(Ok((ServerSession::at_first_call(endpoint.clone(), connector), list.tools)));
+            }
+            let found = discover(connector.as_ref(), endpoint, deadline).await;
+            if let Ok((_, tools)) = &found {
+                let list = ToolList { url: config.url.clone(), config: print, listed_at: now, tools: tools.clone() };
+                let (cache, server) = (kept.cache.clone(), config.name.clone());
+                kept.background.spawn(async move { keep(cache.as_ref(), &server, &list).await });
+            }
+            Some(found.map(|(session, tools)| (ServerSession::opened(endpoint.clone(), session), tools)))
+        }
+    }))
+    .await;
+    Ok(offered(configs, &endpoints, found, taken))
+}
+
+/// Lists the server again and keeps what it says; a server that does not
+/// answer keeps its old list (and its old age: the next start tries again).
+async fn refresh(
+    connector: Arc<dyn McpConnector>,
+    endpoint: McpEndpoint,
+    old: ToolList,
+    cache: Arc<dyn ArtifactStore>,
+    clock: Arc<dyn Clock>,
+    deadline: Duration,
+) {
+    let server = endpoint.name.clone();
+    match discover(connector.as_ref(), &endpoint, deadline).await {
+        Ok((_, tools)) => {
+            if tools != old.tools {
+                info!(
+                    server,
+                    before = old.tools.len(),
+                    now = tools.len(),
+                    "MCP server changed its tools: workers assembled from now on offer the new ones"
+                );
+            }
+            let list = ToolList { listed_at: clock.now_unix(), tools, ..old };
+            keep(cache.as_ref(), &server, &list).await;
+        }
+        Err(err) => {
+            let reason = redact::Redactor::global().redact(&err.to_string()).into_owned();
+            warn!(server, error = %reason, "MCP server not listed again: its kept list stays in use");
+        }
+    }
+}

@@ -1,0 +1,2804 @@
+//! The turn loop's scenarios with in-memory ports and a scripted model:
+//! every path a turn can take, and the promises around redelivery, time
+//! and concurrent workers.
+
+use assistant_core::approval::Approver;
+use assistant_core::delivery::{DeliveryRecord, Settled};
+use assistant_core::feedback::FeedbackLog;
+use assistant_core::grants::ThreadGrants;
+use assistant_core::messages::{ApprovalButton, ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest};
+use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
+use assistant_core::ports::{
+    DeliveryLog, PortError, Put, RecordKey, RecordWrite, StoredRecord, TurnStore, VersionedRecords,
+};
+use assistant_core::pricing::ModelPrices;
+use assistant_core::store::StreamLog;
+use assistant_core::store::{RecordDeliveries, RecordTurns};
+use assistant_core::telemetry::LimitHit;
+use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolStatus, ToolUse, Turn, TurnId, TurnStatus, Usage};
+use assistant_core::{FixedClock, ThreadRef, WorkMessage};
+use async_trait::async_trait;
+use serde_json::json;
+use slack::{ChannelId, EventId, TeamId, Ts, UserId};
+use std::collections::VecDeque;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use testkit::agent_memory::MemoryAgent;
+use testkit::memory::{
+    LostAnswer, ManualClock, MemoryArtifacts, MemoryContexts, MemoryMetrics, MemoryQueue, MemorySlack, MemoryTimers,
+    Tables,
+};
+use tools_registry::{CallContext, ChannelRule, Effect, RunTool, Tool, ToolFuture, ToolPolicy, ToolRegistry};
+use worker_turn::approvals::Approvals;
+use worker_turn::approvals::ApprovalsConfig;
+use worker_turn::worker::{Deadline, Limits, MAX_TOOL_CALLS_PER_STEP, Outcome, REFUSAL, Worker};
+
+// --- A scripted model -------------------------------------------------------
+
+#[derive(Default)]
+struct ScriptedModel {
+    replies: Mutex<VecDeque<Result<ModelReply, ModelError>>>,
+    /// For each call: the transcript length and the advertised tool names.
+    calls: Mutex<Vec<(usize, Vec<String>)>>,
+    /// The system prompt of each call.
+    systems: Mutex<Vec<String>>,
+}
+
+impl ScriptedModel {
+    fn new(replies: impl IntoIterator<Item = Result<ModelReply, ModelError>>) -> Self {
+        Self { replies: Mutex::new(replies.into_iter().collect()), ..Self::default() }
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.lock().unwrap().len()
+    }
+
+    fn advertised(&self, call: usize) -> Vec<String> {
+        self.calls.lock().unwrap()[call].1.clone()
+    }
+}
+
+#[async_trait]
+impl Model for ScriptedModel {
+    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        let tools = request.tools.iter().map(|t| t.name.clone()).collect();
+        self.calls.lock().unwrap().push((request.messages.len(), tools));
+        self.systems.lock().unwrap().push(request.system.to_owned());
+        self.replies.lock().unwrap().pop_front().expect("the test scripted fewer model replies than were asked for")
+    }
+}
+
+fn usage() -> Usage {
+    Usage { input_tokens: 100, output_tokens: 20, ..Usage::default() }
+}
+
+fn text(answer: &str) -> Result<ModelReply, ModelError> {
+    Ok(ModelReply {
+        message: Message { role: Role::Assistant, content: vec![Content::Text(answer.into())] },
+        stop_reason: StopReason::EndTurn,
+        usage: usage(),
+    })
+}
+
+fn calls(tools: &[(&str, &str, serde_json::Value)]) -> Result<ModelReply, ModelError> {
+    let content = tools
+        .iter()
+        .map(|(id, name, input)| {
+            Content::ToolUse(ToolUse { id: (*id).into(), name: (*name).into(), input: input.clone() })
+        })
+        .collect();
+    Ok(ModelReply {
+        message: Message { role: Role::Assistant, content },
+        stop_reason: StopReason::ToolUse,
+        usage: usage(),
+    })
+}
+
+fn stop(reason: StopReason, said: &str) -> Result<ModelReply, ModelError> {
+    Ok(ModelReply {
+        message: Message { role: Role::Assistant, content: vec![Content::Text(said.into())] },
+        stop_reason: reason,
+        usage: usage(),
+    })
+}
+
+// --- Tools ------------------------------------------------------------------
+
+fn schema() -> serde_json::Value {
+    json!({"type": "object", "properties": {"query": {"type": "string"}}, "additionalProperties": false})
+}
+
+fn spec(name: &str) -> ToolSpec {
+    ToolSpec { name: name.into(), description: format!("{name} (test)"), input_schema: schema() }
+}
+
+/// Tools that count their runs: `search_docs` echoes, `fetch_logs` fails,
+/// `slow_query` outlives its timeout, `restart_service` changes things,
+/// `admin_only` is not allowed in the test channels.
+fn tools(runs: &'static AtomicU32) -> ToolRegistry {
+    let policy = ToolPolicy::new(vec![ChannelRule::everyone(
+        "C*",
+        ["search_docs", "fetch_logs", "slow_query", "restart_service"].map(String::from).to_vec(),
+    )]);
+    tools_under(runs, policy)
+}
+
+/// The same tools under another policy.
+fn tools_under(runs: &'static AtomicU32, policy: ToolPolicy) -> ToolRegistry {
+    let counted = move |output: Result<ToolOutput, String>| {
+        move |input: serde_json::Value| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            let output = output.clone().map(|o| match o {
+                ToolOutput::Text(t) => ToolOutput::Text(format!("{t} {input}")),
+                other => other,
+            });
+            async move { output }
+        }
+    };
+    let slow = move |_: serde_json::Value| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(ToolOutput::Text("never".into()))
+        }
+    };
+    let second = Duration::from_secs(1);
+    let tools = vec![
+        Tool::new(spec("search_docs"), Effect::ReadOnly, second, counted(Ok(ToolOutput::Text("found".into()))))
+            .unwrap(),
+        Tool::new(spec("fetch_logs"), Effect::ReadOnly, second, counted(Err("log service answered 502".into())))
+            .unwrap(),
+        Tool::new(spec("slow_query"), Effect::ReadOnly, second, slow).unwrap(),
+        Tool::new(
+            spec("restart_service"),
+            Effect::ChangesThings,
+            second,
+            counted(Ok(ToolOutput::Text("restarted".into()))),
+        )
+        .unwrap(),
+        Tool::new(spec("admin_only"), Effect::ReadOnly, second, counted(Ok(ToolOutput::Text("secret".into()))))
+            .unwrap(),
+    ];
+    ToolRegistry::new(tools, policy).unwrap()
+}
+
+fn counter() -> &'static AtomicU32 {
+    Box::leak(Box::new(AtomicU32::new(0)))
+}
+
+// --- The world ----------------------------------------------------------------
+
+/// Plenty of time, unless told otherwise: `steps` checks pass, then none.
+struct Budget {
+    checks_with_time: AtomicU32,
+}
+
+impl Budget {
+    fn plenty() -> Self {
+        Self { checks_with_time: AtomicU32::new(u32::MAX) }
+    }
+
+    fn steps(n: u32) -> Self {
+        Self { checks_with_time: AtomicU32::new(n) }
+    }
+}
+
+impl Deadline for Budget {
+    fn time_left(&self) -> Duration {
+        let left = self.checks_with_time.load(Ordering::SeqCst);
+        if left == 0 {
+            return Duration::from_secs(5);
+        }
+        self.checks_with_time.store(left - 1, Ordering::SeqCst);
+        Duration::from_secs(600)
+    }
+}
+
+/// The worker on in-memory ports, and those ports, kept to look at.
+struct TestWorker<M = ScriptedModel> {
+    worker: Worker,
+    store: RecordTurns,
+    deliveries: RecordDeliveries,
+    model: Arc<M>,
+    work: Arc<MemoryQueue>,
+    replies: Arc<MemoryQueue<ReplyMessage>>,
+    artifacts: Arc<MemoryArtifacts>,
+    timers: Arc<MemoryTimers>,
+    metrics: Arc<MemoryMetrics>,
+    agent: Arc<MemoryAgent>,
+    streams: StreamLog,
+    feedback: FeedbackLog,
+    grants: ThreadGrants,
+    contexts: Arc<MemoryContexts>,
+}
+
+impl<M> Deref for TestWorker<M> {
+    type Target = Worker;
+
+    fn deref(&self) -> &Worker {
+        &self.worker
+    }
+}
+
+impl<M> DerefMut for TestWorker<M> {
+    fn deref_mut(&mut self) -> &mut Worker {
+        &mut self.worker
+    }
+}
+
+fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables) -> TestWorker<M> {
+    let Tables { turns: store, deliveries, streams, feedback, grants } = tables;
+    let (agent, contexts) = (Arc::new(MemoryAgent::default()), Arc::new(MemoryContexts::default()));
+    let model = Arc::new(model);
+    let (work, replies) = (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
+    let artifacts = Arc::new(MemoryArtifacts::default());
+    let timers = Arc::new(MemoryTimers::default());
+    let metrics = Arc::new(MemoryMetrics::default());
+    let worker = Worker {
+        store: Arc::new(store.clone()),
+        deliveries: Arc::new(deliveries.clone()),
+        model: model.clone(),
+        work: work.clone(),
+        replies: replies.clone(),
+        artifacts: artifacts.clone(),
+        slack: Arc::new(MemorySlack::default()),
+        files: Arc::new(MemorySlack::default()),
+        timers: timers.clone(),
+        tools: tools(runs),
+        approvals: Approvals::new(ApprovalsConfig::default()),
+        clock: Arc::new(FixedClock::at(NOW)),
+        system_prompt: "You are the on-call assistant.".into(),
+        limits: Limits::default(),
+        metrics: metrics.clone(),
+        prices: ModelPrices::for_model("us.anthropic.claude-sonnet-4-20250514-v1:0"),
+        agent: agent.clone(),
+        streams: streams.clone(),
+        feedback: feedback.clone(),
+        grants: grants.clone(),
+        contexts: contexts.clone(),
+        suggested_prompts: worker_turn::worker::default_prompts(),
+        home_channels: vec!["C0HOME*".into()],
+        response_modes: Vec::new(),
+        enhancer: None,
+        unoffered: Vec::new(),
+        sign_in: None,
+        background: Default::default(),
+        memory: None,
+        incidents: None,
+    };
+    TestWorker {
+        worker,
+        store,
+        deliveries,
+        model,
+        work,
+        replies,
+        artifacts,
+        timers,
+        metrics,
+        agent,
+        streams,
+        feedback,
+        grants,
+        contexts,
+    }
+}
+
+fn worker(model: ScriptedModel, runs: &'static AtomicU32) -> TestWorker {
+    build(model, runs, testkit::memory::tables())
+}
+
+/// The test clock's time: the worker's clock stands still at it.
+const NOW: i64 = 1_763_800_010;
+
+fn thread() -> ThreadRef {
+    ThreadRef { team: TeamId::new("T1"), channel: ChannelId::new("C1"), thread_ts: Ts::new("1763800000.000100") }
+}
+
+fn start() -> WorkMessage {
+    WorkMessage::StartTurn(TurnRequest {
+        event_id: EventId::new("Ev01"),
+        thread: thread(),
+        message_ts: Ts::new("1763800000.000100"),
+        user: UserId::new("U1"),
+        text: "<@UBOT> why is checkout-api failing?".into(),
+        context_channel: None,
+        bot_user: None,
+        files: Vec::new(),
+        membership: slack::Membership::Home,
+    })
+}
+
+fn turn_id() -> TurnId {
+    TurnId::new("T1-Ev01")
+}
+
+/// The requester of `start()`.
+const REQUESTER: &str = "U1";
+
+/// A click by `user` on the button shown for `call`.
+fn click_on(call: &ToolUse, user: &str, decision: Decision) -> WorkMessage {
+    WorkMessage::Approval(ApprovalClick {
+        thread: thread(),
+        message_ts: Ts::new("1763800900.001200"),
+        user: UserId::new(user),
+        decision,
+        button: ApprovalButton::for_call(&turn_id(), call),
+        action_ts: Ts::new("1763800950.001300"),
+        membership: slack::Membership::Home,
+    })
+}
+
+/// The call on show in the stored turn's prompt.
+async fn waiting_call<M>(worker: &TestWorker<M>) -> ToolUse {
+    stored(worker).await.pending_approval.expect("awaiting approval").waiting[0].clone()
+}
+
+async fn stored<M>(worker: &TestWorker<M>) -> Turn {
+    worker.store.load(&turn_id()).await.unwrap().expect("turn stored")
+}
+
+fn results(message: &Message) -> Vec<(String, ToolStatus, String)> {
+    message
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            Content::ToolResult(r) => Some((r.tool_use_id.clone(), r.status, format!("{:?}", r.output))),
+            _ => None,
+        })
+        .collect()
+}
+
+fn deliveries<M>(worker: &TestWorker<M>) -> usize {
+    worker.replies.messages().iter().filter(|m| matches!(m, ReplyMessage::Deliver { .. })).count()
+}
+
+/// What the worker asked the responder for, status lines left out.
+fn requests(replies: &MemoryQueue<ReplyMessage>) -> Vec<ReplyMessage> {
+    replies.messages().into_iter().filter(|m| !matches!(m, ReplyMessage::Progress { .. })).collect()
+}
+
+/// The status lines the worker asked for: (step, text).
+fn progress<M>(worker: &TestWorker<M>) -> Vec<(u32, String)> {
+    worker
+        .replies
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::Progress { step, text, .. } => Some((step, text)),
+            _ => None,
+        })
+        .collect()
+}
+
+// --- Scenarios ----------------------------------------------------------------
+
+#[tokio::test]
+async fn a_direct_answer_is_saved_and_delivery_requested() {
+    let runs = counter();
+    let worker = worker(ScriptedModel::new([text("The pool is exhausted.")]), runs);
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 1 });
+    let turn = stored(&worker).await;
+    assert_eq!(turn.answer.as_deref(), Some("The pool is exhausted."));
+    assert_eq!(turn.version, 2, "created, then one save for the step (answer included)");
+    assert_eq!(turn.usage.input_tokens, 100);
+    assert_eq!(deliveries(&worker), 1);
+    assert_eq!(worker.model.advertised(0), ["search_docs", "fetch_logs", "slow_query", "restart_service"]);
+}
+
+#[tokio::test]
+async fn two_tool_rounds_then_an_answer_save_once_per_step() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "pool"}))]),
+        calls(&[("t2", "search_docs", json!({"query": "deploy"}))]),
+        text("Since the 14:02 deploy."),
+    ]);
+    let worker = worker(model, runs);
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 3 });
+    let turn = stored(&worker).await;
+    assert_eq!(turn.version, 1 + 3, "one save per step");
+    // question, call, results, call, results, answer
+    assert_eq!(turn.transcript.len(), 6);
+    assert_eq!(results(&turn.transcript[2])[0].1, ToolStatus::Success);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(turn.usage.output_tokens, 60);
+    assert_eq!(
+        progress(&worker),
+        [
+            (0, "is thinking…".to_owned()),
+            (1, "is running search_docs…".to_owned()),
+            (2, "is running search_docs…".to_owned())
+        ],
+        "a status line at the start and before each step's tools"
+    );
+    assert!(matches!(worker.replies.messages().last(), Some(ReplyMessage::Deliver { .. })), "the answer comes last");
+}
+
+#[tokio::test]
+async fn parallel_calls_error_timeout_unknown_and_disallowed_all_become_results() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[
+            ("a", "search_docs", json!({"query": "pool"})),
+            ("b", "fetch_logs", json!({"query": "checkout"})),
+            ("c", "slow_query", json!({})),
+            ("d", "search_web", json!({"query": "x"})),
+            ("e", "admin_only", json!({})),
+            ("f", "search_docs", json!({"query": 7})),
+        ]),
+        text("Here is what I found."),
+    ]);
+    let worker = worker(model, runs);
+    tokio::time::pause();
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    let turn = stored(&worker).await;
+    let results = results(&turn.transcript[2]);
+    let ids: Vec<_> = results.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c", "d", "e", "f"], "every call answered, in order");
+    assert_eq!(results[0].1, ToolStatus::Success);
+    for (id, status, output) in &results[1..] {
+        assert_eq!(*status, ToolStatus::Error, "{id}: {output}");
+    }
+    assert!(results[1].2.contains("502"));
+    assert!(results[2].2.contains("did not finish within 1 s"));
+    assert!(results[3].2.contains("no tool named"));
+    assert!(results[4].2.contains("not allowed"));
+    assert!(results[5].2.contains("schema"));
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "refused calls never run");
+    assert_eq!(turn.answer.as_deref(), Some("Here is what I found."));
+}
+
+#[tokio::test]
+async fn a_step_runs_at_most_its_cap_of_tool_calls_and_the_model_reads_why_the_rest_did_not() {
+    // GIVEN a model whose one reply asks for 300 calls, a change among those past the cap
+    let runs = counter();
+    let ids: Vec<String> = (0..300).map(|i| format!("c{i}")).collect();
+    let many: Vec<(&str, &str, serde_json::Value)> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let tool = if i == MAX_TOOL_CALLS_PER_STEP + 3 { "restart_service" } else { "search_docs" };
+            (id.as_str(), tool, json!({"query": format!("q{i}")}))
+        })
+        .collect();
+    let worker = worker(ScriptedModel::new([calls(&many), text("Done.")]), runs);
+
+    // WHEN the turn runs
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN only the first MAX_TOOL_CALLS_PER_STEP ran, nothing waits for approval, and every call has its
+    // result, in order: those past the cap an error saying why
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(runs.load(Ordering::SeqCst), MAX_TOOL_CALLS_PER_STEP as u32);
+    assert!(prompts(&worker.replies).is_empty(), "a change past the cap is not even asked about");
+    let turn = stored(&worker).await;
+    let results = results(&turn.transcript[2]);
+    assert_eq!(results.iter().map(|(id, ..)| id.as_str()).collect::<Vec<_>>(), ids);
+    for (i, (id, status, output)) in results.iter().enumerate() {
+        if i < MAX_TOOL_CALLS_PER_STEP {
+            assert_eq!(*status, ToolStatus::Success, "{id}: {output}");
+        } else {
+            assert_eq!(*status, ToolStatus::Error, "{id}");
+            assert!(output.contains("Not run: a step runs at most 20 tool calls"), "{id}: {output}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_step_limit_ends_with_an_honest_partial_answer() {
+    let runs = counter();
+    let model = ScriptedModel::new(
+        (0..3).map(|i| calls(&[(&*format!("t{i}"), "search_docs", json!({"query": format!("q{i}")}))])),
+    );
+    let mut worker = worker(model, runs);
+    worker.limits.max_steps = 3;
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 3 });
+    assert_eq!(worker.model.calls(), 3);
+    let answer = stored(&worker).await.answer.unwrap();
+    assert!(answer.contains("step limit"), "{answer}");
+    assert!(answer.contains("`search_docs` {\"query\":\"q2\"} (ok)"), "{answer}");
+
+    // The settled turn's one report: the limit, the steps, the calls, and
+    // the exact sums of what the model reported.
+    let reports = worker.metrics.reports();
+    assert_eq!(reports.len(), 1);
+    let report = &reports[0];
+    assert_eq!((report.status, report.limit), (TurnStatus::Answered, Some(LimitHit::Steps)));
+    assert_eq!((report.steps, report.tool_calls, report.tool_errors), (3, 3, 0));
+    assert_eq!(report.usage, Usage { input_tokens: 300, output_tokens: 60, ..Usage::default() });
+    assert_eq!(
+        report.metered.sqs_requests,
+        3 + 1 + 3 + 1,
+        "receive/hold/delete, thinking, three status lines, delivery"
+    );
+    assert!(report.metered.dynamodb_write_units >= 4, "the create and three saves: {:?}", report.metered);
+    let cost = report.cost(512);
+    assert!((cost.model.unwrap() - (300.0 * 3.0 + 60.0 * 15.0) / 1e6).abs() < 1e-12, "{cost:?}");
+    assert!(cost.aws > 0.0 && cost.aws < 0.001, "{cost:?}");
+
+    // A redelivery of the settled turn reports nothing more.
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.metrics.reports().len(), 1);
+}
+
+#[tokio::test]
+async fn throttling_fails_the_message_for_redelivery_and_the_retry_picks_up() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "pool"}))]),
+        Err(ModelError::Throttled("slow down".into())),
+        text("Done."),
+    ]);
+    let worker = worker(model, runs);
+    let err = worker.handle(&start(), &Budget::plenty()).await.unwrap_err();
+    assert!(err.is_retryable());
+    assert_eq!(stored(&worker).await.steps, 1, "the first step was saved before the throttle");
+
+    // SQS redelivers the same message: the saved step is not repeated.
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(worker.model.calls(), 3);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the tool ran once");
+}
+
+#[tokio::test]
+async fn a_redelivered_message_for_a_settled_turn_calls_nothing_and_asks_delivery_again() {
+    let runs = counter();
+    let worker = worker(ScriptedModel::new([text("Answer.")]), runs);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let version = stored(&worker).await.version;
+
+    // As if the worker crashed after its save and before SQS's delete.
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 1 });
+    assert_eq!(worker.model.calls(), 1, "no second model call");
+    assert_eq!(stored(&worker).await.version, version, "nothing written");
+    assert_eq!(deliveries(&worker), 2, "delivery asked again; the responder posts once");
+}
+
+#[tokio::test]
+async fn out_of_time_queues_a_continuation_that_resumes_in_a_later_invocation() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "a"}))]),
+        calls(&[("t2", "search_docs", json!({"query": "b"}))]),
+        text("Finished across invocations."),
+    ]);
+    let worker = worker(model, runs);
+
+    // Never enough time for another step: each invocation makes one (the
+    // guaranteed one) and hands the turn on.
+    let outcome = worker.handle(&start(), &Budget::steps(0)).await.unwrap();
+    assert_eq!(outcome, Outcome::Continued { id: turn_id(), after_step: 1 });
+    let mut invocations = 1;
+    while let Some(next) = worker.work.drain().pop() {
+        invocations += 1;
+        worker.handle(&next, &Budget::steps(0)).await.unwrap();
+    }
+    assert_eq!(invocations, 3);
+    let turn = stored(&worker).await;
+    assert_eq!((turn.status, turn.steps), (TurnStatus::Answered, 3));
+    assert_eq!(turn.answer.as_deref(), Some("Finished across invocations."));
+    assert_eq!(worker.model.calls(), 3);
+}
+
+/// A model during whose call another worker saves the same turn, changed
+/// by `other`.
+struct RacedModel {
+    store: RecordTurns,
+    other: fn(&mut Turn),
+}
+
+#[async_trait]
+impl Model for RacedModel {
+    async fn converse(&self, _: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        let mut other = self.store.load(&turn_id()).await.unwrap().unwrap();
+        (self.other)(&mut other);
+        self.store.save(&mut other).await.unwrap();
+        text("mine")
+    }
+}
+
+#[tokio::test]
+async fn with_time_for_two_steps_an_invocation_makes_two() {
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "a"}))]),
+        calls(&[("t2", "search_docs", json!({"query": "b"}))]),
+        text("unused in this invocation"),
+    ]);
+    let worker = worker(model, counter());
+    let outcome = worker.handle(&start(), &Budget::steps(1)).await.unwrap();
+    assert_eq!(outcome, Outcome::Continued { id: turn_id(), after_step: 2 });
+    assert!(matches!(worker.work.messages()[..], [WorkMessage::Continue(ref c)] if c.after_step == 2));
+}
+
+#[tokio::test]
+async fn a_worker_whose_save_conflicts_stops_without_overwriting() {
+    let tables = testkit::memory::tables();
+    let store = tables.turns.clone();
+    let other = |turn: &mut Turn| turn.transcript.push(Message::user_text("from the other worker"));
+    let worker = build(RacedModel { store: store.clone(), other }, counter(), tables);
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Superseded { id: turn_id() });
+    let turn = store.load(&turn_id()).await.unwrap().unwrap();
+    assert_eq!(turn.transcript.last().unwrap().text(), "from the other worker", "the winner's state stands");
+    assert_eq!((turn.status, turn.answer), (TurnStatus::Running, None));
+    assert!(requests(&worker.replies).is_empty(), "the loser asks for nothing");
+}
+
+#[tokio::test]
+async fn a_worker_whose_saves_lose_their_answers_still_answers_once() {
+    // GIVEN a table where every write is applied but its answer lost: the
+    // caller hears an error, or the refusal of the SDK's retry of its own put
+    let records = Arc::new(testkit::memory::MemoryRecords::default());
+    records.lose_answers([LostAnswer::RetryRefused, LostAnswer::Error].repeat(10));
+    let model = ScriptedModel::new([calls(&[("t1", "search_docs", json!({"query": "a"}))]), text("Found it.")]);
+    let worker = build(model, counter(), testkit::memory::tables_on(records));
+
+    // WHEN the turn runs
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN every write is taken for the worker's own: the turn is answered
+    // in one pass, one model call per step, and its delivery requested once
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(worker.model.calls(), 2);
+    let turn = stored(&worker).await;
+    assert_eq!((turn.status, turn.answer.as_deref()), (TurnStatus::Answered, Some("Found it.")));
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]), "{:?}", requests(&worker.replies));
+}
+
+#[tokio::test]
+async fn a_worker_that_loses_the_race_to_a_settled_turn_requests_its_delivery() {
+    // GIVEN another worker that settles the turn while this one calls the model
+    let tables = testkit::memory::tables();
+    let store = tables.turns.clone();
+    let other = |turn: &mut Turn| turn.settle("The other worker's answer.".into(), TurnStatus::Answered, NOW);
+    let worker = build(RacedModel { store: store.clone(), other }, counter(), tables);
+
+    // WHEN this one's save conflicts
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN it stops, and the settled turn's delivery is requested (whatever
+    // became of the winner): the reply queue and the responder drop a copy
+    assert_eq!(outcome, Outcome::Superseded { id: turn_id() });
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some("The other worker's answer."));
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]));
+}
+
+#[tokio::test]
+async fn a_tool_that_changes_things_waits_for_approval_and_runs_once_approved() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[
+            ("r1", "restart_service", json!({"query": "checkout-api"})),
+            ("s1", "search_docs", json!({"query": "x"})),
+        ]),
+        text("Restarted; it is healthy again."),
+    ]);
+    let worker = worker(model, runs);
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: turn_id() });
+    let turn = stored(&worker).await;
+    assert_eq!(turn.status, TurnStatus::AwaitingApproval);
+    let pending = turn.pending_approval.as_ref().unwrap();
+    assert_eq!(pending.waiting[0].id, "r1");
+    assert_eq!(pending.completed[0].tool_use_id, "s1", "the read-only call ran");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(
+        matches!(requests(&worker.replies)[..], [ReplyMessage::ApprovalPrompt { ref tool_use, .. }] if tool_use.id == "r1")
+    );
+
+    let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
+    let outcome = worker.handle(&click, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    let turn = stored(&worker).await;
+    let ids: Vec<_> = results(&turn.transcript[2]).into_iter().map(|(id, status, _)| (id, status)).collect();
+    assert_eq!(ids, [("r1".to_owned(), ToolStatus::Success), ("s1".to_owned(), ToolStatus::Success)]);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let decided: Vec<_> = worker
+        .replies
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ApprovalDecided { tool_use, decision, user, .. } => Some((tool_use.id, decision, user)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        decided,
+        [("r1".to_owned(), Decision::Approve, UserId::new(REQUESTER))],
+        "the prompt is to show who approved"
+    );
+
+    // A second click on the same button changes nothing.
+    let again = worker.handle(&click, &Budget::plenty()).await.unwrap();
+    assert_eq!(again, Outcome::Ignored { reason: "turn_settled" });
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_denied_call_is_an_error_result_and_never_runs() {
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))]),
+        text("Understood, I won't restart it."),
+    ]);
+    let worker = worker(model, runs);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Deny);
+    worker.handle(&click, &Budget::plenty()).await.unwrap();
+    let turn = stored(&worker).await;
+    let (_, status, output) = results(&turn.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("denied"), "{output}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(turn.status, TurnStatus::Answered);
+}
+
+#[tokio::test]
+async fn refusals_cut_answers_and_rejected_requests_settle_honestly() {
+    let runs = counter();
+    let worker = worker(ScriptedModel::new([stop(StopReason::Refused, "blocked")]), runs);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some(REFUSAL));
+
+    let worker = worker_with(ScriptedModel::new([stop(StopReason::MaxTokens, "The cause is")]));
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let answer = stored(&worker).await.answer.unwrap();
+    assert!(answer.starts_with("The cause is") && answer.contains("cut off"), "{answer}");
+
+    let worker = worker_with(ScriptedModel::new([Err(ModelError::Rejected("ValidationException".into()))]));
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Failed, steps: 0 });
+    assert_eq!(deliveries(&worker), 1, "the user is told");
+}
+
+#[tokio::test]
+async fn an_unreadable_model_reply_settles_the_turn_as_failed_at_once_with_the_reason_and_reference() {
+    // GIVEN a model whose second reply cannot be read (no redelivery mends that)
+    let worker = worker_with(ScriptedModel::new([
+        calls(&[("t1", "search_docs", json!({"query": "pool"}))]),
+        Err(ModelError::Malformed("no content".into())),
+    ]));
+    // WHEN the message is handled once
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    // THEN the turn is failed, the thread told why, in this one delivery
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Failed, steps: 1 });
+    let turn = stored(&worker).await;
+    assert_eq!(turn.status, TurnStatus::Failed);
+    let answer = turn.answer.unwrap();
+    assert!(answer.contains("the model's reply could not be read"), "{answer}");
+    assert!(answer.contains(turn_id().reference()), "{answer}");
+    assert_eq!(deliveries(&worker), 1);
+    // AND a redelivery changes nothing (the turn is settled)
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.model.calls(), 2, "no further model call");
+}
+
+fn worker_with(model: ScriptedModel) -> TestWorker {
+    worker(model, counter())
+}
+
+#[tokio::test]
+async fn a_step_whose_results_outgrow_the_item_is_compacted_and_saved() {
+    // A step's most results (MAX_TOOL_CALLS_PER_STEP), 15 KB each and
+    // twice that as JSON (quotes are escaped): each under the inline limit,
+    // together over the store's item limit.
+    let excerpt = "\"".repeat(15_000);
+    let bulky = Tool::new(spec("search_logs"), Effect::ReadOnly, Duration::from_secs(1), move |_| {
+        let excerpt = excerpt.clone();
+        async move { Ok(ToolOutput::Text(excerpt)) }
+    })
+    .unwrap();
+    let many: Vec<(String, &str, serde_json::Value)> = (0..MAX_TOOL_CALLS_PER_STEP)
+        .map(|i| (format!("t{i}"), "search_logs", json!({"query": format!("q{i}")})))
+        .collect();
+    let many: Vec<(&str, &str, serde_json::Value)> =
+        many.iter().map(|(id, n, i)| (id.as_str(), *n, i.clone())).collect();
+    let mut worker = worker(ScriptedModel::new([calls(&many), text("Logs read.")]), counter());
+    worker.tools = ToolRegistry::new(vec![bulky], ToolPolicy::allow_all()).unwrap();
+
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    let turn = stored(&worker).await;
+    let stored_results = turn.transcript[2]
+        .content
+        .iter()
+        .filter(|c| matches!(c, Content::ToolResult(r) if matches!(r.output, ToolOutput::Stored { .. })))
+        .count();
+    assert!(stored_results > 0, "the oldest results moved to the artifact store");
+    assert_eq!(worker.artifacts.keys().len(), stored_results);
+}
+
+#[tokio::test]
+async fn after_the_thread_was_told_the_turn_failed_clicks_continuations_and_retried_questions_do_nothing() {
+    // GIVEN a turn waiting for approval, whose work then ended in a
+    // dead-letter queue: the responder posted an apology and recorded it
+    let runs = counter();
+    let model = ScriptedModel::new([calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))])]);
+    let worker = worker(model, runs);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let mut record = DeliveryRecord {
+        settled: Some(Settled::Apologized { reference: "Ev01".into() }),
+        updated_at: 1_763_800_500,
+        ..DeliveryRecord::default()
+    };
+    worker.deliveries.save(&turn_id(), &mut record).await.unwrap();
+    let before = stored(&worker).await;
+
+    // WHEN the requester approves, and a continuation arrives
+    let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
+    let clicked = worker.handle(&click, &Budget::plenty()).await.unwrap();
+    let continuation = Continuation { turn_id: turn_id(), thread: thread(), after_step: 1 };
+    let continued = worker.handle(&WorkMessage::Continue(continuation), &Budget::plenty()).await.unwrap();
+    // (and Slack's retry of the question, enqueued again by the ingress)
+    let retried = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN nothing runs, the model is not called again, the turn is as it was
+    assert_eq!(clicked, Outcome::Ignored { reason: "thread_told_failed" });
+    assert_eq!(continued, Outcome::Ignored { reason: "thread_told_failed" });
+    assert_eq!(retried, Outcome::Ignored { reason: "thread_told_failed" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the side effect never ran");
+    assert_eq!(worker.model.calls(), 1);
+    assert_eq!(stored(&worker).await, before);
+}
+
+#[tokio::test]
+async fn the_channel_open_in_the_assistant_panel_reaches_the_system_prompt() {
+    let worker = worker(ScriptedModel::new([text("Here is what #deploys says.")]), counter());
+    let WorkMessage::StartTurn(mut request) = start() else { unreachable!() };
+    request.context_channel = Some(ChannelId::new("C0DEPLOYS"));
+    worker.handle(&WorkMessage::StartTurn(request), &Budget::plenty()).await.unwrap();
+
+    let system = worker.model.systems.lock().unwrap()[0].clone();
+    assert!(system.starts_with("You are the on-call assistant."), "{system}");
+    assert!(system.contains("<#C0DEPLOYS>"), "{system}");
+}
+
+#[tokio::test]
+async fn in_a_home_channel_the_model_is_told_to_answer_there_and_elsewhere_it_is_not() {
+    let home = worker(ScriptedModel::new([text("Answered here.")]), counter());
+    let WorkMessage::StartTurn(mut request) = start() else { unreachable!() };
+    request.thread.channel = ChannelId::new("C0HOME42");
+    home.handle(&WorkMessage::StartTurn(request), &Budget::plenty()).await.unwrap();
+    let system = home.model.systems.lock().unwrap()[0].clone();
+    assert!(system.contains(worker_turn::context::HOME_CHANNEL), "{system}");
+
+    let elsewhere = worker(ScriptedModel::new([text("Answered.")]), counter());
+    elsewhere.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert!(!elsewhere.model.systems.lock().unwrap()[0].contains("team's place"), "not a home channel");
+}
+
+#[tokio::test]
+async fn a_person_outside_a_rule_neither_sees_nor_runs_its_tools_in_a_dm_while_a_member_of_its_group_does() {
+    // Admins may use every tool anywhere; everyone else only search_docs,
+    // in channels and in DMs alike (a DM is matched as its channel, D…).
+    let rules: Vec<ChannelRule> = serde_json::from_value(json!([
+        {"channels": "*", "usergroups": ["S0ADMINS"], "tools": ["*"]},
+        {"channels": "*", "tools": ["search_docs"]}
+    ]))
+    .unwrap();
+    let in_dm = |user: &str| {
+        let WorkMessage::StartTurn(mut request) = start() else { unreachable!() };
+        request.thread.channel = ChannelId::new("D0DIRECT");
+        request.user = UserId::new(user);
+        WorkMessage::StartTurn(request)
+    };
+    let asking_for_admin_only = || ScriptedModel::new([calls(&[("a", "admin_only", json!({}))]), text("Done.")]);
+
+    // WHEN someone who is not an admin asks in their DM, and the model asks for it anyway
+    let runs = counter();
+    let mut someone = worker(asking_for_admin_only(), runs);
+    someone.tools = tools_under(runs, ToolPolicy::new(rules.clone()));
+    someone.slack = Arc::new(MemorySlack::default().with_group("S0ADMINS", &["U9"]));
+    someone.handle(&in_dm("U1"), &Budget::plenty()).await.unwrap();
+
+    // THEN it was not offered and did not run
+    assert_eq!(someone.model.advertised(0), ["search_docs"]);
+    let turn = stored(&someone).await;
+    let results = results(&turn.transcript[2]);
+    assert_eq!(results[0].1, ToolStatus::Error);
+    assert!(results[0].2.contains("not allowed here for the person who asked"), "{}", results[0].2);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    // AND an admin, asking the same in their DM, is offered it and it runs
+    let runs = counter();
+    let mut admin = worker(asking_for_admin_only(), runs);
+    admin.tools = tools_under(runs, ToolPolicy::new(rules));
+    admin.slack = Arc::new(MemorySlack::default().with_group("S0ADMINS", &["U9"]));
+    admin.handle(&in_dm("U9"), &Budget::plenty()).await.unwrap();
+    assert!(admin.model.advertised(0).contains(&"admin_only".to_owned()));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+// --- Approvals: only the right person, exactly once, never stranded ----------
+
+/// A turn waiting for approval of `restart_service` (r1), on a clock the
+/// test moves.
+async fn awaiting_restart(
+    runs: &'static AtomicU32,
+    then: Vec<Result<ModelReply, ModelError>>,
+) -> (TestWorker, Arc<ManualClock>) {
+    let mut replies = vec![calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))])];
+    replies.extend(then);
+    let mut worker = worker(ScriptedModel::new(replies), runs);
+    let clock = Arc::new(ManualClock::at(NOW));
+    worker.clock = clock.clone();
+    assert_eq!(worker.handle(&start(), &Budget::plenty()).await.unwrap(), Outcome::AwaitingApproval { id: turn_id() });
+    (worker, clock)
+}
+
+fn refusals(replies: &MemoryQueue<ReplyMessage>) -> Vec<(String, bool)> {
+    replies
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ApprovalRefused { user, own_request, .. } => Some((user.to_string(), own_request)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn someone_who_may_not_approve_changes_nothing_and_is_told_who_may() {
+    // GIVEN the default: only the requester may approve
+    let runs = counter();
+    let (worker, _) = awaiting_restart(runs, vec![]).await;
+    let before = stored(&worker).await;
+
+    // WHEN someone else clicks Approve
+    let call = waiting_call(&worker).await;
+    let outcome = worker.handle(&click_on(&call, "U2", Decision::Approve), &Budget::plenty()).await.unwrap();
+
+    // THEN nothing ran, the turn is as it was, and only U2 is told why
+    assert_eq!(outcome, Outcome::Ignored { reason: "not_an_approver" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(stored(&worker).await, before);
+    assert_eq!(refusals(&worker.replies), [("U2".to_owned(), false)]);
+    let refused = worker.replies.messages().into_iter().find(|m| matches!(m, ReplyMessage::ApprovalRefused { .. }));
+    let Some(ReplyMessage::ApprovalRefused { requester, approvers, .. }) = refused else { unreachable!() };
+    assert_eq!((requester.as_str(), approvers), (REQUESTER, vec![Approver::Requester]));
+}
+
+#[tokio::test]
+async fn members_of_an_approver_group_may_approve_and_with_four_eyes_the_requester_may_not() {
+    let runs = counter();
+    let (mut worker, _) = awaiting_restart(runs, vec![text("Restarted.")]).await;
+    worker.slack = Arc::new(MemorySlack::default().with_group("S0ONCALL", &["U3"]));
+    worker.approvals = Approvals::new(ApprovalsConfig {
+        approvers: vec![Approver::Requester, Approver::Group("S0ONCALL".into())],
+        allow_self_approval: false,
+        ..ApprovalsConfig::default()
+    });
+    let call = waiting_call(&worker).await;
+
+    let own = worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert_eq!(own, Outcome::Ignored { reason: "not_an_approver" }, "four eyes: not the requester");
+    assert_eq!(refusals(&worker.replies), [(REQUESTER.to_owned(), true)]);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    let member = worker.handle(&click_on(&call, "U3", Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert_eq!(member, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn stale_replayed_and_forged_buttons_decide_nothing() {
+    let runs = counter();
+    let (worker, _) = awaiting_restart(runs, vec![text("Restarted.")]).await;
+    let call = waiting_call(&worker).await;
+    let before = stored(&worker).await;
+
+    // A button for the same call id but another input (a forged or stale value).
+    let other_input = ToolUse { input: json!({"query": "payments-api"}), ..call.clone() };
+    // A button posted before buttons named their call (no fingerprint).
+    let WorkMessage::Approval(mut unversioned) = click_on(&call, REQUESTER, Decision::Approve) else { unreachable!() };
+    unversioned.button.call = None;
+    // A button for a call that does not exist.
+    let invented = ToolUse { id: "r9".into(), ..call.clone() };
+    for click in [
+        click_on(&other_input, REQUESTER, Decision::Approve),
+        WorkMessage::Approval(unversioned),
+        click_on(&invented, REQUESTER, Decision::Approve),
+    ] {
+        let outcome = worker.handle(&click, &Budget::plenty()).await.unwrap();
+        assert_eq!(outcome, Outcome::Ignored { reason: "stale_button" });
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(stored(&worker).await, before);
+
+    // Deny, then the same button's Approve: the call never runs.
+    worker.handle(&click_on(&call, REQUESTER, Decision::Deny), &Budget::plenty()).await.unwrap();
+    let after_deny = worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert_eq!(after_deny, Outcome::Ignored { reason: "turn_settled" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn an_approval_nobody_decides_on_expires_through_the_sweep_and_the_turn_answers() {
+    let runs = counter();
+    let (worker, clock) = awaiting_restart(runs, vec![text("I could not restart it: nobody approved in time.")]).await;
+    let due_at = NOW + 3_600;
+    assert_eq!(
+        worker.timers.all().iter().map(|t| (t.due_at, t.tool_use_id.as_str())).collect::<Vec<_>>(),
+        [(due_at, "r1")]
+    );
+    let prompt = requests(&worker.replies).into_iter().find(|m| matches!(m, ReplyMessage::ApprovalPrompt { .. }));
+    assert!(matches!(prompt, Some(ReplyMessage::ApprovalPrompt { expires_at: Some(at), .. }) if at == due_at));
+
+    // Before it is due, the sweep finds nothing.
+    clock.set(due_at - 1);
+    assert_eq!(worker.sweep_approvals().await.unwrap(), 0);
+    // Once due, it queues a timeout for the thread and forgets the deadline.
+    clock.set(due_at);
+    assert_eq!(worker.sweep_approvals().await.unwrap(), 1);
+    assert!(worker.timers.all().is_empty());
+    let queued = worker.work.drain();
+    assert!(matches!(&queued[..], [WorkMessage::ApprovalTimeout(t)] if t.tool_use_id == "r1"), "{queued:?}");
+
+    let outcome = worker.handle(&queued[0], &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "it never ran");
+    let turn = stored(&worker).await;
+    let (_, status, output) = results(&turn.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("Not approved in time"), "{output}");
+    assert!(worker.replies.messages().iter().any(|m| matches!(m, ReplyMessage::ApprovalExpired { .. })));
+
+    // The same timeout again, or a late click: nothing.
+    assert_eq!(
+        worker.handle(&queued[0], &Budget::plenty()).await.unwrap(),
+        Outcome::Ignored { reason: "not_awaiting_approval" }
+    );
+    let late = click_on(&turn.transcript[1].tool_uses().next().unwrap().clone(), REQUESTER, Decision::Approve);
+    assert_eq!(worker.handle(&late, &Budget::plenty()).await.unwrap(), Outcome::Ignored { reason: "turn_settled" });
+}
+
+#[tokio::test]
+async fn a_click_after_the_deadline_but_before_the_sweep_expires_the_call() {
+    let runs = counter();
+    let (worker, clock) = awaiting_restart(runs, vec![text("Not approved in time.")]).await;
+    clock.set(NOW + 3_600);
+    let call = waiting_call(&worker).await;
+    worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let (_, _, output) = results(&stored(&worker).await.transcript[2]).remove(0);
+    assert!(output.contains("Not approved in time"), "{output}");
+}
+
+/// A tool that records the idempotency key of each run.
+struct KeyedRestart {
+    keys: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+impl RunTool for KeyedRestart {
+    fn run(&self, _input: serde_json::Value, context: CallContext) -> ToolFuture<'_> {
+        self.keys.lock().unwrap().push(context.idempotency_key);
+        Box::pin(async { Ok(ToolOutput::Text("restarted".into())) })
+    }
+}
+
+fn keyed_tools(keys: &Arc<Mutex<Vec<Option<String>>>>) -> ToolRegistry {
+    let restart = Tool::new(
+        spec("restart_service"),
+        Effect::ChangesThings,
+        Duration::from_secs(1),
+        KeyedRestart { keys: keys.clone() },
+    )
+    .unwrap();
+    ToolRegistry::new(vec![restart], ToolPolicy::allow_all()).unwrap()
+}
+
+#[tokio::test]
+async fn an_approved_call_runs_once_with_its_idempotency_key() {
+    let keys = Arc::default();
+    let (mut worker, _) = awaiting_restart(counter(), vec![text("Restarted.")]).await;
+    worker.tools = keyed_tools(&keys);
+    let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
+    worker.handle(&click, &Budget::plenty()).await.unwrap();
+    worker.handle(&click, &Budget::plenty()).await.unwrap();
+    assert_eq!(*keys.lock().unwrap(), [Some("T1-Ev01:r1".to_owned())]);
+}
+
+#[tokio::test]
+async fn a_crash_between_the_running_save_and_the_call_never_makes_the_call() {
+    // GIVEN the process died right after saving the call as running
+    let runs = counter();
+    let (worker, _) = awaiting_restart(runs, vec![text("I can't tell whether it restarted; please check.")]).await;
+    let call = waiting_call(&worker).await;
+    let mut turn = stored(&worker).await;
+    let pending = turn.pending_approval.as_mut().unwrap();
+    pending.running.push(pending.waiting.remove(0));
+    worker.store.save(&mut turn).await.unwrap();
+
+    // WHEN SQS redelivers the click
+    let outcome = worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+
+    // THEN the call is not made; the model learns its outcome is unknown
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let (_, status, output) = results(&stored(&worker).await.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("whether it completed is unknown"), "{output}");
+}
+
+/// A turn store whose saves fail from the `n`-th on, as DynamoDB failing
+/// (or the process dying) after a call would.
+struct FailingSaves {
+    inner: RecordTurns,
+    saves: AtomicU32,
+    fail_from: u32,
+}
+
+#[async_trait]
+impl TurnStore for FailingSaves {
+    async fn create(&self, turn: &mut Turn) -> Result<assistant_core::ports::Created, assistant_core::StoreError> {
+        self.inner.create(turn).await
+    }
+
+    async fn load(&self, id: &TurnId) -> Result<Option<Turn>, assistant_core::StoreError> {
+        self.inner.load(id).await
+    }
+
+    async fn save(&self, turn: &mut Turn) -> Result<(), assistant_core::StoreError> {
+        if self.saves.fetch_add(1, Ordering::SeqCst) + 1 >= self.fail_from {
+            return Err(assistant_core::PortError::new("save turn", "DynamoDB unavailable").into());
+        }
+        self.inner.save(turn).await
+    }
+}
+
+#[tokio::test]
+async fn a_crash_between_the_call_and_the_result_save_never_makes_the_call_again() {
+    let runs = counter();
+    let (mut worker, _) = awaiting_restart(runs, vec![text("Please check whether it restarted.")]).await;
+    let call = waiting_call(&worker).await;
+    // The "running" save succeeds; the save of the result after the call fails.
+    worker.worker.store =
+        Arc::new(FailingSaves { inner: worker.store.clone(), saves: AtomicU32::new(0), fail_from: 2 });
+    let err = worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap_err();
+    assert!(err.is_retryable(), "SQS redelivers the click: {err}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the call was made once");
+
+    worker.worker.store = Arc::new(worker.store.clone());
+    worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "and never again");
+    let (_, _, output) = results(&stored(&worker).await.transcript[2]).remove(0);
+    assert!(output.contains("whether it completed is unknown"), "{output}");
+}
+
+#[tokio::test]
+async fn the_redelivery_that_settles_an_unknown_outcome_makes_the_prompt_its_record() {
+    // GIVEN the process stopped after the approved call, before its result was saved
+    let runs = counter();
+    let (mut worker, _) = awaiting_restart(runs, vec![text("Please check whether it restarted.")]).await;
+    let call = waiting_call(&worker).await;
+    worker.worker.store =
+        Arc::new(FailingSaves { inner: worker.store.clone(), saves: AtomicU32::new(0), fail_from: 2 });
+    let click = click_on(&call, REQUESTER, Decision::Approve);
+    assert!(worker.handle(&click, &Budget::plenty()).await.is_err());
+    assert!(
+        !requests(&worker.replies).iter().any(|m| matches!(m, ReplyMessage::ApprovalDecided { .. })),
+        "the prompt still shows its buttons"
+    );
+
+    // WHEN SQS redelivers the click
+    worker.worker.store = Arc::new(worker.store.clone());
+    worker.handle(&click, &Budget::plenty()).await.unwrap();
+
+    // THEN the prompt is updated to say who approved it and that its
+    // outcome is unknown (no buttons), and so does the audit trail
+    let decided: Vec<(String, UserId, bool)> = requests(&worker.replies)
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ApprovalDecided { tool_use, user, outcome_unknown, decision: Decision::Approve, .. } => {
+                Some((tool_use.id, user, outcome_unknown))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(decided, [(call.id.clone(), UserId::new(REQUESTER), true)]);
+    let turn = stored(&worker).await;
+    assert!(turn.actions[0].outcome_unknown, "{:?}", turn.actions);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_click_on_a_decided_prompt_is_answered_not_ignored() {
+    // GIVEN a call approved and the turn answered
+    let runs = counter();
+    let (worker, _) = awaiting_restart(runs, vec![text("Restarted.")]).await;
+    let call = waiting_call(&worker).await;
+    worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+    let before = worker.replies.messages().len();
+
+    // WHEN someone else clicks Deny on it, and the approver clicks Approve again
+    let late = worker.handle(&click_on(&call, "U0LATE", Decision::Deny), &Budget::plenty()).await.unwrap();
+    worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
+
+    // THEN nothing runs; the prompt is put right each time (a prompt still
+    // showing buttons was left live), and the other clicker alone is told
+    // who approved it
+    assert_eq!(late, Outcome::Ignored { reason: "turn_settled" });
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let answers: Vec<String> = worker.replies.messages()[before..]
+        .iter()
+        .map(|m| match m {
+            ReplyMessage::ApprovalDecided { user, outcome_unknown: false, .. } => format!("prompt: {user} approved"),
+            ReplyMessage::ApprovalAnswered { user, approved_by, tool_name, .. } => {
+                format!("{user} told {tool_name} was approved by {approved_by:?}")
+            }
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            "prompt: U1 approved",
+            "U0LATE told restart_service was approved by Some(UserId(\"U1\"))",
+            "prompt: U1 approved"
+        ]
+    );
+
+    // AND a forged button naming no call of the turn's gets nothing
+    let forged = ToolUse { id: "r9".into(), name: "restart_service".into(), input: json!({}) };
+    worker.handle(&click_on(&forged, "U0LATE", Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.replies.messages().len(), before + 3);
+}
+
+#[tokio::test]
+async fn a_second_click_on_approve_for_this_thread_leaves_the_grant_on_the_prompt() {
+    // GIVEN a call approved for the thread
+    let (worker, _) = awaiting_restart(counter(), vec![text("Restarted.")]).await;
+    let call = waiting_call(&worker).await;
+    worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await.unwrap();
+    let before = worker.replies.messages().len();
+
+    // WHEN the approver clicks it again
+    worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await.unwrap();
+
+    // THEN the prompt put right still shows the grant it gave (and with it, its Revoke button)
+    let again: Vec<_> = worker.replies.messages()[before..]
+        .iter()
+        .map(|m| match m {
+            ReplyMessage::ApprovalDecided { decision, grant, .. } => {
+                (*decision, grant.as_ref().map(|g| g.scope.clone()))
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(again, [(Decision::ApproveForThread, Some("restart_service".to_owned()))]);
+}
+
+#[tokio::test]
+async fn a_turn_that_fails_after_approve_is_carried_on_by_the_redelivered_click() {
+    // GIVEN the model is throttled right after the approved call ran
+    let runs = counter();
+    let (worker, _) =
+        awaiting_restart(runs, vec![Err(ModelError::Throttled("slow down".into())), text("Restarted; healthy again.")])
+            .await;
+    let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
+    let err = worker.handle(&click, &Budget::plenty()).await.unwrap_err();
+    assert!(err.is_retryable());
+    assert_eq!(stored(&worker).await.status, TurnStatus::Running, "the decision is saved");
+
+    // WHEN SQS redelivers the click
+    let outcome = worker.handle(&click, &Budget::plenty()).await.unwrap();
+
+    // THEN the turn goes on to its answer, and the call ran once
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some("Restarted; healthy again."));
+}
+
+// --- Slack's agent experience: prompts, titles, context, streams, ratings ----
+
+use assistant_core::delivery::{PostError as SlackError, stream_digest};
+use assistant_core::feedback::{FeedbackButton, Rating};
+use assistant_core::messages::{FeedbackClick, Opened};
+use assistant_core::model::TextSink;
+use assistant_core::ports::{TaskStatus, UserContext, UserContexts};
+use testkit::agent_memory::{APPEND_STREAM, DELETE, START_STREAM, UNRECORDED_STREAMS};
+use testkit::slack_memory::Scripted as SlackScript;
+
+/// A model that writes its scripted replies' text in pieces, cut at the
+/// given byte offsets, as Bedrock's ConverseStream does.
+struct InDeltas {
+    inner: ScriptedModel,
+    cuts: Vec<usize>,
+    /// Deltas written before each reply fails (a dropped stream).
+    fail_after: Mutex<VecDeque<Option<usize>>>,
+}
+
+#[async_trait]
+impl Model for InDeltas {
+    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
+        self.inner.converse(request).await
+    }
+
+    async fn converse_streaming(
+        &self,
+        request: ModelRequest<'_>,
+        sink: &mut dyn TextSink,
+    ) -> Result<ModelReply, ModelError> {
+        let reply = self.inner.converse(request).await?;
+        let text = reply.message.text();
+        let mut bounds: Vec<usize> = self.cuts.iter().copied().filter(|&cut| cut < text.len()).collect();
+        bounds.push(text.len());
+        let fail_after = self.fail_after.lock().unwrap().pop_front().flatten();
+        let mut from = 0;
+        for (index, to) in bounds.into_iter().enumerate() {
+            if fail_after == Some(index) {
+                return Err(ModelError::Unavailable("the stream dropped".into()));
+            }
+            sink.text(&text[from..to]).await;
+            from = to;
+        }
+        Ok(reply)
+    }
+}
+
+fn in_deltas(replies: impl IntoIterator<Item = Result<ModelReply, ModelError>>, cuts: &[usize]) -> InDeltas {
+    InDeltas { inner: ScriptedModel::new(replies), cuts: cuts.to_vec(), fail_after: Mutex::default() }
+}
+
+fn dm() -> ThreadRef {
+    ThreadRef { team: TeamId::new("T1"), channel: ChannelId::new("D1"), thread_ts: Ts::new("1763800000.000100") }
+}
+
+/// A top-level DM message: the question opens its own thread.
+fn dm_question(text: &str) -> WorkMessage {
+    WorkMessage::StartTurn(TurnRequest {
+        event_id: EventId::new("Ev01"),
+        thread: dm(),
+        message_ts: Ts::new("1763800000.000100"),
+        user: UserId::new("U1"),
+        text: text.into(),
+        context_channel: None,
+        bot_user: None,
+        files: Vec::new(),
+        membership: slack::Membership::Home,
+    })
+}
+
+fn rating(user: &str, rating: Rating, action_ts: &str) -> WorkMessage {
+    WorkMessage::Feedback(FeedbackClick {
+        thread: thread(),
+        turn_id: turn_id(),
+        user: UserId::new(user),
+        rating,
+        action_ts: Ts::new(action_ts),
+    })
+}
+
+#[tokio::test]
+async fn opening_the_dm_sets_the_prompts_for_the_dm_and_calls_no_model() {
+    let worker = worker(ScriptedModel::default(), counter());
+    let opened = WorkMessage::Opened(Opened {
+        event_id: EventId::new("Ev0OPEN"),
+        team: TeamId::new("T1"),
+        channel: ChannelId::new("D1"),
+        user: UserId::new("U1"),
+        thread_ts: None,
+    });
+    assert_eq!(worker.handle(&opened, &Budget::plenty()).await.unwrap(), Outcome::PromptsSet);
+    let prompts = worker.agent.prompts();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!((prompts[0].0.as_str(), prompts[0].1.as_ref()), ("D1", None), "no thread: agent apps ignore one");
+    assert_eq!(prompts[0].2, worker_turn::worker::default_prompts());
+    assert_eq!(worker.model.calls(), 0, "no model call to open the DM");
+    assert!(worker.replies.messages().is_empty() && worker.store.load(&turn_id()).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_dm_question_is_titled_streamed_in_its_thread_and_recorded_as_streamed() {
+    let answer = "The pool is exhausted: a report query holds every connection since noon. Kill it, then \
+                  raise the pool's limit.";
+    let worker = build(in_deltas([text(answer)], &[3, 10, 40, 41, 90]), counter(), testkit::memory::tables());
+    worker.handle(&dm_question("<@UBOT> why is checkout-api failing\nsince noon?"), &Budget::plenty()).await.unwrap();
+
+    let titles = worker.agent.titles();
+    assert_eq!(titles.len(), 1);
+    assert_eq!((titles[0].0.clone(), titles[0].1.as_str()), (dm(), "why is checkout-api failing"));
+
+    // A question holding a secret gives a title without it.
+    let token = format!("xox{}-{}-{}", "b", "123456789012", "abcdefghijklmnopqrstuvwx");
+    let other = build(in_deltas([text("Rotate it.")], &[]), counter(), testkit::memory::tables());
+    other.handle(&dm_question(&format!("is {token} still valid?")), &Budget::plenty()).await.unwrap();
+    let title = &other.agent.titles()[0].1;
+    assert!(!title.contains("abcdefghij") && title.starts_with("is [redacted"), "{title}");
+    let streams = worker.agent.streams();
+    assert_eq!(streams.len(), 1, "one stream");
+    let stream = &streams[0];
+    assert_eq!(stream.thread, dm(), "in the question's own thread");
+    assert_eq!(stream.text, answer);
+    assert!(stream.stopped && stream.appends >= 1);
+    assert_eq!(stream.blocks, assistant_core::feedback::answer_footer(&turn_id()), "AI line and feedback buttons");
+    let key = &stream.metadata.as_ref().expect("metadata names the answer").event_payload;
+    assert_eq!((key.turn_id.clone(), key.key.to_string()), (turn_id(), "answer 1/1".to_owned()));
+    let record = worker.streams.load(&turn_id()).await.unwrap();
+    assert_eq!(record.ts.as_ref(), Some(&stream.ts));
+    assert_eq!(record.completed, Some(stream_digest(answer)));
+    let turn = stored(&worker).await;
+    assert_eq!(turn.answer.as_deref(), Some(answer));
+    assert!(turn.first_text_ms.is_some());
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]), "the responder still delivers");
+}
+
+#[tokio::test]
+async fn a_channel_answer_streams_to_the_person_who_asked_with_task_cards_for_its_tools() {
+    let model = in_deltas(
+        [
+            Ok(ModelReply {
+                message: Message {
+                    role: Role::Assistant,
+                    content: vec![
+                        Content::Text("Let me check the runbook.".into()),
+                        Content::ToolUse(ToolUse {
+                            id: "t1".into(),
+                            name: "search_docs".into(),
+                            input: json!({"query": format!("pool size, key AKIA{}", "Q7W3E5R8T2Y4U6I9")}),
+                        }),
+                        Content::ToolUse(ToolUse { id: "t2".into(), name: "fetch_logs".into(), input: json!({}) }),
+                    ],
+                },
+                stop_reason: StopReason::ToolUse,
+                usage: usage(),
+            }),
+            text("It says to restart the pool."),
+        ],
+        &[5],
+    );
+    let worker = build(model, counter(), testkit::memory::tables());
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    let stream = &worker.agent.streams()[0];
+    assert_eq!(
+        stream.recipient.as_ref().map(UserId::as_str),
+        Some(REQUESTER),
+        "Slack refuses a channel stream without"
+    );
+    assert_eq!(
+        stream.tasks,
+        [
+            ("t1".to_owned(), "search_docs".to_owned(), TaskStatus::Complete),
+            ("t2".to_owned(), "fetch_logs".to_owned(), TaskStatus::Error)
+        ]
+    );
+    // Each card says what it ran with and what came of it, redacted, one line.
+    let (details, output) = &stream.cards["t1"];
+    assert_eq!(details.as_deref(), Some("query: pool size, key [redacted: aws access key id]"));
+    assert!(output.as_deref().is_some_and(|line| line.starts_with("found ")), "{output:?}");
+    assert_eq!(stream.cards["t2"], (None, Some("log service answered 502".to_owned())), "the error's line");
+    let answer = "Let me check the runbook.\n\nIt says to restart the pool.";
+    assert_eq!(stream.text, answer, "what the model said on the way, then the answer");
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some(answer), "the saved answer is what was streamed");
+    assert_eq!(worker.streams.load(&turn_id()).await.unwrap().completed, Some(stream_digest(answer)));
+}
+
+/// Records whose stream record refuses to take a stream's `ts`: the
+/// store is unavailable for that one write.
+#[derive(Default)]
+struct NoStreamTs(testkit::memory::MemoryRecords);
+
+#[async_trait]
+impl VersionedRecords for NoStreamTs {
+    async fn get(&self, key: &RecordKey) -> Result<Option<StoredRecord>, PortError> {
+        self.0.get(key).await
+    }
+
+    async fn put(&self, key: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {
+        if key.kind == "STREAM" && write.state.contains("\"ts\"") {
+            return Err(PortError::new("put", "the table is unavailable"));
+        }
+        self.0.put(key, write).await
+    }
+
+    async fn put_part(&self, partition: &str, sort_key: &str, state: String, expires_at: i64) -> Result<(), PortError> {
+        self.0.put_part(partition, sort_key, state, expires_at).await
+    }
+
+    async fn delete_part(&self, partition: &str, sort_key: &str) -> Result<(), PortError> {
+        self.0.delete_part(partition, sort_key).await
+    }
+
+    async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
+        self.0.parts(partition, prefix).await
+    }
+}
+
+#[tokio::test]
+async fn a_stream_whose_ts_cannot_be_recorded_is_deleted_and_the_answer_posted() {
+    // GIVEN a table that fails the one write recording the stream's ts
+    let tables = testkit::memory::tables_over(Arc::new(NoStreamTs::default()));
+    let worker = build(in_deltas([text("The pool is exhausted.")], &[4]), counter(), tables);
+
+    // WHEN the answer would stream
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN the stream Slack started is taken back: nothing went into it,
+    // none stays empty in the thread, and the responder posts the answer
+    assert_eq!((worker.agent.calls(START_STREAM), worker.agent.calls(DELETE)), (1, 1));
+    assert!(worker.agent.streams().is_empty(), "{:?}", worker.agent.streams());
+    assert_eq!(worker.agent.calls(APPEND_STREAM), 0);
+    assert_eq!(worker.streams.load(&turn_id()).await.unwrap().ts, None, "the responder posts the answer");
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]));
+}
+
+#[tokio::test]
+async fn a_refused_stream_leaves_the_answer_to_the_post_once_path() {
+    let worker = build(in_deltas([text("The pool is exhausted.")], &[4]), counter(), testkit::memory::tables());
+    worker.agent.script(START_STREAM, [SlackScript::Fail(SlackError::Rejected { code: "missing_scope".into() })]);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert!(worker.agent.streams().is_empty());
+    assert_eq!(worker.agent.calls(APPEND_STREAM), 0);
+    assert_eq!(worker.streams.load(&turn_id()).await.unwrap().ts, None, "the responder posts the answer");
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some("The pool is exhausted."));
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]));
+}
+
+#[tokio::test]
+async fn a_refused_stream_is_recorded_so_no_later_invocation_searches_the_thread() {
+    let worker = build(in_deltas([text("The pool is exhausted.")], &[4]), counter(), testkit::memory::tables());
+    worker.agent.script(START_STREAM, [SlackScript::Fail(SlackError::Rejected { code: "missing_scope".into() })]);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    let record = worker.streams.load(&turn_id()).await.unwrap();
+    assert!(record.no_message && !record.may_have_unrecorded_stream(), "{record:?}");
+    assert_eq!(worker.agent.calls(UNRECORDED_STREAMS), 0);
+}
+
+#[tokio::test]
+async fn a_stream_started_as_the_process_died_is_deleted_by_the_redelivery_before_the_answer() {
+    // GIVEN a worker killed during chat.startStream: the turn stored, the
+    // stream's start recorded as begun, and Slack's empty streaming message
+    // in the thread, its ts never recorded; beside it, a stopped stream
+    // (it carries metadata) and an empty one in another thread
+    let worker = build(in_deltas([text("The pool is exhausted.")], &[4]), counter(), testkit::memory::tables());
+    let mut turn = Turn::start(
+        &match start() {
+            WorkMessage::StartTurn(request) => request,
+            _ => unreachable!(),
+        },
+        NOW,
+    );
+    worker.store.create(&mut turn).await.unwrap();
+    let mut record = assistant_core::delivery::StreamRecord { updated_at: NOW, ..Default::default() };
+    worker.streams.save(&turn_id(), &mut record).await.unwrap();
+    use assistant_core::ports::AgentSlack;
+    let requester = UserId::new(REQUESTER);
+    let stopped = worker.agent.start_stream(&thread(), Some(&requester)).await.unwrap();
+    let metadata = assistant_core::delivery::MessageMetadata::new(
+        &TurnId::new("T1-Ev00"),
+        &assistant_core::delivery::MessageKey::Answer { part: 1, of: 1 },
+    );
+    worker.agent.stop_stream(&thread(), &stopped, &[], &metadata).await.unwrap();
+    let elsewhere = worker.agent.start_stream(&dm(), None).await.unwrap();
+    let orphan = worker.agent.start_stream(&thread(), Some(&requester)).await.unwrap();
+
+    // WHEN SQS delivers the message again, to a fresh worker
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN the orphan is gone before the answer's delivery is asked for,
+    // no second stream was started, the others stand, and the record says
+    // no message is left (the responder posts the answer)
+    let left: Vec<Ts> = worker.agent.streams().into_iter().map(|stream| stream.ts).collect();
+    assert_eq!(left, [stopped, elsewhere], "{orphan} deleted");
+    assert_eq!(worker.agent.calls(START_STREAM), 3, "the test's three; none by the worker");
+    let record = worker.streams.load(&turn_id()).await.unwrap();
+    assert!(record.no_message && record.ts.is_none(), "{record:?}");
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some("The pool is exhausted."));
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]));
+
+    // AND a later invocation does not search again
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.agent.calls(UNRECORDED_STREAMS), 1);
+}
+
+#[tokio::test]
+async fn a_stream_start_whose_answer_was_lost_is_found_and_deleted_at_once() {
+    // GIVEN Slack starts the stream but its answer is lost
+    let worker = build(in_deltas([text("The pool is exhausted.")], &[4]), counter(), testkit::memory::tables());
+    let lost = SlackError::Unavailable("connection reset".into());
+    worker.agent.script(START_STREAM, [SlackScript::LandThenFail(lost)]);
+
+    // WHEN the answer would stream
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN the empty message Slack made is found and deleted; the
+    // responder posts the answer
+    assert!(worker.agent.streams().is_empty(), "{:?}", worker.agent.streams());
+    assert_eq!((worker.agent.calls(UNRECORDED_STREAMS), worker.agent.calls(DELETE)), (1, 1));
+    assert!(worker.streams.load(&turn_id()).await.unwrap().no_message);
+    assert!(matches!(requests(&worker.replies)[..], [ReplyMessage::Deliver { .. }]));
+}
+
+#[tokio::test]
+async fn a_search_for_an_unrecorded_stream_that_fails_is_tried_again_by_the_next_invocation() {
+    let worker = build(in_deltas([text("The pool is exhausted.")], &[4]), counter(), testkit::memory::tables());
+    let lost = SlackError::Unavailable("connection reset".into());
+    worker.agent.script(START_STREAM, [SlackScript::LandThenFail(lost.clone())]);
+    worker.agent.script(UNRECORDED_STREAMS, [SlackScript::Fail(lost)]);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.agent.streams().len(), 1, "left for now");
+    assert!(worker.streams.load(&turn_id()).await.unwrap().may_have_unrecorded_stream());
+
+    // WHEN the settled turn's message comes again, it looks again
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.agent.calls(UNRECORDED_STREAMS), 2);
+    assert!(worker.agent.streams().is_empty(), "{:?}", worker.agent.streams());
+    assert!(worker.streams.load(&turn_id()).await.unwrap().no_message);
+}
+
+#[tokio::test]
+async fn a_secret_split_across_deltas_is_never_streamed_at_any_offset() {
+    let token = format!("xox{}-{}-{}", "b", "123456789012", "abcdefghijklmnopqrstuvwx");
+    let answer = format!("The bot token in the logs is {token} and it must be rotated today, before anything else.");
+    let secret_at = answer.find(&token).unwrap();
+    for cut in (secret_at - 2)..=(secret_at + token.len() + 2) {
+        let worker = build(in_deltas([text(&answer)], &[cut]), counter(), testkit::memory::tables());
+        worker.handle(&start(), &Budget::plenty()).await.unwrap();
+        let stream = &worker.agent.streams()[0];
+        assert!(!stream.text.contains(&token), "cut at {cut}: {:?}", stream.text);
+        assert!(!stream.text.contains("abcdefghij"), "no piece of it either, cut at {cut}: {:?}", stream.text);
+        assert!(stream.text.contains("[redacted: slack bot token]"), "cut at {cut}");
+        let expected = redact::redact(&answer);
+        assert_eq!(worker.streams.load(&turn_id()).await.unwrap().completed, Some(stream_digest(&expected)));
+    }
+}
+
+#[tokio::test]
+async fn a_turn_redelivered_mid_stream_never_starts_a_second_stream() {
+    // GIVEN a model whose stream drops after two deltas, then answers
+    let model =
+        in_deltas([text("The pool is exhausted because of a slow report query."), text("Restart it.")], &[20, 30]);
+    *model.fail_after.lock().unwrap() = VecDeque::from([Some(2), None]);
+    let worker = build(model, counter(), testkit::memory::tables());
+    // WHEN the first delivery fails mid-stream and the message comes again
+    assert!(worker.handle(&start(), &Budget::plenty()).await.unwrap_err().is_retryable());
+    let first = worker.agent.streams();
+    assert_eq!(first.len(), 1);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    // THEN one stream in all; the record has its ts but no completion, so
+    // the responder replaces the message with the saved answer
+    assert_eq!(worker.agent.calls(START_STREAM), 1);
+    let record = worker.streams.load(&turn_id()).await.unwrap();
+    assert_eq!((record.ts, record.completed), (Some(first[0].ts.clone()), None));
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some("Restart it."));
+    assert_eq!(deliveries(&worker), 1);
+}
+
+#[tokio::test]
+async fn a_dm_question_gets_the_channel_the_person_has_in_view() {
+    let worker = worker(ScriptedModel::new([text("It's #incidents.")]), counter());
+    let seen = UserContext { channel: Some(ChannelId::new("C0INCIDENT")), at: NOW - 60 };
+    worker.contexts.remember(&TeamId::new("T1"), &UserId::new("U1"), &seen).await.unwrap();
+    worker.handle(&dm_question("what is this channel for?"), &Budget::plenty()).await.unwrap();
+    let system = worker.model.systems.lock().unwrap()[0].clone();
+    assert!(system.contains("<#C0INCIDENT>"), "{system}");
+
+    // An hour later it is forgotten.
+    let stale = UserContext { at: NOW - 3_600, ..seen };
+    let later = worker_with_context(stale).await;
+    assert!(!later.model.systems.lock().unwrap()[0].contains("C0INCIDENT"));
+}
+
+async fn worker_with_context(seen: UserContext) -> TestWorker {
+    let worker = worker(ScriptedModel::new([text("Hm.")]), counter());
+    worker.contexts.remember(&TeamId::new("T1"), &UserId::new("U1"), &seen).await.unwrap();
+    worker.handle(&dm_question("what is this channel for?"), &Budget::plenty()).await.unwrap();
+    worker
+}
+
+#[tokio::test]
+async fn a_rating_is_kept_by_turn_replaced_by_a_second_click_counted_and_starts_no_turn() {
+    // GIVEN an answered, delivered turn
+    let worker = worker(ScriptedModel::new([text("The pool is exhausted.")]), counter());
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let mut delivered = DeliveryRecord::default();
+    delivered.posted.insert(assistant_core::delivery::MessageKey::Answer { part: 1, of: 1 }, Ts::new("1.2"));
+    worker.deliveries.save(&turn_id(), &mut delivered).await.unwrap();
+    let version = stored(&worker).await.version;
+
+    // WHEN U2 clicks 👎, then 👍, and U3 clicks 👎
+    for click in [
+        rating("U2", Rating::Negative, "1763801000.000001"),
+        rating("U2", Rating::Positive, "1763801001.000001"),
+        rating("U3", Rating::Negative, "1763801002.000001"),
+    ] {
+        assert_eq!(worker.handle(&click, &Budget::plenty()).await.unwrap(), Outcome::FeedbackKept { id: turn_id() });
+    }
+
+    // THEN one rating each, the latest; counted; each clicker thanked alone
+    let kept = worker.feedback.load(&turn_id()).await.unwrap();
+    let ratings: Vec<(&str, Rating)> = kept.ratings.iter().map(|(user, rated)| (user.as_str(), rated.rating)).collect();
+    assert_eq!(ratings, [("U2", Rating::Positive), ("U3", Rating::Negative)]);
+    assert!(kept.ratings.values().all(|rated| rated.at == NOW));
+    assert!(!serde_json::to_string(&kept).unwrap().contains("pool"), "never the answer's text");
+    assert_eq!(worker.metrics.ratings(), [Rating::Negative, Rating::Positive, Rating::Negative]);
+    let noted = worker.replies.messages().into_iter().filter(|m| matches!(m, ReplyMessage::FeedbackNoted { .. }));
+    assert_eq!(noted.count(), 3);
+    assert_eq!(worker.model.calls(), 1, "no model call");
+    assert_eq!(stored(&worker).await.version, version, "the turn is untouched");
+}
+
+#[tokio::test]
+async fn a_settled_turn_is_remembered_in_its_channel_and_its_record_carries_the_last_rating() {
+    use assistant_core::memory::{ChannelMemory, DEFAULT_RETENTION_SECS};
+    // GIVEN a worker that remembers, and an answered, delivered turn
+    let mut worker = worker(ScriptedModel::new([text("The pool is exhausted.")]), counter());
+    let records: Arc<dyn assistant_core::ports::VersionedRecords> = Arc::new(testkit::memory::MemoryRecords::default());
+    let memory = ChannelMemory::new(records, DEFAULT_RETENTION_SECS);
+    worker.memory = Some(memory.clone());
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let mut delivered = DeliveryRecord::default();
+    delivered.posted.insert(assistant_core::delivery::MessageKey::Answer { part: 1, of: 1 }, Ts::new("1.2"));
+    worker.deliveries.save(&turn_id(), &mut delivered).await.unwrap();
+    let (team, channel) = (thread().team, thread().channel);
+    let recalled = || async { memory.recall(&team, &channel, "pool exhausted", NOW).await.unwrap() };
+
+    // THEN the channel remembers it, unrated
+    let found = recalled().await;
+    assert_eq!(
+        (found.len(), found[0].summary.as_str(), found[0].rating.as_deref()),
+        (1, "The pool is exhausted.", None)
+    );
+
+    // WHEN people rate it, THEN its record carries the last rating
+    for click in
+        [rating("U2", Rating::Positive, "1763801000.000001"), rating("U3", Rating::Negative, "1763801001.000001")]
+    {
+        worker.handle(&click, &Budget::plenty()).await.unwrap();
+    }
+    assert_eq!(recalled().await[0].rating.as_deref(), Some("negative"));
+}
+
+#[tokio::test]
+async fn a_rating_of_an_answer_never_given_is_not_kept() {
+    let worker = worker(ScriptedModel::default(), counter());
+    let outcome = worker.handle(&rating("U2", Rating::Negative, "1763801000.000001"), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Ignored { reason: "no_such_answer" });
+    assert!(worker.feedback.load(&turn_id()).await.unwrap().ratings.is_empty());
+    assert!(worker.metrics.ratings().is_empty() && worker.replies.messages().is_empty());
+    // The button a forged value would need does not decode.
+    assert_eq!(FeedbackButton::decode("{\"v\":1,\"turn_id\":\"T1-Ev01\",\"rating\":\"both\"}"), None);
+}
+
+// --- Approve for this thread ----------------------------------------------------
+
+/// A later question in the same thread as `start()`.
+fn start_later(event: &str, ts: &str) -> WorkMessage {
+    let WorkMessage::StartTurn(request) = start() else { unreachable!() };
+    WorkMessage::StartTurn(TurnRequest { event_id: EventId::new(event), message_ts: Ts::new(ts), ..request })
+}
+
+fn later_turn(event: &str) -> TurnId {
+    TurnId::for_event(&thread(), &EventId::new(event))
+}
+
+fn revoke_by(user: &str, scope: &str, action_ts: &str) -> WorkMessage {
+    WorkMessage::RevokeGrant(assistant_core::messages::GrantRevoke {
+        thread: thread(),
+        user: UserId::new(user),
+        button: assistant_core::grants::RevokeButton {
+            scope: scope.into(),
+            for_user: Some(UserId::new(REQUESTER)),
+            turn_id: turn_id(),
+        },
+        action_ts: Ts::new(action_ts),
+    })
+}
+
+/// The prompts the worker asked for: (call id, grant offered as (scope, minutes)).
+fn prompts(replies: &MemoryQueue<ReplyMessage>) -> Vec<(String, Option<(String, u32)>)> {
+    replies
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ApprovalPrompt { tool_use, grant_scope, grant_minutes, .. } => {
+                Some((tool_use.id, grant_scope.zip(grant_minutes)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn ran_under_grant(replies: &MemoryQueue<ReplyMessage>) -> Vec<(String, String)> {
+    replies
+        .messages()
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::RanUnderGrant { tool_use, grant, .. } => Some((tool_use.id, grant.granted_by.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_thread_grant_lets_later_calls_in_the_thread_run_without_a_prompt_until_it_ends() {
+    // GIVEN a restart waiting for approval, whose prompt offers the grant
+    let runs = counter();
+    let (worker, clock) = awaiting_restart(
+        runs,
+        vec![
+            text("Restarted."),
+            calls(&[("r2", "restart_service", json!({"query": "checkout-api"}))]),
+            text("Restarted again."),
+            calls(&[("r3", "restart_service", json!({"query": "checkout-api"}))]),
+        ],
+    )
+    .await;
+    assert_eq!(prompts(&worker.replies), [("r1".to_owned(), Some(("restart_service".to_owned(), 60)))]);
+
+    // WHEN the requester approves it for the thread
+    let call = waiting_call(&worker).await;
+    let outcome = worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await;
+    assert!(matches!(outcome.unwrap(), Outcome::Settled { .. }));
+    let granted_at = 1_763_800_950; // the click's action_ts
+    let grants = worker.grants.all(&thread()).await.unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!((grants[0].scope.as_str(), grants[0].granted_by.as_str()), ("restart_service", REQUESTER));
+    assert_eq!(grants[0].for_user.as_ref().map(UserId::as_str), Some(REQUESTER), "for whose call was approved");
+    assert_eq!((grants[0].granted_at, grants[0].until), (granted_at, granted_at + 3_600));
+    let decided = worker.replies.messages().into_iter().find_map(|m| match m {
+        ReplyMessage::ApprovalDecided { grant, decision, .. } => Some((decision, grant)),
+        _ => None,
+    });
+    assert!(matches!(decided, Some((Decision::ApproveForThread, Some(_)))), "the prompt shows the grant: {decided:?}");
+
+    // THEN a later question in the thread restarts without a prompt, says so, and records the grant
+    let later = start_later("Ev02", "1763801000.000200");
+    let outcome = worker.handle(&later, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: later_turn("Ev02"), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(prompts(&worker.replies).len(), 1, "no second prompt");
+    assert_eq!(ran_under_grant(&worker.replies), [("r2".to_owned(), REQUESTER.to_owned())]);
+    let turn = worker.store.load(&later_turn("Ev02")).await.unwrap().unwrap();
+    assert_eq!(turn.actions.len(), 1);
+    let action = &turn.actions[0];
+    assert_eq!((action.tool_use_id.as_str(), action.approved_by.as_str()), ("r2", REQUESTER));
+    let used = action.grant.as_ref().expect("recorded with its grant");
+    assert_eq!((used.scope.as_str(), used.granted_at, used.until), ("restart_service", granted_at, granted_at + 3_600));
+    let (_, status, _) = results(&turn.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Success);
+
+    // AND once it has ended, the next call asks again
+    clock.set(granted_at + 3_600);
+    let outcome = worker.handle(&start_later("Ev03", "1763805000.000300"), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: later_turn("Ev03") });
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(prompts(&worker.replies).len(), 2);
+}
+
+#[tokio::test]
+async fn a_bystander_asking_in_a_granted_thread_is_prompted_and_nothing_runs_for_them() {
+    // GIVEN the requester's restart approved for the thread
+    let runs = counter();
+    let (worker, _) = awaiting_restart(
+        runs,
+        vec![text("Restarted."), calls(&[("b1", "restart_service", json!({"query": "payments-api"}))])],
+    )
+    .await;
+    let call = waiting_call(&worker).await;
+    worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // WHEN someone else asks in the same thread, and the model wants the same tool
+    let WorkMessage::StartTurn(request) = start_later("Ev0BY", "1763801000.000200") else { unreachable!() };
+    let bystander = WorkMessage::StartTurn(TurnRequest { user: UserId::new("U0BYSTANDER"), ..request });
+    let outcome = worker.handle(&bystander, &Budget::plenty()).await.unwrap();
+
+    // THEN their call waits for a prompt like any other: the grant is not theirs
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: later_turn("Ev0BY") });
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "nothing ran for the bystander");
+    assert!(ran_under_grant(&worker.replies).is_empty());
+    assert_eq!(prompts(&worker.replies).last().map(|(id, _)| id.as_str()), Some("b1"));
+}
+
+// --- People of another organization (Slack Connect) -------------------------
+
+/// `start()` asked by a person of another organization.
+fn start_external() -> WorkMessage {
+    let WorkMessage::StartTurn(request) = start() else { unreachable!() };
+    WorkMessage::StartTurn(TurnRequest { membership: slack::Membership::External, ..request })
+}
+
+/// The test tools under the test channels' rule, and a rule for people of
+/// other organizations as given (JSON), if any.
+fn tools_with_external_rule(runs: &'static AtomicU32, external: Option<serde_json::Value>) -> ToolRegistry {
+    let mut rules =
+        vec![ChannelRule::everyone("C*", ["search_docs", "fetch_logs", "restart_service"].map(String::from).to_vec())];
+    rules.extend(external.map(|rule| serde_json::from_value::<ChannelRule>(rule).unwrap()));
+    tools_under(runs, ToolPolicy::new(rules))
+}
+
+#[tokio::test]
+async fn a_person_of_another_organization_gets_no_tool_the_policy_does_not_give_them() {
+    // GIVEN a policy whose channel rule gives the team a changing tool, and nothing for external people
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("x1", "restart_service", json!({"query": "checkout-api"}))]),
+        text("I can't restart it for you."),
+    ]);
+    let mut worker = worker(model, runs);
+    worker.tools = tools_with_external_rule(runs, None);
+
+    // WHEN a person of another organization asks, and the model calls the changing tool anyway
+    let outcome = worker.handle(&start_external(), &Budget::plenty()).await.unwrap();
+
+    // THEN no tool is offered to them, the call is refused without a prompt, and nothing ran
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(worker.model.advertised(0), Vec::<String>::new(), "the team's rule is not theirs");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert!(prompts(&worker.replies).is_empty(), "no prompt for a call they may not make");
+    let (_, status, output) = results(&stored(&worker).await.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("not allowed here for the person who asked"), "{output}");
+}
+
+#[tokio::test]
+async fn an_external_rule_gives_them_a_tool_that_only_the_teams_approvers_approve_call_by_call() {
+    // GIVEN a rule for external people giving the changing tool, approved by the team's lead
+    let runs = counter();
+    let model =
+        ScriptedModel::new([calls(&[("x1", "restart_service", json!({"query": "checkout-api"}))]), text("Restarted.")]);
+    let mut worker = worker(model, runs);
+    let external = json!({"channels": "C*", "external": true, "tools": ["search_docs", "restart_service"]});
+    worker.tools = tools_with_external_rule(runs, Some(external));
+    worker.approvals = Approvals::new(ApprovalsConfig {
+        approvers: vec![Approver::Requester, Approver::User(UserId::new("U0LEAD"))],
+        ..ApprovalsConfig::default()
+    });
+
+    // WHEN the external person asks
+    let outcome = worker.handle(&start_external(), &Budget::plenty()).await.unwrap();
+
+    // THEN they are offered what the external rule gives, and the call waits for the team: no grant offered,
+    // and the prompt names the lead, not "who asked"
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: turn_id() });
+    assert_eq!(worker.model.advertised(0), ["search_docs", "restart_service"]);
+    assert_eq!(prompts(&worker.replies), [("x1".to_owned(), None)], "no thread grant for them");
+    let shown = worker.replies.messages().into_iter().find_map(|m| match m {
+        ReplyMessage::ApprovalPrompt { approvers, .. } => Some(approvers),
+        _ => None,
+    });
+    assert_eq!(shown, Some(vec![Approver::User(UserId::new("U0LEAD"))]));
+
+    // WHEN they click Approve on their own call (as Slack says: of another team)
+    let call = waiting_call(&worker).await;
+    let WorkMessage::Approval(click) = click_on(&call, REQUESTER, Decision::Approve) else { unreachable!() };
+    let theirs = WorkMessage::Approval(ApprovalClick { membership: slack::Membership::External, ..click });
+    let outcome = worker.handle(&theirs, &Budget::plenty()).await.unwrap();
+
+    // THEN nothing runs, and only they are told why
+    assert_eq!(outcome, Outcome::Ignored { reason: "another_organization" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let refused = worker.replies.messages().into_iter().find_map(|m| match m {
+        ReplyMessage::ApprovalRefused { user, membership, .. } => Some((user, membership)),
+        _ => None,
+    });
+    assert_eq!(refused, Some((UserId::new(REQUESTER), slack::Membership::External)));
+
+    // AND the team's lead approves it: it runs once
+    let outcome = worker.handle(&click_on(&call, "U0LEAD", Decision::Approve), &Budget::plenty()).await.unwrap();
+    assert!(matches!(outcome, Outcome::Settled { .. }), "{outcome:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_approver_of_another_team_is_refused_even_when_the_configuration_names_them() {
+    // GIVEN a restart waiting for approval, whose approvers name a vendor's engineer
+    let runs = counter();
+    let (mut worker, _) = awaiting_restart(runs, vec![text("Restarted.")]).await;
+    worker.approvals = Approvals::new(ApprovalsConfig {
+        approvers: vec![Approver::Requester, Approver::User(UserId::new("U0VENDOR"))],
+        ..ApprovalsConfig::default()
+    });
+    let call = waiting_call(&worker).await;
+
+    // WHEN they click Approve and "Approve for this thread", as Slack says: from another team
+    for decision in [Decision::Approve, Decision::ApproveForThread] {
+        let WorkMessage::Approval(click) = click_on(&call, "U0VENDOR", decision) else { unreachable!() };
+        let outsider = WorkMessage::Approval(ApprovalClick { membership: slack::Membership::External, ..click });
+        let outcome = worker.handle(&outsider, &Budget::plenty()).await.unwrap();
+
+        // THEN nothing runs and no grant is given
+        assert_eq!(outcome, Outcome::Ignored { reason: "another_organization" }, "{decision:?}");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert!(worker.grants.all(&thread()).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_change_only_the_requester_may_approve_is_refused_at_once_for_an_external_requester() {
+    // GIVEN an external rule with the changing tool, and the default approvers ("requester" only)
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("x1", "restart_service", json!({"query": "checkout-api"}))]),
+        text("Nobody here can approve that for you."),
+    ]);
+    let mut worker = worker(model, runs);
+    let external = json!({"channels": "C*", "external": true, "tools": ["restart_service"]});
+    worker.tools = tools_with_external_rule(runs, Some(external));
+
+    // WHEN the external person asks
+    let outcome = worker.handle(&start_external(), &Budget::plenty()).await.unwrap();
+
+    // THEN no prompt waits for an approval nobody could give: the model reads why
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert!(prompts(&worker.replies).is_empty());
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let (_, status, output) = results(&stored(&worker).await.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("from another organization"), "{output}");
+}
+
+#[tokio::test]
+async fn a_grant_is_revoked_by_who_gave_it_not_by_a_bystander_and_then_calls_ask_again() {
+    let runs = counter();
+    let (worker, _) = awaiting_restart(
+        runs,
+        vec![text("Restarted."), calls(&[("r2", "restart_service", json!({"query": "checkout-api"}))])],
+    )
+    .await;
+    let call = waiting_call(&worker).await;
+    worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await.unwrap();
+
+    let bystander = revoke_by("U0BYSTANDER", "restart_service", "1763801000.1");
+    let outcome = worker.handle(&bystander, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Ignored { reason: "not_an_approver" });
+    assert!(
+        requests(&worker.replies)
+            .iter()
+            .any(|m| matches!(m, ReplyMessage::RevokeRefused { user, .. } if user.as_str() == "U0BYSTANDER"))
+    );
+    let requester = UserId::new(REQUESTER);
+    assert!(
+        worker.grants.covering(&thread(), "restart_service", &requester, NOW).await.unwrap().is_some(),
+        "it stands"
+    );
+
+    let revoke = revoke_by(REQUESTER, "restart_service", "1763801100.1");
+    assert_eq!(worker.handle(&revoke, &Budget::plenty()).await.unwrap(), Outcome::GrantRevoked);
+    assert_eq!(
+        worker.handle(&revoke, &Budget::plenty()).await.unwrap(),
+        Outcome::GrantRevoked,
+        "a redelivered click finds its own revoke (the thread is told again; the responder posts once)"
+    );
+    let another = revoke_by(REQUESTER, "restart_service", "1763801150.1");
+    assert_eq!(
+        worker.handle(&another, &Budget::plenty()).await.unwrap(),
+        Outcome::Ignored { reason: "no_grant" },
+        "a second click revokes nothing"
+    );
+    let grants = worker.grants.all(&thread()).await.unwrap();
+    let revoked = grants[0].revoked.as_ref().expect("kept, marked revoked");
+    assert_eq!((revoked.by.as_str(), revoked.at), (REQUESTER, 1_763_801_100));
+    let told: Vec<String> = requests(&worker.replies)
+        .iter()
+        .filter(|m| matches!(m, ReplyMessage::GrantRevoked { .. }))
+        .map(ReplyMessage::dedupe_id)
+        .collect();
+    assert_eq!(told.len(), 2);
+    assert_eq!(told[0], told[1], "the same notice, which the queue and the responder post once");
+
+    let outcome = worker.handle(&start_later("Ev02", "1763801200.000200"), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: later_turn("Ev02") }, "asks again");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn no_grant_for_destructive_calls_for_non_approvers_or_where_turned_off() {
+    // A destructive tool: its prompt offers no grant, and a forged grant click runs nothing.
+    let runs = counter();
+    let (mut worker, _) = awaiting_restart(runs, vec![text("Deleted.")]).await;
+    let destructive = Tool::new(
+        spec("restart_service"),
+        Effect::ChangesThings,
+        Duration::from_secs(1),
+        move |_: serde_json::Value| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            async { Ok(ToolOutput::Text("done".into())) }
+        },
+    )
+    .unwrap()
+    .destructive(true);
+    worker.tools = ToolRegistry::new(vec![destructive], ToolPolicy::allow_all()).unwrap();
+    let call = waiting_call(&worker).await;
+    let forged = worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await;
+    assert_eq!(forged.unwrap(), Outcome::Ignored { reason: "grant_not_offered" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert!(worker.grants.all(&thread()).await.unwrap().is_empty());
+
+    // Someone who may not approve grants nothing either.
+    let runs = counter();
+    let (worker, _) = awaiting_restart(runs, vec![text("Restarted.")]).await;
+    let call = waiting_call(&worker).await;
+    let outcome = worker.handle(&click_on(&call, "U0BYSTANDER", Decision::ApproveForThread), &Budget::plenty()).await;
+    assert_eq!(outcome.unwrap(), Outcome::Ignored { reason: "not_an_approver" });
+    assert!(worker.grants.all(&thread()).await.unwrap().is_empty());
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    // With thread_grants off: not offered, and a forged click runs nothing.
+    let runs = counter();
+    let mut replies = vec![calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))])];
+    replies.push(text("Restarted."));
+    let mut off = crate::worker(ScriptedModel::new(replies), runs);
+    off.approvals = Approvals::new(ApprovalsConfig { thread_grants: false, ..ApprovalsConfig::default() });
+    off.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(prompts(&off.replies), [("r1".to_owned(), None)]);
+    let call = waiting_call(&off).await;
+    let outcome = off.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await;
+    assert_eq!(outcome.unwrap(), Outcome::Ignored { reason: "grant_not_offered" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_call_under_a_grant_whose_result_was_never_saved_is_never_made_again() {
+    // GIVEN a grant, and a later turn that died after saving its call as running
+    let runs = counter();
+    let (worker, _) = awaiting_restart(
+        runs,
+        vec![
+            calls(&[("r2", "restart_service", json!({"query": "checkout-api"}))]),
+            text("I can't tell whether it restarted."),
+        ],
+    )
+    .await;
+    let grant = assistant_core::grants::ThreadGrant {
+        scope: "restart_service".into(),
+        for_user: Some(UserId::new(REQUESTER)),
+        granted_by: UserId::new(REQUESTER),
+        turn_id: turn_id(),
+        granted_at: NOW,
+        until: NOW + 3_600,
+        revoked: None,
+    };
+    let later = start_later("Ev02", "1763801000.000200");
+    // The later turn asks for r2 (no grant yet), then the crash is staged.
+    worker.handle(&later, &Budget::plenty()).await.unwrap();
+    let mut turn = worker.store.load(&later_turn("Ev02")).await.unwrap().unwrap();
+    let pending = turn.pending_approval.as_mut().unwrap();
+    pending.running.push(pending.waiting.remove(0));
+    worker.store.save(&mut turn).await.unwrap();
+    worker.grants.put(&thread(), &grant).await.unwrap();
+
+    // WHEN SQS redelivers the question
+    let outcome = worker.handle(&later, &Budget::plenty()).await.unwrap();
+
+    // THEN the call is not made again; the model is told its outcome is unknown
+    assert!(matches!(outcome, Outcome::Settled { .. }), "{outcome:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let turn = worker.store.load(&later_turn("Ev02")).await.unwrap().unwrap();
+    let (_, status, output) = results(&turn.transcript[2]).remove(0);
+    assert_eq!(status, ToolStatus::Error);
+    assert!(output.contains("whether it completed is unknown"), "{output}");
+}
+
+// --- Tools that act as the person who asked --------------------------------
+
+use assistant_core::messages::{ConnectClick, HomeAction, SignedIn};
+use assistant_core::oauth::{
+    ConnectStates, ConnectionKey, OAuthError, OAuthProvider, OAuthTokens, SealedVault, SignInUrls, StateRefused,
+    TokenVault, Tokens,
+};
+use assistant_core::turn::SignInReason;
+use std::collections::BTreeMap;
+use testkit::memory::{MemoryRecords, MemorySealer};
+use testkit::sign_in::ComeBack;
+use worker_identity::sign_in::{SignIn, SignInPorts};
+
+/// The tracker's token endpoint, scripted: an unspent code gives the
+/// person's tokens once; refreshes answer as told; revocations are kept.
+#[derive(Default)]
+struct TrackerTokens {
+    spent: Mutex<Vec<String>>,
+    refreshes: Mutex<VecDeque<Result<Tokens, OAuthError>>>,
+    revoked: Mutex<Vec<(String, String)>>,
+}
+
+fn alice_tokens(access: &str, expires_at: i64) -> Tokens {
+    Tokens {
+        access_token: access.into(),
+        refresh_token: Some(format!("{access}-refresh")),
+        expires_at: Some(expires_at),
+        scope: Some("issues:read".into()),
+        subject: Some("alice@tracker".into()),
+        account: Some("alice@example.com".into()),
+    }
+}
+
+#[async_trait]
+impl OAuthTokens for TrackerTokens {
+    async fn exchange(&self, _: &OAuthProvider, code: &str, verifier: &str, now: i64) -> Result<Tokens, OAuthError> {
+        assert_eq!(verifier.len(), 43, "the PKCE verifier goes with the code");
+        let mut spent = self.spent.lock().unwrap();
+        if spent.iter().any(|seen| seen == code) || code == "forged" {
+            return Err(OAuthError::Refused { error: "invalid_grant".into() });
+        }
+        spent.push(code.to_owned());
+        Ok(alice_tokens("tok-alice-1", now + 3600))
+    }
+
+    async fn refresh(&self, _: &OAuthProvider, _: &str, _: i64) -> Result<Tokens, OAuthError> {
+        self.refreshes.lock().unwrap().pop_front().expect("a scripted refresh")
+    }
+
+    async fn revoke(&self, _: &OAuthProvider, token: &str, hint: &str) -> Result<bool, OAuthError> {
+        self.revoked.lock().unwrap().push((token.to_owned(), hint.to_owned()));
+        Ok(true)
+    }
+}
+
+/// `my_issues` acts as the person through `tracker` and keeps the token
+/// each run was given.
+struct MyIssues {
+    seen: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+impl RunTool for MyIssues {
+    fn run(&self, _input: serde_json::Value, context: CallContext) -> ToolFuture<'_> {
+        self.seen.lock().unwrap().push(context.access_token.map(|token| token.expose().to_owned()));
+        Box::pin(async { Ok(ToolOutput::Text("3 open issues are assigned to you".into())) })
+    }
+}
+
+/// A worker whose `my_issues` acts as the person, with its vault, states
+/// and provider kept to look at.
+struct Signing {
+    worker: TestWorker,
+    vault: Arc<dyn TokenVault>,
+    states: ConnectStates,
+    provider: Arc<TrackerTokens>,
+    seen: Arc<Mutex<Vec<Option<String>>>>,
+    clock: Arc<ManualClock>,
+}
+
+fn signing(replies: Vec<Result<ModelReply, ModelError>>) -> Signing {
+    let records = Arc::new(MemoryRecords::default());
+    let mut worker = build(ScriptedModel::new(replies), counter(), testkit::memory::tables_on(records.clone()));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let second = Duration::from_secs(1);
+    let my_issues = Tool::new(spec("my_issues"), Effect::ReadOnly, second, MyIssues { seen: seen.clone() })
+        .unwrap()
+        .acting_as(Some("tracker".into()));
+    let docs = Tool::new(spec("search_docs"), Effect::ReadOnly, second, |_: serde_json::Value| async {
+        Ok(ToolOutput::Text("the runbook".into()))
+    })
+    .unwrap();
+    worker.tools = ToolRegistry::new(vec![my_issues, docs], ToolPolicy::allow_all()).unwrap();
+    let clock = Arc::new(ManualClock::at(NOW));
+    worker.clock = clock.clone();
+    let vault: Arc<dyn TokenVault> = Arc::new(SealedVault::new(records.clone(), Arc::new(MemorySealer)));
+    let states = ConnectStates::new(records);
+    let provider = Arc::new(TrackerTokens::default());
+    let tracker = OAuthProvider {
+        name: "tracker".into(),
+        authorization_endpoint: "https://id.tracker.example/authorize".parse().unwrap(),
+        token_endpoint: "https://id.tracker.example/token".parse().unwrap(),
+        revocation_endpoint: Some("https://id.tracker.example/revoke".parse().unwrap()),
+        client_id: "assistant".into(),
+        client_secret: Some("client-secret".into()),
+        scopes: vec!["issues:read".into()],
+        redirect_uri: "https://bot.example/oauth/callback/tracker".parse().unwrap(),
+        resource: None,
+        issuer: Some("https://id.tracker.example".parse().unwrap()),
+        issuer_sends_iss: true,
+    };
+    let urls = "https://bot.example/oauth/callback".parse().ok().and_then(|url| SignInUrls::from_callback(&url));
+    let ports = SignInPorts {
+        vault: vault.clone(),
+        states: states.clone(),
+        tokens: provider.clone(),
+        urls: urls.expect("the deployment's sign-in URLs"),
+    };
+    worker.sign_in = Some(SignIn { ports, providers: BTreeMap::from([("tracker".to_owned(), tracker)]) });
+    Signing { worker, vault, states, provider, seen, clock }
+}
+
+fn alice() -> ConnectionKey {
+    ConnectionKey { team: TeamId::new("T1"), user: UserId::new(REQUESTER), provider: "tracker".into() }
+}
+
+/// The Connect buttons sent: (to whom, state, link, why).
+fn connect_prompts(worker: &TestWorker) -> Vec<(UserId, String, String, SignInReason)> {
+    requests(&worker.replies)
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ConnectPrompt { user, state, url, reason, .. } => Some((user, state, url, reason)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What the ingress's callback does with the provider's redirect, then
+/// the message it queues.
+async fn callback(signing: &Signing, state: &str, code: &str) -> WorkMessage {
+    signing
+        .states
+        .come_back(state, code, assistant_core::Clock::now_unix(signing.clock.as_ref()))
+        .await
+        .expect("the callback takes its state");
+    WorkMessage::SignedIn(SignedIn { state: state.to_owned(), turn_id: turn_id(), thread: thread() })
+}
+
+fn my_issues_then(answer: &str) -> Vec<Result<ModelReply, ModelError>> {
+    vec![
+        calls(&[("m1", "my_issues", json!({"query": "mine"})), ("d1", "search_docs", json!({"query": "x"}))]),
+        text(answer),
+    ]
+}
+
+#[tokio::test]
+async fn a_step_acting_as_the_person_waits_for_their_sign_in_then_runs_with_their_token_once() {
+    let s = signing(my_issues_then("You have three open issues."));
+    let outcome = s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingSignIn { id: turn_id() });
+    assert!(s.seen.lock().unwrap().is_empty(), "nothing runs before the sign-in");
+    let turn = stored(&s.worker).await;
+    assert_eq!(turn.status, TurnStatus::AwaitingSignIn);
+    assert_eq!(turn.pending_sign_in.as_ref().map(|p| p.calls.len()), Some(2), "the whole step waits");
+
+    // Only the asker gets a button, its link the bot's start page, which sends the browser on
+    // to the provider's with PKCE.
+    let prompts = connect_prompts(&s.worker);
+    let [(user, state, link, reason)] = &prompts[..] else { panic!("one Connect button: {prompts:?}") };
+    assert_eq!((user.as_str(), *reason), (REQUESTER, SignInReason::NotConnected));
+    assert_eq!(link, &format!("https://bot.example/oauth/start?state={state}"));
+    let opened = s.states.load(state).await.unwrap().expect("the sign-in");
+    let url = opened.authorize_url.clone().expect("where the start page sends the browser");
+    assert_eq!(
+        opened.token_endpoint.as_deref(),
+        Some("https://id.tracker.example/token"),
+        "the code's one destination"
+    );
+    assert!(url.starts_with("https://id.tracker.example/authorize?"), "{url}");
+    assert!(url.contains("redirect_uri=https%3A%2F%2Fbot.example%2Foauth%2Fcallback%2Ftracker"), "its own: {url}");
+    for part in [format!("state={state}"), "code_challenge_method=S256".into(), "client_id=assistant".into()] {
+        assert!(url.contains(&part), "{part} in {url}");
+    }
+    assert!(!url.contains("client-secret"), "{url}");
+    assert_eq!(s.worker.timers.all()[0].due_at, NOW + 600, "the sign-in's clock runs ten minutes");
+
+    let signed_in = callback(&s, state, "code-1").await;
+    let outcome = s.worker.handle(&signed_in, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(*s.seen.lock().unwrap(), [Some("tok-alice-1".to_owned())]);
+    assert_eq!(*s.provider.spent.lock().unwrap(), ["code-1"]);
+
+    // The audit trail names the person and whom the provider knows them as.
+    let turn = stored(&s.worker).await;
+    let [signed] = &turn.signed_calls[..] else { panic!("one signed call: {:?}", turn.signed_calls) };
+    assert_eq!(
+        (signed.tool.as_str(), signed.user.as_str(), signed.provider.as_str(), signed.subject.as_deref()),
+        ("my_issues", REQUESTER, "tracker", Some("alice@tracker"))
+    );
+    assert_eq!(signed.tool_use_id, "m1");
+
+    // The token is in the vault, sealed; nowhere the turn or Slack sees.
+    assert_eq!(s.vault.get(&alice()).await.unwrap().map(|t| t.access_token).as_deref(), Some("tok-alice-1"));
+    let everywhere = format!(
+        "{} {:?} {}",
+        serde_json::to_string(&turn).unwrap(),
+        s.worker.replies.messages(),
+        serde_json::to_string(&s.worker.replies.messages()).unwrap()
+    );
+    for secret in ["tok-alice-1", "client-secret", "code-1"] {
+        assert!(!everywhere.contains(secret), "{secret} leaked: {everywhere}");
+    }
+
+    // A redelivered callback message neither exchanges nor runs again.
+    let again = s.worker.handle(&signed_in, &Budget::plenty()).await.unwrap();
+    assert_eq!(again, Outcome::SignedIn { id: turn_id() });
+    assert_eq!(s.provider.spent.lock().unwrap().len(), 1);
+    assert_eq!(s.seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_connected_person_is_not_asked_and_an_expired_token_is_refreshed_and_kept() {
+    let s = signing(my_issues_then("Three."));
+    s.vault.put(&alice(), &alice_tokens("tok-old", NOW - 5), NOW - 3600).await.unwrap();
+    let mut renewed = alice_tokens("tok-new", NOW + 3600);
+    renewed.subject = None;
+    s.provider.refreshes.lock().unwrap().push_back(Ok(renewed));
+
+    let outcome = s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert!(connect_prompts(&s.worker).is_empty());
+    assert_eq!(*s.seen.lock().unwrap(), [Some("tok-new".to_owned())]);
+    let kept = s.vault.get(&alice()).await.unwrap().expect("kept");
+    assert_eq!((kept.access_token.as_str(), kept.subject.as_deref()), ("tok-new", Some("alice@tracker")));
+}
+
+#[tokio::test]
+async fn a_refused_refresh_forgets_the_tokens_and_asks_the_person_to_connect_again() {
+    let s = signing(my_issues_then("Three."));
+    s.vault.put(&alice(), &alice_tokens("tok-old", NOW - 5), NOW - 3600).await.unwrap();
+    s.provider.refreshes.lock().unwrap().push_back(Err(OAuthError::Refused { error: "invalid_grant".into() }));
+
+    let outcome = s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingSignIn { id: turn_id() });
+    assert!(s.vault.get(&alice()).await.unwrap().is_none(), "refused tokens are forgotten");
+    let prompts = connect_prompts(&s.worker);
+    assert_eq!(prompts.iter().map(|p| p.3).collect::<Vec<_>>(), [SignInReason::Expired]);
+    assert!(s.seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_provider_that_is_down_fails_only_its_calls_with_a_note() {
+    let s = signing(my_issues_then("The tracker is down; the runbook says restart."));
+    s.vault.put(&alice(), &alice_tokens("tok-old", NOW - 5), NOW - 3600).await.unwrap();
+    s.provider.refreshes.lock().unwrap().push_back(Err(OAuthError::Unavailable("503".into())));
+
+    let outcome = s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    let turn = stored(&s.worker).await;
+    let found = results(&turn.transcript[2]);
+    assert_eq!(found[0].1, ToolStatus::Error, "{found:?}");
+    assert!(found[0].2.contains("could not renew"), "{found:?}");
+    assert_eq!(found[1].1, ToolStatus::Success, "the other call ran: {found:?}");
+    assert!(s.vault.get(&alice()).await.unwrap().is_some(), "tokens kept for a later try");
+}
+
+#[tokio::test]
+async fn someone_elses_click_burns_the_link_tells_only_them_and_the_person_gets_a_new_one() {
+    let s = signing(my_issues_then("Three."));
+    s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let first = connect_prompts(&s.worker)[0].1.clone();
+    let click = |user: &str, state: &str, channel: &str| {
+        let mut place = thread();
+        place.channel = ChannelId::new(channel);
+        WorkMessage::ConnectClick(ConnectClick {
+            thread: place,
+            user: UserId::new(user),
+            state: state.to_owned(),
+            action_ts: Ts::new("1763800950.001300"),
+        })
+    };
+
+    // The person's own click needs nothing from the worker.
+    assert_eq!(
+        s.worker.handle(&click(REQUESTER, &first, "C1"), &Budget::plenty()).await.unwrap(),
+        Outcome::Ignored { reason: "own_button" }
+    );
+    // A copy of the value clicked in another channel names nothing there.
+    assert_eq!(
+        s.worker.handle(&click("U2", &first, "C9"), &Budget::plenty()).await.unwrap(),
+        Outcome::Ignored { reason: "other_channel" }
+    );
+    // Someone else's click burns it.
+    let outcome = s.worker.handle(&click("U2", &first, "C1"), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingSignIn { id: turn_id() });
+    let refused: Vec<_> = requests(&s.worker.replies)
+        .into_iter()
+        .filter_map(|m| match m {
+            ReplyMessage::ConnectRefused { user, owner, .. } => Some((user.to_string(), owner.to_string())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused, [("U2".to_owned(), REQUESTER.to_owned())]);
+    let prompts = connect_prompts(&s.worker);
+    assert_eq!(prompts.len(), 2, "{prompts:?}");
+    let second = prompts[1].1.clone();
+    assert_ne!(second, first);
+    assert_eq!(prompts[1].0.as_str(), REQUESTER);
+    assert_eq!(
+        s.states.come_back(&first, "code-u2", NOW + 1).await.map(|_| ()),
+        Err(StateRefused::Replayed),
+        "a burned link signs no one in"
+    );
+
+    // The same click redelivered (the ingress drops repeated clicks; the
+    // queue redelivers after a crash before the new link went out): a
+    // new link again rather than none, the burned one still refused.
+    s.worker.handle(&click("U2", &first, "C1"), &Budget::plenty()).await.unwrap();
+    let prompts = connect_prompts(&s.worker);
+    assert_eq!(prompts.len(), 3, "{prompts:?}");
+    assert!(prompts.iter().all(|p| p.0.as_str() == REQUESTER));
+    // Another person's click on the burned link asks nothing more.
+    s.worker.handle(&click("U3", &first, "C1"), &Budget::plenty()).await.unwrap();
+    assert_eq!(connect_prompts(&s.worker).len(), 3);
+
+    let outcome = s.worker.handle(&callback(&s, &second, "code-1").await, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(*s.seen.lock().unwrap(), [Some("tok-alice-1".to_owned())]);
+}
+
+#[tokio::test]
+async fn forged_unknown_and_expired_states_change_nothing() {
+    let s = signing(my_issues_then("Three."));
+    s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let state = connect_prompts(&s.worker)[0].1.clone();
+    let forged = "A".repeat(43);
+    assert_eq!(s.states.come_back(&forged, "code", NOW).await.map(|_| ()), Err(StateRefused::Unknown));
+    assert_eq!(s.states.come_back("short", "code", NOW).await.map(|_| ()), Err(StateRefused::Unknown));
+    assert_eq!(s.states.come_back(&state, "code", NOW + 600).await.map(|_| ()), Err(StateRefused::Expired));
+
+    // A SignedIn message no callback made (its state never taken) does nothing.
+    for state in [state.clone(), forged] {
+        let message = WorkMessage::SignedIn(SignedIn { state, turn_id: turn_id(), thread: thread() });
+        let outcome = s.worker.handle(&message, &Budget::plenty()).await.unwrap();
+        assert!(matches!(outcome, Outcome::Ignored { .. }), "{outcome:?}");
+    }
+    assert!(s.provider.spent.lock().unwrap().is_empty());
+    assert_eq!(stored(&s.worker).await.status, TurnStatus::AwaitingSignIn);
+}
+
+#[tokio::test]
+async fn a_code_the_provider_refuses_asks_again_and_changes_nothing_else() {
+    let s = signing(my_issues_then("Three."));
+    s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let state = connect_prompts(&s.worker)[0].1.clone();
+    let outcome = s.worker.handle(&callback(&s, &state, "forged").await, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingSignIn { id: turn_id() });
+    let prompts = connect_prompts(&s.worker);
+    assert_eq!(prompts.iter().map(|p| p.3).collect::<Vec<_>>(), [SignInReason::NotConnected, SignInReason::Failed]);
+    assert!(s.vault.get(&alice()).await.unwrap().is_none());
+    assert!(s.seen.lock().unwrap().is_empty());
+}
+
+/// A vault whose next put is applied and its answer lost.
+struct LosesOnePut {
+    inner: Arc<dyn TokenVault>,
+    lose: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl TokenVault for LosesOnePut {
+    async fn get(&self, key: &ConnectionKey) -> Result<Option<Tokens>, PortError> {
+        self.inner.get(key).await
+    }
+
+    async fn put(&self, key: &ConnectionKey, tokens: &Tokens, now: i64) -> Result<(), PortError> {
+        self.inner.put(key, tokens, now).await?;
+        if self.lose.swap(false, Ordering::SeqCst) {
+            return Err(PortError::new("put tokens", "the answer was lost (applied)"));
+        }
+        Ok(())
+    }
+
+    async fn remove(&self, key: &ConnectionKey) -> Result<Option<Tokens>, PortError> {
+        self.inner.remove(key).await
+    }
+
+    async fn connections(
+        &self,
+        team: &TeamId,
+        user: &UserId,
+    ) -> Result<Vec<assistant_core::oauth::Connection>, PortError> {
+        self.inner.connections(team, user).await
+    }
+}
+
+#[tokio::test]
+async fn a_vault_write_whose_answer_is_lost_is_retried_without_spending_the_code_twice() {
+    let mut s = signing(my_issues_then("Three."));
+    let losing = Arc::new(LosesOnePut { inner: s.vault.clone(), lose: true.into() });
+    s.worker.sign_in.as_mut().unwrap().ports.vault = losing;
+    s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let state = connect_prompts(&s.worker)[0].1.clone();
+    let signed_in = callback(&s, &state, "code-1").await;
+
+    assert!(s.worker.handle(&signed_in, &Budget::plenty()).await.is_err(), "redelivered by the queue");
+    assert!(s.seen.lock().unwrap().is_empty());
+    // SQS redelivers: the tokens landed after the state was opened, so the
+    // spent code is not exchanged again.
+    s.clock.set(NOW + 30);
+    let outcome = s.worker.handle(&signed_in, &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    assert_eq!(s.provider.spent.lock().unwrap().len(), 1);
+    assert_eq!(*s.seen.lock().unwrap(), [Some("tok-alice-1".to_owned())]);
+}
+
+#[tokio::test]
+async fn a_sign_in_nobody_makes_in_time_fails_the_steps_calls_and_the_turn_answers() {
+    let s = signing(my_issues_then("I could not look at your issues: you did not connect the tracker."));
+    s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let state = connect_prompts(&s.worker)[0].1.clone();
+    s.clock.set(NOW + 599);
+    assert_eq!(s.worker.sweep_approvals().await.unwrap(), 0);
+    s.clock.set(NOW + 600);
+    assert_eq!(s.worker.sweep_approvals().await.unwrap(), 1);
+    let queued = s.worker.work.drain();
+    let outcome = s.worker.handle(&queued[0], &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+    let found = results(&stored(&s.worker).await.transcript[2]);
+    assert!(found.iter().all(|(_, status, _)| *status == ToolStatus::Error), "{found:?}");
+    assert!(found[0].2.contains("did not connect tracker within 10 minutes"), "{found:?}");
+    assert!(s.seen.lock().unwrap().is_empty());
+    // The link has expired with it.
+    assert_eq!(s.states.come_back(&state, "code-1", NOW + 600).await.map(|_| ()), Err(StateRefused::Expired));
+}
+
+#[tokio::test]
+async fn the_home_tab_lists_connections_and_disconnect_revokes_at_the_provider() {
+    let s = signing(Vec::new());
+    let home = |disconnect: Option<&str>, id: &str| {
+        WorkMessage::Home(HomeAction {
+            team: TeamId::new("T1"),
+            user: UserId::new(REQUESTER),
+            disconnect: disconnect.map(str::to_owned),
+            id: id.to_owned(),
+        })
+    };
+    assert_eq!(s.worker.handle(&home(None, "Ev1"), &Budget::plenty()).await.unwrap(), Outcome::HomeShown);
+    s.vault.put(&alice(), &alice_tokens("tok-alice-1", NOW + 3600), NOW).await.unwrap();
+    s.worker.handle(&home(None, "Ev2"), &Budget::plenty()).await.unwrap();
+    s.worker.handle(&home(Some("tracker"), "1763800999.000100"), &Budget::plenty()).await.unwrap();
+
+    let homes = s.worker.agent.homes();
+    let shown: Vec<String> = homes.iter().map(|(user, view)| format!("{user} {view}")).collect();
+    assert_eq!(shown.len(), 3);
+    assert!(shown.iter().all(|view| view.starts_with("U1 ")), "each person's own tab");
+    assert!(shown[0].contains("*tracker*: not connected"), "{}", shown[0]);
+    assert!(
+        shown[1].contains("*tracker*: connected as `alice@example.com`"),
+        "the account as people know it: {}",
+        shown[1]
+    );
+    assert!(shown[1].contains("oauth.disconnect"), "{}", shown[1]);
+    assert!(shown[2].contains("*tracker*: not connected"), "{}", shown[2]);
+    assert!(shown.iter().all(|view| !view.contains("tok-alice")), "no token on the tab");
+    assert!(s.vault.get(&alice()).await.unwrap().is_none());
+    assert_eq!(
+        *s.provider.revoked.lock().unwrap(),
+        [("tok-alice-1-refresh".to_owned(), "refresh_token".to_owned())],
+        "the refresh token is revoked: it ends the grant"
+    );
+    // The click again (a redelivery): nothing left to revoke.
+    s.worker.handle(&home(Some("tracker"), "1763800999.000100"), &Budget::plenty()).await.unwrap();
+    assert_eq!(s.provider.revoked.lock().unwrap().len(), 1);
+}
+
+// --- When the bot speaks (response_mode) ---------------------------------------
+
+fn asked(event: &str, text: &str, message_ts: &str, channel: &str) -> WorkMessage {
+    let mut place = thread();
+    place.channel = ChannelId::new(channel);
+    WorkMessage::StartTurn(TurnRequest {
+        event_id: EventId::new(event),
+        thread: place,
+        message_ts: Ts::new(message_ts),
+        user: UserId::new("U1"),
+        text: text.into(),
+        context_channel: None,
+        bot_user: Some(UserId::new("UBOT")),
+        files: Vec::new(),
+        membership: slack::Membership::Home,
+    })
+}
+
+#[tokio::test]
+async fn each_channels_response_mode_decides_what_is_answered_and_dms_always_are() {
+    let rules: Vec<assistant_core::response_modes::ResponseRule> = serde_json::from_value(json!([
+        {"channels": "C0QUIET*", "mode": "mentions_only"},
+        {"channels": "C0ASK*", "mode": "every_question"}
+    ]))
+    .unwrap();
+    let replies = (0..4).map(|_| text("An answer.")).collect::<Vec<_>>();
+    let mut w = worker(ScriptedModel::new(replies), counter());
+    w.response_modes = rules;
+    let (thread_ts, reply_ts) = ("1763800000.000100", "1763800300.000300");
+    let cases = [
+        // (event, text, message ts, channel, answered?)
+        ("Ev1", "and now?", reply_ts, "C0QUIET1", false),
+        ("Ev2", "<@UBOT> and now?", reply_ts, "C0QUIET1", true),
+        ("Ev3", "is checkout down?", thread_ts, "C0ASK1", true),
+        ("Ev4", "is checkout down?", thread_ts, "C0OTHER", false),
+        ("Ev5", "and now?", reply_ts, "C0OTHER", true),
+        ("Ev6", "hello", thread_ts, "D0DM1", true),
+    ];
+    for (event, said, ts, channel, answered) in cases {
+        let outcome = w.handle(&asked(event, said, ts, channel), &Budget::plenty()).await.unwrap();
+        let settled = matches!(outcome, Outcome::Settled { status: TurnStatus::Answered, .. });
+        assert_eq!(settled, answered, "{event} in {channel}: {outcome:?}");
+    }
+    assert_eq!(w.model.calls(), 4, "no model call for what is not answered");
+}
+
+#[tokio::test]
+async fn post_message_waits_for_approval_posts_once_redacted_and_never_again_on_a_redelivered_click() {
+    use tools_slack::{SlackToolsConfig, slack_tools};
+    // GIVEN a deployment that may post in its incidents channels
+    let model = ScriptedModel::new([
+        calls(&[(
+            "p1",
+            "post_message",
+            json!({"channel": "C0INCIDENTS", "text": "checkout-api restarted (xoxb-123456789012-abcdefghijklmnop)"}),
+        )]),
+        text("Posted the update in the incidents channel."),
+    ]);
+    let mut worker = worker(model, counter());
+    let config: SlackToolsConfig = serde_json::from_value(json!({"post_channels": ["C0INC*"]})).unwrap();
+    let slack = Arc::new(testkit::memory::MemorySlack::default());
+    worker.tools =
+        ToolRegistry::new(slack_tools(&config, slack_ports(slack, worker.agent.clone())), ToolPolicy::allow_all())
+            .unwrap();
+
+    // WHEN the model posts: THEN a person is asked first, and nothing is posted
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: turn_id() });
+    assert!(worker.agent.posts().is_empty());
+    assert!(stored(&worker).await.pending_approval.unwrap().waiting[0].name == "post_message");
+
+    // WHEN they approve, and SQS redelivers the click
+    let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
+    worker.handle(&click, &Budget::plenty()).await.unwrap();
+    worker.handle(&click, &Budget::plenty()).await.unwrap();
+
+    // THEN it is posted once, in that channel, the token redacted
+    let posts = worker.agent.posts();
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!(posts[0].0.as_str(), "C0INCIDENTS");
+    assert!(posts[0].1.starts_with("checkout-api restarted") && !posts[0].1.contains("xoxb-123456789012"), "{posts:?}");
+}
+
+#[tokio::test]
+async fn post_message_refuses_a_channel_outside_its_list_even_when_approved() {
+    use tools_slack::{SlackToolsConfig, slack_tools};
+    let agent = Arc::new(MemoryAgent::default());
+    let config: SlackToolsConfig = serde_json::from_value(json!({"post_channels": ["C0INC*"]})).unwrap();
+    let registry = ToolRegistry::new(
+        slack_tools(&config, slack_ports(Arc::new(testkit::memory::MemorySlack::default()), agent.clone())),
+        ToolPolicy::allow_all(),
+    )
+    .unwrap();
+    let call = ToolUse {
+        id: "p1".into(),
+        name: "post_message".into(),
+        input: json!({"channel": "C0GENERAL", "text": "all hands: we are down"}),
+    };
+    let result =
+        registry.run_approved(&call, &ChannelId::new("C0INC1"), &Default::default(), "T1-Ev01:p1".into()).await;
+    assert_eq!(result.status, ToolStatus::Error);
+    let ToolOutput::Text(message) = result.output else { panic!("text") };
+    assert!(message.contains("not a channel this bot may post in"), "{message}");
+    assert!(agent.posts().is_empty());
+    // Not grantable to a thread: every post is approved by a person.
+    assert!(registry.approval_rule(&ChannelId::new("C0INC1"), "post_message").unwrap().grant_scope.is_none());
+}
+
+/// The Slack tools' ports on memory doubles (no action tokens kept).
+fn slack_ports(slack: Arc<testkit::memory::MemorySlack>, agent: Arc<MemoryAgent>) -> tools_slack::SlackToolPorts {
+    tools_slack::SlackToolPorts {
+        slack,
+        agent,
+        tokens: Arc::new(testkit::memory::MemoryClaims::default()),
+        clock: Arc::new(assistant_core::FixedClock::at(1_763_800_000)),
+    }
+}
+
+#[tokio::test]
+async fn a_secret_the_model_writes_itself_is_redacted_before_the_turn_keeps_it() {
+    // GIVEN a model that says a secret on its way to a tool call and in its
+    // answer (made here: nothing secret-looking is committed)
+    let key = format!("aws_secret_access_key={}{}", "wJalrXUtnFEMI/K7MDENG/", "bPxRfiCYzQ8rT2vN5mL4kW9s");
+    let mut step = calls(&[("t1", "search_docs", json!({"query": "pool"}))]).unwrap();
+    step.message.content.insert(0, Content::Text(format!("Found {key} in the config.")));
+    let model = ScriptedModel::new([Ok(step), text(&format!("Rotate it: {key}"))]);
+    let worker = worker(model, counter());
+
+    // WHEN the turn runs
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN neither the transcript nor the answer holds it
+    let turn = stored(&worker).await;
+    let kept = serde_json::to_string(&turn).unwrap();
+    assert!(!kept.contains("bPxRfiCY"), "{kept}");
+    let answer = turn.answer.unwrap();
+    assert!(answer.contains("Rotate it:") && answer.contains("[redacted"), "{answer}");
+}
