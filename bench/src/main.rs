@@ -54,9 +54,7 @@ use std::time::{Duration, Instant};
 use testkit::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemorySlack, MemoryTimers};
 use tests::lambda::{LambdaUnderRie, Launch};
 use tools_registry::{Effect, Tool, ToolPolicy, ToolRegistry};
-use worker_config::ApprovalsConfig;
-use worker_turn::approvals::Approvals;
-use worker_turn::worker::{Deadline, Limits, Outcome, Worker};
+use worker_turn::{Deadline, Limits, Outcome, Ports, Worker};
 
 const SECRET: &str = "bench-signing-secret";
 const NOW: i64 = 1_763_800_000;
@@ -264,7 +262,7 @@ fn bench_worker_with(
     let replies = Arc::new(Counting::<MemoryQueue<ReplyMessage>>::default());
     let artifacts = Arc::new(Counting::<MemoryArtifacts>::default());
     let metrics = Arc::new(testkit::memory::MemoryMetrics::default());
-    let worker = Worker {
+    let ports = Ports {
         store: store.clone(),
         deliveries: Arc::new(tables.deliveries),
         model,
@@ -274,28 +272,20 @@ fn bench_worker_with(
         slack: Arc::new(MemorySlack::default()),
         files: Arc::new(MemorySlack::default()),
         timers: Arc::new(MemoryTimers::default()),
-        tools: ToolRegistry::new(vec![search], ToolPolicy::allow_all())?,
-        approvals: Approvals::new(ApprovalsConfig::default()),
         clock,
-        system_prompt: worker_config::assembly::DEFAULT_SYSTEM_PROMPT.to_owned(),
-        limits: Limits { max_steps: steps, ..Limits::default() },
         metrics: metrics.clone(),
-        prices: None,
         agent,
         streams: tables.streams,
         feedback: tables.feedback,
         grants: tables.grants,
         contexts: Arc::new(testkit::memory::MemoryContexts::default()),
-        suggested_prompts: Vec::new(),
-        home_channels: Vec::new(),
-        response_modes: Vec::new(),
-        enhancer: None,
-        unoffered: Vec::new(),
-        sign_in: None,
-        background: Default::default(),
-        memory: None,
-        incidents: None,
     };
+    let worker = Worker::builder(ports)
+        .tools(ToolRegistry::new(vec![search], ToolPolicy::allow_all())?)
+        .system_prompt(worker_config::assembly::DEFAULT_SYSTEM_PROMPT)
+        .limits(Limits { max_steps: steps, ..Limits::default() })
+        .suggested_prompts(Vec::new())
+        .build();
     Ok(BenchWorker { worker, store, work, replies, artifacts, metrics })
 }
 

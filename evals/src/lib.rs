@@ -244,14 +244,14 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
     let mut config = config.clone();
     config.http_tools.clear();
     config.mcp_servers.clear();
-    let mut worker = worker_config::assemble(ports, &config, Limits::default(), &|_| None).await?;
+    let worker = worker_config::assemble(ports, &config, Limits::default(), &|_| None).await?;
     let mut tools =
         vec![tools_registry::builtin::current_time(Arc::new(assistant_core::FixedClock::at(1_763_800_600)))];
     for tool in &case.tools {
         tools.push(recorded_tool(tool));
     }
-    worker.tools = ToolRegistry::new(tools, config.policy().unwrap_or_else(ToolPolicy::allow_all))?;
-    worker.prices = prices;
+    let tools = ToolRegistry::new(tools, config.policy().unwrap_or_else(ToolPolicy::allow_all))?;
+    let worker = worker.rebuild().tools(tools).prices(prices).build();
 
     let request = request(case);
     let turn_id = WorkMessage::StartTurn(request.clone()).turn_id().expect("a start names its turn");

@@ -482,7 +482,7 @@ impl WorkerFunction {
 
     /// Waits for the start's background work (tests, and [`Self::load`]).
     pub async fn settle(&self) {
-        self.assembled().worker.background.settle(BACKGROUND_WAIT).await;
+        self.assembled().worker.background().settle(BACKGROUND_WAIT).await;
     }
 
     /// The configuration to start from: the copy the workers keep, when
@@ -555,14 +555,14 @@ impl WorkerFunction {
             }
         };
         if let Some(read) = read.filter(|_| from_copy.is_none()) {
-            assembled.worker.background.spawn(keep(copies.clone(), read));
+            assembled.worker.background().spawn(keep(copies.clone(), read));
         }
         tracing::info!(config = %object, kept = from_copy.is_some(), ?serving, "worker assembled");
         if let Some(problem) = &problem {
             problem.log(serving);
             if let Some(alerts) = alerts.clone() {
                 let problem = problem.clone();
-                assembled.worker.background.spawn(async move {
+                assembled.worker.background().spawn(async move {
                     fallback::report_once(&alerts, &problem, serving).await;
                 });
             }
@@ -585,7 +585,7 @@ impl WorkerFunction {
     /// The same function with other tools (tests bring their own).
     pub fn with_tools(mut self, tools: ToolRegistry) -> Self {
         let assembled = Arc::get_mut(self.assembled.get_mut().expect("assembled lock")).expect("not yet shared");
-        assembled.worker.tools = tools;
+        assembled.worker.replace_tools(tools);
         self
     }
 
@@ -626,7 +626,7 @@ impl WorkerFunction {
             Ok(Some((assembled, read))) => {
                 let assembled = assembled.serving(Serving::Current, read.read_at, read.bytes.is_some());
                 let copies = KeptConfiguration::new(self.arrival.records.clone(), object);
-                assembled.worker.background.spawn(keep(copies, read));
+                assembled.worker.background().spawn(keep(copies, read));
                 *self.assembled.write().expect("assembled lock") = Arc::new(assembled);
                 if self.config_problem.lock().expect("config_problem lock").take().is_some() {
                     tracing::info!(config = %object, "the assistant configuration is usable again");

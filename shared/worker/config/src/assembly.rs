@@ -24,9 +24,8 @@ use tools_registry::references::Reference;
 use tools_registry::{ChannelRule, ToolDefinitionError, ToolPolicy, ToolRegistry, Unoffered};
 use tracing::info;
 use worker_identity::sign_in::Asking;
-use worker_turn::approvals::Approvals;
 use worker_turn::enhancer::Enhancer;
-use worker_turn::worker::{Limits, Worker};
+use worker_turn::{Limits, Worker};
 
 /// The system prompt used when the deployment configures none.
 pub const DEFAULT_SYSTEM_PROMPT: &str = include_str!("prompts/system.md");
@@ -490,38 +489,41 @@ pub async fn assemble(
             ports.clock.clone(),
         )
     });
-    Ok(Worker {
+    let prices = assistant.model_prices.or_else(|| ModelPrices::for_model(ports.model.id()));
+    let core = worker_turn::Ports {
         store: ports.store,
         deliveries: ports.deliveries,
+        model: ports.model,
         work: ports.work,
         replies: ports.replies,
         artifacts: ports.artifacts,
         slack: ports.slack,
         files: ports.files,
         timers: ports.timers,
-        tools,
-        approvals: Approvals::new(assistant.approvals.clone()),
         clock: ports.clock,
-        system_prompt,
-        limits,
-        prices: assistant.model_prices.or_else(|| ModelPrices::for_model(ports.model.id())),
-        model: ports.model,
         metrics: ports.metrics,
         agent: ports.agent,
         streams: ports.streams,
         feedback: ports.feedback,
         grants: ports.grants,
         contexts: ports.contexts,
-        suggested_prompts: assistant.suggested_prompts.clone(),
-        home_channels: assistant.home_channels.clone(),
-        response_modes: assistant.response_mode.clone(),
-        enhancer,
-        unoffered,
-        sign_in,
-        background,
-        memory: ports.memory,
-        incidents,
-    })
+    };
+    Ok(Worker::builder(core)
+        .tools(tools)
+        .approvals(assistant.approvals.clone())
+        .system_prompt(system_prompt)
+        .limits(limits)
+        .prices(prices)
+        .suggested_prompts(assistant.suggested_prompts.clone())
+        .home_channels(assistant.home_channels.clone())
+        .response_modes(assistant.response_mode.clone())
+        .enhancer(enhancer)
+        .unoffered(unoffered)
+        .sign_in(sign_in)
+        .background(background)
+        .memory(ports.memory)
+        .incidents(incidents)
+        .build())
 }
 
 #[cfg(test)]
@@ -646,16 +648,16 @@ mod tests {
         let worker = assemble(ports(), &assistant, Limits::default(), &env).await.unwrap();
         let channel = slack::ChannelId::new("C0ANY");
         assert!(
-            worker.tools.approval_rule(&channel, "read_channel").is_none(),
+            worker.tools().approval_rule(&channel, "read_channel").is_none(),
             "another channel's words: by policy only"
         );
-        let advertised: Vec<String> = worker.tools.advertised(&channel).into_iter().map(|spec| spec.name).collect();
+        let advertised: Vec<String> = worker.tools().advertised(&channel).into_iter().map(|spec| spec.name).collect();
         assert_eq!(
             advertised,
             ["current_time", "read_attachment", "attach_result", "list_docs", "read_doc", "search_docs"],
             "allowed (read_attachment is offered only to turns with text files)"
         );
-        assert!(worker.tools.approval_rule(&channel, "service_status").is_none(), "declared, but allowed nowhere");
+        assert!(worker.tools().approval_rule(&channel, "service_status").is_none(), "declared, but allowed nowhere");
     }
 
     fn two_tools_with_secrets(first: &str, second: &str) -> AssistantConfig {

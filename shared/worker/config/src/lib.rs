@@ -56,8 +56,8 @@ use tools_knowledge::KnowledgeBaseConfig;
 use tools_mcp::McpServerConfig;
 use tools_registry::{ChannelRule, ToolPolicy};
 pub use worker_turn::approvals::ApprovalsConfig;
+pub use worker_turn::default_prompts;
 use worker_turn::enhancer::PromptEnhancerConfig;
-pub use worker_turn::worker::default_prompts;
 
 pub const DEFAULT_CONFIG_KEY: &str = "config/assistant.json";
 

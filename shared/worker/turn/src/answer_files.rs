@@ -17,10 +17,10 @@ use assistant_core::ports::{AgentSlack, ArtifactStore, FileUpload};
 use assistant_core::turn::{AnswerFile, Content, ToolOutput, ToolResult, ToolStatus, ToolUse, Turn};
 use serde_json::{Value, json};
 use std::time::Duration;
+pub use tools_registry::ATTACH_RESULT;
 use tools_registry::{Effect, Tool};
 use tracing::{info, warn};
 
-pub use tools_registry::ATTACH_RESULT;
 /// The most files one answer gets.
 pub const MAX_ANSWER_FILES: usize = 3;
 /// The most of one file (the rest is cut, and the file says so).

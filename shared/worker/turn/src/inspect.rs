@@ -5,7 +5,7 @@
 //! out, the `deny` glob that names it, its MCP server being down, or the
 //! configuration not turning it on.
 
-use crate::worker::Worker;
+use crate::Worker;
 use serde_json::json;
 use slack::ChannelId;
 use std::fmt::Write;

@@ -21,15 +21,24 @@
 //! reads the assistant configuration's file: `worker-config` builds the
 //! worker from it.
 
+pub use builder::{Ports, Worker, WorkerBuilder, default_prompts};
+pub use outcome::{Deadline, FAILURE, Limits, MAX_TOOL_CALLS_PER_STEP, MODEL_CALL_TIME, Outcome, REFUSAL, WorkerError};
+pub use step_loop::THINKING;
+
+mod acting_as;
 pub mod answer_files;
 pub mod approvals;
+mod builder;
 pub mod context;
 pub mod enhancer;
+mod handle;
+pub mod handlers;
 pub mod inspect;
 pub mod memory;
 pub mod offload;
+mod outcome;
+mod step_loop;
 pub mod streaming;
+mod sweeps;
 pub mod thread_files;
-pub mod worker;
-
-pub use worker::{Deadline, Limits, MODEL_CALL_TIME, Outcome, Worker, WorkerError};
+mod tool_calls;

@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use serde_json::json;
 use slack::{ChannelId, EventId, TeamId, Ts, UserId};
 use std::collections::VecDeque;
-use std::ops::{Deref, DerefMut};
+use std::ops::Deref;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,9 +31,9 @@ use testkit::memory::{
     Tables,
 };
 use tools_registry::{CallContext, ChannelRule, Effect, RunTool, Tool, ToolFuture, ToolPolicy, ToolRegistry};
-use worker_turn::approvals::Approvals;
+
 use worker_turn::approvals::ApprovalsConfig;
-use worker_turn::worker::{Deadline, Limits, MAX_TOOL_CALLS_PER_STEP, Outcome, REFUSAL, Worker};
+use worker_turn::{Deadline, Limits, MAX_TOOL_CALLS_PER_STEP, Outcome, Ports, REFUSAL, Worker, WorkerBuilder};
 
 // --- A scripted model -------------------------------------------------------
 
@@ -198,7 +198,8 @@ impl Deadline for Budget {
 
 /// The worker on in-memory ports, and those ports, kept to look at.
 struct TestWorker<M = ScriptedModel> {
-    worker: Worker,
+    /// Always there: taken only while [`TestWorker::change`] rebuilds it.
+    worker: Option<Worker>,
     store: RecordTurns,
     deliveries: RecordDeliveries,
     model: Arc<M>,
@@ -218,13 +219,15 @@ impl<M> Deref for TestWorker<M> {
     type Target = Worker;
 
     fn deref(&self) -> &Worker {
-        &self.worker
+        self.worker.as_ref().expect("built")
     }
 }
 
-impl<M> DerefMut for TestWorker<M> {
-    fn deref_mut(&mut self) -> &mut Worker {
-        &mut self.worker
+impl<M> TestWorker<M> {
+    /// The worker built again with what `change` sets.
+    fn change(&mut self, change: impl FnOnce(WorkerBuilder) -> WorkerBuilder) {
+        let worker = self.worker.take().expect("built");
+        self.worker = Some(change(worker.rebuild()).build());
     }
 }
 
@@ -236,7 +239,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
     let artifacts = Arc::new(MemoryArtifacts::default());
     let timers = Arc::new(MemoryTimers::default());
     let metrics = Arc::new(MemoryMetrics::default());
-    let worker = Worker {
+    let ports = Ports {
         store: Arc::new(store.clone()),
         deliveries: Arc::new(deliveries.clone()),
         model: model.clone(),
@@ -246,30 +249,22 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         slack: Arc::new(MemorySlack::default()),
         files: Arc::new(MemorySlack::default()),
         timers: timers.clone(),
-        tools: tools(runs),
-        approvals: Approvals::new(ApprovalsConfig::default()),
         clock: Arc::new(FixedClock::at(NOW)),
-        system_prompt: "You are the on-call assistant.".into(),
-        limits: Limits::default(),
         metrics: metrics.clone(),
-        prices: ModelPrices::for_model("us.anthropic.claude-sonnet-4-20250514-v1:0"),
         agent: agent.clone(),
         streams: streams.clone(),
         feedback: feedback.clone(),
         grants: grants.clone(),
         contexts: contexts.clone(),
-        suggested_prompts: worker_turn::worker::default_prompts(),
-        home_channels: vec!["C0HOME*".into()],
-        response_modes: Vec::new(),
-        enhancer: None,
-        unoffered: Vec::new(),
-        sign_in: None,
-        background: Default::default(),
-        memory: None,
-        incidents: None,
     };
+    let worker = Worker::builder(ports)
+        .tools(tools(runs))
+        .system_prompt("You are the on-call assistant.")
+        .prices(ModelPrices::for_model("us.anthropic.claude-sonnet-4-20250514-v1:0"))
+        .home_channels(vec!["C0HOME*".into()])
+        .build();
     TestWorker {
-        worker,
+        worker: Some(worker),
         store,
         deliveries,
         model,
@@ -499,7 +494,7 @@ async fn the_step_limit_ends_with_an_honest_partial_answer() {
         (0..3).map(|i| calls(&[(&*format!("t{i}"), "search_docs", json!({"query": format!("q{i}")}))])),
     );
     let mut worker = worker(model, runs);
-    worker.limits.max_steps = 3;
+    worker.change(|w| w.limits(Limits { max_steps: 3, ..Limits::default() }));
     let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
 
     assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 3 });
@@ -807,7 +802,7 @@ async fn a_step_whose_results_outgrow_the_item_is_compacted_and_saved() {
     let many: Vec<(&str, &str, serde_json::Value)> =
         many.iter().map(|(id, n, i)| (id.as_str(), *n, i.clone())).collect();
     let mut worker = worker(ScriptedModel::new([calls(&many), text("Logs read.")]), counter());
-    worker.tools = ToolRegistry::new(vec![bulky], ToolPolicy::allow_all()).unwrap();
+    worker.change(|w| w.tools(ToolRegistry::new(vec![bulky], ToolPolicy::allow_all()).unwrap()));
 
     let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
 
@@ -901,8 +896,9 @@ async fn a_person_outside_a_rule_neither_sees_nor_runs_its_tools_in_a_dm_while_a
     // WHEN someone who is not an admin asks in their DM, and the model asks for it anyway
     let runs = counter();
     let mut someone = worker(asking_for_admin_only(), runs);
-    someone.tools = tools_under(runs, ToolPolicy::new(rules.clone()));
-    someone.slack = Arc::new(MemorySlack::default().with_group("S0ADMINS", &["U9"]));
+    someone.change(|w| w.tools(tools_under(runs, ToolPolicy::new(rules.clone()))));
+    let slack = Arc::new(MemorySlack::default().with_group("S0ADMINS", &["U9"]));
+    someone.change(|w| w.ports(|p| p.slack = slack));
     someone.handle(&in_dm("U1"), &Budget::plenty()).await.unwrap();
 
     // THEN it was not offered and did not run
@@ -916,8 +912,9 @@ async fn a_person_outside_a_rule_neither_sees_nor_runs_its_tools_in_a_dm_while_a
     // AND an admin, asking the same in their DM, is offered it and it runs
     let runs = counter();
     let mut admin = worker(asking_for_admin_only(), runs);
-    admin.tools = tools_under(runs, ToolPolicy::new(rules));
-    admin.slack = Arc::new(MemorySlack::default().with_group("S0ADMINS", &["U9"]));
+    admin.change(|w| w.tools(tools_under(runs, ToolPolicy::new(rules))));
+    let slack = Arc::new(MemorySlack::default().with_group("S0ADMINS", &["U9"]));
+    admin.change(|w| w.ports(|p| p.slack = slack));
     admin.handle(&in_dm("U9"), &Budget::plenty()).await.unwrap();
     assert!(admin.model.advertised(0).contains(&"admin_only".to_owned()));
     assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -935,7 +932,7 @@ async fn awaiting_restart(
     replies.extend(then);
     let mut worker = worker(ScriptedModel::new(replies), runs);
     let clock = Arc::new(ManualClock::at(NOW));
-    worker.clock = clock.clone();
+    worker.change(|w| w.ports(|p| p.clock = clock.clone()));
     assert_eq!(worker.handle(&start(), &Budget::plenty()).await.unwrap(), Outcome::AwaitingApproval { id: turn_id() });
     (worker, clock)
 }
@@ -976,11 +973,14 @@ async fn someone_who_may_not_approve_changes_nothing_and_is_told_who_may() {
 async fn members_of_an_approver_group_may_approve_and_with_four_eyes_the_requester_may_not() {
     let runs = counter();
     let (mut worker, _) = awaiting_restart(runs, vec![text("Restarted.")]).await;
-    worker.slack = Arc::new(MemorySlack::default().with_group("S0ONCALL", &["U3"]));
-    worker.approvals = Approvals::new(ApprovalsConfig {
-        approvers: vec![Approver::Requester, Approver::Group("S0ONCALL".into())],
-        allow_self_approval: false,
-        ..ApprovalsConfig::default()
+    let slack = Arc::new(MemorySlack::default().with_group("S0ONCALL", &["U3"]));
+    worker.change(|w| w.ports(|p| p.slack = slack));
+    worker.change(|w| {
+        w.approvals(ApprovalsConfig {
+            approvers: vec![Approver::Requester, Approver::Group("S0ONCALL".into())],
+            allow_self_approval: false,
+            ..ApprovalsConfig::default()
+        })
     });
     let call = waiting_call(&worker).await;
 
@@ -1105,7 +1105,7 @@ fn keyed_tools(keys: &Arc<Mutex<Vec<Option<String>>>>) -> ToolRegistry {
 async fn an_approved_call_runs_once_with_its_idempotency_key() {
     let keys = Arc::default();
     let (mut worker, _) = awaiting_restart(counter(), vec![text("Restarted.")]).await;
-    worker.tools = keyed_tools(&keys);
+    worker.change(|w| w.tools(keyed_tools(&keys)));
     let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
     worker.handle(&click, &Budget::plenty()).await.unwrap();
     worker.handle(&click, &Budget::plenty()).await.unwrap();
@@ -1166,13 +1166,15 @@ async fn a_crash_between_the_call_and_the_result_save_never_makes_the_call_again
     let (mut worker, _) = awaiting_restart(runs, vec![text("Please check whether it restarted.")]).await;
     let call = waiting_call(&worker).await;
     // The "running" save succeeds; the save of the result after the call fails.
-    worker.worker.store =
+    let store: Arc<dyn TurnStore> =
         Arc::new(FailingSaves { inner: worker.store.clone(), saves: AtomicU32::new(0), fail_from: 2 });
+    worker.change(|w| w.ports(|p| p.store = store));
     let err = worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap_err();
     assert!(err.is_retryable(), "SQS redelivers the click: {err}");
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the call was made once");
 
-    worker.worker.store = Arc::new(worker.store.clone());
+    let store: Arc<dyn TurnStore> = Arc::new(worker.store.clone());
+    worker.change(|w| w.ports(|p| p.store = store));
     worker.handle(&click_on(&call, REQUESTER, Decision::Approve), &Budget::plenty()).await.unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 1, "and never again");
     let (_, _, output) = results(&stored(&worker).await.transcript[2]).remove(0);
@@ -1185,8 +1187,9 @@ async fn the_redelivery_that_settles_an_unknown_outcome_makes_the_prompt_its_rec
     let runs = counter();
     let (mut worker, _) = awaiting_restart(runs, vec![text("Please check whether it restarted.")]).await;
     let call = waiting_call(&worker).await;
-    worker.worker.store =
+    let store: Arc<dyn TurnStore> =
         Arc::new(FailingSaves { inner: worker.store.clone(), saves: AtomicU32::new(0), fail_from: 2 });
+    worker.change(|w| w.ports(|p| p.store = store));
     let click = click_on(&call, REQUESTER, Decision::Approve);
     assert!(worker.handle(&click, &Budget::plenty()).await.is_err());
     assert!(
@@ -1195,7 +1198,8 @@ async fn the_redelivery_that_settles_an_unknown_outcome_makes_the_prompt_its_rec
     );
 
     // WHEN SQS redelivers the click
-    worker.worker.store = Arc::new(worker.store.clone());
+    let store: Arc<dyn TurnStore> = Arc::new(worker.store.clone());
+    worker.change(|w| w.ports(|p| p.store = store));
     worker.handle(&click, &Budget::plenty()).await.unwrap();
 
     // THEN the prompt is updated to say who approved it and that its
@@ -1397,7 +1401,7 @@ async fn opening_the_dm_sets_the_prompts_for_the_dm_and_calls_no_model() {
     let prompts = worker.agent.prompts();
     assert_eq!(prompts.len(), 1);
     assert_eq!((prompts[0].0.as_str(), prompts[0].1.as_ref()), ("D1", None), "no thread: agent apps ignore one");
-    assert_eq!(prompts[0].2, worker_turn::worker::default_prompts());
+    assert_eq!(prompts[0].2, worker_turn::default_prompts());
     assert_eq!(worker.model.calls(), 0, "no model call to open the DM");
     assert!(worker.replies.messages().is_empty() && worker.store.load(&turn_id()).await.unwrap().is_none());
 }
@@ -1743,7 +1747,7 @@ async fn a_settled_turn_is_remembered_in_its_channel_and_its_record_carries_the_
     let mut worker = worker(ScriptedModel::new([text("The pool is exhausted.")]), counter());
     let records: Arc<dyn assistant_core::ports::VersionedRecords> = Arc::new(testkit::memory::MemoryRecords::default());
     let memory = ChannelMemory::new(records, DEFAULT_RETENTION_SECS);
-    worker.memory = Some(memory.clone());
+    worker.change(|w| w.memory(Some(memory.clone())));
     worker.handle(&start(), &Budget::plenty()).await.unwrap();
     let mut delivered = DeliveryRecord::default();
     delivered.posted.insert(assistant_core::delivery::MessageKey::Answer { part: 1, of: 1 }, Ts::new("1.2"));
@@ -1935,7 +1939,7 @@ async fn a_person_of_another_organization_gets_no_tool_the_policy_does_not_give_
         text("I can't restart it for you."),
     ]);
     let mut worker = worker(model, runs);
-    worker.tools = tools_with_external_rule(runs, None);
+    worker.change(|w| w.tools(tools_with_external_rule(runs, None)));
 
     // WHEN a person of another organization asks, and the model calls the changing tool anyway
     let outcome = worker.handle(&start_external(), &Budget::plenty()).await.unwrap();
@@ -1958,10 +1962,12 @@ async fn an_external_rule_gives_them_a_tool_that_only_the_teams_approvers_approv
         ScriptedModel::new([calls(&[("x1", "restart_service", json!({"query": "checkout-api"}))]), text("Restarted.")]);
     let mut worker = worker(model, runs);
     let external = json!({"channels": "C*", "external": true, "tools": ["search_docs", "restart_service"]});
-    worker.tools = tools_with_external_rule(runs, Some(external));
-    worker.approvals = Approvals::new(ApprovalsConfig {
-        approvers: vec![Approver::Requester, Approver::User(UserId::new("U0LEAD"))],
-        ..ApprovalsConfig::default()
+    worker.change(|w| w.tools(tools_with_external_rule(runs, Some(external))));
+    worker.change(|w| {
+        w.approvals(ApprovalsConfig {
+            approvers: vec![Approver::Requester, Approver::User(UserId::new("U0LEAD"))],
+            ..ApprovalsConfig::default()
+        })
     });
 
     // WHEN the external person asks
@@ -2004,9 +2010,11 @@ async fn an_approver_of_another_team_is_refused_even_when_the_configuration_name
     // GIVEN a restart waiting for approval, whose approvers name a vendor's engineer
     let runs = counter();
     let (mut worker, _) = awaiting_restart(runs, vec![text("Restarted.")]).await;
-    worker.approvals = Approvals::new(ApprovalsConfig {
-        approvers: vec![Approver::Requester, Approver::User(UserId::new("U0VENDOR"))],
-        ..ApprovalsConfig::default()
+    worker.change(|w| {
+        w.approvals(ApprovalsConfig {
+            approvers: vec![Approver::Requester, Approver::User(UserId::new("U0VENDOR"))],
+            ..ApprovalsConfig::default()
+        })
     });
     let call = waiting_call(&worker).await;
 
@@ -2033,7 +2041,7 @@ async fn a_change_only_the_requester_may_approve_is_refused_at_once_for_an_exter
     ]);
     let mut worker = worker(model, runs);
     let external = json!({"channels": "C*", "external": true, "tools": ["restart_service"]});
-    worker.tools = tools_with_external_rule(runs, Some(external));
+    worker.change(|w| w.tools(tools_with_external_rule(runs, Some(external))));
 
     // WHEN the external person asks
     let outcome = worker.handle(&start_external(), &Budget::plenty()).await.unwrap();
@@ -2117,7 +2125,7 @@ async fn no_grant_for_destructive_calls_for_non_approvers_or_where_turned_off() 
     )
     .unwrap()
     .destructive(true);
-    worker.tools = ToolRegistry::new(vec![destructive], ToolPolicy::allow_all()).unwrap();
+    worker.change(|w| w.tools(ToolRegistry::new(vec![destructive], ToolPolicy::allow_all()).unwrap()));
     let call = waiting_call(&worker).await;
     let forged = worker.handle(&click_on(&call, REQUESTER, Decision::ApproveForThread), &Budget::plenty()).await;
     assert_eq!(forged.unwrap(), Outcome::Ignored { reason: "grant_not_offered" });
@@ -2138,7 +2146,7 @@ async fn no_grant_for_destructive_calls_for_non_approvers_or_where_turned_off() 
     let mut replies = vec![calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))])];
     replies.push(text("Restarted."));
     let mut off = crate::worker(ScriptedModel::new(replies), runs);
-    off.approvals = Approvals::new(ApprovalsConfig { thread_grants: false, ..ApprovalsConfig::default() });
+    off.change(|w| w.approvals(ApprovalsConfig { thread_grants: false, ..ApprovalsConfig::default() }));
     off.handle(&start(), &Budget::plenty()).await.unwrap();
     assert_eq!(prompts(&off.replies), [("r1".to_owned(), None)]);
     let call = waiting_call(&off).await;
@@ -2280,9 +2288,9 @@ fn signing(replies: Vec<Result<ModelReply, ModelError>>) -> Signing {
         Ok(ToolOutput::Text("the runbook".into()))
     })
     .unwrap();
-    worker.tools = ToolRegistry::new(vec![my_issues, docs], ToolPolicy::allow_all()).unwrap();
+    worker.change(|w| w.tools(ToolRegistry::new(vec![my_issues, docs], ToolPolicy::allow_all()).unwrap()));
     let clock = Arc::new(ManualClock::at(NOW));
-    worker.clock = clock.clone();
+    worker.change(|w| w.ports(|p| p.clock = clock.clone()));
     let vault: Arc<dyn TokenVault> = Arc::new(SealedVault::new(records.clone(), Arc::new(MemorySealer)));
     let states = ConnectStates::new(records);
     let provider = Arc::new(TrackerTokens::default());
@@ -2306,7 +2314,7 @@ fn signing(replies: Vec<Result<ModelReply, ModelError>>) -> Signing {
         tokens: provider.clone(),
         urls: urls.expect("the deployment's sign-in URLs"),
     };
-    worker.sign_in = Some(SignIn { ports, providers: BTreeMap::from([("tracker".to_owned(), tracker)]) });
+    worker.change(|w| w.sign_in(Some(SignIn { ports, providers: BTreeMap::from([("tracker".to_owned(), tracker)]) })));
     Signing { worker, vault, states, provider, seen, clock }
 }
 
@@ -2588,7 +2596,7 @@ impl TokenVault for LosesOnePut {
 async fn a_vault_write_whose_answer_is_lost_is_retried_without_spending_the_code_twice() {
     let mut s = signing(my_issues_then("Three."));
     let losing = Arc::new(LosesOnePut { inner: s.vault.clone(), lose: true.into() });
-    s.worker.sign_in.as_mut().unwrap().ports.vault = losing;
+    s.worker.change(|w| w.sign_in_ports(|ports| ports.vault = losing));
     s.worker.handle(&start(), &Budget::plenty()).await.unwrap();
     let state = connect_prompts(&s.worker)[0].1.clone();
     let signed_in = callback(&s, &state, "code-1").await;
@@ -2691,7 +2699,7 @@ async fn each_channels_response_mode_decides_what_is_answered_and_dms_always_are
     .unwrap();
     let replies = (0..4).map(|_| text("An answer.")).collect::<Vec<_>>();
     let mut w = worker(ScriptedModel::new(replies), counter());
-    w.response_modes = rules;
+    w.change(|w| w.response_modes(rules));
     let (thread_ts, reply_ts) = ("1763800000.000100", "1763800300.000300");
     let cases = [
         // (event, text, message ts, channel, answered?)
@@ -2725,9 +2733,10 @@ async fn post_message_waits_for_approval_posts_once_redacted_and_never_again_on_
     let mut worker = worker(model, counter());
     let config: SlackToolsConfig = serde_json::from_value(json!({"post_channels": ["C0INC*"]})).unwrap();
     let slack = Arc::new(testkit::memory::MemorySlack::default());
-    worker.tools =
+    let tools =
         ToolRegistry::new(slack_tools(&config, slack_ports(slack, worker.agent.clone())), ToolPolicy::allow_all())
             .unwrap();
+    worker.change(|w| w.tools(tools));
 
     // WHEN the model posts: THEN a person is asked first, and nothing is posted
     let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();

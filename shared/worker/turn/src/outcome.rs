@@ -1,0 +1,175 @@
+//! What one turn may use ([`Limits`]), the time an invocation has left
+//! ([`Deadline`]), and what handling a message comes to ([`Outcome`],
+//! [`WorkerError`]).
+
+use assistant_core::model::ModelError;
+use assistant_core::ports::{PortError, StoreError};
+use assistant_core::turn::{TurnId, TurnStatus};
+use std::time::Duration;
+
+/// What one turn may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Model calls per turn; at the limit the turn ends with a partial
+    /// answer that says so.
+    pub max_steps: u32,
+    /// Output tokens per model call.
+    pub max_output_tokens: u32,
+    /// Input + output tokens over the whole turn.
+    pub max_turn_tokens: u64,
+    /// Time one step may need: its model call, the slowest tool, the saves.
+    /// With less left in the invocation, the turn continues in the next one.
+    pub step_time: Duration,
+}
+
+/// The most one model call may take, retries and its stream included: the
+/// Bedrock client's operation timeout (`functions/worker`), which the
+/// adapter also holds every read of a streamed reply to
+/// (`adapters_bedrock::StreamLimits`: the SDK stops timing at a stream's
+/// first response).
+pub const MODEL_CALL_TIME: Duration = Duration::from_secs(150);
+
+/// What a step needs besides its model call and its tools (saves, status).
+const STEP_OVERHEAD: Duration = Duration::from_secs(15);
+
+/// The most tool calls one model step runs: a reply asking for hundreds
+/// (a model steered by what it read, or looping) runs this many, and each
+/// call past it is answered with an error the model reads.
+pub const MAX_TOOL_CALLS_PER_STEP: usize = 20;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_steps: 10,
+            max_output_tokens: 4096,
+            max_turn_tokens: 400_000,
+            step_time: MODEL_CALL_TIME + tools_registry::MAX_TOOL_TIME + STEP_OVERHEAD,
+        }
+    }
+}
+
+/// How long the current invocation has left (the Lambda context's deadline).
+pub trait Deadline: Send + Sync {
+    fn time_left(&self) -> Duration;
+}
+
+/// How a message was handled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The turn is settled (answered or failed) and its delivery requested.
+    Settled { id: TurnId, status: TurnStatus, steps: u32 },
+    /// Waiting for a human to approve a tool call; the prompt is requested.
+    AwaitingApproval { id: TurnId },
+    /// Out of time: a continuation is queued.
+    Continued { id: TurnId, after_step: u32 },
+    /// Another worker saved this turn first; it carries on from there.
+    Superseded { id: TurnId },
+    /// Nothing to do: a click or continuation for a turn that is not
+    /// waiting for it (stale, duplicate, unknown, or already told failed).
+    Ignored { reason: &'static str },
+    /// A DM was opened: its suggested prompts are set.
+    PromptsSet,
+    /// A rating of an answer is kept.
+    FeedbackKept { id: TurnId },
+    /// A thread grant ended on a person's click.
+    GrantRevoked,
+    /// Waiting for the person who asked to connect a provider; only they
+    /// were sent a Connect button.
+    AwaitingSignIn { id: TurnId },
+    /// The person connected; the turn no longer waited for it.
+    SignedIn { id: TurnId },
+    /// Someone clicked another person's Connect button: it is burned.
+    ConnectRefused,
+    /// A person's Home tab was shown (after a disconnect, if asked).
+    HomeShown,
+    /// An alert was handled: its incident as it now stands, or why not.
+    Incident(worker_incidents::Handled),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The model is throttled or down: retry the message later.
+    #[error(transparent)]
+    Model(ModelError),
+    #[error(transparent)]
+    Store(StoreError),
+    #[error(transparent)]
+    Queue(PortError),
+    #[error(transparent)]
+    Artifacts(PortError),
+    #[error(transparent)]
+    Timers(PortError),
+    #[error(transparent)]
+    Feedback(PortError),
+    #[error(transparent)]
+    Grants(PortError),
+    /// The sign-in store or the provider failed: retry.
+    #[error(transparent)]
+    SignIn(PortError),
+    /// Slack failed setting prompts; a refusal is not an error.
+    #[error(transparent)]
+    Slack(assistant_core::delivery::PostError),
+    /// An alert's incident could not be recorded or posted.
+    #[error(transparent)]
+    Incident(worker_incidents::DeskError),
+    /// A message no redelivery can mend (an event that is not what its
+    /// kind says).
+    #[error("malformed message: {0}")]
+    Malformed(String),
+}
+
+impl assistant_core::Retryable for WorkerError {
+    fn is_retryable(&self) -> bool {
+        WorkerError::is_retryable(self)
+    }
+}
+
+impl WorkerError {
+    /// Whether redelivering the message may succeed (otherwise it belongs in
+    /// the dead-letter queue).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            WorkerError::Model(err) => err.is_retryable(),
+            WorkerError::Store(StoreError::TooLarge { .. }) => false,
+            WorkerError::Store(_)
+            | WorkerError::Queue(_)
+            | WorkerError::Artifacts(_)
+            | WorkerError::Timers(_)
+            | WorkerError::Feedback(_)
+            | WorkerError::Grants(_)
+            | WorkerError::SignIn(_)
+            | WorkerError::Slack(_) => true,
+            WorkerError::Incident(err) => err.is_retryable(),
+            WorkerError::Malformed(_) => false,
+        }
+    }
+
+    /// What went wrong, for the person who asked.
+    pub fn in_words(&self) -> &'static str {
+        match self {
+            WorkerError::Model(ModelError::Malformed(_)) => "the model's reply could not be read",
+            WorkerError::Model(_) => "the model refused the request as it stands",
+            WorkerError::Store(StoreError::TooLarge { .. }) => "this conversation grew larger than I can keep",
+            WorkerError::Store(_) => "I could not save my progress",
+            WorkerError::Queue(_) => "I could not hand on my work",
+            WorkerError::Artifacts(_) => "I could not store a tool's result",
+            WorkerError::Timers(_) => "I could not set an approval's deadline",
+            WorkerError::Feedback(_) => "I could not keep a rating",
+            WorkerError::Grants(_) => "I could not read or keep this thread's approvals",
+            WorkerError::SignIn(_) => "I could not complete or use your sign-in",
+            WorkerError::Slack(_) => "Slack could not be reached",
+            WorkerError::Incident(_) => "I could not record or post an alert's incident",
+            WorkerError::Malformed(_) => "a message I was sent could not be read",
+        }
+    }
+}
+
+impl From<StoreError> for WorkerError {
+    fn from(err: StoreError) -> Self {
+        WorkerError::Store(err)
+    }
+}
+
+pub const REFUSAL: &str = "Sorry, I can't help with that request.";
+
+pub const FAILURE: &str = "Sorry, I couldn't answer this: the model refused the request. Please rephrase it or ask an admin to check the bot's configuration.";
