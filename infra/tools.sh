@@ -8,6 +8,7 @@
 #   AWS_LAMBDA_RIE         AWS's Lambda Runtime Interface Emulator (from aws-sam-cli)
 #   FAKETIME_LIB           libfaketime, to pin a function's clock
 #   MCP_EVERYTHING_URL     the MCP project's reference server, started for the run
+#   MDBOOK                 mdBook, to build the book in docs/
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache="${SLACK_ASSISTANT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slack-assistant}"
@@ -57,6 +58,23 @@ ensure_faketime() {
   fi
   FAKETIME_LIB=$(find_faketime)
   export FAKETIME_LIB
+}
+
+# mdBook, which builds the book in docs/ (everything past the README's
+# landing page), pinned here and built from crates.io with `cargo install`
+# into $cache/tools/mdbook, outside the clone; again only when the pin
+# changes. Without default features: no `serve`, `watch` or search index,
+# which `mdbook build` does not need. Exports MDBOOK.
+MDBOOK_VERSION=0.5.4
+ensure_mdbook() {
+  local dir="$cache/tools/mdbook"
+  MDBOOK="$dir/bin/mdbook"
+  if [ "$("$MDBOOK" --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
+    # In cargo install's own temporary target directory, not the workspace's.
+    env -u CARGO_TARGET_DIR cargo install mdbook --locked --quiet --force --version "$MDBOOK_VERSION" \
+      --no-default-features --root "$dir"
+  fi
+  export MDBOOK
 }
 
 # Waits (up to 10 s) until the Python check $3 succeeds, while process $1
