@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the function binaries as they ship (the release profile, under the
 # name `lambda`) and the start-up floor (a hello-world lambda_runtime binary,
-# same profile), then prints the figures README.md's Benchmark states: ingress warm
+# same profile), then prints the figures docs/src/benchmark.md states: ingress warm
 # handling (median, p99), start-up of every function beside the floor's
 # through the Lambda Runtime Interface Emulator, binary sizes, peak RSS, the
 # worker's overhead per step and the responder's rendering. It measures; it

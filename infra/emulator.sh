@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A local AWS emulator with the stack's table, queues and bucket, for trying
 # the functions by hand (`cargo lambda watch` + `cargo lambda invoke`, see
-# README). Starts moto on 127.0.0.1 (port 5000 unless given), creates what
+# docs/src/operations.md, "Trying an event by hand"). Starts moto on 127.0.0.1 (port 5000 unless given), creates what
 # template.yaml declares under the names infra/env.local.json uses, writes the
 # functions' environment to ~/.cache/slack-assistant/emulator.env (for
 # `cargo lambda watch --env-file`), and runs until Ctrl-C.

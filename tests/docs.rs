@@ -1,20 +1,26 @@
 //! The docs, held to the code: a number or a list in the docs is generated
 //! or checked by a test (the team's style guide, habit 24). Each check reads
-//! a list or a figure from `README.md` or `docs/*.md` and the same thing
-//! from the code, and fails naming both places when they differ:
+//! a list or a figure from the book's chapters (`docs/src/*.md`) or
+//! `README.md` and the same thing from the code, and fails naming both
+//! places when they differ:
 //!
-//! - the runtime contract (`docs/runtime-contract.md`): every environment
-//!   variable each function reads (found in its source and the workspace
-//!   crates it uses), every work and reply message kind with its fields
-//!   (asked of serde), every health check (found in the function's source);
-//! - the records table (`docs/architecture.md`): every key prefix in the
+//! - the runtime contract (`docs/src/runtime-contract.md`): every
+//!   environment variable each function reads (found in its source and the
+//!   workspace crates it uses), every work and reply message kind with its
+//!   fields (asked of serde), every health check (found in the function's
+//!   source);
+//! - the records table (`docs/src/architecture.md`): every key prefix in the
 //!   code, the ingress's rows against the template's permissions, and each
 //!   stated TTL against the constant it names;
 //! - figures: the AWS calls on the ingress's acknowledgement path (counted
 //!   on the real intake), the binary sizes (stated once, in the table
-//!   `infra/bench.sh` prints), limits that are constants in the code;
+//!   `infra/bench.sh` prints, in `docs/src/benchmark.md`), limits that are
+//!   constants in the code;
+//! - the README stays a landing page (under 250 lines), and every chapter
+//!   is in the book's `docs/src/SUMMARY.md`;
 //! - every relative link, and every `.md` file a comment cites, resolves
-//!   inside the repository.
+//!   inside the repository. (The built book's links are checked by
+//!   `infra/docs/check.py` in the test command, after `mdbook build`.)
 //!
 //! Needs no emulator: it reads files and runs the ingress logic in memory.
 
@@ -33,8 +39,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const FUNCTIONS: [&str; 3] = ["ingress", "worker", "responder"];
-const CONTRACT: &str = "docs/runtime-contract.md";
-const ARCHITECTURE: &str = "docs/architecture.md";
+const CONTRACT: &str = "docs/src/runtime-contract.md";
+const ARCHITECTURE: &str = "docs/src/architecture.md";
+const BENCHMARK: &str = "docs/src/benchmark.md";
+const HISTORY: &str = "docs/src/benchmark-history.md";
+const FILES: &str = "docs/src/files-and-answers.md";
+const SECURITY: &str = "docs/src/security.md";
+const CONFIGURATION: &str = "docs/src/configuration.md";
+const RELIABILITY_WRITES: &str = "docs/src/reliability-writes.md";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the repository root").to_owned()
@@ -493,7 +505,7 @@ fn each_ttl_the_records_table_states_is_the_constant_it_names() {
 }
 
 // ---------------------------------------------------------------------------
-// Figures in the README and the docs.
+// Figures in the docs.
 
 #[tokio::test]
 async fn the_aws_calls_on_the_acknowledgement_path_are_those_counted() {
@@ -502,12 +514,12 @@ async fn the_aws_calls_on_the_acknowledgement_path_are_those_counted() {
     let counted = ack_path::calls_per_request(&root).await;
     let (worst, most) = counted[0].clone();
     let mention = counted.iter().find(|(name, _)| name == "app_mention.json").expect("an app mention fixture").1;
-    let readme = Doc::read(&root, "README.md");
+    let benchmark = Doc::read(&root, BENCHMARK);
     let architecture = Doc::read(&root, ARCHITECTURE);
     // WHEN the docs state them
     let stated = [
         (&architecture, "At most {} AWS calls on the acknowledgement path", vec![most]),
-        (&readme, "| {} for a mention (claim, enqueue), at most {}", vec![mention, most]),
+        (&benchmark, "| {} for a mention (claim, enqueue), at most {}", vec![mention, most]),
     ];
     let mut problems = Vec::new();
     for (doc, template, expected) in stated {
@@ -529,9 +541,8 @@ async fn the_aws_calls_on_the_acknowledgement_path_are_those_counted() {
     );
 }
 
-/// The README's one table of binary sizes, as `infra/bench.sh` prints it.
+/// The one table of binary sizes (in `BENCHMARK`), as `infra/bench.sh` prints it.
 const SIZES_SECTION: &str = "Binary sizes";
-const HISTORY: &str = "docs/benchmark-history.md";
 
 /// `9,614,928 B`: a size in bytes, as the benchmark prints it.
 fn byte_sizes(line: &str) -> Vec<u64> {
@@ -574,39 +585,40 @@ fn prose_sizes(line: &str) -> Vec<String> {
 
 #[test]
 fn binary_sizes_are_stated_once_in_the_table_the_benchmark_prints() {
-    // GIVEN the README's sizes table
+    // GIVEN the benchmark chapter's sizes table
     let root = root();
-    let readme = Doc::read(&root, "README.md");
-    let table = readme.table(SIZES_SECTION, "binary");
-    let (first, last) = readme.section(SIZES_SECTION);
+    let benchmark = Doc::read(&root, BENCHMARK);
+    let table = benchmark.table(SIZES_SECTION, "binary");
+    let (first, last) = benchmark.section(SIZES_SECTION);
     let mut problems = Vec::new();
     // THEN it is the table the benchmark prints: its header, a row per function, sizes in bytes
     let bench = std::fs::read_to_string(root.join("bench/src/main.rs")).unwrap();
-    let header = readme
+    let header = benchmark
         .lines()
         .find(|(number, line)| (first..=last).contains(number) && line.starts_with("| binary |"))
         .map(|(_, line)| line.to_owned());
     if !header.as_ref().is_some_and(|header| bench.contains(header.as_str())) {
         problems.push(format!(
-            "bench/src/main.rs does not print the header of README's {SIZES_SECTION:?} table: {header:?}"
+            "bench/src/main.rs does not print the header of {BENCHMARK}'s {SIZES_SECTION:?} table: {header:?}"
         ));
     }
     for function in FUNCTIONS {
         match table.rows.iter().find(|row| row.cells[0] == function) {
-            None => problems.push(format!("{}: the sizes table has no row for {function}", readme.at(first))),
+            None => problems.push(format!("{}: the sizes table has no row for {function}", benchmark.at(first))),
             Some(row) if row.cells[1..].iter().all(|cell| byte_sizes(cell).is_empty()) => {
-                problems.push(format!("{}: no size in bytes (`9,614,928 B`) for {function}", readme.at(row.line)))
+                problems.push(format!("{}: no size in bytes (`9,614,928 B`) for {function}", benchmark.at(row.line)))
             }
             Some(_) => {}
         }
     }
     // AND no other place in the README or the docs states a binary's size
     // (the benchmark's history holds dated past rounds, not current figures)
-    let pages = markdown_files(&root).into_iter().filter(|path| path.starts_with("docs/") && path != HISTORY);
-    let docs: Vec<Doc> = std::iter::once(readme).chain(pages.map(|path| Doc::read(&root, &path))).collect();
+    let pages = markdown_files(&root).into_iter().filter(|path| path != HISTORY);
+    let docs: Vec<Doc> = pages.map(|path| Doc::read(&root, &path)).collect();
+    assert!(docs.iter().any(|doc| doc.path == BENCHMARK), "{BENCHMARK} is not among the docs read");
     for doc in &docs {
         for (number, line) in doc.lines() {
-            if doc.path == "README.md" && (first..=last).contains(&number) {
+            if doc.path == BENCHMARK && (first..=last).contains(&number) {
                 continue;
             }
             let bytes = byte_sizes(line);
@@ -616,7 +628,7 @@ fn binary_sizes_are_stated_once_in_the_table_the_benchmark_prints() {
                 ["ingress", "worker", "responder", "binar", "bootstrap", "floor"].iter().any(|w| line.contains(w));
             if !bytes.is_empty() || (names_a_binary && !prose.is_empty()) {
                 problems.push(format!(
-                    "{} states a size ({bytes:?} B, {prose:?}) outside README's {SIZES_SECTION:?} table: point at it instead",
+                    "{} states a size ({bytes:?} B, {prose:?}) outside {BENCHMARK}'s {SIZES_SECTION:?} table: point at it instead",
                     doc.at(number)
                 ));
             }
@@ -692,17 +704,17 @@ const LIMITS: &[Limit] = &[
     ),
     (ARCHITECTURE, "at most {} a minute", &[("PER_MINUTE", 1.0)]),
     (CONTRACT, "when it is under {} minutes old", &[("FRESH_FOR_SECS", 60.0)]),
-    ("README.md", "at most {} MB of images and documents together", &[("MAX_BLOCK_BYTES", 1e6)]),
-    ("README.md", "png, jpeg, gif, webp up to {} MB", &[("IMAGE_BYTES", 1e6)]),
+    (FILES, "at most {} MB of images and documents together", &[("MAX_BLOCK_BYTES", 1e6)]),
+    (FILES, "png, jpeg, gif, webp up to {} MB", &[("IMAGE_BYTES", 1e6)]),
     (
-        "README.md",
+        FILES,
         "PDF, doc, docx, xls, xlsx up to {} MB, at most {} a turn",
         &[("DOCUMENT_BYTES", 1e6), ("MAX_DOCUMENTS", 1.0)],
     ),
-    ("README.md", "The first {} MiB are kept", &[("TEXT_BYTES", 1024.0 * 1024.0)]),
-    ("README.md", "runs at most {} tool calls a step", &[("MAX_TOOL_CALLS_PER_STEP", 1.0)]),
-    ("README.md", "when the copy is under {} minutes old", &[("FRESH_FOR_SECS", 60.0)]),
-    ("docs/reliability.md", "without reading the bucket for {} minutes after its read", &[("FRESH_FOR_SECS", 60.0)]),
+    (FILES, "The first {} MiB are kept", &[("TEXT_BYTES", 1024.0 * 1024.0)]),
+    (SECURITY, "runs at most {} tool calls a step", &[("MAX_TOOL_CALLS_PER_STEP", 1.0)]),
+    (CONFIGURATION, "when the copy is under {} minutes old", &[("FRESH_FOR_SECS", 60.0)]),
+    (RELIABILITY_WRITES, "without reading the bucket for {} minutes after its read", &[("FRESH_FOR_SECS", 60.0)]),
 ];
 
 #[test]
@@ -779,21 +791,74 @@ fn environment_defaults_in_the_runtime_contract_are_the_codes() {
 }
 
 // ---------------------------------------------------------------------------
+// The README and the book.
+
+/// The README is a landing page: what it is, the two commands, deploy in a
+/// handful of steps, where to read next. The rest is the book.
+const README_MOST_LINES: usize = 250;
+
+#[test]
+fn the_readme_is_a_landing_page_and_the_rest_is_in_the_book() {
+    // GIVEN the README
+    let readme = Doc::read(&root(), "README.md");
+    // WHEN its lines are counted
+    let lines = readme.lines().count();
+    // THEN there are fewer than the landing page's budget
+    assert!(
+        lines < README_MOST_LINES,
+        "README.md has {lines} lines, a landing page under {README_MOST_LINES}: move the detail to a chapter in docs/src/"
+    );
+}
+
+#[test]
+fn every_chapter_is_in_the_books_summary() {
+    // GIVEN the book's summary and its chapters' sources
+    let root = root();
+    let summary = Doc::read(&root, "docs/src/SUMMARY.md");
+    let listed: BTreeSet<String> = summary
+        .links()
+        .into_iter()
+        .map(|(_, target)| format!("docs/src/{}", target.split('#').next().unwrap_or_default()))
+        .collect();
+    let chapters: BTreeSet<String> = markdown_files(&root)
+        .into_iter()
+        .filter(|path| path.starts_with("docs/src/") && path != &summary.path)
+        .collect();
+    assert!(chapters.contains(CONTRACT), "the scan found no chapters: {chapters:?}");
+    // WHEN each is looked for in the other
+    let mut problems = Vec::new();
+    for chapter in chapters.difference(&listed) {
+        problems.push(format!("{chapter} is not in docs/src/SUMMARY.md, so the book leaves it out"));
+    }
+    for entry in listed.difference(&chapters) {
+        problems.push(format!("docs/src/SUMMARY.md lists {entry}, which does not exist"));
+    }
+    // THEN they are the same
+    assert_none(problems, "the book's summary and its chapters differ");
+}
+
+// ---------------------------------------------------------------------------
 // Links and citations.
 
-/// README.md and every Markdown file under docs/, relative to the root.
+/// README.md and every Markdown file under docs/ (the book's sources, not
+/// what `mdbook build` wrote to docs/book/), relative to the root.
 fn markdown_files(root: &Path) -> Vec<String> {
-    let mut files = vec!["README.md".to_owned()];
-    let mut docs: Vec<String> = std::fs::read_dir(root.join("docs"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|entry| format!("docs/{}", entry.file_name().to_string_lossy()))
-        .filter(|path| path.ends_with(".md"))
-        .collect();
+    let mut docs = Vec::new();
+    let mut todo = vec![root.join("docs")];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if path != root.join("docs/book") {
+                    todo.push(path);
+                }
+            } else if path.extension().is_some_and(|ext| ext == "md") {
+                docs.push(path.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
     docs.sort();
-    files.extend(docs);
-    files
+    std::iter::once("README.md".to_owned()).chain(docs).collect()
 }
 
 #[test]

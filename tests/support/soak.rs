@@ -159,7 +159,7 @@ async fn through(proxy: &FaultProxy, timeouts: aws_config::timeout::TimeoutConfi
 
 /// Slack faults: every kind, except that a `chat.startStream` whose answer
 /// is lost is left out: Slack takes no key or metadata there, so a stream
-/// started that way cannot be found again (README, Reliability).
+/// started that way cannot be found again (docs/src/reliability.md).
 fn slack_faults(method: &str) -> &'static [Fault] {
     match method {
         "chat.startStream" => &Fault::BEFORE,
