@@ -5,15 +5,17 @@
 # virtualenv with the AWS emulator, SAM CLI, cfn-lint and the Slack SDK;
 # checkov in a virtualenv of its own; faketime; from npm, the MCP project's
 # reference server, the OpenID provider oidc-provider, puppeteer-core and
-# the IAM policy simulator), starts the local AWS emulator (recording every
-# request) and the MCP server on free loopback ports, then runs: cargo fmt
-# --check, clippy -D warnings, cfn-lint, sam validate --lint and checkov on
-# the template, every test (unit, emulator, real binaries under the Lambda
-# Runtime Interface Emulator), the IAM check of every AWS call the
-# functions made against their roles in template.yaml, the check of every
-# Bedrock and Slack request against the vendors' own models, the check that
-# no Slack request carries a live mass mention the deployment did not
-# allow, and the evaluation set against its recorded model replies.
+# the IAM policy simulator; mdBook from crates.io), starts the local AWS
+# emulator (recording every request) and the MCP server on free loopback
+# ports, then runs: cargo fmt --check, clippy -D warnings, cfn-lint, sam
+# validate --lint and checkov on the template, the book in docs/ built and
+# every link in it and in the README checked, every test (unit, emulator,
+# real binaries under the Lambda Runtime Interface Emulator), the IAM
+# check of every AWS call the functions made against their roles in
+# template.yaml, the check of every Bedrock and Slack request against the
+# vendors' own models, the check that no Slack request carries a live mass
+# mention the deployment did not allow, and the evaluation set against its
+# recorded model replies.
 # Whatever it started is stopped on exit, failed or not.
 set -euo pipefail
 
@@ -21,13 +23,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/tools.sh"
 cd "$root"
 
 # --- Tools -------------------------------------------------------------------
-step "test tools (virtualenv in $venv, faketime, the MCP reference server, the OpenID provider, chromium)"
+step "test tools (virtualenv in $venv, faketime, the MCP reference server, the OpenID provider, chromium, mdBook)"
 ensure_python_tools
 ensure_faketime
 ensure_mcp_reference_server
 ensure_oidc_provider
 ensure_browser
 ensure_iam_simulator
+ensure_mdbook
 
 # --- Static checks ----------------------------------------------------------
 step "cargo fmt --check"
@@ -44,6 +47,11 @@ step "template: checkov (every failed check fails; each skip in the template say
 ensure_checkov
 # --skip-download: offline, no Prisma Cloud guidelines.
 "$CHECKOV" --file template.yaml --framework cloudformation --quiet --compact --skip-download
+
+step "the book: mdbook build docs, then every link in it and in README.md (infra/docs/check.py)"
+"$venv/bin/python" infra/docs/check.py --self-test
+"$MDBOOK" build docs --dest-dir "$cache/book"
+"$venv/bin/python" infra/docs/check.py --book "$cache/book"
 
 # --- Local AWS emulator -----------------------------------------------------
 step "local AWS emulator (moto)"
