@@ -10,7 +10,7 @@
 //! `GetMetricData` counts an unaligned datapoint in neighbouring periods
 //! (so the test reads `Maximum`, which that cannot change); the tools'
 //! bounds (groups, window, rows, bytes, stopping) are tested against
-//! in-memory doubles in `worker-logic`.
+//! in-memory doubles in `tools-aws`.
 
 use adapters_sigv4::{AwsApi, Repeat, Signer};
 use assistant_core::ports::TurnStore;

@@ -16,6 +16,8 @@
 //!   on the real intake), the binary sizes (stated once, in the table
 //!   `infra/bench.sh` prints, in `docs/src/benchmark.md`), limits that are
 //!   constants in the code;
+//! - the layout chapter (`docs/src/layout.md`): a row for every crate,
+//!   naming the workspace crates it uses, as its `Cargo.toml` does;
 //! - the README stays a landing page (under 250 lines), and every chapter
 //!   is in the book's `docs/src/SUMMARY.md`;
 //! - every relative link, and every `.md` file a comment cites, resolves
@@ -835,6 +837,83 @@ fn every_chapter_is_in_the_books_summary() {
     }
     // THEN they are the same
     assert_none(problems, "the book's summary and its chapters differ");
+}
+
+// ---------------------------------------------------------------------------
+// The layout: every crate, and what it uses.
+
+const LAYOUT: &str = "docs/src/layout.md";
+
+/// The workspace's member folders (its `members`, globs expanded) and
+/// each one's package name and the workspace crates its `[dependencies]`
+/// name.
+fn workspace_crates(root: &Path) -> BTreeMap<String, (String, BTreeSet<String>)> {
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let members = manifest.split("members = [").nth(1).and_then(|rest| rest.split(']').next()).expect("members");
+    let mut folders = Vec::new();
+    for member in members.split(',').map(|m| m.trim().trim_matches('"')).filter(|m| !m.is_empty()) {
+        match member.strip_suffix("/*") {
+            Some(parent) => {
+                for entry in std::fs::read_dir(root.join(parent)).expect("a member folder").flatten() {
+                    if entry.path().join("Cargo.toml").exists() {
+                        folders.push(format!("{parent}/{}", entry.file_name().to_string_lossy()));
+                    }
+                }
+            }
+            None => folders.push(member.to_owned()),
+        }
+    }
+    let read = |folder: &str| std::fs::read_to_string(root.join(folder).join("Cargo.toml")).expect("a Cargo.toml");
+    let name_of = |text: &str| {
+        let line = text.lines().find(|line| line.starts_with("name = ")).expect("a package name");
+        line.trim_start_matches("name = ").trim_matches('"').to_owned()
+    };
+    let names: BTreeSet<String> = folders.iter().map(|folder| name_of(&read(folder))).collect();
+    folders
+        .iter()
+        .map(|folder| {
+            let text = read(folder);
+            let dependencies = text.split("[dependencies]").nth(1).unwrap_or_default();
+            let dependencies = dependencies.split("\n[").next().unwrap_or_default();
+            let uses = dependencies
+                .lines()
+                .filter_map(|line| line.split(['.', ' ', '=']).next())
+                .filter(|name| names.contains(*name))
+                .map(str::to_owned)
+                .collect();
+            (folder.clone(), (name_of(&text), uses))
+        })
+        .collect()
+}
+
+#[test]
+fn the_layout_names_every_crate_and_what_it_uses() {
+    // GIVEN the workspace's crates and the layout chapter's table
+    let root = root();
+    let crates = workspace_crates(&root);
+    assert!(crates.contains_key("shared/worker/turn"), "the scan found the worker's crates: {crates:?}");
+    let layout = Doc::read(&root, LAYOUT);
+    let mut rows: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (_, line) in layout.lines().filter(|(_, line)| line.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let Some(folder) = code_spans(cells[0]).into_iter().next() else { continue };
+        let uses = cells.get(2).map(|cell| code_spans(cell).into_iter().collect()).unwrap_or_default();
+        rows.insert(folder.trim_end_matches('/').to_owned(), uses);
+    }
+    // WHEN each crate's row is looked for and its uses compared
+    let mut problems = Vec::new();
+    for (folder, (name, uses)) in &crates {
+        match rows.get(folder) {
+            None => problems.push(format!("{LAYOUT} has no row for `{folder}` (`{name}`)")),
+            Some(stated) if stated != uses => problems.push(format!(
+                "`{folder}` uses {uses:?} by its Cargo.toml; {LAYOUT} says {stated:?} (a new use is a layering \
+                 decision: say it in the table, or take it out)"
+            )),
+            Some(_) => {}
+        }
+    }
+    // THEN every crate is there, using what the table says
+    assert_none(problems, "the layout chapter and the workspace differ");
 }
 
 // ---------------------------------------------------------------------------

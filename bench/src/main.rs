@@ -1,4 +1,4 @@
-//! The benchmark: prints the figures README.md's Benchmark states, and the
+//! The benchmark: prints the figures the book's benchmark chapter (docs/src/benchmark.md) states, and the
 //! table of binary sizes it holds as printed here. Run it with
 //! `infra/bench.sh`, which builds the shipped binary (`--profile lambda`)
 //! first. It asserts nothing: it measures and prints.
@@ -631,7 +631,7 @@ async fn start_up() -> Result<()> {
     Ok(())
 }
 
-/// README.md's "Binary sizes" table, to paste as is: the x86_64 column
+/// docs/src/benchmark.md's "Binary sizes" table, to paste as is: the x86_64 column
 /// from this run's binaries (`*_BIN`), the arm64 one from the bootstraps the
 /// last `infra/build.sh arm64` left in `.aws-sam/build/` (none: "–").
 fn binary_sizes() {
@@ -655,7 +655,7 @@ fn binary_sizes() {
         let aarch64 = header.starts_with(b"\x7fELF") && u16::from_le_bytes([header[18], header[19]]) == 183;
         aarch64.then(|| std::fs::metadata(path).ok().map(|meta| meta.len())).flatten()
     }
-    println!("\n## Binary sizes (README.md's table: paste it as is)\n");
+    println!("\n## Binary sizes (docs/src/benchmark.md's table: paste it as is)\n");
     println!("| binary | x86_64 (`infra/bench.sh`) | arm64, as shipped (`infra/build.sh arm64`) |");
     println!("|---|---|---|");
     for (label, variable, resource) in [

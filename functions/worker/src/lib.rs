@@ -1,4 +1,4 @@
-//! The worker function between Lambda and `worker-logic`: its
+//! The worker function between Lambda and the worker's crates (`worker-config` and what it assembles): its
 //! configuration, the AWS and Slack adapters behind the worker's ports, and
 //! the mapping of Lambda events (an SQS batch from the work queue, or the
 //! scheduled health check) to calls and back. The worker itself is built by

@@ -14,7 +14,7 @@
 //!                                                        or every problem with its path (exit status 1)
 //! ```
 //!
-//! What it talks to comes from the environment (see README.md): with no
+//! What it talks to comes from the environment (see docs/src/running.md): with no
 //! variables, an embedded store and queues, the console as Slack, and an
 //! offline model replaying recorded Converse responses. `MODEL_ID` (and AWS
 //! credentials) selects Bedrock; `SLACK_BOT_TOKEN` and `SLACK_SIGNING_SECRET`

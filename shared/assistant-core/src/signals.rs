@@ -2,7 +2,7 @@
 //! metrics, CloudWatch Logs Insights, and Bedrock knowledge bases. The
 //! domain's own types; the adapters (`shared/adapters/cloudwatch`,
 //! `shared/adapters/knowledge-base`) translate AWS's wire formats at the
-//! edge, the tools (`worker-logic`'s `aws_tools`, `knowledge_tools`) bound
+//! edge, the tools (`tools-aws`, `tools-knowledge`) bound
 //! and shape what the model sees.
 
 use crate::ports::PortError;

@@ -527,7 +527,7 @@ mod tests {
         assert_eq!(claim.rule, ThreadRule::Opens);
     }
 
-    /// The manifest a new team pastes (README's set-up).
+    /// The manifest a new team pastes (docs/src/deploy.md).
     const MANIFEST: &str = include_str!("../../../infra/slack-app-manifest.yaml");
 
     /// The items of the YAML list under `key:` (one level, `- item`).
