@@ -40,14 +40,32 @@ fn one_question_runs_every_stage_and_prints_the_answer() {
         "model: OFFLINE replay of infra/local/recorded/converse.json",
         "signature verified; work enqueued",
         "step 1: tool calls search_docs",
-        "result  tooluse_offline_1 Success",
+        "search_docs returned: {",
         "step 2: answer",
-        "Slack stream in C0LOCAL",
+        "in C0LOCAL (thread ",
         "Let me check the runbook and the time.\n\n## What the runbook says",
         "1 message(s) posted",
     ] {
         assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
     }
+    // AND every line reads as a person would put it, in the order the
+    // thread shows it: the status before the stream, the answer after it
+    for debug in ["Ok(", "Err(", "TurnId(", "Settled {", "Success"] {
+        assert!(!stdout.contains(debug), "a Debug value ({debug:?}) in:\n{stdout}");
+    }
+    let at = |text: &str| stdout.find(text).unwrap_or_else(|| panic!("missing {text:?} in:\n{stdout}"));
+    assert!(at("status in C0LOCAL: is thinking…") < at("── Slack stream "), "{stdout}");
+    assert!(at("is running search_docs") < at("stopped; it reads"), "{stdout}");
+    assert!(at("stopped; it reads") < at("the answer: 1 message(s) posted"), "{stdout}");
+    assert!(!stdout[at("the answer:")..].contains("is thinking"), "no status after the answer:\n{stdout}");
+    // AND the stream is posted in the thread after its question
+    let line = stdout.lines().find(|line| line.starts_with("── Slack stream ") && line.contains("(thread ")).unwrap();
+    let stamps: Vec<f64> = line
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter(|word| word.contains('.') && word.len() > 10)
+        .map(|word| word.parse().unwrap())
+        .collect();
+    assert!(stamps.len() == 2 && stamps[0] > stamps[1], "the stream's ts is after the thread's: {line}");
 }
 
 #[test]
@@ -66,8 +84,8 @@ fn a_turn_in_the_table_is_exported_as_a_draft_evaluation_case_that_names_its_too
     let table = tests::unique_name("local-export");
     let asked = at_the_emulator().env("TURNS_TABLE", &table).arg("why is checkout-api failing?").output().unwrap();
     let stdout = String::from_utf8_lossy(&asked.stdout);
-    let start = stdout.find("TurnId(\"").expect("the turn's id is printed") + "TurnId(\"".len();
-    let turn = &stdout[start..start + stdout[start..].find('"').unwrap()];
+    let start = stdout.find("(turn ").expect("the turn's id is printed") + "(turn ".len();
+    let turn = &stdout[start..start + stdout[start..].find(')').unwrap()];
 
     let exported = at_the_emulator().env("TURNS_TABLE", &table).args(["--export-turn", turn]).output().unwrap();
     assert!(exported.status.success(), "{}", String::from_utf8_lossy(&exported.stderr));
@@ -151,7 +169,7 @@ async fn with_a_config_file_it_runs_a_declared_http_tool_against_a_local_api() {
     for expected in [
         "config: ",
         "step 1: tool calls service_status",
-        r#"result  tooluse_status_1 Success: {"since":"14:02","status":"degraded"}"#,
+        r#"service_status returned: {"since":"14:02","status":"degraded"}"#,
         "checkout-api is **degraded** in prod since 14:02.",
         "1 message(s) posted",
     ] {
@@ -167,7 +185,7 @@ async fn with_a_config_file_it_calls_an_mcp_servers_tool() {
     let stdout = run_with_config(config, "mcp-get-sum-recording.json", "what is 40 + 2?", ("UNUSED", "")).await;
     for expected in [
         "step 1: tool calls everything__get-sum",
-        "result  tooluse_sum_1 Success: The sum of 40 and 2 is 42.",
+        "everything__get-sum returned: The sum of 40 and 2 is 42.",
         "40 + 2 is **42**.",
     ] {
         assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
@@ -252,9 +270,9 @@ fn against_the_seeded_emulator_the_aws_tools_read_its_alarms_metrics_and_logs() 
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     for expected in [
-        "result  tooluse_aws_1 Success: {\"alarms\":[{",
-        "result  tooluse_aws_2 Success: {\"dimensions\":{\"Service\":\"checkout-api\"}",
-        "result  tooluse_aws_3 Success: {\"bytes_scanned\"",
+        "cloudwatch_alarms returned: {\"alarms\":[{",
+        "cloudwatch_metrics returned: {\"dimensions\":{\"Service\":\"checkout-api\"}",
+        "logs_query returned: {\"bytes_scanned\"",
         "3 tool calls (0 failed)",
         "1 message(s) posted",
     ] {
@@ -402,7 +420,7 @@ fn an_alert_file_opens_its_thread_and_the_investigation_runs_there() {
     assert!(stdout.contains("Slack message at the top of C0ONCALL01"), "{stdout}");
     assert!(stdout.contains("*checkout-api 5xx rate above 5%*"), "{stdout}");
     assert!(stdout.contains("I'm looking into it in this thread"), "{stdout}");
-    assert!(stdout.contains("start:") && stdout.contains("Settled"), "{stdout}");
+    assert!(stdout.contains("question: answered after"), "{stdout}");
 
     // and a file that is no alert is refused
     std::fs::write(&alert, "{\"version\": \"3\"}").unwrap();

@@ -16,14 +16,14 @@ use adapters_sigv4::{AwsApi, Signer};
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use adapters_slack::{SlackWebReader, WebAgent, WebPoster};
 use assistant_core::feedback::FeedbackLog;
-use assistant_core::messages::ReplyMessage;
+use assistant_core::messages::{Decision, ReplyMessage};
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, OpenModel};
 use assistant_core::ports::{
     ActionTokens, AgentSlack, ArtifactStore, EventClaims, SlackPoster, SlackReader, VersionedRecords,
 };
 use assistant_core::response_modes::EveryQuestionChannels;
 use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
-use assistant_core::turn::{Content, Role, ToolOutput};
+use assistant_core::turn::{Content, Role, ToolOutput, ToolStatus};
 use assistant_core::{SystemClock, WorkMessage};
 use async_trait::async_trait;
 use http::HeaderMap;
@@ -116,11 +116,11 @@ pub struct Pipeline {
     pub signing_secret: String,
     intake: Intake,
     worker: Worker,
-    responder: Responder,
     /// The in-process queues the handlers write to and the runner drains.
     incoming: Arc<MemoryQueue>,
     work: Arc<MemoryQueue>,
-    replies: Arc<MemoryQueue<ReplyMessage>>,
+    /// The replies, each handed to the responder as the worker sends it.
+    replies: Arc<LiveReplies>,
     /// Serializes processing: one drain of the queues at a time.
     processing: tokio::sync::Mutex<()>,
 }
@@ -270,8 +270,8 @@ impl Pipeline {
         for (key, body) in DOCS {
             artifacts.put(key, body.as_bytes().to_vec(), "text/markdown").await.expect("memory store");
         }
-        let (incoming, work, replies) =
-            (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
+        let (incoming, work) = (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
+        let replies = Arc::new(LiveReplies::default());
         let turns = Arc::new(RecordTurns::new(records.clone()));
         let deliveries = Arc::new(RecordDeliveries::new(records.clone()));
         let contexts = Arc::new(MemoryContexts::default());
@@ -331,19 +331,21 @@ impl Pipeline {
         let worker =
             worker_config::assemble(ports, &assistant, Limits::default(), &|name| std::env::var(name).ok()).await?;
 
+        let responder = Arc::new(Responder {
+            turns,
+            deliveries,
+            streams: StreamLog::new(records.clone()),
+            slack: poster,
+            clock: Arc::new(SystemClock),
+            mentions: Default::default(),
+            alerts: None,
+        });
+        replies.answer_with(responder);
+
         Ok(Self {
             intake: Intake::new(secret, claims, incoming.clone(), contexts, Arc::new(SystemClock))
                 .with_every_question(EveryQuestionChannels::new(records.clone(), Arc::new(SystemClock))),
             worker,
-            responder: Responder {
-                turns,
-                deliveries,
-                streams: StreamLog::new(records),
-                slack: poster,
-                clock: Arc::new(SystemClock),
-                mentions: Default::default(),
-                alerts: None,
-            },
             signing_secret: settings.signing_secret,
             incoming,
             work,
@@ -406,63 +408,133 @@ impl Pipeline {
         if let Err(err) = self.worker.sweep_schedules().await {
             eprintln!("schedule sweep failed: {err}");
         }
-        let mut posted = 0;
+        let posted_before = self.replies.posted();
         loop {
             let mut work = self.incoming.drain();
             work.extend(self.work.drain());
-            let replies = self.replies.drain();
-            if work.is_empty() && replies.is_empty() {
-                return posted;
+            // Replies the responder failed on (Slack down): again, as SQS
+            // redelivers them.
+            let retried = self.replies.retry().await;
+            if work.is_empty() && retried == 0 {
+                return self.replies.posted() - posted_before;
             }
             for message in work {
                 let started = Instant::now();
                 let outcome = self.worker.handle(&message, &Plenty).await;
-                let what = match &message {
-                    WorkMessage::StartTurn(_) => "start",
-                    WorkMessage::Approval(_) => "approval",
-                    WorkMessage::Continue(_) => "continue",
-                    WorkMessage::ApprovalTimeout(_) => "approval timeout",
-                    WorkMessage::Opened(_) => "opened",
-                    WorkMessage::Feedback(_) => "feedback",
-                    WorkMessage::RevokeGrant(_) => "revoke grant",
-                    WorkMessage::SignedIn(_) => "signed in",
-                    WorkMessage::ConnectClick(_) => "connect click",
-                    WorkMessage::Home(_) => "home tab",
-                    WorkMessage::Alert(_) => "alert",
-                    WorkMessage::CloudwatchAlarm(_) => "cloudwatch alarm",
+                let what = kind(&message);
+                let detail = match outcome {
+                    Ok(outcome) => match &outcome {
+                        // The turn's id: what `--export-turn` takes.
+                        worker_turn::Outcome::Settled { id, .. } => format!("{what}: {outcome} (turn {id})"),
+                        _ => format!("{what}: {outcome}"),
+                    },
+                    Err(err) => format!("{what}: failed ({err}); the queue would deliver it again"),
                 };
-                stage("worker", started.elapsed(), &format!("{what}: {outcome:?}"));
-            }
-            for reply in replies {
-                let started = Instant::now();
-                let outcome = self.responder.handle(&reply).await;
-                if let Ok(responder_logic::Outcome::Delivered { posted: count, .. }) = &outcome {
-                    posted += count;
-                }
-                let what = match &reply {
-                    ReplyMessage::Deliver { .. } => "deliver".to_owned(),
-                    ReplyMessage::ApprovalPrompt { tool_use, .. } => format!("approval prompt for {}", tool_use.name),
-                    ReplyMessage::Progress { text, .. } => format!("status \"{text}\""),
-                    ReplyMessage::ApprovalDecided { tool_use, decision, .. } => {
-                        format!("{} {decision:?}d", tool_use.name)
-                    }
-                    ReplyMessage::ApprovalExpired { tool_use, .. } => format!("{} expired", tool_use.name),
-                    ReplyMessage::ApprovalRefused { user, .. } => format!("click by {user} refused"),
-                    ReplyMessage::ApprovalAnswered { user, tool_name, .. } => {
-                        format!("{user} told {tool_name} was already decided")
-                    }
-                    ReplyMessage::FeedbackNoted { user, rating, .. } => format!("{user} rated {}", rating.as_str()),
-                    ReplyMessage::RanUnderGrant { tool_use, grant, .. } => {
-                        format!("{} ran under {}'s thread grant", tool_use.name, grant.granted_by)
-                    }
-                    ReplyMessage::GrantRevoked { grant, user, .. } => format!("{user} revoked {}", grant.scope),
-                    ReplyMessage::RevokeRefused { user, .. } => format!("revoke by {user} refused"),
-                    ReplyMessage::ConnectPrompt { user, provider, .. } => format!("{user} asked to connect {provider}"),
-                    ReplyMessage::ConnectRefused { user, .. } => format!("connect click by {user} refused"),
-                };
-                stage("responder", started.elapsed(), &format!("{what}: {outcome:?}"));
+                stage("worker", started.elapsed(), &detail);
             }
         }
+    }
+}
+
+/// A work message's kind, as the runner's lines name it.
+fn kind(message: &WorkMessage) -> &'static str {
+    match message {
+        WorkMessage::StartTurn(_) => "question",
+        WorkMessage::Approval(_) => "approval click",
+        WorkMessage::Continue(_) => "continuation",
+        WorkMessage::ApprovalTimeout(_) => "approval timeout",
+        WorkMessage::Opened(_) => "DM opened",
+        WorkMessage::Feedback(_) => "rating",
+        WorkMessage::RevokeGrant(_) => "grant revoked",
+        WorkMessage::SignedIn(_) => "sign-in back",
+        WorkMessage::ConnectClick(_) => "Connect click",
+        WorkMessage::Home(_) => "Home tab",
+        WorkMessage::Alert(_) => "alert",
+        WorkMessage::CloudwatchAlarm(_) => "CloudWatch alarm",
+    }
+}
+
+/// What a reply asks of the responder, in words.
+fn reply_kind(reply: &ReplyMessage) -> String {
+    match reply {
+        ReplyMessage::Deliver { .. } => "the answer".to_owned(),
+        ReplyMessage::ApprovalPrompt { tool_use, .. } => format!("the approval prompt for {}", tool_use.name),
+        ReplyMessage::Progress { text, .. } => format!("the status \"{text}\""),
+        ReplyMessage::ApprovalDecided { tool_use, decision, .. } => {
+            format!("{} {}", tool_use.name, if *decision == Decision::Approve { "approved" } else { "denied" })
+        }
+        ReplyMessage::ApprovalExpired { tool_use, .. } => format!("{} not approved in time", tool_use.name),
+        ReplyMessage::ApprovalRefused { user, .. } => format!("{user}'s click refused"),
+        ReplyMessage::ApprovalAnswered { user, tool_name, .. } => {
+            format!("{user} told {tool_name} was already decided")
+        }
+        ReplyMessage::FeedbackNoted { user, rating, .. } => format!("{user}'s rating ({})", rating.as_str()),
+        ReplyMessage::RanUnderGrant { tool_use, grant, .. } => {
+            format!("{} ran under {}'s thread grant", tool_use.name, grant.granted_by)
+        }
+        ReplyMessage::GrantRevoked { grant, user, .. } => format!("{user} revoked {}", grant.scope),
+        ReplyMessage::RevokeRefused { user, .. } => format!("{user}'s revoke refused"),
+        ReplyMessage::ConnectPrompt { user, provider, .. } => format!("{user} asked to connect {provider}"),
+        ReplyMessage::ConnectRefused { user, .. } => format!("{user}'s Connect click refused"),
+    }
+}
+
+/// The reply queue as the runner has it: each reply is handed to the
+/// responder as soon as the worker sends it (as SQS and a warm responder
+/// do within milliseconds in AWS), so what Slack shows prints in the order
+/// a person in the thread would see it. A reply the responder fails on
+/// stays queued and is tried again by the next drain, as SQS redelivers it.
+#[derive(Default)]
+pub struct LiveReplies {
+    responder: std::sync::OnceLock<Arc<Responder>>,
+    failed: MemoryQueue<ReplyMessage>,
+    posted: std::sync::atomic::AtomicUsize,
+}
+
+impl LiveReplies {
+    fn answer_with(&self, responder: Arc<Responder>) {
+        let _ = self.responder.set(responder);
+    }
+
+    fn posted(&self) -> usize {
+        self.posted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Hands `reply` to the responder; kept for [`Self::retry`] if it fails.
+    async fn respond(&self, reply: &ReplyMessage) {
+        use assistant_core::ports::ReplyQueue;
+        let Some(responder) = self.responder.get() else { return };
+        let started = Instant::now();
+        let detail = match responder.handle(reply).await {
+            Ok(outcome) => {
+                if let responder_logic::Outcome::Delivered { posted, .. } = &outcome {
+                    self.posted.fetch_add(*posted, std::sync::atomic::Ordering::SeqCst);
+                }
+                format!("{}: {outcome}", reply_kind(reply))
+            }
+            Err(err) => {
+                let _ = self.failed.send(reply).await;
+                format!("{}: failed ({err}); tried again after the work", reply_kind(reply))
+            }
+        };
+        stage("responder", started.elapsed(), &detail);
+    }
+
+    /// The replies that failed, handed over again; how many there were.
+    async fn retry(&self) -> usize {
+        let failed = self.failed.drain();
+        for reply in &failed {
+            self.respond(reply).await;
+        }
+        failed.len()
+    }
+}
+
+#[async_trait]
+impl assistant_core::ports::ReplyQueue for LiveReplies {
+    async fn send(&self, message: &ReplyMessage) -> Result<(), assistant_core::PortError> {
+        self.respond(message).await;
+        Ok(())
     }
 }
 
@@ -503,6 +575,12 @@ async fn narrate(
     request: ModelRequest<'_>,
     call: impl std::future::Future<Output = Result<ModelReply, ModelError>>,
 ) -> Result<ModelReply, ModelError> {
+    let names: std::collections::HashMap<&str, &str> = request
+        .messages
+        .iter()
+        .flat_map(|message| message.tool_uses())
+        .map(|call| (call.id.as_str(), call.name.as_str()))
+        .collect();
     if let Some(last) = request.messages.last().filter(|m| m.role == Role::User) {
         for content in &last.content {
             if let Content::ToolResult(result) = content {
@@ -512,7 +590,9 @@ async fn narrate(
                     ToolOutput::Stored { key, bytes, .. } => format!("{bytes} bytes stored as {key}"),
                 };
                 let preview: String = output.chars().take(100).collect();
-                println!("    result  {} {:?}: {}", result.tool_use_id, result.status, preview.replace('\n', " "));
+                let name = names.get(result.tool_use_id.as_str()).copied().unwrap_or("a tool");
+                let status = if result.status == ToolStatus::Success { "returned" } else { "failed" };
+                println!("             {name} {status}: {}", preview.replace('\n', " "));
             }
         }
     }

@@ -81,6 +81,21 @@ pub enum Outcome {
     Skipped { reason: &'static str },
 }
 
+/// In words, as a person reading the local runner or a log would put it.
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Delivered { posted: 0, .. } => f.write_str("already in the thread"),
+            Outcome::Delivered { posted, .. } => write!(f, "{posted} message(s) posted in the thread"),
+            Outcome::ProgressShown { .. } => f.write_str("status shown"),
+            Outcome::PromptUpdated { .. } => f.write_str("approval prompt updated"),
+            Outcome::ToldPrivately { .. } => f.write_str("told one person privately"),
+            Outcome::Refused { code, .. } => write!(f, "Slack refused ({code})"),
+            Outcome::Skipped { reason } => write!(f, "nothing to do ({})", reason.replace('_', " ")),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ResponderError {
     #[error(transparent)]

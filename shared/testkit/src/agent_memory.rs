@@ -143,6 +143,15 @@ fn refused(code: &str) -> PostError {
     PostError::Rejected { code: code.to_owned() }
 }
 
+/// A task card's status as the card shows it.
+fn task_words(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::InProgress => "in progress",
+        TaskStatus::Complete => "done",
+        TaskStatus::Error => "failed",
+    }
+}
+
 fn apply(stream: &mut Stream, chunks: &[StreamChunk]) -> Result<(), PostError> {
     let text: usize = chunks.iter().map(|c| if let StreamChunk::Text(t) = c { t.chars().count() } else { 0 }).sum();
     if text > STREAM_TEXT_LIMIT {
@@ -205,9 +214,16 @@ impl AgentSlack for MemoryAgent {
             return Err(refused("invalid_arguments"));
         }
         let mut streams = self.streams.lock().expect("streams lock");
-        let ts = Ts::new(format!("1763800500.{:06}", streams.len() + 1));
+        // Echoing (the local runner): the stream is posted now, after the
+        // thread's message, as in Slack; tests get fixed stamps.
+        let ts = if self.echo {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            Ts::new(format!("{}.{:06}", now.as_secs(), now.subsec_micros()))
+        } else {
+            Ts::new(format!("1763800500.{:06}", streams.len() + 1))
+        };
         if self.echo {
-            println!("── Slack stream in {} (thread {}) ──", thread.channel, thread.thread_ts);
+            println!("── Slack stream {ts} in {} (thread {}) ──", thread.channel, thread.thread_ts);
         }
         streams.push(Stream {
             thread: thread.clone(),
@@ -231,6 +247,13 @@ impl AgentSlack for MemoryAgent {
 
     async fn append_stream(&self, _thread: &ThreadRef, ts: &Ts, chunks: &[StreamChunk]) -> Result<(), PostError> {
         self.called(APPEND_STREAM)?;
+        if self.echo {
+            for chunk in chunks {
+                if let StreamChunk::Task(TaskUpdate { title, status, .. }) = chunk {
+                    println!("── Slack task {title}: {}", task_words(*status));
+                }
+            }
+        }
         self.with_stream(ts, |stream| apply(stream, chunks))
     }
 
@@ -266,9 +289,6 @@ impl AgentSlack for MemoryAgent {
         let echo = self.echo;
         self.with_stream(ts, |stream| {
             if echo {
-                for (_, title, status) in &stream.tasks {
-                    println!("── Slack task {title}: {status:?}");
-                }
                 println!("── Slack stream {ts} stopped; it reads ──\n{}\n", stream.text);
             }
             stream.stopped = true;

@@ -2,6 +2,7 @@
 //! ([`Deadline`]), and what handling a message comes to ([`Outcome`],
 //! [`WorkerError`]).
 
+use assistant_core::incidents::IncidentStatus;
 use assistant_core::model::ModelError;
 use assistant_core::ports::{PortError, StoreError};
 use assistant_core::turn::{TurnId, TurnStatus};
@@ -84,6 +85,37 @@ pub enum Outcome {
     HomeShown,
     /// An alert was handled: its incident as it now stands, or why not.
     Incident(worker_incidents::Handled),
+}
+
+/// In words, as a person reading the local runner or a log would put it.
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let steps = |n: &u32| if *n == 1 { "1 step".to_owned() } else { format!("{n} steps") };
+        match self {
+            Outcome::Settled { status: TurnStatus::Answered, steps: n, .. } => write!(f, "answered after {}", steps(n)),
+            Outcome::Settled { status, steps: n, .. } => write!(f, "settled {} after {}", status.as_str(), steps(n)),
+            Outcome::AwaitingApproval { .. } => f.write_str("waiting for someone to approve a call"),
+            Outcome::Continued { after_step, .. } => {
+                write!(f, "out of time after step {after_step}: a continuation carries it on")
+            }
+            Outcome::Superseded { .. } => f.write_str("another worker saved this turn first and carries it on"),
+            Outcome::Ignored { reason } => write!(f, "nothing to do ({})", reason.replace('_', " ")),
+            Outcome::PromptsSet => f.write_str("suggested prompts set"),
+            Outcome::FeedbackKept { .. } => f.write_str("rating kept"),
+            Outcome::GrantRevoked => f.write_str("the thread's grant revoked"),
+            Outcome::AwaitingSignIn { .. } => f.write_str("waiting for the person who asked to connect"),
+            Outcome::SignedIn { .. } => f.write_str("the person connected; the turn goes on"),
+            Outcome::ConnectRefused => f.write_str("a Connect click by someone else refused"),
+            Outcome::HomeShown => f.write_str("Home tab shown"),
+            Outcome::Incident(worker_incidents::Handled::Ignored(reason)) => {
+                write!(f, "alert not taken ({})", reason.replace('_', " "))
+            }
+            Outcome::Incident(worker_incidents::Handled::Incident { id, status, posted, .. }) => {
+                let status = if *status == IncidentStatus::Open { "open" } else { "resolved" };
+                write!(f, "incident {id} {status}, {posted} message(s) posted")
+            }
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
