@@ -156,7 +156,7 @@ async fn alerts_from_three_sources_open_one_investigated_thread_each_re_fire_the
     let later = ingress::Ingress::new(
         tests::ingress_config(&oncall.stack),
         &tests::Role::Ingress.config(&oncall.aws),
-        std::sync::Arc::new(assistant_core::FixedClock::at(events::SIGNED_AT + 4 * 3600)),
+        std::sync::Arc::new(testkit::clock::ManualClock::at(events::SIGNED_AT + 4 * 3600)),
     );
     assert_eq!(oncall.alertmanager(&later, ALERTMANAGER_TOKEN, ALERTMANAGER_FIRING).await, 200);
     let handled = oncall.settle().await;

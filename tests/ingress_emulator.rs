@@ -4,11 +4,11 @@
 //! starts nothing, approvals and the health check. Events come from
 //! `tests/events/`; the handler's clock is pinned to when they were signed.
 
-use assistant_core::FixedClock;
 use aws_sdk_sqs::types::MessageSystemAttributeName as Attribute;
 use ingress::{Config, Ingress};
 use serde_json::Value;
 use slack::SigningSecret;
+use testkit::clock::ManualClock;
 use tests::events::{self, SIGNED_AT, with_body, with_header};
 use tests::{Stack, decode_work, emulator_config};
 
@@ -37,7 +37,7 @@ fn ingress_at(aws: &aws_config::SdkConfig, table: &str, queue_url: &str, now: i6
         alertmanager_token: None,
         pagerduty_secret: None,
     };
-    Ingress::new(config, &tests::Role::Ingress.config(aws), std::sync::Arc::new(FixedClock::at(now)))
+    Ingress::new(config, &tests::Role::Ingress.config(aws), std::sync::Arc::new(ManualClock::at(now)))
 }
 
 async fn status_of(ingress: &Ingress, event: &Value) -> i64 {

@@ -149,7 +149,7 @@ async fn a_slack_search_runs_as_the_asker_with_the_token_the_ingress_kept_and_th
     let ingress = ingress::Ingress::new(
         tests::ingress_config(&stack),
         &tests::Role::Ingress.config(&aws),
-        std::sync::Arc::new(assistant_core::FixedClock::at(now)),
+        std::sync::Arc::new(testkit::clock::ManualClock::at(now)),
     );
     let response = ingress.handle(mention).await.unwrap();
     assert_eq!(response["statusCode"], 200, "{response}");

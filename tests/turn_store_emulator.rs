@@ -308,7 +308,7 @@ async fn a_registered_client_id_or_published_channels_whose_answer_was_lost_are_
 
         // The every-question channels: a plain put, the same item again.
         let channels =
-            EveryQuestionChannels::new(records.clone(), std::sync::Arc::new(assistant_core::FixedClock::at(1_000)));
+            EveryQuestionChannels::new(records.clone(), std::sync::Arc::new(testkit::clock::ManualClock::at(1_000)));
         proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"RESPONSE_MODES"}"#, fault);
         if channels.publish(&["C0ASK*".to_owned()]).await.is_err() {
             channels.publish(&["C0ASK*".to_owned()]).await.expect("the next start's publish");

@@ -37,24 +37,26 @@
 
 use anyhow::{Context, Result};
 use assistant_core::messages::{ReplyMessage, TurnRequest};
-use assistant_core::model::TextSink;
-use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
+use assistant_core::model::{Model, ToolSpec};
 use assistant_core::ports::{
     AgentSlack, ArtifactStore, ClaimOutcome, Created, EventClaim, EventClaims, PortError, ReplyQueue, StoreError,
     TurnStore, WorkQueue,
 };
-use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolUse, Turn, TurnId, Usage};
-use assistant_core::{Clock, FixedClock, SystemClock, WorkMessage};
+use assistant_core::turn::{ToolOutput, Turn, TurnId};
+use assistant_core::{Clock, SystemClock, WorkMessage};
 use async_trait::async_trait;
 use http::HeaderMap;
 use ingress_logic::{Intake, Request};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use testkit::clock::ManualClock;
+use testkit::deadline::Budget;
 use testkit::memory::{MemoryArtifacts, MemoryClaims, MemoryQueue, MemorySlack, MemoryTimers};
+use testkit::model::{InstantModel, PacedModel};
 use tests::lambda::{LambdaUnderRie, Launch};
 use tools_registry::{Effect, Tool, ToolPolicy, ToolRegistry};
-use worker_turn::{Deadline, Limits, Outcome, Ports, Worker};
+use worker_turn::{Limits, Outcome, Ports, Worker};
 
 const SECRET: &str = "bench-signing-secret";
 const NOW: i64 = 1_763_800_000;
@@ -155,74 +157,6 @@ impl<T: ArtifactStore> ArtifactStore for Counting<T> {
 const STEPS_PER_TURN: u32 = 10;
 const TURNS: usize = 200;
 
-/// Answers at once: a tool call with some prose for the first steps, then
-/// an answer, like a model would, minus the wait. Counts tokens as Bedrock
-/// does with cache points (a token is four bytes of the request).
-struct InstantModel {
-    steps: u32,
-    /// What the previous request of the turn put in the cache, in bytes.
-    cached: std::sync::Mutex<usize>,
-}
-
-impl InstantModel {
-    fn new(steps: u32) -> Self {
-        Self { steps, cached: std::sync::Mutex::new(0) }
-    }
-
-    fn usage(&self, request: &ModelRequest<'_>, first: bool) -> Usage {
-        let tools: usize = request
-            .tools
-            .iter()
-            .map(|tool| tool.name.len() + tool.description.len() + tool.input_schema.to_string().len())
-            .sum();
-        let stable = request.system.len() + tools;
-        let conversation = serde_json::to_string(request.messages).map_or(0, |json| json.len());
-        let mut cached = self.cached.lock().expect("cache lock");
-        if first {
-            *cached = 0;
-        }
-        let read = *cached;
-        let cached_now = stable + if request.cache_conversation { conversation } else { 0 };
-        let written = cached_now.saturating_sub(read);
-        *cached = cached_now;
-        let tokens = |bytes: usize| bytes as u64 / 4;
-        Usage {
-            input_tokens: tokens(stable + conversation - read - written),
-            output_tokens: 100,
-            cache_read_tokens: tokens(read),
-            cache_write_tokens: tokens(written),
-        }
-    }
-}
-
-#[async_trait]
-impl Model for InstantModel {
-    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
-        let step = request.messages.len() / 2;
-        let usage = self.usage(&request, step == 0);
-        let prose = Content::Text("Let me look at the runbook section on connection pools. ".repeat(4));
-        let (content, stop_reason) = if (step as u32) < self.steps - 1 {
-            let call = ToolUse {
-                id: format!("tooluse_{step:04}"),
-                name: "search_docs".into(),
-                input: serde_json::json!({"query": format!("checkout-api pool {step}")}),
-            };
-            (vec![prose, Content::ToolUse(call)], StopReason::ToolUse)
-        } else {
-            (vec![Content::Text("The pool is exhausted since the 14:02 deploy.".into())], StopReason::EndTurn)
-        };
-        Ok(ModelReply { message: Message { role: Role::Assistant, content }, stop_reason, usage })
-    }
-}
-
-struct Unlimited;
-
-impl Deadline for Unlimited {
-    fn time_left(&self) -> Duration {
-        Duration::from_secs(900)
-    }
-}
-
 /// The worker on in-memory ports (counted), with an instant model that
 /// answers after `steps` steps and one instant tool.
 struct BenchWorker {
@@ -311,11 +245,11 @@ fn mention(i: usize) -> WorkMessage {
 async fn worker_overhead() -> Result<()> {
     println!("\nworker overhead per step, model and tool time excluded (budget: < 5 ms CPU, 1 state write)");
     let BenchWorker { worker, store, work, replies, artifacts, .. } =
-        bench_worker(STEPS_PER_TURN, Arc::new(FixedClock::at(NOW)))?;
+        bench_worker(STEPS_PER_TURN, Arc::new(ManualClock::at(NOW)))?;
     let mut per_step = Vec::with_capacity(TURNS);
     for i in 0..TURNS {
         let started = Instant::now();
-        let outcome = worker.handle(&mention(i), &Unlimited).await?;
+        let outcome = worker.handle(&mention(i), &Budget::plenty()).await?;
         per_step.push(started.elapsed() / STEPS_PER_TURN);
         anyhow::ensure!(matches!(outcome, Outcome::Settled { steps: STEPS_PER_TURN, .. }), "unexpected {outcome:?}");
     }
@@ -341,7 +275,7 @@ async fn turn_cost() -> Result<()> {
     println!("\na turn's AWS cost excluding the model (DynamoDB, SQS, S3, Lambda at list prices; worker at 512 MB)");
     for steps in [1, STEPS_PER_TURN, 30] {
         let bench = bench_worker(steps, Arc::new(SystemClock))?;
-        bench.worker.handle(&mention(0), &Unlimited).await?;
+        bench.worker.handle(&mention(0), &Budget::plenty()).await?;
         let reports = bench.metrics.reports();
         let report = reports.first().context("the turn settled and reported")?;
         let cost = report.cost(512);
@@ -424,7 +358,7 @@ fn warm_handling(runtime: &tokio::runtime::Runtime) -> Result<()> {
         claims.clone(),
         queue.clone(),
         Arc::new(testkit::memory::MemoryContexts::default()),
-        Arc::new(FixedClock::at(NOW)),
+        Arc::new(ManualClock::at(NOW)),
     );
     let body = testkit::fixtures::APP_MENTION;
     let headers = signed_request(body, NOW);
@@ -801,35 +735,6 @@ fn peak_rss_kib_of(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// A model writing its answer a token (about 4 characters) at a time,
-/// `every` apart, as Bedrock streams.
-struct PacedModel {
-    answer: &'static str,
-    every: Duration,
-    first_token: std::sync::Mutex<Option<Instant>>,
-}
-
-#[async_trait]
-impl Model for PacedModel {
-    async fn converse(&self, _: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
-        Err(ModelError::Rejected("the benchmark streams".into()))
-    }
-
-    async fn converse_streaming(&self, _: ModelRequest<'_>, sink: &mut dyn TextSink) -> Result<ModelReply, ModelError> {
-        let chars: Vec<char> = self.answer.chars().collect();
-        for token in chars.chunks(4) {
-            tokio::time::sleep(self.every).await;
-            self.first_token.lock().expect("lock").get_or_insert_with(Instant::now);
-            sink.text(&token.iter().collect::<String>()).await;
-        }
-        Ok(ModelReply {
-            message: Message { role: Role::Assistant, content: vec![Content::Text(self.answer.into())] },
-            stop_reason: StopReason::EndTurn,
-            usage: Usage { input_tokens: 900, output_tokens: (chars.len() / 4) as u64, ..Usage::default() },
-        })
-    }
-}
-
 /// From the model's first token to the first streamed text in Slack.
 async fn first_streamed_text() -> Result<()> {
     println!(
@@ -846,15 +751,11 @@ time to first streamed text after the model's first token (goal: < 1 s; Slack's 
         for tokens_per_second in [30u64, 60, 120] {
             let mut samples = Vec::new();
             for i in 0..5 {
-                let model = Arc::new(PacedModel {
-                    answer,
-                    every: Duration::from_micros(1_000_000 / tokens_per_second),
-                    first_token: Default::default(),
-                });
+                let model = Arc::new(PacedModel::new(answer, Duration::from_micros(1_000_000 / tokens_per_second)));
                 let agent = Arc::new(testkit::agent_memory::MemoryAgent::default());
                 let bench = bench_worker_with(model.clone(), agent.clone(), 1, Arc::new(SystemClock))?;
-                bench.worker.handle(&mention(i), &Unlimited).await?;
-                let first_token = model.first_token.lock().expect("lock").context("the model wrote")?;
+                bench.worker.handle(&mention(i), &Budget::plenty()).await?;
+                let first_token = model.first_token().context("the model wrote")?;
                 let streams = agent.streams();
                 let first_text = streams.first().and_then(|s| s.first_text_at).context("the answer streamed")?;
                 samples.push(first_text.duration_since(first_token));

@@ -23,10 +23,11 @@ use slack::{ChannelId, EventId, TeamId, Ts, UserId};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use testkit::deadline::Budget;
 use tools_registry::{Effect, Tool, ToolPolicy, ToolRegistry};
 use worker_config::AssistantConfig;
 use worker_config::WorkerPorts;
-use worker_turn::{Deadline, Limits, Outcome};
+use worker_turn::{Limits, Outcome};
 
 /// The model a recorded case's costs are priced as.
 pub const RECORDED_PRICES_AS: &str = "us.anthropic.claude-sonnet-4-20250514-v1:0";
@@ -217,7 +218,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
         slack: slack.clone(),
         files: slack,
         timers: Arc::new(testkit::memory::MemoryTimers::default()),
-        clock: Arc::new(assistant_core::FixedClock::at(1_763_800_600)),
+        clock: Arc::new(testkit::clock::ManualClock::at(1_763_800_600)),
         http: reqwest::Client::new(),
         signer: Arc::new(assistant_core::ports::NoSigner),
         aws: Arc::new(testkit::signals_memory::MemoryAws(Default::default())),
@@ -246,7 +247,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
     config.mcp_servers.clear();
     let worker = worker_config::assemble(ports, &config, Limits::default(), &|_| None).await?;
     let mut tools =
-        vec![tools_registry::builtin::current_time(Arc::new(assistant_core::FixedClock::at(1_763_800_600)))];
+        vec![tools_registry::builtin::current_time(Arc::new(testkit::clock::ManualClock::at(1_763_800_600)))];
     for tool in &case.tools {
         tools.push(recorded_tool(tool));
     }
@@ -257,7 +258,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
     let turn_id = WorkMessage::StartTurn(request.clone()).turn_id().expect("a start names its turn");
     let mut message = WorkMessage::StartTurn(request.clone());
     for _ in 0..10 {
-        match worker.handle(&message, &Plenty).await {
+        match worker.handle(&message, &Budget::plenty()).await {
             Ok(Outcome::Continued { id, after_step }) => {
                 message = WorkMessage::Continue(assistant_core::messages::Continuation {
                     turn_id: id,
@@ -462,14 +463,6 @@ impl Model for Recorder {
 
     fn id(&self) -> &str {
         self.inner.id()
-    }
-}
-
-struct Plenty;
-
-impl Deadline for Plenty {
-    fn time_left(&self) -> Duration {
-        Duration::from_secs(3_600)
     }
 }
 

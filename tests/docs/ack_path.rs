@@ -18,7 +18,8 @@ use slack::{SigningSecret, TeamId, UserId};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use testkit::memory::{ManualClock, MemoryClaims, MemoryContexts, MemoryQueue, MemoryRecords};
+use testkit::clock::ManualClock;
+use testkit::memory::{MemoryClaims, MemoryContexts, MemoryQueue, MemoryRecords};
 
 const SECRET: &str = "docs-check-signing-secret";
 const NOW: i64 = 1_763_800_001;

@@ -360,7 +360,7 @@ impl Functions {
         let ingress = ingress::Ingress::new(
             ingress_config(stack),
             &Role::Ingress.config(aws),
-            std::sync::Arc::new(assistant_core::FixedClock::at(events::SIGNED_AT + 1)),
+            std::sync::Arc::new(testkit::clock::ManualClock::at(events::SIGNED_AT + 1)),
         );
         let retry = adapters_bedrock::retry_config().with_initial_backoff(std::time::Duration::from_millis(5));
         let as_worker = Role::Worker.config(aws);

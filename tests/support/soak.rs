@@ -181,7 +181,7 @@ impl Pipeline {
         let ingress = ingress::Ingress::new(
             crate::ingress_config(stack),
             &ingress_aws,
-            std::sync::Arc::new(assistant_core::FixedClock::at(events::SIGNED_AT + 1)),
+            std::sync::Arc::new(testkit::clock::ManualClock::at(events::SIGNED_AT + 1)),
         );
         let worker_aws = crate::Role::Worker.config(&through(aws, adapters_aws::config::worker_timeouts()).await);
         let bedrock_config = aws_sdk_bedrockruntime::config::Builder::from(&worker_aws)

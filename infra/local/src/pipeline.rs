@@ -33,13 +33,14 @@ use slack::SigningSecret;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use testkit::agent_memory::MemoryAgent;
+use testkit::deadline::Budget;
 use testkit::memory::{
     MemoryArtifacts, MemoryClaims, MemoryContexts, MemoryQueue, MemoryRecords, MemorySlack, MemoryTimers,
 };
 use testkit::slack_memory::MemoryPoster;
 use worker_config::AssistantConfig;
 use worker_config::{StartupError, WorkerPorts};
-use worker_turn::{Deadline, Limits, Worker};
+use worker_turn::{Limits, Worker};
 
 /// The signing secret of requests the runner makes itself (and accepts in
 /// `--serve` mode when no `SLACK_SIGNING_SECRET` is set).
@@ -420,7 +421,7 @@ impl Pipeline {
             }
             for message in work {
                 let started = Instant::now();
-                let outcome = self.worker.handle(&message, &Plenty).await;
+                let outcome = self.worker.handle(&message, &Budget::plenty()).await;
                 let what = kind(&message);
                 let detail = match outcome {
                     Ok(outcome) => match &outcome {
@@ -535,15 +536,6 @@ impl assistant_core::ports::ReplyQueue for LiveReplies {
     async fn send(&self, message: &ReplyMessage) -> Result<(), assistant_core::PortError> {
         self.respond(message).await;
         Ok(())
-    }
-}
-
-/// An invocation with all the time it wants.
-struct Plenty;
-
-impl Deadline for Plenty {
-    fn time_left(&self) -> Duration {
-        Duration::from_secs(15 * 60)
     }
 }
 

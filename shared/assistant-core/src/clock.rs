@@ -25,22 +25,6 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock stopped at one instant, for tests and benchmarks.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct FixedClock(i64);
-
-impl FixedClock {
-    pub fn at(unix: i64) -> Self {
-        Self(unix)
-    }
-}
-
-impl Clock for FixedClock {
-    fn now_unix(&self) -> i64 {
-        self.0
-    }
-}
-
 impl<C: Clock + ?Sized> Clock for &C {
     fn now_unix(&self) -> i64 {
         (**self).now_unix()

@@ -29,6 +29,7 @@ pub mod approval;
 pub mod catalog;
 pub mod clock;
 pub mod config_checks;
+pub mod deadline;
 pub mod delivery;
 pub mod feedback;
 pub mod files;
@@ -48,7 +49,7 @@ pub mod store;
 pub mod telemetry;
 pub mod turn;
 
-pub use clock::{Clock, FixedClock, SystemClock};
+pub use clock::{Clock, SystemClock};
 pub use messages::{ThreadRef, WorkMessage};
 pub use ports::{PortError, Retryable, StoreError};
 pub use turn::TurnId;

@@ -6,7 +6,8 @@ use assistant_core::alerts::{Alert, OpsAlerts, Raised};
 use assistant_core::delivery::PostError;
 use slack::ChannelId;
 use std::sync::Arc;
-use testkit::memory::{ManualClock, MemoryRecords};
+use testkit::clock::ManualClock;
+use testkit::memory::MemoryRecords;
 use testkit::slack_memory::{CHANNEL_POST, MemoryPoster, Scripted};
 
 const NOW: i64 = 1_763_800_020;

@@ -261,8 +261,9 @@ mod tests {
     use assistant_core::Clock;
     use base64::Engine;
     use http::HeaderValue;
+    use testkit::clock::ManualClock;
     use testkit::fixtures;
-    use testkit::memory::{ManualClock, MemoryClaims, MemoryContexts, MemoryQueue};
+    use testkit::memory::{MemoryClaims, MemoryContexts, MemoryQueue};
 
     const SECRET: &str = "test-signing-secret";
     const NOW: i64 = 1_763_800_001;

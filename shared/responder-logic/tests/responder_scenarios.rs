@@ -8,7 +8,7 @@ use assistant_core::messages::{ApprovalButton, ReplyMessage, WorkMessage};
 use assistant_core::ports::{DeliveryLog, FileUpload, StoreError, TurnStore};
 use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::turn::{AnswerFile, ToolUse, Turn, TurnId, TurnStatus};
-use assistant_core::{FixedClock, Retryable, ThreadRef};
+use assistant_core::{Retryable, ThreadRef};
 use async_trait::async_trait;
 use responder_logic::{DeadLetter, Outcome, Responder};
 use serde_json::json;
@@ -16,6 +16,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use testkit::clock::ManualClock;
 use testkit::memory::Tables;
 use testkit::slack_memory::{MemoryPoster, POST, REPLIES, SET_STATUS, SHARE_UPLOAD, Scripted, UPDATE, UPLOAD};
 use testkit::store_contract::new_turn;
@@ -84,7 +85,7 @@ fn responder() -> TestResponder {
         deliveries: deliveries.clone(),
         streams: streams.clone(),
         slack: slack.clone(),
-        clock: Arc::new(FixedClock::at(1_763_800_100)),
+        clock: Arc::new(ManualClock::at(1_763_800_100)),
         mentions: Default::default(),
         alerts: None,
     };
@@ -587,7 +588,7 @@ fn responder_with_ops_channel() -> TestResponder {
         slack::ChannelId::new("C0OPS"),
         responder.slack.clone(),
         Arc::new(testkit::memory::MemoryRecords::default()),
-        Arc::new(FixedClock::at(1_763_800_100)),
+        Arc::new(ManualClock::at(1_763_800_100)),
     ));
     responder
 }

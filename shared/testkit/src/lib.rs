@@ -16,11 +16,17 @@
 //! - [`signals_memory`]: CloudWatch, Logs Insights and knowledge bases in
 //!   memory.
 //! - [`fixtures`]: captured-shape Slack payloads.
+//! - The one of each double the tests share: [`model`] (scripted and
+//!   paced models), [`deadline`] (an invocation's time), [`clock`] (a
+//!   clock that moves when told).
 
 pub mod agent_memory;
+pub mod clock;
+pub mod deadline;
 pub mod fixtures;
 pub mod mcp_memory;
 pub mod memory;
+pub mod model;
 pub mod sign_in;
 pub mod signals_memory;
 pub mod signed;

@@ -516,26 +516,6 @@ pub fn tables_over(records: Arc<dyn VersionedRecords>) -> Tables {
     }
 }
 
-/// A clock a test moves by hand.
-#[derive(Debug)]
-pub struct ManualClock(std::sync::atomic::AtomicI64);
-
-impl ManualClock {
-    pub fn at(unix: i64) -> Self {
-        Self(std::sync::atomic::AtomicI64::new(unix))
-    }
-
-    pub fn set(&self, unix: i64) {
-        self.0.store(unix, Ordering::SeqCst);
-    }
-}
-
-impl assistant_core::Clock for ManualClock {
-    fn now_unix(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use crate::store_contract;

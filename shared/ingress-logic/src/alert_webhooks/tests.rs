@@ -1,7 +1,7 @@
 use super::*;
-use assistant_core::FixedClock;
 use assistant_core::incidents::{AlertSource, AlertState};
 use http::HeaderValue;
+use testkit::clock::ManualClock;
 use testkit::fixtures::alerts::*;
 use testkit::memory::MemoryQueue;
 
@@ -14,7 +14,7 @@ fn webhooks(now: i64) -> (AlertWebhooks, Arc<MemoryQueue>) {
         WebhookSecret::new(TOKEN),
         WebhookSecret::new(PD_SECRET),
         queue.clone(),
-        Arc::new(FixedClock::at(now)),
+        Arc::new(ManualClock::at(now)),
     );
     (hooks, queue)
 }
@@ -122,7 +122,7 @@ async fn signed_bodies_that_do_not_read_are_400_events_that_are_not_alerts_200_a
     assert_eq!((reply.status, reply.counted), (200, Counted::Other));
     assert!(queue.messages().is_empty());
 
-    let unset = AlertWebhooks::new(None, None, queue.clone(), Arc::new(FixedClock::at(ALERTS_NOW)));
+    let unset = AlertWebhooks::new(None, None, queue.clone(), Arc::new(ManualClock::at(ALERTS_NOW)));
     let reply =
         unset.handle(ALERTMANAGER_PATH, &headers(&[("authorization", &auth)]), ALERTMANAGER_FIRING.as_bytes()).await;
     assert_eq!(reply.status, 404);

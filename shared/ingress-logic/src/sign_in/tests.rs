@@ -1,8 +1,8 @@
 use super::*;
-use assistant_core::FixedClock;
 use assistant_core::oauth::{OAuthProvider, SignInOutcome};
 use assistant_core::turn::TurnId;
 use slack::{ChannelId, SigningSecret, TeamId, Ts, UserId};
+use testkit::clock::ManualClock;
 use testkit::memory::{LostAnswer, MemoryQueue, MemoryRecords};
 use url::Url;
 
@@ -48,14 +48,14 @@ fn given(at: i64) -> Given {
     let records = Arc::new(MemoryRecords::default());
     let states = ConnectStates::new(records.clone());
     let queue = Arc::new(MemoryQueue::default());
-    let pages = SignInPages::new(states.clone(), queue.clone(), Arc::new(FixedClock::at(at)), key());
+    let pages = SignInPages::new(states.clone(), queue.clone(), Arc::new(ManualClock::at(at)), key());
     Given { records, states, queue, pages }
 }
 
 impl Given {
     /// The same sign-ins, with the pages' clock at `at`.
     fn later(&self, at: i64) -> Given {
-        let pages = SignInPages::new(self.states.clone(), self.queue.clone(), Arc::new(FixedClock::at(at)), key());
+        let pages = SignInPages::new(self.states.clone(), self.queue.clone(), Arc::new(ManualClock::at(at)), key());
         Given { records: self.records.clone(), states: self.states.clone(), queue: self.queue.clone(), pages }
     }
 
@@ -360,7 +360,7 @@ async fn a_second_click_arming_the_sign_in_while_the_browser_is_bound_is_not_ano
     let pages = SignInPages::new(
         ConnectStates::new(racing),
         Arc::new(MemoryQueue::default()),
-        Arc::new(FixedClock::at(NOW + 5)),
+        Arc::new(ManualClock::at(NOW + 5)),
         key(),
     );
     // WHEN the person's browser opens the link

@@ -1,7 +1,7 @@
 use super::*;
-use assistant_core::FixedClock;
 use assistant_core::signals::{Alarm, MetricSeries};
 use assistant_core::turn::{ToolStatus, ToolUse};
+use testkit::clock::ManualClock;
 use testkit::signals_memory::{MemoryAws, MemorySignals};
 use tools_registry::{ToolPolicy, ToolRegistry};
 
@@ -13,7 +13,7 @@ fn config(json: Value) -> AwsToolsConfig {
 
 async fn registry(signals: &Arc<MemorySignals>, json: Value) -> ToolRegistry {
     let tools =
-        aws_tools(&config(json), &MemoryAws(signals.clone()), Arc::new(FixedClock::at(NOW)), None).await.unwrap();
+        aws_tools(&config(json), &MemoryAws(signals.clone()), Arc::new(ManualClock::at(NOW)), None).await.unwrap();
     ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap()
 }
 
@@ -36,7 +36,7 @@ fn logs() -> Value {
 async fn nothing_configured_means_no_aws_tool_and_each_section_adds_its_own() {
     let signals = Arc::new(MemorySignals::default());
     assert!(
-        aws_tools(&AwsToolsConfig::default(), &MemoryAws(signals.clone()), Arc::new(FixedClock::at(NOW)), None)
+        aws_tools(&AwsToolsConfig::default(), &MemoryAws(signals.clone()), Arc::new(ManualClock::at(NOW)), None)
             .await
             .unwrap()
             .is_empty()
@@ -44,7 +44,7 @@ async fn nothing_configured_means_no_aws_tool_and_each_section_adds_its_own() {
     let names: Vec<String> = aws_tools(
         &config(json!({"alarms": {}, "metrics": {}, "logs": {"log_groups": ["/aws/lambda/*"]}})),
         &MemoryAws(signals),
-        Arc::new(FixedClock::at(NOW)),
+        Arc::new(ManualClock::at(NOW)),
         None,
     )
     .await
@@ -233,10 +233,14 @@ async fn a_service_from_the_catalog_names_its_log_groups_still_within_the_globs(
         {"name": "payroll", "log_groups": ["/aws/lambda/payroll"]}
     ]}))
     .unwrap();
-    let tools =
-        aws_tools(&config(logs()), &MemoryAws(signals.clone()), Arc::new(FixedClock::at(NOW)), Some(Arc::new(catalog)))
-            .await
-            .unwrap();
+    let tools = aws_tools(
+        &config(logs()),
+        &MemoryAws(signals.clone()),
+        Arc::new(ManualClock::at(NOW)),
+        Some(Arc::new(catalog)),
+    )
+    .await
+    .unwrap();
     let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
     let (status, _) = call(&registry, "logs_query", json!({"service": "cast-core", "query": "fields @message"})).await;
     assert_eq!(status, ToolStatus::Success);

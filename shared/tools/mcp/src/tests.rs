@@ -346,7 +346,7 @@ mod acting_as_the_person {
         lost: &[(String, String)],
     ) -> (Vec<Tool>, Vec<Unoffered>) {
         let connector: Arc<dyn McpConnector> = connector.clone();
-        let clock = Arc::new(assistant_core::FixedClock::at(1_700_000_000));
+        let clock = Arc::new(testkit::clock::ManualClock::at(1_700_000_000));
         person_tools(&config(), providers, lost, connector, cache.clone(), no_env, &mut HashSet::new(), clock)
             .await
             .unwrap()
@@ -425,8 +425,8 @@ mod acting_as_the_person {
 
 mod kept_lists {
     use super::*;
-    use assistant_core::FixedClock;
     use assistant_core::ports::ArtifactStore;
+    use testkit::clock::ManualClock;
     use testkit::memory::MemoryArtifacts;
     use tools_registry::background::Background;
 
@@ -448,7 +448,7 @@ mod kept_lists {
         async fn tools(&self, configs: &[McpServerConfig], now: i64) -> Vec<Tool> {
             let background = Background::default();
             let kept =
-                KeptLists { cache: self.cache.clone(), clock: Arc::new(FixedClock::at(now)), background: &background };
+                KeptLists { cache: self.cache.clone(), clock: Arc::new(ManualClock::at(now)), background: &background };
             let (tools, _) = kept_or_discovered_tools(
                 configs,
                 self.connector.clone(),

@@ -121,15 +121,15 @@ impl RunTool for Forget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use assistant_core::FixedClock;
     use assistant_core::turn::{ToolStatus, ToolUse};
+    use testkit::clock::ManualClock;
     use tools_registry::{ToolPolicy, ToolRegistry};
 
     #[tokio::test]
     async fn the_memory_tools_act_only_inside_a_thread() {
         let records: Arc<dyn assistant_core::ports::VersionedRecords> =
             Arc::new(testkit::memory::MemoryRecords::default());
-        let tools = memory_tools(ChannelMemory::new(records, 3_600), Arc::new(FixedClock::at(1_763_800_000)));
+        let tools = memory_tools(ChannelMemory::new(records, 3_600), Arc::new(ManualClock::at(1_763_800_000)));
         let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap();
         for (name, input) in [(RECALL, json!({"query": "checkout"})), (FORGET_THREAD, json!({}))] {
             let call = ToolUse { id: "t".into(), name: name.into(), input };

@@ -28,8 +28,8 @@ pub use assistant_core::clock::iso8601_utc;
 mod tests {
     use super::*;
     use crate::{ToolPolicy, ToolRegistry};
-    use assistant_core::FixedClock;
     use assistant_core::turn::{ToolStatus, ToolUse};
+    use testkit::clock::ManualClock;
 
     #[test]
     fn formats_known_instants() {
@@ -43,7 +43,7 @@ mod tests {
     #[tokio::test]
     async fn current_time_reads_the_injected_clock() {
         let registry =
-            ToolRegistry::new(vec![current_time(Arc::new(FixedClock::at(1_763_800_000)))], ToolPolicy::allow_all())
+            ToolRegistry::new(vec![current_time(Arc::new(ManualClock::at(1_763_800_000)))], ToolPolicy::allow_all())
                 .unwrap();
         let call = ToolUse { id: "t".into(), name: "current_time".into(), input: serde_json::json!({}) };
         let result = registry.run(&call, &slack::ChannelId::new("C1")).await;

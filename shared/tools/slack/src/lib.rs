@@ -380,7 +380,7 @@ mod tests {
             slack,
             agent: Arc::new(testkit::agent_memory::MemoryAgent::default()),
             tokens,
-            clock: Arc::new(assistant_core::FixedClock::at(NOW)),
+            clock: Arc::new(testkit::clock::ManualClock::at(NOW)),
         }
     }
 

@@ -529,18 +529,9 @@ pub async fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use assistant_core::FixedClock;
-    use assistant_core::model::{ModelError, ModelReply, ModelRequest};
+    use testkit::clock::ManualClock;
     use testkit::memory::{MemoryArtifacts, MemoryQueue, MemorySecrets, MemorySlack, MemoryTimers};
-
-    struct NoModel;
-
-    #[async_trait::async_trait]
-    impl Model for NoModel {
-        async fn converse(&self, _: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
-            Err(ModelError::Rejected("not called in these tests".into()))
-        }
-    }
+    use testkit::model::ScriptedModel;
 
     fn ports() -> WorkerPorts {
         let tables = testkit::memory::tables();
@@ -558,15 +549,16 @@ mod tests {
             every_question: None,
             memory: None,
             incidents: None,
-            model: Arc::new(NoModel),
-            models: Arc::new(|_: &str| Arc::new(NoModel) as Arc<dyn Model>),
+            // Never called in these tests: no reply is scripted.
+            model: Arc::new(ScriptedModel::default()),
+            models: Arc::new(|_: &str| Arc::new(ScriptedModel::default()) as Arc<dyn Model>),
             work: Arc::new(MemoryQueue::default()),
             replies: Arc::new(MemoryQueue::default()),
             artifacts: Arc::new(MemoryArtifacts::default()),
             slack: Arc::new(MemorySlack::default()),
             files: Arc::new(MemorySlack::default()),
             timers: Arc::new(MemoryTimers::default()),
-            clock: Arc::new(FixedClock::at(0)),
+            clock: Arc::new(ManualClock::at(0)),
             http: reqwest::Client::new(),
             mcp: Arc::new(assistant_core::mcp::NoMcpServers),
             aws: Arc::new(testkit::signals_memory::MemoryAws(Default::default())),

@@ -308,7 +308,8 @@ mod tests {
     use super::*;
     use assistant_core::ports::PortError;
     use std::sync::{Arc, Mutex};
-    use testkit::memory::{LostAnswer, ManualClock, MemoryRecords};
+    use testkit::clock::ManualClock;
+    use testkit::memory::{LostAnswer, MemoryRecords};
     use testkit::slack_memory::MemoryPoster;
 
     const OBJECT: &str = "config/assistant.json";

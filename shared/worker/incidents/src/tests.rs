@@ -3,8 +3,9 @@ use assistant_core::delivery::PostError;
 use assistant_core::incidents::sources;
 use assistant_core::ports::VersionedRecords;
 use testkit::agent_memory::{MemoryAgent, POST_TAGGED, Tagged};
+use testkit::clock::ManualClock;
 use testkit::fixtures::alerts::*;
-use testkit::memory::{LostAnswer, ManualClock, MemoryArtifacts, MemoryClaims, MemoryQueue, MemoryRecords};
+use testkit::memory::{LostAnswer, MemoryArtifacts, MemoryClaims, MemoryQueue, MemoryRecords};
 use testkit::slack_memory::{MemoryPoster, Scripted};
 
 const ONCALL: &str = "C0ONCALL01";

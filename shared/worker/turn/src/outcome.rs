@@ -49,10 +49,7 @@ impl Default for Limits {
     }
 }
 
-/// How long the current invocation has left (the Lambda context's deadline).
-pub trait Deadline: Send + Sync {
-    fn time_left(&self) -> Duration;
-}
+pub use assistant_core::deadline::Deadline;
 
 /// How a message was handled.
 #[derive(Debug, Clone, PartialEq, Eq)]

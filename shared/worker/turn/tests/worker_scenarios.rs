@@ -7,7 +7,7 @@ use assistant_core::delivery::{DeliveryRecord, Settled};
 use assistant_core::feedback::FeedbackLog;
 use assistant_core::grants::ThreadGrants;
 use assistant_core::messages::{ApprovalButton, ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest};
-use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, ToolSpec};
+use assistant_core::model::{Model, ModelError, ModelReply, StopReason, ToolSpec};
 use assistant_core::ports::{
     DeliveryLog, PortError, Put, RecordKey, RecordWrite, StoredRecord, TurnStore, VersionedRecords,
 };
@@ -16,7 +16,7 @@ use assistant_core::store::StreamLog;
 use assistant_core::store::{RecordDeliveries, RecordTurns};
 use assistant_core::telemetry::LimitHit;
 use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolStatus, ToolUse, Turn, TurnId, TurnStatus, Usage};
-use assistant_core::{FixedClock, ThreadRef, WorkMessage};
+use assistant_core::{ThreadRef, WorkMessage};
 use async_trait::async_trait;
 use serde_json::json;
 use slack::{ChannelId, EventId, TeamId, Ts, UserId};
@@ -26,83 +26,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use testkit::agent_memory::MemoryAgent;
+use testkit::clock::ManualClock;
+use testkit::deadline::Budget;
 use testkit::memory::{
-    LostAnswer, ManualClock, MemoryArtifacts, MemoryContexts, MemoryMetrics, MemoryQueue, MemorySlack, MemoryTimers,
-    Tables,
+    LostAnswer, MemoryArtifacts, MemoryContexts, MemoryMetrics, MemoryQueue, MemorySlack, MemoryTimers, Tables,
 };
+use testkit::model::{ScriptedModel, calls, stop, text, usage};
 use tools_registry::{CallContext, ChannelRule, Effect, RunTool, Tool, ToolFuture, ToolPolicy, ToolRegistry};
 
 use worker_turn::approvals::ApprovalsConfig;
-use worker_turn::{Deadline, Limits, MAX_TOOL_CALLS_PER_STEP, Outcome, Ports, REFUSAL, Worker, WorkerBuilder};
+use worker_turn::{Limits, MAX_TOOL_CALLS_PER_STEP, Outcome, Ports, REFUSAL, Worker, WorkerBuilder};
 
 // --- A scripted model -------------------------------------------------------
-
-#[derive(Default)]
-struct ScriptedModel {
-    replies: Mutex<VecDeque<Result<ModelReply, ModelError>>>,
-    /// For each call: the transcript length and the advertised tool names.
-    calls: Mutex<Vec<(usize, Vec<String>)>>,
-    /// The system prompt of each call.
-    systems: Mutex<Vec<String>>,
-}
-
-impl ScriptedModel {
-    fn new(replies: impl IntoIterator<Item = Result<ModelReply, ModelError>>) -> Self {
-        Self { replies: Mutex::new(replies.into_iter().collect()), ..Self::default() }
-    }
-
-    fn calls(&self) -> usize {
-        self.calls.lock().unwrap().len()
-    }
-
-    fn advertised(&self, call: usize) -> Vec<String> {
-        self.calls.lock().unwrap()[call].1.clone()
-    }
-}
-
-#[async_trait]
-impl Model for ScriptedModel {
-    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
-        let tools = request.tools.iter().map(|t| t.name.clone()).collect();
-        self.calls.lock().unwrap().push((request.messages.len(), tools));
-        self.systems.lock().unwrap().push(request.system.to_owned());
-        self.replies.lock().unwrap().pop_front().expect("the test scripted fewer model replies than were asked for")
-    }
-}
-
-fn usage() -> Usage {
-    Usage { input_tokens: 100, output_tokens: 20, ..Usage::default() }
-}
-
-fn text(answer: &str) -> Result<ModelReply, ModelError> {
-    Ok(ModelReply {
-        message: Message { role: Role::Assistant, content: vec![Content::Text(answer.into())] },
-        stop_reason: StopReason::EndTurn,
-        usage: usage(),
-    })
-}
-
-fn calls(tools: &[(&str, &str, serde_json::Value)]) -> Result<ModelReply, ModelError> {
-    let content = tools
-        .iter()
-        .map(|(id, name, input)| {
-            Content::ToolUse(ToolUse { id: (*id).into(), name: (*name).into(), input: input.clone() })
-        })
-        .collect();
-    Ok(ModelReply {
-        message: Message { role: Role::Assistant, content },
-        stop_reason: StopReason::ToolUse,
-        usage: usage(),
-    })
-}
-
-fn stop(reason: StopReason, said: &str) -> Result<ModelReply, ModelError> {
-    Ok(ModelReply {
-        message: Message { role: Role::Assistant, content: vec![Content::Text(said.into())] },
-        stop_reason: reason,
-        usage: usage(),
-    })
-}
 
 // --- Tools ------------------------------------------------------------------
 
@@ -170,32 +105,6 @@ fn counter() -> &'static AtomicU32 {
 
 // --- The world ----------------------------------------------------------------
 
-/// Plenty of time, unless told otherwise: `steps` checks pass, then none.
-struct Budget {
-    checks_with_time: AtomicU32,
-}
-
-impl Budget {
-    fn plenty() -> Self {
-        Self { checks_with_time: AtomicU32::new(u32::MAX) }
-    }
-
-    fn steps(n: u32) -> Self {
-        Self { checks_with_time: AtomicU32::new(n) }
-    }
-}
-
-impl Deadline for Budget {
-    fn time_left(&self) -> Duration {
-        let left = self.checks_with_time.load(Ordering::SeqCst);
-        if left == 0 {
-            return Duration::from_secs(5);
-        }
-        self.checks_with_time.store(left - 1, Ordering::SeqCst);
-        Duration::from_secs(600)
-    }
-}
-
 /// The worker on in-memory ports, and those ports, kept to look at.
 struct TestWorker<M = ScriptedModel> {
     /// Always there: taken only while [`TestWorker::change`] rebuilds it.
@@ -249,7 +158,7 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         slack: Arc::new(MemorySlack::default()),
         files: Arc::new(MemorySlack::default()),
         timers: timers.clone(),
-        clock: Arc::new(FixedClock::at(NOW)),
+        clock: Arc::new(ManualClock::at(NOW)),
         metrics: metrics.clone(),
         agent: agent.clone(),
         streams: streams.clone(),
@@ -589,19 +498,16 @@ async fn out_of_time_queues_a_continuation_that_resumes_in_a_later_invocation() 
 
 /// A model during whose call another worker saves the same turn, changed
 /// by `other`.
-struct RacedModel {
-    store: RecordTurns,
-    other: fn(&mut Turn),
-}
-
-#[async_trait]
-impl Model for RacedModel {
-    async fn converse(&self, _: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
-        let mut other = self.store.load(&turn_id()).await.unwrap().unwrap();
-        (self.other)(&mut other);
-        self.store.save(&mut other).await.unwrap();
-        text("mine")
-    }
+fn raced(store: &RecordTurns, other: fn(&mut Turn)) -> ScriptedModel {
+    let store = store.clone();
+    ScriptedModel::new([text("mine")]).during_each_call(move || {
+        let store = store.clone();
+        async move {
+            let mut turn = store.load(&turn_id()).await.unwrap().unwrap();
+            other(&mut turn);
+            store.save(&mut turn).await.unwrap();
+        }
+    })
 }
 
 #[tokio::test]
@@ -622,7 +528,7 @@ async fn a_worker_whose_save_conflicts_stops_without_overwriting() {
     let tables = testkit::memory::tables();
     let store = tables.turns.clone();
     let other = |turn: &mut Turn| turn.transcript.push(Message::user_text("from the other worker"));
-    let worker = build(RacedModel { store: store.clone(), other }, counter(), tables);
+    let worker = build(raced(&store, other), counter(), tables);
     let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
 
     assert_eq!(outcome, Outcome::Superseded { id: turn_id() });
@@ -659,7 +565,7 @@ async fn a_worker_that_loses_the_race_to_a_settled_turn_requests_its_delivery() 
     let tables = testkit::memory::tables();
     let store = tables.turns.clone();
     let other = |turn: &mut Turn| turn.settle("The other worker's answer.".into(), TurnStatus::Answered, NOW);
-    let worker = build(RacedModel { store: store.clone(), other }, counter(), tables);
+    let worker = build(raced(&store, other), counter(), tables);
 
     // WHEN this one's save conflicts
     let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
@@ -857,7 +763,7 @@ async fn the_channel_open_in_the_assistant_panel_reaches_the_system_prompt() {
     request.context_channel = Some(ChannelId::new("C0DEPLOYS"));
     worker.handle(&WorkMessage::StartTurn(request), &Budget::plenty()).await.unwrap();
 
-    let system = worker.model.systems.lock().unwrap()[0].clone();
+    let system = worker.model.systems()[0].clone();
     assert!(system.starts_with("You are the on-call assistant."), "{system}");
     assert!(system.contains("<#C0DEPLOYS>"), "{system}");
 }
@@ -868,12 +774,12 @@ async fn in_a_home_channel_the_model_is_told_to_answer_there_and_elsewhere_it_is
     let WorkMessage::StartTurn(mut request) = start() else { unreachable!() };
     request.thread.channel = ChannelId::new("C0HOME42");
     home.handle(&WorkMessage::StartTurn(request), &Budget::plenty()).await.unwrap();
-    let system = home.model.systems.lock().unwrap()[0].clone();
+    let system = home.model.systems()[0].clone();
     assert!(system.contains(worker_turn::context::HOME_CHANNEL), "{system}");
 
     let elsewhere = worker(ScriptedModel::new([text("Answered.")]), counter());
     elsewhere.handle(&start(), &Budget::plenty()).await.unwrap();
-    assert!(!elsewhere.model.systems.lock().unwrap()[0].contains("team's place"), "not a home channel");
+    assert!(!elsewhere.model.systems()[0].contains("team's place"), "not a home channel");
 }
 
 #[tokio::test]
@@ -1312,50 +1218,12 @@ async fn a_turn_that_fails_after_approve_is_carried_on_by_the_redelivered_click(
 use assistant_core::delivery::{PostError as SlackError, stream_digest};
 use assistant_core::feedback::{FeedbackButton, Rating};
 use assistant_core::messages::{FeedbackClick, Opened};
-use assistant_core::model::TextSink;
 use assistant_core::ports::{TaskStatus, UserContext, UserContexts};
 use testkit::agent_memory::{APPEND_STREAM, DELETE, START_STREAM, UNRECORDED_STREAMS};
 use testkit::slack_memory::Scripted as SlackScript;
 
-/// A model that writes its scripted replies' text in pieces, cut at the
-/// given byte offsets, as Bedrock's ConverseStream does.
-struct InDeltas {
-    inner: ScriptedModel,
-    cuts: Vec<usize>,
-    /// Deltas written before each reply fails (a dropped stream).
-    fail_after: Mutex<VecDeque<Option<usize>>>,
-}
-
-#[async_trait]
-impl Model for InDeltas {
-    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
-        self.inner.converse(request).await
-    }
-
-    async fn converse_streaming(
-        &self,
-        request: ModelRequest<'_>,
-        sink: &mut dyn TextSink,
-    ) -> Result<ModelReply, ModelError> {
-        let reply = self.inner.converse(request).await?;
-        let text = reply.message.text();
-        let mut bounds: Vec<usize> = self.cuts.iter().copied().filter(|&cut| cut < text.len()).collect();
-        bounds.push(text.len());
-        let fail_after = self.fail_after.lock().unwrap().pop_front().flatten();
-        let mut from = 0;
-        for (index, to) in bounds.into_iter().enumerate() {
-            if fail_after == Some(index) {
-                return Err(ModelError::Unavailable("the stream dropped".into()));
-            }
-            sink.text(&text[from..to]).await;
-            from = to;
-        }
-        Ok(reply)
-    }
-}
-
-fn in_deltas(replies: impl IntoIterator<Item = Result<ModelReply, ModelError>>, cuts: &[usize]) -> InDeltas {
-    InDeltas { inner: ScriptedModel::new(replies), cuts: cuts.to_vec(), fail_after: Mutex::default() }
+fn in_deltas(replies: impl IntoIterator<Item = Result<ModelReply, ModelError>>, cuts: &[usize]) -> ScriptedModel {
+    ScriptedModel::new(replies).streamed_in(cuts)
 }
 
 fn dm() -> ThreadRef {
@@ -1669,8 +1537,8 @@ async fn a_secret_split_across_deltas_is_never_streamed_at_any_offset() {
 async fn a_turn_redelivered_mid_stream_never_starts_a_second_stream() {
     // GIVEN a model whose stream drops after two deltas, then answers
     let model =
-        in_deltas([text("The pool is exhausted because of a slow report query."), text("Restart it.")], &[20, 30]);
-    *model.fail_after.lock().unwrap() = VecDeque::from([Some(2), None]);
+        in_deltas([text("The pool is exhausted because of a slow report query."), text("Restart it.")], &[20, 30])
+            .dropping_streams([Some(2), None]);
     let worker = build(model, counter(), testkit::memory::tables());
     // WHEN the first delivery fails mid-stream and the message comes again
     assert!(worker.handle(&start(), &Budget::plenty()).await.unwrap_err().is_retryable());
@@ -1692,13 +1560,13 @@ async fn a_dm_question_gets_the_channel_the_person_has_in_view() {
     let seen = UserContext { channel: Some(ChannelId::new("C0INCIDENT")), at: NOW - 60 };
     worker.contexts.remember(&TeamId::new("T1"), &UserId::new("U1"), &seen).await.unwrap();
     worker.handle(&dm_question("what is this channel for?"), &Budget::plenty()).await.unwrap();
-    let system = worker.model.systems.lock().unwrap()[0].clone();
+    let system = worker.model.systems()[0].clone();
     assert!(system.contains("<#C0INCIDENT>"), "{system}");
 
     // An hour later it is forgotten.
     let stale = UserContext { at: NOW - 3_600, ..seen };
     let later = worker_with_context(stale).await;
-    assert!(!later.model.systems.lock().unwrap()[0].contains("C0INCIDENT"));
+    assert!(!later.model.systems()[0].contains("C0INCIDENT"));
 }
 
 async fn worker_with_context(seen: UserContext) -> TestWorker {
@@ -2787,7 +2655,7 @@ fn slack_ports(slack: Arc<testkit::memory::MemorySlack>, agent: Arc<MemoryAgent>
         slack,
         agent,
         tokens: Arc::new(testkit::memory::MemoryClaims::default()),
-        clock: Arc::new(assistant_core::FixedClock::at(1_763_800_000)),
+        clock: Arc::new(testkit::clock::ManualClock::at(1_763_800_000)),
     }
 }
 

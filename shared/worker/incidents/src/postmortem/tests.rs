@@ -1,7 +1,8 @@
 use super::*;
+use assistant_core::TurnId;
 use assistant_core::incidents::{AlertRoute, Loudness, sources};
 use assistant_core::turn::{ActionRecord, Message, ToolResult, ToolUse};
-use assistant_core::{FixedClock, TurnId};
+use testkit::clock::ManualClock;
 use testkit::fixtures::alerts::*;
 use testkit::memory::{MemoryCanvases, MemoryRecords};
 use tools_registry::{Asker, ToolPolicy, ToolRegistry};
@@ -94,7 +95,7 @@ async fn world() -> World {
         turns,
         records: as_records,
         canvases: canvases.clone(),
-        clock: Arc::new(FixedClock::at(NOW)),
+        clock: Arc::new(ManualClock::at(NOW)),
     };
     let registry = ToolRegistry::new(vec![write_postmortem(ports)], ToolPolicy::allow_all()).unwrap();
     World { registry, canvases, records, thread }

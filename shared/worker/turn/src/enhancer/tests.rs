@@ -1,23 +1,7 @@
 use super::*;
 use assistant_core::model::{ModelError, ModelReply, StopReason};
 use assistant_core::turn::ToolUse;
-use std::sync::Mutex;
-
-/// Answers with one scripted reply after a pause, and records the request.
-struct Cheap {
-    reply: Result<ModelReply, String>,
-    pause: Duration,
-    forced: Mutex<Vec<Option<String>>>,
-}
-
-#[async_trait::async_trait]
-impl Model for Cheap {
-    async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
-        self.forced.lock().unwrap().push(request.force_tool.map(str::to_owned));
-        tokio::time::sleep(self.pause).await;
-        self.reply.clone().map_err(ModelError::Rejected)
-    }
-}
+use testkit::model::ScriptedModel;
 
 fn calls(input: Value) -> Result<ModelReply, String> {
     Ok(ModelReply {
@@ -40,8 +24,8 @@ fn catalog() -> Arc<ServiceCatalog> {
     )
 }
 
-fn enhancer(reply: Result<ModelReply, String>, pause: Duration) -> (Enhancer, Arc<Cheap>) {
-    let cheap = Arc::new(Cheap { reply, pause, forced: Mutex::default() });
+fn enhancer(reply: Result<ModelReply, String>, pause: Duration) -> (Enhancer, Arc<ScriptedModel>) {
+    let cheap = Arc::new(ScriptedModel::new([reply.map_err(ModelError::Rejected)]).pausing(pause));
     let enhancer = Enhancer {
         model: cheap.clone(),
         model_id: "us.amazon.nova-micro-v1:0".into(),
@@ -58,7 +42,7 @@ async fn the_extraction_is_forced_through_the_tool_and_its_services_resolved_in_
     let (enhancer, cheap) = enhancer(calls(input), Duration::ZERO);
     let (block, run) = enhancer.run("show me errors in cast-core prod").await;
     let block = block.expect("used");
-    assert_eq!(cheap.forced.lock().unwrap().as_slice(), [Some(TOOL_NAME.to_owned())], "forced through the tool");
+    assert_eq!(cheap.forced().as_slice(), [Some(TOOL_NAME.to_owned())], "forced through the tool");
     assert!(block.starts_with("[Question context, extracted from the question by a helper model."), "{block}");
     assert!(block.contains("service: checkout-api; aliases: cast-core, checkout; owners: @payments; log groups: /aws/lambda/checkout-api"), "{block}");
     assert!(block.contains(r#"service: "ledger" (not in the service catalog)"#), "{block}");
