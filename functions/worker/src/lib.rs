@@ -279,7 +279,7 @@ impl Arrival {
     /// timeout), a message is back in minutes, not after the queue's
     /// visibility timeout. Work done sooner (a click, a rating, most
     /// continuations' first saves) needs no hold and makes no call for it.
-    /// Never finishes: the caller drops it when the work is done.
+    /// The caller drops it when the work is done.
     async fn hold_if_long(&self, batch: &SqsEvent, deadline_ms: u64) {
         tokio::time::sleep(HOLD_AFTER).await;
         let until = LambdaDeadline(deadline_ms).time_left() + HOLD_MARGIN;
@@ -289,7 +289,6 @@ impl Arrival {
             }
         }))
         .await;
-        std::future::pending::<()>().await
     }
 }
 
@@ -702,10 +701,12 @@ impl WorkerFunction {
             WorkerEvent::Batch(batch) => batch,
         };
         let deadline = LambdaDeadline(deadline_ms);
-        let work = self.handle_batch(&assembled.worker, &batch, &deadline);
+        let mut work = std::pin::pin!(self.handle_batch(&assembled.worker, &batch, &deadline));
+        // The hold beside the work, until the work is done.
         let response = tokio::select! {
-            response = work => response,
-            () = self.arrival.hold_if_long(&batch, deadline_ms) => unreachable!("holding never finishes"),
+            biased;
+            response = &mut work => response,
+            () = self.arrival.hold_if_long(&batch, deadline_ms) => work.await,
         };
         self.arrival.turns.forget();
         Ok(serde_json::to_value(response).expect("batch response serializes"))
