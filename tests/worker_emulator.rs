@@ -735,6 +735,6 @@ async fn a_start_with_no_event_reads_the_kept_configuration_alone_and_the_first_
     assert_eq!(arrival.kept_configuration(Duration::ZERO).await, found);
 
     // The first event then reads its turns only: a health check reads nothing
-    arrival.prepare(&worker::WorkerEvent::read(events::parse(events::SCHEDULED_HEALTH_CHECK))).await;
+    arrival.prepare(&serde_json::from_value(events::parse(events::SCHEDULED_HEALTH_CHECK)).unwrap()).await;
     assert_eq!(proxy.calls(), 1, "nothing more was read");
 }

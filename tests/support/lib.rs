@@ -589,7 +589,7 @@ pub async fn cold_start(
     event: serde_json::Value,
 ) -> (worker::WorkerFunction, serde_json::Value) {
     let arrival = worker::Arrival::new(&clients.dynamodb, &clients.sqs, &config);
-    let event = worker::WorkerEvent::read(event);
+    let event: worker::WorkerEvent = serde_json::from_value(event).expect("a worker event");
     let start = async {
         let kept = arrival.kept_configuration(worker::FIRST_EVENT_GRACE).await;
         let configured = worker::WorkerFunction::configuration(&config, &clients.s3, &arrival, kept).await;
@@ -599,7 +599,7 @@ pub async fn cold_start(
     };
     let (function, ()) = tokio::join!(start, arrival.prepare(&event));
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970");
-    let response = function.handle_prepared(event, now.as_millis() as u64 + 600_000).await.expect("a worker event");
+    let response = function.handle_prepared(event, now.as_millis() as u64 + 600_000).await;
     function.settle().await;
     (function, response)
 }

@@ -1,7 +1,8 @@
 //! The ingress function between Lambda and `ingress-logic`: its
-//! configuration, and the mapping from Lambda events (HTTP payload 2.0 from a
-//! Function URL or API Gateway, or the scheduled health event) to calls and
-//! back to responses.
+//! configuration, its cold start ([`IngressStart`]), and the mapping from
+//! Lambda events (HTTP payload 2.0 from a Function URL or API Gateway, or
+//! the scheduled health event: [`IngressEvent`]) to calls and back to
+//! responses.
 
 use adapters_aws::dynamodb::{self, DynamoClaims, DynamoContexts, DynamoRecords};
 use adapters_aws::sqs::{self, SqsQueue};
@@ -20,11 +21,12 @@ use http::{HeaderMap, HeaderValue, header};
 use ingress_logic::alert_webhooks::{AlertRequest, AlertWebhooks, WebhookSecret};
 use ingress_logic::sign_in::{Answer, BrowserKey, BrowserRequest, Page, SignInPages};
 use ingress_logic::{Counted, Intake, Reply, Request};
-use lambda_support::UnsupportedEvent;
-use lambda_support::deferred::Deferred;
 use lambda_support::env::{self, ConfigError, required};
-use lambda_support::health::{self, HealthReport};
+use lambda_support::events::{self, Events, UnsupportedEvent};
+use lambda_support::health::{self, HealthCheck, HealthReport};
 use lambda_support::metrics::Emf;
+use lambda_support::startup::{ColdStart, Deferred};
+use serde::Deserialize;
 use serde_json::Value;
 use slack::SigningSecret;
 use std::sync::Arc;
@@ -165,6 +167,53 @@ impl UserContexts for DeferredAws {
     }
 }
 
+/// The events the ingress takes.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum IngressEvent {
+    HealthCheck(HealthCheck),
+    /// An HTTP request, payload 2.0 (the function URL, or an HTTP API):
+    /// from Slack, an alert webhook, or a person's browser signing in.
+    Http(Box<ApiGatewayV2httpRequest>),
+}
+
+impl Events for IngressEvent {
+    const EXPECTED: &'static str = "an HTTP request (payload 2.0) or the scheduled health check";
+}
+
+/// The ingress's cold start (`lambda_support::startup` says what runs on
+/// which thread): from [`IngressStart::begin`], the AWS configuration is
+/// loaded and the clients built on a helper thread; the ingress is
+/// assembled at once on them, so a request that needs no AWS call (Slack's
+/// `url_verification`, a bad signature, an event that starts nothing)
+/// never waits for them.
+pub struct IngressStart {
+    config: Config,
+    aws: DeferredAws,
+    clock: Arc<dyn Clock>,
+}
+
+impl IngressStart {
+    /// Starts the helper thread.
+    pub fn begin(config: Config, clock: Arc<dyn Clock>) -> Self {
+        let for_clients = config.clone();
+        let aws = Deferred::spawn(move || async move {
+            let sdk = adapters_aws::config::load(adapters_aws::config::ack_path_timeouts()).await;
+            Aws::new(&for_clients, &sdk)
+        });
+        Self { config, aws: DeferredAws(Arc::new(aws)), clock }
+    }
+}
+
+impl ColdStart for IngressStart {
+    type Function = Ingress;
+    type Event = IngressEvent;
+
+    async fn assemble(&self) -> Result<Ingress, lambda_runtime::Error> {
+        Ok(Ingress::assemble(self.config.clone(), self.aws.clone(), self.clock.clone()))
+    }
+}
+
 pub struct Ingress {
     intake: Intake,
     /// `POST /alerts/alertmanager` and `/alerts/pagerduty`.
@@ -176,30 +225,16 @@ pub struct Ingress {
 }
 
 impl Ingress {
-    /// The function as Lambda runs it: the AWS configuration is loaded and
-    /// the clients built on their own thread from now on (see
-    /// [`Deferred`]), so the runtime starts at once and a request that needs
-    /// no AWS call never waits for them.
-    pub fn start(config: Config, clock: Arc<dyn Clock>) -> Self {
-        let for_clients = config.clone();
-        let aws = Deferred::spawn(move || async move {
-            let sdk = adapters_aws::config::load(adapters_aws::config::ack_path_timeouts()).await;
-            Aws::new(&for_clients, &sdk)
-        });
-        Self::assemble(config, aws, clock)
-    }
-
     /// The function on clients built already (tests bring the emulator's).
     pub fn new(config: Config, aws: &aws_config::SdkConfig, clock: Arc<dyn Clock>) -> Self {
         let clients = Aws::new(&config, aws);
-        Self::assemble(config, Deferred::ready(clients), clock)
+        Self::assemble(config, DeferredAws(Arc::new(Deferred::ready(clients))), clock)
     }
 
     /// The function's one assembly: the ingress logic on DynamoDB claims and
     /// the SQS work queue (the local runner puts the same logic on its own
     /// ports).
-    fn assemble(config: Config, aws: Deferred<Aws>, clock: Arc<dyn Clock>) -> Self {
-        let aws = DeferredAws(Arc::new(aws));
+    fn assemble(config: Config, aws: DeferredAws, clock: Arc<dyn Clock>) -> Self {
         let intake = Intake::new(
             config.signing_secret.clone(),
             Arc::new(aws.clone()),
@@ -223,14 +258,20 @@ impl Ingress {
         Self { intake, alerts, sign_in, aws, config }
     }
 
+    /// One invocation given as JSON (tests, the local HTTP server).
+    pub async fn handle(&self, event: Value) -> Result<Value, UnsupportedEvent> {
+        Ok(self.handle_event(events::read(event)?).await)
+    }
+
     /// One invocation: a health check, an HTTP request from Slack, or a
     /// person's browser back from a provider's sign-in.
-    pub async fn handle(&self, event: Value) -> Result<Value, UnsupportedEvent> {
-        if health::is_scheduled_event(&event) {
-            return Ok(serde_json::to_value(self.health().await.published()).expect("health report serializes"));
-        }
-        let request: ApiGatewayV2httpRequest = serde_json::from_value(event)
-            .map_err(|source| UnsupportedEvent { expected: "an HTTP request (payload 2.0)", source })?;
+    pub async fn handle_event(&self, event: IngressEvent) -> Value {
+        let request = match event {
+            IngressEvent::HealthCheck(_) => {
+                return serde_json::to_value(self.health().await.published()).expect("health report serializes");
+            }
+            IngressEvent::Http(request) => request,
+        };
         if let Some(path) = request.raw_path.as_deref().filter(|path| SignInPages::serves(path))
             && request.request_context.http.method == http::Method::GET
         {
@@ -240,7 +281,7 @@ impl Ingress {
                 request.cookies.iter().flatten().cloned().chain(header.map(String::from)).collect();
             let browser = BrowserRequest { path, query: request.raw_query_string.as_deref(), cookies: &cookies };
             let answer = self.sign_in.handle(browser).await;
-            return Ok(serde_json::to_value(browser_response(answer)).expect("HTTP response serializes"));
+            return serde_json::to_value(browser_response(answer)).expect("HTTP response serializes");
         }
         if let Some(path) = request.raw_path.as_deref().filter(|path| AlertWebhooks::serves(path)) {
             let alert = AlertRequest {
@@ -252,7 +293,7 @@ impl Ingress {
             };
             let reply = self.alerts.handle_http(alert).await;
             request_metrics(reply.counted).emit();
-            return Ok(serde_json::to_value(http_response(reply)).expect("HTTP response serializes"));
+            return serde_json::to_value(http_response(reply)).expect("HTTP response serializes");
         }
         let reply = self
             .intake
@@ -263,7 +304,7 @@ impl Ingress {
             })
             .await;
         request_metrics(reply.counted).emit();
-        Ok(serde_json::to_value(http_response(reply)).expect("HTTP response serializes"))
+        serde_json::to_value(http_response(reply)).expect("HTTP response serializes")
     }
 
     /// Checks the table and the queue this function writes to, and nothing

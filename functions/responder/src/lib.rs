@@ -1,7 +1,8 @@
 //! The responder function between Lambda and `responder-logic`: its
-//! configuration, the wiring of the adapters, and the mapping of Lambda
-//! events (an SQS batch from the reply queue or a dead-letter queue, or the
-//! scheduled health check) to calls and back.
+//! configuration, its cold start ([`ResponderStart`]), the wiring of the
+//! adapters, and the mapping of Lambda events (an SQS batch from the reply
+//! queue or a dead-letter queue, or the scheduled health check:
+//! [`ResponderEvent`]) to calls and back.
 
 use adapters_aws::dynamodb::{self, DynamoRecords};
 use adapters_aws::sqs::{self, Visibility};
@@ -13,12 +14,14 @@ use assistant_core::ports::VersionedRecords;
 use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::{Clock, SystemClock};
 use aws_lambda_events::sqs::SqsEvent;
-use lambda_support::UnsupportedEvent;
 use lambda_support::env::{self, ConfigError, optional, required};
-use lambda_support::health::{self, HealthReport};
+use lambda_support::events::{self, Events, UnsupportedEvent};
+use lambda_support::health::{self, HealthCheck, HealthReport};
 use lambda_support::metrics::Emf;
 use lambda_support::sqs_batch::{self, Handled, Permanent, Record};
+use lambda_support::startup::{ColdStart, Deferred};
 use responder_logic::{DeadLetter, Outcome, Responder, ResponderError};
+use serde::Deserialize;
 use serde_json::Value;
 use slack::ChannelId;
 use slack::mentions::SpecialMentions;
@@ -106,6 +109,49 @@ impl Clients {
     }
 }
 
+/// The events the responder takes.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum ResponderEvent {
+    HealthCheck(HealthCheck),
+    /// From the reply queue, or a dead-letter queue.
+    Batch(SqsEvent),
+}
+
+impl Events for ResponderEvent {
+    const EXPECTED: &'static str = "an SQS batch or the scheduled health check";
+}
+
+/// The responder's cold start (`lambda_support::startup` says what runs on
+/// which thread): from [`ResponderStart::begin`], the AWS SDK's
+/// configuration and clients (the credential chain, every root certificate
+/// parsed) on one helper thread and the HTTP client for Slack (its own root
+/// store) on another; the function is assembled from both.
+pub struct ResponderStart {
+    config: Config,
+    aws: Deferred<aws_config::SdkConfig>,
+    http: Deferred<reqwest::Client>,
+}
+
+impl ResponderStart {
+    /// Starts the helper threads.
+    pub fn begin(config: Config) -> Self {
+        let aws = Deferred::spawn(|| adapters_aws::config::load(adapters_aws::config::responder_timeouts()));
+        let http = Deferred::spawn(|| async { adapters_slack::http_client() });
+        Self { config, aws, http }
+    }
+}
+
+impl ColdStart for ResponderStart {
+    type Function = ResponderFunction;
+    type Event = ResponderEvent;
+
+    async fn assemble(&self) -> Result<ResponderFunction, lambda_runtime::Error> {
+        let (aws, http) = tokio::join!(self.aws.get(), self.http.get());
+        Ok(ResponderFunction::new(self.config.clone(), Clients::with_http(aws, http.clone())))
+    }
+}
+
 pub struct ResponderFunction {
     responder: Responder,
     /// The same client the poster uses, for the health check's `auth.test`.
@@ -141,18 +187,25 @@ impl ResponderFunction {
         Self { responder, slack, clients, config, visibility }
     }
 
+    /// One invocation given as JSON (tests).
+    pub async fn handle(&self, event: Value) -> Result<Value, UnsupportedEvent> {
+        Ok(self.handle_event(events::read(event)?).await)
+    }
+
     /// One invocation: a health check, or a batch from the reply queue or
     /// a dead-letter queue.
-    pub async fn handle(&self, event: Value) -> Result<Value, UnsupportedEvent> {
-        if health::is_scheduled_event(&event) {
-            let report = self.health().await.published();
-            report.alert(self.responder.alerts.as_ref(), SystemClock.now_unix()).await;
-            return Ok(serde_json::to_value(report).expect("health report serializes"));
+    pub async fn handle_event(&self, event: ResponderEvent) -> Value {
+        match event {
+            ResponderEvent::HealthCheck(_) => {
+                let report = self.health().await.published();
+                report.alert(self.responder.alerts.as_ref(), SystemClock.now_unix()).await;
+                serde_json::to_value(report).expect("health report serializes")
+            }
+            ResponderEvent::Batch(batch) => {
+                let handled = sqs_batch::handle_event(&batch, &self.visibility, |record| self.handle_record(record));
+                serde_json::to_value(handled.await).expect("batch response serializes")
+            }
         }
-        let batch: SqsEvent =
-            serde_json::from_value(event).map_err(|source| UnsupportedEvent { expected: "an SQS batch", source })?;
-        let response = sqs_batch::handle_event(&batch, &self.visibility, |record| self.handle_record(record)).await;
-        Ok(serde_json::to_value(response).expect("batch response serializes"))
     }
 
     async fn handle_record(&self, record: Record<'_>) -> Handled {

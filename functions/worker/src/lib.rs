@@ -1,8 +1,9 @@
-//! The worker function between Lambda and the worker's crates (`worker-config` and what it assembles): its
-//! configuration, the AWS and Slack adapters behind the worker's ports, and
-//! the mapping of Lambda events (an SQS batch from the work queue, or the
-//! scheduled health check) to calls and back. The worker itself is built by
-//! `worker_config::assemble`, as in the local runner.
+//! The worker function between Lambda and the worker's crates: its
+//! configuration, its cold start ([`WorkerStart`]), the AWS and Slack
+//! adapters behind the worker's ports, and the mapping of Lambda events (an
+//! SQS batch from the work queue, the approval sweep, or the scheduled
+//! health check: [`WorkerEvent`]) to calls and back. The worker itself is
+//! built by `worker_config::assemble`, as in the local runner.
 
 use adapters_aws::dynamodb::{self, DynamoClaims, DynamoContexts, DynamoRecords, DynamoTimers};
 use adapters_aws::sqs::{self, SqsQueue, Visibility};
@@ -22,15 +23,15 @@ use assistant_core::ports::{MessageVisibility, StoredRecord, VersionedRecords};
 use assistant_core::store::{ReadAhead, RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::{Clock, SystemClock, WorkMessage};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
-use lambda_support::UnsupportedEvent;
-use lambda_support::deferred::Starting;
 use lambda_support::env::{self, ConfigError, optional, required};
-use lambda_support::health::{self, HealthReport};
+use lambda_support::events::{self, Events, UnsupportedEvent};
+use lambda_support::health::{self, HealthCheck, HealthReport};
 use lambda_support::metrics::EmfTurnMetrics;
 use lambda_support::sqs_batch::{self, Permanent, Record};
+use lambda_support::startup::{ColdStart, Deferred, FirstRead};
+use serde::Deserialize;
 use serde_json::Value;
 use slack::mentions::SpecialMentions;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tools_registry::ToolRegistry;
@@ -155,7 +156,8 @@ pub struct Clients {
 }
 
 /// The AWS clients of [`Clients`]: start-up builds them where the SDK's
-/// configuration is loaded, while the HTTP client is built on another core.
+/// configuration is loaded, while the HTTP client is built on another core
+/// ([`WorkerStart`]).
 #[derive(Debug, Clone)]
 pub struct AwsClients {
     pub dynamodb: aws_sdk_dynamodb::Client,
@@ -190,6 +192,67 @@ impl Clients {
     }
 }
 
+/// The worker's cold start (`lambda_support::startup` says what runs on
+/// which thread). From [`WorkerStart::begin`], a helper thread loads the AWS
+/// SDK's configuration and builds the table's and the queues' clients
+/// first, hands over the [`Arrival`] built on them (the first invocation's
+/// read needs no other client), starts a third thread for the HTTP client
+/// for Slack and the tools (its own root store), and builds the bucket's
+/// and the model's clients. The first invocation's read-ahead
+/// ([`Arrival::prepare`]) fetches the turns its messages name and the copy
+/// of the assistant configuration the workers keep in one request; the
+/// worker is assembled from that copy when it is fresh, from the bucket
+/// otherwise, and the invocation's work waits for both. A bucket
+/// configuration that cannot be used does not stop the start: the worker
+/// serves the last one that parsed (or the defaults) and reports it
+/// (`worker_config::fallback`). A worker that cannot start even so
+/// stops the process, logged, as a failed init does.
+pub struct WorkerStart {
+    config: Config,
+    arrival: Deferred<Arrival>,
+    aws: Deferred<(AwsClients, Deferred<reqwest::Client>)>,
+}
+
+impl WorkerStart {
+    /// Starts the helper threads.
+    pub fn begin(config: Config) -> Self {
+        let for_arrival = config.clone();
+        let (send_arrival, arrival) = Deferred::sent();
+        let aws = Deferred::spawn(move || async move {
+            let sdk = adapters_aws::config::load(adapters_aws::config::worker_timeouts()).await;
+            // The table's and the queues' clients first: the first
+            // invocation's read needs no other, and starts while the rest
+            // are built (the HTTP client too, which parses the platform's
+            // roots: not before).
+            let (dynamodb, sqs) = (aws_sdk_dynamodb::Client::new(&sdk), aws_sdk_sqs::Client::new(&sdk));
+            // The receiver is gone only if the process is shutting down.
+            let _ = send_arrival.send(Arrival::new(&dynamodb, &sqs, &for_arrival));
+            let http = Deferred::spawn(|| async { adapters_slack::http_client() });
+            (AwsClients::new(&sdk, dynamodb, sqs), http)
+        });
+        Self { config, arrival, aws }
+    }
+}
+
+impl ColdStart for WorkerStart {
+    type Function = WorkerFunction;
+    type Event = WorkerEvent;
+
+    async fn assemble(&self) -> Result<WorkerFunction, lambda_runtime::Error> {
+        let (arrival, (aws, http)) = tokio::join!(self.arrival.get(), self.aws.get());
+        let kept = arrival.kept_configuration(FIRST_EVENT_GRACE).await;
+        let configured = WorkerFunction::configuration(&self.config, &aws.s3, arrival, kept);
+        let (configured, http) = tokio::join!(configured, http.get());
+        let clients = Clients::with(aws.clone(), http.clone());
+        let config = self.config.clone();
+        Ok(Box::pin(WorkerFunction::load_with(config, clients, configured, arrival.clone())).await?)
+    }
+
+    async fn read_ahead(&self, event: &WorkerEvent) {
+        self.arrival.get().await.prepare(event).await;
+    }
+}
+
 /// What an invocation starts before it needs the assembled worker: the
 /// turns its messages name, read ahead. It needs the table only, so a cold
 /// worker starts it while it is still assembling its tools; the worker's
@@ -204,15 +267,9 @@ pub struct Arrival {
     turns: Arc<ReadAhead>,
     /// The turns table, for every other record the worker keeps.
     records: Arc<dyn VersionedRecords>,
-    first_read: Arc<FirstRead>,
-}
-
-/// The kept configuration's record, read once: by the first invocation
-/// beside its turns, or alone by the assembly when no invocation comes.
-#[derive(Default)]
-struct FirstRead {
-    asked: AtomicBool,
-    found: Starting<Option<StoredRecord>>,
+    /// The kept configuration's record, read once: by the first invocation
+    /// beside its turns, or alone by the assembly when no invocation comes.
+    first_read: Arc<FirstRead<Option<StoredRecord>>>,
 }
 
 impl Arrival {
@@ -240,9 +297,9 @@ impl Arrival {
                     Ok(message) => message.turn_id(),
                 })
                 .collect(),
-            _ => Vec::new(),
+            WorkerEvent::HealthCheck(_) | WorkerEvent::ApprovalSweep(_) => Vec::new(),
         };
-        let first = !self.first_read.asked.swap(true, Ordering::SeqCst);
+        let first = self.first_read.ask();
         let also = if first { vec![kept::record_key()] } else { Vec::new() };
         let read = self.turns.read(turns, &also).await;
         if first {
@@ -250,7 +307,7 @@ impl Arrival {
                 tracing::warn!(error = %err, "the first turns and the kept configuration were not read ahead: the assembly reads the bucket");
                 None
             });
-            self.first_read.found.build(async { found }).await;
+            self.first_read.set(found);
         }
     }
 
@@ -258,20 +315,13 @@ impl Arrival {
     /// it; read alone when no invocation has asked within `grace` (a start
     /// before any event).
     pub async fn kept_configuration(&self, grace: Duration) -> Option<StoredRecord> {
-        tokio::select! {
-            biased;
-            found = self.first_read.found.get() => return found.clone(),
-            () = tokio::time::sleep(grace) => {}
-        }
-        if self.first_read.asked.swap(true, Ordering::SeqCst) {
-            return self.first_read.found.get().await.clone();
-        }
-        let found = self.records.get(&kept::record_key()).await.unwrap_or_else(|err| {
-            tracing::warn!(error = %err, "the kept configuration was not read: the assembly reads the bucket");
-            None
-        });
-        self.first_read.found.build(async { found.clone() }).await;
-        found
+        let read_alone = async {
+            self.records.get(&kept::record_key()).await.unwrap_or_else(|err| {
+                tracing::warn!(error = %err, "the kept configuration was not read: the assembly reads the bucket");
+                None
+            })
+        };
+        self.first_read.get(grace, read_alone).await.clone()
     }
 
     /// After [`HOLD_AFTER`], holds the batch's messages until just past the
@@ -292,28 +342,40 @@ impl Arrival {
     }
 }
 
-/// An invocation's event, read once, for [`Arrival::prepare`] and the
-/// handling both.
+/// The events the worker takes, read once, for [`Arrival::prepare`] and
+/// the handling both.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
 pub enum WorkerEvent {
-    HealthCheck,
-    ApprovalSweep,
+    HealthCheck(HealthCheck),
+    ApprovalSweep(ApprovalSweep),
     Batch(SqsEvent),
-    Unsupported(UnsupportedEvent),
 }
 
-impl WorkerEvent {
-    pub fn read(event: Value) -> Self {
-        if health::is_scheduled_event(&event) {
-            return Self::HealthCheck;
-        }
-        if is_approval_sweep(&event) {
-            return Self::ApprovalSweep;
-        }
-        match serde_json::from_value(event) {
-            Ok(batch) => Self::Batch(batch),
-            Err(source) => Self::Unsupported(UnsupportedEvent { expected: "an SQS batch", source }),
-        }
-    }
+impl Events for WorkerEvent {
+    const EXPECTED: &'static str = "an SQS batch, the approval sweep or the scheduled health check";
+}
+
+/// The scheduled event that sweeps due approval deadlines and configured
+/// schedules (`template.yaml`, `ApprovalSweep`: `{"source":
+/// "slack-assistant", "detail-type": "Approval Sweep"}`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ApprovalSweep {
+    source: SlackAssistant,
+    #[serde(rename = "detail-type")]
+    detail_type: SweepDetail,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+enum SlackAssistant {
+    #[serde(rename = "slack-assistant")]
+    SlackAssistant,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+enum SweepDetail {
+    #[serde(rename = "Approval Sweep")]
+    ApprovalSweep,
 }
 
 /// The assistant configuration a starting worker tries first, as read
@@ -431,13 +493,6 @@ pub const FIRST_EVENT_GRACE: Duration = Duration::from_millis(100);
 /// within minutes, not only new ones. As long as a kept copy of the
 /// configuration is fresh for a cold worker, so new ones are no later.
 pub const REASSEMBLE_AFTER: Duration = Duration::from_secs(kept::FRESH_FOR_SECS as u64);
-
-/// The scheduled event that sweeps due approval deadlines
-/// (`template.yaml`, `ApprovalSweep`).
-fn is_approval_sweep(event: &Value) -> bool {
-    event.get("source").and_then(Value::as_str) == Some("slack-assistant")
-        && event.get("detail-type").and_then(Value::as_str) == Some("Approval Sweep")
-}
 
 /// How long past the invocation's deadline a message being worked on stays
 /// hidden: then another worker may pick it up.
@@ -649,38 +704,33 @@ impl WorkerFunction {
         }
     }
 
-    /// One invocation: a health check, the approval sweep, or a batch from
-    /// the work queue. `deadline_ms` is the invocation's deadline (Unix
-    /// milliseconds).
+    /// One invocation given as JSON (tests): a health check, the approval
+    /// sweep, or a batch from the work queue; read ahead, then handled.
+    /// `deadline_ms` is the invocation's deadline (Unix milliseconds).
     pub async fn handle(&self, event: Value, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
-        let event = WorkerEvent::read(event);
+        let event = events::read::<WorkerEvent>(event)?;
         // Boxed: both futures are deep, and callers' stacks need not be.
         Box::pin(self.arrival.prepare(&event)).await;
-        Box::pin(self.handle_prepared(event, deadline_ms)).await
+        Ok(Box::pin(self.handle_prepared(event, deadline_ms)).await)
     }
 
-    /// [`WorkerFunction::handle`] once [`Arrival::prepare`] has run for
-    /// `event` (a cold start runs it beside the assembly).
-    pub async fn handle_prepared(&self, event: WorkerEvent, deadline_ms: u64) -> Result<Value, UnsupportedEvent> {
+    /// One invocation once [`Arrival::prepare`] has run for `event` (a
+    /// cold start runs it beside the assembly: [`WorkerStart`]).
+    pub async fn handle_prepared(&self, event: WorkerEvent, deadline_ms: u64) -> Value {
         // Beside the work: a worker assembled anew serves the next one.
         let assembled = self.assembled();
         let (handled, ()) = tokio::join!(self.handle_event(&assembled, event, deadline_ms), self.reassemble_if_due());
         handled
     }
 
-    async fn handle_event(
-        &self,
-        assembled: &Assembled,
-        event: WorkerEvent,
-        deadline_ms: u64,
-    ) -> Result<Value, UnsupportedEvent> {
+    async fn handle_event(&self, assembled: &Assembled, event: WorkerEvent, deadline_ms: u64) -> Value {
         let batch = match event {
-            WorkerEvent::HealthCheck => {
+            WorkerEvent::HealthCheck(_) => {
                 let report = self.health_of(assembled).await.published();
                 self.alerted_apart(&report).alert(self.alerts.as_deref(), SystemClock.now_unix()).await;
-                return Ok(serde_json::to_value(report).expect("health report serializes"));
+                return serde_json::to_value(report).expect("health report serializes");
             }
-            WorkerEvent::ApprovalSweep => {
+            WorkerEvent::ApprovalSweep(_) => {
                 // The minute's sweep: approval deadlines and configured
                 // schedules. A failed sweep is logged; the next one, a minute
                 // later, finds the same deadlines (and a schedule due a
@@ -695,9 +745,8 @@ impl WorkerFunction {
                     tracing::error!(error = %err, "schedule sweep failed");
                     0
                 });
-                return Ok(serde_json::json!({ "swept": swept, "scheduled": scheduled }));
+                return serde_json::json!({ "swept": swept, "scheduled": scheduled });
             }
-            WorkerEvent::Unsupported(err) => return Err(err),
             WorkerEvent::Batch(batch) => batch,
         };
         let deadline = LambdaDeadline(deadline_ms);
@@ -709,7 +758,7 @@ impl WorkerFunction {
             () = self.arrival.hold_if_long(&batch, deadline_ms) => work.await,
         };
         self.arrival.turns.forget();
-        Ok(serde_json::to_value(response).expect("batch response serializes"))
+        serde_json::to_value(response).expect("batch response serializes")
     }
 
     async fn handle_batch(&self, worker: &Worker, batch: &SqsEvent, deadline: &dyn Deadline) -> SqsBatchResponse {

@@ -5,7 +5,7 @@
 //! touches nothing else, and returns
 //! `{"status":"ok"|"degraded","function":…,"version":…,"checks":[{"name":…,"ok":…,"ms":…}]}`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -13,9 +13,27 @@ use tokio::time::Instant;
 /// A dependency that does not answer within this is reported as down.
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
-pub fn is_scheduled_event(event: &serde_json::Value) -> bool {
-    event.get("detail-type").and_then(|v| v.as_str()) == Some("Scheduled Event")
-        && event.get("source").and_then(|v| v.as_str()) == Some("aws.events")
+/// The scheduled EventBridge event the health check arrives as: its
+/// `detail-type` is `Scheduled Event` and its `source` `aws.events`; the
+/// rest (`time`, `resources`, `detail`…) is not read. A variant of each
+/// function's events ([`crate::events`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct HealthCheck {
+    #[serde(rename = "detail-type")]
+    detail_type: ScheduledEvent,
+    source: AwsEvents,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+enum ScheduledEvent {
+    #[serde(rename = "Scheduled Event")]
+    ScheduledEvent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+enum AwsEvents {
+    #[serde(rename = "aws.events")]
+    AwsEvents,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -111,11 +129,13 @@ mod tests {
 
     #[test]
     fn recognises_only_the_scheduled_event() {
-        let scheduled = serde_json::json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}});
-        assert!(is_scheduled_event(&scheduled));
-        let other_source = serde_json::json!({"detail-type": "Scheduled Event", "source": "my.app"});
-        assert!(!is_scheduled_event(&other_source));
-        assert!(!is_scheduled_event(&serde_json::json!({"body": "{}"})));
+        let read = |event| serde_json::from_value::<HealthCheck>(event).is_ok();
+        let file = include_str!("../../../tests/events/scheduled-health-check.json");
+        assert!(read(serde_json::from_str(file).unwrap()));
+        assert!(read(serde_json::json!({"detail-type": "Scheduled Event", "source": "aws.events"})));
+        assert!(!read(serde_json::json!({"detail-type": "Scheduled Event", "source": "my.app"})));
+        assert!(!read(serde_json::json!({"detail-type": "Approval Sweep", "source": "aws.events"})));
+        assert!(!read(serde_json::json!({"body": "{}"})));
     }
 
     #[tokio::test]

@@ -23,12 +23,12 @@ pub fn bundle_to_pin(file_set: bool, dir_set: bool, probed: Option<PathBuf>) -> 
 
 /// Points `SSL_CERT_FILE` at the platform's bundle file (see
 /// [`bundle_to_pin`]), so the TLS clients read that file and no directory.
+/// [`crate::startup::configure`] calls it, first thing in `main`.
 ///
 /// # Safety
 ///
-/// Sets an environment variable: call it first thing in `main`, before
-/// any other thread is started (a current-thread Tokio runtime starts none).
-pub unsafe fn read_roots_from_one_file() {
+/// Sets an environment variable: no other thread may be running.
+pub(crate) unsafe fn read_roots_from_one_file() {
     let set = |name| std::env::var_os(name).is_some();
     let probed = openssl_probe::probe().cert_file;
     if let Some(bundle) = bundle_to_pin(set("SSL_CERT_FILE"), set("SSL_CERT_DIR"), probed) {
