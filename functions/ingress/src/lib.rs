@@ -369,3 +369,26 @@ fn http_response(reply: Reply) -> ApiGatewayV2httpResponse {
     response.body = reply.json.map(Body::Text);
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(file: &str) -> Result<IngressEvent, UnsupportedEvent> {
+        events::read(serde_json::from_str(file).expect("an event file is JSON"))
+    }
+
+    #[test]
+    fn each_event_the_ingress_takes_is_read_as_its_kind_and_any_other_is_unsupported() {
+        let mention = read(include_str!("../../../tests/events/ingress-app-mention.json"));
+        assert!(matches!(mention, Ok(IngressEvent::Http(request)) if request.body.is_some()));
+        let health = read(include_str!("../../../tests/events/scheduled-health-check.json"));
+        assert!(matches!(health, Ok(IngressEvent::HealthCheck(_))));
+        let batch = read(include_str!("../../../tests/events/worker-sqs-start-turn.json")).unwrap_err();
+        assert_eq!(batch.expected, IngressEvent::EXPECTED);
+        assert!(
+            batch.to_string().starts_with("event is not an HTTP request (payload 2.0) or the scheduled"),
+            "{batch}"
+        );
+    }
+}

@@ -264,3 +264,24 @@ impl ResponderFunction {
 fn preview(body: &str) -> String {
     body.chars().take(300).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(file: &str) -> Result<ResponderEvent, UnsupportedEvent> {
+        events::read(serde_json::from_str(file).expect("an event file is JSON"))
+    }
+
+    #[test]
+    fn each_event_the_responder_takes_is_read_as_its_kind_and_any_other_is_unsupported() {
+        let reply = read(include_str!("../../../tests/events/responder-sqs-deliver.json"));
+        assert!(matches!(reply, Ok(ResponderEvent::Batch(batch)) if batch.records.len() == 1));
+        let dead_letter = read(include_str!("../../../tests/events/responder-sqs-dead-letter.json"));
+        assert!(matches!(dead_letter, Ok(ResponderEvent::Batch(_))));
+        let health = read(include_str!("../../../tests/events/scheduled-health-check.json"));
+        assert!(matches!(health, Ok(ResponderEvent::HealthCheck(_))));
+        let sweep = read(include_str!("../../../tests/events/worker-approval-sweep.json")).unwrap_err();
+        assert_eq!(sweep.expected, ResponderEvent::EXPECTED);
+    }
+}

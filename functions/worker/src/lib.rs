@@ -894,3 +894,24 @@ async fn assemble_worker(
     };
     worker_config::assemble(ports, assistant, config.limits, &|name| std::env::var(name).ok()).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(file: &str) -> Result<WorkerEvent, UnsupportedEvent> {
+        events::read(serde_json::from_str(file).expect("an event file is JSON"))
+    }
+
+    #[test]
+    fn each_event_the_worker_takes_is_read_as_its_kind_and_any_other_is_unsupported() {
+        let batch = read(include_str!("../../../tests/events/worker-sqs-start-turn.json"));
+        assert!(matches!(batch, Ok(WorkerEvent::Batch(batch)) if batch.records.len() == 1));
+        let sweep = read(include_str!("../../../tests/events/worker-approval-sweep.json"));
+        assert!(matches!(sweep, Ok(WorkerEvent::ApprovalSweep(_))));
+        let health = read(include_str!("../../../tests/events/scheduled-health-check.json"));
+        assert!(matches!(health, Ok(WorkerEvent::HealthCheck(_))));
+        let request = read(include_str!("../../../tests/events/ingress-app-mention.json")).unwrap_err();
+        assert_eq!(request.expected, WorkerEvent::EXPECTED);
+    }
+}
