@@ -74,8 +74,9 @@ pub trait ColdStart {
     type Event: Events;
 
     /// The function, built on `main`'s thread beside the runtime's
-    /// registration and first poll, from what the helpers build. A function
-    /// that cannot be assembled stops the process, logged.
+    /// registration and first poll, from what the helpers build. An error
+    /// ends [`serve`] with it, logged: `main` returns it, and the process
+    /// exits as a failed init does.
     fn assemble(&self) -> impl Future<Output = Result<Self::Function, Error>>;
 
     /// Work an event starts before the function is needed: on a cold start
