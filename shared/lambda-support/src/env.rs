@@ -1,4 +1,4 @@
-//! Environment variables of the runtime contract (`docs/runtime-contract.md`,
+//! Environment variables of the runtime contract (`docs/src/runtime-contract.md`,
 //! whose table `tests/docs.rs` holds to every name read here and in the
 //! functions).
 
@@ -6,7 +6,7 @@ use assistant_core::ports::{NoSecrets, SecretStore};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
-    #[error("environment variable {0} is not set (see docs/runtime-contract.md)")]
+    #[error("environment variable {0} is not set (see docs/src/runtime-contract.md)")]
     Missing(&'static str),
     #[error("environment variable {name} is invalid: {reason}")]
     Invalid { name: &'static str, reason: String },

@@ -8,7 +8,7 @@
 //! - [`env`]: reading the runtime contract's environment variables once at
 //!   start-up, failing fast with the name of what is missing;
 //! - [`health`]: the scheduled EventBridge health event and the health
-//!   report `docs/runtime-contract.md` specifies;
+//!   report `docs/src/runtime-contract.md` specifies;
 //! - [`sqs_batch`]: handling an SQS batch in FIFO order with partial
 //!   failures (`ReportBatchItemFailures`);
 //! - [`logging`]: the subscriber every function installs first;
