@@ -20,7 +20,7 @@
 //!   already and asks nothing).
 
 use crate::tool_calls::in_call_order;
-use crate::{Outcome, Worker, WorkerError};
+use crate::{Deadline, Outcome, Worker, WorkerError};
 use assistant_core::messages::ReplyMessage;
 use assistant_core::oauth::STATE_TTL_SECS;
 use assistant_core::ports::{ApprovalTimer, StoreError};
@@ -176,7 +176,7 @@ impl Worker {
     pub(crate) async fn sign_in_timed_out(
         &self,
         mut turn: Turn,
-        deadline: &dyn super::Deadline,
+        deadline: &dyn Deadline,
     ) -> Result<Outcome, WorkerError> {
         let pending = turn.pending_sign_in.take().expect("a turn awaiting sign-in has its step");
         info!(provider = %pending.provider, "no sign-in in time: the step's calls did not run");

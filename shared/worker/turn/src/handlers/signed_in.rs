@@ -25,7 +25,7 @@ impl Worker {
     pub(crate) async fn signed_in(
         &self,
         signed_in: &SignedIn,
-        deadline: &dyn super::Deadline,
+        deadline: &dyn Deadline,
     ) -> Result<Outcome, WorkerError> {
         let Some(sign_in) = &self.sign_in else {
             warn!("a sign-in came back, but sign-in is not set up: nothing to do");
