@@ -306,9 +306,13 @@ fn every_health_check_a_function_reports_is_in_the_runtime_contract() {
 // ---------------------------------------------------------------------------
 // The records table.
 
+/// The one module that spells the turns table's keys (`assistant_core::keys`).
+const KEYS_MODULE: &str = "shared/assistant-core/src/keys.rs";
+
 /// Every key prefix the code spells: a literal starting `NAME#`, or a
-/// partition constant (`const PARTITION: &str = "NAME"`). Prefix → where.
-fn key_prefixes_in_code(workspace: &Workspace) -> BTreeMap<String, String> {
+/// partition constant (`const NAME_PARTITION: &str = "NAME"`). Prefix →
+/// every place that spells it.
+fn key_prefixes_in_code(workspace: &Workspace) -> BTreeMap<String, Vec<String>> {
     let mut prefixes = BTreeMap::new();
     let crates: BTreeSet<String> = FUNCTIONS.iter().flat_map(|f| workspace.closure(f)).collect();
     for name in crates {
@@ -322,7 +326,7 @@ fn key_prefixes_in_code(workspace: &Workspace) -> BTreeMap<String, String> {
                     _ if partition_constant && is_key_word(&literal.value) => literal.value.clone(),
                     _ => continue,
                 };
-                prefixes.entry(prefix).or_insert_with(|| literal.place());
+                prefixes.entry(prefix).or_insert_with(Vec::new).push(literal.place());
             }
         }
     }
@@ -379,10 +383,11 @@ fn every_key_prefix_in_the_code_is_in_the_records_table() {
     }
     // THEN they are the code's
     let mut problems = Vec::new();
-    for (prefix, place) in &in_code {
+    for (prefix, places) in &in_code {
         if !documented.contains_key(prefix) {
             problems.push(format!(
-                "the code keys records by `{prefix}` ({place}); {ARCHITECTURE}'s records table has no such key"
+                "the code keys records by `{prefix}` ({}); {ARCHITECTURE}'s records table has no such key",
+                places[0]
             ));
         }
     }
@@ -392,6 +397,21 @@ fn every_key_prefix_in_the_code_is_in_the_records_table() {
         }
     }
     assert_none(problems, "the records table's keys differ from the code");
+}
+
+#[test]
+fn every_key_is_spelled_in_the_keys_module_and_nowhere_else() {
+    // GIVEN every key prefix the functions' code spells, and where
+    let in_code = key_prefixes_in_code(&Workspace::read(&root()));
+    assert!(in_code.len() >= 20, "the scan found too little: {in_code:?}");
+    // THEN each place is the keys module
+    let problems: Vec<String> = in_code
+        .iter()
+        .flat_map(|(prefix, places)| places.iter().map(move |place| (prefix, place)))
+        .filter(|(_, place)| !place.starts_with(&format!("{KEYS_MODULE}:")))
+        .map(|(prefix, place)| format!("{place} spells the key `{prefix}`: ask {KEYS_MODULE} for it"))
+        .collect();
+    assert_none(problems, "keys spelled outside the keys module");
 }
 
 /// The partitions the template lets the ingress write (`PutItem` or

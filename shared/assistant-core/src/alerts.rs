@@ -19,6 +19,7 @@
 
 use crate::Clock;
 use crate::delivery::PostError;
+use crate::keys::{self, ALERT_COUNT_SECS, REMEMBERED_SECS};
 use crate::messages::ThreadRef;
 use crate::ports::{AlertPoster, PortError, Put, RecordKey, VersionedRecords};
 use crate::store::put_versioned;
@@ -26,8 +27,6 @@ use slack::ChannelId;
 use slack::text::escape;
 use std::sync::Arc;
 
-/// How long an alert's reference is remembered.
-const REMEMBERED_SECS: i64 = 7 * 24 * 3600;
 /// Conflicting writers on one minute's counter: tries before giving up.
 const COUNTER_TRIES: usize = 3;
 
@@ -84,12 +83,12 @@ impl OpsAlerts {
 
     async fn try_raise(&self, alert: Alert<'_>) -> Result<Raised, String> {
         let now = self.clock.now_unix();
-        let minute = RecordKey { partition: format!("ALERTS#{}", now / 60), kind: "COUNT" };
+        let minute = keys::alerts_minute(now / 60);
         let stored = self.records.get(&minute).await.map_err(|err| err.to_string())?;
         if stored.as_ref().is_some_and(|record| count(&record.state) >= Self::PER_MINUTE) {
             return Ok(Raised::Suppressed);
         }
-        let once = RecordKey { partition: format!("ALERT#{}", alert.reference), kind: "SENT" };
+        let once = keys::alert_sent(alert.reference);
         let sent_once = put_versioned(self.records.as_ref(), &once, 0, "{}".into(), now + REMEMBERED_SECS).await;
         match sent_once.map_err(|err| err.to_string())? {
             Put::Written => {}
@@ -115,7 +114,7 @@ impl OpsAlerts {
                 return Ok(false);
             }
             let state = serde_json::json!({ "sent": sent + 1 }).to_string();
-            match put_versioned(self.records.as_ref(), minute, version, state, now + 3_600).await? {
+            match put_versioned(self.records.as_ref(), minute, version, state, now + ALERT_COUNT_SECS).await? {
                 Put::Written => return Ok(true),
                 Put::Conflict { current } => stored = current,
             }

@@ -7,9 +7,9 @@
 //! writer; clicks of a thread reach it in order (the thread is the FIFO
 //! group), so the last click wins.
 
+use crate::keys::{self, TURN_TTL_SECS};
 use crate::messages::{decode_envelope_at, encode_envelope_at};
-use crate::ports::{PortError, Put, RecordKey, VersionedRecords};
-use crate::store::TURN_TTL_SECS;
+use crate::ports::{PortError, Put, VersionedRecords};
 use crate::turn::TurnId;
 use serde::{Deserialize, Serialize};
 use slack::UserId;
@@ -72,10 +72,6 @@ pub struct FeedbackRecord {
     pub ratings: BTreeMap<UserId, Rated>,
 }
 
-fn feedback_key(id: &TurnId) -> RecordKey {
-    RecordKey { partition: format!("TURN#{id}"), kind: "FEEDBACK" }
-}
-
 /// Feedback records on any [`VersionedRecords`] (the turn's partition,
 /// kind `FEEDBACK`).
 #[derive(Clone)]
@@ -90,7 +86,7 @@ impl FeedbackLog {
     }
 
     pub async fn load(&self, id: &TurnId) -> Result<FeedbackRecord, PortError> {
-        let Some(stored) = self.0.get(&feedback_key(id)).await? else { return Ok(FeedbackRecord::default()) };
+        let Some(stored) = self.0.get(&keys::feedback(id)).await? else { return Ok(FeedbackRecord::default()) };
         let mut record: FeedbackRecord = serde_json::from_str(&stored.state)
             .map_err(|err| PortError::new("read feedback", format!("stored state does not parse: {err}")))?;
         record.version = stored.version;
@@ -106,7 +102,7 @@ impl FeedbackLog {
             let state = serde_json::to_string(&record).expect("feedback is strings and numbers");
             match crate::store::put_versioned(
                 self.0.as_ref(),
-                &feedback_key(id),
+                &keys::feedback(id),
                 record.version,
                 state,
                 rated.at + TURN_TTL_SECS,

@@ -16,6 +16,7 @@
 //! A grant never covers a destructive call: the worker offers none for one
 //! and checks again when it would use one.
 
+use crate::keys;
 use crate::messages::{ThreadRef, decode_envelope_at, encode_envelope_at};
 use crate::ports::{PortError, VersionedRecords};
 use crate::turn::TurnId;
@@ -23,8 +24,7 @@ use serde::{Deserialize, Serialize};
 use slack::UserId;
 use std::sync::Arc;
 
-/// How long a grant's record is kept after it ended.
-pub const GRANT_RECORD_SECS: i64 = 30 * 24 * 3600;
+pub use crate::keys::GRANT_RECORD_SECS;
 /// The longest grant the configuration may ask for.
 pub const MAX_GRANT_MINUTES: u32 = 24 * 60;
 
@@ -111,21 +111,6 @@ impl RevokeButton {
     }
 }
 
-fn partition(thread: &ThreadRef) -> String {
-    format!("GRANTS#{}#{}#{}", thread.team, thread.channel, thread.thread_ts)
-}
-
-const SORT_PREFIX: &str = "GRANT#";
-
-/// One item per scope and person, so two people's grants of one tool in a
-/// thread stand (and are revoked) apart.
-fn sort_key(scope: &str, for_user: Option<&UserId>) -> String {
-    match for_user {
-        Some(user) => format!("{SORT_PREFIX}{scope}#{user}"),
-        None => format!("{SORT_PREFIX}{scope}"),
-    }
-}
-
 /// The grants of threads, on any [`VersionedRecords`] (items beside the
 /// thread's partition, written whole).
 #[derive(Clone)]
@@ -139,7 +124,7 @@ impl ThreadGrants {
     /// Every grant the thread has had (revoked and ended ones too), read
     /// consistently.
     pub async fn all(&self, thread: &ThreadRef) -> Result<Vec<ThreadGrant>, PortError> {
-        let items = self.0.parts(&partition(thread), SORT_PREFIX).await?;
+        let items = self.0.parts(&keys::grants_partition(thread), keys::GRANT_SORT_PREFIX).await?;
         items
             .into_iter()
             .map(|(_, state)| {
@@ -165,8 +150,8 @@ impl ThreadGrants {
     /// the same person.
     pub async fn put(&self, thread: &ThreadRef, grant: &ThreadGrant) -> Result<(), PortError> {
         let state = serde_json::to_string(grant).expect("grants are strings and numbers");
-        let sort_key = sort_key(&grant.scope, grant.for_user.as_ref());
-        self.0.put_part(&partition(thread), &sort_key, state, grant.until + GRANT_RECORD_SECS).await
+        let sort_key = keys::grant(&grant.scope, grant.for_user.as_ref());
+        self.0.put_part(&keys::grants_partition(thread), &sort_key, state, grant.until + GRANT_RECORD_SECS).await
     }
 
     /// The thread's grant of `scope` for `for_user` that a revoke by `by`

@@ -25,6 +25,7 @@
 
 pub mod sources;
 
+use crate::keys;
 use crate::messages::ThreadRef;
 use crate::ports::{PortError, Put, RecordKey, VersionedRecords};
 use crate::store::put_versioned;
@@ -36,9 +37,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-/// How long a closed incident's record stays (its timeline is in its
-/// thread; the record only answers "is this fingerprint open?").
-pub const INCIDENT_RECORD_SECS: i64 = 30 * 24 * 3600;
+pub use crate::keys::INCIDENT_RECORD_SECS;
 /// Deliveries an incident remembers, newest last: enough for every
 /// redelivery SQS or a sender makes of the notices it got lately.
 const SEEN_DELIVERIES: usize = 64;
@@ -141,10 +140,7 @@ impl AlertNotice {
     }
 
     fn record_key(&self) -> RecordKey {
-        RecordKey {
-            partition: format!("INCIDENT#{}#{}", self.source, short_hash(&[&self.fingerprint], 40)),
-            kind: "INCIDENT",
-        }
+        keys::incident(self.source, &short_hash(&[&self.fingerprint], 40))
     }
 
     /// The id of the incident this notice opens, when it opens one.
@@ -159,10 +155,6 @@ impl AlertNotice {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CloudwatchAlarm {
     pub event: serde_json::Value,
-}
-
-fn thread_pointer(thread: &ThreadRef) -> String {
-    format!("INCIDENT_THREAD#{}#{}#{}", thread.team, thread.channel, thread.thread_ts)
 }
 
 fn short_hash(parts: &[&str], hex_chars: usize) -> String {
@@ -527,16 +519,19 @@ impl Incidents {
         now_unix: i64,
     ) -> Result<(), IncidentError> {
         let pointer = serde_json::json!({ "record": notice.record_key().partition }).to_string();
-        Ok(self.0.put_part(&thread_pointer(thread), "INCIDENT", pointer, now_unix + INCIDENT_RECORD_SECS).await?)
+        Ok(self
+            .0
+            .put_part(&keys::incident_thread(thread), keys::INCIDENT_SORT_KEY, pointer, now_unix + INCIDENT_RECORD_SECS)
+            .await?)
     }
 
     /// The incident whose thread `thread` is, if it is one.
     pub async fn of_thread(&self, thread: &ThreadRef) -> Result<Option<Incident>, IncidentError> {
-        let parts = self.0.parts(&thread_pointer(thread), "INCIDENT").await?;
+        let parts = self.0.parts(&keys::incident_thread(thread), keys::INCIDENT_SORT_KEY).await?;
         let Some((_, pointer)) = parts.first() else { return Ok(None) };
         let pointer: serde_json::Value = serde_json::from_str(pointer).map_err(IncidentError::Corrupt)?;
         let Some(partition) = pointer["record"].as_str() else { return Ok(None) };
-        let key = RecordKey { partition: partition.to_owned(), kind: "INCIDENT" };
+        let key = keys::incident_at(partition.to_owned());
         let Some(stored) = self.0.get(&key).await? else { return Ok(None) };
         let incident: Incident = serde_json::from_str(&stored.state).map_err(IncidentError::Corrupt)?;
         // The record may since hold a later incident of the same alert.
@@ -555,7 +550,7 @@ impl Incidents {
         now_unix: i64,
     ) -> Result<(Loudness, u32), IncidentError> {
         let hour = now_unix.div_euclid(3600);
-        let key = RecordKey { partition: format!("INCIDENT_RATE#{channel}#{hour}"), kind: "RATE" };
+        let key = keys::incident_rate(channel, hour);
         for _ in 0..5 {
             let stored = self.0.get(&key).await?;
             let (version, opened) = match &stored {
@@ -566,7 +561,9 @@ impl Incidents {
             };
             let opened = opened + 1;
             let state = serde_json::to_string(&HourCount { opened }).expect("a count serializes");
-            if put_versioned(self.0.as_ref(), &key, version, state, (hour + 2) * 3600).await? == Put::Written {
+            if put_versioned(self.0.as_ref(), &key, version, state, keys::incident_rate_expires_at(hour)).await?
+                == Put::Written
+            {
                 return Ok((limits.loudness(opened), opened));
             }
         }

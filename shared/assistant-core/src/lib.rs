@@ -13,6 +13,8 @@
 //!   the responder only), the typed keys and metadata of its messages.
 //! - [`feedback`]: the 👍 / 👎 under every answer and the ratings kept.
 //! - [`files`]: files pasted into a thread, and how each reaches the model.
+//! - [`keys`]: every key of the turns table, its writer and its TTL,
+//!   spelled once.
 //! - [`ports`]: what the functions need from the outside world, as object-safe
 //!   traits (`Arc<dyn TurnStore>`); adapters live in `shared/adapters/*`,
 //!   in-memory doubles in `testkit`.
@@ -36,6 +38,7 @@ pub mod files;
 pub mod glob;
 pub mod grants;
 pub mod incidents;
+pub mod keys;
 pub mod mcp;
 pub mod memory;
 pub mod messages;

@@ -14,6 +14,7 @@
 //!
 //! Records hold what the worker gives them: it redacts them first.
 
+use crate::keys;
 use crate::ports::{PortError, VersionedRecords};
 use crate::turn::{TurnId, TurnStatus};
 use serde::{Deserialize, Serialize};
@@ -21,8 +22,7 @@ use slack::{ChannelId, TeamId, Ts};
 use std::collections::HashSet;
 use std::sync::Arc;
 
-/// How long a record is kept by default (90 days).
-pub const DEFAULT_RETENTION_SECS: i64 = 90 * 24 * 3600;
+pub use crate::keys::DEFAULT_RETENTION_SECS;
 /// Records read for one recall, newest threads first (a channel's last
 /// few months of questions).
 const MAX_READ: usize = 500;
@@ -53,22 +53,6 @@ pub struct ChannelMemory {
     retention_secs: i64,
 }
 
-fn partition(team: &TeamId, channel: &ChannelId) -> String {
-    format!("MEMORY#{team}#{channel}")
-}
-
-/// Every record's sort key starts so (DynamoDB's `begins_with` takes no
-/// empty prefix), then the thread, so a thread's records are one prefix.
-const THREAD: &str = "THREAD#";
-
-fn thread_prefix(thread_ts: &Ts) -> String {
-    format!("{THREAD}{thread_ts}#")
-}
-
-fn sort_key(thread_ts: &Ts, turn_id: &TurnId) -> String {
-    format!("{}{turn_id}", thread_prefix(thread_ts))
-}
-
 impl ChannelMemory {
     pub fn new(records: Arc<dyn VersionedRecords>, retention_secs: i64) -> Self {
         Self { records, retention_secs }
@@ -80,7 +64,12 @@ impl ChannelMemory {
         let state = serde_json::to_string(memory).expect("a memory is strings and numbers");
         let expires_at = memory.settled_at + self.retention_secs;
         self.records
-            .put_part(&partition(team, channel), &sort_key(&memory.thread_ts, &memory.turn_id), state, expires_at)
+            .put_part(
+                &keys::memory_partition(team, channel),
+                &keys::memory(&memory.thread_ts, &memory.turn_id),
+                state,
+                expires_at,
+            )
             .await
     }
 
@@ -100,7 +89,7 @@ impl ChannelMemory {
         }
         let mut found: Vec<(usize, Memory)> = self
             .records
-            .parts(&partition(team, channel), THREAD)
+            .parts(&keys::memory_partition(team, channel), keys::MEMORY_SORT_PREFIX)
             .await?
             .into_iter()
             .rev()
@@ -127,9 +116,9 @@ impl ChannelMemory {
         turn_id: &TurnId,
         rating: &str,
     ) -> Result<bool, PortError> {
-        let partition = partition(team, channel);
-        let key = sort_key(thread_ts, turn_id);
-        let found = self.records.parts(&partition, &thread_prefix(thread_ts)).await?;
+        let partition = keys::memory_partition(team, channel);
+        let key = keys::memory(thread_ts, turn_id);
+        let found = self.records.parts(&partition, &keys::memory_thread(thread_ts)).await?;
         let Some(mut memory) = found
             .into_iter()
             .find(|(sort_key, _)| *sort_key == key)
@@ -150,7 +139,7 @@ impl ChannelMemory {
         channel: &ChannelId,
         thread_ts: &Ts,
     ) -> Result<Vec<Memory>, PortError> {
-        let found = self.records.parts(&partition(team, channel), &thread_prefix(thread_ts)).await?;
+        let found = self.records.parts(&keys::memory_partition(team, channel), &keys::memory_thread(thread_ts)).await?;
         let mut memories: Vec<Memory> =
             found.iter().filter_map(|(_, state)| serde_json::from_str(state).ok()).collect();
         memories.sort_by_key(|memory| memory.settled_at);
@@ -158,8 +147,8 @@ impl ChannelMemory {
     }
 
     pub async fn forget_thread(&self, team: &TeamId, channel: &ChannelId, thread_ts: &Ts) -> Result<usize, PortError> {
-        let partition = partition(team, channel);
-        let found = self.records.parts(&partition, &thread_prefix(thread_ts)).await?;
+        let partition = keys::memory_partition(team, channel);
+        let found = self.records.parts(&partition, &keys::memory_thread(thread_ts)).await?;
         for (sort_key, _) in &found {
             self.records.delete_part(&partition, sort_key).await?;
         }

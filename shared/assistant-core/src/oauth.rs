@@ -32,6 +32,7 @@
 //! Tokens never enter the turn, logs, S3, metrics or Slack: [`Tokens`]
 //! prints as `Tokens { .. }`.
 
+use crate::keys;
 use crate::messages::ThreadRef;
 use crate::ports::{KeySealer, PortError, Put, RecordKey, VersionedRecords};
 use crate::turn::TurnId;
@@ -45,8 +46,7 @@ use std::fmt;
 use std::sync::Arc;
 use url::Url;
 
-/// How long a sign-in may take, from the Connect button to the callback.
-pub const STATE_TTL_SECS: i64 = 10 * 60;
+pub use crate::keys::{STATE_TTL_SECS, TOKENS_TTL_SECS};
 
 /// How long after the person's click the start page may bind a browser:
 /// the browser the click opened arrives within seconds; a link opened
@@ -301,16 +301,6 @@ pub fn well_formed(state: &str) -> bool {
     state.len() == 43 && state.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-fn state_key(state: &str) -> RecordKey {
-    RecordKey { partition: format!("OAUTH_STATE#{state}"), kind: "STATE" }
-}
-
-/// In a partition of its own: the worker writes it, the ingress only
-/// reads it (and cannot forge "Connected").
-fn outcome_key(state: &str) -> RecordKey {
-    RecordKey { partition: format!("OAUTH_OUTCOME#{state}"), kind: "OUTCOME" }
-}
-
 /// Issuers compare as RFC 9207 says (simple string comparison), a trailing
 /// slash aside.
 fn same_issuer(a: &str, b: &str) -> bool {
@@ -381,7 +371,9 @@ impl ConnectStates {
             browser: None,
         };
         let json = serde_json::to_string(&record).expect("states are strings and numbers");
-        match crate::store::put_versioned(self.0.as_ref(), &state_key(&state), 0, json, record.expires_at).await? {
+        match crate::store::put_versioned(self.0.as_ref(), &keys::oauth_state(&state), 0, json, record.expires_at)
+            .await?
+        {
             Put::Written => Ok((state, pkce)),
             // 256 random bits met an existing state: not in this universe.
             Put::Conflict { .. } => Err(PortError::new("open sign-in", "a fresh state already existed")),
@@ -450,7 +442,7 @@ impl ConnectStates {
         }
         record.browser = Some(browser.to_owned());
         let json = serde_json::to_string(&record).expect("states are strings and numbers");
-        match crate::store::put_versioned(self.0.as_ref(), &state_key(state), version, json, record.expires_at)
+        match crate::store::put_versioned(self.0.as_ref(), &keys::oauth_state(state), version, json, record.expires_at)
             .await
             .map_err(store)?
         {
@@ -506,7 +498,7 @@ impl ConnectStates {
         record.taken = true;
         record.code = Some(back.code.to_owned());
         let json = serde_json::to_string(&record).expect("states are strings and numbers");
-        match crate::store::put_versioned(self.0.as_ref(), &state_key(state), version, json, record.expires_at)
+        match crate::store::put_versioned(self.0.as_ref(), &keys::oauth_state(state), version, json, record.expires_at)
             .await
             .map_err(store)?
         {
@@ -519,7 +511,7 @@ impl ConnectStates {
     /// it has: the first outcome written stays (a retry writes the same).
     pub async fn record_outcome(&self, state: &str, outcome: &SignInOutcome, expires_at: i64) -> Result<(), PortError> {
         let json = serde_json::to_string(outcome).expect("outcomes are strings");
-        crate::store::put_versioned(self.0.as_ref(), &outcome_key(state), 0, json, expires_at).await?;
+        crate::store::put_versioned(self.0.as_ref(), &keys::oauth_outcome(state), 0, json, expires_at).await?;
         Ok(())
     }
 
@@ -528,7 +520,7 @@ impl ConnectStates {
         if !well_formed(state) {
             return Ok(None);
         }
-        let Some(stored) = self.0.get(&outcome_key(state)).await? else { return Ok(None) };
+        let Some(stored) = self.0.get(&keys::oauth_outcome(state)).await? else { return Ok(None) };
         serde_json::from_str(&stored.state)
             .map(Some)
             .map_err(|err| PortError::new("read sign-in outcome", format!("stored outcome does not parse: {err}")))
@@ -557,7 +549,9 @@ impl ConnectStates {
         }
         (record.clicked_at, record.armed_until) = (Some(first), Some(until));
         let json = serde_json::to_string(&record).expect("states are strings and numbers");
-        match crate::store::put_versioned(self.0.as_ref(), &state_key(state), version, json, record.expires_at).await? {
+        match crate::store::put_versioned(self.0.as_ref(), &keys::oauth_state(state), version, json, record.expires_at)
+            .await?
+        {
             Put::Written => Ok(true),
             // Changed meanwhile (armed by another click, or bound): read again.
             Put::Conflict { .. } => {
@@ -577,7 +571,9 @@ impl ConnectStates {
         record.taken = true;
         record.burned_by = Some(by.clone());
         let json = serde_json::to_string(&record).expect("states are strings and numbers");
-        match crate::store::put_versioned(self.0.as_ref(), &state_key(state), version, json, record.expires_at).await? {
+        match crate::store::put_versioned(self.0.as_ref(), &keys::oauth_state(state), version, json, record.expires_at)
+            .await?
+        {
             Put::Written => Ok(Some(record)),
             Put::Conflict { .. } => Ok(None),
         }
@@ -587,7 +583,7 @@ impl ConnectStates {
         if !well_formed(state) {
             return Ok(None);
         }
-        let Some(stored) = self.0.get(&state_key(state)).await? else { return Ok(None) };
+        let Some(stored) = self.0.get(&keys::oauth_state(state)).await? else { return Ok(None) };
         let record = serde_json::from_str(&stored.state)
             .map_err(|err| PortError::new("read sign-in", format!("stored state does not parse: {err}")))?;
         Ok(Some((record, stored.version)))
@@ -598,11 +594,8 @@ fn client_key(issuer: &Url, redirect_uri: &Url) -> RecordKey {
     use sha2::Digest;
     let digest = sha2::Sha256::digest(format!("{issuer} {redirect_uri}"));
     let hex: String = digest[..16].iter().map(|byte| format!("{byte:02x}")).collect();
-    RecordKey { partition: format!("OAUTH_CLIENT#{hex}"), kind: "CLIENT" }
+    keys::oauth_client(&hex)
 }
-
-/// How long a registered client id is kept without a worker reading it.
-const CLIENT_TTL_SECS: i64 = 5 * 365 * 24 * 3600;
 
 impl ConnectStates {
     /// The client id this bot registered at `issuer` for `redirect_uri`
@@ -623,8 +616,14 @@ impl ConnectStates {
         now_unix: i64,
     ) -> Result<String, PortError> {
         let key = client_key(issuer, redirect_uri);
-        match crate::store::put_versioned(self.0.as_ref(), &key, 0, client_id.to_owned(), now_unix + CLIENT_TTL_SECS)
-            .await?
+        match crate::store::put_versioned(
+            self.0.as_ref(),
+            &key,
+            0,
+            client_id.to_owned(),
+            now_unix + keys::CLIENT_TTL_SECS,
+        )
+        .await?
         {
             Put::Written => Ok(client_id.to_owned()),
             Put::Conflict { current: Some(first) } => Ok(first.state),
@@ -864,14 +863,6 @@ struct VaultItem {
     sealed: String,
 }
 
-/// How long tokens are kept without being used or refreshed.
-pub const TOKENS_TTL_SECS: i64 = 90 * 24 * 3600;
-const VAULT_PREFIX: &str = "TOKENS#";
-
-fn vault_partition(team: &TeamId, user: &UserId) -> String {
-    format!("USER#{team}#{user}")
-}
-
 /// Tokens sealed by a [`KeySealer`], one item per person and provider
 /// beside the person's other items (`USER#{team}#{user}` / `TOKENS#{provider}`).
 pub struct SealedVault {
@@ -885,7 +876,7 @@ impl SealedVault {
     }
 
     async fn items(&self, team: &TeamId, user: &UserId) -> Result<Vec<VaultItem>, PortError> {
-        let items = self.records.parts(&vault_partition(team, user), VAULT_PREFIX).await?;
+        let items = self.records.parts(&keys::user_partition(team, user), keys::TOKENS_SORT_PREFIX).await?;
         items
             .into_iter()
             .map(|(_, json)| {
@@ -918,14 +909,16 @@ impl TokenVault for SealedVault {
             sealed,
         };
         let json = serde_json::to_string(&item).expect("vault items are strings and numbers");
-        let sort_key = format!("{VAULT_PREFIX}{}", key.provider);
-        self.records.put_part(&vault_partition(&key.team, &key.user), &sort_key, json, now_unix + TOKENS_TTL_SECS).await
+        let sort_key = keys::user_tokens(&key.provider);
+        self.records
+            .put_part(&keys::user_partition(&key.team, &key.user), &sort_key, json, now_unix + TOKENS_TTL_SECS)
+            .await
     }
 
     async fn remove(&self, key: &ConnectionKey) -> Result<Option<Tokens>, PortError> {
         let tokens = self.get(key).await.ok().flatten();
         self.records
-            .delete_part(&vault_partition(&key.team, &key.user), &format!("{VAULT_PREFIX}{}", key.provider))
+            .delete_part(&keys::user_partition(&key.team, &key.user), &keys::user_tokens(&key.provider))
             .await?;
         Ok(tokens)
     }

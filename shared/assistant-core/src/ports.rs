@@ -48,11 +48,8 @@ mod timers;
 mod turns;
 
 pub use artifacts::{ArtifactStore, Bounded};
-pub use claims::{
-    ACTION_TOKEN_TTL_SECS, ActionTokens, BOT_THREAD_TTL_SECS, ClaimOutcome, EVENT_CLAIM_TTL_SECS, EventClaim,
-    EventClaims, ThreadRule,
-};
-pub use contexts::{USER_CONTEXT_TTL_SECS, UserContext, UserContexts};
+pub use claims::{ActionTokens, ClaimOutcome, EventClaim, EventClaims, ThreadRule};
+pub use contexts::{UserContext, UserContexts};
 pub use error::{PortError, Retryable};
 pub use queues::{MessageVisibility, ReplyQueue, WorkQueue};
 pub use records::{Put, RecordKey, RecordWrite, StoredRecord, VersionedRecords, WriteToken};
@@ -66,3 +63,6 @@ pub use slack_posting::{AlertPoster, FileUpload, SlackPoster};
 pub use slack_reading::{Author, ChannelInfo, FoundMessage, SlackReader, SlackSearch, ThreadMessage};
 pub use timers::{ApprovalTimer, ApprovalTimers};
 pub use turns::{Created, DeliveryLog, StoreError, TurnStore};
+
+// The claims' and contexts' lifetimes, where their ports' users look for them.
+pub use crate::keys::{ACTION_TOKEN_TTL_SECS, BOT_THREAD_TTL_SECS, EVENT_CLAIM_TTL_SECS, USER_CONTEXT_TTL_SECS};

@@ -13,17 +13,14 @@
 
 use crate::Clock;
 use crate::glob::glob_matches;
+use crate::keys::{KEPT_SECS, RESPONSE_MODES_PARTITION, RESPONSE_MODES_SORT_KEY};
 use crate::ports::{PortError, VersionedRecords};
 use serde::Deserialize;
 use slack::ChannelId;
 use std::sync::{Arc, Mutex};
 
-const PARTITION: &str = "CONFIG";
-const SORT_KEY: &str = "RESPONSE_MODES";
 /// How long an ingress instance trusts what it read.
 pub const CACHE_SECS: i64 = 60;
-/// Kept far longer than any worker lives without starting again.
-const KEPT_SECS: i64 = 365 * 24 * 3600;
 
 /// When the bot speaks in the channels a rule names.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -71,7 +68,7 @@ impl EveryQuestionChannels {
     pub async fn publish(&self, globs: &[String]) -> Result<(), PortError> {
         let json = serde_json::to_string(globs).expect("globs are strings");
         let now = self.clock.now_unix();
-        self.records.put_part(PARTITION, SORT_KEY, json, now + KEPT_SECS).await
+        self.records.put_part(RESPONSE_MODES_PARTITION, RESPONSE_MODES_SORT_KEY, json, now + KEPT_SECS).await
     }
 
     /// Whether `channel` answers every new question, from what was
@@ -82,10 +79,10 @@ impl EveryQuestionChannels {
         let globs = match cached {
             Some((at, globs)) if now - at < CACHE_SECS => globs,
             _ => {
-                let found = self.records.parts(PARTITION, SORT_KEY).await?;
+                let found = self.records.parts(RESPONSE_MODES_PARTITION, RESPONSE_MODES_SORT_KEY).await?;
                 let globs: Vec<String> = found
                     .iter()
-                    .find(|(sort_key, _)| sort_key == SORT_KEY)
+                    .find(|(sort_key, _)| sort_key == RESPONSE_MODES_SORT_KEY)
                     .and_then(|(_, json)| serde_json::from_str(json).ok())
                     .unwrap_or_default();
                 *self.read.lock().expect("cache lock") = Some((now, globs.clone()));

@@ -20,6 +20,7 @@
 //! writer's and stopping.
 
 use crate::delivery::{DeliveryRecord, StreamRecord};
+use crate::keys;
 use crate::ports::{
     Created, DeliveryLog, PortError, Put, RecordKey, RecordWrite, StoreError, StoredRecord, TurnStore,
     VersionedRecords, WriteToken,
@@ -29,27 +30,11 @@ use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// How long a turn (and its delivery record) is kept after its last change.
-pub const TURN_TTL_SECS: i64 = 30 * 24 * 3600;
+pub use crate::keys::TURN_TTL_SECS;
 /// The largest item any store accepts (a turn's head, one part of its
 /// transcript, one message): under DynamoDB's 400 KB item limit with room
 /// for the item's other attributes.
 pub const MAX_TURN_STATE_BYTES: usize = 380_000;
-/// Where a turn's transcript parts sort, under its partition.
-const PART_PREFIX: &str = "PART#";
-
-fn turn_partition(id: &TurnId) -> String {
-    format!("TURN#{id}")
-}
-
-fn turn_key(id: &TurnId) -> RecordKey {
-    RecordKey { partition: turn_partition(id), kind: "STATE" }
-}
-
-fn delivery_key(id: &TurnId) -> RecordKey {
-    RecordKey { partition: format!("TURN#{id}"), kind: "DELIVERY" }
-}
-
 fn too_large(id: &TurnId, bytes: usize) -> StoreError {
     StoreError::TooLarge { id: id.clone(), bytes, limit: MAX_TURN_STATE_BYTES }
 }
@@ -190,13 +175,13 @@ impl RecordTurns {
 
         let token = WriteToken::fresh();
         let version = turn.version + 1;
-        let partition = turn_partition(&turn.id);
+        let partition = keys::turn_partition(&turn.id);
         let mut written = vec![0];
         for (index, part) in chunk(&turn.id, &messages[from..])?.into_iter().enumerate() {
             let name = format!("{version}.{index}.{}", part_tag(&token));
             written.push(part.len() as u64);
             bytes += part.len() as u64;
-            self.0.put_part(&partition, &format!("{PART_PREFIX}{name}"), part, expires_at).await?;
+            self.0.put_part(&partition, &keys::turn_part(&name), part, expires_at).await?;
             parts.push(name);
         }
 
@@ -210,7 +195,7 @@ impl RecordTurns {
         }
         written[0] = head.len() as u64;
         let write = RecordWrite { expected: turn.version, state: head, expires_at, token };
-        let put = put_versioned_as(self.0.as_ref(), &turn_key(&turn.id), write).await?;
+        let put = put_versioned_as(self.0.as_ref(), &keys::turn_state(&turn.id), write).await?;
         if put == Put::Written {
             turn.version = version;
             turn.stored = StoredTurn {
@@ -253,12 +238,12 @@ impl RecordTurns {
         let found: HashMap<String, String> = if names.is_empty() {
             HashMap::new()
         } else {
-            self.0.parts(&turn_partition(&turn.id), PART_PREFIX).await?.into_iter().collect()
+            self.0.parts(&keys::turn_partition(&turn.id), keys::TURN_PART_PREFIX).await?.into_iter().collect()
         };
         let (mut messages, mut bytes) = (Vec::new(), head_bytes);
         for name in &names {
             let part = found
-                .get(&format!("{PART_PREFIX}{name}"))
+                .get(&keys::turn_part(name))
                 .ok_or_else(|| unreadable(format!("part {name} of turn {} is missing", turn.id)))?;
             bytes += part.len() as u64;
             let values: Vec<serde_json::Value> =
@@ -297,7 +282,7 @@ impl TurnStore for RecordTurns {
     }
 
     async fn load(&self, id: &TurnId) -> Result<Option<Turn>, StoreError> {
-        self.turn_of(self.0.get(&turn_key(id)).await?).await
+        self.turn_of(self.0.get(&keys::turn_state(id)).await?).await
     }
 
     async fn save(&self, turn: &mut Turn) -> Result<(), StoreError> {
@@ -342,11 +327,11 @@ impl ReadAhead {
         let mut ids: Vec<TurnId> = ids.into_iter().collect();
         ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
         ids.dedup();
-        let keys: Vec<RecordKey> = also.iter().cloned().chain(ids.iter().map(turn_key)).collect();
-        if keys.is_empty() {
+        let wanted: Vec<RecordKey> = also.iter().cloned().chain(ids.iter().map(keys::turn_state)).collect();
+        if wanted.is_empty() {
             return Ok(Vec::new());
         }
-        let mut found = self.turns.0.get_many(&keys).await?;
+        let mut found = self.turns.0.get_many(&wanted).await?;
         let heads = found.split_off(also.len());
         let turns = ids.into_iter().zip(heads).map(|(id, head)| async move { (id, self.turns.turn_of(head).await) });
         for (id, turn) in futures_util::future::join_all(turns).await {
@@ -400,7 +385,7 @@ impl RecordDeliveries {
 #[async_trait]
 impl DeliveryLog for RecordDeliveries {
     async fn load(&self, id: &TurnId) -> Result<DeliveryRecord, StoreError> {
-        let Some(stored) = self.0.get(&delivery_key(id)).await? else { return Ok(DeliveryRecord::default()) };
+        let Some(stored) = self.0.get(&keys::delivery(id)).await? else { return Ok(DeliveryRecord::default()) };
         let mut record: DeliveryRecord = parse("read delivery record", &stored)?;
         record.version = stored.version;
         Ok(record)
@@ -410,7 +395,7 @@ impl DeliveryLog for RecordDeliveries {
         let state = serde_json::to_string(record).expect("delivery records contain only strings and numbers");
         match put_versioned(
             self.0.as_ref(),
-            &delivery_key(id),
+            &keys::delivery(id),
             record.version,
             state,
             record.updated_at + TURN_TTL_SECS,
@@ -426,10 +411,6 @@ impl DeliveryLog for RecordDeliveries {
     }
 }
 
-fn stream_key(id: &TurnId) -> RecordKey {
-    RecordKey { partition: format!("TURN#{id}"), kind: "STREAM" }
-}
-
 /// Stream records on any [`VersionedRecords`].
 #[derive(Clone)]
 pub struct StreamLog(Arc<dyn VersionedRecords>);
@@ -441,7 +422,7 @@ impl StreamLog {
 
     /// The turn's record (a fresh one, version 0, when it streamed nothing).
     pub async fn load(&self, id: &TurnId) -> Result<StreamRecord, StoreError> {
-        let Some(stored) = self.0.get(&stream_key(id)).await? else { return Ok(StreamRecord::default()) };
+        let Some(stored) = self.0.get(&keys::stream(id)).await? else { return Ok(StreamRecord::default()) };
         let mut record: StreamRecord = parse("read stream record", &stored)?;
         record.version = stored.version;
         Ok(record)
@@ -450,8 +431,14 @@ impl StreamLog {
     /// Saves `record` if the stored version is still `record.version`.
     pub async fn save(&self, id: &TurnId, record: &mut StreamRecord) -> Result<(), StoreError> {
         let state = serde_json::to_string(record).expect("stream records are strings and numbers");
-        match put_versioned(self.0.as_ref(), &stream_key(id), record.version, state, record.updated_at + TURN_TTL_SECS)
-            .await?
+        match put_versioned(
+            self.0.as_ref(),
+            &keys::stream(id),
+            record.version,
+            state,
+            record.updated_at + TURN_TTL_SECS,
+        )
+        .await?
         {
             Put::Written => {
                 record.version += 1;

@@ -8,7 +8,7 @@
 
 use crate::messages::{ThreadRef, TurnRequest};
 use serde::{Deserialize, Serialize};
-use slack::{EventId, Ts, UserId};
+use slack::{EventId, TeamId, Ts, UserId};
 use std::fmt;
 
 /// Derived from the Slack event, so every delivery of the same request
@@ -23,7 +23,12 @@ impl TurnId {
     }
 
     pub fn for_event(thread: &ThreadRef, event_id: &EventId) -> Self {
-        Self(format!("{}-{}", thread.team, event_id))
+        Self::for_claim(&thread.team, event_id)
+    }
+
+    /// The turn an event claimed by `team` starts (`{team}-{event_id}`).
+    pub fn for_claim(team: &TeamId, event_id: &EventId) -> Self {
+        Self(format!("{team}-{event_id}"))
     }
 
     pub fn as_str(&self) -> &str {

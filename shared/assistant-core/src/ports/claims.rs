@@ -9,12 +9,6 @@ use crate::turn::TurnId;
 use async_trait::async_trait;
 use slack::{EventId, TeamId};
 
-/// How long an event id is remembered: Slack retries for about an hour, so
-/// a few days is generous.
-pub const EVENT_CLAIM_TTL_SECS: i64 = 3 * 24 * 3600;
-/// How long a thread counts as one the bot takes part in after its last turn.
-pub const BOT_THREAD_TTL_SECS: i64 = 30 * 24 * 3600;
-
 /// Whether a turn may start in a thread the bot has not been part of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ThreadRule {
@@ -36,9 +30,6 @@ pub struct EventClaim {
     /// few minutes) for the turn's Slack search; never on the queue.
     pub action_token: Option<slack::events::ActionToken>,
 }
-
-/// How long an action token is kept: Slack's expire within minutes.
-pub const ACTION_TOKEN_TTL_SECS: i64 = 15 * 60;
 
 /// The action tokens the ingress kept with its claims, by the turn their
 /// event started.

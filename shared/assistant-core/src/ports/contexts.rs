@@ -6,10 +6,6 @@ use super::PortError;
 use async_trait::async_trait;
 use slack::{ChannelId, TeamId, UserId};
 
-/// How long what a person has in view is remembered: a question asked
-/// within it gets it as context.
-pub const USER_CONTEXT_TTL_SECS: i64 = 3600;
-
 /// What a person had in view beside the bot's DM (`app_context_changed`,
 /// or the channel an assistant thread was opened from).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -21,7 +17,7 @@ pub struct UserContext {
     pub at: i64,
 }
 
-/// What people have in view, remembered for [`USER_CONTEXT_TTL_SECS`]: a
+/// What people have in view, remembered for [`crate::keys::USER_CONTEXT_TTL_SECS`]: a
 /// small item per person, written by the ingress, read by the worker.
 #[async_trait]
 pub trait UserContexts: Send + Sync {

@@ -23,6 +23,7 @@
 
 use crate::AssistantConfig;
 use crate::StartupError;
+use assistant_core::keys::{self, KEPT_FOR_SECS};
 use assistant_core::ports::{PortError, Put, RecordKey, StoredRecord, VersionedRecords};
 use assistant_core::store::put_versioned;
 use serde::{Deserialize, Serialize};
@@ -33,18 +34,13 @@ pub const FRESH_FOR_SECS: i64 = 300;
 /// The largest configuration kept (a table item holds 400 KB); a larger
 /// one is read from the bucket at every start.
 pub const MAX_KEPT_BYTES: usize = 300 * 1024;
-/// A copy no worker refreshes goes away after a year. Every read of a good
-/// object refreshes it; a long life is for the fallback: a configuration
-/// broken over a long weekend still falls back to the last good one.
-const KEPT_FOR_SECS: i64 = 365 * 24 * 3600;
 /// Writers that keep losing to others' newer copies stop after this many tries.
 const KEEP_ATTEMPTS: usize = 3;
 
-/// The record's place in the turns table: a `WORKER#` partition, which
-/// only the worker's role may write (the template denies the responder's;
-/// the ingress's may write only its own partitions and read `CONFIG`).
+/// The record's place in the turns table ([`keys::worker_config`]: a
+/// partition only the worker's role may write), kept [`KEPT_FOR_SECS`].
 pub fn record_key() -> RecordKey {
-    RecordKey { partition: "WORKER#CONFIG".to_owned(), kind: "ASSISTANT" }
+    keys::worker_config()
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -23,9 +23,10 @@
 
 use assistant_core::clock::iso8601_utc;
 use assistant_core::incidents::{Happening, Incidents};
+use assistant_core::keys::{self, RECORD_SECS};
 use assistant_core::memory::ChannelMemory;
 use assistant_core::model::ToolSpec;
-use assistant_core::ports::{Canvases, Put, RecordKey, TurnStore, VersionedRecords};
+use assistant_core::ports::{Canvases, Put, TurnStore, VersionedRecords};
 use assistant_core::store::put_versioned;
 use assistant_core::turn::{Content, ToolOutput, ToolStatus, Turn};
 use assistant_core::{Clock, ThreadRef};
@@ -36,8 +37,6 @@ use std::time::Duration;
 use tools_registry::{CallContext, Effect, RunTool, Tool, ToolFuture};
 
 pub const WRITE_POSTMORTEM: &str = "write_postmortem";
-/// How long the thread's postmortem record is kept.
-const RECORD_SECS: i64 = 365 * 24 * 3600;
 
 /// What the tool reads and writes.
 #[derive(Clone)]
@@ -98,10 +97,7 @@ impl RunTool for WritePostmortem {
             let ports = &self.0;
             let markdown = redact::redact(&self.draft(&input, &thread, context.turn.as_ref()).await).into_owned();
             let title = redact::redact(input["title"].as_str().unwrap_or("Postmortem")).into_owned();
-            let key = RecordKey {
-                partition: format!("POSTMORTEM#{}#{}#{}", thread.team, thread.channel, thread.thread_ts),
-                kind: "POSTMORTEM",
-            };
+            let key = keys::postmortem(&thread);
             let unreadable =
                 |err: String| format!("The postmortem's record cannot be read or kept now ({err}); try again.");
             let stored = ports.records.get(&key).await.map_err(|err| unreadable(err.to_string()))?;

@@ -8,13 +8,12 @@
 //! worker's Slack search reads it by the turn the event starts, and it never
 //! travels on the queue.
 
-use super::{PARTITION_KEY, TTL_ATTRIBUTE, key};
+use super::{PARTITION_KEY, TTL_ATTRIBUTE, record_item_key};
 use crate::{build_error, port_error};
 use assistant_core::TurnId;
-use assistant_core::ports::{
-    ACTION_TOKEN_TTL_SECS, ActionTokens, BOT_THREAD_TTL_SECS, ClaimOutcome, EVENT_CLAIM_TTL_SECS, EventClaim,
-    EventClaims, PortError, ThreadRule,
-};
+use assistant_core::keys;
+use assistant_core::keys::{ACTION_TOKEN_TTL_SECS, BOT_THREAD_TTL_SECS, EVENT_CLAIM_TTL_SECS};
+use assistant_core::ports::{ActionTokens, ClaimOutcome, EventClaim, EventClaims, PortError, ThreadRule};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
@@ -35,12 +34,11 @@ impl DynamoClaims {
     }
 
     fn event_key(claim: &EventClaim) -> HashMap<String, AttributeValue> {
-        key(format!("EVENT#{}#{}", claim.team, claim.event_id), "EVENT")
+        record_item_key(&keys::event_claim(&claim.team, &claim.event_id))
     }
 
     fn thread_key(claim: &EventClaim) -> HashMap<String, AttributeValue> {
-        let thread = &claim.thread;
-        key(format!("THREAD#{}#{}#{}", thread.team, thread.channel, thread.thread_ts), "THREAD")
+        record_item_key(&keys::bot_thread(&claim.thread))
     }
 
     fn build_transaction(&self, claim: &EventClaim, now: i64) -> Result<Vec<TransactWriteItem>, PortError> {
@@ -86,7 +84,7 @@ impl DynamoClaims {
         };
         let mut items = vec![TransactWriteItem::builder().put(event_put).build(), thread_write];
         if let Some(token) = &claim.action_token {
-            let mut token_item = key(action_token_key(&claim.team, &claim.event_id), "TOKEN");
+            let mut token_item = record_item_key(&keys::action_token(&TurnId::for_claim(&claim.team, &claim.event_id)));
             token_item.insert("token".to_owned(), AttributeValue::S(token.expose().to_owned()));
             token_item.insert(TTL_ATTRIBUTE.to_owned(), number(now + ACTION_TOKEN_TTL_SECS));
             let put = Put::builder()
@@ -100,10 +98,6 @@ impl DynamoClaims {
     }
 }
 
-fn action_token_key(team: &impl std::fmt::Display, event: &impl std::fmt::Display) -> String {
-    format!("ACTION_TOKEN#{team}-{event}")
-}
-
 #[async_trait::async_trait]
 impl ActionTokens for DynamoClaims {
     async fn action_token(&self, turn: &TurnId, now_unix: i64) -> Result<Option<ActionToken>, PortError> {
@@ -111,7 +105,7 @@ impl ActionTokens for DynamoClaims {
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(key(format!("ACTION_TOKEN#{turn}"), "TOKEN")))
+            .set_key(Some(record_item_key(&keys::action_token(turn))))
             .consistent_read(true)
             .send()
             .await

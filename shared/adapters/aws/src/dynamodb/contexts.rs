@@ -4,14 +4,14 @@
 //! was seen. Reads filter on the expiry: DynamoDB deletes expired items
 //! late.
 
-use super::{key, put_json};
+use super::{put_json, record_item_key};
 use crate::port_error;
-use assistant_core::ports::{PortError, USER_CONTEXT_TTL_SECS, UserContext, UserContexts};
+use assistant_core::keys::{self, USER_CONTEXT_TTL_SECS};
+use assistant_core::ports::{PortError, UserContext, UserContexts};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use slack::{TeamId, UserId};
 
-const SORT: &str = "CONTEXT";
 const CONTEXT: &str = "context";
 
 #[derive(Debug, Clone)]
@@ -26,18 +26,15 @@ impl DynamoContexts {
     }
 }
 
-fn partition(team: &TeamId, user: &UserId) -> String {
-    format!("CONTEXT#{team}#{user}")
-}
-
 #[async_trait]
 impl UserContexts for DynamoContexts {
     async fn remember(&self, team: &TeamId, user: &UserId, context: &UserContext) -> Result<(), PortError> {
         let json = serde_json::to_string(context).expect("contexts are strings and numbers");
+        let key = keys::user_context(team, user);
         put_json(
             &self.client,
             &self.table,
-            (partition(team, user), SORT),
+            (key.partition, key.kind),
             (CONTEXT, json),
             context.at + USER_CONTEXT_TTL_SECS,
             "DynamoDB PutItem (user context)",
@@ -50,7 +47,7 @@ impl UserContexts for DynamoContexts {
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(key(partition(team, user), SORT)))
+            .set_key(Some(record_item_key(&keys::user_context(team, user))))
             .send()
             .await
             .map_err(|err| port_error("DynamoDB GetItem (user context)", err))?;

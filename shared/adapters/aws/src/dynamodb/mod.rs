@@ -1,31 +1,15 @@
-//! The turns table (DynamoDB). One table holds dedupe records, bot-thread
-//! records and turn state, keyed by a string partition key `pk` and sort key
-//! `sk`:
+//! The turns table (DynamoDB). One table holds every record, keyed by a
+//! string partition key `pk` and sort key `sk`; `assistant_core::keys`
+//! spells every key (with its writer and TTL), and these adapters write
+//! what it spells:
 //!
-//! | item | pk | sk | adapter |
-//! |---|---|---|---|
-//! | event claim | `EVENT#{team}#{event_id}` | `EVENT` | [`claims::DynamoClaims`] |
-//! | bot thread | `THREAD#{team}#{channel}#{thread_ts}` | `THREAD` | [`claims::DynamoClaims`] |
-//! | turn state | `TURN#{turn_id}` | `STATE` | [`records::DynamoRecords`] |
-//! | what the responder posted | `TURN#{turn_id}` | `DELIVERY` | [`records::DynamoRecords`] |
-//! | the answer the worker streamed | `TURN#{turn_id}` | `STREAM` | [`records::DynamoRecords`] |
-//! | ratings of the answer | `TURN#{turn_id}` | `FEEDBACK` | [`records::DynamoRecords`] |
-//! | what a person has in view | `CONTEXT#{team}#{user}` | `CONTEXT` | [`contexts::DynamoContexts`] |
-//! | a person's sealed tokens per provider | `USER#{team}#{user}` | `TOKENS#{provider}` | [`records::DynamoRecords`] |
-//! | a sign-in in progress | `OAUTH_STATE#{state}` | `STATE` | [`records::DynamoRecords`] |
-//! | how a sign-in's code exchange ended | `OAUTH_OUTCOME#{state}` | `OUTCOME` | [`records::DynamoRecords`] |
-//! | the client id registered at an MCP server's authorization server | `OAUTH_CLIENT#{hash}` | `CLIENT` | [`records::DynamoRecords`] |
-//! | the channels that answer every question, published by workers | `CONFIG` | `RESPONSE_MODES` | [`records::DynamoRecords`] |
-//! | a thread's grants | `GRANTS#{team}#{channel}#{thread_ts}` | `GRANT#{scope}` | [`records::DynamoRecords`] |
-//! | approval deadline | `APPROVAL_TIMERS` | `{due_at}#{turn_id}#{tool_use_id}` | [`timers::DynamoTimers`] |
-//! | a person's action token (Slack search as them), 15 minutes | `ACTION_TOKEN#{team}-{event_id}` | `TOKEN` | [`claims::DynamoClaims`] |
-//! | an alert's incident (or a schedule's firing) | `INCIDENT#{source}#{hash}` | `INCIDENT` | [`records::DynamoRecords`] |
-//! | a channel's incidents opened in an hour (storm limits) | `INCIDENT_RATE#{channel}#{hour}` | `RATE` | [`records::DynamoRecords`] |
-//! | which incident a thread is | `INCIDENT_THREAD#{team}#{channel}#{thread_ts}` | `INCIDENT` | [`records::DynamoRecords`] |
-//! | a thread's postmortem canvas | `POSTMORTEM#{team}#{channel}#{thread_ts}` | `POSTMORTEM` | [`records::DynamoRecords`] |
-//!
-//! Turn state and delivery records are versioned records: which key and
-//! what JSON is decided once, in `assistant_core::store`.
+//! - [`claims::DynamoClaims`]: event claims, bot threads, action tokens;
+//! - [`contexts::DynamoContexts`]: what a person has in view;
+//! - [`timers::DynamoTimers`]: approval deadlines;
+//! - [`records::DynamoRecords`]: every versioned record and the items
+//!   beside one (turns, deliveries, sign-ins, grants, tokens, memory,
+//!   incidents, alerts, kept configuration). Which key and what JSON is
+//!   decided once, in `assistant_core` (`store`, `oauth`, `grants`, …).
 //!
 //! Items carry `expires_at` (Unix seconds), the table's TTL attribute.
 //! DynamoDB deletes expired items late (up to days), so conditions on claims
@@ -42,6 +26,7 @@ pub use records::DynamoRecords;
 pub use timers::DynamoTimers;
 
 use crate::summarize;
+use assistant_core::ports::RecordKey;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
@@ -49,6 +34,11 @@ use std::collections::HashMap;
 pub const PARTITION_KEY: &str = "pk";
 pub const SORT_KEY: &str = "sk";
 pub const TTL_ATTRIBUTE: &str = "expires_at";
+
+/// The item key of `record`.
+fn record_item_key(record: &RecordKey) -> HashMap<String, AttributeValue> {
+    key(record.partition.clone(), record.kind)
+}
 
 fn key(pk: String, sk: &str) -> HashMap<String, AttributeValue> {
     HashMap::from([
@@ -88,7 +78,7 @@ pub async fn check_reads(client: &Client, table: &str) -> Result<(), String> {
     client
         .get_item()
         .table_name(table)
-        .set_key(Some(key("HEALTH#check".to_owned(), "HEALTH")))
+        .set_key(Some(record_item_key(&assistant_core::keys::health_check())))
         .consistent_read(true)
         .send()
         .await

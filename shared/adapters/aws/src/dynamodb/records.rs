@@ -9,7 +9,7 @@
 //! retried after a lost answer finds its own token there
 //! (`assistant_core::store::put_versioned` decides).
 
-use super::{PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE, key};
+use super::{PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE, key, record_item_key};
 use crate::port_error;
 use assistant_core::ports::{PortError, Put, RecordKey, RecordWrite, StoredRecord, VersionedRecords, WriteToken};
 use async_trait::async_trait;
@@ -43,10 +43,6 @@ impl DynamoRecords {
     }
 }
 
-fn item_key(record: &RecordKey) -> Item {
-    key(record.partition.clone(), record.kind)
-}
-
 fn stored(item: &Item) -> Result<StoredRecord, PortError> {
     let unreadable = |what: &str| PortError::new("read record item", format!("item has no readable {what}"));
     let version = item
@@ -66,7 +62,7 @@ impl VersionedRecords for DynamoRecords {
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(item_key(record)))
+            .set_key(Some(record_item_key(record)))
             .consistent_read(true)
             .send()
             .await
@@ -90,7 +86,7 @@ impl VersionedRecords for DynamoRecords {
             return Ok(records.iter().map(|_| stored.clone()).collect());
         }
         for chunk in distinct.chunks(BATCH_KEYS) {
-            let mut pending: Vec<Item> = chunk.iter().map(|record| item_key(record)).collect();
+            let mut pending: Vec<Item> = chunk.iter().map(|record| record_item_key(record)).collect();
             for attempt in 0..=UNPROCESSED_RETRIES {
                 if attempt > 0 {
                     tokio::time::sleep(Duration::from_millis(25 << attempt)).await;
@@ -140,7 +136,7 @@ impl VersionedRecords for DynamoRecords {
 
     async fn put(&self, record: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {
         let expected = write.expected;
-        let mut item = item_key(record);
+        let mut item = record_item_key(record);
         item.insert(VERSION.to_owned(), AttributeValue::N((expected + 1).to_string()));
         item.insert(STATE.to_owned(), AttributeValue::S(write.state.clone()));
         item.insert(WRITE_TOKEN.to_owned(), AttributeValue::S(write.token.as_str().to_owned()));

@@ -6,14 +6,13 @@
 
 use super::{PARTITION_KEY, SORT_KEY, key, put_json};
 use crate::port_error;
+use assistant_core::keys::{self, APPROVAL_TIMERS_PARTITION, KEPT_AFTER_DUE_SECS};
 use assistant_core::ports::{ApprovalTimer, ApprovalTimers, PortError};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-const PARTITION: &str = "APPROVAL_TIMERS";
 const TIMER: &str = "timer";
-const KEPT_AFTER_DUE_SECS: i64 = 7 * 24 * 3600;
 
 #[derive(Debug, Clone)]
 pub struct DynamoTimers {
@@ -28,7 +27,7 @@ impl DynamoTimers {
 }
 
 fn sort_key(timer: &ApprovalTimer) -> String {
-    format!("{:012}#{}#{}", timer.due_at.max(0), timer.turn_id, timer.tool_use_id)
+    keys::approval_timer(timer.due_at, &timer.turn_id, &timer.tool_use_id)
 }
 
 #[async_trait]
@@ -38,7 +37,7 @@ impl ApprovalTimers for DynamoTimers {
         put_json(
             &self.client,
             &self.table,
-            (PARTITION.to_owned(), &sort_key(timer)),
+            (APPROVAL_TIMERS_PARTITION.to_owned(), &sort_key(timer)),
             (TIMER, json),
             timer.due_at + KEPT_AFTER_DUE_SECS,
             "DynamoDB PutItem (approval timer)",
@@ -47,8 +46,7 @@ impl ApprovalTimers for DynamoTimers {
     }
 
     async fn due(&self, now_unix: i64, max: usize) -> Result<Vec<ApprovalTimer>, PortError> {
-        // `$` sorts after `#`: every key due at `now` or before, none after.
-        let upper = format!("{:012}$", now_unix.max(0));
+        let upper = keys::approval_timers_due_by(now_unix);
         let output = self
             .client
             .query()
@@ -56,7 +54,7 @@ impl ApprovalTimers for DynamoTimers {
             .key_condition_expression("#pk = :pk AND #sk <= :upper")
             .expression_attribute_names("#pk", PARTITION_KEY)
             .expression_attribute_names("#sk", SORT_KEY)
-            .expression_attribute_values(":pk", AttributeValue::S(PARTITION.to_owned()))
+            .expression_attribute_values(":pk", AttributeValue::S(APPROVAL_TIMERS_PARTITION.to_owned()))
             .expression_attribute_values(":upper", AttributeValue::S(upper))
             .limit(i32::try_from(max).unwrap_or(i32::MAX))
             .consistent_read(true)
@@ -81,7 +79,7 @@ impl ApprovalTimers for DynamoTimers {
         self.client
             .delete_item()
             .table_name(&self.table)
-            .set_key(Some(key(PARTITION.to_owned(), &sort_key(timer))))
+            .set_key(Some(key(APPROVAL_TIMERS_PARTITION.to_owned(), &sort_key(timer))))
             .send()
             .await
             .map_err(|err| port_error("DynamoDB DeleteItem (approval timer)", err))?;
