@@ -22,13 +22,14 @@ use crate::delivery::PostError;
 use crate::keys::{self, ALERT_COUNT_SECS, REMEMBERED_SECS};
 use crate::messages::ThreadRef;
 use crate::ports::{AlertPoster, PortError, Put, RecordKey, VersionedRecords};
+use crate::retry::{Raced, retry_races};
 use crate::store::put_versioned;
 use slack::ChannelId;
 use slack::text::escape;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Conflicting writers on one minute's counter: tries before giving up.
-const COUNTER_TRIES: usize = 3;
+const COUNTER_TRIES: u32 = 3;
 
 /// One alert.
 #[derive(Debug, Clone, Copy)]
@@ -105,24 +106,32 @@ impl OpsAlerts {
     async fn count_one(
         &self,
         minute: &RecordKey,
-        mut stored: Option<crate::ports::StoredRecord>,
+        stored: Option<crate::ports::StoredRecord>,
         now: i64,
     ) -> Result<bool, PortError> {
-        for _ in 0..COUNTER_TRIES {
-            let (version, sent) = stored.as_ref().map_or((0, 0), |record| (record.version, count(&record.state)));
+        // The record as the last try found it: what the next one counts from.
+        let stored = &Mutex::new(stored);
+        let taken = retry_races(COUNTER_TRIES, |_| async move {
+            let current = stored.lock().expect("counter lock").take();
+            let (version, sent) = current.as_ref().map_or((0, 0), |record| (record.version, count(&record.state)));
             if sent >= Self::PER_MINUTE {
                 return Ok(false);
             }
             let state = serde_json::json!({ "sent": sent + 1 }).to_string();
             match put_versioned(self.records.as_ref(), minute, version, state, now + ALERT_COUNT_SECS).await? {
-                Put::Written => return Ok(true),
-                Put::Conflict { current } => stored = current,
+                Put::Written => Ok(true),
+                Put::Conflict { current } => {
+                    let current = match current {
+                        Some(current) => Some(current),
+                        None => self.records.get(minute).await?,
+                    };
+                    *stored.lock().expect("counter lock") = current;
+                    Err(Raced::Lost)
+                }
             }
-            if stored.is_none() {
-                stored = self.records.get(minute).await?;
-            }
-        }
-        Ok(false)
+        })
+        .await?;
+        Ok(taken.unwrap_or(false))
     }
 }
 

@@ -10,6 +10,7 @@
 use crate::keys::{self, TURN_TTL_SECS};
 use crate::messages::{decode_envelope_at, encode_envelope_at};
 use crate::ports::{PortError, Put, VersionedRecords};
+use crate::retry::{Raced, retry_races};
 use crate::turn::TurnId;
 use serde::{Deserialize, Serialize};
 use slack::UserId;
@@ -78,7 +79,7 @@ pub struct FeedbackRecord {
 pub struct FeedbackLog(Arc<dyn VersionedRecords>);
 
 /// Saves tried when another save of the same record came first.
-const SAVE_TRIES: usize = 3;
+const SAVE_TRIES: u32 = 3;
 
 impl FeedbackLog {
     pub fn new(records: Arc<dyn VersionedRecords>) -> Self {
@@ -96,7 +97,7 @@ impl FeedbackLog {
     /// Records `user`'s rating of the turn's answer, in place of any
     /// earlier one of theirs.
     pub async fn rate(&self, id: &TurnId, user: &UserId, rated: Rated) -> Result<(), PortError> {
-        for _ in 0..SAVE_TRIES {
+        let saved = retry_races(SAVE_TRIES, |_| async {
             let mut record = self.load(id).await?;
             record.ratings.insert(user.clone(), rated.clone());
             let state = serde_json::to_string(&record).expect("feedback is strings and numbers");
@@ -109,11 +110,12 @@ impl FeedbackLog {
             )
             .await?
             {
-                Put::Written => return Ok(()),
-                Put::Conflict { .. } => continue,
+                Put::Written => Ok(()),
+                Put::Conflict { .. } => Err(Raced::Lost),
             }
-        }
-        Err(PortError::new("save feedback", "the record kept changing under the save"))
+        })
+        .await?;
+        saved.ok_or_else(|| PortError::new("save feedback", "the record kept changing under the save"))
     }
 }
 

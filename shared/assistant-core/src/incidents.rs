@@ -28,6 +28,7 @@ pub mod sources;
 use crate::keys;
 use crate::messages::ThreadRef;
 use crate::ports::{PortError, Put, RecordKey, VersionedRecords};
+use crate::retry::{Raced, retry_races};
 use crate::store::put_versioned;
 use crate::turn::TurnId;
 use serde::{Deserialize, Serialize};
@@ -45,6 +46,8 @@ const SEEN_DELIVERIES: usize = 64;
 pub const REFIRE_NOTE_SECS: i64 = 15 * 60;
 /// Timeline entries kept; the first (the fire) always stays.
 const TIMELINE_ENTRIES: usize = 50;
+/// Counts of an hour's openings tried when another count came first.
+const COUNT_TRIES: u32 = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -551,8 +554,8 @@ impl Incidents {
     ) -> Result<(Loudness, u32), IncidentError> {
         let hour = now_unix.div_euclid(3600);
         let key = keys::incident_rate(channel, hour);
-        for _ in 0..5 {
-            let stored = self.0.get(&key).await?;
+        let counted: Result<_, IncidentError> = retry_races(COUNT_TRIES, |_| async {
+            let stored = self.0.get(&key).await.map_err(Raced::failed)?;
             let (version, opened) = match &stored {
                 Some(stored) => {
                     (stored.version, serde_json::from_str::<HourCount>(&stored.state).map_or(0, |c| c.opened))
@@ -561,13 +564,16 @@ impl Incidents {
             };
             let opened = opened + 1;
             let state = serde_json::to_string(&HourCount { opened }).expect("a count serializes");
-            if put_versioned(self.0.as_ref(), &key, version, state, keys::incident_rate_expires_at(hour)).await?
-                == Put::Written
+            match put_versioned(self.0.as_ref(), &key, version, state, keys::incident_rate_expires_at(hour))
+                .await
+                .map_err(Raced::failed)?
             {
-                return Ok((limits.loudness(opened), opened));
+                Put::Written => Ok((limits.loudness(opened), opened)),
+                Put::Conflict { .. } => Err(Raced::Lost),
             }
-        }
-        Err(Changed.into())
+        })
+        .await;
+        counted?.ok_or_else(|| Changed.into())
     }
 }
 

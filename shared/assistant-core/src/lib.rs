@@ -23,6 +23,7 @@
 //! - [`model`]: the model call, as a port.
 //! - [`mcp`]: MCP servers' tools, as a port.
 //! - [`clock`]: time, injected so tests pin it.
+//! - [`retry`]: the one retry loop and its backoff.
 //! - [`pricing`]: what a turn costs (model and AWS list prices).
 //! - [`telemetry`]: what a settled turn reports to operators.
 
@@ -47,6 +48,7 @@ pub mod oauth;
 pub mod ports;
 pub mod pricing;
 pub mod response_modes;
+pub mod retry;
 pub mod signals;
 pub mod store;
 pub mod telemetry;

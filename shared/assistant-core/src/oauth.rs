@@ -35,6 +35,7 @@
 use crate::keys;
 use crate::messages::ThreadRef;
 use crate::ports::{KeySealer, PortError, Put, RecordKey, VersionedRecords};
+use crate::retry::{Raced, retry_races};
 use crate::turn::TurnId;
 use async_trait::async_trait;
 use base64::Engine;
@@ -47,6 +48,8 @@ use std::sync::Arc;
 use url::Url;
 
 pub use crate::keys::{STATE_TTL_SECS, TOKENS_TTL_SECS};
+/// Binds of a browser tried when the worker changed the state meanwhile.
+const BIND_TRIES: u32 = 3;
 
 /// How long after the person's click the start page may bind a browser:
 /// the browser the click opened arrives within seconds; a link opened
@@ -395,13 +398,11 @@ impl ConnectStates {
     ) -> Result<ConnectState, StateRefused> {
         // A write the worker made meanwhile (a second click arming it)
         // is read again; a browser bound meanwhile is final.
-        for _ in 0..3 {
-            match self.try_bind(state, browser, first_seen, now_unix).await? {
-                Some(record) => return Ok(record),
-                None => continue,
-            }
-        }
-        Err(StateRefused::Store("the sign-in kept changing while being bound".into()))
+        let bound = retry_races(BIND_TRIES, |_| async {
+            self.try_bind(state, browser, first_seen, now_unix).await?.ok_or(Raced::Lost)
+        })
+        .await?;
+        bound.ok_or_else(|| StateRefused::Store("the sign-in kept changing while being bound".into()))
     }
 
     /// One try of [`Self::bind_browser`]; `Ok(None)`: the state changed

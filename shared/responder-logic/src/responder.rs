@@ -32,10 +32,11 @@ use assistant_core::delivery::{DeliveryRecord, MessageKey, Outgoing, PostError, 
 use assistant_core::feedback::Rating;
 use assistant_core::messages::{ReplyMessage, WorkMessage};
 use assistant_core::ports::{DeliveryLog, FileUpload, SlackPoster, StoreError, TurnStore};
+use assistant_core::retry::{Backoff, Verdict, retry};
 use assistant_core::store::StreamLog;
 use assistant_core::turn::{TurnId, TurnStatus};
 use assistant_core::{Clock, Retryable, ThreadRef};
-use slack::UserId;
+use slack::{Ts, UserId};
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::{Instrument, error, info, info_span, warn};
@@ -45,6 +46,21 @@ use tracing::{Instrument, error, info, info_span, warn};
 const POST_ATTEMPTS: u32 = 3;
 /// The first wait before looking and posting again; doubles each time.
 const POST_RETRY_BACKOFF: Duration = Duration::from_millis(250);
+const POST_BACKOFF: Backoff = Backoff::new(POST_ATTEMPTS, POST_RETRY_BACKOFF);
+
+/// How one try of [`Responder::post_once`] ended well: the message found
+/// in the thread (an earlier try posted it), or posted now.
+enum Placed {
+    Found(Ts),
+    Posted(Ts),
+}
+
+/// Why one try of [`Responder::post_once`] failed.
+enum PlaceError {
+    /// Looking in the thread failed.
+    Look(PostError),
+    Post(PostError),
+}
 
 /// A file for the thread: its bytes, or an upload the worker made.
 #[derive(Debug, Clone, Copy)]
@@ -665,48 +681,59 @@ impl Responder {
         message: &Outgoing,
         record: &mut DeliveryRecord,
     ) -> Result<(), ResponderError> {
-        let mut look_first = record.attempted.contains(&message.key);
+        let look_first = record.attempted.contains(&message.key);
         if !look_first {
             record.attempted.insert(message.key.clone());
             self.save_record(turn_id, record).await?;
         }
-        let mut backoff = POST_RETRY_BACKOFF;
-        for attempt in 1..=POST_ATTEMPTS {
-            if look_first {
-                let found = self.slack.find_posted(thread, turn_id).await.map_err(ResponderError::Slack)?;
-                if let Some(ts) = found.get(&message.key) {
-                    info!(key = %message.key, "an earlier attempt posted this: not posting again");
-                    record.attempted.remove(&message.key);
-                    record.posted.insert(message.key.clone(), ts.clone());
-                    return self.save_record(turn_id, record).await;
-                }
-            }
-            match self.slack.post(thread, turn_id, message).await {
-                Ok(ts) => {
-                    record.attempted.remove(&message.key);
-                    record.posted.insert(message.key.clone(), ts);
-                    return self.save_record(turn_id, record).await;
-                }
-                Err(err @ PostError::Rejected { .. }) => {
-                    // Slack said no: nothing was posted, the outcome is known.
-                    record.attempted.remove(&message.key);
-                    if let Err(save) = self.save_record(turn_id, record).await {
-                        warn!(error = %save, "refused post not recorded");
+        let placed = retry(
+            &POST_BACKOFF,
+            |attempt| {
+                // After a try whose outcome is unknown, look before posting.
+                let look_first = look_first || attempt > 1;
+                async move {
+                    if look_first {
+                        let found = self.slack.find_posted(thread, turn_id).await.map_err(PlaceError::Look)?;
+                        if let Some(ts) = found.get(&message.key) {
+                            return Ok(Placed::Found(ts.clone()));
+                        }
                     }
-                    return Err(ResponderError::Slack(err));
+                    self.slack.post(thread, turn_id, message).await.map(Placed::Posted).map_err(PlaceError::Post)
                 }
+            },
+            |failed| match failed.error {
                 // A 5xx or a lost response: it may have been posted. Wait,
                 // look, and post again only if it is not there.
-                Err(err @ PostError::Unavailable(_)) if attempt < POST_ATTEMPTS => {
-                    warn!(key = %message.key, attempt, error = %err, "post outcome unknown; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff *= 2;
-                    look_first = true;
+                PlaceError::Post(err @ PostError::Unavailable(_)) => {
+                    warn!(key = %message.key, attempt = failed.attempt, error = %err, "post outcome unknown; retrying");
+                    Verdict::Retry
                 }
-                Err(err) => return Err(ResponderError::Slack(err)),
+                _ => Verdict::Stop,
+            },
+        )
+        .await;
+        match placed {
+            Ok(Placed::Found(ts)) => {
+                info!(key = %message.key, "an earlier attempt posted this: not posting again");
+                record.attempted.remove(&message.key);
+                record.posted.insert(message.key.clone(), ts);
+                self.save_record(turn_id, record).await
             }
+            Ok(Placed::Posted(ts)) => {
+                record.attempted.remove(&message.key);
+                record.posted.insert(message.key.clone(), ts);
+                self.save_record(turn_id, record).await
+            }
+            Err(PlaceError::Post(err @ PostError::Rejected { .. })) => {
+                // Slack said no: nothing was posted, the outcome is known.
+                record.attempted.remove(&message.key);
+                if let Err(save) = self.save_record(turn_id, record).await {
+                    warn!(error = %save, "refused post not recorded");
+                }
+                Err(ResponderError::Slack(err))
+            }
+            Err(PlaceError::Look(err) | PlaceError::Post(err)) => Err(ResponderError::Slack(err)),
         }
-        unreachable!("the last attempt returns")
     }
 
     async fn save_record(&self, turn_id: &TurnId, record: &mut DeliveryRecord) -> Result<(), ResponderError> {

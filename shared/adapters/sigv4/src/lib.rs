@@ -19,6 +19,7 @@
 //! whatever their size.
 
 use assistant_core::ports::{AwsScope, PortError, RequestSigner, UnsignedRequest};
+use assistant_core::retry::{Backoff, Failed, Verdict, retry};
 use aws_config::SdkConfig;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
@@ -239,6 +240,8 @@ pub struct AwsError {
 
 /// Attempts of one call at most.
 pub const ATTEMPTS: u32 = 3;
+/// Tries of one call: [`ATTEMPTS`], waiting 200 ms, then 400 ms.
+const BACKOFF: Backoff = Backoff::new(ATTEMPTS, Duration::from_millis(200));
 /// Each attempt's time limit.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes of one answer read at most unless a call says otherwise.
@@ -342,25 +345,19 @@ impl AwsApi {
     ) -> Result<serde_json::Value, AwsError> {
         let body = serde_json::to_vec(input).expect("a JSON value serializes");
         let url = format!("{}{path}", self.endpoint);
-        let mut attempt = 1;
-        loop {
-            let outcome = self.attempt(operation, &url, headers, &body).await;
-            let retry = match &outcome {
-                Ok(_) => false,
-                Err(Failure::Refused(_)) => true,
-                Err(Failure::Unknown(_)) => repeat == Repeat::Safe,
-                Err(Failure::Final(_)) => false,
+        let again = |failed: Failed<'_, Failure>| {
+            let again = match failed.error {
+                Failure::Refused(_) => true,
+                Failure::Unknown(_) => repeat == Repeat::Safe,
+                Failure::Final(_) => false,
             };
-            match outcome {
-                Ok(answer) => return Ok(answer),
-                Err(failure) if retry && attempt < ATTEMPTS => {
-                    warn!(operation, attempt, error = %failure.error(), "AWS call failed: retrying");
-                    tokio::time::sleep(Duration::from_millis(100 * 2u64.pow(attempt))).await;
-                    attempt += 1;
-                }
-                Err(failure) => return Err(failure.into_error()),
+            if !again {
+                return Verdict::Stop;
             }
-        }
+            warn!(operation, attempt = failed.attempt, error = %failed.error.error(), "AWS call failed: retrying");
+            Verdict::Retry
+        };
+        retry(&BACKOFF, |_| self.attempt(operation, &url, headers, &body), again).await.map_err(Failure::into_error)
     }
 
     async fn attempt(

@@ -10,6 +10,7 @@
 //! only the caller can look (the responder does, by message metadata).
 
 use crate::output_guard::OutputGuard;
+use assistant_core::retry::{self, Backoff, Failed, Verdict};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use slack::{ChannelId, Ts, UserId};
@@ -181,29 +182,21 @@ impl WebClient {
             params.iter().map(|(name, value)| (*name, self.guard.param(name, value))).collect();
         let params: Vec<(&str, &str)> = guarded.iter().map(|(name, value)| (*name, value.as_ref())).collect();
         let params = params.as_slice();
-        let mut backoff = self.retry.backoff;
-        let mut attempt = 1;
-        loop {
-            let err = match self.call_once(method, params).await {
-                Ok(value) => return Ok(value),
-                Err(err) => err,
-            };
-            let wait = match &err {
+        let again = |failed: Failed<'_, WebError>| {
+            let wait = match failed.error {
                 WebError::RateLimited { retry_after, .. } if *retry_after <= self.retry.max_wait => *retry_after,
                 WebError::Transport { .. } | WebError::Http { status: 500.., .. } if retry == Retry::Everything => {
-                    backoff
+                    failed.wait
                 }
-                _ => return Err(err),
+                _ => return Verdict::Stop,
             };
-            if attempt >= self.retry.attempts {
-                return Err(err);
-            }
-            warn!(method, attempt, wait_ms = wait.as_millis() as u64, error = %err, "Slack call failed; retrying");
+            let (attempt, error) = (failed.attempt, failed.error);
+            warn!(method, attempt, wait_ms = wait.as_millis() as u64, error = %error, "Slack call failed; retrying");
             self.retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            tokio::time::sleep(wait).await;
-            backoff *= 2;
-            attempt += 1;
-        }
+            Verdict::RetryAfter(wait)
+        };
+        let backoff = Backoff::new(self.retry.attempts, self.retry.backoff);
+        retry::retry(&backoff, |_| self.call_once(method, params), again).await
     }
 
     async fn call_once<T: DeserializeOwned>(&self, method: &str, params: &[(&str, &str)]) -> Result<T, WebError> {

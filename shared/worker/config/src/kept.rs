@@ -25,6 +25,7 @@ use crate::AssistantConfig;
 use crate::StartupError;
 use assistant_core::keys::{self, KEPT_FOR_SECS};
 use assistant_core::ports::{PortError, Put, RecordKey, StoredRecord, VersionedRecords};
+use assistant_core::retry::{Raced, retry_races};
 use assistant_core::store::put_versioned;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -35,7 +36,7 @@ pub const FRESH_FOR_SECS: i64 = 300;
 /// one is read from the bucket at every start.
 pub const MAX_KEPT_BYTES: usize = 300 * 1024;
 /// Writers that keep losing to others' newer copies stop after this many tries.
-const KEEP_ATTEMPTS: usize = 3;
+const KEEP_ATTEMPTS: u32 = 3;
 
 /// The record's place in the turns table ([`keys::worker_config`]: a
 /// partition only the worker's role may write), kept [`KEPT_FOR_SECS`].
@@ -148,18 +149,21 @@ impl KeptConfiguration {
             let same_text = kept.text.as_deref().map(str::as_bytes) == read.bytes.as_deref();
             kept.read_at > read.read_at || (kept.read_at == read.read_at && same_text)
         };
-        let key = record_key();
-        for _ in 0..KEEP_ATTEMPTS {
-            let stored = self.records.get(&key).await?;
+        let key = &record_key();
+        // A writer that keeps losing leaves the newer copies to the others.
+        retry_races(KEEP_ATTEMPTS, |_| async {
+            let stored = self.records.get(key).await?;
             if stored.as_ref().and_then(|stored| self.kept(stored)).is_some_and(as_recent) {
                 return Ok(());
             }
             let version = stored.map_or(0, |stored| stored.version);
             let expires_at = read.read_at + KEPT_FOR_SECS;
-            if put_versioned(self.records.as_ref(), &key, version, state.clone(), expires_at).await? == Put::Written {
-                return Ok(());
+            match put_versioned(self.records.as_ref(), key, version, state.clone(), expires_at).await? {
+                Put::Written => Ok(()),
+                Put::Conflict { .. } => Err(Raced::Lost),
             }
-        }
+        })
+        .await?;
         Ok(())
     }
 }

@@ -56,6 +56,7 @@ use assistant_core::incidents::{
 };
 use assistant_core::messages::TurnRequest;
 use assistant_core::ports::{AgentSlack, ArtifactStore, EventClaim, EventClaims, PortError, ThreadRule, WorkQueue};
+use assistant_core::retry::{Raced, retry_races};
 use assistant_core::{Clock, WorkMessage};
 use serde::Deserialize;
 use slack::ChannelId;
@@ -68,7 +69,7 @@ const MAX_RULES: usize = 50;
 /// Instructions read from `prompt_key`, at most.
 const MAX_PROMPT_BYTES: usize = 8 * 1024;
 /// Conflicting writes tolerated before the message is retried later.
-const ATTEMPTS: usize = 3;
+const ATTEMPTS: u32 = 3;
 
 /// One `alerts[]` rule.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -276,14 +277,15 @@ impl IncidentDesk {
         identity: &BotIdentity,
     ) -> Result<IncidentRecord, DeskError> {
         let incidents = &self.ports.incidents;
-        for _ in 0..ATTEMPTS {
-            let mut record = incidents.load(notice).await?;
+        let applied: Result<_, DeskError> = retry_races(ATTEMPTS, |_| async {
+            let mut record = incidents.load(notice).await.map_err(Raced::failed)?;
             let now = self.clock.now_unix();
             let mut applied = record.apply(notice, route, &identity.team, now, None);
             if applied == Applied::NeedsLoudness {
                 let loudness = match limits {
                     Some(limits) => {
-                        let (loudness, opened) = incidents.count_opening(&route.channel, limits, now).await?;
+                        let (loudness, opened) =
+                            incidents.count_opening(&route.channel, limits, now).await.map_err(Raced::failed)?;
                         if loudness == Loudness::Quiet {
                             self.report_storm(&route.channel, opened).await;
                         }
@@ -298,19 +300,20 @@ impl IncidentDesk {
                     Ok(()) => {
                         let incident = record.incident.as_ref().expect("a changed record holds its incident");
                         info!(incident = %incident.id, status = ?incident.status, "alert applied");
-                        return Ok(record);
+                        Ok(record)
                     }
-                    Err(IncidentError::Changed(_)) => continue,
-                    Err(err) => return Err(err.into()),
+                    Err(IncidentError::Changed(_)) => Err(Raced::Lost),
+                    Err(err) => Err(Raced::failed(err)),
                 },
                 Applied::Unchanged(reason) => {
                     info!(reason, "alert changes nothing; finishing what is pending");
-                    return Ok(record);
+                    Ok(record)
                 }
                 Applied::NeedsLoudness => unreachable!("loudness was given"),
             }
-        }
-        Err(IncidentError::Changed(assistant_core::incidents::Changed).into())
+        })
+        .await;
+        applied?.ok_or_else(|| IncidentError::Changed(assistant_core::incidents::Changed).into())
     }
 
     async fn report_storm(&self, channel: &ChannelId, opened: u32) {

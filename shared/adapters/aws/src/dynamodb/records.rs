@@ -12,11 +12,13 @@
 use super::{PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE, key, record_item_key};
 use crate::port_error;
 use assistant_core::ports::{PortError, Put, RecordKey, RecordWrite, StoredRecord, VersionedRecords, WriteToken};
+use assistant_core::retry::{Backoff, Verdict, retry};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnValuesOnConditionCheckFailure};
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 const VERSION: &str = "version";
@@ -30,6 +32,16 @@ const BATCH_KEYS: usize = 100;
 /// How often keys DynamoDB left unprocessed (throttling) are asked for
 /// again, backing off, before the read fails.
 const UNPROCESSED_RETRIES: u32 = 4;
+/// The first request and [`UNPROCESSED_RETRIES`] more, waiting 50 ms, then
+/// twice as long each time.
+const UNPROCESSED_BACKOFF: Backoff = Backoff::new(UNPROCESSED_RETRIES + 1, Duration::from_millis(50));
+
+/// Why one `BatchGetItem` try did not read every key it asked for.
+enum Unread {
+    /// DynamoDB left this many keys unprocessed: ask for them again.
+    Unprocessed(usize),
+    Failed(PortError),
+}
 
 #[derive(Debug, Clone)]
 pub struct DynamoRecords {
@@ -74,7 +86,7 @@ impl VersionedRecords for DynamoRecords {
     /// unprocessed are asked for again with backoff. One key: a `GetItem`
     /// (a warm worker's read ahead of a continuation), the cheaper call.
     async fn get_many(&self, records: &[RecordKey]) -> Result<Vec<Option<StoredRecord>>, PortError> {
-        let mut found: HashMap<&RecordKey, StoredRecord> = HashMap::new();
+        let found: Mutex<HashMap<&RecordKey, StoredRecord>> = Mutex::default();
         let mut distinct: Vec<&RecordKey> = Vec::new();
         for record in records {
             if !distinct.contains(&record) {
@@ -86,51 +98,70 @@ impl VersionedRecords for DynamoRecords {
             return Ok(records.iter().map(|_| stored.clone()).collect());
         }
         for chunk in distinct.chunks(BATCH_KEYS) {
-            let mut pending: Vec<Item> = chunk.iter().map(|record| record_item_key(record)).collect();
-            for attempt in 0..=UNPROCESSED_RETRIES {
-                if attempt > 0 {
-                    tokio::time::sleep(Duration::from_millis(25 << attempt)).await;
+            // The keys the next try asks for: the chunk's, then those left unprocessed.
+            let pending = &Mutex::new(chunk.iter().map(|record| record_item_key(record)).collect::<Vec<Item>>());
+            let found = &found;
+            let read = retry(
+                &UNPROCESSED_BACKOFF,
+                |_| async move {
+                    let failed = |err: PortError| Unread::Failed(err);
+                    let keys = KeysAndAttributes::builder()
+                        .set_keys(Some(std::mem::take(&mut *pending.lock().expect("pending keys lock"))))
+                        .consistent_read(true)
+                        .build()
+                        .map_err(|err| failed(PortError::new("DynamoDB BatchGetItem (records)", err.to_string())))?;
+                    let output = self
+                        .client
+                        .batch_get_item()
+                        .request_items(&self.table, keys)
+                        .send()
+                        .await
+                        .map_err(|err| failed(port_error("DynamoDB BatchGetItem (records)", err)))?;
+                    for item in output.responses.unwrap_or_default().remove(&self.table).unwrap_or_default() {
+                        let named = |name: &str| item.get(name).and_then(|value| value.as_s().ok()).map(String::as_str);
+                        let record = chunk
+                            .iter()
+                            .find(|record| {
+                                named(PARTITION_KEY) == Some(record.partition.as_str())
+                                    && named(SORT_KEY) == Some(record.kind)
+                            })
+                            .ok_or_else(|| {
+                                failed(PortError::new("DynamoDB BatchGetItem (records)", "an item no key asked for"))
+                            })?;
+                        let stored = stored(&item).map_err(failed)?;
+                        found.lock().expect("found records lock").insert(record, stored);
+                    }
+                    let left = output
+                        .unprocessed_keys
+                        .unwrap_or_default()
+                        .remove(&self.table)
+                        .map(|left| left.keys)
+                        .unwrap_or_default();
+                    if left.is_empty() {
+                        return Ok(());
+                    }
+                    let unprocessed = left.len();
+                    *pending.lock().expect("pending keys lock") = left;
+                    Err(Unread::Unprocessed(unprocessed))
+                },
+                |failed| match failed.error {
+                    Unread::Unprocessed(_) => Verdict::Retry,
+                    Unread::Failed(_) => Verdict::Stop,
+                },
+            )
+            .await;
+            match read {
+                Ok(()) => {}
+                Err(Unread::Failed(err)) => return Err(err),
+                Err(Unread::Unprocessed(left)) => {
+                    return Err(PortError::new(
+                        "DynamoDB BatchGetItem (records)",
+                        format!("{left} keys still unprocessed after {UNPROCESSED_RETRIES} retries"),
+                    ));
                 }
-                let keys = KeysAndAttributes::builder()
-                    .set_keys(Some(std::mem::take(&mut pending)))
-                    .consistent_read(true)
-                    .build()
-                    .map_err(|err| PortError::new("DynamoDB BatchGetItem (records)", err.to_string()))?;
-                let output = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&self.table, keys)
-                    .send()
-                    .await
-                    .map_err(|err| port_error("DynamoDB BatchGetItem (records)", err))?;
-                for item in output.responses.unwrap_or_default().remove(&self.table).unwrap_or_default() {
-                    let named = |name: &str| item.get(name).and_then(|value| value.as_s().ok()).map(String::as_str);
-                    let record = chunk
-                        .iter()
-                        .find(|record| {
-                            named(PARTITION_KEY) == Some(record.partition.as_str())
-                                && named(SORT_KEY) == Some(record.kind)
-                        })
-                        .ok_or_else(|| PortError::new("DynamoDB BatchGetItem (records)", "an item no key asked for"))?;
-                    found.insert(record, stored(&item)?);
-                }
-                pending = output
-                    .unprocessed_keys
-                    .unwrap_or_default()
-                    .remove(&self.table)
-                    .map(|left| left.keys)
-                    .unwrap_or_default();
-                if pending.is_empty() {
-                    break;
-                }
-            }
-            if !pending.is_empty() {
-                return Err(PortError::new(
-                    "DynamoDB BatchGetItem (records)",
-                    format!("{} keys still unprocessed after {UNPROCESSED_RETRIES} retries", pending.len()),
-                ));
             }
         }
+        let found = found.into_inner().expect("found records lock");
         Ok(records.iter().map(|record| found.get(record).cloned()).collect())
     }
 
