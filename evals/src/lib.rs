@@ -375,12 +375,12 @@ fn recorded_tool(recorded: &RecordedTool) -> Tool {
         let name = name.clone();
         async move {
             match found {
-                Some(result) if result.error => Err(result.output.as_str().unwrap_or("failed").to_owned()),
+                Some(result) if result.error => Err(result.output.as_str().unwrap_or("failed").into()),
                 Some(result) => Ok(match result.output {
                     Value::String(text) => ToolOutput::Text(text),
                     other => ToolOutput::Json(other),
                 }),
-                None => Err(format!("{name}: no recorded result for {input}")),
+                None => Err(format!("{name}: no recorded result for {input}").into()),
             }
         }
     })

@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use tools_registry::builtin::iso8601_utc;
-use tools_registry::{Effect, Tool, ToolDefinitionError, glob_matches};
+use tools_registry::{Effect, Tool, ToolDefinitionError, ToolError, glob_matches};
 
 /// `aws_tools` in the assistant configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
@@ -241,9 +241,6 @@ pub async fn aws_tools(
     Ok(tools)
 }
 
-/// A refusal the model reads before anything is sent.
-type Refusal = String;
-
 pub fn alarms_tool(config: AlarmsConfig, cloudwatch: Arc<dyn CloudWatch>) -> Result<Tool, ToolDefinitionError> {
     let scope = if config.name_prefixes.is_empty() {
         String::new()
@@ -280,7 +277,8 @@ pub fn alarms_tool(config: AlarmsConfig, cloudwatch: Arc<dyn CloudWatch>) -> Res
                         return Err(format!(
                             "Alarms starting with {prefix:?} cannot be listed here: only names starting with {}.",
                             config.name_prefixes.join(", ")
-                        ));
+                        )
+                        .into());
                     }
                     vec![Some(prefix.to_owned())]
                 }
@@ -352,11 +350,12 @@ pub fn metrics_tool(
                 return Err(format!(
                     "The namespace {namespace:?} cannot be read here: only {}.",
                     config.namespaces.join(", ")
-                ));
+                )
+                .into());
             }
             let (start, end) = window(&input, 60, config.max_window_hours, clock.now_unix())?;
             if input["dimensions"].as_object().is_some_and(|dimensions| dimensions.len() > MAX_DIMENSIONS) {
-                return Err(format!("A metric has at most {MAX_DIMENSIONS} dimensions."));
+                return Err(format!("A metric has at most {MAX_DIMENSIONS} dimensions.").into());
             }
             let stat = input["stat"].as_str().unwrap_or("Average").to_owned();
             // At most `max_points` periods over the window, whole minutes.
@@ -486,22 +485,24 @@ pub fn logs_tool(
 
 /// Every group named must match an allowed glob, and no more than
 /// [`MAX_GROUPS`]; a glob itself is not a group name.
-fn check_groups(config: &LogsConfig, groups: &[String]) -> Result<(), Refusal> {
+fn check_groups(config: &LogsConfig, groups: &[String]) -> Result<(), ToolError> {
     if groups.is_empty() || groups.len() > MAX_GROUPS {
-        return Err(format!("Name 1 to {MAX_GROUPS} log groups (log_groups, or a service from the catalog)."));
+        return Err(format!("Name 1 to {MAX_GROUPS} log groups (log_groups, or a service from the catalog).").into());
     }
     for group in groups {
         if group.contains(['*', '?']) {
             return Err(format!(
                 "{group:?} is a pattern: name log groups exactly (allowed: {}).",
                 config.log_groups.join(", ")
-            ));
+            )
+            .into());
         }
         if !config.log_groups.iter().any(|glob| glob_matches(glob, group)) {
             return Err(format!(
                 "The log group {group:?} is not one this assistant may read: only groups matching {}.",
                 config.log_groups.join(", ")
-            ));
+            )
+            .into());
         }
     }
     Ok(())
@@ -509,22 +510,23 @@ fn check_groups(config: &LogsConfig, groups: &[String]) -> Result<(), Refusal> {
 
 /// The window the input names (`since_minutes` ago to `until_minutes`
 /// ago), refused past `max_hours`.
-fn window(input: &Value, default_minutes: i64, max_hours: u64, now: i64) -> Result<(i64, i64), Refusal> {
+fn window(input: &Value, default_minutes: i64, max_hours: u64, now: i64) -> Result<(i64, i64), ToolError> {
     let since = input["since_minutes"].as_i64().unwrap_or(default_minutes);
     let until = input["until_minutes"].as_i64().unwrap_or(0);
     if since <= until {
-        return Err(format!("since_minutes ({since}) must be more than until_minutes ({until})."));
+        return Err(format!("since_minutes ({since}) must be more than until_minutes ({until}).").into());
     }
     let minutes = since - until;
     if minutes as u64 > max_hours * 60 {
         return Err(format!(
             "A window of {minutes} minutes is wider than the {max_hours} hours allowed: ask for a shorter window, or several."
-        ));
+        ).into());
     }
     Ok((now - since * 60, now - until * 60))
 }
 
-async fn run_query(config: &LogsConfig, logs: &dyn LogsInsights, query: &LogsQuery) -> Result<ToolOutput, String> {
+/// Runs `query` to its end or its time limit; a failure is what the model reads.
+async fn run_query(config: &LogsConfig, logs: &dyn LogsInsights, query: &LogsQuery) -> Result<ToolOutput, ToolError> {
     let started = tokio::time::Instant::now();
     let deadline = started + Duration::from_secs(config.timeout_secs);
     let id = logs.start_query(query).await.map_err(|err| err.to_string())?;
@@ -547,7 +549,7 @@ async fn run_query(config: &LogsConfig, logs: &dyn LogsInsights, query: &LogsQue
     if let Some(status @ (QueryStatus::Failed | QueryStatus::Cancelled | QueryStatus::Timeout | QueryStatus::Unknown)) =
         results.status
     {
-        return Err(format!("The query ended {status:?}: check its syntax, or narrow it."));
+        return Err(format!("The query ended {status:?}: check its syntax, or narrow it.").into());
     }
     let total = results.rows.len();
     let mut rows = Vec::new();

@@ -11,7 +11,7 @@ use assistant_core::turn::ToolOutput;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use tools_registry::{Effect, Tool, ToolDefinitionError};
+use tools_registry::{Effect, Tool, ToolDefinitionError, ToolError};
 
 /// Files listed or searched at most.
 pub const MAX_FILES: usize = 200;
@@ -73,7 +73,7 @@ pub fn docs_tools(store: Arc<dyn ArtifactStore>, prefix: &str) -> Result<Vec<Too
                     let key = scoped(&prefix, &path)?;
                     match store.get(&key).await.map_err(|err| err.to_string())? {
                         Some(bytes) => Ok(ToolOutput::Text(text_of(&bytes))),
-                        None => Err(format!("There is no document {path:?}; use list_docs to see what exists.")),
+                        None => Err(format!("There is no document {path:?}; use list_docs to see what exists.").into()),
                     }
                 }
             },
@@ -134,10 +134,10 @@ pub fn docs_tools(store: Arc<dyn ArtifactStore>, prefix: &str) -> Result<Vec<Too
 }
 
 /// The key for a path under `prefix`, refusing paths that would leave it.
-fn scoped(prefix: &str, path: &str) -> Result<String, String> {
+fn scoped(prefix: &str, path: &str) -> Result<String, ToolError> {
     let path = path.trim_start_matches("./");
     if path.starts_with('/') || path.split('/').any(|part| part == "..") || path.contains('\\') {
-        return Err(format!("{path:?} is not a document path; use a path from list_docs."));
+        return Err(format!("{path:?} is not a document path; use a path from list_docs.").into());
     }
     Ok(format!("{prefix}{path}"))
 }

@@ -54,12 +54,12 @@ impl tools_registry::RunTool for ReadAttachment {
             let turn = context.turn.ok_or_else(|| "read_attachment works only inside a turn.".to_owned())?;
             let id = input["file"].as_str().unwrap_or_default();
             if !files::is_file_id(id) {
-                return Err(format!("{id:?} is not a file id (F…)."));
+                return Err(format!("{id:?} is not a file id (F…).").into());
             }
             let text = match self.artifacts.get(&files::file_key(&turn, id)).await {
                 Ok(Some(text)) => String::from_utf8_lossy(&text).into_owned(),
-                Ok(None) => return Err(format!("No text file {id} was pasted in this thread.")),
-                Err(err) => return Err(format!("The file could not be read just now: {err}")),
+                Ok(None) => return Err(format!("No text file {id} was pasted in this thread.").into()),
+                Err(err) => return Err(format!("The file could not be read just now: {err}").into()),
             };
             let start = input["start_line"].as_u64().unwrap_or(1).max(1) as usize;
             let wanted = input["lines"].as_u64().map_or(MAX_READ_LINES, |n| (n as usize).min(MAX_READ_LINES));

@@ -45,7 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tools_registry::auth::ToolAuth;
 use tools_registry::references::{self, Reference};
-use tools_registry::{CallContext, Effect, RunTool, Tool, ToolDefinitionError, ToolFuture};
+use tools_registry::{CallContext, Effect, RunTool, Tool, ToolDefinitionError, ToolError, ToolFuture};
 use url::Url;
 
 const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024;
@@ -168,7 +168,9 @@ fn http_tool(
     }
     let (signing, acts_as) = match &config.auth {
         Some(ToolAuth::OAuth(oauth)) => (None, Some(oauth.provider.clone())),
-        Some(auth) => (Some((signer.clone(), auth.scope_for(&template).map_err(invalid)?)), None),
+        Some(auth) => {
+            (Some((signer.clone(), auth.scope_for(&template).map_err(|err| invalid(err.to_string()))?)), None)
+        }
         None => (None, None),
     };
     let destructive = method == reqwest::Method::DELETE;
@@ -219,25 +221,44 @@ pub fn references(config: &HttpToolConfig) -> Vec<Reference> {
     references::named(config.headers.values().chain(secret))
 }
 
+/// Why a template could not be filled from the model's input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum FillError {
+    #[error("unclosed placeholder in the template")]
+    Unclosed,
+    #[error("the input has no {0:?}")]
+    Missing(String),
+    #[error("{0:?} must be a string, number or boolean")]
+    NotScalar(String),
+    #[error("{0:?} may not be empty, \".\" or \"..\" in a path; refused")]
+    NotASegment(String),
+}
+
+impl From<FillError> for ToolError {
+    fn from(error: FillError) -> Self {
+        error.to_string().into()
+    }
+}
+
 /// `{field}` placeholders filled from the input, each value encoded. In a
 /// path (`segments`), a value that is empty, `.` or `..` is refused: encoded
 /// or not, it would change which resource the path names.
-fn fill(template: &str, input: &Value, segments: bool) -> Result<String, String> {
+fn fill(template: &str, input: &Value, segments: bool) -> Result<String, FillError> {
     let mut filled = String::new();
     let mut rest = template;
     while let Some(start) = rest.find('{') {
-        let end = rest[start..].find('}').map(|end| start + end).ok_or("unclosed placeholder in the template")?;
+        let end = rest[start..].find('}').map(|end| start + end).ok_or(FillError::Unclosed)?;
         let field = &rest[start + 1..end];
         let value = match &input[field] {
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
             Value::Bool(b) => b.to_string(),
-            Value::Null => return Err(format!("the input has no {field:?}")),
-            _ => return Err(format!("{field:?} must be a string, number or boolean")),
+            Value::Null => return Err(FillError::Missing(field.to_owned())),
+            _ => return Err(FillError::NotScalar(field.to_owned())),
         };
         let in_path = segments && !rest[..start].contains('?') && !filled.contains('?');
         if in_path && matches!(value.trim(), "" | "." | "..") {
-            return Err(format!("{field:?} may not be empty, \".\" or \"..\" in a path; refused"));
+            return Err(FillError::NotASegment(field.to_owned()));
         }
         filled.push_str(&rest[..start]);
         filled.push_str(&utf8_percent_encode(&value, UNRESERVED).to_string());
@@ -256,7 +277,12 @@ fn fixed_path_prefix(template: &Url) -> String {
 }
 
 impl Endpoint {
-    async fn call(&self, http: &reqwest::Client, input: &Value, context: &CallContext) -> Result<ToolOutput, String> {
+    async fn call(
+        &self,
+        http: &reqwest::Client,
+        input: &Value,
+        context: &CallContext,
+    ) -> Result<ToolOutput, ToolError> {
         let mut url =
             Url::parse(&fill(&self.url, input, true)?).map_err(|err| format!("the URL does not parse: {err}"))?;
         if url.origin() != self.origin {
@@ -283,7 +309,7 @@ impl Endpoint {
         }
         if let Some(token) = &context.access_token {
             let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-                .map_err(|_| "the person's token cannot be sent in a header".to_owned())?;
+                .map_err(|_| "the person's token cannot be sent in a header")?;
             value.set_sensitive(true);
             request = request.header(reqwest::header::AUTHORIZATION, value);
         }
@@ -311,7 +337,7 @@ impl Endpoint {
         }
         let text = String::from_utf8_lossy(&body).into_owned();
         if !status.is_success() {
-            return Err(format!("the API answered {status}: {}", text.chars().take(500).collect::<String>()));
+            return Err(format!("the API answered {status}: {}", text.chars().take(500).collect::<String>()).into());
         }
         if truncated {
             return Ok(ToolOutput::Text(format!("{text}\n[response cut at {} bytes]", self.max_response_bytes)));
@@ -323,9 +349,26 @@ impl Endpoint {
     }
 }
 
+/// Why a request could not be signed.
+#[derive(Debug, thiserror::Error)]
+enum SignFailed {
+    #[error("the request cannot be signed: {0}")]
+    Refused(#[source] assistant_core::PortError),
+    #[error("{0}")]
+    HeaderName(#[from] reqwest::header::InvalidHeaderName),
+    #[error("{0}")]
+    HeaderValue(#[from] reqwest::header::InvalidHeaderValue),
+}
+
+impl From<SignFailed> for ToolError {
+    fn from(error: SignFailed) -> Self {
+        error.to_string().into()
+    }
+}
+
 /// Adds the SigV4 headers for `request` as it stands: every header it has
 /// and its body are signed.
-async fn sign(signer: &dyn RequestSigner, scope: &AwsScope, request: &mut reqwest::Request) -> Result<(), String> {
+async fn sign(signer: &dyn RequestSigner, scope: &AwsScope, request: &mut reqwest::Request) -> Result<(), SignFailed> {
     let headers: Vec<(String, String)> = request
         .headers()
         .iter()
@@ -334,10 +377,10 @@ async fn sign(signer: &dyn RequestSigner, scope: &AwsScope, request: &mut reqwes
     let body = request.body().and_then(reqwest::Body::as_bytes).unwrap_or_default();
     let url = request.url().to_string();
     let unsigned = UnsignedRequest { method: request.method().as_str(), url: &url, headers: &headers, body };
-    let signature = signer.sign(unsigned, scope).await.map_err(|err| format!("the request cannot be signed: {err}"))?;
+    let signature = signer.sign(unsigned, scope).await.map_err(SignFailed::Refused)?;
     for (name, value) in signature {
-        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|err| err.to_string())?;
-        let mut value = reqwest::header::HeaderValue::from_str(&value).map_err(|err| err.to_string())?;
+        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())?;
+        let mut value = reqwest::header::HeaderValue::from_str(&value)?;
         value.set_sensitive(true);
         request.headers_mut().insert(name, value);
     }

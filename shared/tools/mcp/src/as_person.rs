@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use tools_registry::auth::ToolAuth;
 use tools_registry::references::Reference;
-use tools_registry::{CallContext, Effect, RunTool, Tool, ToolFuture, Unoffered};
+use tools_registry::{CallContext, Effect, RunTool, Tool, ToolError, ToolFuture, Unoffered};
 use tracing::info;
 
 pub(super) fn acts_as_person(config: &McpServerConfig) -> bool {
@@ -118,9 +118,9 @@ struct PersonSession {
 impl PersonSession {
     /// A session as the person whose token `context` carries; what the
     /// model reads when there is none.
-    async fn open(&self, context: &CallContext) -> Result<Arc<dyn assistant_core::mcp::McpSession>, String> {
+    async fn open(&self, context: &CallContext) -> Result<Arc<dyn assistant_core::mcp::McpSession>, ToolError> {
         let Some(token) = &context.access_token else {
-            return Err("This tool acts as the person who asked, and has no sign-in of theirs.".to_owned());
+            return Err("This tool acts as the person who asked, and has no sign-in of theirs.".into());
         };
         let mut endpoint = self.endpoint.clone();
         endpoint.headers.push(("Authorization".to_owned(), format!("Bearer {}", token.expose())));
@@ -140,7 +140,7 @@ impl RunTool for PersonTool {
     fn run(&self, input: Value, context: CallContext) -> ToolFuture<'_> {
         Box::pin(async move {
             let Value::Object(arguments) = input else {
-                return Err("The input must be a JSON object.".to_owned());
+                return Err("The input must be a JSON object.".into());
             };
             let session = self.person.open(&context).await?;
             match session.call_tool(&self.tool, arguments, self.timeout).await {

@@ -50,7 +50,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tools_registry::references::{self, Reference};
-use tools_registry::{CallContext, Effect, RunTool, Tool, ToolFuture, Unoffered, glob_matches};
+use tools_registry::{CallContext, Effect, RunTool, Tool, ToolError, ToolFuture, Unoffered, glob_matches};
 use tracing::{info, warn};
 
 const DEFAULT_TIMEOUT_SECS: u64 = 30;
@@ -185,7 +185,7 @@ fn endpoint(
             if config.headers.keys().any(|name| name.eq_ignore_ascii_case("authorization")) {
                 return Err(invalid("a server signed with aws_iam may not set its own Authorization header"));
             }
-            Some(auth.scope_for(&url).map_err(|reason| invalid(&reason))?)
+            Some(auth.scope_for(&url).map_err(|reason| invalid(&reason.to_string()))?)
         }
         None => None,
     };
@@ -422,7 +422,7 @@ impl RunTool for McpTool {
     fn run(&self, input: Value, _context: CallContext) -> ToolFuture<'_> {
         Box::pin(async move {
             let Value::Object(arguments) = input else {
-                return Err("The input must be a JSON object.".to_owned());
+                return Err("The input must be a JSON object.".into());
             };
             let session = self.session.get().await.map_err(|err| call_error(&self.server, err, false))?;
             match session.call_tool(&self.tool, arguments, self.timeout).await {
@@ -433,8 +433,8 @@ impl RunTool for McpTool {
     }
 }
 
-fn call_error(server: &str, err: McpError, as_person: bool) -> String {
-    match err {
+fn call_error(server: &str, err: McpError, as_person: bool) -> ToolError {
+    let message = match err {
         McpError::Unauthorized { status } if as_person => format!(
             "The MCP server {server} refused the person's sign-in (HTTP {status}): it may have been revoked or lack \
              a permission. Tell them; they can disconnect it on the app's Home tab and connect again when asked."
@@ -447,14 +447,15 @@ fn call_error(server: &str, err: McpError, as_person: bool) -> String {
         }
         McpError::Unreachable(reason) => format!("The MCP server {server} could not be reached: {reason}"),
         McpError::Server(reason) => format!("The MCP server {server} answered with an error: {reason}"),
-    }
+    };
+    message.into()
 }
 
 /// What the model reads of a result.
-fn output(result: McpCallResult) -> Result<ToolOutput, String> {
+fn output(result: McpCallResult) -> Result<ToolOutput, ToolError> {
     let text = result.content.iter().map(describe).collect::<Vec<_>>().join("\n");
     if result.is_error {
-        return Err(if text.trim().is_empty() { "The tool failed without saying why.".to_owned() } else { text });
+        return Err(if text.trim().is_empty() { "The tool failed without saying why.".into() } else { text.into() });
     }
     let only_text = result.content.iter().all(|part| matches!(part, McpContent::Text(_)));
     match result.structured {

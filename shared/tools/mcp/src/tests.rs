@@ -358,7 +358,7 @@ mod acting_as_the_person {
         let registry = ToolRegistry::new(vec![tool], ToolPolicy::allow_all()).unwrap();
         let credentials = match token {
             Some(token) => BTreeMap::from([("tracker".to_owned(), Ok(AccessToken::new(token)))]),
-            None => BTreeMap::from([("tracker".to_owned(), Err("no sign-in".to_owned()))]),
+            None => BTreeMap::from([("tracker".to_owned(), Err("no sign-in".into()))]),
         };
         let the_call = call(&name, json!({}));
         let result = registry.run_all(&[&the_call], &channel(), &credentials).await.remove(0);

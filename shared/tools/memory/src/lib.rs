@@ -13,7 +13,7 @@ use assistant_core::turn::{ToolOutput, TurnStatus};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use tools_registry::{CallContext, Effect, RunTool, Tool, ToolFuture};
+use tools_registry::{CallContext, Effect, RunTool, Tool, ToolError, ToolFuture};
 
 pub use tools_registry::{FORGET_THREAD, RECALL};
 /// `recall` and `forget_thread` over `memory`.
@@ -56,8 +56,8 @@ struct MemoryTool {
 struct Recall(Arc<MemoryTool>);
 struct Forget(Arc<MemoryTool>);
 
-fn asking_thread(context: &CallContext, tool: &str) -> Result<assistant_core::ThreadRef, String> {
-    context.thread.clone().ok_or_else(|| format!("{tool} works only inside a thread."))
+fn asking_thread(context: &CallContext, tool: &str) -> Result<assistant_core::ThreadRef, ToolError> {
+    context.thread.clone().ok_or_else(|| format!("{tool} works only inside a thread.").into())
 }
 
 impl RunTool for Recall {

@@ -115,10 +115,21 @@ impl<'de> Deserialize<'de> for ToolAuth {
     }
 }
 
+/// Why a tool's requests cannot be signed: what to configure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScopeError {
+    #[error("only aws_iam signs requests")]
+    NotAwsIam,
+    #[error(
+        r#"cannot tell which AWS service {host} is: write "auth": {{"aws_iam": {{"service": "…", "region": "…"}}}}"#
+    )]
+    UnknownService { host: String },
+}
+
 impl ToolAuth {
     /// The scope to sign for `url`; an error says what to configure.
-    pub fn scope_for(&self, url: &url::Url) -> Result<AwsScope, String> {
-        let ToolAuth::AwsIam(scope) = self else { return Err("only aws_iam signs requests".into()) };
+    pub fn scope_for(&self, url: &url::Url) -> Result<AwsScope, ScopeError> {
+        let ToolAuth::AwsIam(scope) = self else { return Err(ScopeError::NotAwsIam) };
         if let Some(scope) = scope {
             return Ok(scope.clone());
         }
@@ -130,9 +141,7 @@ impl ToolAuth {
             [_, "lambda-url", region, "on", "aws"] => Ok(found("lambda", region)),
             ["bedrock-agentcore", region, "amazonaws", "com"] => Ok(found("bedrock-agentcore", region)),
             [_, "gateway", "bedrock-agentcore", region, "amazonaws", "com"] => Ok(found("bedrock-agentcore", region)),
-            _ => Err(format!(
-                r#"cannot tell which AWS service {host} is: write "auth": {{"aws_iam": {{"service": "…", "region": "…"}}}}"#
-            )),
+            _ => Err(ScopeError::UnknownService { host: host.to_owned() }),
         }
     }
 }
@@ -143,7 +152,7 @@ mod tests {
 
     fn scope(auth: &str, url: &str) -> Result<AwsScope, String> {
         let auth: ToolAuth = serde_json::from_str(auth).map_err(|err| err.to_string())?;
-        auth.scope_for(&url::Url::parse(url).unwrap())
+        auth.scope_for(&url::Url::parse(url).unwrap()).map_err(|err| err.to_string())
     }
 
     #[test]

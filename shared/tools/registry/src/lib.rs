@@ -31,7 +31,40 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, String>> + Send + 'a>>;
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
+
+/// Why a tool call failed, in words for the model: the text is the error
+/// result it reads (redacted like every result), so it says what to change
+/// ("`path` must be under runbooks/") or what happened ("the API answered
+/// 503"). Built from a message: `Err("…")?`, `Err(format!(…))?`, or
+/// `.map_err(ToolError::from)`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(String);
+
+impl ToolError {
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(message: &str) -> Self {
+        Self(message.to_owned())
+    }
+}
+
+impl From<ToolError> for String {
+    fn from(error: ToolError) -> Self {
+        error.0
+    }
+}
 
 /// What a call knows beyond its input.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,7 +86,7 @@ pub struct CallContext {
 
 /// The asking person's access per provider for one step: a token, or why
 /// there is none (the provider is down; the call fails with that note).
-pub type Credentials = std::collections::BTreeMap<String, Result<AccessToken, String>>;
+pub type Credentials = std::collections::BTreeMap<String, Result<AccessToken, ToolError>>;
 
 /// A tool's implementation: input in, output or an error message out.
 pub trait RunTool: Send + Sync {
@@ -64,7 +97,7 @@ pub trait RunTool: Send + Sync {
 impl<F, Fut> RunTool for F
 where
     F: Fn(serde_json::Value) -> Fut + Send + Sync,
-    Fut: Future<Output = Result<ToolOutput, String>> + Send + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
 {
     fn run(&self, input: serde_json::Value, _context: CallContext) -> ToolFuture<'_> {
         Box::pin(self(input))
@@ -110,7 +143,11 @@ pub struct ApprovalRule<'a> {
 #[derive(Debug, thiserror::Error)]
 pub enum ToolDefinitionError {
     #[error("tool {name}: input schema cannot be used: {reason}")]
-    InvalidSchema { name: String, reason: String },
+    InvalidSchema {
+        name: String,
+        #[source]
+        reason: schema::SchemaError,
+    },
     #[error("two tools are named {0}")]
     DuplicateName(String),
 }
@@ -513,7 +550,7 @@ impl ToolRegistry {
         if let Some(provider) = self.provider_of(&call.name) {
             match credentials.get(provider) {
                 Some(Ok(token)) => context.access_token = Some(token.clone()),
-                Some(Err(reason)) => return refused(call, reason.clone()),
+                Some(Err(reason)) => return refused(call, reason.message().to_owned()),
                 None => {
                     return refused(
                         call,
@@ -556,7 +593,7 @@ impl ToolRegistry {
         }
         match tokio::time::timeout(tool.timeout, tool.runner.run(call.input.clone(), context)).await {
             Ok(Ok(output)) => ToolResult { tool_use_id: call.id.clone(), status: ToolStatus::Success, output },
-            Ok(Err(message)) => error(message),
+            Ok(Err(message)) => error(message.into()),
             Err(_) => error(format!("The tool did not finish within {} s.", tool.timeout.as_secs_f64())),
         }
     }
@@ -818,7 +855,7 @@ mod tests {
         .unwrap();
         let failing = Tool::new(spec("search_fail"), Effect::ReadOnly, Duration::from_secs(1), move |_| {
             let key = in_error.clone();
-            async move { Err(format!("403 for key {key}")) }
+            async move { Err(format!("403 for key {key}").into()) }
         })
         .unwrap();
         let registry = ToolRegistry::new(vec![leaky, failing], ToolPolicy::allow_all()).unwrap();
@@ -832,7 +869,7 @@ mod tests {
     #[tokio::test]
     async fn a_failing_tool_is_an_error_result() {
         let failing = Tool::new(spec("search_broken"), Effect::ReadOnly, Duration::from_secs(1), |_| async {
-            Err("upstream answered 502".to_owned())
+            Err("upstream answered 502".into())
         })
         .unwrap();
         let registry = ToolRegistry::new(vec![failing], ToolPolicy::allow_all()).unwrap();

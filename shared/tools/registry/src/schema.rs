@@ -74,10 +74,46 @@ const TYPES: &[&str] = &["object", "array", "string", "number", "integer", "bool
 const MAX_REF_DEPTH: usize = 8;
 const MAX_NODES: usize = 2_000;
 
+/// Why a team's tool schema cannot be used: where in it (`input`,
+/// `input/filter`) and what is wrong there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {problem}", display(.at))]
+pub struct SchemaError {
+    at: String,
+    problem: SchemaProblem,
+}
+
+impl SchemaError {
+    fn at(at: &str, problem: SchemaProblem) -> Self {
+        Self { at: at.to_owned(), problem }
+    }
+
+    pub fn problem(&self) -> &SchemaProblem {
+        &self.problem
+    }
+}
+
+/// What is wrong at a place in a schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaProblem {
+    #[error("the schema is too large to check here")]
+    TooLarge,
+    #[error("a schema must be an object, not {0}")]
+    NotAnObject(String),
+    #[error("{keyword} must be {expected}")]
+    Keyword { keyword: String, expected: String },
+    #[error("only local references (#/$defs/…) are supported")]
+    NotLocal,
+    #[error("references nest deeper than {MAX_REF_DEPTH}")]
+    TooDeep,
+    #[error("the keyword {0:?} is not supported in tool schemas")]
+    Unsupported(String),
+}
+
 impl Schema {
     /// A schema a team wrote: every keyword must be one this checker
     /// enforces or an annotation.
-    pub fn compile(schema: &Value) -> Result<Self, String> {
+    pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
         Compiler::new(schema, false).compile(schema, "", 0).map(|root| Self { root })
     }
 
@@ -106,16 +142,16 @@ impl<'a> Compiler<'a> {
         Self { root, lenient, nodes: std::cell::Cell::new(0) }
     }
 
-    fn compile(&self, schema: &Value, at: &str, depth: usize) -> Result<Node, String> {
+    fn compile(&self, schema: &Value, at: &str, depth: usize) -> Result<Node, SchemaError> {
         self.nodes.set(self.nodes.get() + 1);
         if self.nodes.get() > MAX_NODES {
-            return self.leave_to_server(format!("{}: the schema is too large to check here", display(at)));
+            return self.leave_to_server(SchemaError::at(at, SchemaProblem::TooLarge));
         }
         let object = match schema {
             Value::Bool(true) => return Ok(Node::default()),
             Value::Object(object) => object,
             other => {
-                return self.leave_to_server(format!("{}: a schema must be an object, not {other}", display(at)));
+                return self.leave_to_server(SchemaError::at(at, SchemaProblem::NotAnObject(other.to_string())));
             }
         };
         let mut node = Node::default();
@@ -128,12 +164,21 @@ impl<'a> Compiler<'a> {
     }
 
     /// Strict: the reason is an error. Lenient: the part is unconstrained.
-    fn leave_to_server(&self, reason: String) -> Result<Node, String> {
+    fn leave_to_server(&self, reason: SchemaError) -> Result<Node, SchemaError> {
         if self.lenient { Ok(Node::default()) } else { Err(reason) }
     }
 
-    fn keyword(&self, node: &mut Node, keyword: &str, value: &Value, at: &str, depth: usize) -> Result<(), String> {
-        let bad = |what: &str| format!("{}: {keyword} must be {what}", display(at));
+    fn keyword(
+        &self,
+        node: &mut Node,
+        keyword: &str,
+        value: &Value,
+        at: &str,
+        depth: usize,
+    ) -> Result<(), SchemaError> {
+        let bad = |what: &str| {
+            SchemaError::at(at, SchemaProblem::Keyword { keyword: keyword.to_owned(), expected: what.to_owned() })
+        };
         match keyword {
             k if ANNOTATIONS.contains(&k) => {}
             // Definitions are compiled where a `$ref` names them.
@@ -143,9 +188,9 @@ impl<'a> Compiler<'a> {
                 let target = reference
                     .strip_prefix('#')
                     .and_then(|pointer| self.root.pointer(pointer))
-                    .ok_or_else(|| format!("{}: only local references (#/$defs/…) are supported", display(at)))?;
+                    .ok_or_else(|| SchemaError::at(at, SchemaProblem::NotLocal))?;
                 if depth >= MAX_REF_DEPTH {
-                    return Err(format!("{}: references nest deeper than {MAX_REF_DEPTH}", display(at)));
+                    return Err(SchemaError::at(at, SchemaProblem::TooDeep));
                 }
                 node.all_of.push(self.compile(target, at, depth + 1)?);
             }
@@ -207,7 +252,7 @@ impl<'a> Compiler<'a> {
                 }
             }
             "not" => node.not = Some(Box::new(self.compile(value, at, depth)?)),
-            other => return Err(format!("{}: the keyword {other:?} is not supported in tool schemas", display(at))),
+            other => return Err(SchemaError::at(at, SchemaProblem::Unsupported(other.to_owned()))),
         }
         Ok(())
     }

@@ -47,7 +47,7 @@ use serde_json::{Value, json};
 use slack::ChannelId;
 use std::sync::Arc;
 use std::time::Duration;
-use tools_registry::{CallContext, Effect, RunTool, Tool, ToolFuture, glob_matches};
+use tools_registry::{CallContext, Effect, RunTool, Tool, ToolError, ToolFuture, glob_matches};
 
 pub const READ_CHANNEL: &str = "read_channel";
 pub const POST_MESSAGE: &str = "post_message";
@@ -182,7 +182,7 @@ impl RunTool for SearchSlack {
             let ports = &self.0;
             let query = input["query"].as_str().unwrap_or_default().trim().to_owned();
             let (Some(turn), Some(thread)) = (&context.turn, &context.thread) else {
-                return Err("search_slack works only in a person's thread.".to_owned());
+                return Err("search_slack works only in a person's thread.".into());
             };
             let token = ports
                 .tokens
@@ -317,12 +317,13 @@ fn post_message(channels: &[String], agent: Arc<dyn AgentSlack>) -> Tool {
 
 /// The input's `channel`, if one of `globs` (`slack_tools.{field}`) names
 /// it; else what the model reads: that the bot may not `verb` it.
-fn listed<'a>(input: &'a Value, globs: &[String], verb: &str, field: &str) -> Result<&'a str, String> {
+fn listed<'a>(input: &'a Value, globs: &[String], verb: &str, field: &str) -> Result<&'a str, ToolError> {
     let channel = input["channel"].as_str().unwrap_or_default();
     if globs.iter().any(|glob| glob_matches(glob, channel)) {
         return Ok(channel);
     }
-    Err(format!("{channel} is not a channel this bot may {verb}: slack_tools.{field} names {}.", globs.join(", ")))
+    Err(format!("{channel} is not a channel this bot may {verb}: slack_tools.{field} names {}.", globs.join(", "))
+        .into())
 }
 
 /// The messages as lines, newest last, the oldest dropped past the size.

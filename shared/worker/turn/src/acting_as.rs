@@ -47,7 +47,7 @@ impl StepAccess {
             "The person's {provider} sign-in expired or was revoked while this call waited, so it did not run. Tell \
              them; when they ask again they will be asked to connect {provider}."
         );
-        Self { credentials: BTreeMap::from([(provider.to_owned(), Err(note))]), subjects: BTreeMap::new() }
+        Self { credentials: BTreeMap::from([(provider.to_owned(), Err(note.into()))]), subjects: BTreeMap::new() }
     }
 }
 
@@ -74,7 +74,7 @@ impl Worker {
             let Some(sign_in) = &self.sign_in else {
                 let note =
                     format!("Sign-in to {provider} is not set up for this bot: tell the person to ask an admin.");
-                access.credentials.insert(provider.to_owned(), Err(note));
+                access.credentials.insert(provider.to_owned(), Err(note.into()));
                 continue;
             };
             match sign_in.access(&turn.thread.team, &turn.user, provider, now).await {
@@ -91,7 +91,7 @@ impl Worker {
                     });
                 }
                 Access::Unavailable(note) => {
-                    access.credentials.insert(provider.to_owned(), Err(note));
+                    access.credentials.insert(provider.to_owned(), Err(note.into()));
                 }
             }
         }

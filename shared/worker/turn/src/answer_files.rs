@@ -46,7 +46,7 @@ pub fn attach_result_tool() -> Tool {
         }),
     };
     Tool::new(spec, Effect::ReadOnly, Duration::from_secs(30), |_| async {
-        Err::<ToolOutput, _>("attach_result is handled by the worker".to_owned())
+        Err::<ToolOutput, _>("attach_result is handled by the worker".into())
     })
     .expect("the built-in schema is valid")
 }

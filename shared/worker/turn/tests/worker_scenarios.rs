@@ -62,7 +62,7 @@ fn tools(runs: &'static AtomicU32) -> ToolRegistry {
 
 /// The same tools under another policy.
 fn tools_under(runs: &'static AtomicU32, policy: ToolPolicy) -> ToolRegistry {
-    let counted = move |output: Result<ToolOutput, String>| {
+    let counted = move |output: Result<ToolOutput, tools_registry::ToolError>| {
         move |input: serde_json::Value| {
             runs.fetch_add(1, Ordering::SeqCst);
             let output = output.clone().map(|o| match o {
