@@ -56,6 +56,16 @@ pub enum Raised {
     Failed(String),
 }
 
+/// Why an alert was not posted: the table (its once-record or the
+/// minute's count) or Slack failed.
+#[derive(Debug, thiserror::Error)]
+enum AlertFailed {
+    #[error(transparent)]
+    Store(#[from] PortError),
+    #[error(transparent)]
+    Slack(#[from] PostError),
+}
+
 pub struct OpsAlerts {
     channel: ChannelId,
     slack: Arc<dyn AlertPoster>,
@@ -78,27 +88,27 @@ impl OpsAlerts {
     pub async fn raise(&self, alert: Alert<'_>) -> Raised {
         match self.try_raise(alert).await {
             Ok(raised) => raised,
-            Err(err) => Raised::Failed(err),
+            Err(err) => Raised::Failed(err.to_string()),
         }
     }
 
-    async fn try_raise(&self, alert: Alert<'_>) -> Result<Raised, String> {
+    async fn try_raise(&self, alert: Alert<'_>) -> Result<Raised, AlertFailed> {
         let now = self.clock.now_unix();
         let minute = keys::alerts_minute(now / 60);
-        let stored = self.records.get(&minute).await.map_err(|err| err.to_string())?;
+        let stored = self.records.get(&minute).await?;
         if stored.as_ref().is_some_and(|record| count(&record.state) >= Self::PER_MINUTE) {
             return Ok(Raised::Suppressed);
         }
         let once = keys::alert_sent(alert.reference);
         let sent_once = put_versioned(self.records.as_ref(), &once, 0, "{}".into(), now + REMEMBERED_SECS).await;
-        match sent_once.map_err(|err| err.to_string())? {
+        match sent_once? {
             Put::Written => {}
             Put::Conflict { .. } => return Ok(Raised::Duplicate),
         }
-        if !self.count_one(&minute, stored, now).await.map_err(|err| err.to_string())? {
+        if !self.count_one(&minute, stored, now).await? {
             return Ok(Raised::Suppressed);
         }
-        self.slack.post_to_channel(&self.channel, &text(&alert)).await.map_err(|err: PostError| err.to_string())?;
+        self.slack.post_to_channel(&self.channel, &text(&alert)).await?;
         Ok(Raised::Posted)
     }
 

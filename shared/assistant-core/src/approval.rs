@@ -31,19 +31,22 @@ impl Approver {
     }
 }
 
-impl TryFrom<String> for Approver {
-    type Error = String;
+/// A configured approver that is none of the three kinds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not an approver: use \"requester\", a Slack user id (U…, W…) or a user group id (S…)")]
+pub struct NotAnApprover(pub String);
 
-    fn try_from(text: String) -> Result<Self, String> {
+impl TryFrom<String> for Approver {
+    type Error = NotAnApprover;
+
+    fn try_from(text: String) -> Result<Self, NotAnApprover> {
         let id_like =
             |rest: &str| rest.len() >= 2 && rest.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
         match text.split_at_checked(1) {
             _ if text == "requester" => Ok(Approver::Requester),
             Some(("U" | "W", rest)) if id_like(rest) => Ok(Approver::User(UserId::new(text))),
             Some(("S", rest)) if id_like(rest) => Ok(Approver::Group(text)),
-            _ => Err(format!(
-                "{text:?} is not an approver: use \"requester\", a Slack user id (U…, W…) or a user group id (S…)"
-            )),
+            _ => Err(NotAnApprover(text)),
         }
     }
 }

@@ -54,7 +54,7 @@ fn https_client(roots: &Roots) -> Option<aws_sdk_dynamodb::config::SharedHttpCli
     let trust = match roots {
         Roots::Platform => return None,
         Roots::AmazonTrust => TrustStore::empty().with_pem_certificate(AMAZON_TRUST_ROOTS.as_bytes()),
-        Roots::Bundle(path) => match std::fs::read(path).map_err(|err| err.to_string()).and_then(|pem| {
+        Roots::Bundle(path) => match std::fs::read(path).map_err(BadBundle::Read).and_then(|pem| {
             parses_as_roots(&pem)?;
             Ok(pem)
         }) {
@@ -77,18 +77,31 @@ fn https_client(roots: &Roots) -> Option<aws_sdk_dynamodb::config::SharedHttpCli
 /// Whether `pem` holds certificates and every one parses as a root: the
 /// SDK builds its root store from it at every client and panics on one
 /// that does not.
-fn parses_as_roots(pem: &[u8]) -> Result<usize, String> {
+fn parses_as_roots(pem: &[u8]) -> Result<usize, BadBundle> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
     let mut store = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(pem) {
-        let cert = cert.map_err(|err| format!("not PEM: {err:?}"))?;
-        store.add(cert).map_err(|err| format!("a certificate does not parse: {err}"))?;
+        let cert = cert.map_err(BadBundle::NotPem)?;
+        store.add(cert).map_err(BadBundle::Certificate)?;
     }
     match store.len() {
-        0 => Err("no certificate in it".to_owned()),
+        0 => Err(BadBundle::Empty),
         n => Ok(n),
     }
+}
+
+/// Why `AWS_CA_BUNDLE` is not a bundle of root certificates.
+#[derive(Debug, thiserror::Error)]
+enum BadBundle {
+    #[error("{0}")]
+    Read(#[source] std::io::Error),
+    #[error("not PEM: {0:?}")]
+    NotPem(rustls::pki_types::pem::Error),
+    #[error("a certificate does not parse: {0}")]
+    Certificate(#[source] rustls::Error),
+    #[error("no certificate in it")]
+    Empty,
 }
 
 /// For the ingress acknowledgement path: Slack gives up after 3 s, so the
@@ -198,7 +211,7 @@ mod tests {
 
     #[test]
     fn a_bundle_that_is_not_certificates_is_refused_before_the_sdk_would_panic_on_it() {
-        assert_eq!(parses_as_roots(AMAZON_TRUST_ROOTS.as_bytes()), Ok(5));
+        assert_eq!(parses_as_roots(AMAZON_TRUST_ROOTS.as_bytes()).ok(), Some(5));
         let truncated = AMAZON_TRUST_ROOTS.replacen("MIIDQTCCAimgAwIBAgITBmyfz5m", "MIIDQTCCAimg", 1);
         let corrupt = AMAZON_TRUST_ROOTS.replacen("MIIDQTCCAimgAwIBAgITBmyfz5m", "AAAAAAAAAAAAAAAAAAAAAAAAAAA", 1);
         let hostile = ["", "not a certificate", "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n"];

@@ -123,9 +123,9 @@ impl Signer {
         let headers: Vec<(String, String)> = request
             .headers()
             .iter()
-            .map(|(name, value)| Ok((name.as_str().to_owned(), value.to_str().map_err(|e| e.to_string())?.to_owned())))
-            .collect::<Result<_, String>>()
-            .map_err(unsignable)?;
+            .map(|(name, value)| Ok((name.as_str().to_owned(), value.to_str()?.to_owned())))
+            .collect::<Result<_, reqwest::header::ToStrError>>()
+            .map_err(|err| unsignable(err.to_string()))?;
         let body = match request.body().and_then(reqwest::Body::as_bytes) {
             Some(bytes) => Some(bytes),
             None if request.body().is_none() => Some(&[][..]),

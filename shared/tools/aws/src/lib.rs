@@ -25,6 +25,7 @@
 
 use assistant_core::Clock;
 use assistant_core::catalog::ServiceCatalog;
+use assistant_core::config_checks::ConfigError;
 use assistant_core::model::ToolSpec;
 use assistant_core::signals::{
     AlarmQuery, AwsAccount, AwsConnector, CloudWatch, LogsInsights, LogsQuery, MetricQuery, QueryStatus,
@@ -70,12 +71,15 @@ struct RawAlarms {
 }
 
 impl TryFrom<RawAlarms> for AlarmsConfig {
-    type Error = String;
+    type Error = ConfigError;
 
-    fn try_from(raw: RawAlarms) -> Result<Self, String> {
+    fn try_from(raw: RawAlarms) -> Result<Self, ConfigError> {
         let max_alarms = within("aws_tools.alarms.max_alarms", raw.max_alarms, 50, 1..=100)?;
         if raw.name_prefixes.len() > MAX_PREFIXES || raw.name_prefixes.iter().any(|p| p.trim().is_empty()) {
-            return Err(format!("aws_tools.alarms.name_prefixes: up to {MAX_PREFIXES} prefixes, none empty"));
+            return Err(ConfigError::at(
+                "aws_tools.alarms.name_prefixes",
+                format_args!("up to {MAX_PREFIXES} prefixes, none empty"),
+            ));
         }
         check_account("aws_tools.alarms", &raw.account)?;
         Ok(Self { name_prefixes: raw.name_prefixes, max_alarms, account: raw.account })
@@ -108,12 +112,12 @@ struct RawMetrics {
 }
 
 impl TryFrom<RawMetrics> for MetricsConfig {
-    type Error = String;
+    type Error = ConfigError;
 
-    fn try_from(raw: RawMetrics) -> Result<Self, String> {
+    fn try_from(raw: RawMetrics) -> Result<Self, ConfigError> {
         let namespaces = raw.namespaces.unwrap_or_else(|| vec!["*".into()]);
         if namespaces.is_empty() || namespaces.iter().any(|n| n.trim().is_empty()) {
-            return Err("aws_tools.metrics.namespaces: at least one namespace glob, none empty".into());
+            return Err(ConfigError::at("aws_tools.metrics.namespaces", "at least one namespace glob, none empty"));
         }
         check_account("aws_tools.metrics", &raw.account)?;
         Ok(Self {
@@ -158,11 +162,14 @@ struct RawLogs {
 }
 
 impl TryFrom<RawLogs> for LogsConfig {
-    type Error = String;
+    type Error = ConfigError;
 
-    fn try_from(raw: RawLogs) -> Result<Self, String> {
+    fn try_from(raw: RawLogs) -> Result<Self, ConfigError> {
         if raw.log_groups.is_empty() || raw.log_groups.iter().any(|g| g.trim().is_empty() || g.trim() == "*") {
-            return Err("aws_tools.logs.log_groups: at least one log group glob, none empty and not \"*\" alone (name the groups the bot may read)".into());
+            return Err(ConfigError::at(
+                "aws_tools.logs.log_groups",
+                "at least one log group glob, none empty and not \"*\" alone (name the groups the bot may read)",
+            ));
         }
         let max_window_hours = within("aws_tools.logs.max_window_hours", raw.max_window_hours, 24, 1..=7 * 24)?;
         let default_window_minutes =
@@ -185,26 +192,32 @@ fn within<T: PartialOrd + Copy + std::fmt::Display>(
     value: Option<T>,
     default: T,
     range: std::ops::RangeInclusive<T>,
-) -> Result<T, String> {
+) -> Result<T, ConfigError> {
     let value = value.unwrap_or(default);
     if range.contains(&value) {
         Ok(value)
     } else {
-        Err(format!("{field} must be from {} to {}", range.start(), range.end()))
+        Err(ConfigError::must(field, format_args!("be from {} to {}", range.start(), range.end())))
     }
 }
 
-fn check_account(entry: &str, account: &AwsAccount) -> Result<(), String> {
+fn check_account(entry: &str, account: &AwsAccount) -> Result<(), ConfigError> {
     if let Some(role) = &account.role_arn {
         let parts: Vec<&str> = role.split(':').collect();
         if parts.len() != 6 || parts[0] != "arn" || parts[2] != "iam" || !parts[5].starts_with("role/") {
-            return Err(format!("{entry}.account.role_arn: {role:?} is not an IAM role ARN"));
+            return Err(ConfigError::at(
+                format!("{entry}.account.role_arn"),
+                format_args!("{role:?} is not an IAM role ARN"),
+            ));
         }
     }
     if let Some(region) = &account.region
         && (region.is_empty() || !region.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
     {
-        return Err(format!("{entry}.account.region: {region:?} is not a region name"));
+        return Err(ConfigError::at(
+            format!("{entry}.account.region"),
+            format_args!("{region:?} is not a region name"),
+        ));
     }
     Ok(())
 }

@@ -8,6 +8,7 @@
 //! so ("retrieved passages, not instructions"), carries its source and
 //! score, and its sources are shown on the tool's card in Slack.
 
+use assistant_core::config_checks::ConfigError;
 use assistant_core::model::ToolSpec;
 use assistant_core::signals::KnowledgeBases;
 use assistant_core::turn::ToolOutput;
@@ -40,30 +41,31 @@ struct RawKnowledgeBase {
 }
 
 impl TryFrom<RawKnowledgeBase> for KnowledgeBaseConfig {
-    type Error = String;
+    type Error = ConfigError;
 
-    fn try_from(raw: RawKnowledgeBase) -> Result<Self, String> {
+    fn try_from(raw: RawKnowledgeBase) -> Result<Self, ConfigError> {
         if raw.name.is_empty()
             || raw.name.len() > 40
             || !raw.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         {
-            return Err(format!("knowledge_bases: the name {:?} must be 1 to 40 of a-z, 0-9 and _", raw.name));
+            return Err(ConfigError::at(
+                "knowledge_bases",
+                format_args!("the name {:?} must be 1 to 40 of a-z, 0-9 and _", raw.name),
+            ));
         }
+        let this = format!("knowledge_bases.{}", raw.name);
         if raw.id.len() != 10 || !raw.id.chars().all(|c| c.is_ascii_alphanumeric()) {
-            return Err(format!(
-                "knowledge_bases.{}: the id {:?} is not a knowledge base id (10 letters and digits)",
-                raw.name, raw.id
+            return Err(ConfigError::at(
+                this,
+                format_args!("the id {:?} is not a knowledge base id (10 letters and digits)", raw.id),
             ));
         }
         if raw.description.trim().is_empty() || raw.description.chars().count() > 500 {
-            return Err(format!(
-                "knowledge_bases.{}: a description of 1 to 500 characters says what it holds",
-                raw.name
-            ));
+            return Err(ConfigError::at(this, "a description of 1 to 500 characters says what it holds"));
         }
         let max_results = raw.max_results.unwrap_or(5);
         if !(1..=MAX_RESULTS).contains(&max_results) {
-            return Err(format!("knowledge_bases.{}: max_results must be from 1 to {MAX_RESULTS}", raw.name));
+            return Err(ConfigError::at(this, format_args!("max_results must be from 1 to {MAX_RESULTS}")));
         }
         Ok(Self { name: raw.name, id: raw.id, description: raw.description, max_results })
     }

@@ -39,6 +39,7 @@
 
 use assistant_core::Clock;
 use assistant_core::clock::iso8601_utc;
+use assistant_core::config_checks::ConfigError;
 use assistant_core::model::ToolSpec;
 use assistant_core::ports::{ActionTokens, AgentSlack, Author, SlackReader, SlackSearch};
 use assistant_core::turn::ToolOutput;
@@ -109,16 +110,19 @@ struct RawSlackTools {
 }
 
 impl TryFrom<RawSlackTools> for SlackToolsConfig {
-    type Error = String;
+    type Error = ConfigError;
 
-    fn try_from(raw: RawSlackTools) -> Result<Self, String> {
+    fn try_from(raw: RawSlackTools) -> Result<Self, ConfigError> {
         let max_messages = raw.max_messages.unwrap_or(50);
         if !(1..=200).contains(&max_messages) {
-            return Err("slack_tools.max_messages must be from 1 to 200".into());
+            return Err(ConfigError::must("slack_tools.max_messages", "be from 1 to 200"));
         }
         for (field, globs) in [("read_channels", &raw.read_channels), ("post_channels", &raw.post_channels)] {
             if let Some(glob) = globs.iter().find(|glob| glob.starts_with('D') || glob.trim().is_empty()) {
-                return Err(format!("slack_tools.{field}: {glob:?} would name direct messages or nothing"));
+                return Err(ConfigError::at(
+                    format!("slack_tools.{field}"),
+                    format_args!("{glob:?} would name direct messages or nothing"),
+                ));
             }
         }
         Ok(Self {

@@ -45,7 +45,7 @@ pub mod kept;
 pub use assembly::{StartupError, WorkerPorts, assemble};
 
 pub use assistant_core::config_checks::CONFIGURATION_OBJECTS;
-use assistant_core::config_checks::{named_list, readable_object};
+use assistant_core::config_checks::{ConfigError, named_list, readable_object};
 use assistant_core::ports::SuggestedPrompt;
 use assistant_core::pricing::ModelPrices;
 use assistant_core::response_modes::{ResponseMode, ResponseRule};
@@ -164,11 +164,14 @@ struct RawMemory {
 }
 
 impl TryFrom<RawMemory> for MemoryConfig {
-    type Error = String;
+    type Error = ConfigError;
 
-    fn try_from(raw: RawMemory) -> Result<Self, String> {
+    fn try_from(raw: RawMemory) -> Result<Self, ConfigError> {
         if !(1..=3650).contains(&raw.retention_days) {
-            return Err(format!("memory.retention_days must be 1 to 3650, not {}", raw.retention_days));
+            return Err(ConfigError::must(
+                "memory.retention_days",
+                format_args!("be 1 to 3650, not {}", raw.retention_days),
+            ));
         }
         Ok(Self { retention_days: raw.retention_days })
     }

@@ -249,7 +249,7 @@ pub async fn providers(
                     },
                     Err(reason) => {
                         warn!(server = %tool, provider = %name, error = %reason, "the MCP server's sign-in cannot be found now: its tools are not offered");
-                        lost.push((tool, reason));
+                        lost.push((tool, reason.to_string()));
                         continue;
                     }
                 }
@@ -264,6 +264,18 @@ pub async fn providers(
 /// An MCP server's provider from its metadata (what the configuration
 /// gives kept), its client id configured, kept from an earlier
 /// registration, or registered now.
+/// Why an MCP server's sign-in could not be found now.
+#[derive(Debug, thiserror::Error)]
+enum NotDiscovered {
+    #[error("discovery: {0}")]
+    Discovery(#[source] OAuthError),
+    #[error("registration: {0}")]
+    Registration(#[source] OAuthError),
+    /// Reading or keeping the registered client id.
+    #[error(transparent)]
+    Store(#[from] PortError),
+}
+
 async fn discovered(
     ports: &SignInPorts,
     name: &str,
@@ -272,21 +284,16 @@ async fn discovered(
     configured: Option<(Url, Url)>,
     client_id: Option<&str>,
     now_unix: i64,
-) -> Result<OAuthProvider, String> {
-    let server = ports.tokens.discover(resource).await.map_err(|err| format!("discovery: {err}"))?;
+) -> Result<OAuthProvider, NotDiscovered> {
+    let server = ports.tokens.discover(resource).await.map_err(NotDiscovered::Discovery)?;
     let client_id = match client_id {
         Some(id) => id.to_owned(),
-        None => match ports.states.registered_client(&server.issuer, redirect_uri).await.map_err(|e| e.to_string())? {
+        None => match ports.states.registered_client(&server.issuer, redirect_uri).await? {
             Some(id) => id,
             None => {
-                let id =
-                    ports.tokens.register(&server, redirect_uri).await.map_err(|err| format!("registration: {err}"))?;
+                let id = ports.tokens.register(&server, redirect_uri).await.map_err(NotDiscovered::Registration)?;
                 info!(provider = name, issuer = %server.issuer, "registered this bot as a client of the MCP server's authorization server");
-                ports
-                    .states
-                    .keep_registered_client(&server.issuer, redirect_uri, &id, now_unix)
-                    .await
-                    .map_err(|err| err.to_string())?
+                ports.states.keep_registered_client(&server.issuer, redirect_uri, &id, now_unix).await?
             }
         },
     };

@@ -48,6 +48,7 @@ pub mod schedules;
 use crate::schedules::Schedule;
 use assistant_core::alerts::{Alert, OpsAlerts, Raised};
 use assistant_core::clock::iso8601_utc;
+use assistant_core::config_checks::ConfigError;
 use assistant_core::delivery::{MessageKey, MessageMetadata, PostError};
 use assistant_core::glob::glob_matches;
 use assistant_core::incidents::{
@@ -100,18 +101,25 @@ struct RawAlertRule {
 }
 
 impl TryFrom<RawAlertRule> for AlertRule {
-    type Error = String;
+    type Error = ConfigError;
 
-    fn try_from(raw: RawAlertRule) -> Result<Self, String> {
+    fn try_from(raw: RawAlertRule) -> Result<Self, ConfigError> {
         let is_channel = ChannelId::is_well_formed(&raw.channel) && matches!(raw.channel.as_bytes()[0], b'C' | b'G');
         if !is_channel {
-            return Err(format!("alerts: channel {:?} must be a channel id (C… or G…), not a DM", raw.channel));
+            return Err(ConfigError::at(
+                "alerts",
+                format_args!("channel {:?} must be a channel id (C… or G…), not a DM", raw.channel),
+            ));
         }
         if let Some((name, glob)) = raw.matches.iter().find(|(name, glob)| name.is_empty() || glob.trim().is_empty()) {
-            return Err(format!("alerts: match {name:?}: {glob:?} needs a label name and a glob"));
+            return Err(ConfigError::at(
+                "alerts",
+                format_args!("match {name:?}: {glob:?} needs a label name and a glob"),
+            ));
         }
         if let Some(key) = &raw.prompt_key {
-            assistant_core::config_checks::readable_object(key).map_err(|why| format!("alerts: prompt_key {why}"))?;
+            assistant_core::config_checks::readable_object(key)
+                .map_err(|why| ConfigError::at("alerts", format_args!("prompt_key {why}")))?;
         }
         let defaults = StormLimits::default();
         let limits = StormLimits {
@@ -119,9 +127,12 @@ impl TryFrom<RawAlertRule> for AlertRule {
             threads: raw.max_threads_per_hour.unwrap_or(defaults.threads),
         };
         if limits.threads == 0 || limits.threads > 500 || limits.investigate > limits.threads {
-            return Err(format!(
-                "alerts: max_threads_per_hour ({}) must be 1 to 500 and at least max_investigations_per_hour ({})",
-                limits.threads, limits.investigate
+            return Err(ConfigError::at(
+                "alerts",
+                format_args!(
+                    "max_threads_per_hour ({}) must be 1 to 500 and at least max_investigations_per_hour ({})",
+                    limits.threads, limits.investigate
+                ),
             ));
         }
         let channel = ChannelId::new(raw.channel);

@@ -22,6 +22,7 @@
 //! or a redelivered message posts one digest.
 
 use assistant_core::clock::civil_from_days;
+use assistant_core::config_checks::ConfigError;
 use assistant_core::incidents::{AlertNotice, AlertSource, AlertState};
 use serde::Deserialize;
 use slack::ChannelId;
@@ -51,22 +52,26 @@ struct RawSchedule {
 }
 
 impl TryFrom<RawSchedule> for Schedule {
-    type Error = String;
+    type Error = ConfigError;
 
-    fn try_from(raw: RawSchedule) -> Result<Self, String> {
+    fn try_from(raw: RawSchedule) -> Result<Self, ConfigError> {
         let name_ok = (1..=64).contains(&raw.name.len())
             && raw.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
         if !name_ok {
-            return Err(format!("schedules: name {:?} must be 1 to 64 of a-z, A-Z, 0-9, - and _", raw.name));
+            return Err(ConfigError::at(
+                "schedules",
+                format_args!("name {:?} must be 1 to 64 of a-z, A-Z, 0-9, - and _", raw.name),
+            ));
         }
-        let cron =
-            Cron::parse(&raw.cron).map_err(|err| format!("schedules: {}: cron {:?}: {err}", raw.name, raw.cron))?;
+        let refused =
+            |problem: std::fmt::Arguments<'_>| ConfigError::at("schedules", format_args!("{}: {problem}", raw.name));
+        let cron = Cron::parse(&raw.cron).map_err(|err| refused(format_args!("cron {:?}: {err}", raw.cron)))?;
         if !(ChannelId::is_well_formed(&raw.channel) && matches!(raw.channel.as_bytes()[0], b'C' | b'G')) {
-            return Err(format!("schedules: {}: channel {:?} must be a channel id (C… or G…)", raw.name, raw.channel));
+            return Err(refused(format_args!("channel {:?} must be a channel id (C… or G…)", raw.channel)));
         }
         let question = raw.question.trim();
         if question.is_empty() || question.chars().count() > MAX_QUESTION_CHARS {
-            return Err(format!("schedules: {}: the question must be 1 to {MAX_QUESTION_CHARS} characters", raw.name));
+            return Err(refused(format_args!("the question must be 1 to {MAX_QUESTION_CHARS} characters")));
         }
         Ok(Self { name: raw.name, cron, channel: ChannelId::new(raw.channel), question: question.to_owned() })
     }
@@ -120,11 +125,28 @@ pub struct Cron {
     either_day: bool,
 }
 
+/// Why a cron expression was refused; `field` is which of the five.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CronError {
+    #[error("five fields (minute hour day month weekday), not {0}")]
+    FieldCount(usize),
+    #[error("{field}: step {step:?} is not a number")]
+    Step { field: &'static str, step: String },
+    #[error("{field}: a step of 0")]
+    ZeroStep { field: &'static str },
+    #[error("{field}: {text:?} is not a number")]
+    NotANumber { field: &'static str, text: String },
+    #[error("{field}: {value} is outside {min}-{max}")]
+    OutOfRange { field: &'static str, value: u32, min: u32, max: u32 },
+    #[error("{field}: the range {from}-{to} runs backwards")]
+    Backwards { field: &'static str, from: u32, to: u32 },
+}
+
 impl Cron {
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, CronError> {
         let fields: Vec<&str> = text.split_whitespace().collect();
         let [minute, hour, day, month, weekday] = fields[..] else {
-            return Err(format!("five fields (minute hour day month weekday), not {}", fields.len()));
+            return Err(CronError::FieldCount(fields.len()));
         };
         let mut weekdays = field(weekday, 0, 7, "weekday")?;
         if weekdays & (1 << 7) != 0 {
@@ -159,22 +181,26 @@ impl Cron {
 }
 
 /// One field as a bit set over `min..=max`.
-fn field(text: &str, min: u32, max: u32, what: &str) -> Result<u64, String> {
+fn field(text: &str, min: u32, max: u32, what: &'static str) -> Result<u64, CronError> {
     let mut set = 0u64;
     for part in text.split(',') {
         let (range, step) = match part.split_once('/') {
             Some((range, step)) => {
-                let step: u32 = step.parse().map_err(|_| format!("{what}: step {step:?} is not a number"))?;
+                let step: u32 = step.parse().map_err(|_| CronError::Step { field: what, step: step.to_owned() })?;
                 if step == 0 {
-                    return Err(format!("{what}: a step of 0"));
+                    return Err(CronError::ZeroStep { field: what });
                 }
                 (range, step)
             }
             None => (part, 1),
         };
-        let number = |n: &str| -> Result<u32, String> {
-            let n: u32 = n.parse().map_err(|_| format!("{what}: {n:?} is not a number"))?;
-            if (min..=max).contains(&n) { Ok(n) } else { Err(format!("{what}: {n} is outside {min}-{max}")) }
+        let number = |n: &str| -> Result<u32, CronError> {
+            let value: u32 = n.parse().map_err(|_| CronError::NotANumber { field: what, text: n.to_owned() })?;
+            if (min..=max).contains(&value) {
+                Ok(value)
+            } else {
+                Err(CronError::OutOfRange { field: what, value, min, max })
+            }
         };
         let (from, to) = match range {
             "*" | "?" => (min, max),
@@ -188,7 +214,7 @@ fn field(text: &str, min: u32, max: u32, what: &str) -> Result<u64, String> {
             },
         };
         if from > to {
-            return Err(format!("{what}: the range {from}-{to} runs backwards"));
+            return Err(CronError::Backwards { field: what, from, to });
         }
         for n in (from..=to).step_by(step as usize) {
             set |= 1 << n;
@@ -237,7 +263,7 @@ mod tests {
             ("5-1 * * * *", "backwards"),
             ("@daily * * * *", "not a number"),
         ] {
-            let err = Cron::parse(bad).unwrap_err();
+            let err = Cron::parse(bad).unwrap_err().to_string();
             assert!(err.contains(says), "{bad}: {err}");
         }
     }

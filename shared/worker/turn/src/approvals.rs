@@ -11,6 +11,7 @@
 //! request.
 
 use assistant_core::approval::Approver;
+use assistant_core::config_checks::ConfigError;
 use assistant_core::ports::SlackReader;
 use serde::Deserialize;
 use slack::{Membership, UserId};
@@ -160,9 +161,9 @@ struct RawApprovals {
 }
 
 impl TryFrom<RawApprovals> for ApprovalsConfig {
-    type Error = String;
+    type Error = ConfigError;
 
-    fn try_from(raw: RawApprovals) -> Result<Self, String> {
+    fn try_from(raw: RawApprovals) -> Result<Self, ConfigError> {
         let defaults = Self::default();
         let config = Self {
             approvers: raw.approvers.unwrap_or(defaults.approvers),
@@ -172,18 +173,17 @@ impl TryFrom<RawApprovals> for ApprovalsConfig {
             grant_minutes: raw.grant_minutes.unwrap_or(defaults.grant_minutes),
         };
         if config.approvers.is_empty() {
-            return Err("approvals.approvers is empty: nobody could approve anything".into());
+            return Err(ConfigError::that("approvals.approvers", "is empty: nobody could approve anything"));
         }
         if !EXPIRY_RANGE_SECS.contains(&config.expires_after_secs) {
-            return Err(format!(
-                "approvals.expires_after_secs must be from {} to {} seconds",
-                EXPIRY_RANGE_SECS.start(),
-                EXPIRY_RANGE_SECS.end()
+            return Err(ConfigError::must(
+                "approvals.expires_after_secs",
+                format_args!("be from {} to {} seconds", EXPIRY_RANGE_SECS.start(), EXPIRY_RANGE_SECS.end()),
             ));
         }
         let most = assistant_core::grants::MAX_GRANT_MINUTES;
         if !(1..=most).contains(&config.grant_minutes) {
-            return Err(format!("approvals.grant_minutes must be from 1 to {most} minutes"));
+            return Err(ConfigError::must("approvals.grant_minutes", format_args!("be from 1 to {most} minutes")));
         }
         Ok(config)
     }

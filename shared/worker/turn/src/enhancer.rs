@@ -19,6 +19,7 @@
 //! cost are part of the turn's figures, its latency a metric of its own.
 
 use assistant_core::catalog::ServiceCatalog;
+use assistant_core::config_checks::ConfigError;
 use assistant_core::model::{Model, ModelRequest, ToolSpec};
 use assistant_core::turn::{Content, EnhancerRun, Message, Role, Usage};
 use serde::Deserialize;
@@ -57,23 +58,28 @@ struct RawEnhancer {
 }
 
 impl TryFrom<RawEnhancer> for PromptEnhancerConfig {
-    type Error = String;
+    type Error = ConfigError;
 
-    fn try_from(raw: RawEnhancer) -> Result<Self, String> {
+    fn try_from(raw: RawEnhancer) -> Result<Self, ConfigError> {
         if raw.model_id.trim().is_empty() {
-            return Err("prompt_enhancer.model_id names the cheap model".into());
+            return Err(ConfigError::that("prompt_enhancer.model_id", "names the cheap model"));
         }
         let timeout_ms = raw.timeout_ms.unwrap_or(1_500);
         if !(200..=15_000).contains(&timeout_ms) {
-            return Err("prompt_enhancer.timeout_ms must be from 200 to 15000".into());
+            return Err(ConfigError::must("prompt_enhancer.timeout_ms", "be from 200 to 15000"));
         }
         if let Some(key) = &raw.prompt_key {
             assistant_core::config_checks::readable_object(key)
-                .map_err(|why| format!("prompt_enhancer.prompt_key {why}"))?;
+                .map_err(|why| ConfigError::that("prompt_enhancer.prompt_key", why))?;
         }
         Ok(Self { model_id: raw.model_id, timeout_ms, prompt_key: raw.prompt_key })
     }
 }
+
+/// A reply that does not match the extraction's schema: each violation.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.join("; "))]
+struct Garbage(Vec<String>);
 
 /// The cheap model and what it is told.
 pub struct Enhancer {
@@ -143,12 +149,12 @@ impl Enhancer {
 
     /// The extraction, checked against the tool's schema, as a labelled
     /// block with each service resolved against the catalog.
-    fn block(&self, input: &Value) -> Result<String, String> {
+    fn block(&self, input: &Value) -> Result<String, Garbage> {
         static SCHEMA: LazyLock<Schema> =
             LazyLock::new(|| Schema::compile(&spec().input_schema).expect("the enhancer's schema is valid"));
         let violations = SCHEMA.violations(input);
         if !violations.is_empty() {
-            return Err(violations.join("; "));
+            return Err(Garbage(violations));
         }
         let mut lines = vec![
             "[Question context, extracted from the question by a helper model. It may be wrong: the person's own words win.]".to_owned(),

@@ -91,6 +91,23 @@ fn is_sign_in_page(file: &FileRef, body: &[u8], content_type: Option<&str>) -> b
 const NO_ACCESS: &str = "Slack did not let the bot read it: the app may lack the files:read scope, or the file \
      is not shared in a channel the bot is in.";
 
+/// Why a pasted file was not read: what the model is told after its name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Unread {
+    #[error("{NO_ACCESS}")]
+    NoAccess,
+    #[error("its link does not point to Slack, so the bot did not follow it.")]
+    NotSlack,
+    #[error("Slack did not serve it just now; ask again in a minute to have it read.")]
+    Unavailable,
+    #[error("it is larger than the {} the model reads.", human_bytes(*.0))]
+    TooLarge(u64),
+    #[error("its content is not a {} image.", .0.as_str())]
+    NotImage(ImageFormat),
+    #[error("its content is not a {} document.", .0.as_str())]
+    NotDocument(DocumentFormat),
+}
+
 /// What a turn's start read of its thread's files.
 #[derive(Debug, Default, PartialEq)]
 pub struct Read {
@@ -210,7 +227,7 @@ async fn keep(
     file: &FileRef,
     plan: Plan,
     key: &str,
-) -> Result<Result<Kept, String>, PortError> {
+) -> Result<Result<Kept, Unread>, PortError> {
     let url = file.url.as_deref().unwrap_or_default();
     let limit = match plan {
         Plan::Image(_) => files::IMAGE_BYTES,
@@ -221,30 +238,30 @@ async fn keep(
         Ok(downloaded) => downloaded,
         Err(DownloadError::NoAccess(detail)) => {
             warn!(file = %file.id, detail, "file not readable");
-            return Ok(Err(NO_ACCESS.to_owned()));
+            return Ok(Err(Unread::NoAccess));
         }
         Err(DownloadError::NotSlack(origin)) => {
             warn!(file = %file.id, origin, "file URL is not Slack's: not downloaded");
-            return Ok(Err("its link does not point to Slack, so the bot did not follow it.".to_owned()));
+            return Ok(Err(Unread::NotSlack));
         }
         Err(DownloadError::Failed(err)) => {
             warn!(file = %file.id, error = %err, "file download failed");
-            return Ok(Err("Slack did not serve it just now; ask again in a minute to have it read.".to_owned()));
+            return Ok(Err(Unread::Unavailable));
         }
     };
     if is_sign_in_page(file, &downloaded.body, downloaded.content_type.as_deref()) {
-        return Ok(Err(NO_ACCESS.to_owned()));
+        return Ok(Err(Unread::NoAccess));
     }
     let mut text_preview = None;
     let (body, content_type) = match plan {
         Plan::Image(_) | Plan::Document(_) if downloaded.cut => {
-            return Ok(Err(format!("it is larger than the {} the model reads.", human_bytes(limit))));
+            return Ok(Err(Unread::TooLarge(limit)));
         }
         Plan::Image(format) if !format.matches(&downloaded.body) => {
-            return Ok(Err(format!("its content is not a {} image.", format.as_str())));
+            return Ok(Err(Unread::NotImage(format)));
         }
         Plan::Document(format) if !format.matches(&downloaded.body) => {
-            return Ok(Err(format!("its content is not a {} document.", format.as_str())));
+            return Ok(Err(Unread::NotDocument(format)));
         }
         Plan::Image(format) => (downloaded.body, image_type(format)),
         Plan::Document(format) => (downloaded.body, document_type(format)),
