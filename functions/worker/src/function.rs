@@ -498,36 +498,38 @@ pub(crate) async fn assemble_worker(
     let claims = Arc::new(DynamoClaims::new(clients.dynamodb.clone(), &config.turns_table));
     let knowledge = AwsApi::new(clients.http.clone(), signer.clone(), adapters_knowledge_base::AGENT_RUNTIME, None);
     let ports = WorkerPorts {
-        store: arrival.turns.clone(),
-        deliveries: Arc::new(RecordDeliveries::new(records.clone())),
-        model: Arc::new(BedrockModel::new(clients.bedrock.clone(), &config.model_id)),
+        core: worker_turn::Ports {
+            store: arrival.turns.clone(),
+            deliveries: Arc::new(RecordDeliveries::new(records.clone())),
+            model: Arc::new(BedrockModel::new(clients.bedrock.clone(), &config.model_id)),
+            work: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.work_queue_url)),
+            replies: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url)),
+            artifacts,
+            slack: Arc::new(SlackWebReader::new(slack.clone())),
+            files: Arc::new(adapters_slack::WebFiles::new(
+                clients.http.clone(),
+                &config.slack_api_base_url,
+                config.slack_bot_token.clone(),
+            )),
+            timers: Arc::new(DynamoTimers::new(clients.dynamodb.clone(), &config.turns_table)),
+            clock: Arc::new(SystemClock),
+            metrics: Arc::new(EmfTurnMetrics { function: FUNCTION_NAME, memory_mb: config.memory_mb }),
+            agent: Arc::new(WebAgent::new(slack.clone())),
+            streams: StreamLog::new(records.clone()),
+            feedback: FeedbackLog::new(records.clone()),
+            grants: assistant_core::grants::ThreadGrants::new(records.clone()),
+            contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
+        },
         models: Arc::new({
             let bedrock = clients.bedrock.clone();
             move |id: &str| Arc::new(BedrockModel::new(bedrock.clone(), id)) as Arc<dyn assistant_core::model::Model>
         }),
-        work: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.work_queue_url)),
-        replies: Arc::new(SqsQueue::new(clients.sqs.clone(), &config.reply_queue_url)),
-        artifacts,
-        slack: Arc::new(SlackWebReader::new(slack.clone())),
-        files: Arc::new(adapters_slack::WebFiles::new(
-            clients.http.clone(),
-            &config.slack_api_base_url,
-            config.slack_bot_token.clone(),
-        )),
-        timers: Arc::new(DynamoTimers::new(clients.dynamodb.clone(), &config.turns_table)),
-        clock: Arc::new(SystemClock),
         http: clients.http.clone(),
         mcp: Arc::new(StreamableHttpConnector::new(clients.http.clone()).with_signer(Arc::new(signer.clone()))),
         aws: Arc::new(SignedAws::new(&clients.aws, signer.clone(), clients.http.clone())),
         signer: Arc::new(signer.clone()),
         knowledge: Arc::new(BedrockKnowledgeBases::new(knowledge)),
         secrets: Arc::new(SecretsManager::new(&signer, clients.http.clone(), &config.secrets_prefix)),
-        metrics: Arc::new(EmfTurnMetrics { function: FUNCTION_NAME, memory_mb: config.memory_mb }),
-        agent: Arc::new(WebAgent::new(slack.clone())),
-        streams: StreamLog::new(records.clone()),
-        feedback: FeedbackLog::new(records.clone()),
-        grants: assistant_core::grants::ThreadGrants::new(records.clone()),
-        contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
         every_question: Some(assistant_core::response_modes::EveryQuestionChannels::new(
             records.clone(),
             Arc::new(SystemClock),

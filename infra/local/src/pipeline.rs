@@ -278,18 +278,26 @@ impl Pipeline {
         let contexts = Arc::new(MemoryContexts::default());
         let signer = Signer::new(&aws);
         let ports = WorkerPorts {
-            store: turns.clone(),
-            deliveries: deliveries.clone(),
-            model,
+            core: worker_turn::Ports {
+                store: turns.clone(),
+                deliveries: deliveries.clone(),
+                model,
+                work: work.clone(),
+                replies: replies.clone(),
+                artifacts,
+                slack: reader,
+                // The runner's questions carry no files.
+                files: Arc::new(testkit::memory::MemorySlack::default()),
+                timers: Arc::new(MemoryTimers::default()),
+                clock: Arc::new(SystemClock),
+                metrics: Arc::new(PrintedTurns),
+                agent,
+                streams: StreamLog::new(records.clone()),
+                feedback: FeedbackLog::new(records.clone()),
+                grants: assistant_core::grants::ThreadGrants::new(records.clone()),
+                contexts: contexts.clone(),
+            },
             models,
-            work: work.clone(),
-            replies: replies.clone(),
-            artifacts,
-            slack: reader,
-            // The runner's questions carry no files.
-            files: Arc::new(testkit::memory::MemorySlack::default()),
-            timers: Arc::new(MemoryTimers::default()),
-            clock: Arc::new(SystemClock),
             mcp: Arc::new(StreamableHttpConnector::new(http.clone()).with_signer(Arc::new(signer.clone()))),
             // `${secret:NAME}` reads Secrets Manager (or the emulator) with
             // the usual AWS chain, as the worker does; only when named.
@@ -305,13 +313,7 @@ impl Pipeline {
                 adapters_knowledge_base::AGENT_RUNTIME,
                 None,
             ))),
-            metrics: Arc::new(PrintedTurns),
             http,
-            agent,
-            streams: StreamLog::new(records.clone()),
-            feedback: FeedbackLog::new(records.clone()),
-            grants: assistant_core::grants::ThreadGrants::new(records.clone()),
-            contexts: contexts.clone(),
             sign_in: None,
             // The ingress below reads what the worker publishes, as in AWS.
             every_question: Some(EveryQuestionChannels::new(records.clone(), Arc::new(SystemClock))),

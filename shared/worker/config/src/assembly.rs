@@ -4,20 +4,12 @@
 //! tools and policy, whatever is behind the ports.
 
 use crate::AssistantConfig;
-use assistant_core::Clock;
 use assistant_core::catalog::ServiceCatalog;
-use assistant_core::feedback::FeedbackLog;
-use assistant_core::grants::ThreadGrants;
 use assistant_core::mcp::McpConnector;
-use assistant_core::model::{Model, OpenModel};
-use assistant_core::ports::{
-    AgentSlack, ApprovalTimers, ArtifactStore, Bounded, DeliveryLog, PortError, ReplyQueue, RequestSigner, SecretStore,
-    SlackFiles, SlackReader, TurnStore, UserContexts, WorkQueue,
-};
+use assistant_core::model::OpenModel;
+use assistant_core::ports::{ArtifactStore, Bounded, PortError, RequestSigner, SecretStore};
 use assistant_core::pricing::ModelPrices;
 use assistant_core::signals::{AwsConnector, KnowledgeBases};
-use assistant_core::store::StreamLog;
-use assistant_core::telemetry::TurnMetrics;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tools_registry::references::Reference;
@@ -32,20 +24,11 @@ pub const DEFAULT_SYSTEM_PROMPT: &str = include_str!("prompts/system.md");
 
 /// Everything outside the worker, as ports.
 pub struct WorkerPorts {
-    pub store: Arc<dyn TurnStore>,
-    pub deliveries: Arc<dyn DeliveryLog>,
-    pub model: Arc<dyn Model>,
+    /// What the turn loop itself talks to (the table, the queues, the
+    /// bucket, Slack, the model, the clock): handed to the worker as is.
+    pub core: worker_turn::Ports,
     /// Opens the prompt enhancer's cheap model by its id.
     pub models: Arc<dyn OpenModel>,
-    pub work: Arc<dyn WorkQueue>,
-    pub replies: Arc<dyn ReplyQueue>,
-    /// Large tool results, the system prompt and the docs.
-    pub artifacts: Arc<dyn ArtifactStore>,
-    pub slack: Arc<dyn SlackReader>,
-    /// Files people paste in threads.
-    pub files: Arc<dyn SlackFiles>,
-    pub timers: Arc<dyn ApprovalTimers>,
-    pub clock: Arc<dyn Clock>,
     /// The process's HTTP client, shared by the HTTP tools. It must not
     /// follow redirects (`adapters_slack::http_client()` does not).
     pub http: reqwest::Client,
@@ -60,22 +43,11 @@ pub struct WorkerPorts {
     pub mcp: Arc<dyn McpConnector>,
     /// Where `${secret:NAME}` in tools' headers is read, once, at start-up.
     pub secrets: Arc<dyn SecretStore>,
-    /// Where settled turns are reported.
-    pub metrics: Arc<dyn TurnMetrics>,
-    /// Slack's agent surface: prompts, titles, streamed answers.
-    pub agent: Arc<dyn AgentSlack>,
     /// The action tokens the ingress kept with its claims (Slack search as
     /// the person who asked).
     pub action_tokens: Arc<dyn assistant_core::ports::ActionTokens>,
     /// Slack canvases (`write_postmortem`).
     pub canvases: Arc<dyn assistant_core::ports::Canvases>,
-    /// The worker's own records beside each turn: the answer it streamed
-    /// and the ratings of it (on the same table as the turns).
-    pub streams: StreamLog,
-    pub feedback: FeedbackLog,
-    pub grants: ThreadGrants,
-    /// What people have in view beside the DM.
-    pub contexts: Arc<dyn UserContexts>,
     /// The sign-in of tools that act as the person who asked: the sealed
     /// token vault, the sign-in states, the providers' token endpoints.
     /// `None` where the deployment has no token key; then no tool may say
@@ -298,7 +270,7 @@ pub async fn assemble(
     // The objects the configuration names, read together: the system
     // prompt, the service catalog and the enhancer's prompt.
     let read = |key: Option<&String>, missing: fn(String) -> StartupError| {
-        let artifacts = ports.artifacts.clone();
+        let artifacts = ports.core.artifacts.clone();
         let key = key.cloned();
         async move {
             let Some(key) = key else { return Ok(None) };
@@ -359,32 +331,35 @@ pub async fn assemble(
         asking.extend(Asking::server(&server.name, &server.url, server.auth.as_ref())?);
     }
     let (providers, lost) =
-        worker_identity::sign_in::providers(asking, ports.sign_in.as_ref(), &lookup, ports.clock.now_unix()).await?;
+        worker_identity::sign_in::providers(asking, ports.sign_in.as_ref(), &lookup, ports.core.clock.now_unix())
+            .await?;
     let sign_in = match ports.sign_in {
         Some(ports) if !providers.is_empty() => Some(worker_identity::sign_in::SignIn { ports, providers }),
         _ => None,
     };
     let mut tools = vec![
-        tools_registry::builtin::current_time(ports.clock.clone()),
-        tools_files::read_attachment(ports.artifacts.clone()),
+        tools_registry::builtin::current_time(ports.core.clock.clone()),
+        tools_files::read_attachment(ports.core.artifacts.clone()),
         worker_turn::answer_files::attach_result_tool(),
     ];
     if let Some(memory) = &ports.memory {
-        tools.extend(tools_memory::memory_tools(memory.clone(), ports.clock.clone()));
+        tools.extend(tools_memory::memory_tools(memory.clone(), ports.core.clock.clone()));
     }
-    tools.extend(tools_docs::docs_tools(ports.artifacts.clone(), &assistant.docs_prefix)?);
+    tools.extend(tools_docs::docs_tools(ports.core.artifacts.clone(), &assistant.docs_prefix)?);
     // Read-only and off until configured: built in, like the docs tools.
-    tools.extend(tools_aws::aws_tools(&assistant.aws_tools, ports.aws.as_ref(), ports.clock.clone(), catalog).await?);
+    tools.extend(
+        tools_aws::aws_tools(&assistant.aws_tools, ports.aws.as_ref(), ports.core.clock.clone(), catalog).await?,
+    );
     tools.extend(tools_knowledge::knowledge_tools(&assistant.knowledge_bases, ports.knowledge.clone())?);
     let built_in: Vec<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
     // Not among the built-ins a deployment without a policy allows: what a
     // listed channel says is shown wherever the tool is allowed, so a
     // `tool_policy` rule must name the channels that may read it.
     let slack_ports = tools_slack::SlackToolPorts {
-        slack: ports.slack.clone(),
-        agent: ports.agent.clone(),
+        slack: ports.core.slack.clone(),
+        agent: ports.core.agent.clone(),
         tokens: ports.action_tokens.clone(),
-        clock: ports.clock.clone(),
+        clock: ports.core.clock.clone(),
     };
     tools.extend(tools_slack::slack_tools(&assistant.slack_tools, slack_ports));
     tools.extend(tools_http::http_tools(&assistant.http_tools, ports.http.clone(), ports.signer.clone(), lookup)?);
@@ -410,7 +385,11 @@ pub async fn assemble(
         &lookup,
         &taken,
         tools_mcp::DISCOVERY_DEADLINE,
-        tools_mcp::KeptLists { cache: ports.artifacts.clone(), clock: ports.clock.clone(), background: &background },
+        tools_mcp::KeptLists {
+            cache: ports.core.artifacts.clone(),
+            clock: ports.core.clock.clone(),
+            background: &background,
+        },
     )
     .await;
     let (discovered, mut unoffered) = discovered?;
@@ -422,10 +401,10 @@ pub async fn assemble(
         sign_in.as_ref().map_or(&no_providers, |sign_in| &sign_in.providers),
         &lost,
         ports.mcp.clone(),
-        ports.artifacts.clone(),
+        ports.core.artifacts.clone(),
         &lookup,
         &mut taken,
-        ports.clock.clone(),
+        ports.core.clock.clone(),
     )
     .await?;
     tools.extend(as_person);
@@ -436,10 +415,10 @@ pub async fn assemble(
                 worker_incidents::postmortem::PostmortemPorts {
                     memory: memory.clone(),
                     incidents: incidents.incidents.clone(),
-                    turns: ports.store.clone(),
+                    turns: ports.core.store.clone(),
                     records: incidents.records.clone(),
                     canvases: ports.canvases.clone(),
-                    clock: ports.clock.clone(),
+                    clock: ports.core.clock.clone(),
                 },
             )),
             _ => unoffered.push(Unoffered {
@@ -483,32 +462,14 @@ pub async fn assemble(
             assistant.alerts.clone(),
             assistant.schedules.clone(),
             incident_ports,
-            ports.agent.clone(),
-            ports.work.clone(),
-            ports.artifacts.clone(),
-            ports.clock.clone(),
+            ports.core.agent.clone(),
+            ports.core.work.clone(),
+            ports.core.artifacts.clone(),
+            ports.core.clock.clone(),
         )
     });
-    let prices = assistant.model_prices.or_else(|| ModelPrices::for_model(ports.model.id()));
-    let core = worker_turn::Ports {
-        store: ports.store,
-        deliveries: ports.deliveries,
-        model: ports.model,
-        work: ports.work,
-        replies: ports.replies,
-        artifacts: ports.artifacts,
-        slack: ports.slack,
-        files: ports.files,
-        timers: ports.timers,
-        clock: ports.clock,
-        metrics: ports.metrics,
-        agent: ports.agent,
-        streams: ports.streams,
-        feedback: ports.feedback,
-        grants: ports.grants,
-        contexts: ports.contexts,
-    };
-    Ok(Worker::builder(core)
+    let prices = assistant.model_prices.or_else(|| ModelPrices::for_model(ports.core.model.id()));
+    Ok(Worker::builder(ports.core)
         .tools(tools)
         .approvals(assistant.approvals.clone())
         .system_prompt(system_prompt)
@@ -529,6 +490,7 @@ pub async fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use assistant_core::model::Model;
     use testkit::clock::ManualClock;
     use testkit::memory::{MemoryArtifacts, MemoryQueue, MemorySecrets, MemorySlack, MemoryTimers};
     use testkit::model::ScriptedModel;
@@ -536,36 +498,38 @@ mod tests {
     fn ports() -> WorkerPorts {
         let tables = testkit::memory::tables();
         WorkerPorts {
-            store: Arc::new(tables.turns),
-            deliveries: Arc::new(tables.deliveries),
-            agent: Arc::new(testkit::agent_memory::MemoryAgent::default()),
+            core: worker_turn::Ports {
+                store: Arc::new(tables.turns),
+                deliveries: Arc::new(tables.deliveries),
+                agent: Arc::new(testkit::agent_memory::MemoryAgent::default()),
+                streams: tables.streams,
+                feedback: tables.feedback,
+                grants: tables.grants,
+                contexts: Arc::new(testkit::memory::MemoryContexts::default()),
+                // Never called in these tests: no reply is scripted.
+                model: Arc::new(ScriptedModel::default()),
+                work: Arc::new(MemoryQueue::default()),
+                replies: Arc::new(MemoryQueue::default()),
+                artifacts: Arc::new(MemoryArtifacts::default()),
+                slack: Arc::new(MemorySlack::default()),
+                files: Arc::new(MemorySlack::default()),
+                timers: Arc::new(MemoryTimers::default()),
+                clock: Arc::new(ManualClock::at(0)),
+                metrics: Arc::new(assistant_core::telemetry::NoMetrics),
+            },
             action_tokens: Arc::new(testkit::memory::MemoryClaims::default()),
             canvases: Arc::new(testkit::memory::MemoryCanvases::default()),
-            streams: tables.streams,
-            feedback: tables.feedback,
-            grants: tables.grants,
-            contexts: Arc::new(testkit::memory::MemoryContexts::default()),
             sign_in: None,
             every_question: None,
             memory: None,
             incidents: None,
-            // Never called in these tests: no reply is scripted.
-            model: Arc::new(ScriptedModel::default()),
             models: Arc::new(|_: &str| Arc::new(ScriptedModel::default()) as Arc<dyn Model>),
-            work: Arc::new(MemoryQueue::default()),
-            replies: Arc::new(MemoryQueue::default()),
-            artifacts: Arc::new(MemoryArtifacts::default()),
-            slack: Arc::new(MemorySlack::default()),
-            files: Arc::new(MemorySlack::default()),
-            timers: Arc::new(MemoryTimers::default()),
-            clock: Arc::new(ManualClock::at(0)),
             http: reqwest::Client::new(),
             mcp: Arc::new(assistant_core::mcp::NoMcpServers),
             aws: Arc::new(testkit::signals_memory::MemoryAws(Default::default())),
             signer: Arc::new(assistant_core::ports::NoSigner),
             knowledge: Arc::new(testkit::signals_memory::MemorySignals::default()),
             secrets: Arc::new(assistant_core::ports::NoSecrets),
-            metrics: Arc::new(assistant_core::telemetry::NoMetrics),
         }
     }
 
