@@ -157,14 +157,9 @@ impl Model for ScriptedModel {
         sink: &mut dyn TextSink,
     ) -> Result<ModelReply, ModelError> {
         let reply = self.converse(request).await?;
-        let Some(cuts) = &self.cuts else {
-            let text = reply.message.text();
-            if !text.is_empty() {
-                sink.text(&text).await;
-            }
-            return Ok(reply);
-        };
+        // No cuts: the whole text in one piece, as the trait's default.
         let text = reply.message.text();
+        let cuts = self.cuts.as_deref().unwrap_or_default();
         let mut bounds: Vec<usize> = cuts.iter().copied().filter(|&cut| cut < text.len()).collect();
         bounds.push(text.len());
         let drop_after = self.drops.lock().unwrap().pop_front().flatten();
@@ -173,7 +168,9 @@ impl Model for ScriptedModel {
             if drop_after == Some(index) {
                 return Err(ModelError::Unavailable("the stream dropped".into()));
             }
-            sink.text(&text[from..to]).await;
+            if to > from {
+                sink.text(&text[from..to]).await;
+            }
             from = to;
         }
         Ok(reply)
