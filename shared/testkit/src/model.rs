@@ -72,8 +72,9 @@ pub struct ScriptedModel {
     /// The tool each call forced, if any.
     forced: Mutex<Vec<Option<String>>>,
     pause: Duration,
-    /// Where a streamed reply's text is cut into pieces (byte offsets).
-    cuts: Option<Vec<usize>>,
+    /// Where a streamed reply's text is cut into pieces (byte offsets);
+    /// none: one piece.
+    cuts: Vec<usize>,
     /// For each streamed reply in turn: after how many pieces its stream
     /// drops (`None`: it does not).
     drops: Mutex<VecDeque<Option<usize>>>,
@@ -94,7 +95,7 @@ impl ScriptedModel {
     /// Streamed replies' text is written in pieces cut at these byte
     /// offsets, as Bedrock's ConverseStream does.
     pub fn streamed_in(mut self, cuts: &[usize]) -> Self {
-        self.cuts = Some(cuts.to_vec());
+        self.cuts = cuts.to_vec();
         self
     }
 
@@ -157,10 +158,8 @@ impl Model for ScriptedModel {
         sink: &mut dyn TextSink,
     ) -> Result<ModelReply, ModelError> {
         let reply = self.converse(request).await?;
-        // No cuts: the whole text in one piece, as the trait's default.
         let text = reply.message.text();
-        let cuts = self.cuts.as_deref().unwrap_or_default();
-        let mut bounds: Vec<usize> = cuts.iter().copied().filter(|&cut| cut < text.len()).collect();
+        let mut bounds: Vec<usize> = self.cuts.iter().copied().filter(|&cut| cut < text.len()).collect();
         bounds.push(text.len());
         let drop_after = self.drops.lock().unwrap().pop_front().flatten();
         let mut from = 0;

@@ -148,11 +148,6 @@ impl Worker {
         &self.tools
     }
 
-    /// Whether tools here act as the person who asked.
-    pub fn signs_in(&self) -> bool {
-        self.sign_in.is_some()
-    }
-
     /// What the start began that nothing waits for.
     pub fn background(&self) -> &Background {
         &self.background
