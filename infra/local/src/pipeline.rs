@@ -486,13 +486,20 @@ fn reply_kind(reply: &ReplyMessage) -> String {
 /// responder as soon as the worker sends it (as SQS and a warm responder
 /// do within milliseconds in AWS), so what Slack shows prints in the order
 /// a person in the thread would see it. A reply the responder fails on
-/// stays queued and is tried again by the next drain, as SQS redelivers it.
+/// with an error a retry may mend is tried again after the work, at most
+/// [`REPLY_TRIES`] times in all, as SQS redelivers it before its
+/// dead-letter queue takes it.
 #[derive(Default)]
 pub struct LiveReplies {
     responder: std::sync::OnceLock<Arc<Responder>>,
-    failed: MemoryQueue<ReplyMessage>,
+    /// Replies to try again, each with the tries it has had.
+    failed: std::sync::Mutex<Vec<(ReplyMessage, u32)>>,
     posted: std::sync::atomic::AtomicUsize,
 }
+
+/// The tries a reply gets (the template's reply queue's `maxReceiveCount`
+/// is larger; here a person is waiting at the console).
+const REPLY_TRIES: u32 = 3;
 
 impl LiveReplies {
     fn answer_with(&self, responder: Arc<Responder>) {
@@ -503,9 +510,10 @@ impl LiveReplies {
         self.posted.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Hands `reply` to the responder; kept for [`Self::retry`] if it fails.
-    async fn respond(&self, reply: &ReplyMessage) {
-        use assistant_core::ports::ReplyQueue;
+    /// Hands `reply` to the responder (its `tries`th try); kept for
+    /// [`Self::retry`] if it fails and may succeed later.
+    async fn respond(&self, reply: &ReplyMessage, tries: u32) {
+        use assistant_core::Retryable;
         let Some(responder) = self.responder.get() else { return };
         let started = Instant::now();
         let detail = match responder.handle(reply).await {
@@ -515,19 +523,23 @@ impl LiveReplies {
                 }
                 format!("{}: {outcome}", reply_kind(reply))
             }
-            Err(err) => {
-                let _ = self.failed.send(reply).await;
+            Err(err) if err.is_retryable() && tries < REPLY_TRIES => {
+                self.failed.lock().expect("failed replies lock").push((reply.clone(), tries));
                 format!("{}: failed ({err}); tried again after the work", reply_kind(reply))
             }
+            Err(err) => format!(
+                "{}: failed ({err}); given up after {tries} tries (in AWS: the dead-letter queue)",
+                reply_kind(reply)
+            ),
         };
         stage("responder", started.elapsed(), &detail);
     }
 
     /// The replies that failed, handed over again; how many there were.
     async fn retry(&self) -> usize {
-        let failed = self.failed.drain();
-        for reply in &failed {
-            self.respond(reply).await;
+        let failed = std::mem::take(&mut *self.failed.lock().expect("failed replies lock"));
+        for (reply, tries) in &failed {
+            self.respond(reply, tries + 1).await;
         }
         failed.len()
     }
@@ -536,7 +548,7 @@ impl LiveReplies {
 #[async_trait]
 impl assistant_core::ports::ReplyQueue for LiveReplies {
     async fn send(&self, message: &ReplyMessage) -> Result<(), assistant_core::PortError> {
-        self.respond(message).await;
+        self.respond(message, 1).await;
         Ok(())
     }
 }
@@ -630,4 +642,69 @@ pub fn mention(secret: &str, question: &str) -> (HeaderMap, String) {
     .to_string();
     let headers = testkit::signed::headers(secret, now.as_secs() as i64, &body, "application/json");
     (headers, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assistant_core::ports::{Put, RecordKey, RecordWrite, StoredRecord};
+    use assistant_core::{PortError, ThreadRef, TurnId};
+
+    /// A table that answers nothing: every read fails as a table down would.
+    struct Down;
+
+    #[async_trait]
+    impl VersionedRecords for Down {
+        async fn get(&self, _: &RecordKey) -> Result<Option<StoredRecord>, PortError> {
+            Err(PortError::new("read", "the table is down"))
+        }
+
+        async fn put(&self, _: &RecordKey, _: &RecordWrite) -> Result<Put, PortError> {
+            Err(PortError::new("read", "the table is down"))
+        }
+
+        async fn put_part(&self, _: &str, _: &str, _: String, _: i64) -> Result<(), PortError> {
+            Err(PortError::new("read", "the table is down"))
+        }
+
+        async fn delete_part(&self, _: &str, _: &str) -> Result<(), PortError> {
+            Err(PortError::new("read", "the table is down"))
+        }
+
+        async fn parts(&self, _: &str, _: &str) -> Result<Vec<(String, String)>, PortError> {
+            Err(PortError::new("read", "the table is down"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reply_the_responder_keeps_failing_on_is_given_up_after_its_tries() {
+        // GIVEN a responder whose table is down
+        let records: Arc<dyn VersionedRecords> = Arc::new(Down);
+        let replies = LiveReplies::default();
+        replies.answer_with(Arc::new(Responder {
+            turns: Arc::new(RecordTurns::new(records.clone())),
+            deliveries: Arc::new(RecordDeliveries::new(records.clone())),
+            streams: StreamLog::new(records),
+            slack: Arc::new(MemoryPoster::default()),
+            clock: Arc::new(SystemClock),
+            mentions: Default::default(),
+            alerts: None,
+        }));
+        // WHEN the worker sends an answer and the runner drains until done
+        let thread = ThreadRef {
+            team: slack::TeamId::new("T1"),
+            channel: slack::ChannelId::new("C1"),
+            thread_ts: slack::Ts::new("1763800000.000100"),
+        };
+        let reply = ReplyMessage::Deliver { turn_id: TurnId::new("T1-Ev1"), thread };
+        assistant_core::ports::ReplyQueue::send(&replies, &reply).await.unwrap();
+        let mut drains = 0;
+        while replies.retry().await > 0 {
+            drains += 1;
+            assert!(drains < 10, "the runner never stops trying");
+        }
+        // THEN it was tried as often as it may be, and no more
+        assert_eq!(drains, REPLY_TRIES as usize - 1, "two more tries after the first");
+        assert_eq!(replies.posted(), 0);
+    }
 }
