@@ -4,7 +4,7 @@
 
 use crate::config::Config;
 use crate::event::WorkerEvent;
-use crate::start::{Arrival, Clients};
+use crate::start::{Arrival, Clients, HoldGate};
 use crate::{FUNCTION_NAME, VERSION};
 use adapters_aws::dynamodb::{self, DynamoClaims, DynamoContexts, DynamoTimers};
 use adapters_aws::sqs::{self, SqsQueue};
@@ -20,7 +20,7 @@ use adapters_slack::{OutputGuard, SlackWebReader, WebAgent};
 use assistant_core::alerts::OpsAlerts;
 use assistant_core::feedback::FeedbackLog;
 use assistant_core::oauth::{ConnectStates, SealedVault};
-use assistant_core::ports::StoredRecord;
+use assistant_core::ports::{MessageVisibility, StoredRecord};
 use assistant_core::store::{RecordDeliveries, StreamLog};
 use assistant_core::{Clock, SystemClock, WorkMessage};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
@@ -411,19 +411,26 @@ impl WorkerFunction {
             WorkerEvent::Batch(batch) => batch,
         };
         let deadline = LambdaDeadline(deadline_ms);
-        let mut work = std::pin::pin!(self.handle_batch(&assembled.worker, &batch, &deadline));
+        let gate = HoldGate::new(self.arrival.visibility.as_ref());
+        let mut work = std::pin::pin!(self.handle_batch(&assembled.worker, &batch, &deadline, &gate));
         // The hold beside the work, until the work is done.
         let response = tokio::select! {
             biased;
             response = &mut work => response,
-            () = self.arrival.hold_if_long(&batch, deadline_ms) => work.await,
+            () = self.arrival.hold_if_long(&batch, deadline_ms, &gate) => work.await,
         };
         self.arrival.turns.forget();
         serde_json::to_value(response).expect("batch response serializes")
     }
 
-    async fn handle_batch(&self, worker: &Worker, batch: &SqsEvent, deadline: &dyn Deadline) -> SqsBatchResponse {
-        sqs_batch::handle_event(batch, self.arrival.visibility.as_ref(), |record| async move {
+    async fn handle_batch(
+        &self,
+        worker: &Worker,
+        batch: &SqsEvent,
+        deadline: &dyn Deadline,
+        visibility: &dyn MessageVisibility,
+    ) -> SqsBatchResponse {
+        sqs_batch::handle_event(batch, visibility, |record| async move {
             match WorkMessage::decode(record.body) {
                 Ok(message) => sqs_batch::settle(worker.handle(&message, deadline).await, Permanent::ToDeadLetterQueue),
                 Err(err) => sqs_batch::malformed(&err),

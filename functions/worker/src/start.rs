@@ -9,7 +9,7 @@ use crate::function::{FIRST_EVENT_GRACE, HOLD_AFTER, HOLD_MARGIN, LambdaDeadline
 use adapters_aws::dynamodb::DynamoRecords;
 use adapters_aws::sqs::Visibility;
 use assistant_core::WorkMessage;
-use assistant_core::ports::{MessageVisibility, StoredRecord, VersionedRecords};
+use assistant_core::ports::{MessageVisibility, PortError, StoredRecord, VersionedRecords};
 use assistant_core::store::{ReadAhead, RecordTurns};
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_support::sqs_batch::Record;
@@ -207,14 +207,45 @@ impl Arrival {
     /// visibility timeout. Work done sooner (a click, a rating, most
     /// continuations' first saves) needs no hold and makes no call for it.
     /// The caller drops it when the work is done.
-    pub(crate) async fn hold_if_long(&self, batch: &SqsEvent, deadline_ms: u64) {
+    pub(crate) async fn hold_if_long(&self, batch: &SqsEvent, deadline_ms: u64, gate: &HoldGate<'_>) {
         tokio::time::sleep(HOLD_AFTER).await;
         let until = LambdaDeadline(deadline_ms).time_left() + HOLD_MARGIN;
+        // Under the gate: once the work has set a visibility of its own, no
+        // hold lands after it.
+        let worked = gate.worked.lock().await;
+        if *worked {
+            return;
+        }
         futures_util::future::join_all(batch.records.iter().map(Record::from).map(|record| async move {
-            if let Err(err) = self.visibility.set(record.source, record.receipt_handle, until).await {
+            if let Err(err) = gate.inner.set(record.source, record.receipt_handle, until).await {
                 tracing::warn!(error = %err, "message not held for the invocation: the queue's visibility timeout applies");
             }
         }))
         .await;
+    }
+}
+
+/// An invocation's visibility changes in order: the hold's (until the
+/// invocation's end) never lands after the work's own (a failed message's
+/// backoff), which would keep the message away for the whole deadline.
+/// The work's first change waits for a hold in flight; after it, the hold
+/// changes nothing.
+pub(crate) struct HoldGate<'a> {
+    inner: &'a dyn MessageVisibility,
+    /// Whether the work has changed a visibility.
+    worked: tokio::sync::Mutex<bool>,
+}
+
+impl<'a> HoldGate<'a> {
+    pub(crate) fn new(inner: &'a dyn MessageVisibility) -> Self {
+        Self { inner, worked: tokio::sync::Mutex::new(false) }
+    }
+}
+
+#[async_trait::async_trait]
+impl MessageVisibility for HoldGate<'_> {
+    async fn set(&self, queue_arn: &str, receipt_handle: &str, after: Duration) -> Result<(), PortError> {
+        *self.worked.lock().await = true;
+        self.inner.set(queue_arn, receipt_handle, after).await
     }
 }
