@@ -202,6 +202,72 @@ async fn the_model_reads_alarms_metrics_and_logs_and_a_secret_in_a_log_line_reac
 }
 
 #[tokio::test]
+async fn a_hundred_row_32_kb_log_query_reaches_the_model_whole() {
+    // GIVEN a service whose last hundred log lines fill the README's
+    // `max_bytes` (32 KB), each line with its own marker
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let logs = AwsApi::new(reqwest::Client::new(), Signer::new(&aws), adapters_cloudwatch::LOGS, None);
+    let group = format!("/aws/lambda/{}-api", tests::unique_name("ledger"));
+    let stream = "2026/11/27/[$LATEST]def";
+    logs.call("CreateLogGroup", &json!({"logGroupName": group}), Repeat::Safe).await.unwrap();
+    let body = json!({"logGroupName": group, "logStreamName": stream});
+    logs.call("CreateLogStream", &body, Repeat::Safe).await.unwrap();
+    let start = now() - 3_000;
+    let events: Vec<Value> = (0..100)
+        .map(|n| {
+            let line = format!("WARN ledger write retried marker-{n:03} {}", "detail ".repeat(34));
+            json!({"timestamp": (start + n * 10) * 1000, "message": line})
+        })
+        .collect();
+    let put = json!({"logGroupName": group, "logStreamName": stream, "logEvents": events});
+    logs.call("PutLogEvents", &put, Repeat::Safe).await.unwrap();
+    let config = json!({
+        "tool_policy": [{"channels": "*", "tools": ["*"]}],
+        "aws_tools": {"logs": {"log_groups": [group], "max_rows": 100, "max_bytes": 32768, "timeout_secs": 10}}
+    });
+    stack.put("config/assistant.json", &config.to_string()).await;
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    bedrock.script([
+        Scripted::tool_calls(&[(
+            "t-logs",
+            "logs_query",
+            json!({"log_groups": [group], "query": "fields @timestamp, @message | sort @timestamp asc | limit 100"}),
+        )]),
+        Scripted::text("The ledger retried its writes a hundred times."),
+    ]);
+    let tests::Functions { ingress, worker, .. } = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+
+    // WHEN someone asks and the worker runs the query
+    assert_eq!(ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
+    let work = stack.receive_work().await.unwrap();
+    let handled = worker.handle(sqs_event(&work, WORK_QUEUE_ARN), (now() as u64 + 600) * 1000).await.unwrap();
+    assert_eq!(tests::batch_failures(&handled), Vec::<String>::new(), "{handled}");
+
+    // THEN the model's next request holds all hundred rows, as JSON
+    let requests = bedrock.requests();
+    assert_eq!(requests.len(), 2, "the query's step, then the answer");
+    let sent = requests[1].body["messages"].to_string();
+    let result = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|message| message["content"].as_array().into_iter().flatten())
+        .find_map(|block| block.get("toolResult"))
+        .expect("the query's result");
+    let rows = &result["content"][0]["json"];
+    assert_eq!(rows["rows_shown"], 100, "whole, not a preview: {}", &sent[..sent.len().min(2_000)]);
+    let bytes = serde_json::to_string(&rows["rows"]).unwrap().len();
+    assert!((30_000..=32_768).contains(&bytes), "a full 32 KB of rows: {bytes}");
+    for n in 0..100 {
+        assert!(sent.contains(&format!("marker-{n:03}")), "row {n} reached the model");
+    }
+    assert!(!sent.contains("Only part of this result"), "no note of a cut");
+}
+
+#[tokio::test]
 async fn a_knowledge_base_is_searched_through_its_wire_format_and_its_sources_shown_on_the_step() {
     // GIVEN the real worker binary, a knowledge base behind the SDK's endpoint variable
     let bedrock = FakeBedrock::start().await;

@@ -6,6 +6,7 @@
 
 use adapters_bedrock::{BedrockModel, StreamLimits, retry_config, timeout_config};
 use assistant_core::model::{Model, ModelError, ModelRequest, StopReason, ToolSpec};
+use assistant_core::reading::{Shown, Why};
 use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolResult, ToolStatus, ToolUse, Usage};
 use serde_json::json;
 use std::time::Duration;
@@ -132,6 +133,13 @@ async fn a_transcript_with_tool_results_is_sent_as_converse_blocks() {
                         key: "turns/x/t3".into(),
                         bytes: 2_000_000,
                         preview: "first lines".into(),
+                        shown: Some(Shown {
+                            lines: 2,
+                            total_lines: 90_000,
+                            line_cut: false,
+                            records_of: None,
+                            why: Why::ResultBudget { tokens: 16_666 },
+                        }),
                     },
                 }),
             ],
@@ -151,7 +159,11 @@ async fn a_transcript_with_tool_results_is_sent_as_converse_blocks() {
     );
     assert_eq!(results[1]["toolResult"]["status"], "error");
     let stored = results[2]["toolResult"]["content"][0]["text"].as_str().unwrap();
-    assert!(stored.starts_with("first lines") && stored.contains("2000000 bytes"), "{stored}");
+    assert!(
+        stored.starts_with("first lines\n[Only part of this result is shown: lines 1-2 of 90000 (2000000 bytes"),
+        "{stored}"
+    );
+    assert!(stored.contains(r#"read_result {"result": "t3", "start_line": 3}"#), "{stored}");
 }
 
 #[tokio::test]

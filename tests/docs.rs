@@ -15,7 +15,7 @@
 //! - figures: the AWS calls on the ingress's acknowledgement path (counted
 //!   on the real intake), the binary sizes (stated once, in the table
 //!   `infra/bench.sh` prints, in `docs/src/benchmark.md`), limits that are
-//!   constants in the code;
+//!   constants in the code, the reading budgets (`assistant_core::reading`);
 //! - the layout chapter (`docs/src/layout.md`): a row for every crate,
 //!   naming the workspace crates it uses, as its `Cargo.toml` does;
 //! - the README stays a landing page (under 250 lines), and every chapter
@@ -1062,4 +1062,44 @@ fn every_document_a_file_cites_is_in_the_repository() {
         }
     }
     assert_none(problems, "files cite documents the repository does not have");
+}
+
+/// `1,000` for 1000: as the book writes figures.
+fn with_commas(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn the_reading_budgets_the_book_states_are_the_codes() {
+    use assistant_core::reading::{FLOOR_TOKENS, ReadingBudget};
+    let claude = ReadingBudget::for_model("us.anthropic.claude-sonnet-4-20250514-v1:0");
+    let unknown = ReadingBudget::for_model("someone.new-model-v1");
+    let root = root();
+    let read =
+        |path: &str| std::fs::read_to_string(root.join(path)).unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
+    let (tools, configuration) = (read("docs/src/tools.md"), read("docs/src/configuration.md"));
+    let stated = [
+        (&tools, format!("({} tokens for Claude's 200k,", with_commas(claude.result_tokens))),
+        (&tools, format!("{} for an unknown model)", with_commas(unknown.result_tokens))),
+        (&tools, format!("({} tokens for Claude)", with_commas(claude.turn_tokens))),
+        (&tools, format!("(never under {FLOOR_TOKENS} tokens)")),
+        (
+            &configuration,
+            format!(r#"{{"result_tokens": {}, "turn_tokens": {}}}"#, claude.result_tokens, claude.turn_tokens),
+        ),
+    ];
+    let problems: Vec<String> = stated
+        .iter()
+        .filter(|(doc, figure)| !doc.contains(figure.as_str()))
+        .map(|(_, figure)| format!("the book does not say {figure:?}"))
+        .collect();
+    assert_none(problems, "reading budgets in the book differ from assistant_core::reading's");
 }

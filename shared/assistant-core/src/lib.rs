@@ -25,6 +25,7 @@
 //! - [`clock`]: time, injected so tests pin it.
 //! - [`retry`]: the one retry loop and its backoff.
 //! - [`pricing`]: what a turn costs (model and AWS list prices).
+//! - [`reading`]: what the model reads of a tool result, within a token budget.
 //! - [`telemetry`]: what a settled turn reports to operators.
 
 pub mod alerts;
@@ -47,6 +48,7 @@ pub mod model;
 pub mod oauth;
 pub mod ports;
 pub mod pricing;
+pub mod reading;
 pub mod response_modes;
 pub mod retry;
 pub mod signals;

@@ -184,13 +184,29 @@ pub struct ToolResult {
 pub enum ToolOutput {
     Text(String),
     Json(serde_json::Value),
-    /// Too large for the turn's item: kept in the artifact store under `key`;
-    /// `preview` is what stays inline.
+    /// Over what the model reads whole ([`crate::reading`]): kept in the
+    /// artifact store under `key`; `preview` is what stays inline, `shown`
+    /// what it holds (absent on turns saved by an older build).
     Stored {
         key: String,
         bytes: u64,
         preview: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shown: Option<crate::reading::Shown>,
     },
+}
+
+impl ToolResult {
+    /// What the model reads of this result when it is stored: its preview
+    /// and the note that says what the preview holds and how to read on.
+    pub fn stored_text(&self) -> Option<String> {
+        let ToolOutput::Stored { bytes, preview, shown, .. } = &self.output else { return None };
+        let note = match shown {
+            Some(shown) => crate::reading::note(&self.tool_use_id, *bytes, shown, crate::reading::READ_RESULT),
+            None => format!("[result truncated: {bytes} bytes in all; ask for a narrower query to see more]"),
+        };
+        Some(format!("{preview}\n{note}"))
+    }
 }
 
 /// A file uploaded for the answer, not yet shared.
@@ -392,6 +408,11 @@ pub struct Turn {
     /// Every call made with the person's own token (never the token).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signed_calls: Vec<SignedCall>,
+    /// Tokens of tool results put in the transcript so far (whole results
+    /// and previews), held to the turn's reading budget
+    /// ([`crate::reading::ReadingBudget::turn_tokens`]).
+    #[serde(default)]
+    pub results_read_tokens: u64,
 }
 
 /// A call that changed things, as the audit trail keeps it.
@@ -490,6 +511,7 @@ impl Turn {
             actions: Vec::new(),
             pending_sign_in: None,
             signed_calls: Vec::new(),
+            results_read_tokens: 0,
         }
     }
 

@@ -453,9 +453,9 @@ fn content_block(content: &Content, files: &FileBodies) -> Result<ContentBlock, 
             let output = match &result.output {
                 ToolOutput::Text(text) => ToolResultContentBlock::Text(text.clone()),
                 ToolOutput::Json(json) => ToolResultContentBlock::Json(to_document(json)),
-                ToolOutput::Stored { bytes, preview, .. } => ToolResultContentBlock::Text(format!(
-                    "{preview}\n[result truncated: {bytes} bytes in all; ask for a narrower query to see more]"
-                )),
+                ToolOutput::Stored { .. } => {
+                    ToolResultContentBlock::Text(result.stored_text().expect("a stored result has a text"))
+                }
             };
             let status = match result.status {
                 ToolStatus::Success => ToolResultStatus::Success,

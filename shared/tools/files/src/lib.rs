@@ -1,20 +1,26 @@
-//! `read_attachment`: the model reads a text file pasted in the thread
-//! (a log, a stack trace) by line range or grep.
+//! The model reads what the turn keeps for it, by line range or grep:
 //!
-//! The turn keeps each text file, redacted, under
-//! `turns/{turn}/files/{file_id}` when it starts (`worker-turn`'s
-//! `thread_files`); this tool reads only the asking turn's own. Uses the
-//! registry and the core, nothing else.
+//! - `read_attachment`: a text file pasted in the thread (a log, a stack
+//!   trace). The turn keeps each, redacted, under
+//!   `turns/{turn}/files/{file_id}` when it starts (`worker-turn`'s
+//!   `thread_files`).
+//! - `read_result`: the rest of a tool result the model was shown part of
+//!   (`assistant_core::reading`), kept under `turns/{turn}/results/{id}`,
+//!   read as the same numbered lines the preview showed.
+//!
+//! Each reads only the asking turn's own. Uses the registry and the core,
+//! nothing else.
 
 use assistant_core::files;
 use assistant_core::model::ToolSpec;
 use assistant_core::ports::ArtifactStore;
+use assistant_core::reading;
 use assistant_core::turn::ToolOutput;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-pub use tools_registry::READ_ATTACHMENT;
-use tools_registry::{CallContext, Effect, Tool, ToolFuture};
+use tools_registry::{CallContext, Effect, Tool, ToolError, ToolFuture};
+pub use tools_registry::{READ_ATTACHMENT, READ_RESULT};
 
 /// The most one `read_attachment` call returns.
 const MAX_READ_LINES: usize = 400;
@@ -61,10 +67,67 @@ impl tools_registry::RunTool for ReadAttachment {
                 Ok(None) => return Err(format!("No text file {id} was pasted in this thread.").into()),
                 Err(err) => return Err(format!("The file could not be read just now: {err}").into()),
             };
-            let start = input["start_line"].as_u64().unwrap_or(1).max(1) as usize;
-            let wanted = input["lines"].as_u64().map_or(MAX_READ_LINES, |n| (n as usize).min(MAX_READ_LINES));
-            let grep = input["grep"].as_str().map(str::to_lowercase);
-            Ok(ToolOutput::Text(excerpt(&text, start, wanted, grep.as_deref())))
+            read_lines(&text, &input)
+        })
+    }
+}
+
+/// The lines `input` asks for (`start_line`, `lines`, `grep`) of `text`.
+fn read_lines(text: &str, input: &Value) -> Result<ToolOutput, ToolError> {
+    let start = input["start_line"].as_u64().unwrap_or(1).max(1) as usize;
+    let wanted = input["lines"].as_u64().map_or(MAX_READ_LINES, |n| (n as usize).min(MAX_READ_LINES));
+    let grep = input["grep"].as_str().map(str::to_lowercase);
+    Ok(ToolOutput::Text(excerpt(text, start, wanted, grep.as_deref())))
+}
+
+/// `read_result`: the rest of a result of this turn that the model was
+/// shown part of, by line range or grep.
+pub fn read_result(artifacts: Arc<dyn ArtifactStore>) -> Tool {
+    let spec = ToolSpec {
+        name: READ_RESULT.into(),
+        description: "Read more of one of your earlier tool results that was shown only in part (its note says \
+                      so): a range of lines, or the lines matching a pattern. Lines are numbered as the note \
+                      counts them; a record-per-line result keeps each record on one line."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "result": {"type": "string", "maxLength": 64, "description": "The id of the tool call whose result to read, as its note gives it."},
+                "start_line": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)."},
+                "lines": {"type": "integer", "minimum": 1, "maximum": MAX_READ_LINES},
+                "grep": {"type": "string", "maxLength": 200, "description": "Only lines containing this text (case-insensitive)."}
+            },
+            "required": ["result"],
+            "additionalProperties": false
+        }),
+    };
+    Tool::new(spec, Effect::ReadOnly, Duration::from_secs(10), ReadResult { artifacts })
+        .expect("the built-in schema is valid")
+}
+
+struct ReadResult {
+    artifacts: Arc<dyn ArtifactStore>,
+}
+
+impl tools_registry::RunTool for ReadResult {
+    fn run(&self, input: Value, context: CallContext) -> ToolFuture<'_> {
+        Box::pin(async move {
+            let turn = context.turn.ok_or_else(|| "read_result works only inside a turn.".to_owned())?;
+            let id = input["result"].as_str().unwrap_or_default();
+            if !reading::is_tool_use_id(id) {
+                return Err(format!("{id:?} is not a tool call id.").into());
+            }
+            let body = match self.artifacts.get(&reading::result_key(&turn, id)).await {
+                Ok(Some(body)) => body,
+                Ok(None) => {
+                    return Err(format!(
+                        "No result of call {id} is kept in this turn: only results shown in part are."
+                    )
+                    .into());
+                }
+                Err(err) => return Err(format!("The result could not be read just now: {err}").into()),
+            };
+            read_lines(&reading::lines_of(&body).text(), &input)
         })
     }
 }
@@ -145,6 +208,45 @@ mod tests {
         let deny = ChannelRule { deny: vec!["read_*".into()], ..ChannelRule::everyone("*", vec!["*".into()]) };
         let denied = ToolPolicy::new(vec![deny]);
         assert!(matches!(denied.verdict(asker("T1-Ev1"), READ_ATTACHMENT), tools_registry::Verdict::Denied { .. }));
+    }
+
+    #[tokio::test]
+    async fn read_result_reads_the_asking_turns_stored_results_as_the_preview_numbered_them() {
+        let artifacts = Arc::new(MemoryArtifacts::default());
+        let rows: Vec<Value> = (1..=100).map(|n| json!({"@message": format!("row {n}")})).collect();
+        let body = serde_json::to_vec(&json!({"rows": rows, "status": "Complete"})).unwrap();
+        let mine = reading::result_key(&TurnId::new("T1-Ev1"), "tooluse_a1");
+        artifacts.put(&mine, body, "application/json").await.unwrap();
+        let theirs = reading::result_key(&TurnId::new("T1-Ev2"), "tooluse_b1");
+        artifacts.put(&theirs, b"theirs".to_vec(), "text/plain").await.unwrap();
+        let registry = ToolRegistry::new(vec![read_result(artifacts)], ToolPolicy::allow_all()).unwrap();
+        let run = |input: Value| {
+            let registry = &registry;
+            async move {
+                let call = ToolUse { id: "t".into(), name: READ_RESULT.into(), input };
+                registry.run_all(&[&call], asker("T1-Ev1"), &Credentials::new()).await.remove(0)
+            }
+        };
+
+        let read = run(json!({"result": "tooluse_a1", "start_line": 100, "lines": 5})).await;
+        assert_eq!(read.status, ToolStatus::Success);
+        assert_eq!(
+            read.output,
+            ToolOutput::Text(
+                "100: {\"@message\":\"row 99\"}\n101: {\"@message\":\"row 100\"}\n(End of file: 101 lines.)".into()
+            )
+        );
+        let found = run(json!({"result": "tooluse_a1", "grep": "ROW 42"})).await;
+        assert_eq!(found.output, ToolOutput::Text("43: {\"@message\":\"row 42\"}\n(End of file: 101 lines.)".into()));
+
+        for hostile in ["tooluse_b1", "../T1-Ev2/results/tooluse_b1", "tooluse_a1/../../T1-Ev2/results/tooluse_b1", ""]
+        {
+            let result = run(json!({"result": hostile})).await;
+            assert_eq!(result.status, ToolStatus::Error, "{hostile:?}: {:?}", result.output);
+        }
+        let call = ToolUse { id: "t".into(), name: READ_RESULT.into(), input: json!({"result": "tooluse_a1"}) };
+        let outside = registry.run_all(&[&call], &slack::ChannelId::new("C1"), &Credentials::new()).await;
+        assert_eq!(outside[0].status, ToolStatus::Error, "no turn, no results");
     }
 
     #[test]

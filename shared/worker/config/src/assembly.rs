@@ -9,6 +9,7 @@ use assistant_core::mcp::McpConnector;
 use assistant_core::model::OpenModel;
 use assistant_core::ports::{ArtifactStore, Bounded, PortError, RequestSigner, SecretStore};
 use assistant_core::pricing::ModelPrices;
+use assistant_core::reading::ReadingBudget;
 use assistant_core::signals::{AwsConnector, KnowledgeBases};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -340,6 +341,7 @@ pub async fn assemble(
     let mut tools = vec![
         tools_registry::builtin::current_time(ports.core.clock.clone()),
         tools_files::read_attachment(ports.core.artifacts.clone()),
+        tools_files::read_result(ports.core.artifacts.clone()),
         worker_turn::answer_files::attach_result_tool(),
     ];
     if let Some(memory) = &ports.memory {
@@ -469,6 +471,8 @@ pub async fn assemble(
         )
     });
     let prices = assistant.model_prices.or_else(|| ModelPrices::for_model(ports.core.model.id()));
+    let reading = assistant.reading.unwrap_or_else(|| ReadingBudget::for_model(ports.core.model.id()));
+    let limits = Limits { reading, ..limits };
     Ok(Worker::builder(ports.core)
         .tools(tools)
         .approvals(assistant.approvals.clone())
@@ -610,8 +614,8 @@ mod tests {
         let advertised: Vec<String> = worker.tools().advertised(&channel).into_iter().map(|spec| spec.name).collect();
         assert_eq!(
             advertised,
-            ["current_time", "read_attachment", "attach_result", "list_docs", "read_doc", "search_docs"],
-            "allowed (read_attachment is offered only to turns with text files)"
+            ["current_time", "read_attachment", "read_result", "attach_result", "list_docs", "read_doc", "search_docs"],
+            "allowed (read_attachment and read_result are offered only to turns with something to read)"
         );
         assert!(worker.tools().approval_rule(&channel, "service_status").is_none(), "declared, but allowed nowhere");
     }

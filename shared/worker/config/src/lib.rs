@@ -48,6 +48,7 @@ pub use assistant_core::config_checks::CONFIGURATION_OBJECTS;
 use assistant_core::config_checks::{ConfigError, named_list, readable_object};
 use assistant_core::ports::SuggestedPrompt;
 use assistant_core::pricing::ModelPrices;
+use assistant_core::reading::ReadingBudget;
 use assistant_core::response_modes::{ResponseMode, ResponseRule};
 use serde::Deserialize;
 use tools_aws::AwsToolsConfig;
@@ -136,6 +137,12 @@ pub struct AssistantConfig {
     /// How long the channels' memory of settled turns is kept.
     #[serde(default)]
     pub memory: MemoryConfig,
+    /// How much of tool results the model reads: `result_tokens` for one
+    /// result whole, `turn_tokens` for all of a turn's (previews and
+    /// `read_result`'s reads included). Default: sized for the model's
+    /// context window (`assistant_core::reading::ReadingBudget::for_model`).
+    #[serde(default, deserialize_with = "reading")]
+    pub reading: Option<ReadingBudget>,
 }
 
 /// `memory` in the configuration: `{"retention_days": 90}`.
@@ -245,6 +252,14 @@ fn model_prices<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Opt
     Ok(Some(prices))
 }
 
+fn reading<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<ReadingBudget>, D::Error> {
+    let budget = ReadingBudget::deserialize(deserializer)?;
+    match budget.problem() {
+        Some(problem) => Err(serde::de::Error::custom(format!("reading: {problem}"))),
+        None => Ok(Some(budget)),
+    }
+}
+
 fn allowed_env<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
     let names = Vec::<String>::deserialize(deserializer)?;
     for name in &names {
@@ -287,6 +302,7 @@ impl Default for AssistantConfig {
             model_prices: None,
             suggested_prompts: default_prompts(),
             memory: MemoryConfig::default(),
+            reading: None,
         }
     }
 }

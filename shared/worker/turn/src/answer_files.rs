@@ -255,7 +255,7 @@ mod tests {
 
         // A stored (large) result is attached whole, from the bucket.
         artifacts.put("turns/T1/q1", b"line 1\nline 2\n".to_vec(), "text/plain").await.unwrap();
-        let stored = ToolOutput::Stored { key: "turns/T1/q1".into(), bytes: 14, preview: "line 1".into() };
+        let stored = ToolOutput::Stored { key: "turns/T1/q1".into(), bytes: 14, preview: "line 1".into(), shown: None };
         let turn = turn_with(stored, ToolStatus::Success);
         let (result, file) = attach(&artifacts, &agent, &turn, &attach_call("q1", "")).await;
         assert_eq!(result.status, ToolStatus::Success);

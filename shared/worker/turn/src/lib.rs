@@ -9,7 +9,8 @@
 //!   `attach_result`, a tool's result as a file beside the answer;
 //!   [`memory`]: what a settled turn leaves in its channel's memory.
 //! - [`enhancer`]: the cheap model's reading of the question.
-//! - [`offload`]: keeping a turn's item small (large results in S3).
+//! - [`reading`]: what the model reads of each tool result (a token budget;
+//!   the rest kept in S3 for `read_result`), and keeping a turn's item small.
 //! - [`streaming`]: the answer streamed into Slack as the model writes it,
 //!   through a redactor that never lets out what it may still redact.
 //! - [`inspect`]: what the model is offered in a channel, and why not the
@@ -35,8 +36,8 @@ mod handle;
 pub mod handlers;
 pub mod inspect;
 pub mod memory;
-pub mod offload;
 mod outcome;
+pub mod reading;
 mod step_loop;
 pub mod streaming;
 mod sweeps;

@@ -21,6 +21,9 @@ pub struct Limits {
     /// Time one step may need: its model call, the slowest tool, the saves.
     /// With less left in the invocation, the turn continues in the next one.
     pub step_time: Duration,
+    /// How much of tool results the model reads (`reading`): by default
+    /// sized for the model's context window.
+    pub reading: ReadingBudget,
 }
 
 /// The most one model call may take, retries and its stream included: the
@@ -45,11 +48,13 @@ impl Default for Limits {
             max_output_tokens: 4096,
             max_turn_tokens: 400_000,
             step_time: MODEL_CALL_TIME + tools_registry::MAX_TOOL_TIME + STEP_OVERHEAD,
+            reading: ReadingBudget::default(),
         }
     }
 }
 
 pub use assistant_core::deadline::Deadline;
+use assistant_core::reading::ReadingBudget;
 
 /// How a message was handled.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -36,7 +36,7 @@
 //! `step`), so every log line of a turn, the adapters' included, can be
 //! found by its id.
 
-use crate::offload;
+use crate::reading;
 use crate::streaming::{self, AnswerStream};
 use crate::tool_calls::{after_decision, settle_unknown_outcomes, settled_prompt, shown_approvers};
 use crate::{Deadline, FAILURE, MAX_TOOL_CALLS_PER_STEP, Outcome, REFUSAL, Worker, WorkerError};
@@ -63,6 +63,14 @@ pub(crate) fn write_units(turn: &Turn) -> u64 {
 pub(crate) fn read_units(turn: &Turn) -> u64 {
     let items = 1 + turn.stored.parts.len() as u64;
     (turn.stored.bytes + items * ITEM_OVERHEAD_BYTES).div_ceil(4_096) + 1
+}
+
+/// Whether the model was shown part of a result it may read on with
+/// `read_result`.
+fn has_stored_results(turn: &Turn) -> bool {
+    turn.transcript.iter().flat_map(|message| &message.content).any(|content| {
+        matches!(content, Content::ToolResult(result) if matches!(result.output, ToolOutput::Stored { shown: Some(_), .. }))
+    })
 }
 
 /// The thread's status line while the first model call runs.
@@ -423,7 +431,7 @@ impl Worker {
         let saved = match self.store.save(turn).await {
             Err(StoreError::TooLarge { bytes, .. }) => {
                 info!(bytes, "turn state over the item limit: compacting");
-                offload::compact(self.artifacts.as_ref(), turn).await?;
+                reading::compact(self.artifacts.as_ref(), turn).await?;
                 self.store.save(turn).await
             }
             other => other,
@@ -469,9 +477,13 @@ impl Worker {
             .map_err(WorkerError::Artifacts)?;
         let bodies = &*bodies;
         let mut tools = self.tools.advertised(&asker);
-        // Offered only to a turn with text files to read.
+        // Offered only to a turn with text files, or results shown in
+        // part, to read.
         if turn.text_files.is_empty() {
             tools.retain(|tool| tool.name != tools_registry::READ_ATTACHMENT);
+        }
+        if !has_stored_results(turn) {
+            tools.retain(|tool| tool.name != tools_registry::READ_RESULT);
         }
         let system = match &turn.channel_context {
             Some(where_) => format!("{}\n\n{where_}", self.system_prompt),

@@ -5,7 +5,7 @@
 
 use crate::acting_as::StepAccess;
 use crate::answer_files::{self, ATTACH_RESULT};
-use crate::offload;
+use crate::reading;
 use crate::step_loop::running;
 use crate::streaming::{self, AnswerStream};
 use crate::{MAX_TOOL_CALLS_PER_STEP, Outcome, Worker, WorkerError};
@@ -178,7 +178,7 @@ impl Worker {
             output: ToolOutput::Text(NO_APPROVER_FOR_EXTERNAL.to_owned()),
         }));
         sort_in_call_order(turn, &mut results);
-        offload::offload_large(self.artifacts.as_ref(), &turn.id, &mut results)
+        reading::fit(self.artifacts.as_ref(), turn, &mut results, self.limits.reading)
             .await
             .map_err(WorkerError::Artifacts)?;
         if held.is_empty() {
@@ -225,7 +225,7 @@ impl Worker {
         }
         let key = format!("{}:{}", turn.id, call.id);
         let mut result = self.tools.run_approved(call, asker, &access.credentials, key).await;
-        offload::offload_large(self.artifacts.as_ref(), &turn.id, std::slice::from_mut(&mut result))
+        reading::fit(self.artifacts.as_ref(), turn, std::slice::from_mut(&mut result), self.limits.reading)
             .await
             .map_err(WorkerError::Artifacts)?;
         let pending = turn.pending_approval.as_mut().expect("still pending");

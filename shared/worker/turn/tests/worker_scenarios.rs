@@ -724,6 +724,47 @@ async fn a_step_whose_results_outgrow_the_item_is_compacted_and_saved() {
 }
 
 #[tokio::test]
+async fn a_result_over_the_budget_is_shown_in_part_and_the_model_reads_the_rest_with_read_result() {
+    // A search returning 9,000 log lines (about 190 KB): three runs of the
+    // same 3,000, the line that matters near the end of each.
+    let log: String = (1..=3_000)
+        .map(|n| {
+            if n == 2_999 { "ERROR pool exhausted: needle-2999\n".to_owned() } else { format!("INFO request {n} ok\n") }
+        })
+        .collect::<String>()
+        .repeat(3);
+    let bulky = Tool::new(spec("search_logs"), Effect::ReadOnly, Duration::from_secs(1), move |_| {
+        let log = log.clone();
+        async move { Ok(ToolOutput::Text(log)) }
+    })
+    .unwrap();
+    let model = ScriptedModel::new([
+        calls(&[("t1", "search_logs", json!({"query": "pool"}))]),
+        calls(&[("t2", "read_result", json!({"result": "t1", "grep": "needle"}))]),
+        text("The pool ran out (needle-2999)."),
+    ]);
+    let mut worker = worker(model, counter());
+    let reader = tools_files::read_result(worker.artifacts.clone());
+    worker.change(|w| w.tools(ToolRegistry::new(vec![bulky, reader], ToolPolicy::allow_all()).unwrap()));
+
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 3 });
+    assert!(!worker.model.advertised(0).contains(&"read_result".to_owned()), "nothing to read yet");
+    assert!(worker.model.advertised(1).contains(&"read_result".to_owned()), "offered once a result was cut");
+    let turn = stored(&worker).await;
+    let Content::ToolResult(first) = &turn.transcript[2].content[0] else { panic!("a result") };
+    let told = first.stored_text().expect("shown in part");
+    assert!(!told.contains("needle-2999"), "the preview is the start");
+    assert!(told.contains("of 9000 (") && told.contains(r#"read_result {"result": "t1""#), "{told}");
+    let Content::ToolResult(read) = &turn.transcript[4].content[0] else { panic!("a result") };
+    let ToolOutput::Text(read) = &read.output else { panic!("read whole: {:?}", read.output) };
+    assert!(read.starts_with("2999: ERROR pool exhausted: needle-2999\n"), "{read}");
+    let budget = assistant_core::reading::ReadingBudget::default();
+    assert!(turn.results_read_tokens <= budget.result_tokens + 100, "counted: {}", turn.results_read_tokens);
+}
+
+#[tokio::test]
 async fn after_the_thread_was_told_the_turn_failed_clicks_continuations_and_retried_questions_do_nothing() {
     // GIVEN a turn waiting for approval, whose work then ended in a
     // dead-letter queue: the responder posted an apology and recorded it
