@@ -12,6 +12,7 @@
 //! responder renders it, and everything sent (to the model, streamed, and
 //! posted) is searched for the case's secrets.
 
+use assistant_core::files::FileRef;
 use assistant_core::messages::{ThreadRef, TurnRequest, WorkMessage};
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, StopReason, TextSink};
 use assistant_core::ports::{Author, ThreadMessage, TurnStore};
@@ -42,6 +43,9 @@ pub struct Case {
     /// Earlier messages of the thread, oldest first.
     #[serde(default)]
     pub earlier: Vec<Earlier>,
+    /// Files shared with the question.
+    #[serde(default)]
+    pub files: Vec<CaseFile>,
     #[serde(default)]
     pub channel: Option<String>,
     #[serde(default)]
@@ -49,6 +53,33 @@ pub struct Case {
     /// The model's replies, in order (used without `--model`).
     pub model: Vec<RecordedReply>,
     pub expect: Expect,
+    /// Where the case's file paths are read from: its own folder
+    /// (`evals/cases` for a case built in code).
+    #[serde(skip, default = "cases_dir")]
+    pub dir: std::path::PathBuf,
+}
+
+/// The evaluation set's folder.
+pub fn cases_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases")
+}
+
+/// Every case of the set (`evals/cases/*.json`), in name order.
+pub fn all_cases() -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut cases: Vec<_> = std::fs::read_dir(cases_dir())?.filter_map(|entry| entry.ok().map(|e| e.path())).collect();
+    cases.retain(|path| path.extension().is_some_and(|ext| ext == "json"));
+    cases.sort();
+    Ok(cases)
+}
+
+/// A file shared in the thread: a text file the case keeps beside it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseFile {
+    /// Its name in Slack.
+    pub name: String,
+    /// Where the case keeps it, relative to the case's folder.
+    pub path: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -57,6 +88,8 @@ pub struct Earlier {
     /// `person` or `bot` (this bot).
     pub who: String,
     pub text: String,
+    #[serde(default)]
+    pub files: Vec<CaseFile>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -87,7 +120,12 @@ fn any_object() -> Value {
 pub struct RecordedResult {
     #[serde(default)]
     pub when: serde_json::Map<String, Value>,
+    #[serde(default)]
     pub output: Value,
+    /// The output kept in a file beside the case instead (a large
+    /// result): JSON when it parses, else text.
+    #[serde(default)]
+    pub output_file: Option<String>,
     #[serde(default)]
     pub error: bool,
 }
@@ -132,10 +170,46 @@ pub struct Expect {
     /// Strings that must be in nothing sent: to the model, streamed, posted.
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// Facts that must reach the model (or Slack): marker strings from a
+    /// tool result, a file or the thread, checked in what was sent,
+    /// whatever the replies were.
+    #[serde(default)]
+    pub facts: Vec<Fact>,
     #[serde(default = "max_steps")]
     pub max_steps: u32,
     #[serde(default = "max_cost")]
     pub max_cost_usd: f64,
+}
+
+/// A fact a good answer needs, and where it must arrive.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fact {
+    /// A string only that fact holds (case-sensitive).
+    pub marker: String,
+    /// Where it sits: a tool's name, `file NAME`, `thread`, `answer`.
+    pub from: String,
+    #[serde(default)]
+    pub to: Destination,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Destination {
+    /// Any model request of the turn, as Bedrock would be sent it.
+    #[default]
+    Model,
+    /// What Slack receives of the answer, as the responder renders it.
+    Slack,
+}
+
+/// Whether a fact arrived.
+#[derive(Debug, Clone)]
+pub struct FactSeen {
+    pub marker: String,
+    pub from: String,
+    pub to: Destination,
+    pub reached: bool,
 }
 
 fn max_steps() -> u32 {
@@ -157,6 +231,8 @@ pub struct Verdict {
     pub cost_usd: f64,
     pub latency: Duration,
     pub answer: String,
+    /// The case's facts, and whether each arrived.
+    pub facts: Vec<FactSeen>,
 }
 
 impl Verdict {
@@ -175,7 +251,42 @@ pub enum Answerer {
 
 pub fn load_case(path: &std::path::Path) -> anyhow::Result<Case> {
     let text = std::fs::read_to_string(path)?;
-    serde_json::from_str(&text).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))
+    let mut case: Case = serde_json::from_str(&text).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
+    if let Some(dir) = path.parent() {
+        case.dir = dir.to_owned();
+    }
+    Ok(case)
+}
+
+/// The thread's files as Slack lists them (ids `F0EVAL0001`… in the
+/// order the case names them), and their bodies by URL.
+struct Files {
+    bodies: Vec<(String, Vec<u8>)>,
+}
+
+impl Files {
+    fn refs(&mut self, dir: &std::path::Path, files: &[CaseFile]) -> anyhow::Result<Vec<FileRef>> {
+        files
+            .iter()
+            .map(|file| {
+                let body = std::fs::read(dir.join(&file.path))
+                    .map_err(|err| anyhow::anyhow!("{}: {err}", dir.join(&file.path).display()))?;
+                let id = format!("F0EVAL{:04}", self.bodies.len() + 1);
+                let url = format!("https://files.slack.com/files-pri/T0EVALS001-{id}/download/{}", file.name);
+                let size = body.len() as u64;
+                self.bodies.push((url.clone(), body));
+                Ok(FileRef {
+                    id,
+                    name: file.name.clone(),
+                    mimetype: "text/plain".into(),
+                    filetype: "text".into(),
+                    size,
+                    url: Some(url),
+                    access: Default::default(),
+                })
+            })
+            .collect()
+    }
 }
 
 /// Runs one case.
@@ -190,19 +301,32 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
     };
     let model = Arc::new(Recorder { inner: model, sent: Mutex::default() });
     let tables = testkit::memory::tables();
+    let artifacts = Arc::new(testkit::memory::MemoryArtifacts::default());
     let agent = Arc::new(testkit::agent_memory::MemoryAgent::default());
-    let history = case
-        .earlier
-        .iter()
-        .enumerate()
-        .map(|(n, earlier)| ThreadMessage {
+    let mut files = Files { bodies: Vec::new() };
+    let mut history = Vec::new();
+    for (n, earlier) in case.earlier.iter().enumerate() {
+        history.push(ThreadMessage {
             ts: Ts::new(format!("1763800{n:03}.000100")),
             author: if earlier.who == "bot" { Author::ThisBot } else { Author::Person(UserId::new("U0EARLIER1")) },
             text: earlier.text.clone(),
-            files: Vec::new(),
-        })
-        .collect();
-    let slack = Arc::new(testkit::memory::MemorySlack::default().with_history(history));
+            files: files.refs(&case.dir, &earlier.files)?,
+        });
+    }
+    let mut request = request(case);
+    request.files = files.refs(&case.dir, &case.files)?;
+    // The thread as Slack returns it: the question last.
+    history.push(ThreadMessage {
+        ts: request.message_ts.clone(),
+        author: Author::Person(request.user.clone()),
+        text: request.text.clone(),
+        files: request.files.clone(),
+    });
+    let mut slack = testkit::memory::MemorySlack::default().with_history(history);
+    for (url, body) in files.bodies {
+        slack = slack.with_file(&url, body);
+    }
+    let slack = Arc::new(slack);
     let store = Arc::new(tables.turns);
     let ports = WorkerPorts {
         core: worker_turn::Ports {
@@ -211,7 +335,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
             model: model.clone(),
             work: Arc::new(testkit::memory::MemoryQueue::default()),
             replies: Arc::new(testkit::memory::MemoryQueue::default()),
-            artifacts: Arc::new(testkit::memory::MemoryArtifacts::default()),
+            artifacts: artifacts.clone(),
             slack: slack.clone(),
             files: slack,
             timers: Arc::new(testkit::memory::MemoryTimers::default()),
@@ -251,12 +375,14 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
     let mut tools =
         vec![tools_registry::builtin::current_time(Arc::new(testkit::clock::ManualClock::at(1_763_800_600)))];
     for tool in &case.tools {
-        tools.push(recorded_tool(tool));
+        tools.push(recorded_tool(tool, &case.dir)?);
     }
+    tools.push(tools_files::read_attachment(artifacts.clone()));
+    tools.push(tools_files::read_result(artifacts.clone()));
+    tools.push(worker_turn::answer_files::attach_result_tool());
     let tools = ToolRegistry::new(tools, config.policy().unwrap_or_else(ToolPolicy::allow_all))?;
     let worker = worker.rebuild().tools(tools).prices(prices).build();
 
-    let request = request(case);
     let turn_id = WorkMessage::StartTurn(request.clone()).turn_id().expect("a start names its turn");
     let mut message = WorkMessage::StartTurn(request.clone());
     for _ in 0..10 {
@@ -333,6 +459,26 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
     if !waiting && !matches!(turn.status, TurnStatus::Answered) {
         failures.push(format!("the turn ended {}", turn.status.as_str()));
     }
+    let facts: Vec<FactSeen> = expect
+        .facts
+        .iter()
+        .map(|fact| FactSeen {
+            marker: fact.marker.clone(),
+            from: fact.from.clone(),
+            to: fact.to,
+            reached: match fact.to {
+                Destination::Model => sent.contains(&fact.marker),
+                Destination::Slack => posted.contains(&fact.marker),
+            },
+        })
+        .collect();
+    for fact in facts.iter().filter(|fact| !fact.reached) {
+        let to = match fact.to {
+            Destination::Model => "any model request",
+            Destination::Slack => "what Slack received",
+        };
+        failures.push(format!("{:?} (from {}) never reached {to}", fact.marker, fact.from));
+    }
     Ok(Verdict {
         name: case.name.clone(),
         failures,
@@ -341,6 +487,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
         cost_usd,
         latency: started.elapsed(),
         answer,
+        facts,
     })
 }
 
@@ -362,16 +509,23 @@ fn request(case: &Case) -> TurnRequest {
 }
 
 /// A tool answering from the case's recorded results.
-fn recorded_tool(recorded: &RecordedTool) -> Tool {
+fn recorded_tool(recorded: &RecordedTool, dir: &std::path::Path) -> anyhow::Result<Tool> {
     let spec = assistant_core::model::ToolSpec {
         name: recorded.name.clone(),
         description: recorded.description.clone(),
         input_schema: recorded.input_schema.clone(),
     };
     let effect = if recorded.effect == "change" { Effect::ChangesThings } else { Effect::ReadOnly };
-    let results = recorded.results.clone();
+    let mut results = recorded.results.clone();
+    for result in &mut results {
+        if let Some(path) = &result.output_file {
+            let text = std::fs::read_to_string(dir.join(path))
+                .map_err(|err| anyhow::anyhow!("{}: {err}", dir.join(path).display()))?;
+            result.output = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        }
+    }
     let name = recorded.name.clone();
-    Tool::with_servers_schema(spec, effect, Duration::from_secs(5), move |input: Value| {
+    Ok(Tool::with_servers_schema(spec, effect, Duration::from_secs(5), move |input: Value| {
         let found =
             results.iter().find(|result| result.when.iter().all(|(key, value)| input.get(key) == Some(value))).cloned();
         let name = name.clone();
@@ -385,7 +539,7 @@ fn recorded_tool(recorded: &RecordedTool) -> Tool {
                 None => Err(format!("{name}: no recorded result for {input}").into()),
             }
         }
-    })
+    }))
 }
 
 /// The case's recorded replies, in order; usage estimated from sizes
@@ -441,9 +595,24 @@ struct Recorder {
 }
 
 impl Recorder {
+    /// The request as the model reads it: the system prompt, each text,
+    /// each call, and each result as Bedrock is sent it (a stored result
+    /// as its preview and note, not the bucket's copy).
     fn keep(&self, request: &ModelRequest<'_>) {
-        let messages = serde_json::to_string(request.messages).unwrap_or_default();
-        self.sent.lock().expect("sent lock").push(format!("{}\n{messages}", request.system));
+        let mut seen = vec![request.system.to_owned()];
+        for content in request.messages.iter().flat_map(|message| &message.content) {
+            seen.push(match content {
+                Content::Text(text) => text.clone(),
+                Content::ToolUse(call) => format!("{} {}", call.name, call.input),
+                Content::ToolResult(result) => match &result.output {
+                    ToolOutput::Text(text) => text.clone(),
+                    ToolOutput::Json(json) => json.to_string(),
+                    ToolOutput::Stored { .. } => result.stored_text().unwrap_or_default(),
+                },
+                Content::File(file) => format!("[{} {}]", file.name, file.key),
+            });
+        }
+        self.sent.lock().expect("sent lock").push(seen.join("\n"));
     }
 }
 
@@ -471,15 +640,19 @@ impl Model for Recorder {
 /// The summary table's rows and its last line.
 pub fn table(verdicts: &[Verdict]) -> String {
     let mut out = format!(
-        "{:<34} {:<6} {:>5} {:>8} {:>8} {:>9} {:>8}  {}\n",
-        "case", "result", "steps", "in tok", "out tok", "cost $", "ms", "why"
+        "{:<34} {:<6} {:>5} {:>6} {:>8} {:>8} {:>9} {:>8}  {}\n",
+        "case", "result", "steps", "facts", "in tok", "out tok", "cost $", "ms", "why"
     );
     for verdict in verdicts {
+        let reached = verdict.facts.iter().filter(|fact| fact.reached).count();
+        let facts =
+            if verdict.facts.is_empty() { "-".to_owned() } else { format!("{reached}/{}", verdict.facts.len()) };
         out.push_str(&format!(
-            "{:<34} {:<6} {:>5} {:>8} {:>8} {:>9.5} {:>8}  {}\n",
+            "{:<34} {:<6} {:>5} {:>6} {:>8} {:>8} {:>9.5} {:>8}  {}\n",
             verdict.name,
             if verdict.passed() { "pass" } else { "FAIL" },
             verdict.steps,
+            facts,
             verdict.usage.input_tokens,
             verdict.usage.output_tokens,
             verdict.cost_usd,

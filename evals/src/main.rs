@@ -28,10 +28,7 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     if cases.is_empty() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("cases");
-        cases = std::fs::read_dir(&dir)?.filter_map(|entry| entry.ok().map(|e| e.path())).collect();
-        cases.retain(|path| path.extension().is_some_and(|ext| ext == "json"));
-        cases.sort();
+        cases = evals::all_cases()?;
     }
     let config = match &config {
         Some(path) => AssistantConfig::parse(&std::fs::read(path)?).with_context(|| format!("{}", path.display()))?,

@@ -62,11 +62,57 @@ async fn missing_calls_a_missing_approval_words_steps_and_cost_are_each_failures
 }
 
 #[tokio::test]
+async fn a_fact_lost_on_the_way_to_the_model_fails_the_case_whatever_the_reply_says() {
+    // GIVEN a result whose fact sits deep in it, and a reply that (as a
+    // recording does) states the fact whatever the model was shown
+    let rows: Vec<serde_json::Value> = (0..400)
+        .map(|n| json!({"@message": if n == 350 { "ERROR disk full on /var/lib/ledger".to_owned() } else { format!("INFO row {n} {}", "x".repeat(60)) }}))
+        .collect();
+    let deep = json!({
+        "name": "deep", "about": "a fact deep in a 30 KB result",
+        "question": "why did ledger stop?",
+        "tools": [{"name": "logs_query", "description": "Logs.", "results": [{"when": {}, "output": {"rows": rows}}]}],
+        "model": [{"calls": [{"id": "t1", "name": "logs_query", "input": {}}]}, {"text": "The disk is full: ERROR disk full on /var/lib/ledger."}],
+        "expect": {"contains": ["disk full"], "facts": [{"marker": "disk full on /var/lib/ledger", "from": "logs_query"}]}
+    });
+    // WHEN the model may read all of it, the case passes
+    let whole = run(&case(deep.clone()), &AssistantConfig::default(), &Answerer::Recorded).await.unwrap();
+    assert!(whole.passed(), "{:?}", whole.failures);
+    assert!(whole.facts[0].reached);
+    // AND WHEN it sees only the start, it fails for the lost fact alone,
+    // though the recorded answer still says it
+    let small = AssistantConfig::parse(br#"{"reading": {"result_tokens": 1000, "turn_tokens": 1000}}"#).unwrap();
+    let cut = run(&case(deep), &small, &Answerer::Recorded).await.unwrap();
+    assert_eq!(cut.failures, [r#""disk full on /var/lib/ledger" (from logs_query) never reached any model request"#]);
+    assert!(cut.answer.contains("disk full"), "the reply did not depend on it");
+}
+
+#[tokio::test]
+async fn a_link_the_answer_had_that_slack_never_receives_is_a_failure() {
+    let found = failures(json!({
+        "name": "lost-link", "about": "an answer whose link is dropped on the way to Slack",
+        "question": "where is the runbook?",
+        "model": [{"text": "See [the runbook](https://runbooks.example.com/a)."}],
+        "expect": {"facts": [
+            {"marker": "https://runbooks.example.com/a", "from": "answer", "to": "slack"},
+            {"marker": "https://runbooks.example.com/never-said", "from": "answer", "to": "slack"}
+        ]}
+    }))
+    .await;
+    assert_eq!(found, [r#""https://runbooks.example.com/never-said" (from answer) never reached what Slack received"#]);
+}
+
+#[tokio::test]
 async fn every_case_in_the_set_parses_and_the_set_covers_what_the_issue_asks() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
-    let cases: Vec<Case> =
-        std::fs::read_dir(dir).unwrap().map(|entry| evals::load_case(&entry.unwrap().path()).unwrap()).collect();
+    let cases: Vec<Case> = evals::all_cases().unwrap().iter().map(|path| evals::load_case(path).unwrap()).collect();
     assert!(cases.len() >= 25, "{} cases", cases.len());
+    // Cases that fail when information is lost on its way: to the model
+    // from a large result, a long log, a second file; to Slack in a table.
+    let facts =
+        |to: evals::Destination| cases.iter().filter(|case| case.expect.facts.iter().any(|fact| fact.to == to)).count();
+    assert!(facts(evals::Destination::Model) >= 4 && facts(evals::Destination::Slack) >= 1);
+    let from_files = cases.iter().filter(|case| case.expect.facts.iter().any(|f| f.from.starts_with("file "))).count();
+    assert!(from_files >= 2, "{from_files} cases with facts from files");
     let approvals = cases.iter().filter(|case| case.expect.approval == Some(true)).count();
     let secrets = cases.iter().filter(|case| !case.expect.secrets.is_empty()).count();
     let injections = cases.iter().filter(|case| case.name.starts_with("injection")).count();
