@@ -25,7 +25,10 @@
 //!    and the share of a 10-step turn's input tokens read from the prompt
 //!    cache, under the fake model's accounting (Bedrock's: a request reads
 //!    from the cache the prefix up to the previous request's last cache
-//!    point, and writes the rest up to its own last one).
+//!    point, and writes the rest up to its own last one). Then a turn with
+//!    one large tool result (a 100-row, 32 KB log query and a 1,000-row,
+//!    256 KB one): how many bytes of it the answering request holds, the
+//!    turn's input tokens and its model cost.
 //! 7. Time to first streamed text: from the model's first token to the
 //!    first text appended to the Slack stream, with a model that writes its
 //!    answer a token at a time at 30, 60 and 120 tokens a second (the real
@@ -71,6 +74,7 @@ fn main() -> Result<()> {
     runtime.block_on(worker_overhead())?;
     responder_rendering();
     runtime.block_on(turn_cost())?;
+    runtime.block_on(large_results())?;
     runtime.block_on(first_streamed_text())?;
     match std::env::var("FLOOR_BIN") {
         Ok(_) => {
@@ -179,16 +183,27 @@ fn bench_worker_with(
     steps: u32,
     clock: Arc<dyn Clock>,
 ) -> Result<BenchWorker> {
+    // A 2 KB result per call: a realistic runbook excerpt.
+    let excerpt = "Runbook: when checkout-api reports pool exhaustion, check the deploy log. ".repeat(28);
+    bench_worker_returning(model, agent, steps, clock, ToolOutput::Text(excerpt))
+}
+
+/// The bench worker whose one tool returns `output` on every call.
+fn bench_worker_returning(
+    model: Arc<dyn Model>,
+    agent: Arc<dyn AgentSlack>,
+    steps: u32,
+    clock: Arc<dyn Clock>,
+    output: ToolOutput,
+) -> Result<BenchWorker> {
     let spec = ToolSpec {
         name: "search_docs".into(),
         description: "Search the runbooks.".into(),
         input_schema: serde_json::json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
     };
-    // A 2 KB result per call: a realistic runbook excerpt.
-    let excerpt = "Runbook: when checkout-api reports pool exhaustion, check the deploy log. ".repeat(28);
     let search = Tool::new(spec, Effect::ReadOnly, Duration::from_secs(5), move |_| {
-        let excerpt = excerpt.clone();
-        async move { Ok(ToolOutput::Text(excerpt)) }
+        let output = output.clone();
+        async move { Ok(output) }
     })?;
     let tables = testkit::memory::tables();
     let store = Arc::new(Counting { inner: tables.turns, calls: AtomicUsize::new(0) });
@@ -302,6 +317,74 @@ async fn turn_cost() -> Result<()> {
     }
     let waiting = 0.5 * assistant_core::pricing::LAMBDA_GB_SECOND;
     println!("  plus ${waiting:.7} per second the worker waits on the model (Lambda bills the wait)");
+    Ok(())
+}
+
+/// Counts the tool-result bytes in each request (as serialized: a result
+/// shown in part is its preview), then asks the instant model.
+struct ResultBytes {
+    inner: InstantModel,
+    sent: std::sync::Mutex<Vec<usize>>,
+}
+
+#[async_trait]
+impl Model for ResultBytes {
+    async fn converse(
+        &self,
+        request: assistant_core::model::ModelRequest<'_>,
+    ) -> Result<assistant_core::model::ModelReply, assistant_core::model::ModelError> {
+        let results = request
+            .messages
+            .iter()
+            .flat_map(|message| &message.content)
+            .filter(|content| matches!(content, assistant_core::turn::Content::ToolResult(_)))
+            .map(|content| serde_json::to_string(content).map_or(0, |json| json.len()))
+            .sum();
+        self.sent.lock().expect("sent lock").push(results);
+        self.inner.converse(request).await
+    }
+}
+
+/// A log query's answer: `rows` rows of about `row_bytes`, as `logs_query`
+/// returns them.
+fn log_rows(rows: usize, row_bytes: usize) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = (0..rows)
+        .map(|n| {
+            let message = format!("WARN ledger-writer: batch {n} retried {}", "x".repeat(row_bytes.saturating_sub(90)));
+            serde_json::json!({"@timestamp": "2026-11-27 03:00:00.000", "@message": message})
+        })
+        .collect();
+    serde_json::json!({"rows": rows, "rows_shown": rows.len(), "rows_found": rows.len()})
+}
+
+/// What a turn with one large result shows the model and costs: a log
+/// query of 100 rows in 32 KB (`logs_query`'s defaults) and of 1,000 rows
+/// in 256 KB (its largest `max_bytes`), then the answer, priced as Claude
+/// Sonnet 4.
+async fn large_results() -> Result<()> {
+    println!(
+        "
+a turn with one large tool result (a call, then the answer; priced as Claude Sonnet 4)"
+    );
+    let prices = assistant_core::pricing::ModelPrices::for_model("us.anthropic.claude-sonnet-4-20250514-v1:0");
+    for (label, rows, row_bytes) in [("100 rows, 32 KB", 100, 325), ("1,000 rows, 256 KB", 1_000, 262)] {
+        let output = ToolOutput::Json(log_rows(rows, row_bytes));
+        let bytes = serde_json::to_vec(&output).map_or(0, |json| json.len());
+        let model = Arc::new(ResultBytes { inner: InstantModel::new(2), sent: Default::default() });
+        let agent = Arc::new(testkit::agent_memory::MemoryAgent::default());
+        let mut bench = bench_worker_returning(model.clone(), agent, 2, Arc::new(SystemClock), output)?;
+        bench.worker = bench.worker.rebuild().prices(prices).build();
+        bench.worker.handle(&mention(0), &Budget::plenty()).await?;
+        let reports = bench.metrics.reports();
+        let report = reports.first().context("the turn settled and reported")?;
+        let usage = report.usage;
+        let shown = model.sent.lock().expect("sent lock").last().copied().unwrap_or_default();
+        println!(
+            "  {label} ({bytes} bytes): {shown} bytes of it in the answering request; {} input tokens in the turn, model ${:.4}",
+            usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+            report.cost(512).model.unwrap_or_default()
+        );
+    }
     Ok(())
 }
 
