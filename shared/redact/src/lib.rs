@@ -17,7 +17,7 @@ pub mod stream;
 
 pub use stream::StreamRedactor;
 
-use regex::{Captures, Regex};
+use regex::Regex;
 use std::borrow::Cow;
 use std::sync::{OnceLock, RwLock};
 
@@ -34,6 +34,110 @@ struct Rule {
     by_name: bool,
     /// A match this says is no secret is kept.
     keep_if: fn(&str) -> bool,
+    /// How much of the captured value is the secret (its length in
+    /// bytes): a rule whose pattern runs past the secret (a password to
+    /// the end of its line) cuts it here, and the text after the cut is
+    /// searched again, by this rule too.
+    secret_len: fn(&str) -> usize,
+}
+
+impl Rule {
+    /// `text` with every secret this rule finds replaced; `None` when
+    /// nothing was (a match that is kept, an example key, changes nothing).
+    fn apply(&self, text: &str) -> Option<String> {
+        let mut out = String::new();
+        // What of `text` is in `out`, and where the next search starts.
+        let (mut copied, mut from) = (0, 0);
+        while from <= text.len() {
+            let Some(caps) = self.pattern.captures_at(text, from) else { break };
+            let whole = caps.get(0).expect("group 0 always matches");
+            // Never search the same place twice (an empty match).
+            let next = |end: usize| {
+                if end > whole.start() {
+                    end
+                } else {
+                    text[end..].chars().next().map_or(text.len() + 1, |c| end + c.len_utf8())
+                }
+            };
+            let Some(secret) = caps.get(self.group) else {
+                from = next(whole.end());
+                continue;
+            };
+            let len = (self.secret_len)(secret.as_str()).min(secret.len());
+            let value = &secret.as_str()[..len];
+            // A value cut short: what follows it is searched again.
+            let end = secret.start() + len;
+            from = next(if len < secret.len() { end } else { whole.end() });
+            let name = &text[whole.start()..secret.start()];
+            if value.is_empty() || self.keeps(name, value) {
+                continue;
+            }
+            out.push_str(&text[copied..secret.start()]);
+            out.push_str(MARKER_PREFIX);
+            out.push_str(self.label);
+            out.push(']');
+            copied = end;
+        }
+        (copied > 0).then(|| {
+            out.push_str(&text[copied..]);
+            out
+        })
+    }
+
+    /// Whether `value`, assigned to `name` (empty for a rule by shape),
+    /// is no secret after all.
+    fn keeps(&self, name: &str, value: &str) -> bool {
+        DOCUMENTED_EXAMPLES.contains(&value)
+            || value.starts_with(MARKER_START)
+            || (self.keep_if)(value)
+            || (self.by_name
+                && (PLACEHOLDERS.iter().any(|prefix| value.starts_with(prefix))
+                    || is_placeholder_value(value)
+                    || only_looks_like_a_secret_name(name)))
+    }
+}
+
+/// How much of a password's value, read to the end of its line, is the
+/// password: all of it (passwords may hold spaces, and no word of one may
+/// get through), but for what follows the next assignment on the line
+/// (`password=x and DB_USER=app`, `PASSWORD=x DB_HOST=db`,
+/// `password: x or user: app`): the value stops before that assignment, and
+/// before a conjunction (`and`, `or`, `&&`, `||`) joining it. The first
+/// word is always the password's, whatever it looks like.
+fn password_len(value: &str) -> usize {
+    let words: Vec<(usize, &str)> = value
+        .split([' ', '\t'])
+        .scan(0, |at, word| {
+            let start = *at;
+            *at += word.len() + 1;
+            Some((start, word))
+        })
+        .filter(|(_, word)| !word.is_empty())
+        .collect();
+    let assignment = (1..words.len()).find(|&i| {
+        let (_, word) = words[i];
+        is_assignment(word) || (is_name(word) && words.get(i + 1).is_some_and(|(_, next)| next.starts_with('=')))
+    });
+    let Some(mut at) = assignment else { return value.len() };
+    if at >= 2 && ["and", "or", "&&", "||"].iter().any(|joint| words[at - 1].1.eq_ignore_ascii_case(joint)) {
+        at -= 1;
+    }
+    let (start, word) = words[at - 1];
+    start + word.len()
+}
+
+/// A name as env files, YAML and properties write them: `DB_USER`,
+/// `spring.datasource.url`, `log-level`.
+fn is_name(word: &str) -> bool {
+    word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+/// `NAME=value`, `NAME=` or `NAME:value`, `NAME:` (not a URL's `https://`).
+fn is_assignment(word: &str) -> bool {
+    let Some(at) = word.find(['=', ':']) else { return false };
+    let (name, rest) = word.split_at(at);
+    is_name(name) && !rest.starts_with("://")
 }
 
 /// Documented example credentials, found in docs and tests everywhere:
@@ -82,6 +186,7 @@ fn rules() -> Vec<Rule> {
         group,
         by_name: false,
         keep_if: |_| false,
+        secret_len: str::len,
     };
     vec![
         // Blocks first: their insides must not be matched piecemeal.
@@ -151,9 +256,11 @@ fn rules() -> Vec<Rule> {
         // on its line (`> Cookie:` in `curl -v`, a header quoted in a log).
         rule("cookie", r"(?i)\b(?:set-)?cookie\s*:\s*(\S[^\r\n]*)", 1),
         // A password to the end of its line (or of its field in a `k: v, k: v`
-        // list): passwords may hold spaces.
+        // list), since passwords may hold spaces; but not past the next
+        // assignment on the line (`password=x and DB_USER=app`).
         Rule {
             by_name: true,
+            secret_len: password_len,
             ..rule(
                 "secret",
                 r"(?im)\b[A-Za-z0-9_.-]*(?:password|passwd|passphrase)\s*[:=]\s*([^\s\x22'][^\r\n,;]*?)\s*(?:[,;]|$)",
@@ -219,28 +326,7 @@ impl Redactor {
             }
         }
         for rule in &self.rules {
-            let replaced = rule.pattern.replace_all(&text, |caps: &Captures<'_>| {
-                let whole = caps.get(0).expect("group 0 always matches");
-                let Some(secret) = caps.get(rule.group) else { return whole.as_str().to_owned() };
-                let value = secret.as_str();
-                let name = &whole.as_str()[..secret.start() - whole.start()];
-                if DOCUMENTED_EXAMPLES.contains(&value)
-                    || value.starts_with(MARKER_START)
-                    || (rule.keep_if)(value)
-                    || (rule.by_name
-                        && (PLACEHOLDERS.iter().any(|prefix| value.starts_with(prefix))
-                            || is_placeholder_value(value)
-                            || only_looks_like_a_secret_name(name)))
-                {
-                    return whole.as_str().to_owned();
-                }
-                let (start, end) = (secret.start() - whole.start(), secret.end() - whole.start());
-                format!("{}{MARKER_PREFIX}{}]{}", &whole.as_str()[..start], rule.label, &whole.as_str()[end..])
-            });
-            // A match that was kept (an example key) still comes back owned.
-            if let Cow::Owned(replaced) = replaced
-                && replaced != *text
-            {
+            if let Some(replaced) = rule.apply(&text) {
                 text = Cow::Owned(replaced);
             }
         }

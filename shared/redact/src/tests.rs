@@ -105,6 +105,12 @@ fn must_redact_with(material: &mut dyn FnMut(usize) -> String) -> Vec<(&'static 
         ("DB_PASS=Zq8-d0nt-t3ll", "Zq8-d0nt-t3ll"),
         ("password: correct horse battery staple", "correct horse battery staple"),
         ("user: svc, password: two words, host: db", "two words"),
+        // A password ends where the next assignment on its line begins.
+        ("password=hunter2 and DB_USER=app", "hunter2"),
+        ("DB_PASSWORD=s3cr3t-v4lue DB_HOST=db.internal", "s3cr3t-v4lue"),
+        ("password: correct horse or user: app", "correct horse"),
+        ("PGPASSWORD=two words && PGUSER=app psql", "two words"),
+        ("spring.datasource.password = pa ss word and spring.datasource.username = app", "pa ss word"),
     ] {
         table.push(("secret", text.to_owned(), value.to_owned()));
     }
@@ -550,4 +556,100 @@ fn lines_naming_a_secret_and_open_key_blocks_wait_for_their_end() {
     stream.push(&format!("Here it is:\n-----BEGIN RSA PRIVATE KEY-----\n{}\n", material(64).repeat(4)));
     assert_eq!(stream.release(), "Here it is:");
     assert_eq!(stream.release(), "", "nothing of the block until its END line");
+}
+
+/// A password's line as a generator writes it: `before`, the assignment
+/// of a multi-word password, then (or not) another assignment joined to it.
+struct PasswordLine {
+    text: String,
+    /// The password's words that are key material (the conjunctions and
+    /// single letters a password may hold between them are ordinary words).
+    words: Vec<String>,
+    /// What must come out as it went in: the joint and the next assignment.
+    kept: Option<String>,
+    /// The whole redaction expected.
+    expected: String,
+}
+
+impl Random {
+    fn password_line(&mut self) -> PasswordLine {
+        const NAMES: &[&str] = &["password", "DB_PASSWORD", "passphrase", "spring.datasource.password", "db.passwd"];
+        const SEPARATORS: &[&str] = &["=", ": ", ":", " = ", "\t=\t"];
+        // What joins the next assignment: spaces, and the conjunctions.
+        const JOINTS: &[&str] = &[" ", "  ", "\t", " and ", " or ", " && ", " || ", " AND ", ", ", "; ", "  and  "];
+        const NEXT_NAMES: &[&str] =
+            &["DB_USER", "host", "region", "spring.datasource.url", "LOG_LEVEL", "_user", "x-id"];
+        const NEXT_SEPARATORS: &[&str] = &["=", ": ", ":", " = "];
+        const NEXT_VALUES: &[&str] = &["app", "db.internal", "us-east-1", "jdbc:postgresql://db:5432/app", "debug", ""];
+        const SYMBOLS: &[&str] = &["", "", "!", "#", "-", "%", "@", ".", "*"];
+        let (name, separator) = (*self.pick(NAMES), *self.pick(SEPARATORS));
+        let count = 1 + self.below(5);
+        let mut said = Vec::new();
+        let mut words = Vec::new();
+        for index in 0..count {
+            // Conjunctions inside a password are its own words too.
+            if index > 0 && self.below(4) == 0 {
+                said.push((*self.pick(&["and", "or", "&&"])).to_owned());
+            }
+            let length = 5 + self.below(8);
+            let word = format!("{}{}", self.material(length), self.pick(SYMBOLS));
+            said.push(word.clone());
+            words.push(word);
+        }
+        let password = said.join(" ");
+        let before = self.filler().replace('\n', " ");
+        let after = format!("\n{}", self.filler());
+        let head = format!("{before}{name}{separator}");
+        let (kept, tail) = match self.below(3) {
+            0 => (None, String::new()),
+            _ => {
+                let next = format!("{}{}{}", self.pick(NEXT_NAMES), self.pick(NEXT_SEPARATORS), self.pick(NEXT_VALUES));
+                let joined = format!("{}{next}", self.pick(JOINTS));
+                (Some(joined.clone()), joined)
+            }
+        };
+        PasswordLine {
+            text: format!("{head}{password}{tail}{after}"),
+            words,
+            kept,
+            expected: format!("{head}[redacted: secret]{tail}{after}"),
+        }
+    }
+}
+
+#[test]
+fn a_password_ends_where_the_next_assignment_begins_and_no_word_of_it_survives() {
+    let redactor = Redactor::default();
+    for seed in SEEDS {
+        let mut random = Random(seed.wrapping_mul(0x8CB9_2BA7_2F3D_8DD7));
+        let line = random.password_line();
+        let redacted = redactor.redact(&line.text);
+        // No word of a multi-word password gets through…
+        for word in &line.words {
+            assert!(!redacted.contains(word.as_str()), "seed {seed}: {word:?} survived in {redacted:?}");
+        }
+        // …and the assignment after it (and what joins it) is kept whole.
+        if let Some(kept) = &line.kept {
+            assert!(redacted.contains(kept.as_str()), "seed {seed}: {kept:?} lost in {redacted:?}");
+        }
+        assert_eq!(redacted, line.expected, "seed {seed}");
+        // Streamed, the same: cut anywhere, and a character at a time.
+        let at = line.text.char_indices().map(|(at, _)| at).nth(random.below(line.text.chars().count())).unwrap_or(0);
+        assert_eq!(streamed(&redactor, &[&line.text[..at], &line.text[at..]]), redacted, "seed {seed}: cut at {at}");
+        if seed % 20 == 0 {
+            let chars: Vec<String> = line.text.chars().map(String::from).collect();
+            let deltas: Vec<&str> = chars.iter().map(String::as_str).collect();
+            assert_eq!(streamed(&redactor, &deltas), redacted, "seed {seed}: one character per delta");
+        }
+    }
+}
+
+#[test]
+fn the_first_word_of_a_password_is_always_the_passwords_whatever_it_looks_like() {
+    // A value that itself looks like an assignment is still the password.
+    assert_eq!(redact("password=user=admin and host=db"), "password=[redacted: secret] and host=db");
+    // A conjunction that joins no assignment is the password's.
+    assert_eq!(redact("password: cats and dogs"), "password: [redacted: secret]");
+    // A URL after it is no assignment (`https:` is no name being set).
+    assert_eq!(redact("password=open sesame https://db.internal"), "password=[redacted: secret]");
 }
