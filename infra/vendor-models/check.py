@@ -39,8 +39,12 @@ and the rule; identical violations are reported once, with how many more lines h
 `--self-test` runs the checker over fixtures/fail (recorded lines with
 something broken in each: every violation is listed in
 fixtures/expected-violations.txt, no more, no fewer) and fixtures/pass (lines
-recorded in the end-to-end tests, and the table message responder-logic's
-markdown.rs builds, which no end-to-end test sends yet: all must pass).
+recorded in the end-to-end tests, and two table messages responder-logic's
+markdown.rs builds, which no end-to-end test sends yet: one of raw_text cells,
+one of rich_text cells with links, emphasis and code, which markdown.rs's tests
+hold to what it renders; all must pass). slack_sdk parses a rich_text cell's
+elements (an unknown element type, a link without its url are violations) but
+does not check their `style` keys.
 """
 
 import argparse

@@ -4,7 +4,10 @@
 //! the header's included, 20 columns, 10,000 characters of cells a message;
 //! one table a message here). Nested lists, code with backticks and links with
 //! parentheses reach Slack as the model wrote them, with a plain `text`
-//! fallback for notifications.
+//! fallback for notifications. A table's cells keep their links, emphasis
+//! and code as the table block's `rich_text` cells (plain ones stay
+//! `raw_text`); only web and mail addresses become links. A table the block
+//! cannot hold is aligned code, each link's address written after its label.
 //!
 //! The Markdown is read with a parser (pulldown-cmark), never with regular
 //! expressions: a table is what a parser takes for one (never pipes inside
@@ -14,7 +17,7 @@
 //! unless the deployment allows them. Redaction happens before.
 
 use crate::mrkdwn::{SpecialMentions, host_of};
-use pulldown_cmark::{Alignment, Event, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Alignment, Event, LinkType, Options, Parser, Tag, TagEnd};
 use serde_json::{Value, json};
 use std::ops::Range;
 
@@ -47,13 +50,196 @@ enum Part {
 #[derive(Debug, Default)]
 struct Table {
     /// The header first.
-    rows: Vec<Vec<String>>,
+    rows: Vec<Vec<Cell>>,
     align: Vec<Alignment>,
+}
+
+/// The emphasis a piece of a cell is written in: what Slack's rich text
+/// styles (`bold`, `italic`, `strike`, `code`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Style {
+    bold: bool,
+    italic: bool,
+    strike: bool,
+    code: bool,
+}
+
+impl Style {
+    /// As a rich text element's `style`; `None` for plain text.
+    fn json(self) -> Option<Value> {
+        let mut style = serde_json::Map::new();
+        for (name, on) in [("bold", self.bold), ("italic", self.italic), ("strike", self.strike), ("code", self.code)] {
+            if on {
+                style.insert(name.to_owned(), Value::Bool(true));
+            }
+        }
+        (!style.is_empty()).then_some(Value::Object(style))
+    }
+}
+
+/// A piece of a cell: text, or a link Slack may open.
+#[derive(Debug, Clone, PartialEq)]
+enum Run {
+    Text { text: String, style: Style },
+    Link { url: String, text: String, style: Style },
+}
+
+/// One cell of a table as the model wrote it: its text, emphasis, code and
+/// links, read from the parser's events.
+#[derive(Debug, Default)]
+struct Cell {
+    runs: Vec<Run>,
+    /// Emphasis open at this point of the cell (they nest: counted).
+    bold: u32,
+    italic: u32,
+    strike: u32,
+    /// The link being read: where it goes, its label so far, its style.
+    link: Option<(String, String, Style)>,
+}
+
+impl Cell {
+    fn style(&self, code: bool) -> Style {
+        Style { bold: self.bold > 0, italic: self.italic > 0, strike: self.strike > 0, code }
+    }
+
+    fn push(&mut self, text: &str, code: bool) {
+        let style = self.style(code);
+        if let Some((_, label, link_style)) = self.link.as_mut() {
+            // A link has one style: any emphasis within its label is the link's.
+            label.push_str(text);
+            link_style.bold |= style.bold;
+            link_style.italic |= style.italic;
+            link_style.strike |= style.strike;
+            link_style.code |= style.code;
+            return;
+        }
+        self.push_text(text, style);
+    }
+
+    /// Text in `style`, joined to the run before when that has the same.
+    fn push_text(&mut self, text: &str, style: Style) {
+        if text.is_empty() {
+            return;
+        }
+        match self.runs.last_mut() {
+            Some(Run::Text { text: last, style: last_style }) if *last_style == style => last.push_str(text),
+            _ => self.runs.push(Run::Text { text: text.to_owned(), style }),
+        }
+    }
+
+    fn open_link(&mut self, url: String) {
+        self.close_link();
+        self.link = Some((url, String::new(), self.style(false)));
+    }
+
+    /// The link read so far, as a link when Slack may open it: an `http`,
+    /// `https` or `mailto` address, its label the real address when the
+    /// label names another host. Anything else (`javascript:`, a relative
+    /// path, an anchor) stays text: its label, and where it pointed.
+    fn close_link(&mut self) {
+        let Some((url, label, style)) = self.link.take() else { return };
+        let label = label.trim();
+        if linkable(&url) {
+            let text = match disguised(label, &url) {
+                Some(real) => real,
+                None if label.is_empty() => url.clone(),
+                None => label.to_owned(),
+            };
+            self.runs.push(Run::Link { url, text, style });
+        } else if label.is_empty() || label == url {
+            self.push_text(&url, style);
+        } else {
+            self.push_text(&format!("{label} ({url})"), style);
+        }
+    }
+
+    /// Whether the cell is text alone, with no emphasis, code or link.
+    fn is_plain(&self) -> bool {
+        self.runs.iter().all(|run| matches!(run, Run::Text { style, .. } if *style == Style::default()))
+    }
+
+    /// The cell as a person reads it, a link's address after its label
+    /// (`payments (https://…)`): for the aligned code and the notification,
+    /// where nothing is a link.
+    fn written(&self) -> String {
+        let text: String = self
+            .runs
+            .iter()
+            .map(|run| match run {
+                Run::Text { text, .. } => text.clone(),
+                Run::Link { url, text, .. } if text == url => url.clone(),
+                Run::Link { url, text, .. } => format!("{text} ({url})"),
+            })
+            .collect();
+        text.trim().to_owned()
+    }
+
+    /// What the cell counts toward the table block's characters: its text
+    /// and its links' addresses.
+    fn chars(&self) -> usize {
+        self.runs
+            .iter()
+            .map(|run| match run {
+                Run::Text { text, .. } => text.chars().count(),
+                Run::Link { url, text, .. } => text.chars().count() + url.chars().count(),
+            })
+            .sum()
+    }
+
+    /// As a table block's cell: `raw_text` when the cell is plain, else
+    /// `rich_text` keeping its emphasis, code and links. Special mentions
+    /// that may not ping lose their `<`, and links written in Slack's own
+    /// syntax show their real address, as in the answer's text.
+    fn block(&self, mentions: SpecialMentions) -> Value {
+        let safe = |text: &str| unpinged(&honest_written_links(text), mentions);
+        let empty = || json!({"type": "raw_text", "text": "–"});
+        if self.is_plain() {
+            let text = self.written();
+            return if text.is_empty() { empty() } else { json!({"type": "raw_text", "text": safe(&text)}) };
+        }
+        let last = self.runs.len().saturating_sub(1);
+        let mut elements = Vec::new();
+        for (index, run) in self.runs.iter().enumerate() {
+            let (mut element, style) = match run {
+                Run::Text { text, style } => {
+                    let mut text = text.as_str();
+                    if index == 0 {
+                        text = text.trim_start();
+                    }
+                    if index == last {
+                        text = text.trim_end();
+                    }
+                    if text.is_empty() {
+                        continue;
+                    }
+                    (json!({"type": "text", "text": safe(text)}), style)
+                }
+                Run::Link { url, text, style } => (json!({"type": "link", "url": url, "text": safe(text)}), style),
+            };
+            if let Some(style) = style.json() {
+                element["style"] = style;
+            }
+            elements.push(element);
+        }
+        if elements.is_empty() {
+            return empty();
+        }
+        json!({"type": "rich_text", "elements": [{"type": "rich_text_section", "elements": elements}]})
+    }
+}
+
+/// Whether a cell's link target may become a link: only web and mail
+/// addresses (never `javascript:`, `data:`, `slack:` or a relative path),
+/// with nothing that could end it early.
+fn linkable(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    let rest = ["https://", "http://", "mailto:"].iter().find_map(|scheme| lower.strip_prefix(scheme));
+    rest.is_some_and(|rest| !rest.is_empty()) && !url.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 impl Table {
     fn chars(&self) -> usize {
-        self.rows.iter().flatten().map(|cell| cell.chars().count()).sum()
+        self.rows.iter().flatten().map(Cell::chars).sum()
     }
 
     fn fits(&self) -> bool {
@@ -63,16 +249,16 @@ impl Table {
     }
 
     /// As Slack's `table` block: every row as long as the widest.
-    fn block(&self) -> Value {
+    fn block(&self, mentions: SpecialMentions) -> Value {
         let width = self.rows.iter().map(Vec::len).max().unwrap_or(1).max(1);
         let rows: Vec<Value> = self
             .rows
             .iter()
             .map(|row| {
                 let cells: Vec<Value> = (0..width)
-                    .map(|column| {
-                        let text = row.get(column).map(|cell| cell.trim()).filter(|cell| !cell.is_empty());
-                        json!({"type": "raw_text", "text": text.unwrap_or("–")})
+                    .map(|column| match row.get(column) {
+                        Some(cell) => cell.block(mentions),
+                        None => json!({"type": "raw_text", "text": "–"}),
                     })
                     .collect();
                 Value::Array(cells)
@@ -92,16 +278,22 @@ impl Table {
         block
     }
 
+    /// Each cell as [`Cell::written`].
+    fn written(&self) -> Vec<Vec<String>> {
+        self.rows.iter().map(|row| row.iter().map(Cell::written).collect()).collect()
+    }
+
     /// A table Slack's block cannot hold, as aligned monospace instead.
+    /// Nothing in a code block renders (no link, no emphasis), so a link's
+    /// address is written after its label, where a reader can copy it.
     fn as_code(&self) -> String {
-        let width = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let rows = self.written();
+        let width = rows.iter().map(Vec::len).max().unwrap_or(0);
         let widths: Vec<usize> = (0..width)
-            .map(|column| {
-                self.rows.iter().filter_map(|row| row.get(column)).map(|c| c.chars().count()).max().unwrap_or(0)
-            })
+            .map(|column| rows.iter().filter_map(|row| row.get(column)).map(|c| c.chars().count()).max().unwrap_or(0))
             .collect();
         let mut lines = vec!["```".to_owned()];
-        for row in &self.rows {
+        for row in &rows {
             let cells: Vec<String> =
                 (0..width).map(|c| format!("{:w$}", row.get(c).map_or("", |s| s.as_str()), w = widths[c])).collect();
             lines.push(cells.join(" | ").trim_end().replace("```", "ˋˋˋ"));
@@ -112,7 +304,7 @@ impl Table {
 
     /// The table as text for the notification fallback.
     fn plain(&self) -> String {
-        self.rows.iter().map(|row| row.join(" | ")).collect::<Vec<_>>().join("\n")
+        self.written().iter().map(|row| row.join(" | ")).collect::<Vec<_>>().join("\n")
     }
 }
 
@@ -220,9 +412,9 @@ fn parts(markdown: &str) -> Vec<Part> {
     let mut edits: Vec<(Range<usize>, String)> = Vec::new();
     let mut cursor = 0;
     let mut table: Option<(Table, Range<usize>)> = None;
-    let mut cell: Option<String> = None;
-    // Open links: where their label starts (in the cell, or the source), and where they go.
-    let mut links: Vec<(usize, Range<usize>, String, String)> = Vec::new();
+    let mut cell: Option<Cell> = None;
+    // Open links in the text (a cell reads its own): their source, where they go, their label.
+    let mut links: Vec<(Range<usize>, String, String)> = Vec::new();
     let flush = |parts: &mut Vec<Part>, edits: &mut Vec<(Range<usize>, String)>, from: usize, to: usize| {
         if from >= to {
             return;
@@ -257,14 +449,15 @@ fn parts(markdown: &str) -> Vec<Part> {
                 depth += 1;
             }
             Event::Start(Tag::TableCell) => {
-                cell = Some(String::new());
+                cell = Some(Cell::default());
                 depth += 1;
             }
             Event::End(TagEnd::TableCell) => {
-                if let (Some((table, _)), Some(text)) = (table.as_mut(), cell.take())
+                if let (Some((table, _)), Some(mut done)) = (table.as_mut(), cell.take())
                     && let Some(row) = table.rows.last_mut()
                 {
-                    row.push(text);
+                    done.close_link();
+                    row.push(done);
                 }
                 depth -= 1;
             }
@@ -283,40 +476,87 @@ fn parts(markdown: &str) -> Vec<Part> {
                     }
                 }
             }
-            Event::Start(Tag::Link { dest_url, .. }) => {
-                let label_at = cell.as_ref().map_or(range.start, String::len);
-                links.push((label_at, range, dest_url.into_string(), String::new()));
+            Event::Start(Tag::Link { link_type, dest_url, .. }) => {
                 depth += 1;
+                match cell.as_mut() {
+                    // `<ops@example.com>`: the parser gives the address alone.
+                    Some(cell) if link_type == LinkType::Email => cell.open_link(format!("mailto:{dest_url}")),
+                    Some(cell) => cell.open_link(dest_url.into_string()),
+                    None => links.push((range, dest_url.into_string(), String::new())),
+                }
             }
             Event::End(TagEnd::Link) => {
                 depth -= 1;
-                if let Some((label_at, range, url, label)) = links.pop()
-                    && let Some(real) = disguised(&label, &url)
-                {
-                    match cell.as_mut() {
-                        Some(cell) => cell.replace_range(label_at.min(cell.len()).., &real),
-                        None => edits.push((range, real)),
+                match cell.as_mut() {
+                    Some(cell) => cell.close_link(),
+                    None => {
+                        if let Some((range, url, label)) = links.pop()
+                            && let Some(real) = disguised(&label, &url)
+                        {
+                            edits.push((range, real));
+                        }
                     }
+                }
+            }
+            // An image in a cell: its alt text, linked to the image.
+            Event::Start(Tag::Image { dest_url, .. }) if cell.is_some() => {
+                depth += 1;
+                if let Some(cell) = cell.as_mut() {
+                    cell.open_link(dest_url.into_string());
+                }
+            }
+            Event::End(TagEnd::Image) if cell.is_some() => {
+                depth -= 1;
+                if let Some(cell) = cell.as_mut() {
+                    cell.close_link();
+                }
+            }
+            Event::Start(tag @ (Tag::Strong | Tag::Emphasis | Tag::Strikethrough)) => {
+                depth += 1;
+                if let Some(cell) = cell.as_mut() {
+                    match tag {
+                        Tag::Strong => cell.bold += 1,
+                        Tag::Emphasis => cell.italic += 1,
+                        _ => cell.strike += 1,
+                    }
+                }
+            }
+            Event::End(tag @ (TagEnd::Strong | TagEnd::Emphasis | TagEnd::Strikethrough)) => {
+                depth -= 1;
+                if let Some(cell) = cell.as_mut() {
+                    let open = match tag {
+                        TagEnd::Strong => &mut cell.bold,
+                        TagEnd::Emphasis => &mut cell.italic,
+                        _ => &mut cell.strike,
+                    };
+                    *open = open.saturating_sub(1);
                 }
             }
             Event::Start(_) => depth += 1,
             Event::End(_) => depth -= 1,
-            Event::Text(text) | Event::Code(text) => {
-                if let Some(cell) = cell.as_mut() {
-                    cell.push_str(&text);
-                }
-                if let Some((_, _, _, label)) = links.last_mut() {
+            Event::Text(text) | Event::Code(text) if cell.is_none() => {
+                if let Some((_, _, label)) = links.last_mut() {
                     label.push_str(&text);
+                }
+            }
+            Event::Text(text) => {
+                if let Some(cell) = cell.as_mut() {
+                    cell.push(&text, false);
+                }
+            }
+            Event::Code(text) => {
+                if let Some(cell) = cell.as_mut() {
+                    cell.push(&text, true);
                 }
             }
             Event::SoftBreak | Event::HardBreak => {
                 if let Some(cell) = cell.as_mut() {
-                    cell.push(' ');
+                    cell.push(" ", false);
                 }
             }
             Event::InlineHtml(html) | Event::Html(html) => {
                 if let Some(cell) = cell.as_mut() {
-                    cell.push_str(&html);
+                    cell.push(&html, false);
                 }
             }
             _ => {}
@@ -406,7 +646,7 @@ pub fn messages(markdown: &str, mentions: SpecialMentions, max_blocks: usize) ->
                 }
                 has_table = true;
                 current.text.push_str(&format!("\n{}\n", slack::text::escape(&table.plain())));
-                current.blocks.push(table.block());
+                current.blocks.push(table.block(mentions));
             }
         }
     }
@@ -430,6 +670,11 @@ mod tests {
         all.remove(0)
     }
 
+    /// A `rich_text` table cell of one section holding `elements`.
+    fn rich(elements: Value) -> Value {
+        json!({"type": "rich_text", "elements": [{"type": "rich_text_section", "elements": elements}]})
+    }
+
     fn markdown_of(message: &Message) -> String {
         message.blocks.iter().filter(|b| b["type"] == "markdown").map(|b| b["text"].as_str().unwrap()).collect()
     }
@@ -441,11 +686,14 @@ mod tests {
         let kinds: Vec<&str> = message.blocks.iter().map(|b| b["type"].as_str().unwrap()).collect();
         assert_eq!(kinds, ["markdown", "table", "markdown"]);
         let table = &message.blocks[1];
-        let cell = |row: usize, column: usize| table["rows"][row][column]["text"].as_str().unwrap().to_owned();
+        let raw = |text: &str| json!({"type": "raw_text", "text": text});
+        assert_eq!(table["rows"][0], json!([raw("service"), raw("5xx"), raw("p99")]), "plain cells stay raw text");
         assert_eq!(
-            (cell(0, 0), cell(1, 0), cell(1, 1), cell(2, 1)),
-            ("service".into(), "checkout-api".into(), "4.1%".into(), "–".into())
+            table["rows"][1][0],
+            rich(json!([{"type": "text", "text": "checkout-api", "style": {"code": true}}]))
         );
+        assert_eq!(table["rows"][1][1], rich(json!([{"type": "text", "text": "4.1%", "style": {"bold": true}}])));
+        assert_eq!(table["rows"][2], json!([raw("auth"), raw("–"), raw("90 ms")]), "an empty cell shows a dash");
         assert_eq!(table["column_settings"], json!([{"align": "left"}, {"align": "right"}, {"align": "center"}]));
         assert!(!markdown_of(&message).contains('|'), "no pipe table left as text");
         assert!(message.text.contains("checkout-api | 4.1% | 2.3 s"), "{}", message.text);
@@ -475,7 +723,157 @@ mod tests {
         assert!(text.starts_with("<!here>"), "{text}");
         // In a table cell too: the label names the real host.
         let table = one("| link |\n|---|\n| [bank.example.com](https://evil.example/x) |");
-        assert_eq!(table.blocks[0]["rows"][1][0]["text"], "https://evil.example/x");
+        let link = json!({"type": "link", "url": "https://evil.example/x", "text": "https://evil.example/x"});
+        assert_eq!(table.blocks[0]["rows"][1][0], rich(json!([link])));
+    }
+
+    #[test]
+    fn cells_keep_their_links_emphasis_and_code_as_rich_text() {
+        let answer = "| service | state | owner |\n|---|---|---|\n\
+                      | [payments](https://wiki.example.com/payments) | **down** since `14:02`, ~~fixed~~ _maybe_ | <ops@example.com> |\n\
+                      | *[**auth**](https://wiki.example.com/auth)* | ok | [ticket](https://wiki.example.com/Checkout_(service)) |";
+        let table = &one(answer).blocks[0];
+        assert_eq!(table["type"], "table");
+        let row = &table["rows"][1];
+        assert_eq!(
+            row[0],
+            rich(json!([{"type": "link", "url": "https://wiki.example.com/payments", "text": "payments"}])),
+            "the link keeps its target"
+        );
+        assert_eq!(
+            row[1],
+            rich(json!([
+                {"type": "text", "text": "down", "style": {"bold": true}},
+                {"type": "text", "text": " since "},
+                {"type": "text", "text": "14:02", "style": {"code": true}},
+                {"type": "text", "text": ", "},
+                {"type": "text", "text": "fixed", "style": {"strike": true}},
+                {"type": "text", "text": " "},
+                {"type": "text", "text": "maybe", "style": {"italic": true}},
+            ]))
+        );
+        assert_eq!(row[2], rich(json!([{"type": "link", "url": "mailto:ops@example.com", "text": "ops@example.com"}])));
+        // Emphasis around a link, or within its label, is the link's style.
+        assert_eq!(
+            table["rows"][2][0],
+            rich(json!([{
+                "type": "link", "url": "https://wiki.example.com/auth", "text": "auth",
+                "style": {"bold": true, "italic": true}
+            }]))
+        );
+        assert_eq!(table["rows"][2][1], json!({"type": "raw_text", "text": "ok"}), "a plain cell stays raw text");
+        assert_eq!(
+            table["rows"][2][2]["elements"][0]["elements"][0]["url"], "https://wiki.example.com/Checkout_(service)",
+            "parentheses in an address: {table}"
+        );
+    }
+
+    #[test]
+    fn hostile_cells_open_no_unsafe_link_and_ping_no_one() {
+        let answer = "| what | where |\n|---|---|\n\
+                      | [click](javascript:alert(1)) | [doc](data:text/html;base64,PHNjcmlwdD4=) |\n\
+                      | <!channel> and <!subteam^S0OPS> | **<!here>** now |\n\
+                      | [<!everyone>](https://status.example.com) | <https://evil.example/y\\|bank.example.com> |\n\
+                      | [bank.example.com](https://evil.example/login) | [runbook](/runbooks/checkout) and [top](#top) |\n\
+                      | `<!channel>` | [x](slack://open?team=T1) |";
+        let table = one(answer).blocks[0].clone();
+        assert_eq!(table["type"], "table");
+        let json = table.to_string();
+        // Every link Slack will open is a web or mail address.
+        let mut links = Vec::new();
+        collect_links(&table, &mut links);
+        assert!(!links.is_empty());
+        for url in &links {
+            assert!(url.starts_with("https://") || url.starts_with("mailto:"), "{url} became a link: {json}");
+        }
+        // What is not one stays text, saying where it pointed.
+        let cell = |row: usize, column: usize| table["rows"][row][column].clone();
+        assert_eq!(cell(1, 0), json!({"type": "raw_text", "text": "click (javascript:alert(1))"}));
+        assert_eq!(cell(4, 1), json!({"type": "raw_text", "text": "runbook (/runbooks/checkout) and top (#top)"}));
+        assert_eq!(cell(5, 1), json!({"type": "raw_text", "text": "x (slack://open?team=T1)"}));
+        // No special mention can ping, in plain, bold, code or a link's label.
+        for mention in ["<!channel>", "<!here>", "<!everyone>", "<!subteam"] {
+            assert!(!json.contains(mention), "{mention} in {json}");
+        }
+        assert_eq!(cell(2, 0)["text"], "&lt;!channel> and &lt;!subteam^S0OPS>");
+        assert_eq!(
+            cell(2, 1),
+            rich(json!([
+                {"type": "text", "text": "&lt;!here>", "style": {"bold": true}},
+                {"type": "text", "text": " now"},
+            ]))
+        );
+        assert_eq!(
+            cell(3, 0),
+            rich(json!([{"type": "link", "url": "https://status.example.com", "text": "&lt;!everyone>"}]))
+        );
+        // A label naming another host shows the real one, written in Slack's syntax or as a Markdown link.
+        assert!(!json.contains("|bank.example.com>"), "{json}");
+        let written = &cell(3, 1)["elements"][0]["elements"][0];
+        assert!(written["url"].as_str().unwrap().starts_with("https://evil.example/y"), "{written}");
+        assert_eq!(written["text"], written["url"], "its label is its whole address: {written}");
+        assert_eq!(
+            cell(4, 0),
+            rich(json!([{"type": "link", "url": "https://evil.example/login", "text": "https://evil.example/login"}]))
+        );
+        // A deployment that lets `<!here>` ping lets it in a cell too.
+        let allowed = SpecialMentions { here: true, ..SpecialMentions::default() };
+        let here = messages("| a |\n|---|\n| <!here> look |", allowed, 45);
+        assert_eq!(here[0].blocks[0]["rows"][1][0]["text"], "<!here> look");
+    }
+
+    /// Every `url` of a link element in `value`.
+    fn collect_links(value: &Value, links: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if map.get("type").and_then(Value::as_str) == Some("link") {
+                    links.push(map["url"].as_str().unwrap_or_default().to_owned());
+                }
+                map.values().for_each(|value| collect_links(value, links));
+            }
+            Value::Array(items) => items.iter().for_each(|value| collect_links(value, links)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn a_table_over_the_blocks_rows_keeps_its_links_as_addresses_in_aligned_code() {
+        let body: String = (0..TABLE_ROWS)
+            .map(|row| {
+                format!("| [svc-{row}](https://wiki.example.com/svc/{row}) | **{row}** | [x](javascript:void(0)) |\n")
+            })
+            .collect();
+        let message = one(&format!("| service | n | js |\n|---|--:|---|\n{body}"));
+        assert!(message.blocks.iter().all(|b| b["type"] == "markdown"), "no table block of 101 rows");
+        let code = markdown_of(&message);
+        assert!(code.starts_with("```\nservice "), "{code}");
+        assert!(code.contains("svc-7 (https://wiki.example.com/svc/7)"), "the address is kept: {code}");
+        assert!(code.contains("x (javascript:void(0))"), "in code, nothing is a link: {code}");
+        assert!(!code.contains("**"), "emphasis markers are not written into code: {code}");
+        assert!(message.text.contains("svc-7 (https://wiki.example.com/svc/7)"), "{}", message.text);
+        let lines: Vec<&str> = code.lines().collect();
+        let bar = lines[1].find(" | ").unwrap();
+        assert!(lines[2..lines.len() - 1].iter().all(|line| line[bar..].starts_with(" | ")), "aligned: {code}");
+    }
+
+    /// The Slack requests `infra/vendor-models/check.py` validates against
+    /// slack_sdk's own models without an end-to-end test sending them.
+    const VENDOR_FIXTURES: &str = include_str!("../../../infra/vendor-models/fixtures/pass/slack-1.jsonl");
+
+    #[test]
+    fn the_rich_table_the_vendor_model_check_validates_is_the_one_rendered() {
+        let answer = "Error rates:\n\n| service | 5xx | runbook |\n|:--|--:|---|\n\
+                      | `checkout-api` | **4.1%** | [checkout](https://wiki.example.com/runbooks/checkout) |\n\
+                      | ~~auth~~ _(retired)_ | 0.0% | <!channel> [x](javascript:alert(1)) |\n\
+                      | payments | | <ops@example.com> |\n\nCheckout is the one to look at.";
+        let rendered = Value::Array(one(answer).blocks);
+        let recorded = VENDOR_FIXTURES
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter_map(|record| serde_json::from_str::<Value>(record["body"].as_str()?).ok())
+            .find(|body| body["text"] == "Error rates: rich table cells")
+            .expect("the fixture's line");
+        assert_eq!(recorded["blocks"], rendered, "fixtures/pass/slack-1.jsonl holds other blocks: {rendered}");
     }
 
     #[test]
