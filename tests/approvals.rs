@@ -96,7 +96,8 @@ async fn only_the_requester_approves_and_the_call_runs_exactly_once() {
     let said = "Restarting checkout-api should clear the exhausted pool; I need approval for that.";
     assert_eq!((posted[0].text.as_str(), posted[0].streaming), (said, false), "streamed, then paused");
     let prompt = posted[1].clone();
-    assert!(prompt.text.contains("To answer <@U061F7AUR>, I want to run `restart_service`"), "{}", prompt.text);
+    assert!(prompt.text.starts_with("<@U061F7AUR> asked: “"), "who asked, quoted: {}", prompt.text);
+    assert!(prompt.text.contains("— I propose running `restart_service`"), "the model's proposal: {}", prompt.text);
     assert!(seen.lock().unwrap().is_empty());
 
     // WHEN someone else clicks Approve
@@ -183,7 +184,7 @@ async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_
     // WHEN the requester clicks "Approve restart_service for this thread (60 min)"
     assert_eq!(ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
     round().await;
-    let prompt = slack.posted().into_iter().find(|p| p.text.contains("I want to run")).expect("a prompt");
+    let prompt = slack.posted().into_iter().find(|p| p.text.contains("I propose running")).expect("a prompt");
     let actions = prompt.blocks.as_ref().unwrap().as_array().unwrap().iter().find(|b| b["type"] == "actions").cloned();
     let labels: Vec<String> = actions.unwrap()["elements"]
         .as_array()
@@ -204,7 +205,7 @@ async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_
     round().await;
     assert_eq!(seen.lock().unwrap().len(), 2, "ran without a prompt");
     let posted = slack.posted();
-    assert_eq!(posted.iter().filter(|p| p.text.contains("I want to run")).count(), 0, "no second prompt");
+    assert_eq!(posted.iter().filter(|p| p.text.contains("I propose running")).count(), 0, "no second prompt");
     let notice = posted.iter().find(|p| p.text.starts_with("▶️ Ran `restart_service` without asking")).expect("told");
     assert!(notice.text.contains("<@U061F7AUR> approved `restart_service` for this thread"), "{}", notice.text);
     assert!(notice.text.contains("only when <@U061F7AUR> asks"), "who the grant covers: {}", notice.text);
@@ -226,7 +227,7 @@ async fn approve_for_this_thread_lets_the_next_question_run_it_unprompted_until_
     assert_eq!(ingress.handle(follow_up("Ev0LAN672T", "1763800200.000300")).await.unwrap()["statusCode"], 200);
     round().await;
     assert_eq!(seen.lock().unwrap().len(), 2, "asked, not run");
-    assert_eq!(slack.posted().iter().filter(|p| p.text.contains("I want to run")).count(), 1, "a new prompt");
+    assert_eq!(slack.posted().iter().filter(|p| p.text.contains("I propose running")).count(), 1, "a new prompt");
 }
 
 #[tokio::test]
@@ -243,7 +244,7 @@ async fn a_bystander_asking_in_a_granted_thread_gets_a_prompt_not_a_run() {
     };
     assert_eq!(ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
     round().await;
-    let prompt = slack.posted().into_iter().find(|p| p.text.contains("I want to run")).expect("a prompt");
+    let prompt = slack.posted().into_iter().find(|p| p.text.contains("I propose running")).expect("a prompt");
     assert_eq!(ingress.handle(prompt.click(1, "U061F7AUR")).await.unwrap()["statusCode"], 200);
     round().await;
     assert_eq!(seen.lock().unwrap().len(), 1, "the approved call ran");
@@ -264,9 +265,9 @@ async fn a_bystander_asking_in_a_granted_thread_gets_a_prompt_not_a_run() {
     let posted = slack.posted();
     assert!(!posted.iter().any(|p| p.text.starts_with("▶️ Ran")), "nothing ran unprompted: {posted:?}");
     // (the first prompt now says who approved it: the one asking is theirs)
-    let prompts: Vec<_> = posted.iter().filter(|p| p.text.contains("I want to run")).collect();
+    let prompts: Vec<_> = posted.iter().filter(|p| p.text.contains("I propose running")).collect();
     assert_eq!(prompts.len(), 1, "a prompt of their own: {posted:?}");
-    assert!(prompts[0].text.starts_with("To answer <@U0BYSTANDER>"), "{}", prompts[0].text);
+    assert!(prompts[0].text.starts_with("<@U0BYSTANDER> asked"), "{}", prompts[0].text);
 }
 
 /// The tools Bedrock was offered in request `at`.
@@ -295,7 +296,7 @@ async fn a_member_of_another_organization_asking_in_a_shared_channel_gets_no_cha
     assert!(!offered(&bedrock, 0).contains(&"restart_service".to_owned()), "{:?}", offered(&bedrock, 0));
     assert!(seen.lock().unwrap().is_empty(), "the POST never ran");
     let posted = slack.posted();
-    assert!(!posted.iter().any(|p| p.text.contains("I want to run")), "no prompt: {posted:?}");
+    assert!(!posted.iter().any(|p| p.text.contains("I propose running")), "no prompt: {posted:?}");
     assert!(posted.iter().any(|p| p.text.contains("I can't restart it from here.")), "answered: {posted:?}");
     let second = &bedrock.requests()[1].body;
     assert!(second.to_string().contains("not allowed here for the person who asked"), "the model read why");
@@ -311,7 +312,7 @@ async fn a_member_of_another_organization_never_approves_even_when_named_an_appr
     let ingress = &functions.ingress;
     assert_eq!(ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
     round(&stack, &functions).await;
-    let prompt = slack.posted().into_iter().find(|p| p.text.contains("I want to run")).expect("a prompt");
+    let prompt = slack.posted().into_iter().find(|p| p.text.contains("I propose running")).expect("a prompt");
 
     // WHEN they click Approve, and then "Approve for this thread", as Slack sends their clicks (their own team)
     for action in [0, 1] {

@@ -157,7 +157,7 @@ async fn a_worker_killed_during_an_approved_call_leaves_a_prompt_that_says_so_an
     let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
     assert_eq!(functions.ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
     functions.round(&stack).await;
-    let prompt = slack.posted().into_iter().find(|p| p.text.contains("I want to run")).expect("a prompt");
+    let prompt = slack.posted().into_iter().find(|p| p.text.contains("I propose running")).expect("a prompt");
 
     // WHEN the requester approves, and the worker process is killed while
     // the approved call is under way

@@ -5,9 +5,14 @@
 //! fingerprint of the tool's name and input. A click is applied only to the
 //! call it was shown for, so a replayed, forged or stale button (a call
 //! that was re-planned, say) decides nothing.
+//!
+//! A prompt also says who asked for what ([`CallOrigin`]): the person's
+//! question, and what the model had read in the turn before it proposed the
+//! call. A call proposed after reading tool results or files may have been
+//! steered by them: nobody asked for it directly.
 
 use crate::messages::{decode_envelope_at, encode_envelope_at};
-use crate::turn::{ToolUse, TurnId};
+use crate::turn::{Content, ToolUse, Turn, TurnId};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use slack::UserId;
@@ -128,9 +133,116 @@ impl ApprovalButton {
     }
 }
 
+/// Where a call waiting for approval came from, as its prompt says it:
+/// the question the person asked, and what the model had read in the turn
+/// before proposing the call. Carried on the prompt request; a request sent
+/// before it existed has none, and its prompt says only whom the call is
+/// for.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CallOrigin {
+    /// The question, redacted and shortened by the worker (plain text: the
+    /// prompt escapes it); empty when the person asked without words.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub question: String,
+    /// The tools whose results the model had read before proposing the
+    /// call, each once, in the order it first read them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
+    /// Files shared in the thread (images, documents) the model was shown.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub files: u32,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
+}
+
+impl CallOrigin {
+    /// For the call `call_id` in `turn`: what the transcript held before the
+    /// model's message that proposed it (all of it when no message did).
+    /// Results of calls proposed beside it, in the same message, came after.
+    pub fn of(turn: &Turn, call_id: &str, question: String) -> Self {
+        let before = turn
+            .transcript
+            .iter()
+            .position(|message| message.tool_uses().any(|call| call.id == call_id))
+            .unwrap_or(turn.transcript.len());
+        let earlier = &turn.transcript[..before];
+        let name_of = |id: &str| earlier.iter().flat_map(|message| message.tool_uses()).find(|call| call.id == id);
+        let mut read: Vec<String> = Vec::new();
+        let mut files = 0u32;
+        for content in earlier.iter().flat_map(|message| &message.content) {
+            match content {
+                Content::ToolResult(result) => {
+                    if let Some(call) = name_of(&result.tool_use_id)
+                        && !read.contains(&call.name)
+                    {
+                        read.push(call.name.clone());
+                    }
+                }
+                Content::File(_) => files = files.saturating_add(1),
+                Content::Text(_) | Content::ToolUse(_) => {}
+            }
+        }
+        Self { question, read, files }
+    }
+
+    /// Whether the model had read anything but the question (and the
+    /// thread's messages) before proposing the call.
+    pub fn read_content(&self) -> bool {
+        !self.read.is_empty() || self.files > 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_calls_origin_is_what_the_model_read_before_the_message_proposing_it() {
+        use crate::messages::TurnRequest;
+        use crate::turn::{Message, Role, ToolOutput, ToolResult, ToolStatus};
+        let call = |id: &str, name: &str| {
+            Content::ToolUse(ToolUse { id: id.into(), name: name.into(), input: serde_json::json!({}) })
+        };
+        let result = |id: &str| {
+            Content::ToolResult(ToolResult {
+                tool_use_id: id.into(),
+                status: ToolStatus::Success,
+                output: ToolOutput::Text("…".into()),
+            })
+        };
+        let file = Content::File(crate::files::FileBlock {
+            file_id: "F1".into(),
+            name: "error.png".into(),
+            key: "files/F1".into(),
+            kind: crate::files::FileKind::Image(crate::files::ImageFormat::Png),
+        });
+        let request: TurnRequest = serde_json::from_value(serde_json::json!({
+            "event_id": "Ev1", "thread": {"team": "T1", "channel": "C1", "thread_ts": "1.1"},
+            "message_ts": "1.1", "user": "U1", "text": "why?"
+        }))
+        .unwrap();
+        let mut turn = Turn::start(&request, 0);
+        turn.transcript = vec![
+            Message { role: Role::User, content: vec![Content::Text("<@U1>: why?".into()), file] },
+            Message { role: Role::Assistant, content: vec![call("l1", "logs_query"), call("d1", "read_doc")] },
+            Message { role: Role::User, content: vec![result("l1"), result("d1")] },
+            Message { role: Role::Assistant, content: vec![call("l2", "logs_query")] },
+            Message { role: Role::User, content: vec![result("l2")] },
+            // Proposed beside a read: that result came after.
+            Message { role: Role::Assistant, content: vec![call("s1", "search_docs"), call("r1", "restart_service")] },
+        ];
+        let origin = CallOrigin::of(&turn, "r1", "why?".into());
+        assert_eq!(origin.read, ["logs_query", "read_doc"], "each tool once, in the order first read");
+        assert_eq!(origin.files, 1);
+        assert!(origin.read_content());
+        // The first step's calls were proposed from the question and the thread's file alone.
+        let first = CallOrigin::of(&turn, "l1", String::new());
+        assert_eq!((first.read.len(), first.files), (0, 1));
+        turn.transcript.remove(0);
+        assert!(!CallOrigin::of(&turn, "l1", String::new()).read_content(), "nothing read: asked directly");
+    }
     use serde_json::json;
 
     fn call(input: serde_json::Value) -> ToolUse {

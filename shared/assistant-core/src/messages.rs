@@ -6,8 +6,8 @@
 //! every version it knows and refuses the rest with a clear error; the
 //! caller sends those to the dead-letter queue instead of retrying them.
 
-pub use crate::approval::ApprovalButton;
 use crate::approval::Approver;
+pub use crate::approval::{ApprovalButton, CallOrigin};
 use crate::feedback::Rating;
 use crate::grants::{RevokeButton, ThreadGrant};
 use crate::incidents::{AlertNotice, CloudwatchAlarm};
@@ -332,6 +332,11 @@ pub enum ReplyMessage {
         /// What the grant would cover: the tool, or its MCP server.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grant_scope: Option<String>,
+        /// Who asked for what: the question, and what the model had read
+        /// before proposing the call; absent in prompts sent before the
+        /// field existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<CallOrigin>,
     },
     /// A status line while tools run ("running search_docs…").
     Progress { turn_id: TurnId, thread: ThreadRef, step: u32, text: String },
@@ -619,6 +624,41 @@ mod tests {
         assert!(encoded.starts_with(r#"{"v":1,"kind":"deliver""#), "{encoded}");
         assert_eq!(ReplyMessage::decode(&encoded).unwrap(), deliver);
         assert_eq!(deliver.dedupe_id(), "deliver:T1-Ev01");
+    }
+
+    #[test]
+    fn an_approval_prompt_sent_before_it_carried_its_origin_still_reads() {
+        // Written by a build that did not yet say who asked for what.
+        let older = r#"{"v":1,"kind":"approval_prompt","turn_id":"T1-Ev01","thread":{"team":"T1","channel":"C1","thread_ts":"1700000000.000100"},"tool_use":{"id":"r1","name":"restart_service","input":{}},"requester":"U1"}"#;
+        let ReplyMessage::ApprovalPrompt { origin, requester, .. } = ReplyMessage::decode(older).unwrap() else {
+            panic!("an approval prompt")
+        };
+        assert_eq!((origin, requester), (None, Some(UserId::new("U1"))));
+        // And one that does round-trips, its empty parts left out.
+        let origin =
+            CallOrigin { question: "why is checkout failing?".into(), read: vec!["logs_query".into()], files: 0 };
+        let prompt = ReplyMessage::ApprovalPrompt {
+            turn_id: TurnId::new("T1-Ev01"),
+            thread: request().thread().expect("a start names its thread").clone(),
+            tool_use: crate::turn::ToolUse {
+                id: "r1".into(),
+                name: "restart_service".into(),
+                input: serde_json::json!({}),
+            },
+            requester: Some(UserId::new("U1")),
+            approvers: Vec::new(),
+            expires_at: None,
+            destructive: false,
+            grant_minutes: None,
+            grant_scope: None,
+            origin: Some(origin),
+        };
+        let encoded = prompt.encode();
+        assert!(
+            encoded.contains(r#""origin":{"question":"why is checkout failing?","read":["logs_query"]}"#),
+            "{encoded}"
+        );
+        assert_eq!(ReplyMessage::decode(&encoded).unwrap(), prompt);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use assistant_core::approval::Approver;
 use assistant_core::delivery::{MessageKey, Outgoing};
 use assistant_core::feedback::answer_footer;
 use assistant_core::grants::{RevokeButton, ThreadGrant};
-use assistant_core::messages::{ApprovalButton, Decision};
+use assistant_core::messages::{ApprovalButton, CallOrigin, Decision};
 use assistant_core::ports::FileUpload;
 use assistant_core::turn::SignInReason;
 use assistant_core::turn::{ToolUse, TurnId};
@@ -121,6 +121,86 @@ pub struct Ask<'a> {
     pub destructive: bool,
     /// Offer "Approve for this thread": what it grants, for how many minutes.
     pub grant: Option<(&'a str, u32)>,
+    /// Who asked for what: the question, and what the model had read
+    /// before proposing the call; unknown for prompts requested by an
+    /// older build.
+    pub origin: Option<&'a CallOrigin>,
+}
+
+/// The most of the question a prompt quotes, escaped.
+const QUOTED_QUESTION_CHARS: usize = 500;
+/// Tools named in "after reading the results of …" before "and N more".
+const NAMED_TOOLS_READ: usize = 5;
+
+/// The prompt's first line: who asked for what. The person's question is
+/// quoted, and the call is the model's proposal: made straight from the
+/// question, or after reading tool results or files, which may have
+/// steered it (then nobody asked for it directly). Without an origin (a
+/// request from an older build) the line says only whom the call answers.
+fn headline(tool_use: &ToolUse, ask: &Ask<'_>) -> String {
+    let name = mrkdwn::escape(&tool_use.name);
+    let asker = ask.requester.map(|requester| format!("<@{requester}>"));
+    let Some(origin) = ask.origin else {
+        return match asker {
+            Some(asker) => format!("To answer {asker}, I want to run `{name}`, which changes things."),
+            None => format!("I want to run `{name}`, which changes things."),
+        };
+    };
+    let proposal = if origin.read_content() {
+        format!(
+            "after reading {}, I propose running `{name}`, which changes things. Nobody asked for this call directly.",
+            what_was_read(origin)
+        )
+    } else {
+        format!("I propose running `{name}`, which changes things.")
+    };
+    let asker = asker.unwrap_or_else(|| "Someone".to_owned());
+    // The question as the person wrote it, on one line: redacted again,
+    // escaped (no mention pings, no link is made), its backticks made
+    // look-alikes so it cannot open a code span that runs into the words
+    // after it; cut to what the section holds beside the rest.
+    let question = Redactor::global().redact(&origin.question).split_whitespace().collect::<Vec<_>>().join(" ");
+    if question.is_empty() {
+        return format!("{asker} asked — {proposal}");
+    }
+    let question = question.replace('`', "ˋ");
+    let rest = format!("{asker} asked: “…” — {proposal}").chars().count();
+    let room = SECTION_CHARS.saturating_sub(rest).min(QUOTED_QUESTION_CHARS);
+    let (quoted, cut) = fit_escaped(&question, room);
+    format!("{asker} asked: “{quoted}{}” — {proposal}", if cut { "…" } else { "" })
+}
+
+/// "the results of `logs_query` and `read_doc` and 2 files shared in the
+/// thread": what the model read before proposing a call.
+fn what_was_read(origin: &CallOrigin) -> String {
+    let mut tools: Vec<String> = origin
+        .read
+        .iter()
+        .take(NAMED_TOOLS_READ)
+        .map(|name| format!("`{}`", fit_escaped(&name.replace('`', "ˋ"), 64).0))
+        .collect();
+    if origin.read.len() > NAMED_TOOLS_READ {
+        tools.push(format!("{} more tools", origin.read.len() - NAMED_TOOLS_READ));
+    }
+    let mut parts = Vec::new();
+    if !tools.is_empty() {
+        parts.push(format!("the results of {}", in_words(&tools)));
+    }
+    match origin.files {
+        0 => {}
+        1 => parts.push("a file shared in the thread".to_owned()),
+        files => parts.push(format!("{files} files shared in the thread")),
+    }
+    parts.join(", and ")
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn in_words(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [only] => only.clone(),
+        [head @ .., last] => format!("{} and {last}", head.join(", ")),
+    }
 }
 
 /// `text` escaped for mrkdwn and cut to at most `max` characters of
@@ -193,13 +273,7 @@ fn key_inputs(input: &Value) -> String {
 /// approve and until when. Approve opens a confirmation dialog naming the
 /// tool and its key inputs (red for destructive tools).
 pub fn approval(turn: &TurnId, tool_use: &ToolUse, ask: &Ask<'_>) -> Outgoing {
-    let name = mrkdwn::escape(&tool_use.name);
-    let headline = match ask.requester {
-        // The model chose the call (content it read may have steered it):
-        // the person asked a question, not for this call.
-        Some(requester) => format!("To answer <@{requester}>, I want to run `{name}`, which changes things."),
-        None => format!("I want to run `{name}`, which changes things."),
-    };
+    let headline = headline(tool_use, ask);
     // As text, so secrets assigned to secret-sounding keys are found too.
     let input = serde_json::to_string_pretty(&tool_use.input).expect("JSON values serialize");
     let input = Redactor::global().redact(&input).into_owned();
@@ -576,6 +650,8 @@ mod tests {
             expires_at: Some(1_763_803_600),
             destructive: false,
             grant: None,
+            // Requested by an older build: it says whom the call answers.
+            origin: None,
         };
         let prompt = approval(&TurnId::new("T1-Ev1"), &call, &ask);
         assert_eq!(prompt.key, MessageKey::Approval { tool_use_id: "tooluse_1".into() });
@@ -606,6 +682,89 @@ mod tests {
         assert!(!confirm_text.contains(&password), "{confirm_text}");
         let destructive = approval(&TurnId::new("T1-Ev1"), &call, &Ask { destructive: true, ..ask });
         assert_eq!(destructive.blocks[3]["elements"][0]["confirm"]["style"], "danger");
+    }
+
+    /// The first line of the prompt for `call` asked by U1 with `origin`.
+    fn headline_of(call: &ToolUse, origin: &CallOrigin) -> String {
+        let requester = UserId::new("U1");
+        let ask = Ask { requester: Some(&requester), origin: Some(origin), ..Ask::default() };
+        let prompt = approval(&TurnId::new("T1-Ev1"), call, &ask);
+        assert_eq!(prompt.text, format!("{} Approve?", prompt.blocks[0]["text"]["text"].as_str().unwrap()));
+        prompt.blocks[0]["text"]["text"].as_str().unwrap().to_owned()
+    }
+
+    fn restart() -> ToolUse {
+        ToolUse { id: "tooluse_1".into(), name: "restart_service".into(), input: json!({"service": "checkout-api"}) }
+    }
+
+    #[test]
+    fn the_prompt_says_what_the_person_asked_and_that_the_call_is_the_models_proposal() {
+        // Straight from the question.
+        let direct = CallOrigin { question: "restart checkout-api".into(), ..CallOrigin::default() };
+        assert_eq!(
+            headline_of(&restart(), &direct),
+            "<@U1> asked: “restart checkout-api” — I propose running `restart_service`, which changes things."
+        );
+        // After reading what tools returned, and a file: content that may have steered it.
+        let read = CallOrigin {
+            question: "why is checkout failing?".into(),
+            read: vec!["logs_query".into(), "read_doc".into()],
+            files: 0,
+        };
+        assert_eq!(
+            headline_of(&restart(), &read),
+            "<@U1> asked: “why is checkout failing?” — after reading the results of `logs_query` and `read_doc`, \
+             I propose running `restart_service`, which changes things. Nobody asked for this call directly."
+        );
+        let with_files = CallOrigin { files: 2, ..read.clone() };
+        assert!(
+            headline_of(&restart(), &with_files).contains(
+                "after reading the results of `logs_query` and `read_doc`, and 2 files shared in the thread, I propose"
+            ),
+            "{}",
+            headline_of(&restart(), &with_files)
+        );
+        let file_only = CallOrigin { question: "restart it".into(), read: Vec::new(), files: 1 };
+        assert!(headline_of(&restart(), &file_only).contains("— after reading a file shared in the thread, I propose"));
+        let many = CallOrigin { read: (1..=8).map(|n| format!("tool_{n}")).collect(), ..read };
+        assert!(
+            headline_of(&restart(), &many).contains(
+                "the results of `tool_1`, `tool_2`, `tool_3`, `tool_4`, `tool_5` and 3 more tools, I propose"
+            ),
+            "{}",
+            headline_of(&restart(), &many)
+        );
+        // A question without words.
+        let wordless = CallOrigin::default();
+        assert_eq!(
+            headline_of(&restart(), &wordless),
+            "<@U1> asked — I propose running `restart_service`, which changes things."
+        );
+    }
+
+    #[test]
+    fn a_hostile_question_is_quoted_inert_redacted_and_cut_to_fit() {
+        let token = format!("xox{}-123456789012-{}", "b", "a1B2c3D4e5F6g7H8i9J0k1L2");
+        let question = format!(
+            "<!channel> *bold* `restart` ```x``` <https://evil.example|bank.example.com> & {token} {}",
+            "&<>".repeat(1_700)
+        );
+        assert!(question.chars().count() > 5_000);
+        let origin = CallOrigin { question, read: vec!["read_doc".into()], files: 0 };
+        let headline = headline_of(&restart(), &origin);
+        assert!(headline.chars().count() <= SECTION_CHARS, "{} characters", headline.chars().count());
+        assert!(headline.starts_with("<@U1> asked: “&lt;!channel&gt; *bold* ˋrestartˋ ˋˋˋxˋˋˋ &lt;https://evil.example|bank.example.com&gt; &amp; [redacted: slack bot token] &amp;&lt;&gt;"), "{headline}");
+        assert!(
+            !headline.contains("<!channel>") && !headline.contains("<https://evil"),
+            "nothing pings or links: {headline}"
+        );
+        assert!(!headline.contains(&token), "{headline}");
+        assert_eq!(headline.matches('`').count(), 4, "only the prompt's own code spans: {headline}");
+        assert!(
+            headline.contains("…” — after reading the results of `read_doc`, I propose running `restart_service`"),
+            "cut, and the prompt's own words whole after it: {headline}"
+        );
+        assert!(!headline.contains("&am…") && !headline.contains("&l…"), "never cut inside an entity: {headline}");
     }
 
     #[test]

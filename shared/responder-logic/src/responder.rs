@@ -179,6 +179,7 @@ impl Responder {
                 destructive,
                 grant_minutes,
                 grant_scope,
+                origin,
             } => {
                 let ask = render::Ask {
                     requester: requester.as_ref(),
@@ -186,6 +187,7 @@ impl Responder {
                     expires_at: *expires_at,
                     destructive: *destructive,
                     grant: grant_scope.as_deref().zip(*grant_minutes),
+                    origin: origin.as_ref(),
                 };
                 self.post_in_thread(turn_id, thread, &render::approval(turn_id, tool_use, &ask)).await
             }

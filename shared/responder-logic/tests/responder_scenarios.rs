@@ -4,7 +4,7 @@
 
 use assistant_core::approval::Approver;
 use assistant_core::delivery::{DeliveryRecord, MessageKey, PostError, Settled};
-use assistant_core::messages::{ApprovalButton, ReplyMessage, WorkMessage};
+use assistant_core::messages::{ApprovalButton, CallOrigin, ReplyMessage, WorkMessage};
 use assistant_core::ports::{DeliveryLog, FileUpload, StoreError, TurnStore};
 use assistant_core::store::{RecordDeliveries, RecordTurns, StreamLog};
 use assistant_core::turn::{AnswerFile, ToolUse, Turn, TurnId, TurnStatus};
@@ -381,6 +381,11 @@ async fn an_approval_prompt_is_posted_once_with_its_buttons() {
         destructive: false,
         grant_minutes: Some(60),
         grant_scope: Some("restart_service".into()),
+        origin: Some(CallOrigin {
+            question: "why is checkout failing? <!channel>".into(),
+            read: vec!["logs_query".into(), "search_docs".into()],
+            files: 0,
+        }),
     };
     responder.handle(&prompt).await.unwrap();
     responder.handle(&prompt).await.unwrap();
@@ -395,9 +400,14 @@ async fn an_approval_prompt_is_posted_once_with_its_buttons() {
     assert_eq!(labels, ["Approve", "Approve restart_service for this thread (60 min)", "Deny"]);
     assert_eq!(actions["elements"][1]["action_id"], slack::interaction::APPROVE_FOR_THREAD_ACTION_ID);
     assert_eq!(actions["elements"][1]["value"], actions["elements"][0]["value"], "it names the same call");
-    assert!(
-        posted[0].message.text.starts_with(&format!("To answer <@{}>, I want to run `restart_service`", turn.user))
+    // It says who asked for what: the question, and the call as proposed after reading.
+    let headline = format!(
+        "<@{}> asked: “why is checkout failing? &lt;!channel&gt;” — after reading the results of `logs_query` and \
+         `search_docs`, I propose running `restart_service`, which changes things. Nobody asked for this call directly.",
+        turn.user
     );
+    assert_eq!(posted[0].message.blocks[0]["text"]["text"], headline.as_str());
+    assert_eq!(posted[0].message.text, format!("{headline} Approve?"));
 
     // Someone approves: the prompt says so and loses its buttons.
     let ReplyMessage::ApprovalPrompt { tool_use, .. } = prompt else { unreachable!() };
@@ -432,8 +442,12 @@ async fn a_prompt_whose_approved_call_has_an_unknown_outcome_says_so_and_a_late_
         destructive: false,
         grant_minutes: None,
         grant_scope: None,
+        // Requested by a build that did not say who asked for what.
+        origin: None,
     };
     responder.handle(&prompt).await.unwrap();
+    let posted = &responder.slack.messages()[0].message;
+    assert!(posted.text.starts_with(&format!("To answer <@{}>, I want to run `restart_service`", turn.user)));
 
     // WHEN the worker that settles the call's unknown outcome updates it
     let settled = ReplyMessage::ApprovalDecided {
@@ -492,6 +506,7 @@ async fn an_expired_prompt_loses_its_buttons_and_a_refused_clicker_alone_is_told
         // A worker that offered a grant on a destructive call: not shown.
         grant_minutes: Some(60),
         grant_scope: Some("restart_service".into()),
+        origin: None,
     };
     responder.handle(&prompt).await.unwrap();
     let buttons = &responder.slack.messages()[0].message.blocks[3]["elements"];

@@ -9,16 +9,40 @@
 //! team: a person of another organization (in a channel shared with it)
 //! never decides, whatever the configuration names, not even on their own
 //! request.
+//!
+//! A prompt says who asked for what ([`call_origin`]): the question, and
+//! the tools whose results (and the files) the model had read before it
+//! proposed the call.
 
-use assistant_core::approval::Approver;
+use assistant_core::approval::{Approver, CallOrigin};
 use assistant_core::config_checks::ConfigError;
 use assistant_core::ports::SlackReader;
+use assistant_core::turn::{ToolUse, Turn};
 use serde::Deserialize;
 use slack::{Membership, UserId};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use tools_registry::ApprovalRule;
 use tracing::warn;
+
+/// The most of a question a prompt request carries (the prompt fits it to
+/// Slack's limits again, once escaped).
+pub const PROMPT_QUESTION_CHARS: usize = 300;
+
+/// Who asked for `call` in `turn`, for its prompt: the question on one
+/// line, redacted, then shortened (no cut leaves part of a secret), and
+/// what the model had read before proposing the call.
+pub fn call_origin(turn: &Turn, call: &ToolUse) -> CallOrigin {
+    let question = turn.question();
+    let redacted = redact::redact(&question);
+    let line = redacted.split_whitespace().collect::<Vec<_>>().join(" ");
+    let shown = if line.chars().count() > PROMPT_QUESTION_CHARS {
+        line.chars().take(PROMPT_QUESTION_CHARS - 1).collect::<String>() + "…"
+    } else {
+        line
+    };
+    CallOrigin::of(turn, &call.id, shown)
+}
 
 /// How long a user group's members are trusted before they are read again.
 pub const GROUP_CACHE_SECS: i64 = 300;
@@ -208,6 +232,35 @@ mod tests {
     async fn verdict(approvals: &Approvals, slack: &MemorySlack, clicker: &str) -> Verdict {
         let approvers = approvals.approvers_for(None).to_vec();
         approvals.verdict(slack, &user("U0ASKER"), (&user(clicker), Membership::Home), &approvers, 1_000).await
+    }
+
+    #[test]
+    fn a_prompts_question_is_one_redacted_line_no_longer_than_a_prompt_carries() {
+        use assistant_core::messages::TurnRequest;
+        use assistant_core::turn::{Content, Message, Role};
+        let token = format!("xox{}-123456789012-{}", "b", "a1B2c3D4e5F6g7H8i9J0k1L2");
+        let said = format!("<@UBOT> restart   checkout-api\n\nwith {token} <!channel> `now` {}", "x".repeat(5_000));
+        let request: TurnRequest = serde_json::from_value(serde_json::json!({
+            "event_id": "Ev1", "thread": {"team": "T1", "channel": "C1", "thread_ts": "1.1"},
+            "message_ts": "1.1", "user": "U1", "text": said
+        }))
+        .unwrap();
+        let mut turn = Turn::start(&request, 0);
+        let call = ToolUse { id: "r1".into(), name: "restart_service".into(), input: serde_json::json!({}) };
+        turn.transcript = vec![
+            Message { role: Role::User, content: vec![Content::Text(format!("<@U1>: {said}"))] },
+            Message { role: Role::Assistant, content: vec![Content::ToolUse(call.clone())] },
+        ];
+        let origin = call_origin(&turn, &call);
+        assert!(
+            origin.question.starts_with("restart checkout-api with [redacted: slack bot token] <!channel> `now` xxx"),
+            "one line, mentions of the bot left out, the secret gone (the prompt escapes the rest): {}",
+            origin.question
+        );
+        assert!(!origin.question.contains(&token));
+        assert_eq!(origin.question.chars().count(), PROMPT_QUESTION_CHARS);
+        assert!(origin.question.ends_with('…'));
+        assert!(!origin.read_content(), "proposed straight from the question");
     }
 
     #[tokio::test]

@@ -327,6 +327,7 @@ impl Worker {
             destructive: rule.is_some_and(|rule| rule.destructive),
             grant_minutes: grant_scope.map(|_| self.approvals.config.grant_minutes),
             grant_scope: grant_scope.map(str::to_owned),
+            origin: Some(crate::approvals::call_origin(turn, call)),
         };
         self.replies.send(&prompt).await.map_err(WorkerError::Queue)
     }

@@ -578,6 +578,31 @@ async fn a_worker_that_loses_the_race_to_a_settled_turn_requests_its_delivery() 
 }
 
 #[tokio::test]
+async fn a_call_proposed_after_reading_tool_results_says_so_in_its_prompt_request() {
+    // GIVEN a model that reads the docs, then proposes a restart
+    let model = ScriptedModel::new([
+        calls(&[("s1", "search_docs", json!({"query": "checkout"}))]),
+        calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))]),
+        text("Restarted."),
+    ]);
+    let worker = worker(model, counter());
+
+    // WHEN the turn reaches the restart
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN the prompt request names the question and what was read before the proposal
+    assert_eq!(outcome, Outcome::AwaitingApproval { id: turn_id() });
+    let origin = requests(&worker.replies).into_iter().find_map(|message| match message {
+        ReplyMessage::ApprovalPrompt { origin, .. } => origin,
+        _ => None,
+    });
+    let origin = origin.expect("a prompt request with its origin");
+    assert_eq!(origin.question, "why is checkout-api failing?");
+    assert_eq!(origin.read, ["search_docs"]);
+    assert!(origin.read_content());
+}
+
+#[tokio::test]
 async fn a_tool_that_changes_things_waits_for_approval_and_runs_once_approved() {
     let runs = counter();
     let model = ScriptedModel::new([
@@ -599,6 +624,13 @@ async fn a_tool_that_changes_things_waits_for_approval_and_runs_once_approved() 
     assert!(
         matches!(requests(&worker.replies)[..], [ReplyMessage::ApprovalPrompt { ref tool_use, .. }] if tool_use.id == "r1")
     );
+    // Proposed straight from the question (the search beside it had not run yet).
+    let origin = match &requests(&worker.replies)[0] {
+        ReplyMessage::ApprovalPrompt { origin, .. } => origin.clone().expect("a prompt says who asked for what"),
+        _ => unreachable!(),
+    };
+    assert_eq!(origin.question, "why is checkout-api failing?");
+    assert!(!origin.read_content(), "{origin:?}");
 
     let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
     let outcome = worker.handle(&click, &Budget::plenty()).await.unwrap();
