@@ -1,7 +1,8 @@
 //! Slack's wire protocol, with no I/O: verifying that a request came from
 //! Slack, typed views of what Slack sends (Events API callbacks and
-//! interactivity payloads), escaping text for it ([`text`]), and which mass
-//! mentions may ping ([`mentions`]). Rendering
+//! interactivity payloads), escaping text for it ([`text`]), which mass
+//! mentions may ping ([`mentions`]), and a message's text, blocks and
+//! attachments as a person reads them ([`readable`]). Rendering
 //! for Slack (Markdown to mrkdwn,
 //! splitting under Slack's limits) is the responder's, in
 //! `shared/responder-logic`, so the ingress links no regex engine.
@@ -17,6 +18,7 @@ pub mod ids;
 pub mod interaction;
 pub mod membership;
 pub mod mentions;
+pub mod readable;
 pub mod request;
 pub mod signature;
 pub mod text;

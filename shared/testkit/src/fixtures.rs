@@ -58,6 +58,19 @@ pub mod alerts {
     pub const ALERTS_NOW: i64 = 1_795_640_400;
 }
 
+/// Messages as the Web API returns them (`conversations.replies`).
+pub mod messages {
+    fixtures! {
+        // An alert's thread: Grafana's attachment (the shape Grafana's
+        // Slack notifier sends, from its own tests), a CloudWatch alarm as
+        // terraform-aws-notify-slack posts it (attachment fields), a Block
+        // Kit alert (header, section fields, divider, context, buttons
+        // with links) whose `text` is its fallback, and a person's question
+        // (a `rich_text` block saying what `text` says).
+        CONVERSATIONS_REPLIES_ALERTS => "messages/conversations_replies_alerts.json",
+    }
+}
+
 /// `BLOCK_ACTIONS_FEEDBACK` is a 👎 click whose value is the placeholder
 /// `"FEEDBACK_VALUE"`, for each test to fill.
 ///

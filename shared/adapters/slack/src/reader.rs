@@ -1,7 +1,9 @@
 //! Slack's Web API as the worker's [`SlackReader`] port: the channel a turn
 //! is in (`conversations.info`), the thread so far
 //! (`conversations.replies`) and a channel's newest messages
-//! (`conversations.history`), with who wrote each message, this bot or not.
+//! (`conversations.history`), with who wrote each message, this bot or not,
+//! and what it says as a person reads it: its text, blocks and attachments
+//! rendered by [`slack::readable`] (an alert's fields and links live there).
 
 use crate::web::{HistoryMessage, WebClient};
 use assistant_core::ThreadRef;
@@ -43,7 +45,8 @@ fn conversation(messages: Vec<HistoryMessage>, bot_user: Option<&UserId>) -> Vec
         .filter_map(|message| {
             let author = author(&message, bot_user)?;
             let files = message.files.iter().take(files::MAX_FILES).map(FileRef::from_slack).collect();
-            Some(ThreadMessage { ts: message.ts, author, text: message.text, files })
+            let text = slack::readable::message_text(&message.text, &message.blocks, &message.attachments);
+            Some(ThreadMessage { ts: message.ts, author, text, files })
         })
         .collect()
 }
@@ -116,5 +119,49 @@ impl SlackReader for SlackWebReader {
                 permalink: message.permalink,
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn messages(page: &str) -> Vec<HistoryMessage> {
+        let page: Value = serde_json::from_str(page).unwrap();
+        serde_json::from_value(page["messages"].clone()).unwrap()
+    }
+
+    #[test]
+    fn an_alerts_thread_reads_with_its_attachments_and_blocks() {
+        let bot = UserId::new(testkit::fixtures::BOT_USER);
+        let thread = conversation(messages(testkit::fixtures::messages::CONVERSATIONS_REPLIES_ALERTS), Some(&bot));
+        let texts: Vec<&str> = thread.iter().map(|message| message.text.as_str()).collect();
+        assert_eq!(thread.len(), 4);
+        assert_eq!(thread[0].author, Author::OtherBot("B0GRAFANA1".into()));
+        assert!(
+            texts[0]
+                .starts_with("<https://grafana.example.com/alerting/grafana/cdx93ak2/view|[FIRING:1] HighErrorRate")
+        );
+        assert!(texts[0].contains(" - runbook_url = https://runbooks.example.com/checkout-5xx"), "{}", texts[0]);
+        assert!(texts[1].contains("Current State: `ALARM`"), "{}", texts[1]);
+        assert!(texts[2].contains("*Value:* 2.84 s") && texts[2].contains("|View monitor>"), "{}", texts[2]);
+        assert_eq!(
+            texts[3],
+            "<@U0LAN0Z89> why is checkout-api failing? see <https://grafana.example.com/d/checkout|the dashboard>"
+        );
+    }
+
+    #[test]
+    fn blocks_and_attachments_slack_got_wrong_never_fail_the_read() {
+        let page = json!({"ok": true, "messages": [
+            {"type": "message", "user": "U1", "ts": "1.1", "text": "first", "blocks": "not blocks", "attachments": {"a": 1}},
+            {"type": "message", "user": "U1", "ts": "1.2", "text": "second", "blocks": [{"type": 5}, null, []],
+             "attachments": [null, "x", {"fields": [{"title": ["no"], "value": {"no": 1}}]}]}
+        ]});
+        let thread = conversation(messages(&page.to_string()), None);
+        assert_eq!(thread.len(), 2);
+        assert_eq!(thread[0].text, "first\n\n(Left out of this message: 2 malformed parts.)");
+        assert!(thread[1].text.starts_with("second\n\n(Left out of this message: "), "{}", thread[1].text);
     }
 }

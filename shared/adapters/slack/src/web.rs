@@ -554,6 +554,13 @@ pub struct HistoryMessage {
     pub metadata: Option<MessageMetadata>,
     #[serde(default)]
     pub files: Vec<slack::events::SlackFile>,
+    /// Its layout blocks and legacy attachments as Slack sent them, any
+    /// JSON at all: read leniently by [`slack::readable`], so a piece
+    /// Slack (or another app) got wrong never fails the thread's read.
+    #[serde(default)]
+    pub blocks: serde_json::Value,
+    #[serde(default)]
+    pub attachments: serde_json::Value,
 }
 
 /// A message `assistant.search.context` found.

@@ -21,6 +21,9 @@ pub enum Author {
 pub struct ThreadMessage {
     pub ts: Ts,
     pub author: Author,
+    /// What it says as a person reads it in Slack: its `text`, and other
+    /// apps' blocks and attachments rendered to text (labels, values and
+    /// links, each once; `slack::readable`), not yet redacted.
     pub text: String,
     /// Files attached to it.
     pub files: Vec<crate::files::FileRef>,
