@@ -95,15 +95,22 @@ async fn an_image_and_a_pdf_reach_the_model_as_blocks_and_the_turn_keeps_only_th
     assert_eq!(downloads.len(), 2, "{downloads:?}");
     assert!(downloads.iter().all(|(_, auth)| auth.as_deref() == Some("Bearer xoxb-test-token")), "{downloads:?}");
 
-    // AND the model got an image block and a document block, then the question
+    // AND the model got the question, then each file named, an image block
+    // and a document block, as the person's message shows them
     let content = user_content(&world.bedrock.requests()[0].body).clone();
     let b64 = base64::engine::general_purpose::STANDARD;
-    assert_eq!(content[0], json!({"image": {"format": "png", "source": {"bytes": b64.encode(PNG)}}}));
+    assert_eq!(content[0], json!({"text": "<@U061F7AUR>: what does this dashboard say?"}));
+    let new = "shared by <@U061F7AUR> in the message you are answering (new)";
+    assert_eq!(content[1], json!({"text": format!("(File 1 of 2: latency dashboard.png, {new}; the image follows.)")}));
+    assert_eq!(content[2], json!({"image": {"format": "png", "source": {"bytes": b64.encode(PNG)}}}));
     assert_eq!(
-        content[1],
+        content[3],
+        json!({"text": format!("(File 2 of 2: checkout runbook.pdf, {new}; the document follows.)")})
+    );
+    assert_eq!(
+        content[4],
         json!({"document": {"format": "pdf", "name": "checkout runbook F0PDF00001", "source": {"bytes": b64.encode(PDF)}}})
     );
-    assert_eq!(content[2], json!({"text": "<@U061F7AUR>: what does this dashboard say?"}));
     let tools = world.bedrock.requests()[0].body["toolConfig"].to_string();
     assert!(!tools.contains("read_attachment"), "no text file, no read_attachment: {tools}");
 
@@ -152,7 +159,13 @@ async fn a_50_mb_log_is_read_in_part_through_the_tool_and_its_secret_reaches_nei
     let requests = world.bedrock.requests();
     let first = serde_json::to_string(&requests[0].body).unwrap();
     assert!(first.len() < 64 * 1024, "{} bytes sent", first.len());
-    assert!(first.contains("checkout.log (50.0 MB; its first 4.2 MB are kept)"), "{first}");
+    assert!(
+        first.contains(
+            "checkout.log, shared by <@U061F7AUR> in the message you are answering (new): a text file of 50.0 MB, of \
+             which the bot read the first 4.2 MB (the rest cannot be read)"
+        ),
+        "{first}"
+    );
     assert!(first.contains(r#"read_attachment {\"file\": \"F0LOG00001\"}"#), "{first}");
     // AND the tool read the matching line of the redacted copy
     let result = &user_content(&requests[1].body)[0]["toolResult"];
@@ -182,10 +195,14 @@ async fn a_message_with_only_a_file_starts_a_turn_about_the_file_not_a_greeting(
     world.work_through(&work).await;
 
     let content = user_content(&world.bedrock.requests()[0].body).clone();
-    assert!(content[0].get("image").is_some(), "{content:?}");
-    let ask = content[1]["text"].as_str().unwrap();
-    assert!(ask.starts_with("<@U061F7AUR> (shared the files below without a question"), "{ask}");
+    let ask = content[0]["text"].as_str().unwrap();
+    assert!(
+        ask.starts_with("<@U061F7AUR> (shared File 1, below, without a question. Say briefly what it shows"),
+        "{ask}"
+    );
     assert!(!ask.contains("Greet"), "{ask}");
+    assert!(content[1]["text"].as_str().unwrap().starts_with("(File 1 of 1: image.png, shared by <@U061F7AUR>"));
+    assert!(content[2].get("image").is_some(), "the new file below the request: {content:?}");
 }
 
 #[tokio::test]
@@ -213,8 +230,10 @@ async fn files_the_bot_cannot_read_are_noted_and_the_turn_still_answers() {
     for note in [
         "shared from another organization (Slack Connect)",
         "Q3 plan is a link to a file kept outside Slack",
-        "trace.txt, which was not read: Slack did not let the bot read it: the app may lack the files:read scope",
-        "shot.png, which was not read: its content is not a png image",
+        "trace.txt, shared by <@U061F7AUR> in the message you are answering (new); not read: Slack did not let the \
+         bot read it: the app may lack the files:read scope",
+        "shot.png, shared by <@U061F7AUR> in the message you are answering (new); not read: its content is not a png \
+         image",
         "logs.zip (zip) is not a kind of file the bot reads",
     ] {
         assert!(content.contains(note), "{note:?} missing from {content}");
@@ -275,8 +294,14 @@ async fn a_kept_file_whose_write_answer_was_lost_is_found_by_the_retry_and_not_d
 
         // THEN the file was downloaded once and is kept once, whole
         assert_eq!(slack.downloads().len() - downloads_before, 1, "{fault:?}");
-        let note = serde_json::to_string(&read.content).unwrap();
-        assert!(note.contains("the text file app.log (20 B)"), "{note}");
+        let content: Vec<&Content> = read.files.iter().flat_map(|shown| &shown.content).collect();
+        let note = serde_json::to_string(&content).unwrap();
+        assert!(
+            note.contains(
+                "app.log, shared by <@U061F7AUR> in the message you are answering (new): a text file of 20 B."
+            ),
+            "{note}"
+        );
         let kept = bucket.get(&format!("turns/{turn}/files/F0LOST0001")).await.unwrap().unwrap();
         assert_eq!(kept, b"ERROR one\nERROR two\n");
     }

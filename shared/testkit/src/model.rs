@@ -69,6 +69,8 @@ pub struct ScriptedModel {
     calls: Mutex<Vec<(usize, Vec<String>)>>,
     /// The system prompt of each call.
     systems: Mutex<Vec<String>>,
+    /// The messages of each call.
+    sent: Mutex<Vec<Vec<Message>>>,
     /// The tool each call forced, if any.
     forced: Mutex<Vec<Option<String>>>,
     pause: Duration,
@@ -134,6 +136,11 @@ impl ScriptedModel {
     pub fn forced(&self) -> Vec<Option<String>> {
         self.forced.lock().unwrap().clone()
     }
+
+    /// The messages call `call` (from 0) was sent.
+    pub fn sent(&self, call: usize) -> Vec<Message> {
+        self.sent.lock().unwrap()[call].clone()
+    }
 }
 
 #[async_trait]
@@ -142,6 +149,7 @@ impl Model for ScriptedModel {
         let tools = request.tools.iter().map(|t| t.name.clone()).collect();
         self.calls.lock().unwrap().push((request.messages.len(), tools));
         self.systems.lock().unwrap().push(request.system.to_owned());
+        self.sent.lock().unwrap().push(request.messages.to_vec());
         self.forced.lock().unwrap().push(request.force_tool.map(str::to_owned));
         if let Some(during) = &self.during_call {
             during().await;

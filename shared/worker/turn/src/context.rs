@@ -7,13 +7,23 @@
 //! messages of one role are merged, because Converse wants roles to
 //! alternate, starting and ending with the user.
 //!
+//! A message's text is what a person reads in Slack: the adapter renders
+//! other apps' blocks and attachments into it (`slack::readable`), and the
+//! question is read from the thread too when it is there (a question's
+//! attachments, a forwarded alert, are part of it). The files of the thread
+//! ([`crate::thread_files`]) follow the text of the message that shared
+//! them, each named, as a person sees them.
+//!
 //! The opening is capped in bytes as well as in messages, so a thread of
 //! pasted logs still starts a turn whose state fits a DynamoDB item: each
 //! earlier message is cut at [`MESSAGE_BYTES`], the newest earlier messages
 //! are kept up to [`HISTORY_BYTES`] (the model is told how many were left
-//! out), and the question at [`QUESTION_BYTES`].
+//! out, and when the thread is longer than the [`HISTORY_LIMIT`] messages
+//! read), and the question at [`QUESTION_BYTES`]. Each cut says how many
+//! bytes it left out.
 
-use assistant_core::files::FileRef;
+use crate::thread_files::{self, ShownFile};
+use assistant_core::files::MAX_FILES;
 use assistant_core::messages::TurnRequest;
 use assistant_core::ports::{Author, ChannelInfo, ThreadMessage};
 use assistant_core::turn::{Content, Message, Role};
@@ -46,39 +56,69 @@ fn capped(text: String, max: usize) -> String {
 /// no longer starts a turn: it shows the suggested prompts.)
 const GREETING_REQUEST: &str = "(The user opened a conversation with you without a question yet. Greet them briefly and say what you can help with.)";
 
-/// For a message whose only content is files: the model looks at them.
-const FILES_ONLY_REQUEST: &str = "(shared the files below without a question: say briefly what they show and what \
-     stands out, as an on-call engineer would want to know.)";
+/// For a message whose only content is files: the model looks at the new
+/// ones (`new`: their numbers among the files shown), told where they are
+/// and that the thread's earlier files are others.
+fn files_only_request(user: &slack::UserId, new: &[usize], earlier_files: bool) -> String {
+    let which = match new {
+        [] => "files".to_owned(),
+        [one] => format!("File {one}"),
+        [init @ .., last] => {
+            let init: Vec<String> = init.iter().map(usize::to_string).collect();
+            format!("Files {} and {last}", init.join(", "))
+        }
+    };
+    let (them, show) = if new.len() == 1 { ("it", "shows") } else { ("they", "show") };
+    let earlier =
+        if earlier_files { "; the thread's earlier files, above, were shared in earlier messages" } else { "" };
+    format!(
+        "<@{user}> (shared {which}, below, without a question{earlier}. Say briefly what {them} {show} and what \
+         stands out, as an on-call engineer would want to know.)"
+    )
+}
 
 /// `1763800000.000100` as (seconds, microseconds), for ordering.
-fn order(ts: &Ts) -> (u64, u64) {
+pub(crate) fn order(ts: &Ts) -> (u64, u64) {
     let (secs, micros) = ts.as_str().split_once('.').unwrap_or((ts.as_str(), "0"));
     (secs.parse().unwrap_or(0), micros.parse().unwrap_or(0))
 }
 
 /// A message as the model reads it: secrets people pasted into the thread
 /// (or the question) are redacted before the model or the stored turn see
-/// them.
-fn line(author: &Author, text: &str, files: &[FileRef]) -> (Role, String) {
-    let redacted = redact::redact(text);
-    let text = if files.is_empty() {
-        redacted.into_owned()
-    } else {
-        let names: Vec<&str> = files.iter().map(|file| file.name.as_str()).collect();
-        format!("{redacted} [shared: {}]", names.join(", ")).trim_start().to_owned()
-    };
-    let text: &str = &text;
+/// them. `unshown` names the message's files the turn does not show (the
+/// thread has more than the bot reads); the others follow the message.
+/// `None` for a message of this bot with nothing to say (its files, if
+/// any, follow all the same).
+fn line(author: &Author, text: &str, unshown: &[&str]) -> Option<(Role, String)> {
+    let mut text = redact::redact(text.trim()).into_owned();
+    if !unshown.is_empty() {
+        text = format!("{text} [also shared, not shown: {}]", unshown.join(", ")).trim_start().to_owned();
+    }
+    let shared = if text.is_empty() { " shared:" } else { ":" };
     match author {
-        Author::ThisBot => (Role::Assistant, text.to_owned()),
-        Author::Person(user) => (Role::User, format!("<@{user}>: {text}")),
-        Author::OtherBot(bot) => (Role::User, format!("(bot {bot}): {text}")),
+        Author::ThisBot if text.is_empty() => None,
+        Author::ThisBot => Some((Role::Assistant, text)),
+        Author::Person(user) => Some((Role::User, format!("<@{user}>{shared} {text}").trim_end().to_owned())),
+        Author::OtherBot(bot) => Some((Role::User, format!("(bot {bot}){shared} {text}").trim_end().to_owned())),
     }
 }
 
 fn push_merged(messages: &mut Vec<Message>, role: Role, text: String) {
+    push_content(messages, role, vec![Content::Text(text)]);
+}
+
+fn push_content(messages: &mut Vec<Message>, role: Role, content: Vec<Content>) {
     match messages.last_mut() {
-        Some(last) if last.role == role => last.content.push(Content::Text(text)),
-        _ => messages.push(Message { role, content: vec![Content::Text(text)] }),
+        Some(last) if last.role == role => last.content.extend(content),
+        _ => messages.push(Message { role, content }),
+    }
+}
+
+/// The files shared in message `ts`, in the user's voice (an image or a
+/// document may only be in a user message).
+fn push_files(messages: &mut Vec<Message>, files: &[ShownFile], ts: &Ts) {
+    for shown in files.iter().filter(|shown| &shown.message == ts) {
+        push_content(messages, Role::User, shown.content.clone());
     }
 }
 
@@ -123,56 +163,118 @@ pub fn thread_title(question: &str) -> String {
 /// The longest thread title set.
 pub const TITLE_CHARS: usize = 60;
 
-/// The messages a turn starts with.
-pub fn opening(history: &[ThreadMessage], request: &TurnRequest) -> Vec<Message> {
+/// The messages a turn starts with: the thread's earlier messages, each
+/// followed by the files it shared (`files`, from [`thread_files::read`]),
+/// then the question and its own files.
+pub fn opening(history: &[ThreadMessage], request: &TurnRequest, files: &thread_files::Read) -> Vec<Message> {
     let asked_at = order(&request.message_ts);
-    let earlier: Vec<(Role, String)> = history
+    let shown: std::collections::HashSet<&str> = files.files.iter().map(|shown| shown.file_id.as_str()).collect();
+    let earlier: Vec<(&ThreadMessage, Option<(Role, String)>)> = history
         .iter()
         .filter(|m| order(&m.ts) < asked_at && !(m.text.trim().is_empty() && m.files.is_empty()))
         .map(|message| {
-            let (role, text) = line(&message.author, &message.text, &message.files);
-            (role, capped(text, MESSAGE_BYTES))
+            let unshown: Vec<&str> = message
+                .files
+                .iter()
+                .filter(|file| !shown.contains(file.id.as_str()))
+                .map(|file| file.name.as_str())
+                .collect();
+            let line =
+                line(&message.author, &message.text, &unshown).map(|(role, text)| (role, capped(text, MESSAGE_BYTES)));
+            (message, line)
         })
         .collect();
     // The newest earlier messages that fit together.
     let (mut kept, mut used) = (0, 0);
-    for (_, text) in earlier.iter().rev() {
-        if used + text.len() > HISTORY_BYTES {
+    for (_, line) in earlier.iter().rev() {
+        let bytes = line.as_ref().map_or(0, |(_, text)| text.len());
+        if used + bytes > HISTORY_BYTES {
             break;
         }
-        used += text.len();
+        used += bytes;
         kept += 1;
     }
     let left_out = earlier.len() - kept;
+    // Only the thread's last messages were read (`HISTORY_LIMIT`), and its
+    // first is not among them: there are older ones the bot never saw.
+    let unread_before = history.len() >= HISTORY_LIMIT
+        && history.first().is_some_and(|first| first.ts != request.thread.thread_ts)
+        && request.message_ts != request.thread.thread_ts;
     let mut messages = Vec::new();
-    if left_out > 0 {
-        push_merged(&mut messages, Role::User, format!("({left_out} earlier messages of this thread are left out.)"));
+    match (unread_before, left_out) {
+        (false, 0) => {}
+        (false, n) => push_merged(
+            &mut messages,
+            Role::User,
+            format!(
+                "({n} earlier {} of this thread {} left out.)",
+                plural(n, "message", "messages"),
+                plural(n, "is", "are")
+            ),
+        ),
+        (true, 0) => push_merged(
+            &mut messages,
+            Role::User,
+            format!("(This thread's oldest messages are left out: the bot reads only its last {HISTORY_LIMIT}.)"),
+        ),
+        (true, n) => push_merged(
+            &mut messages,
+            Role::User,
+            format!(
+                "(This thread's oldest messages are left out: the bot reads only its last {HISTORY_LIMIT}, and the \
+                 {n} oldest of those did not fit either.)"
+            ),
+        ),
     }
-    for (role, text) in earlier.into_iter().skip(left_out) {
-        push_merged(&mut messages, role, text);
+    if files.not_read > 0 {
+        let n = files.not_read;
+        push_merged(
+            &mut messages,
+            Role::User,
+            format!(
+                "({n} older {} shared in this thread {} not shown: the bot reads the newest {MAX_FILES}.)",
+                plural(n, "file", "files"),
+                plural(n, "is", "are")
+            ),
+        );
+    }
+    // Files of the messages left out come first, named as earlier ones.
+    for (message, _) in earlier.iter().take(left_out) {
+        push_files(&mut messages, &files.files, &message.ts);
+    }
+    for (message, line) in earlier.into_iter().skip(left_out) {
+        if let Some((role, text)) = line {
+            push_merged(&mut messages, role, text);
+        }
+        push_files(&mut messages, &files.files, &message.ts);
     }
     if messages.first().is_some_and(|first| first.role == Role::Assistant) {
         messages.insert(0, Message::user_text("(Earlier in this thread:)"));
     }
-    let question = if !request.text.trim().is_empty() {
-        capped(line(&Author::Person(request.user.clone()), &request.text, &[]).1, QUESTION_BYTES)
+    // The question as the thread has it (its blocks and attachments
+    // rendered), else as the event said it.
+    let asked = history
+        .iter()
+        .find(|message| message.ts == request.message_ts)
+        .map(|message| message.text.as_str())
+        .filter(|text| !text.trim().is_empty())
+        .unwrap_or(&request.text);
+    let new: Vec<usize> = files.files.iter().filter(|shown| shown.new).map(|shown| shown.number).collect();
+    let question = if !asked.trim().is_empty() {
+        let text = line(&Author::Person(request.user.clone()), asked, &[]).map(|(_, text)| text).unwrap_or_default();
+        capped(text, QUESTION_BYTES)
     } else if !request.files.is_empty() {
-        format!("<@{}> {FILES_ONLY_REQUEST}", request.user)
+        files_only_request(&request.user, &new, files.files.iter().any(|shown| !shown.new))
     } else {
         GREETING_REQUEST.to_owned()
     };
     push_merged(&mut messages, Role::User, question);
+    push_files(&mut messages, &files.files, &request.message_ts);
     messages
 }
 
-/// Puts the files read for a turn ([`crate::thread_files::read`]) into its
-/// last message, before the question: the model looks at them, then reads
-/// what was asked about them.
-pub fn attach_files(transcript: &mut [Message], files: Vec<Content>) {
-    if let Some(last) = transcript.last_mut().filter(|message| message.role == Role::User) {
-        let at = last.content.len().saturating_sub(1);
-        last.content.splice(at..at, files);
-    }
+fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
 }
 
 /// Said before a reply's question when its thread could not be read: Slack
@@ -183,9 +285,10 @@ pub const THREAD_UNREAD: &str = "(The earlier messages of this thread could not 
      of the thread.)";
 
 /// The messages a turn starts with when its thread's history could not be
-/// read: the question, and, for a reply in a thread, a note saying so.
-pub fn opening_unread(request: &TurnRequest) -> Vec<Message> {
-    let mut messages = opening(&[], request);
+/// read: the question and its files, and, for a reply in a thread, a note
+/// saying so.
+pub fn opening_unread(request: &TurnRequest, files: &thread_files::Read) -> Vec<Message> {
+    let mut messages = opening(&[], request, files);
     if request.message_ts != request.thread.thread_ts {
         messages[0].content.insert(0, Content::Text(THREAD_UNREAD.to_owned()));
     }
@@ -195,6 +298,8 @@ pub fn opening_unread(request: &TurnRequest) -> Vec<Message> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::thread_files::Read;
+    use assistant_core::files::{FileBlock, FileKind, FileRef, ImageFormat};
     use slack::UserId;
     use testkit::store_contract;
 
@@ -225,7 +330,7 @@ mod tests {
     fn secrets_people_paste_are_redacted_before_the_model_sees_them() {
         let key = format!("AKIA{}", "Q7W3E5R8T2Y4U6I9");
         let history = [said("1763800000.000100", Author::Person(UserId::new("U1")), &format!("our key is {key}"))];
-        let messages = opening(&history, &request(&format!("is {key} still valid?")));
+        let messages = opening(&history, &request(&format!("is {key} still valid?")), &Read::default());
         let all: String = messages.iter().flat_map(texts).collect();
         assert!(!all.contains(&key), "{all}");
         assert!(all.contains("[redacted: aws access key id]"), "{all}");
@@ -234,7 +339,7 @@ mod tests {
     #[test]
     fn an_unread_thread_is_said_before_a_replys_question_and_not_before_a_new_one() {
         let reply = request("and in staging?");
-        let messages = opening_unread(&reply);
+        let messages = opening_unread(&reply, &Read::default());
         assert_eq!(messages.len(), 1);
         assert_eq!(
             messages[0].content,
@@ -242,12 +347,16 @@ mod tests {
         );
         let mut first = request("why is it failing?");
         first.message_ts = first.thread.thread_ts.clone();
-        assert_eq!(opening_unread(&first), opening(&[], &first), "a new thread has nothing earlier to miss");
+        assert_eq!(
+            opening_unread(&first, &Read::default()),
+            opening(&[], &first, &Read::default()),
+            "a new thread has nothing earlier to miss"
+        );
     }
 
     #[test]
     fn without_history_the_question_is_the_only_message() {
-        let messages = opening(&[], &request("why is it failing?"));
+        let messages = opening(&[], &request("why is it failing?"), &Read::default());
         assert_eq!(messages, vec![Message::user_text("<@U2>: why is it failing?")]);
     }
 
@@ -263,7 +372,7 @@ mod tests {
             said("1763800300.000300", Author::Person(UserId::new("U2")), "and in staging?"),
             said("1763800400.000100", Author::Person(UserId::new("U3")), "later"),
         ];
-        let messages = opening(&history, &request("and in staging?"));
+        let messages = opening(&history, &request("and in staging?"), &Read::default());
         let roles: Vec<Role> = messages.iter().map(|m| m.role).collect();
         assert_eq!(roles, [Role::User, Role::Assistant, Role::User]);
         assert_eq!(texts(&messages[0]), ["<@U1>: <@UBOT> why is checkout failing?"]);
@@ -277,7 +386,7 @@ mod tests {
     #[test]
     fn a_thread_the_bot_started_still_opens_with_the_user() {
         let history = [said("1763800000.000100", Author::ThisBot, "Daily report: all green.")];
-        let messages = opening(&history, &request("why green?"));
+        let messages = opening(&history, &request("why green?"), &Read::default());
         assert_eq!(messages[0].role, Role::User);
         assert_eq!(messages[1].role, Role::Assistant);
         assert_eq!(messages.last().map(|m| m.role), Some(Role::User));
@@ -307,7 +416,7 @@ mod tests {
 
     #[test]
     fn a_message_without_words_asks_for_a_greeting() {
-        let messages = opening(&[], &request(""));
+        let messages = opening(&[], &request(""), &Read::default());
         assert!(texts(&messages[0])[0].contains("Greet them"));
     }
 
@@ -317,7 +426,7 @@ mod tests {
         let history: Vec<ThreadMessage> = (0..30)
             .map(|n| said(&format!("1763800{n:03}.000100"), Author::Person(UserId::new("U1")), &log(n)))
             .collect();
-        let messages = opening(&history, &request(&"why? ".repeat(20_000)));
+        let messages = opening(&history, &request(&"why? ".repeat(20_000)), &Read::default());
         let all: Vec<String> = messages.iter().flat_map(texts).collect();
         let bytes: usize = all.iter().map(String::len).sum();
         assert!(bytes <= HISTORY_BYTES + QUESTION_BYTES + 1_024, "{bytes} bytes");
@@ -330,5 +439,184 @@ mod tests {
         // Multi-byte text is cut on a character boundary.
         let cut = capped("é".repeat(10), 5);
         assert!(cut.starts_with("éé …(cut: "), "{cut}");
+    }
+
+    fn shown(file_id: &str, ts: &str, number: usize, new: bool, content: Vec<Content>) -> ShownFile {
+        ShownFile { file_id: file_id.into(), message: Ts::new(ts), number, new, content }
+    }
+
+    fn image(file_id: &str) -> Content {
+        Content::File(FileBlock {
+            file_id: file_id.into(),
+            name: format!("{file_id}.png"),
+            key: format!("turns/T1-Ev1/files/{file_id}"),
+            kind: FileKind::Image(ImageFormat::Png),
+        })
+    }
+
+    fn file_ref(id: &str, name: &str) -> FileRef {
+        FileRef {
+            id: id.into(),
+            name: name.into(),
+            mimetype: "image/png".into(),
+            filetype: "png".into(),
+            size: 10,
+            url: None,
+            access: assistant_core::files::Access::Readable,
+        }
+    }
+
+    #[test]
+    fn the_question_is_read_from_the_thread_with_its_attachments_and_redacted() {
+        // GIVEN a question whose message carries an alert's attachment (the
+        // adapter rendered it into the thread's copy), a key in one field
+        let key = format!("AKIA{}", "Q7W3E5R8T2Y4U6I9");
+        let asked = "<@UBOT> is this bad?";
+        let history = [said(
+            "1763800300.000300",
+            Author::Person(UserId::new("U2")),
+            &format!("{asked}\n\nAlarm Name: `checkout-5xx`\nCurrent State: `ALARM`\nKey: {key}"),
+        )];
+
+        // WHEN the turn opens
+        let messages = opening(&history, &request(asked), &Read::default());
+
+        // THEN the model reads the question with the alert's fields, the key redacted
+        let question = texts(messages.last().unwrap()).join("\n");
+        assert!(question.starts_with("<@U2>: <@UBOT> is this bad?\n\nAlarm Name: `checkout-5xx`"), "{question}");
+        assert!(question.contains("Current State: `ALARM`"), "{question}");
+        assert!(!question.contains(&key) && question.contains("[redacted: aws access key id]"), "{question}");
+        // AND without the thread, the question as the event gave it
+        let alone = opening(&[], &request(asked), &Read::default());
+        assert_eq!(texts(&alone[0]), ["<@U2>: <@UBOT> is this bad?"]);
+    }
+
+    #[test]
+    fn what_is_left_out_of_the_thread_is_said_truly() {
+        let person = || Author::Person(UserId::new("U1"));
+        // A full page of the thread's last messages, its first not among them.
+        let history: Vec<ThreadMessage> =
+            (0..HISTORY_LIMIT).map(|n| said(&format!("17638001{n:02}.000100"), person(), "more")).collect();
+        let messages = opening(&history, &request("and now?"), &Read::default());
+        assert_eq!(
+            texts(&messages[0])[0],
+            format!("(This thread's oldest messages are left out: the bot reads only its last {HISTORY_LIMIT}.)")
+        );
+        // The whole thread read, one message too long for the rest.
+        let mut history = vec![said("1763800000.000100", person(), &"x".repeat(MESSAGE_BYTES))];
+        history.extend((1..8).map(|n| said(&format!("17638001{n:02}.000100"), person(), &"y".repeat(MESSAGE_BYTES))));
+        let messages = opening(&history, &request("and now?"), &Read::default());
+        assert_eq!(texts(&messages[0])[0], "(1 earlier message of this thread is left out.)");
+        // A short thread: nothing said.
+        let messages = opening(&history[..2], &request("and now?"), &Read::default());
+        assert!(texts(&messages[0])[0].starts_with("<@U1>: xxx"), "{:?}", texts(&messages[0]));
+    }
+
+    #[test]
+    fn files_follow_the_message_that_shared_them_and_the_new_ones_are_named_below_the_request() {
+        // GIVEN a screenshot shared earlier, a log the bot attached, a file
+        // the turn does not show, and a reply with only a new screenshot
+        let mut look = said("1763800100.000100", Author::Person(UserId::new("U1")), "look at this");
+        look.files = vec![file_ref("F0OLD00001", "before.png"), file_ref("F0OLD00000", "oldest.png")];
+        let mut answer = said("1763800200.000100", Author::ThisBot, "");
+        answer.files = vec![file_ref("F0LOG00001", "answer.log")];
+        let history = [look, answer];
+        let mut ask = request("");
+        ask.files = vec![file_ref("F0NEW00001", "after.png")];
+        let files = Read {
+            files: vec![
+                shown(
+                    "F0OLD00001",
+                    "1763800100.000100",
+                    1,
+                    false,
+                    vec![Content::Text("(File 1 of 3: before.png …; the image follows.)".into()), image("F0OLD00001")],
+                ),
+                shown(
+                    "F0LOG00001",
+                    "1763800200.000100",
+                    2,
+                    false,
+                    vec![Content::Text("(File 2 of 3: answer.log …)".into())],
+                ),
+                shown(
+                    "F0NEW00001",
+                    "1763800300.000300",
+                    3,
+                    true,
+                    vec![Content::Text("(File 3 of 3: after.png …; the image follows.)".into()), image("F0NEW00001")],
+                ),
+            ],
+            not_read: 1,
+            text_files: vec!["F0LOG00001".into()],
+        };
+
+        // WHEN the turn opens
+        let messages = opening(&history, &ask, &files);
+
+        // THEN each file follows its message, in the user's voice, in the thread's order
+        let roles: Vec<Role> = messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User], "the bot's file-only message has no words of its own");
+        let content = &messages[0].content;
+        assert_eq!(
+            content[0],
+            Content::Text("(1 older file shared in this thread is not shown: the bot reads the newest 8.)".into())
+        );
+        assert_eq!(content[1], Content::Text("<@U1>: look at this [also shared, not shown: oldest.png]".into()));
+        assert_eq!(content[3], image("F0OLD00001"));
+        assert_eq!(content[4], Content::Text("(File 2 of 3: answer.log …)".into()));
+        // AND the request says where the new file is and that the others are older
+        assert_eq!(
+            content[5],
+            Content::Text(
+                "<@U2> (shared File 3, below, without a question; the thread's earlier files, above, were shared in \
+                 earlier messages. Say briefly what it shows and what stands out, as an on-call engineer would want \
+                 to know.)"
+                    .into()
+            )
+        );
+        assert_eq!(content[7], image("F0NEW00001"), "the new file is below the request");
+        assert_eq!(content.len(), 8);
+    }
+
+    #[test]
+    fn a_file_after_the_bots_answer_opens_a_user_turn_and_roles_still_alternate() {
+        let mut answer = said("1763800200.000100", Author::ThisBot, "Here is the graph.");
+        answer.files = vec![file_ref("F0GRAPH001", "graph.png")];
+        let history = [said("1763800100.000100", Author::Person(UserId::new("U1")), "graph it"), answer];
+        let files = Read {
+            files: vec![shown(
+                "F0GRAPH001",
+                "1763800200.000100",
+                1,
+                false,
+                vec![
+                    Content::Text(
+                        "(File 1 of 1: graph.png, shared by you in an earlier message; the image follows.)".into(),
+                    ),
+                    image("F0GRAPH001"),
+                ],
+            )],
+            ..Read::default()
+        };
+        let messages = opening(&history, &request("why the dip?"), &files);
+        let roles: Vec<Role> = messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::User]);
+        assert_eq!(
+            messages[1].content,
+            [Content::Text("Here is the graph.".into())],
+            "no image in the assistant's turn"
+        );
+        assert_eq!(messages[2].content[1], image("F0GRAPH001"));
+        assert_eq!(messages[2].content[2], Content::Text("<@U2>: why the dip?".into()));
+    }
+
+    #[test]
+    fn several_new_files_are_named_together() {
+        assert_eq!(
+            files_only_request(&UserId::new("U2"), &[2, 3, 4], false),
+            "<@U2> (shared Files 2, 3 and 4, below, without a question. Say briefly what they show and what stands \
+             out, as an on-call engineer would want to know.)"
+        );
     }
 }

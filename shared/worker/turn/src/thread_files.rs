@@ -7,9 +7,16 @@
 //! (`turns/{turn}/files/{file_id}`) and says what the model gets:
 //! - an image or document: a [`FileBlock`] naming the key, read back for
 //!   each model call ([`load_bodies`]);
-//! - text: redacted before it is stored, then a note with its size, its
-//!   first lines and how to read the rest through `read_attachment`;
+//! - text: redacted before it is stored, then a note with its size (what
+//!   Slack served, and whether the bot read all of it), its first lines and
+//!   how to read the rest through `read_attachment`;
 //! - anything it could not read: a note saying why.
+//!
+//! Each file is introduced by a line naming it: its place among the files
+//! shown (`File 2 of 3`), its name, who shared it and whether in the
+//! message being answered (new) or an earlier one. The opening
+//! ([`crate::context::opening`]) puts each file after the text of the
+//! message that shared it, as a person sees them in the thread.
 //!
 //! A turn start that is a redelivery (the turn exists, or the worker died
 //! after downloading) finds the files already kept and downloads nothing
@@ -23,6 +30,7 @@ use assistant_core::messages::TurnRequest;
 use assistant_core::model::FileBodies;
 use assistant_core::ports::{ArtifactStore, Author, DownloadError, PortError, SlackFiles, ThreadMessage};
 use assistant_core::turn::{Content, Message, TurnId};
+use slack::Ts;
 use std::collections::BTreeMap;
 use tools_registry::READ_ATTACHMENT;
 use tracing::{info, warn};
@@ -31,25 +39,38 @@ use tracing::{info, warn};
 const PREVIEW_LINES: usize = 20;
 const PREVIEW_BYTES: usize = 1_500;
 
-/// A file and who shared it.
+/// A file, who shared it, and in which message.
 struct Shared<'a> {
     file: &'a FileRef,
     by: String,
+    message: Ts,
+    /// Shared in the message being answered.
+    new: bool,
 }
 
 /// The files a turn reads: the question's, then the thread's newest
 /// earlier ones, each once, at most [`MAX_FILES`]; and how many more
 /// there were.
 fn candidates<'a>(request: &'a TurnRequest, history: &'a [ThreadMessage]) -> (Vec<Shared<'a>>, usize) {
-    let mut all: Vec<Shared<'a>> =
-        request.files.iter().map(|file| Shared { file, by: format!("<@{}>", request.user) }).collect();
-    for message in history.iter().rev().filter(|message| message.ts != request.message_ts) {
+    let mut all: Vec<Shared<'a>> = request
+        .files
+        .iter()
+        .map(|file| Shared { file, by: format!("<@{}>", request.user), message: request.message_ts.clone(), new: true })
+        .collect();
+    // Messages after the question are not shown to the model, nor their files.
+    let asked_at = crate::context::order(&request.message_ts);
+    for message in history.iter().rev().filter(|message| crate::context::order(&message.ts) < asked_at) {
         let by = match &message.author {
             Author::Person(user) => format!("<@{user}>"),
             Author::OtherBot(bot) => format!("bot {bot}"),
             Author::ThisBot => "you".to_owned(),
         };
-        all.extend(message.files.iter().map(|file| Shared { file, by: by.clone() }));
+        all.extend(message.files.iter().map(|file| Shared {
+            file,
+            by: by.clone(),
+            message: message.ts.clone(),
+            new: false,
+        }));
     }
     let mut seen = std::collections::HashSet::new();
     all.retain(|shared| seen.insert(shared.file.id.clone()));
@@ -108,13 +129,38 @@ enum Unread {
     NotDocument(DocumentFormat),
 }
 
+/// One file as the model is shown it: a line naming it, then its block or
+/// its note.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShownFile {
+    pub file_id: String,
+    /// The message that shared it.
+    pub message: Ts,
+    /// Its place among the files shown, from 1, in the thread's order.
+    pub number: usize,
+    /// Shared in the message being answered.
+    pub new: bool,
+    pub content: Vec<Content>,
+}
+
 /// What a turn's start read of its thread's files.
 #[derive(Debug, Default, PartialEq)]
 pub struct Read {
-    /// The blocks and notes to put before the question.
-    pub content: Vec<Content>,
+    /// The files shown, in the thread's order (oldest message first, each
+    /// message's files in the order it has them).
+    pub files: Vec<ShownFile>,
+    /// Files shared in the thread beyond the [`MAX_FILES`] read (the
+    /// oldest), which are not shown.
+    pub not_read: usize,
     /// The text files kept, for `read_attachment`.
     pub text_files: Vec<String>,
+}
+
+/// A file's introduction: `File 2 of 3: app.log, shared by <@U1> in an
+/// earlier message`.
+fn introduction(shared: &Shared, number: usize, of: usize) -> String {
+    let place = if shared.new { "in the message you are answering (new)" } else { "in an earlier message" };
+    format!("File {number} of {of}: {}, shared by {} {place}", shared.file.name, shared.by)
 }
 
 /// Reads the files of `request` and its thread for turn `turn`. Never
@@ -127,37 +173,45 @@ pub async fn read(
     request: &TurnRequest,
     history: &[ThreadMessage],
 ) -> Result<Read, PortError> {
-    let (shared, more) = candidates(request, history);
+    let (shared, not_read) = candidates(request, history);
     if shared.is_empty() {
-        return Ok(Read::default());
+        return Ok(Read { not_read, ..Read::default() });
     }
+    // Shown in the thread's order: the earlier messages' files oldest
+    // first, the question's last. (Read in `shared`'s order: the
+    // question's and the newest first get the model's limits.)
+    let mut display: Vec<usize> = (0..shared.len()).collect();
+    display.sort_by_key(|&at| (shared[at].new, crate::context::order(&shared[at].message)));
+    let mut number = vec![0; shared.len()];
+    for (place, &at) in display.iter().enumerate() {
+        number[at] = place + 1;
+    }
+    let of = shared.len();
     let mut text_files = Vec::new();
     let kept: BTreeMap<String, u64> =
         artifacts.list(&files::files_prefix(turn), MAX_FILES * 2).await?.into_iter().collect();
-    let mut content = Vec::new();
+    let mut contents: Vec<Vec<Content>> = Vec::with_capacity(shared.len());
     let (mut documents, mut block_bytes) = (0, 0);
-    for Shared { file, by } in shared {
-        let note = |what: String| Content::Text(format!("({by} shared {what})"));
+    for (at, this) in shared.iter().enumerate() {
+        let file = this.file;
+        let intro = introduction(this, number[at], of);
+        let unread = |why: String| vec![Content::Text(format!("({intro}; not read: {why})"))];
         let plan = match file.plan() {
             Plan::Document(_) if documents >= MAX_DOCUMENTS => {
-                content.push(note(format!(
-                    "{}; the model reads at most {MAX_DOCUMENTS} documents at once, so it was not read.",
-                    file.name
-                )));
+                contents.push(unread(format!("the model reads at most {MAX_DOCUMENTS} documents at once.")));
                 continue;
             }
             Plan::Image(_) | Plan::Document(_) if block_bytes + file.size > MAX_BLOCK_BYTES => {
-                content.push(note(format!(
-                    "{}, which was not read: with the files before it, it is more than the {} of images and \
-                     documents the model reads at once. Ask about fewer files at a time.",
-                    file.name,
+                contents.push(unread(format!(
+                    "with the files before it, it is more than the {} of images and documents the model reads \
+                     at once. Ask about fewer files at a time.",
                     human_bytes(MAX_BLOCK_BYTES)
                 )));
                 continue;
             }
             Plan::Skip(why) => {
                 info!(file = %file.id, reason = ?why, "file not read");
-                content.push(note(why.note(file)));
+                contents.push(unread(why.note(file)));
                 continue;
             }
             plan => plan,
@@ -166,57 +220,87 @@ pub async fn read(
         let stored = match kept.get(&key) {
             Some(&bytes) => {
                 info!(file = %file.id, "file already kept: not downloaded again");
-                Ok(Kept { bytes, preview: None })
+                Ok(Kept { bytes, text: None })
             }
             None => keep(slack, artifacts, file, plan, &key).await?,
         };
-        let Kept { bytes, preview: kept_preview } = match stored {
+        let Kept { bytes, text } = match stored {
             Ok(kept) => kept,
             Err(why) => {
-                content.push(note(format!("{}, which was not read: {why}", file.name)));
+                contents.push(unread(why.to_string()));
                 continue;
             }
         };
         match plan {
             Plan::Image(format) => {
                 block_bytes += bytes;
-                content.push(block(file, key, FileKind::Image(format)));
+                contents.push(vec![
+                    Content::Text(format!("({intro}; the image follows.)")),
+                    block(file, key, FileKind::Image(format)),
+                ]);
             }
             Plan::Document(format) => {
                 documents += 1;
                 block_bytes += bytes;
-                content.push(block(file, key, FileKind::Document(format)));
+                contents.push(vec![
+                    Content::Text(format!("({intro}; the document follows.)")),
+                    block(file, key, FileKind::Document(format)),
+                ]);
             }
             Plan::Text => {
                 text_files.push(file.id.clone());
-                // Kept by an earlier start: its preview is read back.
-                let preview = match kept_preview {
-                    Some(preview) => preview,
-                    None => artifacts
-                        .get(&key)
-                        .await?
-                        .map(|text| preview(&String::from_utf8_lossy(&text)))
-                        .unwrap_or_default(),
+                // Kept by an earlier start: its preview is read back, and
+                // what was read is known from Slack's size and the limit.
+                let text = match text {
+                    Some(text) => text,
+                    None => {
+                        let kept = artifacts.get(&key).await?.unwrap_or_default();
+                        let read = if file.size > 0 { file.size.min(TEXT_BYTES) } else { kept.len() as u64 };
+                        KeptText {
+                            read,
+                            cut: file.size > TEXT_BYTES,
+                            preview: preview(&String::from_utf8_lossy(&kept)),
+                        }
+                    }
                 };
-                content.push(note(text_note(file, bytes, &preview)));
+                contents.push(vec![Content::Text(text_note(&intro, file, &text))]);
             }
             Plan::Skip(_) => unreachable!("skipped above"),
         }
     }
-    if more > 0 {
-        content.push(Content::Text(format!("({more} older files in this thread were not read.)")));
-    }
-    Ok(Read { content, text_files })
+    let mut files: Vec<ShownFile> = shared
+        .iter()
+        .zip(contents)
+        .enumerate()
+        .map(|(at, (this, content))| ShownFile {
+            file_id: this.file.id.clone(),
+            message: this.message.clone(),
+            number: number[at],
+            new: this.new,
+            content,
+        })
+        .collect();
+    files.sort_by_key(|shown| shown.number);
+    Ok(Read { files, not_read, text_files })
 }
 
 fn block(file: &FileRef, key: String, kind: FileKind) -> Content {
     Content::File(FileBlock { file_id: file.id.clone(), name: file.name.clone(), key, kind })
 }
 
-/// What was kept of a file: its size, and for text its first lines.
+/// What was kept of a file: its size as kept, and for text what was read.
 struct Kept {
     bytes: u64,
-    preview: Option<String>,
+    text: Option<KeptText>,
+}
+
+/// A text file as the bot read it: how many bytes Slack served (before
+/// redaction, which changes lengths), whether that was all of it, and its
+/// first lines.
+struct KeptText {
+    read: u64,
+    cut: bool,
+    preview: String,
 }
 
 /// Downloads `file` and keeps it under `key`: what was kept, or why it
@@ -252,7 +336,7 @@ async fn keep(
     if is_sign_in_page(file, &downloaded.body, downloaded.content_type.as_deref()) {
         return Ok(Err(Unread::NoAccess));
     }
-    let mut text_preview = None;
+    let mut text = None;
     let (body, content_type) = match plan {
         Plan::Image(_) | Plan::Document(_) if downloaded.cut => {
             return Ok(Err(Unread::TooLarge(limit)));
@@ -266,22 +350,32 @@ async fn keep(
         Plan::Image(format) => (downloaded.body, image_type(format)),
         Plan::Document(format) => (downloaded.body, document_type(format)),
         _ => {
-            let text = redact::redact(&String::from_utf8_lossy(&downloaded.body)).into_owned();
-            text_preview = Some(preview(&text));
-            (text.into_bytes(), "text/plain; charset=utf-8")
+            let redacted = redact::redact(&String::from_utf8_lossy(&downloaded.body)).into_owned();
+            text =
+                Some(KeptText { read: downloaded.body.len() as u64, cut: downloaded.cut, preview: preview(&redacted) });
+            (redacted.into_bytes(), "text/plain; charset=utf-8")
         }
     };
     let bytes = body.len() as u64;
     artifacts.put(key, body, content_type).await?;
     info!(file = %file.id, bytes, cut = downloaded.cut, "file kept");
-    Ok(Ok(Kept { bytes, preview: text_preview }))
+    Ok(Ok(Kept { bytes, text }))
 }
 
-/// The first lines of a text, for the opening.
+/// The first lines of a text, for the opening; a first line longer than
+/// the preview is cut, and says so.
 fn preview(text: &str) -> String {
     let mut out = String::new();
     for line in text.lines().take(PREVIEW_LINES) {
         if out.len() + line.len() > PREVIEW_BYTES {
+            if out.is_empty() {
+                let mut end = PREVIEW_BYTES;
+                while !line.is_char_boundary(end) {
+                    end -= 1;
+                }
+                out.push_str(&line[..end]);
+                out.push_str(&format!(" …(this line goes on for {} more bytes)\n", line.len() - end));
+            }
             break;
         }
         out.push_str(line);
@@ -290,16 +384,27 @@ fn preview(text: &str) -> String {
     out
 }
 
-fn text_note(file: &FileRef, kept: u64, preview: &str) -> String {
-    let size = if file.size > kept {
-        format!("{}; its first {} are kept", human_bytes(file.size), human_bytes(kept))
+/// Two sizes that differ, each written so that they look different
+/// (`4.2 MB` and `4.2 MB` would not).
+fn two_sizes(whole: u64, part: u64) -> (String, String) {
+    let (a, b) = (human_bytes(whole), human_bytes(part));
+    if a == b { (format!("{whole} bytes"), format!("{part} bytes")) } else { (a, b) }
+}
+
+fn text_note(intro: &str, file: &FileRef, text: &KeptText) -> String {
+    // Slack's size when it was read whole: what a redelivery, which finds
+    // the redacted copy kept, can say as well.
+    let size = if !text.cut {
+        format!("a text file of {}", human_bytes(if file.size > 0 { file.size } else { text.read }))
+    } else if file.size > text.read {
+        let (whole, read) = two_sizes(file.size, text.read);
+        format!("a text file of {whole}, of which the bot read the first {read} (the rest cannot be read)")
     } else {
-        human_bytes(kept)
+        format!("a text file larger than the {} the bot read (the rest cannot be read)", human_bytes(text.read))
     };
     format!(
-        "the text file {} ({size}). Read it with {READ_ATTACHMENT} {{\"file\": \"{}\"}} by line range or grep; it \
-         starts:\n```\n{preview}```",
-        file.name, file.id
+        "({intro}: {size}. Read it with {READ_ATTACHMENT} {{\"file\": \"{}\"}} by line range or grep; it starts:\n```\n{}```)",
+        file.id, text.preview
     )
 }
 
@@ -328,6 +433,113 @@ pub async fn load_bodies(
 mod tests {
     use super::*;
     use testkit::memory::MemoryArtifacts;
+
+    fn all_content(read: &Read) -> Vec<Content> {
+        read.files.iter().flat_map(|shown| shown.content.clone()).collect()
+    }
+
+    fn text_file(id: &str, name: &str, size: u64) -> FileRef {
+        FileRef {
+            id: id.into(),
+            name: name.into(),
+            mimetype: "text/plain".into(),
+            filetype: "text".into(),
+            size,
+            url: Some(format!("https://files.slack.com/files-pri/T1-{id}/download/{name}")),
+            access: files::Access::Readable,
+        }
+    }
+
+    fn asking(turn: &assistant_core::turn::Turn, files: Vec<FileRef>) -> TurnRequest {
+        TurnRequest {
+            event_id: turn.event_id.clone(),
+            thread: turn.thread.clone(),
+            message_ts: slack::Ts::new("1763800100.000100"),
+            user: turn.user.clone(),
+            text: "what is in it?".into(),
+            context_channel: None,
+            bot_user: None,
+            files,
+            membership: slack::Membership::Home,
+        }
+    }
+
+    /// The note of the one text file `read` shows.
+    fn note(read: &Read) -> String {
+        match &read.files[..] {
+            [shown] => match &shown.content[..] {
+                [Content::Text(note)] => note.clone(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_log_whose_secrets_got_shorter_placeholders_is_described_whole_not_cut() {
+        // GIVEN a 95 KB log full of tokens, which redaction shortens
+        let token = format!("xox{}-{}-{}", "b", "2024061715", "q8Xv2LmN4pR7sT1wY9zK3bC6");
+        let mut log = String::new();
+        while log.len() < 95_000 {
+            log.push_str(&format!("2025-11-22T08:00:00Z INFO call with token={token} ok\n"));
+        }
+        let file = text_file("F0LOG95KB1", "app.log", log.len() as u64);
+        let slack =
+            testkit::memory::MemorySlack::default().with_file(file.url.as_deref().unwrap(), log.clone().into_bytes());
+        let artifacts = MemoryArtifacts::default();
+        let turn = testkit::store_contract::new_turn("Ev3");
+        let request = asking(&turn, vec![file]);
+
+        // WHEN the turn's start reads it, and a redelivery reads it again
+        let first = read(&slack, &artifacts, &turn.id, &request, &[]).await.unwrap();
+        let again = read(&slack, &artifacts, &turn.id, &request, &[]).await.unwrap();
+
+        // THEN it is described by the size Slack served, as read whole
+        let kept = artifacts.get(&format!("turns/{}/files/F0LOG95KB1", turn.id)).await.unwrap().unwrap();
+        assert!(kept.len() < log.len(), "redaction shortened it: {} < {}", kept.len(), log.len());
+        let note = note(&first);
+        assert!(note.contains("in the message you are answering (new): a text file of 95 KB. Read it with"), "{note}");
+        assert!(!note.contains("first") && !note.contains("cannot be read"), "not cut: {note}");
+        assert!(!note.contains(&token), "{note}");
+        assert_eq!(self::note(&again), note, "the redelivery says the same");
+    }
+
+    #[tokio::test]
+    async fn a_log_over_what_the_bot_reads_says_it_was_cut_with_sizes_that_differ() {
+        // GIVEN a log just over the 4 MiB the bot reads: 4.2 MB both ways
+        let log = "ERROR pool exhausted\n".repeat(200_000);
+        let file = text_file("F0LOGBIG01", "big.log", log.len() as u64);
+        let slack =
+            testkit::memory::MemorySlack::default().with_file(file.url.as_deref().unwrap(), log.clone().into_bytes());
+        let artifacts = MemoryArtifacts::default();
+        let turn = testkit::store_contract::new_turn("Ev4");
+        let request = asking(&turn, vec![file]);
+
+        let first = read(&slack, &artifacts, &turn.id, &request, &[]).await.unwrap();
+        let again = read(&slack, &artifacts, &turn.id, &request, &[]).await.unwrap();
+
+        let note = note(&first);
+        assert!(
+            note.contains(&format!(
+                "a text file of {} bytes, of which the bot read the first {TEXT_BYTES} bytes (the rest cannot be read)",
+                log.len()
+            )),
+            "{note}"
+        );
+        assert_eq!(self::note(&again), note, "the redelivery says the same");
+    }
+
+    #[test]
+    fn a_preview_whose_first_line_is_long_shows_its_start_and_says_so() {
+        let text = format!("{}\nsecond line\n", "x".repeat(5_000));
+        let shown = preview(&text);
+        assert!(shown.starts_with(&"x".repeat(PREVIEW_BYTES)), "{shown}");
+        assert!(
+            shown.ends_with(&format!(" …(this line goes on for {} more bytes)\n", 5_000 - PREVIEW_BYTES)),
+            "{shown}"
+        );
+        assert_eq!(preview("a\nb\n"), "a\nb\n");
+    }
 
     #[tokio::test]
     async fn images_and_documents_together_stay_under_what_one_model_request_carries() {
@@ -368,13 +580,16 @@ mod tests {
 
         let read = read(&slack, &artifacts, &turn.id, &request, &[]).await.unwrap();
 
-        let blocks = read.content.iter().filter(|content| matches!(content, Content::File(_))).count();
+        let content = all_content(&read);
+        let blocks = content.iter().filter(|content| matches!(content, Content::File(_))).count();
         assert_eq!(blocks, 3, "3 × 3.5 MB fit under {MAX_BLOCK_BYTES} B; the fourth would not");
-        let notes = serde_json::to_string(&read.content).unwrap();
+        let notes = serde_json::to_string(&content).unwrap();
         assert!(
-            notes.contains("3.png, which was not read: with the files before it") && notes.contains("4.png"),
+            notes.contains("(File 4 of 5: 3.png, shared by <@U061F7AUR> in the message you are answering (new); not read: with the files before it")
+                && notes.contains("File 5 of 5: 4.png"),
             "{notes}"
         );
+        assert!(notes.contains("(File 1 of 5: 0.png, shared by <@U061F7AUR> in the message you are answering (new); the image follows.)"), "{notes}");
         assert_eq!(slack.downloads().len(), 3, "the others are not downloaded");
     }
 
@@ -424,18 +639,31 @@ mod tests {
             files: vec![file(11)],
         });
 
-        let Read { content, text_files } = read(&slack, &artifacts, &turn.id, &request, &history).await.unwrap();
-        assert_eq!(text_files.len(), MAX_FILES);
-        let all = serde_json::to_string(&content).unwrap();
-        assert!(all.starts_with(r#"[{"text":"(<@U061F7AUR> shared the text file 11.log"#), "{all}");
-        assert!(all.contains("(<@U2> shared the text file 10.log") && all.contains("4.log"), "{all}");
+        let first = read(&slack, &artifacts, &turn.id, &request, &history).await.unwrap();
+        assert_eq!(first.text_files.len(), MAX_FILES);
+        assert_eq!(first.not_read, 4, "0.log to 3.log");
+        // Shown in the thread's order: the oldest read first, the question's last.
+        let names: Vec<(usize, bool, &str)> =
+            first.files.iter().map(|shown| (shown.number, shown.new, shown.message.as_str())).collect();
+        assert_eq!(names[0], (1, false, "1763800004.000100"));
+        assert_eq!(names[7], (8, true, "1763800100.000100"));
+        let all = serde_json::to_string(&all_content(&first)).unwrap();
+        assert!(
+            all.starts_with(
+                r#"[{"text":"(File 1 of 8: 4.log, shared by <@U2> in an earlier message: a text file of 6 B."#
+            ),
+            "{all}"
+        );
+        assert!(
+            all.contains("(File 8 of 8: 11.log, shared by <@U061F7AUR> in the message you are answering (new): a text file of 6 B."),
+            "{all}"
+        );
         assert!(!all.contains("3.log"), "at most {MAX_FILES}: {all}");
-        assert!(all.contains("(4 older files in this thread were not read.)"), "{all}");
         assert_eq!(slack.downloads().len(), MAX_FILES, "each once");
 
         // A second start of the same turn (a redelivery) downloads nothing.
         let again = read(&slack, &artifacts, &turn.id, &request, &history).await.unwrap();
-        assert_eq!(again.content, content);
+        assert_eq!(again, first);
         assert_eq!(slack.downloads().len(), MAX_FILES);
     }
 }

@@ -141,6 +141,16 @@ impl<M> TestWorker<M> {
 }
 
 fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables) -> TestWorker<M> {
+    build_reading(model, runs, tables, Arc::new(MemorySlack::default()))
+}
+
+/// A worker whose Slack has this thread and these files.
+fn build_reading<M: Model + 'static>(
+    model: M,
+    runs: &'static AtomicU32,
+    tables: Tables,
+    slack: Arc<MemorySlack>,
+) -> TestWorker<M> {
     let Tables { turns: store, deliveries, streams, feedback, grants } = tables;
     let (agent, contexts) = (Arc::new(MemoryAgent::default()), Arc::new(MemoryContexts::default()));
     let model = Arc::new(model);
@@ -155,8 +165,8 @@ fn build<M: Model + 'static>(model: M, runs: &'static AtomicU32, tables: Tables)
         work: work.clone(),
         replies: replies.clone(),
         artifacts: artifacts.clone(),
-        slack: Arc::new(MemorySlack::default()),
-        files: Arc::new(MemorySlack::default()),
+        slack: slack.clone(),
+        files: slack,
         timers: timers.clone(),
         clock: Arc::new(ManualClock::at(NOW)),
         metrics: metrics.clone(),
@@ -2751,4 +2761,158 @@ async fn a_secret_the_model_writes_itself_is_redacted_before_the_turn_keeps_it()
     assert!(!kept.contains("bPxRfiCY"), "{kept}");
     let answer = turn.answer.unwrap();
     assert!(answer.contains("Rotate it:") && answer.contains("[redacted"), "{answer}");
+}
+
+// --- What the model reads of the thread -------------------------------------------
+
+/// The text of every block of `messages`, in order; files as `[file F…]`.
+fn transcript_text(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .flat_map(|message| message.content.iter())
+        .map(|content| match content {
+            Content::Text(text) => text.clone(),
+            Content::File(file) => format!("[file {}]", file.file_id),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_alerting_apps_attachments_and_blocks_reach_the_model_whole() {
+    // GIVEN an alert's thread as Slack returns it (Grafana's attachment, a
+    // CloudWatch alarm's fields, a Block Kit alert whose text is only its
+    // fallback), read the way the Slack adapter reads it, and a question in it
+    let replies: serde_json::Value =
+        serde_json::from_str(testkit::fixtures::messages::CONVERSATIONS_REPLIES_ALERTS).unwrap();
+    let history: Vec<assistant_core::ports::ThreadMessage> = replies["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| assistant_core::ports::ThreadMessage {
+            ts: Ts::new(message["ts"].as_str().unwrap()),
+            author: match message["user"].as_str() {
+                Some(user) => assistant_core::ports::Author::Person(UserId::new(user)),
+                None => assistant_core::ports::Author::OtherBot(message["bot_id"].as_str().unwrap().into()),
+            },
+            text: slack::readable::message_text(
+                message["text"].as_str().unwrap_or_default(),
+                &message["blocks"],
+                &message["attachments"],
+            ),
+            files: Vec::new(),
+        })
+        .collect();
+    let slack = Arc::new(MemorySlack::default().with_history(history));
+    let runs = counter();
+    let worker =
+        build_reading(ScriptedModel::new([text("The 5xx alarm fired.")]), runs, testkit::memory::tables(), slack);
+    let mut question = start();
+    if let WorkMessage::StartTurn(request) = &mut question {
+        request.thread.thread_ts = Ts::new("1763799000.000050");
+        request.message_ts = Ts::new("1763800000.000100");
+        request.user = UserId::new("U061F7AUR");
+        request.text =
+            "<@U0LAN0Z89> why is checkout-api failing? see <https://grafana.example.com/d/checkout|the dashboard>"
+                .into();
+    }
+
+    // WHEN the turn runs
+    worker.handle(&question, &Budget::plenty()).await.unwrap();
+
+    // THEN the model was sent every alert's labels, values and links, once
+    let sent = worker.model.sent(0);
+    assert_eq!(sent.len(), 1, "the alerts and the question are the user's one message");
+    let all = transcript_text(&sent).join("\n");
+    for fact in [
+        "(bot B0GRAFANA1): <https://grafana.example.com/alerting/grafana/cdx93ak2/view|[FIRING:1] HighErrorRate",
+        " - runbook_url = https://runbooks.example.com/checkout-5xx",
+        "(bot B0AWSNOTIFY): AWS CloudWatch notification - checkout-api-5xx",
+        "Alarm reason: `Threshold Crossed: 3 out of the last 3 datapoints",
+        "Current State: `ALARM`",
+        "*Value:* 2.84 s",
+        "<https://app.datadoghq.eu/monitors/81234567|View monitor>",
+        "<@U061F7AUR>: <@U0LAN0Z89> why is checkout-api failing?",
+    ] {
+        assert!(all.contains(fact), "{fact:?} not in {all}");
+    }
+    assert_eq!(all.matches("Triggered: [P1] checkout-api p99 latency above 2s").count(), 1, "{all}");
+}
+
+#[tokio::test]
+async fn a_file_only_reply_names_each_file_where_it_was_shared_and_which_is_new() {
+    // GIVEN a thread where U1 pasted a log, and U2 replies with only a screenshot
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    let log_url = "https://files.slack.com/files-pri/T1-F0LOG00001/download/app.log";
+    let png_url = "https://files.slack.com/files-pri/T1-F0PNG00001/download/after.png";
+    let file =
+        |id: &str, name: &str, mimetype: &str, filetype: &str, size: usize, url: &str| assistant_core::files::FileRef {
+            id: id.into(),
+            name: name.into(),
+            mimetype: mimetype.into(),
+            filetype: filetype.into(),
+            size: size as u64,
+            url: Some(url.into()),
+            access: assistant_core::files::Access::Readable,
+        };
+    let log = file("F0LOG00001", "app.log", "text/plain", "text", 20, log_url);
+    let screenshot = file("F0PNG00001", "after.png", "image/png", "png", png.len(), png_url);
+    let history = vec![
+        assistant_core::ports::ThreadMessage {
+            ts: Ts::new("1763800000.000100"),
+            author: assistant_core::ports::Author::Person(UserId::new("U1")),
+            text: "<@UBOT> checkout is failing, log attached".into(),
+            files: vec![log],
+        },
+        assistant_core::ports::ThreadMessage {
+            ts: Ts::new("1763800200.000200"),
+            author: assistant_core::ports::Author::Person(UserId::new("U2")),
+            text: String::new(),
+            files: vec![screenshot.clone()],
+        },
+    ];
+    let slack = Arc::new(
+        MemorySlack::default()
+            .with_history(history)
+            .with_file(log_url, b"ERROR one\nERROR two\n".to_vec())
+            .with_file(png_url, png),
+    );
+    let runs = counter();
+    let worker = build_reading(
+        ScriptedModel::new([text("The screenshot shows the 502s.")]),
+        runs,
+        testkit::memory::tables(),
+        slack,
+    );
+    let mut reply = start();
+    if let WorkMessage::StartTurn(request) = &mut reply {
+        request.message_ts = Ts::new("1763800200.000200");
+        request.user = UserId::new("U2");
+        request.text = String::new();
+        request.files = vec![screenshot];
+    }
+
+    // WHEN the turn runs
+    worker.handle(&reply, &Budget::plenty()).await.unwrap();
+
+    // THEN the model reads the log after the message that shared it, then
+    // the request, then the new screenshot below it, each named
+    let sent = transcript_text(&worker.model.sent(0));
+    assert_eq!(sent[0], "<@U1>: <@UBOT> checkout is failing, log attached");
+    assert!(
+        sent[1].starts_with("(File 1 of 2: app.log, shared by <@U1> in an earlier message: a text file of 20 B. Read it with read_attachment"),
+        "{}",
+        sent[1]
+    );
+    assert_eq!(
+        sent[2],
+        "<@U2> (shared File 2, below, without a question; the thread's earlier files, above, were shared in earlier \
+         messages. Say briefly what it shows and what stands out, as an on-call engineer would want to know.)"
+    );
+    assert_eq!(
+        sent[3],
+        "(File 2 of 2: after.png, shared by <@U2> in the message you are answering (new); the image follows.)"
+    );
+    assert_eq!(sent[4], "[file F0PNG00001]");
+    assert_eq!(sent.len(), 5);
 }

@@ -47,18 +47,17 @@ impl Worker {
         let mut turn = Turn::start(request, self.clock.now_unix());
         let history = history
             .inspect_err(|err| warn!(error = %err, "thread history unavailable: answering from the question alone"));
-        turn.transcript = match &history {
-            Ok(history) => context::opening(history, request),
-            // Rate limited (Slack's one read a minute for apps outside its
-            // Marketplace), or down: the answer says what it could not see.
-            Err(_) => context::opening_unread(request),
-        };
         let thread_so_far = history.as_deref().unwrap_or_default();
         let files =
             crate::thread_files::read(self.files.as_ref(), self.artifacts.as_ref(), &turn.id, request, thread_so_far)
                 .await
                 .map_err(WorkerError::Artifacts)?;
-        context::attach_files(&mut turn.transcript, files.content);
+        turn.transcript = match &history {
+            Ok(history) => context::opening(history, request, &files),
+            // Rate limited (Slack's one read a minute for apps outside its
+            // Marketplace), or down: the answer says what it could not see.
+            Err(_) => context::opening_unread(request, &files),
+        };
         turn.text_files = files.text_files;
         if let Some((block, run)) = enhanced {
             if let Some(block) = block {
