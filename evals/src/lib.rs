@@ -86,8 +86,16 @@ pub struct CaseFile {
 #[serde(deny_unknown_fields)]
 pub struct Earlier {
     /// `person` or `bot` (this bot).
+    /// `person`, `bot` (this bot) or `app` (another app: an alerting
+    /// tool, say).
     pub who: String,
     pub text: String,
+    /// The message's Block Kit blocks and legacy attachments, as
+    /// `conversations.replies` returns them.
+    #[serde(default)]
+    pub blocks: Value,
+    #[serde(default)]
+    pub attachments: Value,
     #[serde(default)]
     pub files: Vec<CaseFile>,
 }
@@ -308,8 +316,13 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
     for (n, earlier) in case.earlier.iter().enumerate() {
         history.push(ThreadMessage {
             ts: Ts::new(format!("1763800{n:03}.000100")),
-            author: if earlier.who == "bot" { Author::ThisBot } else { Author::Person(UserId::new("U0EARLIER1")) },
-            text: earlier.text.clone(),
+            author: match earlier.who.as_str() {
+                "bot" => Author::ThisBot,
+                "app" => Author::OtherBot("B0ALERTAPP".into()),
+                _ => Author::Person(UserId::new("U0EARLIER1")),
+            },
+            // As the Slack adapter reads it: blocks and attachments as text.
+            text: slack::readable::message_text(&earlier.text, &earlier.blocks, &earlier.attachments),
             files: files.refs(&case.dir, &earlier.files)?,
         });
     }
