@@ -429,23 +429,26 @@ async fn a_two_megabyte_tool_result_goes_to_s3_and_the_turn_item_stays_small() {
         .s3
         .get_object()
         .bucket(&stack.bucket)
-        .key(format!("turns/{TURN}/tooluse_kZJMlvQmRJ6eAyJE5GIl7Q"))
+        .key(format!("turns/{TURN}/results/tooluse_kZJMlvQmRJ6eAyJE5GIl7Q"))
         .send()
         .await
         .unwrap();
     assert_eq!(object.body.collect().await.unwrap().into_bytes().len(), logs.len());
 
-    // AND the turn's item holds a pointer and a preview, far under 400 KB
+    // AND the turn's item holds a pointer and a preview within the
+    // reading budget, far under 400 KB
     let turn = stack.turns().load(&TurnId::new(TURN)).await.unwrap().unwrap();
     let state = serde_json::to_string(&turn).unwrap();
-    assert!(state.len() < 40_000, "state is {} bytes", state.len());
+    assert!(state.len() < 100_000, "state is {} bytes", state.len());
     assert_eq!(turn.status, TurnStatus::Answered);
 
-    // AND the model saw the preview and how much there was
+    // AND the model saw the first lines, how much there was and how to read on
     let sent = &fake.requests()[1].body["messages"][2]["content"][0]["toolResult"]["content"][0]["text"];
     let sent = sent.as_str().unwrap();
     assert!(sent.starts_with("2025-11-22T08:26:40Z checkout-api ERROR"), "{}", &sent[..80]);
-    assert!(sent.contains(&format!("{} bytes in all", logs.len())), "{}", &sent[sent.len() - 120..]);
+    let end = &sent[sent.len() - 400..];
+    assert!(end.contains(&format!("({} bytes, 40000 lines in all)", logs.len())), "{end}");
+    assert!(end.contains(r#"read_result {"result": "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q", "start_line": "#), "{end}");
 }
 
 #[tokio::test]

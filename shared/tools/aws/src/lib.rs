@@ -18,8 +18,8 @@
 //! is checked before any AWS call: a log group outside the globs, a window
 //! past the maximum or a namespace not listed is an error result that says
 //! why. What comes back is bounded (alarms, datapoints, rows, bytes) and,
-//! like every tool's result, redacted by the registry and offloaded when
-//! large. Logs Insights bills per GB scanned: the window, the number of
+//! like every tool's result, redacted by the registry and read by the
+//! model within the turn's reading budget (`assistant_core::reading`). Logs Insights bills per GB scanned: the window, the number of
 //! groups and the time limit (after which the query is stopped) keep one
 //! query's scan small.
 

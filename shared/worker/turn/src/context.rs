@@ -200,43 +200,32 @@ pub fn opening(history: &[ThreadMessage], request: &TurnRequest, files: &thread_
     let unread_before = history.len() >= HISTORY_LIMIT
         && history.first().is_some_and(|first| first.ts != request.thread.thread_ts)
         && request.message_ts != request.thread.thread_ts;
-    let mut messages = Vec::new();
-    match (unread_before, left_out) {
-        (false, 0) => {}
-        (false, n) => push_merged(
-            &mut messages,
-            Role::User,
-            format!(
-                "({n} earlier {} of this thread {} left out.)",
-                plural(n, "message", "messages"),
-                plural(n, "is", "are")
-            ),
-        ),
-        (true, 0) => push_merged(
-            &mut messages,
-            Role::User,
-            format!("(This thread's oldest messages are left out: the bot reads only its last {HISTORY_LIMIT}.)"),
-        ),
-        (true, n) => push_merged(
-            &mut messages,
-            Role::User,
-            format!(
-                "(This thread's oldest messages are left out: the bot reads only its last {HISTORY_LIMIT}, and the \
-                 {n} oldest of those did not fit either.)"
-            ),
-        ),
-    }
-    if files.not_read > 0 {
+    let left = match (unread_before, left_out) {
+        (false, 0) => None,
+        (false, n) => Some(format!(
+            "({n} earlier {} of this thread {} left out.)",
+            plural(n, "message", "messages"),
+            plural(n, "is", "are")
+        )),
+        (true, 0) => {
+            Some(format!("(This thread's oldest messages are left out: the bot reads only its last {HISTORY_LIMIT}.)"))
+        }
+        (true, n) => Some(format!(
+            "(This thread's oldest messages are left out: the bot reads only its last {HISTORY_LIMIT}, and the \
+             {n} oldest of those did not fit either.)"
+        )),
+    };
+    let unshown = (files.not_read > 0).then(|| {
         let n = files.not_read;
-        push_merged(
-            &mut messages,
-            Role::User,
-            format!(
-                "({n} older {} shared in this thread {} not shown: the bot reads the newest {MAX_FILES}.)",
-                plural(n, "file", "files"),
-                plural(n, "is", "are")
-            ),
-        );
+        format!(
+            "({n} older {} shared in this thread {} not shown: the bot reads the newest {MAX_FILES}.)",
+            plural(n, "file", "files"),
+            plural(n, "is", "are")
+        )
+    });
+    let mut messages = Vec::new();
+    for note in [left, unshown].into_iter().flatten() {
+        push_merged(&mut messages, Role::User, note);
     }
     // Files of the messages left out come first, named as earlier ones.
     for (message, _) in earlier.iter().take(left_out) {
