@@ -560,9 +560,17 @@ async fn a_person_connects_in_a_real_browser_and_their_question_carries_on_in_th
     // WHEN the link reaches someone else (forwarded, pasted in a channel), they open it and
     // their page waits; meanwhile the person clicks the button in Slack
     let (mallory, ()) = tokio::join!(connect_in_browser(link, "mallory", &callback, &stack, &functions), async {
-        // Longer than a browser the click opened can come before Slack's stamp of it.
+        // Once their browser has opened the link (however long a browser
+        // takes to start on a busy machine), and longer after than a
+        // browser the click opened can come before Slack's stamp of it.
+        let opened = format!("/oauth/start?state={state}");
+        let waited = std::time::Instant::now();
+        while !tests::function_url::served().iter().any(|served| served.starts_with(&opened)) {
+            assert!(waited.elapsed() < std::time::Duration::from_secs(120), "the browser never opened the link");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
         let slop = assistant_core::oauth::CLICK_SLOP_SECS.unsigned_abs();
-        tokio::time::sleep(std::time::Duration::from_secs(slop + 3)).await;
+        tokio::time::sleep(std::time::Duration::from_secs(slop + 1)).await;
         click_connect(&functions, &state, "U061F7AUR").await;
     });
     // THEN the browser that held the link before the click is sent nowhere

@@ -14,6 +14,16 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use std::sync::Arc;
 
+/// Every request answered, as `path?query`, in order (all servers of the
+/// test process): a test waits on it to know a browser got as far as a
+/// page, rather than guessing how long a browser takes to start.
+static SERVED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The requests answered so far (see [`SERVED`]).
+pub fn served() -> Vec<String> {
+    SERVED.lock().expect("served lock").clone()
+}
+
 pub async fn serve(ingress: Arc<ingress::Ingress>) -> LocalServer {
     let app = Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
         let ingress = ingress.clone();
@@ -45,7 +55,9 @@ async fn handle(ingress: &ingress::Ingress, method: &Method, uri: &Uri, headers:
         event["cookies"] = cookies.into();
     }
     event["body"] = String::from_utf8_lossy(body).into_owned().into();
-    let answer = match ingress.handle(event).await {
+    let answer = ingress.handle(event).await;
+    SERVED.lock().expect("served lock").push(format!("{}?{}", uri.path(), uri.query().unwrap_or_default()));
+    let answer = match answer {
         Ok(answer) => answer,
         Err(err) => return (StatusCode::BAD_REQUEST, err.to_string()).into_response(),
     };
