@@ -454,6 +454,7 @@ fn kind(message: &WorkMessage) -> &'static str {
         WorkMessage::Home(_) => "Home tab",
         WorkMessage::Alert(_) => "alert",
         WorkMessage::CloudwatchAlarm(_) => "CloudWatch alarm",
+        WorkMessage::InvestigateMessage(_) => "message shortcut",
     }
 }
 

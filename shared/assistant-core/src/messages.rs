@@ -188,6 +188,25 @@ pub struct HomeAction {
     pub id: String,
 }
 
+/// "Investigate with the assistant" on a message (a message shortcut):
+/// the worker reads the message as the bot, checks that the person may see
+/// it, and starts a turn in the message's thread whose question is the
+/// message. Nothing of the message rides on the queue: where it is, only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvestigateMessage {
+    /// The claim's key, from the shortcut's trigger id: the turn it starts
+    /// is `{team}-{event_id}`, like a mention's.
+    pub event_id: EventId,
+    /// The message's thread, as the payload names it (checked by reading).
+    pub thread: ThreadRef,
+    /// The message the shortcut was used on.
+    pub message_ts: Ts,
+    /// Who used the shortcut: the turn's asker.
+    pub user: UserId,
+    #[serde(default, skip_serializing_if = "Membership::is_home")]
+    pub membership: Membership,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkMessage {
@@ -206,6 +225,7 @@ pub enum WorkMessage {
     /// A CloudWatch alarm's state change, put on the queue by EventBridge
     /// (the template's rule): the worker reads it.
     CloudwatchAlarm(CloudwatchAlarm),
+    InvestigateMessage(InvestigateMessage),
 }
 
 impl WorkMessage {
@@ -220,6 +240,7 @@ impl WorkMessage {
             WorkMessage::RevokeGrant(click) => Some(&click.thread),
             WorkMessage::SignedIn(signed_in) => Some(&signed_in.thread),
             WorkMessage::ConnectClick(click) => Some(&click.thread),
+            WorkMessage::InvestigateMessage(shortcut) => Some(&shortcut.thread),
             WorkMessage::Opened(_) | WorkMessage::Home(_) | WorkMessage::Alert(_) | WorkMessage::CloudwatchAlarm(_) => {
                 None
             }
@@ -253,6 +274,7 @@ impl WorkMessage {
             WorkMessage::Feedback(click) => click.turn_id.clone(),
             WorkMessage::RevokeGrant(click) => click.button.turn_id.clone(),
             WorkMessage::SignedIn(signed_in) => signed_in.turn_id.clone(),
+            WorkMessage::InvestigateMessage(shortcut) => TurnId::for_event(&shortcut.thread, &shortcut.event_id),
             WorkMessage::Opened(_)
             | WorkMessage::ConnectClick(_)
             | WorkMessage::Home(_)
@@ -285,6 +307,7 @@ impl WorkMessage {
             WorkMessage::ConnectClick(click) => format!("connect:{}:{}:{}", click.state, click.user, click.action_ts),
             WorkMessage::Home(home) => format!("home:{}:{}:{}", home.team, home.user, home.id),
             WorkMessage::Alert(notice) => notice.dedupe_id(),
+            WorkMessage::InvestigateMessage(shortcut) => format!("shortcut:{}", shortcut.event_id),
             WorkMessage::CloudwatchAlarm(alarm) => {
                 let id = alarm.event.get("id").and_then(serde_json::Value::as_str).unwrap_or_default();
                 format!("cloudwatch:{}", id.chars().filter(char::is_ascii_alphanumeric).take(64).collect::<String>())
@@ -659,6 +682,17 @@ mod tests {
             "{encoded}"
         );
         assert_eq!(ReplyMessage::decode(&encoded).unwrap(), prompt);
+    }
+
+    #[test]
+    fn a_shortcut_names_where_the_message_is_and_its_turn() {
+        let encoded = r#"{"v":1,"kind":"investigate_message","event_id":"Sc0675384138b5894552bdd4a780554ee59d1f3638","thread":{"team":"T1","channel":"C1","thread_ts":"1700000000.000100"},"message_ts":"1700000000.000200","user":"U1"}"#;
+        let message = WorkMessage::decode(encoded).unwrap();
+        assert_eq!(message.encode(), encoded, "round-trips, a home member's membership left out");
+        assert_eq!(message.queue_group(), "C1:1700000000.000100");
+        assert_eq!(message.turn_id().unwrap().as_str(), "T1-Sc0675384138b5894552bdd4a780554ee59d1f3638");
+        assert!(TurnId::is_well_formed(message.turn_id().unwrap().as_str()));
+        assert_eq!(message.dedupe_id(), "shortcut:Sc0675384138b5894552bdd4a780554ee59d1f3638");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! 3. work is claimed once per Slack event (dedupe) and put on the work
 //!    queue; the reply tells Slack whether to retry.
 //!
+//! [`shortcuts`] reads the message shortcut "Investigate with the assistant".
 //! [`sign_in`] holds the routes without Slack's signature for people's browsers:
 //! the start of a sign-in and the provider's callback (the `state` and a cookie
 //! bound to the browser are the proof).
@@ -18,6 +19,7 @@ pub mod alert_webhooks;
 pub mod http_body;
 pub mod route;
 pub mod service;
+pub mod shortcuts;
 pub mod sign_in;
 
 pub use service::{Counted, Intake, Reply, Request};

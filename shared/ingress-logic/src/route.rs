@@ -89,6 +89,10 @@ pub enum Ignored {
     UnreadableRevoke,
     /// A Connect or Disconnect click whose value is none of ours.
     UnreadableConnect,
+    /// A message shortcut that is not one of ours.
+    OtherShortcut,
+    /// Our message shortcut naming ids of shapes Slack's never have.
+    UnreadableShortcut,
 }
 
 impl Ignored {
@@ -113,6 +117,8 @@ impl Ignored {
             Ignored::UnreadableFeedback => "unreadable_feedback_click",
             Ignored::UnreadableRevoke => "unreadable_revoke_click",
             Ignored::UnreadableConnect => "unreadable_connect_click",
+            Ignored::OtherShortcut => "not_our_shortcut",
+            Ignored::UnreadableShortcut => "unreadable_shortcut",
         }
     }
 }
@@ -127,6 +133,9 @@ pub fn route(request: SlackRequest) -> Route {
         SlackRequest::Events(EventsPayload::AppRateLimited { .. }) => Route::Ignore(Ignored::RateLimitNotice),
         SlackRequest::Events(EventsPayload::Unknown) => Route::Ignore(Ignored::UnknownPayload),
         SlackRequest::Interaction(Interaction::BlockActions(actions)) => route_block_actions(&actions),
+        SlackRequest::Interaction(Interaction::MessageAction(shortcut)) => {
+            crate::shortcuts::route_message_shortcut(&shortcut)
+        }
         SlackRequest::Interaction(Interaction::Unknown) => Route::Ignore(Ignored::UnknownInteraction),
         SlackRequest::SslCheck => Route::Ignore(Ignored::SslCheck),
         SlackRequest::OtherForm => Route::Ignore(Ignored::OtherForm),

@@ -331,6 +331,17 @@ impl Responder {
                 self.alert(&WorkMessage::CloudwatchAlarm(alarm.clone()).dedupe_id(), &what, None).await;
                 return Ok(Outcome::Skipped { reason: "alert_dead_lettered" });
             }
+            // A shortcut's thread is one to apologize in only once its
+            // turn was stored: the worker stores it after checking that the
+            // person sees the message. Before that, the thread the payload
+            // named may be one the person cannot see.
+            DeadLetter::Work(WorkMessage::InvestigateMessage(shortcut)) => {
+                let turn_id = TurnId::for_event(&shortcut.thread, &shortcut.event_id);
+                if self.turns.load(&turn_id).await?.is_none() {
+                    return Ok(Outcome::Skipped { reason: "shortcut_turn_never_started" });
+                }
+                (turn_id, &shortcut.thread)
+            }
             DeadLetter::Work(WorkMessage::ApprovalTimeout(timeout)) => (timeout.turn_id.clone(), &timeout.thread),
             // The person signed in and waits for the turn to go on.
             DeadLetter::Work(WorkMessage::SignedIn(signed_in)) => (signed_in.turn_id.clone(), &signed_in.thread),

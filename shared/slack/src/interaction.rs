@@ -32,6 +32,8 @@ pub const FEEDBACK_ACTION_ID: &str = "answer_feedback";
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Interaction {
     BlockActions(Box<BlockActions>),
+    /// A message shortcut ([`crate::shortcut`]).
+    MessageAction(Box<crate::shortcut::MessageShortcut>),
     #[serde(other)]
     Unknown,
 }

@@ -20,6 +20,7 @@ pub mod membership;
 pub mod mentions;
 pub mod readable;
 pub mod request;
+pub mod shortcut;
 pub mod signature;
 pub mod text;
 

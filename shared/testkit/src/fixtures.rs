@@ -31,6 +31,10 @@ fixtures! {
     BLOCK_ACTIONS_FEEDBACK => "block_actions_feedback.json",
     BLOCK_ACTIONS_CONNECT_EPHEMERAL => "block_actions_connect_ephemeral.json",
     BLOCK_ACTIONS_HOME_DISCONNECT => "block_actions_home_disconnect.json",
+    // "Investigate with the assistant" on another app's alert: Slack's
+    // published `message_action` shape (its reference's example, with
+    // these fixtures' ids), Grafana's attachment as the message.
+    MESSAGE_ACTION => "message_action.json",
     // A channel shared with another organization (Slack Connect): its
     // member mentions the bot, and clicks Approve (`user_team`/`team` and
     // `user.team_id` name their own team; the installing one is

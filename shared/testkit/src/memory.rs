@@ -227,6 +227,21 @@ impl SlackReader for MemorySlack {
         Ok(self.history.lock().expect("history lock").clone())
     }
 
+    /// The message from the thread so far; none when it is not there.
+    async fn message(
+        &self,
+        _thread: &ThreadRef,
+        ts: &slack::Ts,
+        _bot_user: Option<&slack::UserId>,
+    ) -> Result<Option<ThreadMessage>, PortError> {
+        Ok(self.history.lock().expect("history lock").iter().find(|message| &message.ts == ts).cloned())
+    }
+
+    /// Every one is a member of every channel here.
+    async fn is_member(&self, _channel: &slack::ChannelId, _user: &UserId) -> Result<bool, PortError> {
+        Ok(true)
+    }
+
     async fn channel_history(&self, channel: &slack::ChannelId, limit: usize) -> Result<Vec<ThreadMessage>, PortError> {
         let channels = self.channels.lock().expect("channels lock");
         let messages = channels

@@ -5,7 +5,7 @@
 //! and what it says as a person reads it: its text, blocks and attachments
 //! rendered by [`slack::readable`] (an alert's fields and links live there).
 
-use crate::web::{HistoryMessage, WebClient};
+use crate::web::{HistoryMessage, WebClient, WebError};
 use assistant_core::ThreadRef;
 use assistant_core::files::{self, FileRef};
 use assistant_core::ports::{Author, ChannelInfo, FoundMessage, PortError, SlackReader, SlackSearch, ThreadMessage};
@@ -60,6 +60,7 @@ impl SlackReader for SlackWebReader {
             .await
             .map_err(|err| PortError::new("Slack conversations.info", err.to_string()).with_source(err))?;
         Ok(ChannelInfo {
+            private: info.is_private || info.is_im || info.is_mpim,
             name: (!info.is_im).then_some(info.name).flatten(),
             topic: info.topic.map(|t| t.value).unwrap_or_default(),
             purpose: info.purpose.map(|p| p.value).unwrap_or_default(),
@@ -78,6 +79,32 @@ impl SlackReader for SlackWebReader {
             .await
             .map_err(|err| PortError::new("Slack conversations.replies", err.to_string()).with_source(err))?;
         Ok(conversation(messages, bot_user))
+    }
+
+    async fn message(
+        &self,
+        thread: &ThreadRef,
+        ts: &slack::Ts,
+        bot_user: Option<&UserId>,
+    ) -> Result<Option<ThreadMessage>, PortError> {
+        match self.client.conversations_replies(&thread.channel, &thread.thread_ts, usize::MAX).await {
+            Ok(messages) => Ok(conversation(messages, bot_user).into_iter().find(|message| &message.ts == ts)),
+            // What Slack answers for a conversation the bot is not in, one
+            // that does not exist, a thread that is not one: nothing to read.
+            Err(WebError::Api { error, .. })
+                if matches!(error.as_str(), "not_in_channel" | "channel_not_found" | "thread_not_found") =>
+            {
+                Ok(None)
+            }
+            Err(err) => Err(PortError::new("Slack conversations.replies", err.to_string()).with_source(err)),
+        }
+    }
+
+    async fn is_member(&self, channel: &ChannelId, user: &UserId) -> Result<bool, PortError> {
+        self.client
+            .is_member(channel, user)
+            .await
+            .map_err(|err| PortError::new("Slack conversations.members", err.to_string()).with_source(err))
     }
 
     async fn channel_history(&self, channel: &ChannelId, limit: usize) -> Result<Vec<ThreadMessage>, PortError> {

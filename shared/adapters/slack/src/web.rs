@@ -483,6 +483,40 @@ impl WebClient {
         Ok(members.users)
     }
 
+    /// Whether `user` is among `channel`'s members (`conversations.members`,
+    /// pages of 1,000, at most 10: a channel of more members answers
+    /// `false` for those beyond, which the caller treats as not seeing it).
+    pub async fn is_member(&self, channel: &ChannelId, user: &UserId) -> Result<bool, WebError> {
+        #[derive(Deserialize)]
+        struct Page {
+            #[serde(default)]
+            members: Vec<UserId>,
+            #[serde(default)]
+            response_metadata: Option<ResponseMetadata>,
+        }
+        #[derive(Deserialize)]
+        struct ResponseMetadata {
+            #[serde(default)]
+            next_cursor: String,
+        }
+        let mut cursor = String::new();
+        for _ in 0..10 {
+            let mut params = vec![("channel", channel.as_str()), ("limit", "1000")];
+            if !cursor.is_empty() {
+                params.push(("cursor", cursor.as_str()));
+            }
+            let page: Page = self.call("conversations.members", &params).await?;
+            if page.members.contains(user) {
+                return Ok(true);
+            }
+            cursor = page.response_metadata.map(|m| m.next_cursor).unwrap_or_default();
+            if cursor.is_empty() {
+                break;
+            }
+        }
+        Ok(false)
+    }
+
     /// Who the token is (workspace, bot user, workspace URL): `auth.test`
     /// once for the process, however many adapters and assemblies ask. A
     /// failed ask is asked again next time.
@@ -525,6 +559,10 @@ pub struct ConversationInfo {
     pub name: Option<String>,
     #[serde(default)]
     pub is_im: bool,
+    #[serde(default)]
+    pub is_mpim: bool,
+    #[serde(default)]
+    pub is_private: bool,
     #[serde(default)]
     pub topic: Option<TextValue>,
     #[serde(default)]

@@ -34,6 +34,8 @@ pub struct ThreadMessage {
 pub struct ChannelInfo {
     /// `None` for direct messages.
     pub name: Option<String>,
+    /// Only its members see it: a private channel, a DM or a group DM.
+    pub private: bool,
     pub topic: String,
     pub purpose: String,
 }
@@ -84,6 +86,21 @@ pub trait SlackReader: Send + Sync {
     /// A channel's newest `limit` top-level messages, oldest first
     /// (`conversations.history`; the bot must be in the channel).
     async fn channel_history(&self, channel: &ChannelId, limit: usize) -> Result<Vec<ThreadMessage>, PortError>;
+
+    /// One message as the bot reads it, in `thread`
+    /// (`conversations.replies`): `None` when Slack says the bot may not
+    /// read the conversation (it is not a member) or the message is not
+    /// there. An error is one a later try may mend (rate limits, 5xx).
+    async fn message(
+        &self,
+        thread: &ThreadRef,
+        ts: &Ts,
+        bot_user: Option<&UserId>,
+    ) -> Result<Option<ThreadMessage>, PortError>;
+
+    /// Whether `user` is a member of `channel` (`conversations.members`,
+    /// a bounded number of pages: a member beyond them counts as not one).
+    async fn is_member(&self, channel: &ChannelId, user: &UserId) -> Result<bool, PortError>;
 
     /// Messages matching `search.query` that the person whose action token
     /// it is can see (`assistant.search.context`), best first.

@@ -390,6 +390,7 @@ mod tests {
             name: Some("incidents".into()),
             topic: "SEV1 only.".into(),
             purpose: "Coordinating incident response".into(),
+            private: false,
         };
         assert_eq!(
             channel_context(&info),

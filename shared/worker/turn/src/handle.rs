@@ -75,6 +75,7 @@ impl Worker {
             WorkMessage::Home(home) => self.apply(home, deadline, span).await,
             WorkMessage::Alert(notice) => self.apply(notice, deadline, span).await,
             WorkMessage::CloudwatchAlarm(alarm) => self.apply(alarm, deadline, span).await,
+            WorkMessage::InvestigateMessage(shortcut) => self.apply(shortcut, deadline, span).await,
         }
     }
 

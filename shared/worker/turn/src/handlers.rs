@@ -17,6 +17,7 @@
 //! | a Connect button clicked | [`connect_click`] |
 //! | the Home tab opened, or Disconnect clicked | [`home`] |
 //! | an alert, or a CloudWatch alarm's state change | [`alert`] |
+//! | "Investigate with the assistant" on a message | [`shortcut`] |
 //!
 //! What every turn shares (the step loop, its tool calls, acting as the
 //! person) is in [`crate::step_loop`], [`crate::tool_calls`] and
@@ -34,6 +35,7 @@ pub mod grant_revoke;
 pub mod home;
 pub mod opened;
 pub mod resume;
+pub mod shortcut;
 pub mod signed_in;
 pub mod start;
 

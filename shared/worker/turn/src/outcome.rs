@@ -143,6 +143,10 @@ pub enum WorkerError {
     /// Slack failed setting prompts; a refusal is not an error.
     #[error(transparent)]
     Slack(assistant_core::delivery::PostError),
+    /// Slack failed a read the work cannot go without (a shortcut's
+    /// message, its conversation's members): retry.
+    #[error(transparent)]
+    SlackRead(PortError),
     /// An alert's incident could not be recorded or posted.
     #[error(transparent)]
     Incident(worker_incidents::DeskError),
@@ -172,7 +176,8 @@ impl WorkerError {
             | WorkerError::Feedback(_)
             | WorkerError::Grants(_)
             | WorkerError::SignIn(_)
-            | WorkerError::Slack(_) => true,
+            | WorkerError::Slack(_)
+            | WorkerError::SlackRead(_) => true,
             WorkerError::Incident(err) => err.is_retryable(),
             WorkerError::Malformed(_) => false,
         }
@@ -191,7 +196,7 @@ impl WorkerError {
             WorkerError::Feedback(_) => "I could not keep a rating",
             WorkerError::Grants(_) => "I could not read or keep this thread's approvals",
             WorkerError::SignIn(_) => "I could not complete or use your sign-in",
-            WorkerError::Slack(_) => "Slack could not be reached",
+            WorkerError::Slack(_) | WorkerError::SlackRead(_) => "Slack could not be reached",
             WorkerError::Incident(_) => "I could not record or post an alert's incident",
             WorkerError::Malformed(_) => "a message I was sent could not be read",
         }

@@ -27,6 +27,13 @@ impl Worker {
             info!(reason, channel = %request.thread.channel, "not answered: the channel's response_mode");
             return Ok(Outcome::Ignored { reason });
         }
+        self.begin(request, deadline).await
+    }
+
+    /// A question the bot answers (its channel's `response_mode` checked,
+    /// or a shortcut, which is always addressed to the bot): the turn
+    /// created once, then its steps.
+    pub(crate) async fn begin(&self, request: &TurnRequest, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
         // On a redelivery this history read (and the enhancer's call) is
         // wasted: `create` then returns the stored turn. Rare, and cheaper
         // than a read before every create.

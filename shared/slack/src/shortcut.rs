@@ -1,0 +1,105 @@
+//! Message shortcuts (<https://api.slack.com/reference/interaction-payloads/shortcuts>):
+//! what Slack POSTs as `payload=<json>` with `type: "message_action"` when
+//! someone picks one of the app's shortcuts in a message's "More actions"
+//! menu. Only what the bot acts on is read; the message itself is not taken
+//! from the payload: the worker reads it from Slack as the bot, which is how
+//! it checks the message is one it may show the person (see
+//! `shared/worker/turn/src/handlers/shortcut.rs`).
+
+use crate::ids::{ChannelId, TeamId, Ts, UserId};
+use crate::interaction::{Channel, Enterprise, Team, User};
+use crate::membership::Membership;
+use serde::Deserialize;
+
+/// The manifest's `callback_id` of "Investigate with the assistant"
+/// (`features.shortcuts` in `infra/slack-app-manifest.yaml`).
+pub const INVESTIGATE_CALLBACK_ID: &str = "investigate_message";
+
+/// A `message_action` payload.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct MessageShortcut {
+    pub callback_id: String,
+    pub trigger_id: String,
+    /// When the person picked the shortcut (Slack sends it; bolt-js calls
+    /// it undocumented).
+    #[serde(default)]
+    pub action_ts: Option<Ts>,
+    pub team: Team,
+    pub user: User,
+    #[serde(default)]
+    pub enterprise: Option<Enterprise>,
+    pub channel: Channel,
+    pub message_ts: Ts,
+    pub message: ShortcutMessage,
+}
+
+/// The message the shortcut was used on: only where it is.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ShortcutMessage {
+    pub ts: Ts,
+    #[serde(default)]
+    pub thread_ts: Option<Ts>,
+}
+
+impl MessageShortcut {
+    pub fn channel_id(&self) -> &ChannelId {
+        &self.channel.id
+    }
+
+    pub fn team_id(&self) -> &TeamId {
+        &self.team.id
+    }
+
+    pub fn user_id(&self) -> &UserId {
+        &self.user.id
+    }
+
+    /// The thread the message is in (its own, for a top-level message).
+    pub fn thread_ts(&self) -> &Ts {
+        self.message.thread_ts.as_ref().unwrap_or(&self.message.ts)
+    }
+
+    /// Whether the person belongs to the installing team.
+    pub fn person_membership(&self) -> Membership {
+        let org = self.enterprise.as_ref().map(|enterprise| enterprise.id.as_str());
+        Membership::of(self.user.team_id.as_ref(), &self.team.id, org, Membership::External)
+    }
+
+    /// What makes this use of the shortcut this one, for the claim that
+    /// keeps Slack's retries from starting a second turn: the trigger id's
+    /// letters and digits (unique per interaction), the last 40 of them so
+    /// that a turn id (`{team}-{event id}`) stays within 64 characters.
+    /// None for a trigger id too short to be Slack's.
+    pub fn claim_key(&self) -> Option<String> {
+        trigger_key(&self.trigger_id)
+    }
+}
+
+/// The letters and digits of a trigger id, the last 40; none under 16.
+pub fn trigger_key(trigger_id: &str) -> Option<String> {
+    let kept: Vec<char> = trigger_id.chars().filter(char::is_ascii_alphanumeric).collect();
+    (kept.len() >= 16).then(|| kept[kept.len().saturating_sub(40)..].iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slacks_example_reads_with_where_the_message_is() {
+        let shortcut: MessageShortcut = serde_json::from_str(testkit::fixtures::MESSAGE_ACTION).unwrap();
+        assert_eq!(shortcut.callback_id, INVESTIGATE_CALLBACK_ID);
+        assert_eq!((shortcut.channel_id().as_str(), shortcut.message_ts.as_str()), ("C0LAN2Q65", "1763800000.000100"));
+        assert_eq!(shortcut.thread_ts().as_str(), "1763800000.000100", "a top-level message is its own thread");
+        assert_eq!(shortcut.person_membership(), Membership::Home);
+        assert_eq!(shortcut.claim_key().as_deref(), Some("0675384138b5894552bdd4a780554ee59d1f3638"));
+    }
+
+    #[test]
+    fn trigger_keys_keep_letters_and_digits_and_refuse_what_is_not_slacks() {
+        let key = trigger_key("944799105734.773906753841.38b5894552bdd4a780554ee59d1f3638").unwrap();
+        assert_eq!(key, "0675384138b5894552bdd4a780554ee59d1f3638", "the last 40: the hash part whole");
+        assert_eq!(trigger_key("x.y"), None);
+        assert_eq!(trigger_key("../../etc/passwd"), None);
+    }
+}
