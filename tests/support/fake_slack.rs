@@ -12,7 +12,9 @@
 //! `canvases.edit` answer ok),
 //! `chat.postEphemeral` records the note (only to a user in the channel's
 //! fake membership: any user here), and `usergroups.users.list` answers the
-//! groups given with [`FakeSlack::user_group`] (`no_such_subteam` for others).
+//! groups given with [`FakeSlack::user_group`] (`no_such_subteam` for others),
+//! and `conversations.members` the members given with
+//! [`FakeSlack::channel_members`] (`channel_not_found` for others).
 //!
 //! Streams as Slack runs them: `chat.startStream` adds an empty message to
 //! the thread, and refuses a stream outside a DM without
@@ -124,6 +126,8 @@ struct Shared {
     ever_posted: std::sync::atomic::AtomicUsize,
     ephemerals: Mutex<Vec<(String, String)>>,
     groups: Mutex<HashMap<String, Vec<String>>>,
+    /// Channels' members, as `conversations.members` answers.
+    members: Mutex<HashMap<String, Vec<String>>>,
     /// Files served at `/files-pri/{id}/download/{name}`: body, type.
     files: Mutex<HashMap<String, (axum::body::Bytes, String)>>,
     /// Every download: (file id, `Authorization` sent).
@@ -209,6 +213,11 @@ impl FakeSlack {
         found
     }
 
+    /// `channel`'s members, as `conversations.members` answers.
+    pub fn channel_members(&self, channel: &str, members: &[&str]) {
+        self.shared.add_members(channel, members);
+    }
+
     /// Every message the bot posted, in order, as it now stands.
     /// Gives `usergroups.users.list` a group and its members.
     pub fn user_group(&self, group: &str, members: &[&str]) {
@@ -275,6 +284,13 @@ impl Shared {
             message.metadata = form.get("metadata").and_then(|v| serde_json::from_str(v).ok());
         }
         serde_json::json!({"ok": true, "channel": message.channel, "ts": message.ts})
+    }
+
+    /// A channel's members, as `conversations.members` answers (one page);
+    /// a channel not given answers `channel_not_found`.
+    fn add_members(&self, channel: &str, members: &[&str]) {
+        let members = members.iter().map(|m| m.to_string()).collect();
+        self.members.lock().expect("members lock").insert(channel.to_owned(), members);
     }
 
     /// A user group and its members, as `usergroups.users.list` answers.
@@ -450,6 +466,12 @@ impl Shared {
             "usergroups.users.list" => match self.groups.lock().expect("groups lock").get(&field("usergroup")) {
                 Some(users) => serde_json::json!({"ok": true, "users": users}),
                 None => serde_json::json!({"ok": false, "error": "no_such_subteam"}),
+            },
+            "conversations.members" => match self.members.lock().expect("members lock").get(&field("channel")) {
+                Some(users) => {
+                    serde_json::json!({"ok": true, "members": users, "response_metadata": {"next_cursor": ""}})
+                }
+                None => serde_json::json!({"ok": false, "error": "channel_not_found"}),
             },
             "auth.test" => serde_json::json!({
                 "ok": true, "url": "https://acme.slack.com/", "team_id": "T061EG9R6", "user_id": "U0LAN0Z89"

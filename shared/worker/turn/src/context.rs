@@ -243,7 +243,9 @@ pub fn opening(history: &[ThreadMessage], request: &TurnRequest, files: &thread_
     // The question as the thread has it (its blocks and attachments
     // rendered), else as the event said it. Only the asker's own message:
     // a turn the bot asks itself (an alert's investigation, a schedule)
-    // has its thread's root by this bot, and its question is the request's.
+    // has its thread's root by this bot, and a message someone else wrote
+    // (another person's, another app's: a shortcut's) is not the asker's
+    // words; the request's text is the question then.
     let asker = Author::Person(request.user.clone());
     let asked = history
         .iter()
@@ -253,7 +255,7 @@ pub fn opening(history: &[ThreadMessage], request: &TurnRequest, files: &thread_
         .unwrap_or(&request.text);
     let new: Vec<usize> = files.files.iter().filter(|shown| shown.new).map(|shown| shown.number).collect();
     let question = if !asked.trim().is_empty() {
-        let text = line(&Author::Person(request.user.clone()), asked, &[]).map(|(_, text)| text).unwrap_or_default();
+        let text = line(&asker, asked, &[]).map(|(_, text)| text).unwrap_or_default();
         capped(text, QUESTION_BYTES)
     } else if !request.files.is_empty() {
         files_only_request(&request.user, &new, files.files.iter().any(|shown| !shown.new))
@@ -316,6 +318,20 @@ mod tests {
 
     fn texts(message: &Message) -> Vec<String> {
         message.content.iter().map(|c| if let Content::Text(t) = c { t.clone() } else { String::new() }).collect()
+    }
+
+    #[test]
+    fn a_message_someone_else_wrote_is_asked_about_in_the_requests_words_not_taken_for_the_askers() {
+        // A shortcut on another app's alert: the request quotes it.
+        let alert = said("1763800300.000300", Author::OtherBot("B0GRAFANA1".into()), "[FIRING:1] HighErrorRate");
+        let asked = request("Investigate this message, posted by an app:\n\n> [FIRING:1] HighErrorRate");
+        let all: String =
+            opening(std::slice::from_ref(&alert), &asked, &Read::default()).iter().flat_map(texts).collect();
+        assert_eq!(all, "<@U2>: Investigate this message, posted by an app:\n\n> [FIRING:1] HighErrorRate");
+        // The asker's own message is still read as the thread has it.
+        let own = ThreadMessage { author: Author::Person(UserId::new("U2")), text: "rendered blocks".into(), ..alert };
+        let all: String = opening(&[own], &request("fallback"), &Read::default()).iter().flat_map(texts).collect();
+        assert_eq!(all, "<@U2>: rendered blocks");
     }
 
     #[test]
