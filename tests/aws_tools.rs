@@ -208,7 +208,8 @@ async fn a_hundred_row_32_kb_log_query_reaches_the_model_whole() {
     let aws = emulator_config().await;
     let stack = Stack::new(&aws).await.unwrap();
     let logs = AwsApi::new(reqwest::Client::new(), Signer::new(&aws), adapters_cloudwatch::LOGS, None);
-    let group = format!("/aws/lambda/{}-api", tests::unique_name("ledger"));
+    // Within the groups the template lets the worker read (`checkout-*`).
+    let group = format!("/aws/lambda/{}-ledger", tests::unique_name("checkout"));
     let stream = "2026/11/27/[$LATEST]def";
     logs.call("CreateLogGroup", &json!({"logGroupName": group}), Repeat::Safe).await.unwrap();
     let body = json!({"logGroupName": group, "logStreamName": stream});
