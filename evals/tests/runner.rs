@@ -106,6 +106,9 @@ async fn a_link_the_answer_had_that_slack_never_receives_is_a_failure() {
 async fn every_case_in_the_set_parses_and_the_set_covers_what_the_issue_asks() {
     let cases: Vec<Case> = evals::all_cases().unwrap().iter().map(|path| evals::load_case(path).unwrap()).collect();
     assert!(cases.len() >= 25, "{} cases", cases.len());
+    let chapter = std::fs::read_to_string(evals::cases_dir().join("../../docs/src/evaluation.md")).unwrap();
+    let stated = format!("holds {} cases", cases.len());
+    assert!(chapter.contains(&stated), "docs/src/evaluation.md should say it {stated}");
     // Cases that fail when information is lost on its way: to the model
     // from a large result, a long log, a second file; to Slack in a table.
     let facts =
