@@ -494,11 +494,6 @@ impl WebClient {
             #[serde(default)]
             response_metadata: Option<ResponseMetadata>,
         }
-        #[derive(Deserialize)]
-        struct ResponseMetadata {
-            #[serde(default)]
-            next_cursor: String,
-        }
         let mut cursor = String::new();
         for _ in 0..10 {
             let mut params = vec![("channel", channel.as_str()), ("limit", "1000")];
