@@ -63,7 +63,7 @@ export AWS_CALL_LOG
 emulator_for_this_run
 
 step "the MCP project's reference server (Streamable HTTP)"
-trap 'stop_emulator; stop_mcp_reference_server; rm -rf "$emulator_logs" "$AWS_CALL_LOG"' EXIT
+trap 'status=$?; [ "$status" -eq 0 ] || show_emulator_errors; stop_emulator; stop_mcp_reference_server; rm -rf "$emulator_logs" "$AWS_CALL_LOG"' EXIT
 start_mcp_reference_server "$(free_port)" "$emulator_logs/mcp-reference-server.log"
 
 # --- Tests ------------------------------------------------------------------

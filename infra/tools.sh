@@ -196,6 +196,16 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# After a failed run: what the emulator answered with a server error, and
+# its tracebacks (a 500 reaches the SDK as an HTML page it cannot read).
+show_emulator_errors() {
+  local log="${emulator_logs:-}/moto.log"
+  [ -s "$log" ] || return 0
+  echo "--- the emulator's server errors and tracebacks ($log) ---"
+  grep -n -E '" 5[0-9][0-9] ' "$log" | tail -n 20 || true
+  grep -n -A 40 '^Traceback' "$log" | tail -n 120 || true
+}
+
 # The emulator for the rest of this script's run, on a free port: stopped,
 # and its log directory ($emulator_logs) removed, when the script exits.
 emulator_for_this_run() {

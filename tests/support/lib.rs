@@ -36,12 +36,21 @@ pub fn env_from_test_command(name: &str) -> String {
     })
 }
 
-/// The real SDK configuration, pointed at the local emulator, with a single
-/// attempt per call so a failure shows at once.
+/// The real SDK configuration, pointed at the local emulator. Calls are
+/// retried as the SDK's standard mode retries them (a server error, a
+/// throttle), with a short backoff: the emulator, busy with two test
+/// threads and the functions' binaries, has answered a `CreateQueue` with a
+/// 500 page, and a test's own set-up must not fail on what AWS's clients
+/// retry. Errors a test asserts (a condition, a missing item) are not
+/// retried.
 pub async fn emulator_config() -> SdkConfig {
     env_from_test_command("AWS_ENDPOINT_URL");
     aws_config::defaults(BehaviorVersion::latest())
-        .retry_config(RetryConfig::standard().with_max_attempts(1))
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(3)
+                .with_initial_backoff(std::time::Duration::from_millis(50)),
+        )
         .load()
         .await
 }
