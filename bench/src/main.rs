@@ -227,6 +227,7 @@ fn bench_worker_returning(
         streams: tables.streams,
         feedback: tables.feedback,
         grants: tables.grants,
+        departures: tables.departures,
         contexts: Arc::new(testkit::memory::MemoryContexts::default()),
     };
     let worker = Worker::builder(ports)

@@ -358,6 +358,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
             streams: tables.streams,
             feedback: tables.feedback,
             grants: tables.grants,
+            departures: tables.departures,
             contexts: Arc::new(testkit::memory::MemoryContexts::default()),
         },
         models: Arc::new({

@@ -95,6 +95,7 @@ fn sample(kind: &str, field: &str) -> Option<Value> {
         (_, "button") => json!({"turn_id": "T1-Ev1", "tool_use_id": "tooluse_1", "scope": "post_message"}),
         (_, "decision") => json!("approve"),
         (_, "rating") => json!("positive"),
+        ("forget", "reason") => json!("app_uninstalled"),
         (_, "reason") => json!("not_connected"),
         (_, "source") => json!("alertmanager"),
         (_, "state") => json!("firing"),

@@ -525,6 +525,7 @@ pub(crate) async fn assemble_worker(
             streams: StreamLog::new(records.clone()),
             feedback: FeedbackLog::new(records.clone()),
             grants: assistant_core::grants::ThreadGrants::new(records.clone()),
+            departures: assistant_core::departures::Departures::new(records.clone()),
             contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
         },
         models: Arc::new({

@@ -295,6 +295,7 @@ impl Pipeline {
                 streams: StreamLog::new(records.clone()),
                 feedback: FeedbackLog::new(records.clone()),
                 grants: assistant_core::grants::ThreadGrants::new(records.clone()),
+                departures: assistant_core::departures::Departures::new(records.clone()),
                 contexts: contexts.clone(),
             },
             models,
@@ -455,6 +456,7 @@ fn kind(message: &WorkMessage) -> &'static str {
         WorkMessage::Alert(_) => "alert",
         WorkMessage::CloudwatchAlarm(_) => "CloudWatch alarm",
         WorkMessage::InvestigateMessage(_) => "message shortcut",
+        WorkMessage::Forget(_) => "departure (forget)",
     }
 }
 

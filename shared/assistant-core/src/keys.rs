@@ -32,6 +32,9 @@
 //! | response modes | `CONFIG` / `RESPONSE_MODES` | worker | [`KEPT_SECS`] |
 //! | kept assistant configuration | `WORKER#CONFIG` / `ASSISTANT` | worker | [`KEPT_FOR_SECS`] |
 //! | health check's read | `HEALTH#check` / `HEALTH` | nobody | none |
+//! | a team the app left | `DEPARTED#{team}` / `TEAM` | worker | [`DEPARTURE_SECS`] |
+//! | a person who left | `DEPARTED#{team}#{user}` / `PERSON` | worker | [`DEPARTURE_SECS`] |
+//! | a team's kept partitions | `TEAM_RECORDS#{team}` / `KEPT#{partition}` | worker | the record's own |
 //!
 //! A [`RecordKey`] names a versioned record (one item, written through
 //! [`crate::store::put_versioned`]); records kept as items beside a
@@ -306,6 +309,50 @@ pub fn postmortem(thread: &ThreadRef) -> RecordKey {
 }
 
 // ---------------------------------------------------------------------------
+// Departures: the app left a team, or a person left (`crate::departures`).
+
+/// How long a departure is remembered: longer than any work for the team
+/// or the person can wait in a queue or a paused turn (a turn is kept 30
+/// days).
+pub const DEPARTURE_SECS: i64 = TURN_TTL_SECS;
+
+/// The app was uninstalled from `team` (or its bot token revoked), at the
+/// time the record holds. Written by the worker (`Departures::depart`).
+pub fn departed_team(team: &TeamId) -> RecordKey {
+    RecordKey { partition: format!("DEPARTED#{team}"), kind: "TEAM" }
+}
+
+/// `user` of `team` left (deleted, or their token revoked). Written by the
+/// worker (`Departures::depart`).
+pub fn departed_person(team: &TeamId, user: &UserId) -> RecordKey {
+    RecordKey { partition: format!("DEPARTED#{team}#{user}"), kind: "PERSON" }
+}
+
+/// Where a team's records about people and channels are listed: one item
+/// per partition kept for the team (its sort key is that partition: a
+/// channel's memory, a thread's grants, a person's tokens), written beside
+/// the records themselves, so the team's data is found by one query, never
+/// a scan of the table. Written by the worker (`TeamRecords::note`); each
+/// item expires with the last record it lists.
+pub fn team_records(team: &TeamId) -> String {
+    format!("TEAM_RECORDS#{team}")
+}
+
+/// Where every item of [`team_records`] sorts.
+pub const TEAM_RECORD_SORT_PREFIX: &str = "KEPT#";
+
+/// The item of [`team_records`] that lists `partition`.
+pub fn team_record(partition: &str) -> String {
+    format!("{TEAM_RECORD_SORT_PREFIX}{partition}")
+}
+
+/// The sort-key prefix of [`team_records`]' items that list the team's
+/// thread grants ([`grants_partition`]).
+pub fn team_record_grants(team: &TeamId) -> String {
+    team_record(&format!("GRANTS#{team}#"))
+}
+
+// ---------------------------------------------------------------------------
 // Operator alerts (`crate::alerts`).
 
 /// How long an alert's reference is remembered.
@@ -392,6 +439,12 @@ mod tests {
         assert_eq!(key(delivery(&turn)), (s("TURN#T1-Ev1"), "DELIVERY"));
         assert_eq!(key(stream(&turn)), (s("TURN#T1-Ev1"), "STREAM"));
         assert_eq!(key(feedback(&turn)), (s("TURN#T1-Ev1"), "FEEDBACK"));
+        assert_eq!(key(departed_team(&team)), (s("DEPARTED#T1"), "TEAM"));
+        assert_eq!(key(departed_person(&team, &user)), (s("DEPARTED#T1#U1"), "PERSON"));
+        assert_eq!(team_records(&team), "TEAM_RECORDS#T1");
+        assert_eq!(team_record(&grants_partition(&thread)), "KEPT#GRANTS#T1#C1#1700.01");
+        assert!(team_record(&grants_partition(&thread)).starts_with(&team_record_grants(&team)));
+        assert!(!team_record(&grants_partition(&thread)).starts_with(&team_record_grants(&TeamId::new("T"))));
         assert_eq!(APPROVAL_TIMERS_PARTITION, "APPROVAL_TIMERS");
         assert_eq!(approval_timer(1_700_000_000, &turn, "tu1"), "001700000000#T1-Ev1#tu1");
         assert_eq!(approval_timer(-5, &turn, "tu1"), "000000000000#T1-Ev1#tu1");

@@ -35,6 +35,7 @@ pub mod clock;
 pub mod config_checks;
 pub mod deadline;
 pub mod delivery;
+pub mod departures;
 pub mod feedback;
 pub mod files;
 pub mod glob;

@@ -63,14 +63,12 @@ impl ChannelMemory {
     pub async fn remember(&self, team: &TeamId, channel: &ChannelId, memory: &Memory) -> Result<(), PortError> {
         let state = serde_json::to_string(memory).expect("a memory is strings and numbers");
         let expires_at = memory.settled_at + self.retention_secs;
-        self.records
-            .put_part(
-                &keys::memory_partition(team, channel),
-                &keys::memory(&memory.thread_ts, &memory.turn_id),
-                state,
-                expires_at,
-            )
-            .await
+        let partition = keys::memory_partition(team, channel);
+        let listed =
+            crate::departures::note(self.records.as_ref(), team, &partition, keys::MEMORY_SORT_PREFIX, expires_at);
+        let sort_key = keys::memory(&memory.thread_ts, &memory.turn_id);
+        let kept = self.records.put_part(&partition, &sort_key, state, expires_at);
+        futures_util::future::try_join(listed, kept).await.map(|_| ())
     }
 
     /// The channel's records that share the most words with `query`, at

@@ -207,6 +207,44 @@ pub struct InvestigateMessage {
     pub membership: Membership,
 }
 
+/// Why the bot forgets a team or some of its people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForgetReason {
+    /// `app_uninstalled`: the app left the team.
+    AppUninstalled,
+    /// `tokens_revoked`: the bot's token (the whole team) or people's.
+    TokensRevoked,
+    /// `user_change` with `deleted`: a person left.
+    UserDeleted,
+}
+
+impl ForgetReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ForgetReason::AppUninstalled => "app_uninstalled",
+            ForgetReason::TokensRevoked => "tokens_revoked",
+            ForgetReason::UserDeleted => "user_deleted",
+        }
+    }
+}
+
+/// Slack said the app left a team, or people left it (or their tokens
+/// were revoked): the worker stops the work asked for before `at` and
+/// forgets what the bot keeps for them (`crate::departures`). Idempotent:
+/// a redelivery forgets nothing more and stops nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Forget {
+    pub event_id: EventId,
+    pub team: TeamId,
+    pub reason: ForgetReason,
+    /// The people to forget; none: the whole team.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<UserId>,
+    /// When it happened, as Slack says (the callback's `event_time`).
+    pub at: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkMessage {
@@ -226,6 +264,8 @@ pub enum WorkMessage {
     /// (the template's rule): the worker reads it.
     CloudwatchAlarm(CloudwatchAlarm),
     InvestigateMessage(InvestigateMessage),
+    /// The app left a team, or people left: stop their work, forget them.
+    Forget(Forget),
 }
 
 impl WorkMessage {
@@ -241,9 +281,11 @@ impl WorkMessage {
             WorkMessage::SignedIn(signed_in) => Some(&signed_in.thread),
             WorkMessage::ConnectClick(click) => Some(&click.thread),
             WorkMessage::InvestigateMessage(shortcut) => Some(&shortcut.thread),
-            WorkMessage::Opened(_) | WorkMessage::Home(_) | WorkMessage::Alert(_) | WorkMessage::CloudwatchAlarm(_) => {
-                None
-            }
+            WorkMessage::Opened(_)
+            | WorkMessage::Home(_)
+            | WorkMessage::Alert(_)
+            | WorkMessage::CloudwatchAlarm(_)
+            | WorkMessage::Forget(_) => None,
         }
     }
 
@@ -259,6 +301,8 @@ impl WorkMessage {
             // EventBridge names the group (the template's rule); this is
             // for a message sent by anyone else.
             (WorkMessage::CloudwatchAlarm(_), _) => "alert:cloudwatch".to_owned(),
+            // One group per team: its departures are handled in order.
+            (WorkMessage::Forget(forget), _) => format!("forget:{}", forget.team),
             (_, thread) => thread.expect("every message but an opened DM or Home names its thread").queue_group(),
         }
     }
@@ -279,7 +323,8 @@ impl WorkMessage {
             | WorkMessage::ConnectClick(_)
             | WorkMessage::Home(_)
             | WorkMessage::Alert(_)
-            | WorkMessage::CloudwatchAlarm(_) => return None,
+            | WorkMessage::CloudwatchAlarm(_)
+            | WorkMessage::Forget(_) => return None,
         })
     }
 
@@ -308,6 +353,7 @@ impl WorkMessage {
             WorkMessage::Home(home) => format!("home:{}:{}:{}", home.team, home.user, home.id),
             WorkMessage::Alert(notice) => notice.dedupe_id(),
             WorkMessage::InvestigateMessage(shortcut) => format!("shortcut:{}", shortcut.event_id),
+            WorkMessage::Forget(forget) => format!("forget:{}:{}", forget.team, forget.event_id),
             WorkMessage::CloudwatchAlarm(alarm) => {
                 let id = alarm.event.get("id").and_then(serde_json::Value::as_str).unwrap_or_default();
                 format!("cloudwatch:{}", id.chars().filter(char::is_ascii_alphanumeric).take(64).collect::<String>())

@@ -72,6 +72,10 @@ pub trait TurnMetrics: Send + Sync {
 
     /// Someone rated an answer (👍 / 👎).
     fn feedback(&self, _rating: crate::feedback::Rating) {}
+
+    /// A team or people departed and `records` items kept for them were
+    /// deleted (`forget`).
+    fn forgotten(&self, _reason: crate::messages::ForgetReason, _records: usize) {}
 }
 
 /// Reports nowhere (the local runner prints its own summary).

@@ -12,11 +12,14 @@
 //! [`sign_in`] holds the routes without Slack's signature for people's browsers:
 //! the start of a sign-in and the provider's callback (the `state` and a cookie
 //! bound to the browser are the proof).
+//! [`lifecycle`] turns the app's uninstall, revoked tokens and people
+//! leaving into one `forget` work message each.
 //! [`alert_webhooks`] takes Alertmanager's and PagerDuty's alerts, verified
 //! by their own credentials.
 
 pub mod alert_webhooks;
 pub mod http_body;
+pub mod lifecycle;
 pub mod route;
 pub mod service;
 pub mod shortcuts;

@@ -56,6 +56,8 @@ pub struct Seen {
 /// Why a request was acknowledged without work, for the log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ignored {
+    /// A lifecycle event that forgets nothing (`crate::lifecycle`).
+    Lifecycle(crate::lifecycle::Skipped),
     SslCheck,
     RateLimitNotice,
     UnknownPayload,
@@ -98,6 +100,7 @@ pub enum Ignored {
 impl Ignored {
     pub fn as_str(self) -> &'static str {
         match self {
+            Ignored::Lifecycle(skipped) => skipped.as_str(),
             Ignored::SslCheck => "ssl_check",
             Ignored::RateLimitNotice => "app_rate_limited",
             Ignored::UnknownPayload => "unknown_payload_type",
@@ -220,6 +223,15 @@ fn route_event(callback: EventCallback) -> Route {
             };
             let seen = Seen { team: callback.team_id, user, channel: changed.context.channel() };
             return Route::Remember { seen, then: None };
+        }
+        lifecycle @ (Event::AppUninstalled | Event::TokensRevoked(_) | Event::UserChange(_)) => {
+            let around = crate::lifecycle::Callback {
+                installation: &installation,
+                team: callback.team_id,
+                event_id: callback.event_id,
+                event_time: callback.event_time,
+            };
+            return crate::lifecycle::route(&lifecycle, around).unwrap_or(Route::Ignore(Ignored::UnknownEvent));
         }
         Event::Unknown => return Route::Ignore(Ignored::UnknownEvent),
     };
@@ -572,7 +584,10 @@ mod tests {
                 "message.groups",
                 "message.im",
                 "app_home_opened",
-                "app_context_changed"
+                "app_context_changed",
+                "app_uninstalled",
+                "tokens_revoked",
+                "user_change"
             ]
         );
         // Each event the manifest asks for is one the router acts on.
@@ -582,6 +597,9 @@ mod tests {
             ("message.channels", fixtures::MESSAGE_THREAD_REPLY),
             ("app_home_opened", fixtures::APP_HOME_OPENED_MESSAGES),
             ("app_context_changed", fixtures::APP_CONTEXT_CHANGED),
+            ("app_uninstalled", fixtures::APP_UNINSTALLED),
+            ("tokens_revoked", fixtures::TOKENS_REVOKED),
+            ("user_change", fixtures::USER_CHANGE_DELETED),
         ] {
             assert!(!matches!(route_fixture(fixture), Route::Ignore(_)), "{event} routes to nothing");
         }

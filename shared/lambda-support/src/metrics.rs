@@ -167,12 +167,24 @@ impl TurnMetrics for EmfTurnMetrics {
     fn feedback(&self, rating: assistant_core::feedback::Rating) {
         self.rating(rating).emit();
     }
+
+    fn forgotten(&self, reason: assistant_core::messages::ForgetReason, records: usize) {
+        self.departure(reason, records).emit();
+    }
 }
 
 impl EmfTurnMetrics {
     /// A rating of an answer: one `Feedback` by `Function` and `Rating`.
     pub fn rating(&self, rating: assistant_core::feedback::Rating) -> Emf {
         Emf::new(self.function, &[("Rating", rating.as_str())]).count("Feedback", 1)
+    }
+
+    /// A departure handled: one `Departures` and the `ForgottenRecords` it
+    /// deleted, by `Function` and `Reason`.
+    pub fn departure(&self, reason: assistant_core::messages::ForgetReason, records: usize) -> Emf {
+        Emf::new(self.function, &[("Reason", reason.as_str())])
+            .count("Departures", 1)
+            .count("ForgottenRecords", records as u64)
     }
 }
 

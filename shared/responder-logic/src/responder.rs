@@ -322,6 +322,18 @@ impl Responder {
                 self.alert(&format!("alert {}", notice.dedupe_id()), &what, None).await;
                 return Ok(Outcome::Skipped { reason: "alert_dead_lettered" });
             }
+            // A departure not fully forgotten: the operators are told, to
+            // redrive it (forgetting again is harmless); no thread to tell.
+            DeadLetter::Work(WorkMessage::Forget(forget)) => {
+                let what = format!(
+                    "Forgetting a departure ({}, team {}) failed and went to the dead-letter queue: redrive it \
+                     to finish (forgetting again is harmless).",
+                    forget.reason.as_str(),
+                    forget.team
+                );
+                self.alert(&format!("forget {}", forget.event_id), &what, None).await;
+                return Ok(Outcome::Skipped { reason: "forget_dead_lettered" });
+            }
             DeadLetter::Work(WorkMessage::CloudwatchAlarm(alarm)) => {
                 let name = alarm.event.pointer("/detail/alarmName").and_then(serde_json::Value::as_str);
                 let what = format!(

@@ -112,8 +112,63 @@ pub enum Event {
     AssistantThreadStarted(AssistantThreadStarted),
     AppHomeOpened(AppHomeOpened),
     AppContextChanged(AppContextChanged),
+    /// The app was removed from the workspace (or the org): its tokens are
+    /// gone. Carries nothing but its type; the callback names the team.
+    AppUninstalled,
+    /// Some of the app's tokens were revoked: `tokens.oauth` and
+    /// `tokens.bot` list the user ids whose tokens they were.
+    TokensRevoked(TokensRevoked),
+    /// A person's profile changed; `user.deleted` says they left (were
+    /// deactivated).
+    UserChange(UserChange),
     #[serde(other)]
     Unknown,
+}
+
+/// `tokens_revoked` (<https://docs.slack.dev/reference/events/tokens_revoked>).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct TokensRevoked {
+    #[serde(default)]
+    pub tokens: RevokedTokens,
+}
+
+/// Whose tokens were revoked, by kind: user ids, never token strings.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct RevokedTokens {
+    /// People's (user) tokens.
+    #[serde(default)]
+    pub oauth: Vec<UserId>,
+    /// The app's bot user: the bot can no longer act in the team.
+    #[serde(default)]
+    pub bot: Vec<UserId>,
+}
+
+/// `user_change` (<https://docs.slack.dev/reference/events/user_change>):
+/// the whole user object; only who, of which team, and whether deleted is
+/// read.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct UserChange {
+    pub user: ChangedUser,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ChangedUser {
+    pub id: UserId,
+    /// The person's own workspace (under Enterprise Grid, their home
+    /// workspace in the org).
+    #[serde(default)]
+    pub team_id: Option<TeamId>,
+    #[serde(default)]
+    pub deleted: bool,
+    /// Under Enterprise Grid: the person's organization.
+    #[serde(default)]
+    pub enterprise_user: Option<EnterpriseUser>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct EnterpriseUser {
+    #[serde(default)]
+    pub enterprise_id: Option<String>,
 }
 
 /// `@bot …` in a channel the bot is in.

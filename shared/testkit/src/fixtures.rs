@@ -41,6 +41,11 @@ fixtures! {
     // `authorizations[0].team_id` and `team.id`).
     APP_MENTION_EXTERNAL => "app_mention_external.json",
     BLOCK_ACTIONS_APPROVE_EXTERNAL => "block_actions_approve_external.json",
+    // App lifecycle: Slack's published examples (docs.slack.dev/reference/
+    // events/…) with the ids above.
+    APP_UNINSTALLED => "app_uninstalled.json",
+    TOKENS_REVOKED => "tokens_revoked.json",
+    USER_CHANGE_DELETED => "user_change_deleted.json",
 }
 
 /// Alert payloads in each source's real shape: an Alertmanager

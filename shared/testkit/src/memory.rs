@@ -509,6 +509,7 @@ pub struct Tables {
     pub streams: assistant_core::store::StreamLog,
     pub feedback: assistant_core::feedback::FeedbackLog,
     pub grants: assistant_core::grants::ThreadGrants,
+    pub departures: assistant_core::departures::Departures,
 }
 
 pub fn tables() -> Tables {
@@ -527,7 +528,8 @@ pub fn tables_over(records: Arc<dyn VersionedRecords>) -> Tables {
         deliveries: RecordDeliveries::new(records.clone()),
         streams: assistant_core::store::StreamLog::new(records.clone()),
         feedback: assistant_core::feedback::FeedbackLog::new(records.clone()),
-        grants: assistant_core::grants::ThreadGrants::new(records),
+        grants: assistant_core::grants::ThreadGrants::new(records.clone()),
+        departures: assistant_core::departures::Departures::new(records),
     }
 }
 
@@ -579,9 +581,15 @@ mod tests {
 pub struct MemoryMetrics {
     reports: Mutex<Vec<assistant_core::telemetry::TurnReport>>,
     ratings: Mutex<Vec<assistant_core::feedback::Rating>>,
+    departures: Mutex<Vec<(assistant_core::messages::ForgetReason, usize)>>,
 }
 
 impl MemoryMetrics {
+    /// Each departure handled: why, and the records it deleted.
+    pub fn departures(&self) -> Vec<(assistant_core::messages::ForgetReason, usize)> {
+        self.departures.lock().expect("metrics lock").clone()
+    }
+
     pub fn reports(&self) -> Vec<assistant_core::telemetry::TurnReport> {
         self.reports.lock().expect("metrics lock").clone()
     }
@@ -598,6 +606,10 @@ impl assistant_core::telemetry::TurnMetrics for MemoryMetrics {
 
     fn feedback(&self, rating: assistant_core::feedback::Rating) {
         self.ratings.lock().expect("metrics lock").push(rating);
+    }
+
+    fn forgotten(&self, reason: assistant_core::messages::ForgetReason, records: usize) {
+        self.departures.lock().expect("metrics lock").push((reason, records));
     }
 }
 

@@ -509,6 +509,7 @@ mod tests {
                 streams: tables.streams,
                 feedback: tables.feedback,
                 grants: tables.grants,
+                departures: tables.departures,
                 contexts: Arc::new(testkit::memory::MemoryContexts::default()),
                 // Never called in these tests: no reply is scripted.
                 model: Arc::new(ScriptedModel::default()),

@@ -7,6 +7,7 @@ use crate::approvals::{Approvals, ApprovalsConfig};
 use crate::enhancer::Enhancer;
 use crate::outcome::Limits;
 use assistant_core::Clock;
+use assistant_core::departures::Departures;
 use assistant_core::feedback::FeedbackLog;
 use assistant_core::grants::ThreadGrants;
 use assistant_core::memory::ChannelMemory;
@@ -63,6 +64,9 @@ pub struct Ports {
     pub grants: ThreadGrants,
     /// What people have in view beside the DM (written by the ingress).
     pub contexts: Arc<dyn UserContexts>,
+    /// Teams the app left and people who left: their work stops, and what
+    /// is kept for them is forgotten.
+    pub departures: Departures,
 }
 
 /// The worker's loop and everything it talks to: built once per process

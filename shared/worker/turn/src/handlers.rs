@@ -18,6 +18,7 @@
 //! | the Home tab opened, or Disconnect clicked | [`home`] |
 //! | an alert, or a CloudWatch alarm's state change | [`alert`] |
 //! | "Investigate with the assistant" on a message | [`shortcut`] |
+//! | the app left a team, or people left (`forget`) | [`forget`] |
 //!
 //! What every turn shares (the step loop, its tool calls, acting as the
 //! person) is in [`crate::step_loop`], [`crate::tool_calls`] and
@@ -31,6 +32,7 @@ pub mod approval;
 pub mod approval_timeout;
 pub mod connect_click;
 pub mod feedback;
+pub mod forget;
 pub mod grant_revoke;
 pub mod home;
 pub mod opened;

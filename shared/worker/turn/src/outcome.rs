@@ -87,6 +87,9 @@ pub enum Outcome {
     HomeShown,
     /// An alert was handled: its incident as it now stands, or why not.
     Incident(worker_incidents::Handled),
+    /// A team's or people's departure is remembered and what the bot kept
+    /// for them deleted (this many records, by this handling).
+    Forgotten { records: usize },
 }
 
 /// In words, as a person reading the local runner or a log would put it.
@@ -109,6 +112,7 @@ impl std::fmt::Display for Outcome {
             Outcome::SignedIn { .. } => f.write_str("the person connected; the turn goes on"),
             Outcome::ConnectRefused => f.write_str("a Connect click by someone else refused"),
             Outcome::HomeShown => f.write_str("Home tab shown"),
+            Outcome::Forgotten { records } => write!(f, "departure remembered, {records} record(s) forgotten"),
             Outcome::Incident(worker_incidents::Handled::Ignored(reason)) => {
                 write!(f, "alert not taken ({})", reason.replace('_', " "))
             }
@@ -137,6 +141,9 @@ pub enum WorkerError {
     Feedback(PortError),
     #[error(transparent)]
     Grants(PortError),
+    /// Departures could not be read or recorded, or records not deleted.
+    #[error(transparent)]
+    Departures(PortError),
     /// The sign-in store or the provider failed: retry.
     #[error(transparent)]
     SignIn(PortError),
@@ -175,6 +182,7 @@ impl WorkerError {
             | WorkerError::Timers(_)
             | WorkerError::Feedback(_)
             | WorkerError::Grants(_)
+            | WorkerError::Departures(_)
             | WorkerError::SignIn(_)
             | WorkerError::Slack(_)
             | WorkerError::SlackRead(_) => true,
@@ -195,6 +203,7 @@ impl WorkerError {
             WorkerError::Timers(_) => "I could not set an approval's deadline",
             WorkerError::Feedback(_) => "I could not keep a rating",
             WorkerError::Grants(_) => "I could not read or keep this thread's approvals",
+            WorkerError::Departures(_) => "I could not check whether this workspace still has the app",
             WorkerError::SignIn(_) => "I could not complete or use your sign-in",
             WorkerError::Slack(_) | WorkerError::SlackRead(_) => "Slack could not be reached",
             WorkerError::Incident(_) => "I could not record or post an alert's incident",

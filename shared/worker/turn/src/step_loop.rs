@@ -129,6 +129,13 @@ impl Worker {
     /// time; each step ends in one conditional save.
     pub(crate) async fn run(&self, mut turn: Turn, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
         Span::current().record("step", turn.steps);
+        // Work the app or the person left behind stops here (a turn just
+        // started was checked before its question was read).
+        if (turn.steps > 0 || turn.status != TurnStatus::Running)
+            && let Some(stopped) = self.stopped(&mut turn).await?
+        {
+            return Ok(stopped);
+        }
         let mut stream = AnswerStream::new(
             self.agent.as_ref(),
             &self.streams,

@@ -6,7 +6,9 @@ use assistant_core::approval::Approver;
 use assistant_core::delivery::{DeliveryRecord, Settled};
 use assistant_core::feedback::FeedbackLog;
 use assistant_core::grants::ThreadGrants;
-use assistant_core::messages::{ApprovalButton, ApprovalClick, Continuation, Decision, ReplyMessage, TurnRequest};
+use assistant_core::messages::{
+    ApprovalButton, ApprovalClick, Continuation, Decision, Forget, ForgetReason, ReplyMessage, TurnRequest,
+};
 use assistant_core::model::{Model, ModelError, ModelReply, StopReason, ToolSpec};
 use assistant_core::ports::{
     DeliveryLog, PortError, Put, RecordKey, RecordWrite, StoredRecord, TurnStore, VersionedRecords,
@@ -151,7 +153,7 @@ fn build_reading<M: Model + 'static>(
     tables: Tables,
     slack: Arc<MemorySlack>,
 ) -> TestWorker<M> {
-    let Tables { turns: store, deliveries, streams, feedback, grants } = tables;
+    let Tables { turns: store, deliveries, streams, feedback, grants, departures } = tables;
     let (agent, contexts) = (Arc::new(MemoryAgent::default()), Arc::new(MemoryContexts::default()));
     let model = Arc::new(model);
     let (work, replies) = (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
@@ -175,6 +177,7 @@ fn build_reading<M: Model + 'static>(
         feedback: feedback.clone(),
         grants: grants.clone(),
         contexts: contexts.clone(),
+        departures,
     };
     let worker = Worker::builder(ports)
         .tools(tools(runs))
@@ -668,6 +671,71 @@ async fn a_tool_that_changes_things_waits_for_approval_and_runs_once_approved() 
     let again = worker.handle(&click, &Budget::plenty()).await.unwrap();
     assert_eq!(again, Outcome::Ignored { reason: "turn_settled" });
     assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+fn forget(reason: ForgetReason, users: &[&str], at: i64) -> WorkMessage {
+    WorkMessage::Forget(Forget {
+        event_id: EventId::new(format!("Ev0FORGET{at}")),
+        team: TeamId::new("T1"),
+        reason,
+        users: users.iter().map(|user| UserId::new(*user)).collect(),
+        at,
+    })
+}
+
+#[tokio::test]
+async fn after_an_uninstall_a_waiting_call_never_runs_queued_questions_stop_and_nobody_is_told() {
+    // GIVEN a turn waiting for approval
+    let runs = counter();
+    let model = ScriptedModel::new([
+        calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))]),
+        text("Answered after the reinstall."),
+    ]);
+    let worker = worker(model, runs);
+    assert_eq!(worker.handle(&start(), &Budget::plenty()).await.unwrap(), Outcome::AwaitingApproval { id: turn_id() });
+    let call = waiting_call(&worker).await;
+    let replies_before = worker.replies.messages().len();
+    // WHEN the app is uninstalled, and Slack's event is delivered twice
+    let uninstalled = forget(ForgetReason::AppUninstalled, &[], 1_763_800_500);
+    assert_eq!(worker.handle(&uninstalled, &Budget::plenty()).await.unwrap(), Outcome::Forgotten { records: 0 });
+    assert_eq!(worker.handle(&uninstalled, &Budget::plenty()).await.unwrap(), Outcome::Forgotten { records: 0 });
+    // THEN the approval click stops the turn: the call never runs, nothing is posted
+    let click = click_on(&call, REQUESTER, Decision::Approve);
+    assert_eq!(worker.handle(&click, &Budget::plenty()).await.unwrap(), Outcome::Ignored { reason: "departed" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let turn = stored(&worker).await;
+    assert_eq!((turn.status, turn.pending_approval.is_none()), (TurnStatus::Failed, true));
+    assert_eq!(worker.replies.messages().len(), replies_before, "nothing for the responder: the token is gone");
+    // A question asked before the uninstall, queued behind it, stops unread.
+    let WorkMessage::StartTurn(mut queued) = start() else { unreachable!() };
+    queued.event_id = EventId::new("Ev02");
+    queued.message_ts = Ts::new("1763800400.000100");
+    let outcome = worker.handle(&WorkMessage::StartTurn(queued.clone()), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Ignored { reason: "departed" });
+    assert_eq!(worker.model.calls(), 1, "no model call after the uninstall");
+    // A question after a reinstall is answered as ever.
+    queued.event_id = EventId::new("Ev03");
+    queued.message_ts = Ts::new("1763800600.000100");
+    let outcome = worker.handle(&WorkMessage::StartTurn(queued), &Budget::plenty()).await.unwrap();
+    assert!(matches!(outcome, Outcome::Settled { status: TurnStatus::Answered, .. }), "{outcome:?}");
+    assert_eq!(worker.metrics.departures(), [(ForgetReason::AppUninstalled, 0), (ForgetReason::AppUninstalled, 0)]);
+}
+
+#[tokio::test]
+async fn a_person_who_left_has_their_waiting_work_stopped_and_nobody_elses() {
+    let runs = counter();
+    let model = ScriptedModel::new([calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))])]);
+    let worker = worker(model, runs);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let call = waiting_call(&worker).await;
+    // Someone else left: the turn still waits.
+    worker.handle(&forget(ForgetReason::UserDeleted, &["U0OTHER"], 1_763_800_300), &Budget::plenty()).await.unwrap();
+    assert_eq!(stored(&worker).await.status, TurnStatus::AwaitingApproval);
+    // The asker left: an approver's click finds the turn stopped.
+    worker.handle(&forget(ForgetReason::UserDeleted, &[REQUESTER], 1_763_800_300), &Budget::plenty()).await.unwrap();
+    let click = click_on(&call, REQUESTER, Decision::Approve);
+    assert_eq!(worker.handle(&click, &Budget::plenty()).await.unwrap(), Outcome::Ignored { reason: "departed" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]

@@ -34,6 +34,10 @@ impl Worker {
             info!(user = %click.user, "click on a turn whose thread was told it failed: nothing runs");
             return Ok(Outcome::Ignored { reason: "thread_told_failed" });
         }
+        // The team or the asker departed: nothing runs, nobody is told.
+        if let Some(stopped) = self.stopped(&mut turn).await? {
+            return Ok(stopped);
+        }
         match turn.status {
             TurnStatus::Answered | TurnStatus::Failed => {
                 info!(user = %click.user, "click on a settled turn: nothing runs");
