@@ -1,0 +1,154 @@
+//! The app's lifecycle end to end: Slack's signed `app_uninstalled`,
+//! `tokens_revoked` and `user_change` through the ingress handler, the work
+//! queue and the worker handler, against the local AWS emulator's table.
+//! The team's records (a channel's memory, a thread's grants, a person's
+//! sealed tokens) are forgotten by key, another team's are not; a replay
+//! forgets nothing more; a forged event forgets nothing.
+
+use adapters_aws::dynamodb::DynamoRecords;
+use assistant_core::ThreadRef;
+use assistant_core::departures::Departures;
+use assistant_core::grants::{ThreadGrant, ThreadGrants};
+use assistant_core::keys;
+use assistant_core::memory::{ChannelMemory, Memory};
+use assistant_core::ports::VersionedRecords;
+use assistant_core::turn::{TurnId, TurnStatus};
+use slack::{ChannelId, TeamId, Ts, UserId};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+use testkit::fixtures;
+use tests::fake_bedrock::FakeBedrock;
+use tests::fake_slack::FakeSlack;
+use tests::{Stack, decode_work, emulator_config, events, sqs_event};
+
+const WORK_QUEUE_ARN: &str = "arn:aws:sqs:us-east-1:123456789012:slack-assistant-work.fifo";
+/// The fixtures' installing team, and another team a person of the same
+/// id belongs to.
+const OURS: &str = "T061EG9R6";
+const THEIRS: &str = "T0VENDOR01";
+const PERSON: &str = "U061F7AUR";
+
+fn records(stack: &Stack) -> Arc<dyn VersionedRecords> {
+    Arc::new(DynamoRecords::new(stack.dynamodb.clone(), &stack.table))
+}
+
+fn thread(team: &str) -> ThreadRef {
+    ThreadRef { team: TeamId::new(team), channel: ChannelId::new("C0LAN2Q65"), thread_ts: Ts::new("1763800000.000100") }
+}
+
+/// What the worker keeps for `team`: a channel's memory record, and a
+/// grant for [`PERSON`] in a thread.
+async fn keep(records: &Arc<dyn VersionedRecords>, team: &str) {
+    let thread = thread(team);
+    let memory = Memory {
+        turn_id: TurnId::new(format!("{team}-Ev1")),
+        thread_ts: thread.thread_ts.clone(),
+        settled_at: 1_763_800_100,
+        question: "why is checkout-api failing".into(),
+        summary: "the pool".into(),
+        tools: Vec::new(),
+        status: TurnStatus::Answered,
+        rating: None,
+    };
+    let retention = 90 * 24 * 3600;
+    ChannelMemory::new(records.clone(), retention).remember(&thread.team, &thread.channel, &memory).await.unwrap();
+    let grant = ThreadGrant {
+        scope: "deploys__*".into(),
+        for_user: Some(UserId::new(PERSON)),
+        granted_by: UserId::new(PERSON),
+        turn_id: memory.turn_id.clone(),
+        granted_at: 1_763_800_100,
+        until: 1_763_803_700,
+        revoked: None,
+    };
+    ThreadGrants::new(records.clone()).put(&thread, &grant).await.unwrap();
+}
+
+/// (memory records, grants) kept for `team`.
+async fn kept(records: &Arc<dyn VersionedRecords>, team: &str) -> (usize, usize) {
+    let thread = thread(team);
+    let memory = records.parts(&keys::memory_partition(&thread.team, &thread.channel), "THREAD#").await.unwrap();
+    let grants = records.parts(&keys::grants_partition(&thread), "GRANT#").await.unwrap();
+    (memory.len(), grants.len())
+}
+
+fn deadline() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000
+}
+
+#[tokio::test]
+async fn an_uninstall_forgets_the_team_once_however_often_it_is_delivered_and_a_forged_one_nothing() {
+    // GIVEN what the bot keeps for our team and for another team
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let (slack, bedrock) = (FakeSlack::start().await, FakeBedrock::start().await);
+    let tests::Functions { ingress, worker, .. } = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+    let records = records(&stack);
+    keep(&records, OURS).await;
+    keep(&records, THEIRS).await;
+    let mention = events::parse(events::APP_MENTION);
+
+    // WHEN a forged tokens_revoked arrives (signed with another secret)
+    let mut forged = events::with_body(&mention, fixtures::TOKENS_REVOKED);
+    let signature = slack::SigningSecret::new("not-the-secret").unwrap().sign(events::SIGNED_AT, b"x");
+    forged["headers"]["x-slack-signature"] = signature.into();
+    // THEN 401, nothing queued, nothing forgotten
+    assert_eq!(ingress.handle(forged).await.unwrap()["statusCode"], 401);
+    assert!(stack.receive_work().await.unwrap().is_empty());
+    assert_eq!(kept(&records, OURS).await, (1, 1));
+
+    // WHEN Slack sends app_uninstalled, and retries it
+    let uninstall = events::with_body(&mention, fixtures::APP_UNINSTALLED);
+    assert_eq!(ingress.handle(uninstall.clone()).await.unwrap()["statusCode"], 200);
+    let retry = events::with_header(&uninstall, "x-slack-retry-num", "1");
+    assert_eq!(ingress.handle(retry).await.unwrap()["statusCode"], 200);
+    // THEN one forget is queued (the retry is the same message to SQS)
+    let work = stack.receive_work().await.unwrap();
+    assert_eq!(work.len(), 1, "{work:?}");
+    let assistant_core::WorkMessage::Forget(forget) = decode_work(&work[0]) else { panic!("a forget") };
+    assert_eq!((forget.team.as_str(), forget.users.len()), (OURS, 0));
+
+    // WHEN the worker handles it, and the queue delivers it again (a lost answer)
+    let response = worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline()).await.unwrap();
+    assert_eq!(tests::batch_failures(&response), Vec::<String>::new(), "{response}");
+    let again = worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline()).await.unwrap();
+    assert_eq!(tests::batch_failures(&again), Vec::<String>::new(), "{again}");
+    // THEN our team keeps nothing, the other team everything, and work
+    // asked before the uninstall stops
+    assert_eq!(kept(&records, OURS).await, (0, 0));
+    assert_eq!(kept(&records, THEIRS).await, (1, 1));
+    let departures = Departures::new(records.clone());
+    let person = UserId::new(PERSON);
+    assert!(departures.stopping(&TeamId::new(OURS), &person, 1_763_800_000).await.unwrap().is_some());
+    assert!(departures.stopping(&TeamId::new(THEIRS), &person, 1_763_800_000).await.unwrap().is_none());
+    assert!(slack.calls("chat.postMessage").is_empty(), "nobody is told: the token is gone");
+}
+
+#[tokio::test]
+async fn a_person_of_another_team_leaving_forgets_nothing_of_ours() {
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let (slack, bedrock) = (FakeSlack::start().await, FakeBedrock::start().await);
+    let tests::Functions { ingress, worker, .. } = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+    let records = records(&stack);
+    keep(&records, OURS).await;
+    let mention = events::parse(events::APP_MENTION);
+
+    // GIVEN a person of another team, with the id of one of ours, deleted
+    let theirs = fixtures::USER_CHANGE_DELETED
+        .replace("\"team_id\": \"T061EG9R6\",\n      \"name\"", "\"team_id\": \"T0VENDOR01\",\n      \"name\"");
+    assert_ne!(theirs, fixtures::USER_CHANGE_DELETED);
+    assert_eq!(ingress.handle(events::with_body(&mention, &theirs)).await.unwrap()["statusCode"], 200);
+    // THEN nothing is queued and ours keeps their grant
+    assert!(stack.receive_work().await.unwrap().is_empty());
+    assert_eq!(kept(&records, OURS).await, (1, 1));
+
+    // WHEN our person is deleted: their grant goes, the channel's memory stays
+    let ours = events::with_body(&mention, fixtures::USER_CHANGE_DELETED);
+    assert_eq!(ingress.handle(ours).await.unwrap()["statusCode"], 200);
+    let work = stack.receive_work().await.unwrap();
+    assert_eq!(work.len(), 1);
+    let response = worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline()).await.unwrap();
+    assert_eq!(tests::batch_failures(&response), Vec::<String>::new(), "{response}");
+    assert_eq!(kept(&records, OURS).await, (1, 0));
+}
