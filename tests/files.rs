@@ -271,6 +271,7 @@ async fn a_kept_file_whose_write_answer_was_lost_is_found_by_the_retry_and_not_d
         bot_user: None,
         files: vec![file],
         membership: slack::Membership::Home,
+        asked_at: None,
     };
     for (attempts, fault, turn) in
         [(2, Fault::AppliedThenServerError, "T1-Ev0LOST01"), (1, Fault::AppliedThenReset, "T1-Ev0LOST02")]

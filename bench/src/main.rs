@@ -255,6 +255,7 @@ fn mention(i: usize) -> WorkMessage {
         bot_user: None,
         files: Vec::new(),
         membership: slack::Membership::Home,
+        asked_at: None,
     })
 }
 

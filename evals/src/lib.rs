@@ -519,6 +519,7 @@ fn request(case: &Case) -> TurnRequest {
         bot_user: Some(UserId::new("U0EVALSBOT")),
         files: Vec::new(),
         membership: slack::Membership::Home,
+        asked_at: None,
     }
 }
 

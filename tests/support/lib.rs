@@ -47,9 +47,7 @@ pub async fn emulator_config() -> SdkConfig {
     env_from_test_command("AWS_ENDPOINT_URL");
     aws_config::defaults(BehaviorVersion::latest())
         .retry_config(
-            RetryConfig::standard()
-                .with_max_attempts(3)
-                .with_initial_backoff(std::time::Duration::from_millis(50)),
+            RetryConfig::standard().with_max_attempts(3).with_initial_backoff(std::time::Duration::from_millis(50)),
         )
         .load()
         .await

@@ -62,6 +62,18 @@ pub struct TurnRequest {
     /// Slack's payload).
     #[serde(default, skip_serializing_if = "Membership::is_home")]
     pub membership: Membership,
+    /// When it was asked (Unix seconds), where that is not `message_ts`:
+    /// a message shortcut's use on an older message. Work asked before its
+    /// team or asker departed stops (`crate::departures`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_at: Option<i64>,
+}
+
+impl TurnRequest {
+    /// When it was asked: [`Self::asked_at`], else its message's time.
+    pub fn asked_at(&self) -> Option<i64> {
+        self.asked_at.or_else(|| self.message_ts.unix_secs())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,6 +217,10 @@ pub struct InvestigateMessage {
     pub user: UserId,
     #[serde(default, skip_serializing_if = "Membership::is_home")]
     pub membership: Membership,
+    /// When the person used it (the payload's `action_ts`, Unix seconds):
+    /// work asked before the team or the person departed is not started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_at: Option<i64>,
 }
 
 /// Why the bot forgets a team or some of its people.
@@ -656,6 +672,7 @@ mod tests {
             bot_user: None,
             files: Vec::new(),
             membership: slack::Membership::Home,
+            asked_at: None,
         })
     }
 

@@ -352,6 +352,10 @@ pub struct Turn {
     pub membership: slack::Membership,
     /// The message that asked.
     pub message_ts: Ts,
+    /// When it was asked, where that is not `message_ts` (a message
+    /// shortcut on an older message; [`TurnRequest::asked_at`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_at: Option<i64>,
     pub event_id: EventId,
     pub status: TurnStatus,
     /// Owned by the store (kept beside the state, not in it): the version
@@ -482,6 +486,11 @@ impl Turn {
         question.to_owned()
     }
 
+    /// When it was asked (Unix seconds): see [`TurnRequest::asked_at`].
+    pub fn asked_at(&self) -> i64 {
+        self.asked_at.or_else(|| self.message_ts.unix_secs()).unwrap_or(self.created_at)
+    }
+
     /// A new turn for a request, before any step (version 0: not stored).
     pub fn start(request: &TurnRequest, now_unix: i64) -> Self {
         Self {
@@ -490,6 +499,7 @@ impl Turn {
             user: request.user.clone(),
             membership: request.membership,
             message_ts: request.message_ts.clone(),
+            asked_at: request.asked_at,
             event_id: request.event_id.clone(),
             status: TurnStatus::Running,
             version: 0,

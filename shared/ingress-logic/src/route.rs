@@ -255,6 +255,7 @@ fn route_event(callback: EventCallback) -> Route {
         bot_user: bot,
         files: ask.files.iter().take(files::MAX_FILES).map(FileRef::from_slack).collect(),
         membership,
+        asked_at: None,
     });
     if names_no_one {
         return Route::StartIfEveryQuestion { claim, message };

@@ -60,6 +60,7 @@ pub fn route_message_shortcut(shortcut: &MessageShortcut) -> Route {
         message_ts: shortcut.message.ts.clone(),
         user: shortcut.user_id().clone(),
         membership: shortcut.person_membership(),
+        asked_at: shortcut.action_ts.as_ref().and_then(|ts| ts.unix_secs()),
     });
     Route::StartTurn { claim, message }
 }
@@ -86,6 +87,7 @@ mod tests {
         assert_eq!((claim.rule, &claim.thread), (ThreadRule::Opens, &shortcut.thread));
         assert_eq!(shortcut.thread.queue_group(), "C0LAN2Q65:1763800000.000100");
         assert_eq!((shortcut.user.as_str(), shortcut.message_ts.as_str()), ("U061F7AUR", "1763800000.000100"));
+        assert_eq!(shortcut.asked_at, Some(1_763_800_950), "when it was used, not when the message was posted");
         let queued = WorkMessage::InvestigateMessage(shortcut).encode();
         assert!(!queued.contains("HighErrorRate"), "nothing of the message rides on the queue: {queued}");
     }

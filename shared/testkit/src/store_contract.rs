@@ -24,6 +24,7 @@ pub fn new_turn(event_id: &str) -> Turn {
         bot_user: None,
         files: Vec::new(),
         membership: slack::Membership::Home,
+        asked_at: None,
     };
     Turn::start(&request, 1_763_800_001)
 }

@@ -413,6 +413,7 @@ impl IncidentDesk {
                     bot_user: None,
                     files: Vec::new(),
                     membership: slack::Membership::Home,
+                    asked_at: None,
                 };
                 self.work.enqueue(&WorkMessage::StartTurn(request)).await.map_err(DeskError::Queue)?;
             }

@@ -309,6 +309,7 @@ mod tests {
             bot_user: Some(UserId::new("UBOT")),
             files: Vec::new(),
             membership: slack::Membership::Home,
+            asked_at: None,
         }
     }
 

@@ -461,6 +461,7 @@ mod tests {
             bot_user: None,
             files,
             membership: slack::Membership::Home,
+            asked_at: None,
         }
     }
 
@@ -565,6 +566,7 @@ mod tests {
             bot_user: None,
             files: Vec::new(),
             membership: slack::Membership::Home,
+            asked_at: None,
         };
         request.files = (0..5)
             .map(|n| FileRef {
@@ -621,6 +623,7 @@ mod tests {
             bot_user: None,
             files: vec![file(11)],
             membership: slack::Membership::Home,
+            asked_at: None,
         };
         // Earlier messages, oldest first, each with one file; the question's
         // own message is in the history too.

@@ -225,6 +225,7 @@ fn start() -> WorkMessage {
         bot_user: None,
         files: Vec::new(),
         membership: slack::Membership::Home,
+        asked_at: None,
     })
 }
 
@@ -719,6 +720,58 @@ async fn after_an_uninstall_a_waiting_call_never_runs_queued_questions_stop_and_
     let outcome = worker.handle(&WorkMessage::StartTurn(queued), &Budget::plenty()).await.unwrap();
     assert!(matches!(outcome, Outcome::Settled { status: TurnStatus::Answered, .. }), "{outcome:?}");
     assert_eq!(worker.metrics.departures(), [(ForgetReason::AppUninstalled, 0), (ForgetReason::AppUninstalled, 0)]);
+}
+
+#[tokio::test]
+async fn after_a_reinstall_a_shortcut_on_an_older_message_runs_and_one_used_before_the_uninstall_does_not() {
+    // GIVEN an alert posted long before the team uninstalled and came back
+    let alert_ts = Ts::new("1763700000.000100");
+    let alert = assistant_core::ports::ThreadMessage {
+        ts: alert_ts.clone(),
+        author: assistant_core::ports::Author::OtherBot("B0ALERTS".into()),
+        text: "checkout-api: 5xx rate above 5% for 10 minutes".into(),
+        files: Vec::new(),
+    };
+    let slack = Arc::new(MemorySlack::default().with_history(vec![alert]));
+    let model = ScriptedModel::new([
+        calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))]),
+        text("Restarted checkout-api."),
+    ]);
+    let runs = counter();
+    let worker = build_reading(model, runs, testkit::memory::tables(), slack);
+    let uninstalled = forget(ForgetReason::AppUninstalled, &[], NOW - 10);
+    worker.handle(&uninstalled, &Budget::plenty()).await.unwrap();
+    let shortcut = |id: &str, asked_at: i64| {
+        WorkMessage::InvestigateMessage(assistant_core::messages::InvestigateMessage {
+            event_id: EventId::new(id),
+            thread: ThreadRef { thread_ts: alert_ts.clone(), ..thread() },
+            message_ts: alert_ts.clone(),
+            user: UserId::new(REQUESTER),
+            membership: slack::Membership::Home,
+            asked_at: Some(asked_at),
+        })
+    };
+
+    // WHEN the shortcut was used before the uninstall (queued behind it)
+    let outcome = worker.handle(&shortcut("ScBEFORE", NOW - 20), &Budget::plenty()).await.unwrap();
+    // THEN it stops unread
+    assert_eq!(outcome, Outcome::Ignored { reason: "departed" });
+    assert_eq!(worker.model.calls(), 0);
+
+    // WHEN it is used after the reinstall, and its call waits for approval
+    let outcome = worker.handle(&shortcut("ScAFTER", NOW), &Budget::plenty()).await.unwrap();
+    assert!(matches!(outcome, Outcome::AwaitingApproval { .. }), "{outcome:?}");
+    let turn_id = TurnId::for_event(&ThreadRef { thread_ts: alert_ts.clone(), ..thread() }, &EventId::new("ScAFTER"));
+    let turn = worker.store.load(&turn_id).await.unwrap().expect("stored");
+    let call = turn.pending_approval.expect("awaiting approval").waiting[0].clone();
+    // THEN the approval resumes it: the older message does not make it
+    // work asked before the uninstall
+    let WorkMessage::Approval(mut click) = click_on(&call, REQUESTER, Decision::Approve) else { unreachable!() };
+    click.thread.thread_ts = alert_ts.clone();
+    click.button = ApprovalButton::for_call(&turn_id, &call);
+    let outcome = worker.handle(&WorkMessage::Approval(click), &Budget::plenty()).await.unwrap();
+    assert!(matches!(outcome, Outcome::Settled { status: TurnStatus::Answered, .. }), "{outcome:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
@@ -1393,6 +1446,7 @@ fn dm_question(text: &str) -> WorkMessage {
         bot_user: None,
         files: Vec::new(),
         membership: slack::Membership::Home,
+        asked_at: None,
     })
 }
 
@@ -2706,6 +2760,7 @@ fn asked(event: &str, text: &str, message_ts: &str, channel: &str) -> WorkMessag
         bot_user: Some(UserId::new("UBOT")),
         files: Vec::new(),
         membership: slack::Membership::Home,
+        asked_at: None,
     })
 }
 

@@ -63,7 +63,7 @@ impl Worker {
         if !matches!(turn.status, TurnStatus::Running | TurnStatus::AwaitingApproval | TurnStatus::AwaitingSignIn) {
             return Ok(None);
         }
-        let asked_at = turn.message_ts.unix_secs().unwrap_or(turn.created_at);
+        let asked_at = turn.asked_at();
         let stopping = self.departures.stopping(&turn.thread.team, &turn.user, asked_at);
         let Some(departed) = stopping.await.map_err(WorkerError::Departures)? else { return Ok(None) };
         info!(reason = departed.reason.as_str(), "stopped: the team or the person who asked departed");

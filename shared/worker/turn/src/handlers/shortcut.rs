@@ -61,6 +61,13 @@ impl Worker {
             info!(step = stored.steps, "shortcut's turn already stored: resuming");
             return self.run(stored, deadline).await;
         }
+        if let Some(asked_at) = shortcut.asked_at {
+            let departed = self.departures.stopping(&shortcut.thread.team, &shortcut.user, asked_at);
+            if let Some(departed) = departed.await.map_err(WorkerError::Departures)? {
+                info!(reason = departed.reason.as_str(), "shortcut not answered: the team or the person departed");
+                return Ok(Outcome::Ignored { reason: "departed" });
+            }
+        }
         let bot = self.agent.identity().await.map_err(WorkerError::Slack)?.user;
         let message = self
             .slack
@@ -83,6 +90,7 @@ impl Worker {
             bot_user: Some(bot),
             files: message.files.clone(),
             membership: shortcut.membership,
+            asked_at: shortcut.asked_at,
         };
         info!("shortcut's message read: its turn starts");
         self.begin(&request, deadline).await

@@ -23,7 +23,7 @@ impl Handler for TurnRequest {
 
 impl Worker {
     pub(crate) async fn start(&self, request: &TurnRequest, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
-        let asked_at = request.message_ts.unix_secs().unwrap_or_else(|| self.clock.now_unix());
+        let asked_at = request.asked_at().unwrap_or_else(|| self.clock.now_unix());
         let departed = self.departures.stopping(&request.thread.team, &request.user, asked_at);
         if let Some(departed) = departed.await.map_err(WorkerError::Departures)? {
             info!(reason = departed.reason.as_str(), "not answered: the team or the person who asked departed");
