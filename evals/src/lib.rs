@@ -361,6 +361,9 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
             departures: tables.departures,
             contexts: Arc::new(testkit::memory::MemoryContexts::default()),
         },
+        guardrails: Arc::new(|_: &str, _: &str| {
+            Arc::new(testkit::memory::MemoryGuardrail::default()) as Arc<dyn assistant_core::guardrail::Guardrail>
+        }),
         models: Arc::new({
             let model = model.clone();
             move |_: &str| model.clone() as Arc<dyn Model>

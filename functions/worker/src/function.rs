@@ -528,6 +528,13 @@ pub(crate) async fn assemble_worker(
             departures: assistant_core::departures::Departures::new(records.clone()),
             contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
         },
+        guardrails: Arc::new({
+            let bedrock = clients.bedrock.clone();
+            move |id: &str, version: &str| {
+                Arc::new(adapters_bedrock::guardrail::BedrockGuardrail::new(bedrock.clone(), id, version))
+                    as Arc<dyn assistant_core::guardrail::Guardrail>
+            }
+        }),
         models: Arc::new({
             let bedrock = clients.bedrock.clone();
             move |id: &str| Arc::new(BedrockModel::new(bedrock.clone(), id)) as Arc<dyn assistant_core::model::Model>

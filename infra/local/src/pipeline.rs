@@ -8,6 +8,7 @@
 use crate::offline::{DEFAULT_RECORDING, DEFAULT_RECORDING_PATH, OfflineModel};
 use adapters_aws::dynamodb::{DynamoClaims, DynamoRecords};
 use adapters_bedrock::BedrockModel;
+use adapters_bedrock::guardrail::BedrockGuardrail;
 use adapters_cloudwatch::SignedAws;
 use adapters_knowledge_base::BedrockKnowledgeBases;
 use adapters_mcp::StreamableHttpConnector;
@@ -16,6 +17,7 @@ use adapters_sigv4::{AwsApi, Signer};
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
 use adapters_slack::{SlackWebReader, WebAgent, WebPoster};
 use assistant_core::feedback::FeedbackLog;
+use assistant_core::guardrail::{Guardrail, OpenGuardrail};
 use assistant_core::messages::{Decision, ReplyMessage};
 use assistant_core::model::{Model, ModelError, ModelReply, ModelRequest, OpenModel};
 use assistant_core::ports::{
@@ -205,6 +207,9 @@ impl Pipeline {
         // The prompt enhancer's cheap model: on Bedrock beside the main one,
         // or the same recording offline.
         let models: Arc<dyn OpenModel>;
+        // The guardrail: Bedrock's beside the model, or, offline, the
+        // tests' one that blocks a known prompt attack.
+        let guardrails: Arc<dyn OpenGuardrail>;
         let (model, model_label): (Arc<dyn Model>, String) = match &settings.model_id {
             Some(model_id) => {
                 let credentials = aws.credentials_provider().ok_or_else(|| SetupError::NoCredentials("none".into()))?;
@@ -218,6 +223,10 @@ impl Pipeline {
                 let client = aws_sdk_bedrockruntime::Client::from_conf(config);
                 let opener = client.clone();
                 models = Arc::new(move |id: &str| Arc::new(BedrockModel::new(opener.clone(), id)) as Arc<dyn Model>);
+                let opener = client.clone();
+                guardrails = Arc::new(move |id: &str, version: &str| {
+                    Arc::new(BedrockGuardrail::new(opener.clone(), id, version)) as Arc<dyn Guardrail>
+                });
                 (Arc::new(Narrated(BedrockModel::new(client, model_id))), format!("Bedrock {model_id}"))
             }
             None => {
@@ -232,6 +241,9 @@ impl Pipeline {
                 let offline: Arc<dyn Model> = Arc::new(Narrated(OfflineModel::from_json(&json)?));
                 let same = offline.clone();
                 models = Arc::new(move |_: &str| same.clone());
+                guardrails = Arc::new(|_: &str, _: &str| {
+                    Arc::new(testkit::memory::MemoryGuardrail::default()) as Arc<dyn Guardrail>
+                });
                 (offline, format!("OFFLINE replay of {path}"))
             }
         };
@@ -278,6 +290,7 @@ impl Pipeline {
         let contexts = Arc::new(MemoryContexts::default());
         let signer = Signer::new(&aws);
         let ports = WorkerPorts {
+            guardrails,
             core: worker_turn::Ports {
                 store: turns.clone(),
                 deliveries: deliveries.clone(),

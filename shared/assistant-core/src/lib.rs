@@ -40,6 +40,7 @@ pub mod feedback;
 pub mod files;
 pub mod glob;
 pub mod grants;
+pub mod guardrail;
 pub mod incidents;
 pub mod keys;
 pub mod mcp;

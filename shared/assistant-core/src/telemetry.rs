@@ -41,6 +41,10 @@ pub struct TurnReport {
     pub prices: Option<ModelPrices>,
     /// The prompt enhancer's call, when one was made.
     pub enhancer: Option<EnhancerReport>,
+    /// The guardrail's text units for the turn (priced with the AWS part).
+    pub guard_units: crate::guardrail::GuardUnits,
+    /// How many times the guardrail intervened.
+    pub guardrail_interventions: u32,
 }
 
 /// The prompt enhancer's part of a turn: its tokens (not in `usage`, which
@@ -60,7 +64,7 @@ impl TurnReport {
             self.enhancer.as_ref().map_or(0.0, |run| run.prices.map_or(0.0, |prices| prices.cost(&run.usage)));
         Cost {
             model: self.prices.map(|prices| prices.cost(&self.usage) + enhancer),
-            aws: aws_cost(&self.metered, worker_memory_mb),
+            aws: aws_cost(&self.metered, worker_memory_mb) + self.guard_units.cost(),
         }
     }
 }
@@ -76,6 +80,9 @@ pub trait TurnMetrics: Send + Sync {
     /// A team or people departed and `records` items kept for them were
     /// deleted (`forget`).
     fn forgotten(&self, _reason: crate::messages::ForgetReason, _records: usize) {}
+
+    /// The deployment's guardrail acted on `kind` (`GuardrailInterventions`).
+    fn guardrail_intervened(&self, _kind: crate::guardrail::Guarded) {}
 }
 
 /// Reports nowhere (the local runner prints its own summary).

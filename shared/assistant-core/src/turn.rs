@@ -417,6 +417,12 @@ pub struct Turn {
     /// ([`crate::reading::ReadingBudget::turn_tokens`]).
     #[serde(default)]
     pub results_read_tokens: u64,
+    /// Where the deployment's guardrail acted on this turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guardrail: Vec<crate::guardrail::Intervention>,
+    /// The text units the guardrail's calls for this turn were billed for.
+    #[serde(default, skip_serializing_if = "crate::guardrail::GuardUnits::is_zero")]
+    pub guard_units: crate::guardrail::GuardUnits,
 }
 
 /// A call that changed things, as the audit trail keeps it.
@@ -522,6 +528,8 @@ impl Turn {
             pending_sign_in: None,
             signed_calls: Vec::new(),
             results_read_tokens: 0,
+            guardrail: Vec::new(),
+            guard_units: Default::default(),
         }
     }
 

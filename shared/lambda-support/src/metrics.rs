@@ -171,12 +171,22 @@ impl TurnMetrics for EmfTurnMetrics {
     fn forgotten(&self, reason: assistant_core::messages::ForgetReason, records: usize) {
         self.departure(reason, records).emit();
     }
+
+    fn guardrail_intervened(&self, kind: assistant_core::guardrail::Guarded) {
+        self.intervention(kind).emit();
+    }
 }
 
 impl EmfTurnMetrics {
     /// A rating of an answer: one `Feedback` by `Function` and `Rating`.
     pub fn rating(&self, rating: assistant_core::feedback::Rating) -> Emf {
         Emf::new(self.function, &[("Rating", rating.as_str())]).count("Feedback", 1)
+    }
+
+    /// The guardrail acted: one `GuardrailInterventions` by `Function` and
+    /// `Guarded` (`question`, `tool_results`, `files`, `answer`).
+    pub fn intervention(&self, kind: assistant_core::guardrail::Guarded) -> Emf {
+        Emf::new(self.function, &[("Guarded", kind.as_str())]).count("GuardrailInterventions", 1)
     }
 
     /// A departure handled: one `Departures` and the `ForgottenRecords` it
@@ -191,6 +201,18 @@ impl EmfTurnMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_intervention_is_one_count_by_what_was_guarded() {
+        let metrics = EmfTurnMetrics { function: "worker", memory_mb: 512 };
+        let line = metrics.intervention(assistant_core::guardrail::Guarded::ToolResults).to_line(1);
+        let record: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(record["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Function", "Guarded"]]));
+        assert_eq!(
+            (record["Guarded"].as_str(), record["GuardrailInterventions"].as_f64()),
+            (Some("tool_results"), Some(1.0))
+        );
+    }
 
     #[test]
     fn a_rating_is_one_feedback_count_by_rating() {

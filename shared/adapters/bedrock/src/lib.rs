@@ -21,6 +21,8 @@
 //! ([`STREAM_IDLE`]), whichever ends first. A stream that stalls is a
 //! retryable [`ModelError::Unavailable`], as one that breaks is.
 
+pub mod guardrail;
+
 use assistant_core::files::{self, FileBlock, FileKind};
 use assistant_core::model::{FileBodies, Model, ModelError, ModelReply, ModelRequest, StopReason, TextSink, ToolSpec};
 use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolStatus, ToolUse, Usage};

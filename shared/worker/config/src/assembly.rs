@@ -30,6 +30,8 @@ pub struct WorkerPorts {
     pub core: worker_turn::Ports,
     /// Opens the prompt enhancer's cheap model by its id.
     pub models: Arc<dyn OpenModel>,
+    /// Opens the configured guardrail (`guardrail` in the configuration).
+    pub guardrails: Arc<dyn assistant_core::guardrail::OpenGuardrail>,
     /// The process's HTTP client, shared by the HTTP tools. It must not
     /// follow redirects (`adapters_slack::http_client()` does not).
     pub http: reqwest::Client,
@@ -473,6 +475,10 @@ pub async fn assemble(
     let prices = assistant.model_prices.or_else(|| ModelPrices::for_model(ports.core.model.id()));
     let reading = assistant.reading.unwrap_or_else(|| ReadingBudget::for_model(ports.core.model.id()));
     let limits = Limits { reading, ..limits };
+    let guarding = assistant.guardrail.clone().map(|config| {
+        info!(id = %config.id, version = %config.version, apply_to = ?config.apply_to, "guardrail applied");
+        worker_turn::guarding::Guarding { guardrail: ports.guardrails.open(&config.id, &config.version), config }
+    });
     Ok(Worker::builder(ports.core)
         .tools(tools)
         .approvals(assistant.approvals.clone())
@@ -488,6 +494,7 @@ pub async fn assemble(
         .background(background)
         .memory(ports.memory)
         .incidents(incidents)
+        .guarding(guarding)
         .build())
 }
 
@@ -529,6 +536,9 @@ mod tests {
             memory: None,
             incidents: None,
             models: Arc::new(|_: &str| Arc::new(ScriptedModel::default()) as Arc<dyn Model>),
+            guardrails: Arc::new(|_: &str, _: &str| {
+                Arc::new(testkit::memory::MemoryGuardrail::default()) as Arc<dyn assistant_core::guardrail::Guardrail>
+            }),
             http: reqwest::Client::new(),
             mcp: Arc::new(assistant_core::mcp::NoMcpServers),
             aws: Arc::new(testkit::signals_memory::MemoryAws(Default::default())),

@@ -143,6 +143,11 @@ pub struct AssistantConfig {
     /// context window (`assistant_core::reading::ReadingBudget::for_model`).
     #[serde(default, deserialize_with = "reading")]
     pub reading: Option<ReadingBudget>,
+    /// A Bedrock guardrail the worker applies (`ApplyGuardrail`) to the
+    /// kinds named: the question, tool results, files' text, the answer
+    /// (`assistant_core::guardrail`).
+    #[serde(default, deserialize_with = "guardrail")]
+    pub guardrail: Option<assistant_core::guardrail::GuardrailConfig>,
 }
 
 /// `memory` in the configuration: `{"retention_days": 90}`.
@@ -260,6 +265,16 @@ fn reading<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<R
     }
 }
 
+fn guardrail<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<assistant_core::guardrail::GuardrailConfig>, D::Error> {
+    let config = assistant_core::guardrail::GuardrailConfig::deserialize(deserializer)?;
+    match config.problem() {
+        Some(problem) => Err(serde::de::Error::custom(problem)),
+        None => Ok(Some(config)),
+    }
+}
+
 fn allowed_env<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
     let names = Vec::<String>::deserialize(deserializer)?;
     for name in &names {
@@ -303,6 +318,7 @@ impl Default for AssistantConfig {
             suggested_prompts: default_prompts(),
             memory: MemoryConfig::default(),
             reading: None,
+            guardrail: None,
         }
     }
 }

@@ -100,6 +100,8 @@ pub struct Worker {
     /// Alerts in, incidents and their threads out; `None` where the worker
     /// was given no incident ports (the evals).
     pub(crate) incidents: Option<IncidentDesk>,
+    /// The deployment's guardrail, where configured.
+    pub(crate) guarding: Option<crate::guarding::Guarding>,
 }
 
 impl std::ops::Deref for Worker {
@@ -132,6 +134,7 @@ impl Worker {
             background: Background::default(),
             memory: None,
             incidents: None,
+            guarding: None,
         })
     }
 
@@ -237,6 +240,11 @@ impl WorkerBuilder {
 
     pub fn incidents(mut self, desk: Option<IncidentDesk>) -> Self {
         self.0.incidents = desk;
+        self
+    }
+
+    pub fn guarding(mut self, guarding: Option<crate::guarding::Guarding>) -> Self {
+        self.0.guarding = guarding;
         self
     }
 

@@ -32,6 +32,7 @@ pub mod approvals;
 mod builder;
 pub mod context;
 pub mod enhancer;
+pub mod guarding;
 mod handle;
 pub mod handlers;
 pub mod inspect;

@@ -157,6 +157,9 @@ pub enum WorkerError {
     /// An alert's incident could not be recorded or posted.
     #[error(transparent)]
     Incident(worker_incidents::DeskError),
+    /// The guardrail could not check the question or the answer: retry.
+    #[error(transparent)]
+    Guardrail(PortError),
     /// A message no redelivery can mend (an event that is not what its
     /// kind says).
     #[error("malformed message: {0}")]
@@ -185,7 +188,8 @@ impl WorkerError {
             | WorkerError::Departures(_)
             | WorkerError::SignIn(_)
             | WorkerError::Slack(_)
-            | WorkerError::SlackRead(_) => true,
+            | WorkerError::SlackRead(_)
+            | WorkerError::Guardrail(_) => true,
             WorkerError::Incident(err) => err.is_retryable(),
             WorkerError::Malformed(_) => false,
         }
@@ -207,6 +211,7 @@ impl WorkerError {
             WorkerError::SignIn(_) => "I could not complete or use your sign-in",
             WorkerError::Slack(_) | WorkerError::SlackRead(_) => "Slack could not be reached",
             WorkerError::Incident(_) => "I could not record or post an alert's incident",
+            WorkerError::Guardrail(_) => "the deployment's guardrail could not be reached to check it",
             WorkerError::Malformed(_) => "a message I was sent could not be read",
         }
     }

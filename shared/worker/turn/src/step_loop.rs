@@ -145,6 +145,9 @@ impl Worker {
             turn.user.clone(),
             turn.message_ts.clone(),
         );
+        if self.answer_guarded() {
+            stream = stream.silent();
+        }
         // At least one step per invocation, so the turn always progresses
         // (even if the function's timeout is set shorter than a step).
         let mut stepped_here = false;
@@ -250,12 +253,16 @@ impl Worker {
             let now = self.clock.now_unix();
             if turn.steps >= self.limits.max_steps {
                 info!(limit = "steps", max_steps = self.limits.max_steps, "limit reached: partial answer");
-                let answer = partial_answer(&turn, "the step limit");
+                let partial = partial_answer(&turn, "the step limit");
+                let answer = self.guard_answer(&mut turn, partial).await?;
+                let answer = crate::guarding::with_interventions(&turn, answer);
                 turn.settle(answer, TurnStatus::Answered, now);
                 limit = Some(LimitHit::Steps);
             } else if turn.usage.input_tokens + turn.usage.output_tokens >= self.limits.max_turn_tokens {
                 info!(limit = "tokens", max_turn_tokens = self.limits.max_turn_tokens, "limit reached: partial answer");
-                let answer = partial_answer(&turn, "the token budget");
+                let partial = partial_answer(&turn, "the token budget");
+                let answer = self.guard_answer(&mut turn, partial).await?;
+                let answer = crate::guarding::with_interventions(&turn, answer);
                 turn.settle(answer, TurnStatus::Answered, now);
                 limit = Some(LimitHit::Tokens);
             } else if stepped_here && deadline.time_left() < self.limits.step_time {
@@ -399,6 +406,8 @@ impl Worker {
                 latency_ms: run.latency_ms,
                 used: run.used,
             }),
+            guard_units: turn.guard_units,
+            guardrail_interventions: turn.guardrail.len() as u32,
         };
         info!(
             status = turn.status.as_str(),
@@ -479,6 +488,11 @@ impl Worker {
     ) -> Result<(), WorkerError> {
         // The tools this person may use here: a tool outside their rules is
         // neither offered nor run.
+        if let Some(answer) = self.guard_question(turn).await? {
+            let answer = crate::guarding::with_interventions(turn, answer);
+            turn.settle(answer, TurnStatus::Answered, self.clock.now_unix());
+            return Ok(());
+        }
         let asker = self.asker(turn).await;
         crate::thread_files::load_bodies(self.artifacts.as_ref(), &turn.transcript, bodies)
             .await
@@ -555,11 +569,16 @@ impl Worker {
                     }
                 }
             }
-            StopReason::Refused => turn.settle(REFUSAL.to_owned(), TurnStatus::Answered, turn.updated_at),
+            StopReason::Refused => {
+                let answer = crate::guarding::with_interventions(turn, REFUSAL.to_owned());
+                turn.settle(answer, TurnStatus::Answered, turn.updated_at);
+            }
             StopReason::MaxTokens => {
                 let text = turn.with_narration(&reply.message.text());
                 let answer = format!("{text}\n\n_(My answer was cut off at the length limit.)_");
-                turn.settle(answer.trim_start().to_owned(), TurnStatus::Answered, turn.updated_at);
+                let answer = self.guard_answer(turn, answer.trim_start().to_owned()).await?;
+                let answer = crate::guarding::with_interventions(turn, answer);
+                turn.settle(answer, TurnStatus::Answered, turn.updated_at);
             }
             _ => {
                 let text = reply.message.text();
@@ -574,6 +593,8 @@ impl Worker {
                     answer = format!("{answer}\n\n{sources}");
                 }
                 let answer = if answer.trim().is_empty() { "I have nothing to add.".to_owned() } else { answer };
+                let answer = self.guard_answer(turn, answer).await?;
+                let answer = crate::guarding::with_interventions(turn, answer);
                 turn.settle(answer, TurnStatus::Answered, turn.updated_at);
             }
         }

@@ -113,6 +113,14 @@ impl<'w> AnswerStream<'w> {
         }
     }
 
+    /// A stream that streams nothing: the answer is checked whole before
+    /// any of it is posted (a guardrail on the answer), then delivered by
+    /// the responder.
+    pub fn silent(mut self) -> Self {
+        self.state = State::Off;
+        self
+    }
+
     /// Starts the stream unless this turn had one: the record first, then
     /// `chat.startStream`, then its `ts` in the record, before any append.
     async fn start(&mut self) {

@@ -178,6 +178,7 @@ impl Worker {
             output: ToolOutput::Text(NO_APPROVER_FOR_EXTERNAL.to_owned()),
         }));
         sort_in_call_order(turn, &mut results);
+        self.guard_results(turn, &mut results).await;
         reading::fit(self.artifacts.as_ref(), turn, &mut results, self.limits.reading)
             .await
             .map_err(WorkerError::Artifacts)?;
@@ -225,6 +226,7 @@ impl Worker {
         }
         let key = format!("{}:{}", turn.id, call.id);
         let mut result = self.tools.run_approved(call, asker, &access.credentials, key).await;
+        self.guard_results(turn, std::slice::from_mut(&mut result)).await;
         reading::fit(self.artifacts.as_ref(), turn, std::slice::from_mut(&mut result), self.limits.reading)
             .await
             .map_err(WorkerError::Artifacts)?;
