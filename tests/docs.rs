@@ -1113,3 +1113,26 @@ fn the_reading_budgets_the_book_states_are_the_codes() {
         .collect();
     assert_none(problems, "reading budgets in the book differ from assistant_core::reading's");
 }
+
+#[test]
+fn the_guardrail_figures_the_book_states_are_the_codes() {
+    use assistant_core::guardrail::{CONTENT_UNIT, SENSITIVE_UNIT, TOPIC_UNIT};
+    use worker_turn::guarding::CHUNK_CHARS;
+    let root = root();
+    let read =
+        |path: &str| std::fs::read_to_string(root.join(path)).unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
+    let (configuration, security) = (read(CONFIGURATION), read(SECURITY));
+    let per_thousand = |unit: f64| format!("${:.2}", unit * 1_000.0);
+    assert_eq!(CONTENT_UNIT, TOPIC_UNIT, "the book gives content filters and denied topics one price");
+    let stated = [
+        (&configuration, format!("content filters and denied topics {}", per_thousand(CONTENT_UNIT))),
+        (&configuration, format!("sensitive information {} per 1,000 units", per_thousand(SENSITIVE_UNIT))),
+        (&security, format!("in overlapping pieces of {} characters", with_commas(CHUNK_CHARS as u64))),
+    ];
+    let problems: Vec<String> = stated
+        .iter()
+        .filter(|(doc, figure)| !doc.contains(figure.as_str()))
+        .map(|(_, figure)| format!("the book does not say {figure:?}"))
+        .collect();
+    assert_none(problems, "guardrail figures in the book differ from the code's");
+}

@@ -93,6 +93,7 @@ def json_path(parent, key):
 BEDROCK_OPERATIONS = [
     ("bedrock-runtime", "Converse"),
     ("bedrock-runtime", "ConverseStream"),
+    ("bedrock-runtime", "ApplyGuardrail"),
     ("bedrock-agent-runtime", "Retrieve"),
 ]
 
@@ -229,7 +230,7 @@ class Bedrock:
             if match and record["method"] == method:
                 break
         else:
-            rule = "no Converse, ConverseStream or Retrieve request URI"
+            rule = "no Converse, ConverseStream, ApplyGuardrail or Retrieve request URI"
             return "bedrock (unknown)", "bedrock", [(record["path"], rule)]
         errors = []
         located = {}

@@ -102,6 +102,18 @@ struct Shared {
     retrieves: Mutex<Vec<Result<Value, String>>>,
     /// The model call's budget the clients made here are built with.
     call_budget: Mutex<Option<std::time::Duration>>,
+    /// `ApplyGuardrail`'s requests: the guardrail, its version, the source
+    /// and the text (signature checked).
+    guarded: Mutex<Vec<Result<Guarded, String>>>,
+}
+
+/// One `ApplyGuardrail` request as the fake read it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Guarded {
+    pub guardrail: String,
+    pub version: String,
+    pub source: String,
+    pub text: String,
 }
 
 pub struct FakeBedrock {
@@ -117,6 +129,7 @@ impl FakeBedrock {
             .route("/model/{model_id}/converse", post(converse))
             .route("/model/{model_id}/converse-stream", post(converse_stream))
             .route("/knowledgebases/{id}/retrieve", post(retrieve))
+            .route("/guardrail/{id}/version/{version}/apply", post(apply_guardrail))
             .with_state(shared.clone());
         Self { server: LocalServer::start_recorded(app, "bedrock").await, shared }
     }
@@ -169,6 +182,11 @@ impl FakeBedrock {
 
     /// Every `Retrieve` request's body, or why its signature failed the
     /// check (SigV4 for `bedrock`, with the test command's secret key).
+    /// The `ApplyGuardrail` requests this fake got, in order.
+    pub fn guarded(&self) -> Vec<Result<Guarded, String>> {
+        self.shared.guarded.lock().expect("guarded lock").clone()
+    }
+
     pub fn retrieves(&self) -> Vec<Result<Value, String>> {
         self.shared.retrieves.lock().expect("retrieves lock").clone()
     }
@@ -357,6 +375,66 @@ fn error_response(next: Option<Scripted>) -> Response {
             (StatusCode::BAD_REQUEST, headers, axum::Json(body)).into_response()
         }
     }
+}
+
+/// Bedrock Runtime's `ApplyGuardrail`, signed for `bedrock` or refused: a
+/// guardrail whose content filter blocks [`testkit::memory::ATTACK`] (a
+/// prompt attack) and passes anything else, billing content units per
+/// started 1,000 characters as Bedrock does.
+async fn apply_guardrail(
+    State(shared): State<Arc<Shared>>,
+    Path((id, version)): Path<(String, String)>,
+    request: axum::extract::Request,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let secret_key = std::env::var("AWS_SECRET_ACCESS_KEY").unwrap_or_default();
+    let read = testkit::sigv4_check::verify_received(&parts, &body, &secret_key)
+        .and_then(
+            |signed| if signed.service == "bedrock" { Ok(()) } else { Err(format!("signed for {}", signed.service)) },
+        )
+        .and_then(|()| serde_json::from_slice::<Value>(&body).map_err(|err| err.to_string()))
+        .map(|request| Guarded {
+            guardrail: id.clone(),
+            version: version.clone(),
+            source: request["source"].as_str().unwrap_or_default().to_owned(),
+            text: request["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|block| block["text"]["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        });
+    shared.guarded.lock().expect("guarded lock").push(read.clone());
+    let Ok(guarded) = read else {
+        let body = serde_json::json!({"message": "The request signature we calculated does not match"});
+        return (StatusCode::FORBIDDEN, [("x-amzn-errortype", "InvalidSignatureException")], axum::Json(body))
+            .into_response();
+    };
+    let chars = guarded.text.chars().count();
+    let units = chars.div_ceil(1_000);
+    let usage = serde_json::json!({
+        "topicPolicyUnits": 0, "contentPolicyUnits": units, "wordPolicyUnits": 0,
+        "sensitiveInformationPolicyUnits": 0, "sensitiveInformationPolicyFreeUnits": 0,
+        "contextualGroundingPolicyUnits": 0,
+    });
+    let coverage = serde_json::json!({"textCharacters": {"guarded": chars, "total": chars}});
+    let reply = if guarded.text.to_ascii_uppercase().contains(testkit::memory::ATTACK) {
+        serde_json::json!({
+            "action": "GUARDRAIL_INTERVENED",
+            "actionReason": "Guardrail blocked.",
+            "outputs": [{"text": testkit::memory::BLOCKED_MESSAGE}],
+            "assessments": [{"contentPolicy": {"filters": [
+                {"type": "PROMPT_ATTACK", "confidence": "HIGH", "filterStrength": "HIGH", "action": "BLOCKED", "detected": true}
+            ]}}],
+            "usage": usage,
+            "guardrailCoverage": coverage,
+        })
+    } else {
+        serde_json::json!({"action": "NONE", "outputs": [], "assessments": [{}], "usage": usage, "guardrailCoverage": coverage})
+    };
+    axum::Json(reply).into_response()
 }
 
 /// Bedrock Agent Runtime's `Retrieve`, signed for `bedrock` or refused.
