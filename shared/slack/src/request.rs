@@ -2,6 +2,7 @@
 //! interactivity, SSL checks and slash commands as
 //! `application/x-www-form-urlencoded`.
 
+use crate::command::SlashCommand;
 use crate::events::EventsPayload;
 use crate::interaction::Interaction;
 use serde::Deserialize;
@@ -10,9 +11,11 @@ use serde::Deserialize;
 pub enum SlackRequest {
     Events(EventsPayload),
     Interaction(Interaction),
+    /// A slash command ([`crate::command`]).
+    Command(Box<SlashCommand>),
     /// Slack checking our TLS certificate: answer 200 and do nothing.
     SslCheck,
-    /// A form body we do not act on (a slash command, say). Acknowledged.
+    /// A form body we do not act on. Acknowledged.
     OtherForm,
 }
 
@@ -24,12 +27,15 @@ pub enum ParseError {
     Form(#[source] serde_urlencoded::de::Error),
     #[error("interaction payload is not valid: {0}")]
     InteractionJson(#[source] serde_json::Error),
+    #[error("slash command is missing fields: {0}")]
+    Command(#[source] serde_urlencoded::de::Error),
 }
 
 #[derive(Deserialize)]
 struct Form {
     payload: Option<String>,
     ssl_check: Option<String>,
+    command: Option<String>,
 }
 
 /// Reads a body that has already passed signature verification.
@@ -50,6 +56,10 @@ pub fn parse(content_type: Option<&str>, body: &[u8]) -> Result<SlackRequest, Pa
     }
     if form.ssl_check.is_some() {
         return Ok(SlackRequest::SslCheck);
+    }
+    if form.command.is_some() {
+        let command = serde_urlencoded::from_bytes(body).map_err(ParseError::Command)?;
+        return Ok(SlackRequest::Command(Box::new(command)));
     }
     Ok(SlackRequest::OtherForm)
 }
@@ -152,12 +162,21 @@ mod tests {
     #[test]
     fn forms_without_a_payload() {
         assert_eq!(parse(FORM, b"ssl_check=1&token=x").unwrap(), SlackRequest::SslCheck);
-        assert_eq!(parse(FORM, b"command=%2Fdeploy&text=now").unwrap(), SlackRequest::OtherForm);
+        assert_eq!(parse(FORM, b"token=x&text=now").unwrap(), SlackRequest::OtherForm);
         let unknown_interaction = fixtures::interaction_form(r#"{"type":"view_submission","view":{}}"#);
         assert_eq!(
             parse(FORM, unknown_interaction.as_bytes()).unwrap(),
             SlackRequest::Interaction(Interaction::Unknown)
         );
+    }
+
+    #[test]
+    fn a_slash_command_is_read_and_one_missing_its_fields_is_an_error() {
+        let SlackRequest::Command(command) = parse(FORM, fixtures::SLASH_COMMAND.as_bytes()).unwrap() else {
+            panic!("expected a slash command")
+        };
+        assert_eq!((command.command.as_str(), command.team_id.as_str()), ("/assistant", "T061EG9R6"));
+        assert!(matches!(parse(FORM, b"command=%2Fassistant&text=now"), Err(ParseError::Command(_))));
     }
 
     #[test]

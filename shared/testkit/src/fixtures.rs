@@ -46,6 +46,10 @@ fixtures! {
     APP_UNINSTALLED => "app_uninstalled.json",
     TOKENS_REVOKED => "tokens_revoked.json",
     USER_CHANGE_DELETED => "user_change_deleted.json",
+    // `/assistant <question>`: the form body of Slack's published slash
+    // command example (api.slack.com/interactivity/slash-commands), with
+    // these fixtures' ids.
+    SLASH_COMMAND => "slash_command.form",
 }
 
 /// Alert payloads in each source's real shape: an Alertmanager
