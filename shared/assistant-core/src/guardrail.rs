@@ -75,21 +75,21 @@ impl GuardrailConfig {
                     })
             });
         if !plain_id && !arn_id {
-            return Some(format!("guardrail.id {:?} is neither a guardrail id nor its ARN", self.id));
+            return Some("id is neither a guardrail's id (lowercase letters and digits) nor its ARN".into());
         }
         let numbered = !self.version.is_empty()
             && self.version.len() <= 8
             && !self.version.starts_with('0')
             && self.version.bytes().all(|b| b.is_ascii_digit());
         if !numbered && self.version != "DRAFT" {
-            return Some(format!("guardrail.version {:?} is neither a version number nor DRAFT", self.version));
+            return Some("version is neither a version number (1 to 99999999) nor DRAFT".into());
         }
         if self.apply_to.is_empty() {
-            return Some("guardrail.apply_to names nothing to guard".into());
+            return Some("apply_to names nothing to guard".into());
         }
         let mut seen = std::collections::HashSet::new();
         if let Some(twice) = self.apply_to.iter().find(|kind| !seen.insert(**kind)) {
-            return Some(format!("guardrail.apply_to names {} twice", twice.as_str()));
+            return Some(format!("apply_to names {} twice", twice.as_str()));
         }
         None
     }

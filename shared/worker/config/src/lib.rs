@@ -270,7 +270,7 @@ fn guardrail<'de, D: serde::Deserializer<'de>>(
 ) -> Result<Option<assistant_core::guardrail::GuardrailConfig>, D::Error> {
     let config = assistant_core::guardrail::GuardrailConfig::deserialize(deserializer)?;
     match config.problem() {
-        Some(problem) => Err(serde::de::Error::custom(problem)),
+        Some(problem) => Err(serde::de::Error::custom(format!("guardrail: {problem}"))),
         None => Ok(Some(config)),
     }
 }
@@ -514,6 +514,26 @@ mod tests {
         let said = format!("{issues:?}");
         assert!(!said.contains("abc123secretvalue") && !said.contains("STATUS_TOKEN="), "{said}");
         assert_eq!(issues[0].path, "allowed_env", "{said}");
+    }
+
+    #[test]
+    fn a_guardrail_bedrock_would_refuse_is_refused_at_the_check_and_its_value_not_quoted() {
+        let refused = |json: &str| AssistantConfig::check(json.as_bytes()).expect_err(json).0;
+        for (json, reason) in [
+            (r#"{"guardrail": {"id": "sk-live-4242", "version": "1", "apply_to": ["answer"]}}"#, "id is neither"),
+            (r#"{"guardrail": {"id": "gr0abc", "version": "0", "apply_to": ["answer"]}}"#, "version is neither"),
+            (r#"{"guardrail": {"id": "gr0abc", "version": "1", "apply_to": []}}"#, "names nothing"),
+            (r#"{"guardrail": {"id": "gr0abc", "version": "1", "apply_to": ["tools"]}}"#, "unknown variant"),
+            (r#"{"guardrail": {"id": "gr0abc", "version": "1", "apply_to": ["answer"], "mode": "x"}}"#, "unknown field"),
+        ] {
+            let issues = refused(json);
+            let said = format!("{issues:?}");
+            assert!(issues.iter().any(|issue| issue.reason.contains(reason)), "{json}: {said}");
+            assert!(issues.iter().all(|issue| issue.path.starts_with("guardrail")), "{said}");
+            assert!(!said.contains("sk-live"), "{said}");
+        }
+        let ok = br#"{"guardrail": {"id": "gr0abc", "version": "DRAFT", "apply_to": ["tool_results", "files"]}}"#;
+        assert_eq!(AssistantConfig::check(ok).unwrap().guardrail.unwrap().apply_to.len(), 2);
     }
 
     #[test]
