@@ -469,6 +469,7 @@ fn kind(message: &WorkMessage) -> &'static str {
         WorkMessage::Alert(_) => "alert",
         WorkMessage::CloudwatchAlarm(_) => "CloudWatch alarm",
         WorkMessage::InvestigateMessage(_) => "message shortcut",
+        WorkMessage::SlashCommand(_) => "slash command",
         WorkMessage::Forget(_) => "departure (forget)",
     }
 }

@@ -261,6 +261,37 @@ pub struct Forget {
     pub at: i64,
 }
 
+/// `/assistant <question>` (a slash command): the worker opens a thread in
+/// the channel with the question and runs the turn there, as a mention
+/// would; where the bot may not post, the answer goes to the person alone
+/// through the command's `response_url` (`shared/worker/turn/src/handlers/
+/// slash_command.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlashCommand {
+    /// The claim's key, from the command's trigger id: the turn it starts
+    /// is `{team}-{event_id}`.
+    pub event_id: EventId,
+    pub team: TeamId,
+    /// Where the command was typed.
+    pub channel: ChannelId,
+    /// Who typed it: the turn's asker.
+    pub user: UserId,
+    /// The command as typed (`/assistant`), for the thread's first line.
+    pub command: String,
+    /// The command's text, at most `slack::command::MAX_QUESTION_CHARS`.
+    pub question: String,
+    /// The text was longer and was cut.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
+    /// Checked when read (`slack::command::ResponseUrl`): Slack's, only.
+    pub response_url: slack::command::ResponseUrl,
+    #[serde(default, skip_serializing_if = "Membership::is_home")]
+    pub membership: Membership,
+    /// When the ingress received it (Unix seconds): the `response_url`'s
+    /// half hour counts from here.
+    pub asked_at: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkMessage {
@@ -280,6 +311,7 @@ pub enum WorkMessage {
     /// (the template's rule): the worker reads it.
     CloudwatchAlarm(CloudwatchAlarm),
     InvestigateMessage(InvestigateMessage),
+    SlashCommand(SlashCommand),
     /// The app left a team, or people left: stop their work, forget them.
     Forget(Forget),
 }
@@ -301,6 +333,7 @@ impl WorkMessage {
             | WorkMessage::Home(_)
             | WorkMessage::Alert(_)
             | WorkMessage::CloudwatchAlarm(_)
+            | WorkMessage::SlashCommand(_)
             | WorkMessage::Forget(_) => None,
         }
     }
@@ -319,6 +352,8 @@ impl WorkMessage {
             (WorkMessage::CloudwatchAlarm(_), _) => "alert:cloudwatch".to_owned(),
             // One group per team: its departures are handled in order.
             (WorkMessage::Forget(forget), _) => format!("forget:{}", forget.team),
+            // Its thread does not exist yet: the command is its own group.
+            (WorkMessage::SlashCommand(command), _) => format!("command:{}:{}", command.channel, command.event_id),
             (_, thread) => thread.expect("every message but an opened DM or Home names its thread").queue_group(),
         }
     }
@@ -335,6 +370,7 @@ impl WorkMessage {
             WorkMessage::RevokeGrant(click) => click.button.turn_id.clone(),
             WorkMessage::SignedIn(signed_in) => signed_in.turn_id.clone(),
             WorkMessage::InvestigateMessage(shortcut) => TurnId::for_event(&shortcut.thread, &shortcut.event_id),
+            WorkMessage::SlashCommand(command) => TurnId::for_claim(&command.team, &command.event_id),
             WorkMessage::Opened(_)
             | WorkMessage::ConnectClick(_)
             | WorkMessage::Home(_)
@@ -369,6 +405,7 @@ impl WorkMessage {
             WorkMessage::Home(home) => format!("home:{}:{}:{}", home.team, home.user, home.id),
             WorkMessage::Alert(notice) => notice.dedupe_id(),
             WorkMessage::InvestigateMessage(shortcut) => format!("shortcut:{}", shortcut.event_id),
+            WorkMessage::SlashCommand(command) => format!("command:{}", command.event_id),
             WorkMessage::Forget(forget) => format!("forget:{}:{}", forget.team, forget.event_id),
             WorkMessage::CloudwatchAlarm(alarm) => {
                 let id = alarm.event.get("id").and_then(serde_json::Value::as_str).unwrap_or_default();
@@ -756,6 +793,19 @@ mod tests {
         assert_eq!(message.turn_id().unwrap().as_str(), "T1-Sc0675384138b5894552bdd4a780554ee59d1f3638");
         assert!(TurnId::is_well_formed(message.turn_id().unwrap().as_str()));
         assert_eq!(message.dedupe_id(), "shortcut:Sc0675384138b5894552bdd4a780554ee59d1f3638");
+    }
+
+    #[test]
+    fn a_slash_command_carries_its_question_and_a_checked_response_url() {
+        let encoded = r#"{"v":1,"kind":"slash_command","event_id":"Sl133452246097384749208088930838d88f008e0","team":"T1","channel":"C1","user":"U1","command":"/assistant","question":"why?","response_url":"https://hooks.slack.com/commands/T1/2/x","asked_at":1700000000}"#;
+        let message = WorkMessage::decode(encoded).unwrap();
+        assert_eq!(message.encode(), encoded);
+        assert_eq!(message.queue_group(), "command:C1:Sl133452246097384749208088930838d88f008e0");
+        assert_eq!(message.turn_id().unwrap().as_str(), "T1-Sl133452246097384749208088930838d88f008e0");
+        assert!(TurnId::is_well_formed(message.turn_id().unwrap().as_str()));
+        assert_eq!(message.dedupe_id(), "command:Sl133452246097384749208088930838d88f008e0");
+        let forged = encoded.replace("hooks.slack.com", "169.254.169.254");
+        assert!(WorkMessage::decode(&forged).is_err(), "a queue message names no other host either");
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! 3. work is claimed once per Slack event (dedupe) and put on the work
 //!    queue; the reply tells Slack whether to retry.
 //!
-//! [`shortcuts`] reads the message shortcut "Investigate with the assistant".
+//! [`shortcuts`] reads the message shortcut "Investigate with the assistant",
+//! [`commands`] the slash command.
 //! [`sign_in`] holds the routes without Slack's signature for people's browsers:
 //! the start of a sign-in and the provider's callback (the `state` and a cookie
 //! bound to the browser are the proof).
@@ -18,6 +19,7 @@
 //! by their own credentials.
 
 pub mod alert_webhooks;
+pub mod commands;
 pub mod http_body;
 pub mod lifecycle;
 pub mod route;

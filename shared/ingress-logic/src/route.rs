@@ -39,6 +39,8 @@ pub enum Route {
     /// FIFO deduplication id and the worker's versioned turn state make a
     /// double click harmless. Openings are idempotent (prompts set twice).
     Enqueue(WorkMessage),
+    /// A slash command: the intake routes it with its clock (`crate::commands`).
+    Command(Box<slack::command::SlashCommand>),
     /// Remember what a person has in view (the channel beside the DM), and
     /// enqueue `then`, if anything.
     Remember { seen: Seen, then: Option<WorkMessage> },
@@ -140,6 +142,7 @@ pub fn route(request: SlackRequest) -> Route {
             crate::shortcuts::route_message_shortcut(&shortcut)
         }
         SlackRequest::Interaction(Interaction::Unknown) => Route::Ignore(Ignored::UnknownInteraction),
+        SlackRequest::Command(command) => Route::Command(command),
         SlackRequest::SslCheck => Route::Ignore(Ignored::SslCheck),
         SlackRequest::OtherForm => Route::Ignore(Ignored::OtherForm),
     }

@@ -181,12 +181,33 @@ impl Intake {
                 }
             }
             Route::Enqueue(message) => self.enqueue(&message).await,
+            Route::Command(command) => self.command(&command, headers).await,
             Route::Remember { seen, then } => {
                 self.remember(&seen).await;
                 match then {
                     Some(message) => self.enqueue(&message).await,
                     None => Reply::ok(),
                 }
+            }
+        }
+    }
+
+    /// A slash command: claimed and enqueued as a mention is, and answered
+    /// with its ephemeral acknowledgement; or refused in the
+    /// acknowledgement with nothing written (`crate::commands`).
+    async fn command(&self, command: &slack::command::SlashCommand, headers: &HeaderMap) -> Reply {
+        match crate::commands::route_slash_command(command, self.clock.now_unix()) {
+            crate::commands::CommandRoute::Start { claim, message, ack } => {
+                let reply = self.claim_and_enqueue(&claim, &message, headers).await;
+                if reply.status != 200 {
+                    return reply;
+                }
+                Reply { json: Some(ack), ..reply }
+            }
+            crate::commands::CommandRoute::Answer { ack, reason } => {
+                info!(reason, "slash command answered without work");
+                let counted = if reason == "no_question" { Counted::Other } else { Counted::Rejected };
+                Reply { status: 200, json: Some(ack), no_retry: false, counted }
             }
         }
     }

@@ -354,6 +354,16 @@ impl Responder {
                 }
                 (turn_id, &shortcut.thread)
             }
+            // A command's thread is the one its worker opened: apologized
+            // in once its turn was stored there.
+            DeadLetter::Work(WorkMessage::SlashCommand(command)) => {
+                let turn_id = TurnId::for_claim(&command.team, &command.event_id);
+                let Some(turn) = self.turns.load(&turn_id).await? else {
+                    warn!("a slash command dead-lettered before its thread opened");
+                    return Ok(Outcome::Skipped { reason: "command_turn_never_started" });
+                };
+                return self.apologize(&turn_id, &turn.thread).await;
+            }
             DeadLetter::Work(WorkMessage::ApprovalTimeout(timeout)) => (timeout.turn_id.clone(), &timeout.thread),
             // The person signed in and waits for the turn to go on.
             DeadLetter::Work(WorkMessage::SignedIn(signed_in)) => (signed_in.turn_id.clone(), &signed_in.thread),

@@ -56,7 +56,9 @@ impl EventClaims for MemoryClaims {
             return Ok(ClaimOutcome::NotABotThread);
         }
         records.insert(event_key, (now_unix + EVENT_CLAIM_TTL_SECS, now_unix));
-        records.insert(thread_key, (now_unix + BOT_THREAD_TTL_SECS, now_unix));
+        if claim.rule != ThreadRule::OpensLater {
+            records.insert(thread_key, (now_unix + BOT_THREAD_TTL_SECS, now_unix));
+        }
         if let Some(token) = &claim.action_token {
             let turn = format!("{}-{}", claim.team, claim.event_id);
             let expires = now_unix + assistant_core::ports::ACTION_TOKEN_TTL_SECS;

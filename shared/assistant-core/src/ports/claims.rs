@@ -17,6 +17,10 @@ pub enum ThreadRule {
     Opens,
     /// A plain reply: only in a thread the bot already takes part in.
     MustBeKnown,
+    /// The work opens its thread itself (a slash command: the worker
+    /// posts the thread's first message, which makes it the bot's): only
+    /// the event is claimed, `thread` names just the channel.
+    OpensLater,
 }
 
 /// A request to be the one delivery of an event that starts work.

@@ -76,6 +76,7 @@ impl Worker {
             WorkMessage::Alert(notice) => self.apply(notice, deadline, span).await,
             WorkMessage::CloudwatchAlarm(alarm) => self.apply(alarm, deadline, span).await,
             WorkMessage::InvestigateMessage(shortcut) => self.apply(shortcut, deadline, span).await,
+            WorkMessage::SlashCommand(command) => self.apply(command, deadline, span).await,
             WorkMessage::Forget(forget) => self.apply(forget, deadline, span).await,
         }
     }

@@ -18,6 +18,7 @@
 //! | the Home tab opened, or Disconnect clicked | [`home`] |
 //! | an alert, or a CloudWatch alarm's state change | [`alert`] |
 //! | "Investigate with the assistant" on a message | [`shortcut`] |
+//! | `/assistant <question>` (a slash command) | [`slash_command`] |
 //! | the app left a team, or people left (`forget`) | [`forget`] |
 //!
 //! What every turn shares (the step loop, its tool calls, acting as the
@@ -39,6 +40,7 @@ pub mod opened;
 pub mod resume;
 pub mod shortcut;
 pub mod signed_in;
+pub mod slash_command;
 pub mod start;
 
 /// One kind of work message and what the worker does with it.

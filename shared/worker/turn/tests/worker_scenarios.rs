@@ -3169,3 +3169,62 @@ async fn a_guardrail_that_cannot_be_reached_fails_closed() {
     let second = sent_text(&worker.model, 1);
     assert!(second.contains("could not be reached to check this result") && !second.contains("found"), "{second}");
 }
+
+fn slash_command(id: &str) -> WorkMessage {
+    WorkMessage::SlashCommand(assistant_core::messages::SlashCommand {
+        event_id: EventId::new(id),
+        team: TeamId::new("T1"),
+        channel: ChannelId::new("C1"),
+        user: UserId::new(REQUESTER),
+        command: "/assistant".into(),
+        question: "why is checkout-api failing?".into(),
+        cut: false,
+        response_url: slack::command::ResponseUrl::parse("https://hooks.slack.com/commands/T1/2/x").unwrap(),
+        membership: slack::Membership::Home,
+        asked_at: NOW,
+    })
+}
+
+#[tokio::test]
+async fn a_slash_command_opens_one_thread_in_its_channel_even_when_the_roots_answer_was_lost() {
+    use assistant_core::delivery::PostError;
+    use testkit::agent_memory::POST_TAGGED;
+    use testkit::slack_memory::Scripted;
+    // GIVEN a root post that lands but whose answer is lost
+    let worker = worker(ScriptedModel::new([text("Roll back the last deploy.")]), counter());
+    worker.agent.script(POST_TAGGED, [Scripted::LandThenFail(PostError::Unavailable("reset".into()))]);
+    let command = slash_command("SlLOST01");
+
+    // WHEN the command is handled, fails, and is redelivered
+    assert!(worker.handle(&command, &Budget::plenty()).await.is_err(), "retried: the post's outcome is unknown");
+    let outcome = worker.handle(&command, &Budget::plenty()).await.unwrap();
+
+    // THEN one root, quoting the question, and the turn answered in its thread
+    assert!(matches!(outcome, Outcome::Settled { status: TurnStatus::Answered, .. }), "{outcome:?}");
+    let roots = worker.agent.tagged();
+    assert_eq!(roots.len(), 1, "{roots:?}");
+    assert_eq!((roots[0].channel.as_str(), roots[0].thread_ts.as_ref()), ("C1", None));
+    assert!(roots[0].text.contains("> why is checkout-api failing?\nasked by <@U1> with /assistant"));
+    let turn = worker.store.load(&TurnId::new("T1-SlLOST01")).await.unwrap().expect("stored");
+    assert_eq!(turn.thread.thread_ts, roots[0].ts, "the turn lives in the thread it opened");
+    assert_eq!(worker.model.calls(), 1);
+    // AND a later redelivery resumes the settled turn: no second root
+    worker.handle(&command, &Budget::plenty()).await.unwrap();
+    assert_eq!(worker.agent.tagged().len(), 1);
+}
+
+#[tokio::test]
+async fn a_slash_command_where_the_bot_may_not_post_is_told_in_the_persons_dm_and_starts_no_turn() {
+    use assistant_core::delivery::PostError;
+    use testkit::agent_memory::POST_TAGGED;
+    use testkit::slack_memory::Scripted;
+    let worker = worker(ScriptedModel::new([text("unused")]), counter());
+    worker.agent.script(POST_TAGGED, [Scripted::Fail(PostError::Rejected { code: "not_in_channel".into() })]);
+    let outcome = worker.handle(&slash_command("SlPRIVATE"), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Ignored { reason: "command_channel_not_postable" });
+    assert_eq!(worker.model.calls(), 0);
+    let posts = worker.agent.posts();
+    assert_eq!(posts.len(), 1);
+    assert_eq!(posts[0].0.as_str(), REQUESTER, "their DM with the bot");
+    assert!(!posts[0].1.contains("checkout-api"), "nothing of the question");
+}

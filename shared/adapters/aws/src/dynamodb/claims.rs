@@ -57,6 +57,7 @@ impl DynamoClaims {
             .map_err(|err| build_error("build event claim", err))?;
 
         let thread_write = match claim.rule {
+            ThreadRule::OpensLater => None,
             ThreadRule::Opens => {
                 let mut thread_item = Self::thread_key(claim);
                 thread_item.insert(TTL_ATTRIBUTE.to_owned(), number(now + BOT_THREAD_TTL_SECS));
@@ -65,7 +66,7 @@ impl DynamoClaims {
                     .set_item(Some(thread_item))
                     .build()
                     .map_err(|err| build_error("build thread record", err))?;
-                TransactWriteItem::builder().put(put).build()
+                Some(TransactWriteItem::builder().put(put).build())
             }
             ThreadRule::MustBeKnown => {
                 let update = Update::builder()
@@ -79,10 +80,11 @@ impl DynamoClaims {
                     .expression_attribute_values(":expires", number(now + BOT_THREAD_TTL_SECS))
                     .build()
                     .map_err(|err| build_error("build thread check", err))?;
-                TransactWriteItem::builder().update(update).build()
+                Some(TransactWriteItem::builder().update(update).build())
             }
         };
-        let mut items = vec![TransactWriteItem::builder().put(event_put).build(), thread_write];
+        let mut items = vec![TransactWriteItem::builder().put(event_put).build()];
+        items.extend(thread_write);
         if let Some(token) = &claim.action_token {
             let mut token_item = record_item_key(&keys::action_token(&TurnId::for_claim(&claim.team, &claim.event_id)));
             token_item.insert("token".to_owned(), AttributeValue::S(token.expose().to_owned()));
@@ -135,11 +137,11 @@ impl EventClaims for DynamoClaims {
             let failed = |index: usize| {
                 cancelled.cancellation_reasons().get(index).and_then(|reason| reason.code()) == Some(CONDITION_FAILED)
             };
-            // Item 0 is the event claim, item 1 the thread write.
+            // Item 0 is the event claim, item 1 the thread write (if any).
             if failed(0) {
                 return Ok(ClaimOutcome::Duplicate);
             }
-            if failed(1) {
+            if claim.rule != ThreadRule::OpensLater && failed(1) {
                 return Ok(ClaimOutcome::NotABotThread);
             }
         }
