@@ -41,7 +41,7 @@ pub const REFUSED: &str = "Sorry, I can't take this command: Slack's request did
 #[derive(Debug, Clone, PartialEq)]
 pub enum CommandRoute {
     /// Claim, enqueue, and answer Slack with `ack`.
-    Start { claim: EventClaim, message: WorkMessage, ack: String },
+    Start { claim: EventClaim, message: Box<WorkMessage>, ack: String },
     /// Answer Slack with `ack` and do nothing else; `reason` for the log.
     Answer { ack: String, reason: &'static str },
 }
@@ -103,7 +103,7 @@ pub fn route_slash_command(command: &SlashCommand, now: i64) -> CommandRoute {
         membership: Membership::Home,
         asked_at: now,
     });
-    CommandRoute::Start { claim, message, ack: ephemeral(WORKING) }
+    CommandRoute::Start { claim, message: Box::new(message), ack: ephemeral(WORKING) }
 }
 
 #[cfg(test)]
@@ -133,17 +133,21 @@ mod tests {
             .join("&")
     }
 
+    fn queued(message: WorkMessage) -> messages::SlashCommand {
+        let WorkMessage::SlashCommand(command) = message else { panic!("expected a slash_command") };
+        command
+    }
+
     fn url_encode(value: &str) -> String {
         url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
     }
 
     #[test]
     fn a_command_claims_its_trigger_and_queues_the_question_with_a_checked_response_url() {
-        let CommandRoute::Start { claim, message: WorkMessage::SlashCommand(command), ack } =
-            route_body(fixtures::SLASH_COMMAND)
-        else {
+        let CommandRoute::Start { claim, message, ack } = route_body(fixtures::SLASH_COMMAND) else {
             panic!("expected a command's turn")
         };
+        let command = queued(*message);
         assert_eq!(claim.event_id.as_str(), "Sl133452246097384749208088930838d88f008e0");
         assert_eq!(claim.rule, ThreadRule::OpensLater, "no thread exists yet");
         assert_eq!((command.channel.as_str(), command.user.as_str()), ("C0LAN2Q65", "U061F7AUR"));
@@ -156,21 +160,19 @@ mod tests {
 
     #[test]
     fn the_command_is_whatever_the_manifest_names_it() {
-        let CommandRoute::Start { message: WorkMessage::SlashCommand(command), .. } =
-            route_body(&with("command", "/ask-ops"))
-        else {
+        let CommandRoute::Start { message, .. } = route_body(&with("command", "/ask-ops")) else {
             panic!("expected a command's turn")
         };
+        let command = queued(*message);
         assert_eq!(command.command, "/ask-ops");
     }
 
     #[test]
     fn a_long_question_is_cut_and_an_empty_one_is_told_how() {
-        let CommandRoute::Start { message: WorkMessage::SlashCommand(command), .. } =
-            route_body(&with("text", &"x".repeat(10_000)))
-        else {
+        let CommandRoute::Start { message, .. } = route_body(&with("text", &"x".repeat(10_000))) else {
             panic!("expected a command's turn")
         };
+        let command = queued(*message);
         assert_eq!((command.question.len(), command.cut), (slack::command::MAX_QUESTION_CHARS, true));
         let CommandRoute::Answer { ack, reason: "no_question" } = route_body(&with("text", "   ")) else {
             panic!("expected the usage")
