@@ -106,6 +106,10 @@ fn sample(kind: &str, field: &str) -> Option<Value> {
         (_, "own_request" | "destructive") => json!(false),
         (_, "membership") => json!("external"),
         (_, "files") => json!([]),
+        (_, "command") => json!("/assistant"),
+        (_, "question") => json!("why?"),
+        (_, "response_url") => json!("https://hooks.slack.com/commands/T1/2/x"),
+        (_, "asked_at") => json!(1),
         (
             _,
             "event_id" | "message_ts" | "user" | "text" | "turn_id" | "tool_use_id" | "action_ts" | "team" | "channel"
