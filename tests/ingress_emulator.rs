@@ -36,6 +36,7 @@ fn ingress_at(aws: &aws_config::SdkConfig, table: &str, queue_url: &str, now: i6
         work_queue_url: queue_url.to_owned(),
         alertmanager_token: None,
         pagerduty_secret: None,
+        home: slack::Home::Workspace,
     };
     Ingress::new(config, &tests::Role::Ingress.config(aws), std::sync::Arc::new(ManualClock::at(now)))
 }

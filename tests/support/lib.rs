@@ -472,6 +472,7 @@ pub fn ingress_config(stack: &Stack) -> ingress::Config {
         work_queue_url: stack.work_queue.queue.clone(),
         alertmanager_token: WebhookSecret::new(ALERTMANAGER_TOKEN),
         pagerduty_secret: WebhookSecret::new(PAGERDUTY_WEBHOOK_SECRET),
+        home: slack::Home::Workspace,
     }
 }
 

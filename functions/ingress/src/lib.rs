@@ -28,7 +28,7 @@ use lambda_support::metrics::Emf;
 use lambda_support::startup::{ColdStart, Deferred};
 use serde::Deserialize;
 use serde_json::Value;
-use slack::SigningSecret;
+use slack::{Home, SigningSecret};
 use std::sync::Arc;
 
 pub const FUNCTION_NAME: &str = "ingress";
@@ -49,6 +49,10 @@ pub struct Config {
     /// webhook subscription's signing secret; unset: no `/alerts/pagerduty`
     /// route.
     pub pagerduty_secret: Option<WebhookSecret>,
+    /// `SLACK_ENTERPRISE_ID`: the Enterprise Grid organization of an
+    /// org-wide install; unset, one workspace. The ingress holds no bot
+    /// token to ask `auth.test`, so an org-wide install must say it here.
+    pub home: Home,
 }
 
 impl Config {
@@ -60,6 +64,7 @@ impl Config {
         let alertmanager_token = env::secret("ALERTMANAGER_TOKEN", "ALERTMANAGER_TOKEN_ID")?;
         let pagerduty_secret = env::secret("PAGERDUTY_WEBHOOK_SECRET", "PAGERDUTY_WEBHOOK_SECRET_ID")?;
         let (turns_table, work_queue_url) = (required("TURNS_TABLE")?, required("WORK_QUEUE_URL")?);
+        let home = home(env::optional("SLACK_ENTERPRISE_ID"))?;
         let [signing_secret, alertmanager_token, pagerduty_secret] = env::read_secrets(
             [Some(signing_secret), alertmanager_token, pagerduty_secret],
             adapters_secrets::SecretsManager::at_start_up,
@@ -74,7 +79,22 @@ impl Config {
             work_queue_url,
             alertmanager_token: alertmanager_token.and_then(WebhookSecret::new),
             pagerduty_secret: pagerduty_secret.and_then(WebhookSecret::new),
+            home,
         })
+    }
+}
+
+/// `SLACK_ENTERPRISE_ID`'s deployment: an org-wide install in that
+/// organization, or (unset) one workspace. Anything but an organization id
+/// (`E…`) stops the start.
+fn home(value: Option<String>) -> Result<Home, ConfigError> {
+    match value {
+        None => Ok(Home::Workspace),
+        Some(org) if slack::EnterpriseId::is_well_formed(&org) => Ok(Home::Organization(slack::EnterpriseId::new(org))),
+        Some(org) => Err(ConfigError::Invalid {
+            name: "SLACK_ENTERPRISE_ID",
+            reason: format!("{org:?} is not an Enterprise Grid organization id (E…)"),
+        }),
     }
 }
 
@@ -242,7 +262,8 @@ impl Ingress {
             Arc::new(aws.clone()),
             clock.clone(),
         )
-        .with_every_question(EveryQuestionChannels::new(Arc::new(aws.clone()), clock.clone()));
+        .with_every_question(EveryQuestionChannels::new(Arc::new(aws.clone()), clock.clone()))
+        .with_home(config.home.clone());
         let sign_in = SignInPages::new(
             ConnectStates::new(Arc::new(aws.clone())),
             Arc::new(aws.clone()),
@@ -319,12 +340,14 @@ impl Ingress {
     }
 }
 
-/// One EMF record per request: `Accepted`, `Duplicates`, `Rejected`.
+/// One EMF record per request: `Accepted`, `Duplicates`, `Rejected`,
+/// `Foreign`.
 fn request_metrics(counted: Counted) -> Emf {
     Emf::new(FUNCTION_NAME, &[])
         .count("Accepted", u64::from(counted == Counted::Accepted))
         .count("Duplicates", u64::from(counted == Counted::Duplicate))
         .count("Rejected", u64::from(counted == Counted::Rejected))
+        .count("Foreign", u64::from(counted == Counted::Foreign))
 }
 
 /// A sign-in page as the function URL answers it: a cookie in `cookies`
@@ -390,5 +413,15 @@ mod tests {
             batch.to_string().starts_with("event is not an HTTP request (payload 2.0) or the scheduled"),
             "{batch}"
         );
+    }
+
+    #[test]
+    fn an_org_wide_install_names_its_organization_and_anything_else_stops_the_start() {
+        assert_eq!(home(None), Ok(Home::Workspace));
+        assert_eq!(home(Some("E0GRIDORG1".into())), Ok(Home::Organization(slack::EnterpriseId::new("E0GRIDORG1"))));
+        for wrong in ["T061EG9R6", "e0gridorg1", "E0 ORG", "E"] {
+            let err = home(Some(wrong.into())).unwrap_err();
+            assert!(err.to_string().contains("SLACK_ENTERPRISE_ID"), "{err}");
+        }
     }
 }

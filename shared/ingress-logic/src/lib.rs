@@ -20,6 +20,8 @@
 
 pub mod alert_webhooks;
 pub mod commands;
+#[cfg(test)]
+mod enterprise_tests;
 pub mod http_body;
 pub mod lifecycle;
 pub mod route;

@@ -17,7 +17,7 @@ use crate::route::{Ignored, Route};
 use assistant_core::WorkMessage;
 use assistant_core::messages::{Forget, ForgetReason};
 use slack::events::{Event, Installation};
-use slack::{EventId, TeamId, UserId};
+use slack::{EventId, Home, TeamId, UserId};
 
 /// At most this many people in one `forget` (a queue message stays far
 /// under SQS's 256 KiB); Slack lists more only when a whole team's tokens
@@ -48,6 +48,8 @@ impl Skipped {
 
 /// What the callback around a lifecycle event says.
 pub struct Callback<'a> {
+    /// The deployment (the router admitted the callback as its own).
+    pub home: &'a Home,
     pub installation: &'a Installation,
     /// The team the event is for (the callback's `team_id`): the bot's
     /// records are kept under it.
@@ -81,7 +83,7 @@ pub fn route(event: &Event, callback: Callback<'_>) -> Option<Route> {
         Event::UserChange(change) if !change.user.deleted => skipped(Skipped::PersonStays),
         Event::UserChange(change) => {
             let enterprise = change.user.enterprise_user.as_ref().and_then(|user| user.enterprise_id.as_deref());
-            if !of_installing_team(callback.installation, change.user.team_id.as_ref(), enterprise) {
+            if !of_installing_team(callback.home, callback.installation, change.user.team_id.as_ref(), enterprise) {
                 return Some(skipped(Skipped::OtherTeamsPerson));
             }
             forget(ForgetReason::UserDeleted, vec![change.user.id.clone()])
@@ -92,9 +94,18 @@ pub fn route(event: &Event, callback: Callback<'_>) -> Option<Route> {
 
 /// Whether a person of `team` (in organization `enterprise`) belongs to
 /// the installing team: its workspace, or under an organization's install
-/// any workspace of that organization. A person naming no team does not.
-fn of_installing_team(installation: &Installation, team: Option<&TeamId>, enterprise: Option<&str>) -> bool {
+/// any workspace of that organization (for an org-wide deployment, its
+/// configured one). A person naming no team does not.
+fn of_installing_team(
+    home: &Home,
+    installation: &Installation,
+    team: Option<&TeamId>,
+    enterprise: Option<&str>,
+) -> bool {
     let Some(team) = team else { return false };
+    if let Some(org) = home.organization() {
+        return enterprise == Some(org.as_str()) || team.as_str() == org.as_str();
+    }
     if *team == installation.team {
         return true;
     }

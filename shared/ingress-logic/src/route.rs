@@ -21,7 +21,7 @@ use slack::interaction::{
     APPROVE_ACTION_ID, APPROVE_FOR_THREAD_ACTION_ID, BlockActions, CONNECT_ACTION_ID, DENY_ACTION_ID,
     DISCONNECT_ACTION_ID, FEEDBACK_ACTION_ID, Interaction, REVOKE_GRANT_ACTION_ID,
 };
-use slack::{ChannelId, SlackRequest, TeamId, Ts, UserId};
+use slack::{ChannelId, Home, SlackRequest, TeamId, Ts, UserId};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Route {
@@ -97,6 +97,10 @@ pub enum Ignored {
     OtherShortcut,
     /// Our message shortcut naming ids of shapes Slack's never have.
     UnreadableShortcut,
+    /// An org-wide deployment's request from another organization's
+    /// installation, or a workspace outside any (`SLACK_ENTERPRISE_ID`):
+    /// not ours, so nothing is queued, claimed or forgotten. Counted.
+    OutsideOrganization,
 }
 
 impl Ignored {
@@ -124,6 +128,7 @@ impl Ignored {
             Ignored::UnreadableConnect => "unreadable_connect_click",
             Ignored::OtherShortcut => "not_our_shortcut",
             Ignored::UnreadableShortcut => "unreadable_shortcut",
+            Ignored::OutsideOrganization => "outside_the_organization",
         }
     }
 }
@@ -131,15 +136,41 @@ impl Ignored {
 /// Message subtypes that are still a person writing to the channel.
 const AUTHORED_SUBTYPES: &[&str] = &["file_share", "thread_broadcast"];
 
+/// The route of a request to a deployment in one workspace, whose
+/// installation each payload names ([`Home::Workspace`]).
 pub fn route(request: SlackRequest) -> Route {
+    route_at(&Home::Workspace, request)
+}
+
+/// The route of a request to deployment `home`. An org-wide deployment
+/// takes events and clicks from every workspace of its organization and
+/// refuses any other installation's ([`Ignored::OutsideOrganization`]).
+///
+/// Thread keys stay per workspace in an org-wide install: a turn's team
+/// (its id's prefix, its queue group, its claim) is the workspace the
+/// event or click names (`team_id`, `team.id`), as before. A channel
+/// belongs to one workspace's view of it, the Web API acts per workspace
+/// (an org token is told `team_id` where it matters), and departures and
+/// kept records are per workspace, so one workspace's uninstall stops and
+/// forgets its own threads only. Nothing is keyed by the organization.
+pub fn route_at(home: &Home, request: SlackRequest) -> Route {
     match request {
         SlackRequest::Events(EventsPayload::UrlVerification { challenge }) => Route::Challenge(challenge),
-        SlackRequest::Events(EventsPayload::EventCallback(callback)) => route_event(*callback),
+        SlackRequest::Events(EventsPayload::EventCallback(callback)) if !callback.installation().is_of(home) => {
+            Route::Ignore(Ignored::OutsideOrganization)
+        }
+        SlackRequest::Interaction(Interaction::BlockActions(actions)) if !actions.is_of(home) => {
+            Route::Ignore(Ignored::OutsideOrganization)
+        }
+        SlackRequest::Interaction(Interaction::MessageAction(shortcut)) if !shortcut.is_of(home) => {
+            Route::Ignore(Ignored::OutsideOrganization)
+        }
+        SlackRequest::Events(EventsPayload::EventCallback(callback)) => route_event(home, *callback),
         SlackRequest::Events(EventsPayload::AppRateLimited { .. }) => Route::Ignore(Ignored::RateLimitNotice),
         SlackRequest::Events(EventsPayload::Unknown) => Route::Ignore(Ignored::UnknownPayload),
-        SlackRequest::Interaction(Interaction::BlockActions(actions)) => route_block_actions(&actions),
+        SlackRequest::Interaction(Interaction::BlockActions(actions)) => route_block_actions(home, &actions),
         SlackRequest::Interaction(Interaction::MessageAction(shortcut)) => {
-            crate::shortcuts::route_message_shortcut(&shortcut)
+            crate::shortcuts::route_message_shortcut(home, &shortcut)
         }
         SlackRequest::Interaction(Interaction::Unknown) => Route::Ignore(Ignored::UnknownInteraction),
         SlackRequest::Command(command) => Route::Command(command),
@@ -163,7 +194,7 @@ struct Ask {
     author_team: Option<TeamId>,
 }
 
-fn route_event(callback: EventCallback) -> Route {
+fn route_event(home: &Home, callback: EventCallback) -> Route {
     let bot = callback.bot_user_id().cloned();
     let person = callback.person_user_id().cloned();
     let installation = callback.installation();
@@ -229,6 +260,7 @@ fn route_event(callback: EventCallback) -> Route {
         }
         lifecycle @ (Event::AppUninstalled | Event::TokensRevoked(_) | Event::UserChange(_)) => {
             let around = crate::lifecycle::Callback {
+                home,
                 installation: &installation,
                 team: callback.team_id,
                 event_id: callback.event_id,
@@ -239,7 +271,7 @@ fn route_event(callback: EventCallback) -> Route {
         Event::Unknown => return Route::Ignore(Ignored::UnknownEvent),
     };
 
-    let membership = installation.membership_of(ask.author_team.as_ref());
+    let membership = installation.membership_of(home, ask.author_team.as_ref());
     let thread = ThreadRef { team: callback.team_id.clone(), channel: ask.channel, thread_ts: ask.thread_ts };
     let claim = EventClaim {
         team: callback.team_id,
@@ -330,7 +362,7 @@ fn ask_from_message(message: MessageEvent, bot: Option<&UserId>) -> Result<Ask, 
     })
 }
 
-fn route_block_actions(actions: &BlockActions) -> Route {
+fn route_block_actions(home: &Home, actions: &BlockActions) -> Route {
     if let Some(action) = actions.actions.iter().find(|action| action.action_id == FEEDBACK_ACTION_ID) {
         return route_feedback(actions, action);
     }
@@ -370,7 +402,7 @@ fn route_block_actions(actions: &BlockActions) -> Route {
         decision,
         button,
         action_ts: action.action_ts.clone(),
-        membership: actions.clicker_membership(),
+        membership: actions.clicker_membership(home),
     }))
 }
 

@@ -10,14 +10,14 @@
 //! never succeed answer 4xx with `X-Slack-No-Retry: 1`.
 
 use crate::http_body::{BodyError, raw_body};
-use crate::route::{Ignored, Route, Seen, route};
+use crate::route::{Ignored, Route, Seen, route_at};
 use assistant_core::Clock;
 use assistant_core::WorkMessage;
 use assistant_core::ports::{ClaimOutcome, EventClaim, EventClaims, UserContext, UserContexts, WorkQueue};
 use assistant_core::response_modes::EveryQuestionChannels;
 use http::HeaderMap;
-use slack::SigningSecret;
 use slack::signature::{SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use slack::{Home, SigningSecret};
 use std::sync::Arc;
 use tracing::{error, info, warn};
 
@@ -59,6 +59,10 @@ pub enum Counted {
     Duplicate,
     /// Refused: a bad signature, a body too large or unreadable.
     Rejected,
+    /// Signed by Slack but for another installation than this deployment's
+    /// (an org-wide deployment's event or click from outside its
+    /// organization): acknowledged, nothing queued.
+    Foreign,
     /// Anything else: a challenge, an event with nothing to do, a failure
     /// Slack will retry.
     Other,
@@ -89,6 +93,8 @@ pub struct Intake {
     /// Where a message that names no one is a question (`response_mode`
     /// `every_question`); none: nowhere.
     every_question: Option<EveryQuestionChannels>,
+    /// Which installation this deployment is (`SLACK_ENTERPRISE_ID`).
+    home: Home,
 }
 
 impl Intake {
@@ -99,7 +105,14 @@ impl Intake {
         contexts: Arc<dyn UserContexts>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        Self { secret, claims, queue, contexts, clock, body_limit: DEFAULT_BODY_LIMIT, every_question: None }
+        let body_limit = DEFAULT_BODY_LIMIT;
+        Self { secret, claims, queue, contexts, clock, body_limit, every_question: None, home: Home::Workspace }
+    }
+
+    /// Serves an org-wide install (or, by default, one workspace).
+    pub fn with_home(mut self, home: Home) -> Self {
+        self.home = home;
+        self
     }
 
     /// Answers every new question in the channels the workers published.
@@ -146,7 +159,7 @@ impl Intake {
             warn!(error = %err, "refused signed request: payload does not parse");
             Reply::error(400, "malformed_payload")
         })?;
-        Ok(route(parsed))
+        Ok(route_at(&self.home, parsed))
     }
 
     async fn act(&self, route: Route, headers: &HeaderMap) -> Reply {
@@ -157,6 +170,10 @@ impl Intake {
                 no_retry: false,
                 counted: Counted::Other,
             },
+            Route::Ignore(reason @ Ignored::OutsideOrganization) => {
+                warn!(reason = reason.as_str(), "acknowledged without work: another installation's request");
+                Reply::ok().counted(Counted::Foreign)
+            }
             Route::Ignore(reason) => {
                 info!(reason = reason.as_str(), "acknowledged without work");
                 Reply::ok()

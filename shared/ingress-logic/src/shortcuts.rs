@@ -12,12 +12,12 @@ use assistant_core::messages::InvestigateMessage;
 use assistant_core::ports::{EventClaim, ThreadRule};
 use assistant_core::{ThreadRef, WorkMessage};
 use slack::shortcut::{INVESTIGATE_CALLBACK_ID, MessageShortcut};
-use slack::{ChannelId, EventId};
+use slack::{ChannelId, EventId, Home};
 
 /// The event id of a shortcut's claim: `Sc` and its trigger id's key.
 pub const EVENT_ID_PREFIX: &str = "Sc";
 
-pub fn route_message_shortcut(shortcut: &MessageShortcut) -> Route {
+pub fn route_message_shortcut(home: &Home, shortcut: &MessageShortcut) -> Route {
     if shortcut.callback_id != INVESTIGATE_CALLBACK_ID {
         return Route::Ignore(Ignored::OtherShortcut);
     }
@@ -59,7 +59,7 @@ pub fn route_message_shortcut(shortcut: &MessageShortcut) -> Route {
         thread,
         message_ts: shortcut.message.ts.clone(),
         user: shortcut.user_id().clone(),
-        membership: shortcut.person_membership(),
+        membership: shortcut.person_membership(home),
         asked_at: shortcut.action_ts.as_ref().and_then(|ts| ts.unix_secs()),
     });
     Route::StartTurn { claim, message }

@@ -6,7 +6,7 @@
 //! with an error (Slack disables apps whose request URL keeps failing).
 
 use crate::ids::{ChannelId, EventId, TeamId, Ts, UserId};
-use crate::membership::Membership;
+use crate::membership::{Home, Membership};
 use serde::Deserialize;
 
 /// The outer `type` of an Events API request.
@@ -44,6 +44,13 @@ pub struct EventCallback {
     /// The event happened in a channel shared with another organization.
     #[serde(default)]
     pub is_ext_shared_channel: bool,
+    /// Under Enterprise Grid: the workspace and organization the event
+    /// happened in (in a Connect channel, possibly the other side's).
+    /// Where, not who: no check is decided by them.
+    #[serde(default)]
+    pub context_team_id: Option<TeamId>,
+    #[serde(default)]
+    pub context_enterprise_id: Option<String>,
 }
 
 impl EventCallback {
@@ -82,12 +89,17 @@ pub struct Installation {
 
 impl Installation {
     /// Whether a message's author, from `author_team` (the event's
-    /// `user_team`, else its `team`), belongs to the installing team. A
-    /// message naming no team is external in a shared channel, home
-    /// elsewhere.
-    pub fn membership_of(&self, author_team: Option<&TeamId>) -> Membership {
-        let unknown = if self.shared_channel { Membership::External } else { Membership::Home };
-        Membership::of(author_team, &self.team, self.enterprise.as_deref(), unknown)
+    /// `user_team`, else its `team`), belongs to the installing team of
+    /// deployment `home` ([`Home::author`]). A message naming no team is
+    /// external in a shared channel, home elsewhere.
+    pub fn membership_of(&self, home: &Home, author_team: Option<&TeamId>) -> Membership {
+        home.author(author_team, (&self.team, self.enterprise.as_deref()), self.shared_channel)
+    }
+
+    /// Whether the installation is deployment `home`'s: for an org-wide
+    /// deployment, in its organization.
+    pub fn is_of(&self, home: &Home) -> bool {
+        home.admits(self.enterprise.as_deref())
     }
 }
 
@@ -101,6 +113,9 @@ pub struct Authorization {
     pub team_id: Option<TeamId>,
     #[serde(default)]
     pub enterprise_id: Option<String>,
+    /// The installation is org-wide (Enterprise Grid).
+    #[serde(default)]
+    pub is_enterprise_install: bool,
 }
 
 /// The inner `event.type`.

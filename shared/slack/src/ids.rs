@@ -35,6 +35,10 @@ string_id!(
     TeamId
 );
 string_id!(
+    /// An Enterprise Grid organization (`E…`).
+    EnterpriseId
+);
+string_id!(
     /// A channel, private channel or DM (`C…`, `G…`, `D…`).
     ChannelId
 );
@@ -56,6 +60,16 @@ impl Ts {
     /// The whole seconds of the timestamp (Unix time), if it is one.
     pub fn unix_secs(&self) -> Option<i64> {
         self.0.split('.').next()?.parse().ok()
+    }
+}
+
+impl EnterpriseId {
+    /// Whether `text` has an organization id's shape (`E…`: capital
+    /// letters and digits), as a configured one must.
+    pub fn is_well_formed(text: &str) -> bool {
+        (3..=24).contains(&text.len())
+            && text.starts_with('E')
+            && text.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
     }
 }
 

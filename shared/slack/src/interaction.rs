@@ -5,7 +5,7 @@
 //! the code that reads the clicks agree.
 
 use crate::ids::{ChannelId, TeamId, Ts, UserId};
-use crate::membership::Membership;
+use crate::membership::{Home, Membership};
 use serde::Deserialize;
 
 /// `action_id` of the button that lets a paused tool call run.
@@ -43,8 +43,12 @@ pub struct BlockActions {
     /// The team whose app posted the buttons (the installing one).
     pub team: Team,
     pub user: User,
+    /// The organization of the installation (Enterprise Grid).
     #[serde(default)]
     pub enterprise: Option<Enterprise>,
+    /// The installation is org-wide.
+    #[serde(default)]
+    pub is_enterprise_install: bool,
     #[serde(default)]
     pub channel: Option<Channel>,
     #[serde(default)]
@@ -106,12 +110,25 @@ pub struct Action {
     pub action_ts: Ts,
 }
 
+impl Enterprise {
+    /// The organization an optional `enterprise` names.
+    pub fn id_of(enterprise: &Option<Enterprise>) -> Option<&str> {
+        enterprise.as_ref().map(|enterprise| enterprise.id.as_str())
+    }
+}
+
 impl BlockActions {
-    /// Whether the clicker belongs to the team whose app posted the
-    /// buttons; a payload naming no team for them counts as external.
-    pub fn clicker_membership(&self) -> Membership {
-        let org = self.enterprise.as_ref().map(|enterprise| enterprise.id.as_str());
-        Membership::of(self.user.team_id.as_ref(), &self.team.id, org, Membership::External)
+    /// Whether the clicker belongs to the installing team of deployment
+    /// `home` ([`Home::clicker`]); a payload naming no team for them
+    /// counts as external.
+    pub fn clicker_membership(&self, home: &Home) -> Membership {
+        home.clicker(self.user.team_id.as_ref(), &self.team.id, Enterprise::id_of(&self.enterprise))
+    }
+
+    /// Whether the click is on something deployment `home`'s installation
+    /// posted: for an org-wide one, `enterprise.id` is its organization.
+    pub fn is_of(&self, home: &Home) -> bool {
+        home.admits(Enterprise::id_of(&self.enterprise))
     }
 
     pub fn channel_id(&self) -> Option<&ChannelId> {

@@ -25,7 +25,7 @@ pub mod shortcut;
 pub mod signature;
 pub mod text;
 
-pub use ids::{ChannelId, EventId, TeamId, Ts, UserId};
-pub use membership::Membership;
+pub use ids::{ChannelId, EnterpriseId, EventId, TeamId, Ts, UserId};
+pub use membership::{Home, Membership};
 pub use request::{ParseError, SlackRequest};
 pub use signature::{SignatureError, SigningSecret};

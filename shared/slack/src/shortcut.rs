@@ -8,7 +8,7 @@
 
 use crate::ids::{ChannelId, TeamId, Ts, UserId};
 use crate::interaction::{Channel, Enterprise, Team, User};
-use crate::membership::Membership;
+use crate::membership::{Home, Membership};
 use serde::Deserialize;
 
 /// The manifest's `callback_id` of "Investigate with the assistant"
@@ -59,10 +59,15 @@ impl MessageShortcut {
         self.message.thread_ts.as_ref().unwrap_or(&self.message.ts)
     }
 
-    /// Whether the person belongs to the installing team.
-    pub fn person_membership(&self) -> Membership {
-        let org = self.enterprise.as_ref().map(|enterprise| enterprise.id.as_str());
-        Membership::of(self.user.team_id.as_ref(), &self.team.id, org, Membership::External)
+    /// Whether the person belongs to the installing team of deployment
+    /// `home`.
+    pub fn person_membership(&self, home: &Home) -> Membership {
+        home.clicker(self.user.team_id.as_ref(), &self.team.id, Enterprise::id_of(&self.enterprise))
+    }
+
+    /// Whether the shortcut was used where deployment `home` is installed.
+    pub fn is_of(&self, home: &Home) -> bool {
+        home.admits(Enterprise::id_of(&self.enterprise))
     }
 
     /// What makes this use of the shortcut this one, for the claim that
@@ -91,7 +96,7 @@ mod tests {
         assert_eq!(shortcut.callback_id, INVESTIGATE_CALLBACK_ID);
         assert_eq!((shortcut.channel_id().as_str(), shortcut.message_ts.as_str()), ("C0LAN2Q65", "1763800000.000100"));
         assert_eq!(shortcut.thread_ts().as_str(), "1763800000.000100", "a top-level message is its own thread");
-        assert_eq!(shortcut.person_membership(), Membership::Home);
+        assert_eq!(shortcut.person_membership(&Home::Workspace), Membership::Home);
         assert_eq!(shortcut.claim_key().as_deref(), Some("0675384138b5894552bdd4a780554ee59d1f3638"));
     }
 

@@ -41,6 +41,21 @@ fixtures! {
     // `authorizations[0].team_id` and `team.id`).
     APP_MENTION_EXTERNAL => "app_mention_external.json",
     BLOCK_ACTIONS_APPROVE_EXTERNAL => "block_actions_approve_external.json",
+    // An org-wide install (Enterprise Grid) in organization E0GRIDORG1, in
+    // the field layout of Slack's published org-app examples
+    // (api.slack.com/enterprise/apps/reference: `authorizations[0]` with
+    // `team_id: null` and `is_enterprise_install: true`, the outer
+    // `enterprise_id`, `context_team_id`, `context_enterprise_id`; a
+    // click's `enterprise` and `is_enterprise_install`, Grid user ids
+    // `W…`): a mention and a click from its second workspace T0SISTER1; a
+    // Slack Connect partner of another organization (T0PARTNER1) writing
+    // in a channel shared with it, where every field saying where the
+    // event happened names our organization and workspace; and another
+    // organization's install of the same app (E0OTHERORG).
+    APP_MENTION_GRID => "app_mention_grid.json",
+    APP_MENTION_GRID_CONNECT => "app_mention_grid_connect.json",
+    APP_MENTION_OTHER_ORG => "app_mention_other_org.json",
+    BLOCK_ACTIONS_APPROVE_GRID => "block_actions_approve_grid.json",
     // App lifecycle: Slack's published examples (docs.slack.dev/reference/
     // events/…) with the ids above.
     APP_UNINSTALLED => "app_uninstalled.json",
