@@ -274,6 +274,12 @@ pub struct ChannelRule {
     pub users: Vec<UserId>,
     #[serde(default)]
     pub usergroups: Vec<String>,
+    /// The workspaces the rule is for (an org-wide install's), as ids or
+    /// globs over them (`T0SRE*`); empty, every workspace. Matched against
+    /// the asking thread's workspace; a rule naming workspaces never
+    /// matches where no thread is known.
+    #[serde(default, deserialize_with = "team_globs")]
+    pub teams: Vec<String>,
     pub tools: Vec<String>,
     /// Globs over tool names that this rule never allows, whatever
     /// `tools` says (`["*"]` with `["*delete*"]` denied).
@@ -284,6 +290,24 @@ pub struct ChannelRule {
     /// it never is. No rule for them: no tools but the thread's own.
     #[serde(default)]
     pub external: bool,
+}
+
+/// `teams`: workspace ids (`T…`) or globs over them; anything else (a
+/// channel or user id, an organization, lower case, spaces) is refused, so
+/// a typo never quietly matches nothing.
+fn team_globs<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    let teams = <Vec<String> as serde::Deserialize>::deserialize(deserializer)?;
+    for team in &teams {
+        let shaped = (2..=24).contains(&team.len())
+            && team.starts_with('T')
+            && team.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'*' || b == b'?');
+        if !shaped {
+            return Err(serde::de::Error::custom(format!(
+                "teams: {team:?} must be a workspace id (T…) or a glob of them (T0SRE*)"
+            )));
+        }
+    }
+    Ok(teams)
 }
 
 /// A tool that exists nowhere in this worker, and why: for the inspection
@@ -341,6 +365,7 @@ impl ChannelRule {
             channels: channels.into(),
             users: Vec::new(),
             usergroups: Vec::new(),
+            teams: Vec::new(),
             tools,
             deny: Vec::new(),
             external: false,
@@ -348,8 +373,11 @@ impl ChannelRule {
     }
 
     fn applies_to(&self, asker: &Asker) -> bool {
+        let workspace = asker.thread.as_ref().map(|thread| thread.team.as_str());
         self.external == asker.membership.is_external()
             && glob_matches(&self.channels, asker.channel.as_str())
+            && (self.teams.is_empty()
+                || workspace.is_some_and(|team| self.teams.iter().any(|glob| glob_matches(glob, team))))
             && ((self.users.is_empty() && self.usergroups.is_empty())
                 || asker.user.as_ref().is_some_and(|user| self.users.contains(user))
                 || self.usergroups.iter().any(|group| asker.groups.contains(group)))
@@ -764,6 +792,47 @@ mod tests {
         let typo =
             serde_json::from_value::<Vec<ChannelRule>>(json!([{"channels": "*", "externals": true, "tools": []}]));
         assert!(typo.is_err(), "`externals` for `external` is refused, not ignored");
+    }
+
+    #[test]
+    fn a_rule_naming_workspaces_decides_in_those_of_an_org_install_and_is_passed_over_elsewhere() {
+        let rules: Vec<ChannelRule> = serde_json::from_value(json!([
+            {"channels": "*", "teams": ["T0SRE*", "T0SISTER1"], "tools": ["*"]},
+            {"channels": "*", "tools": ["search_docs"]}
+        ]))
+        .unwrap();
+        let policy = ToolPolicy::new(rules);
+        let in_workspace = |team: &str| {
+            let thread = assistant_core::ThreadRef {
+                team: slack::TeamId::new(team),
+                channel: ChannelId::new("C0INCIDENT"),
+                thread_ts: slack::Ts::new("1763800000.000100"),
+            };
+            Asker { thread: Some(thread), ..Asker::from(&ChannelId::new("C0INCIDENT")) }
+        };
+        for team in ["T0SISTER1", "T0SREPLAT"] {
+            assert_eq!(policy.verdict(in_workspace(team), "restart_service"), Verdict::Allowed { rule: 0 }, "{team}");
+        }
+        assert_eq!(policy.verdict(in_workspace("T061EG9R6"), "restart_service"), Verdict::NotListed { rule: 1 });
+        assert_eq!(policy.verdict(in_workspace("T061EG9R6"), "search_docs"), Verdict::Allowed { rule: 1 });
+        assert_eq!(
+            policy.verdict(&ChannelId::new("C0INCIDENT"), "restart_service"),
+            Verdict::NotListed { rule: 1 },
+            "no thread known: a rule naming workspaces never matches"
+        );
+        for bad in [json!(["C0CHANNEL"]), json!(["t0lower"]), json!(["E0GRIDORG1"]), json!(["T0 SRE"]), json!("T0SRE")]
+        {
+            let refused =
+                serde_json::from_value::<Vec<ChannelRule>>(json!([{"channels": "*", "teams": bad, "tools": []}]));
+            assert!(refused.is_err(), "{bad} is refused");
+        }
+        let message =
+            serde_json::from_value::<Vec<ChannelRule>>(json!([{"channels": "*", "teams": ["U0X"], "tools": []}]))
+                .unwrap_err()
+                .to_string();
+        assert!(message.contains("teams: \"U0X\" must be a workspace id"), "{message}");
+        let typo = serde_json::from_value::<Vec<ChannelRule>>(json!([{"channels": "*", "team": ["T1"], "tools": []}]));
+        assert!(typo.is_err(), "`team` for `teams` is refused, not ignored");
     }
 
     #[test]
