@@ -136,8 +136,8 @@ impl Home {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::Home as Deployment;
+    use super::*;
     use Membership::{External, Home};
 
     #[test]
