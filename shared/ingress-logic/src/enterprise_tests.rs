@@ -139,3 +139,20 @@ fn lifecycle_events_of_the_org_forget_its_workspaces_and_of_another_org_nothing(
     assert!(matches!(event(&org(), &left("E0GRIDORG1")), Route::Enqueue(WorkMessage::Forget(_))));
     assert_eq!(event(&org(), &left("E0PARTNER1")), Route::Ignore(Ignored::Lifecycle(Skipped::OtherTeamsPerson)));
 }
+
+#[test]
+fn a_slash_command_from_another_organization_or_a_standalone_workspace_is_refused() {
+    let command = |home: &Home, body: &str| {
+        route_at(home, slack::request::parse(Some("application/x-www-form-urlencoded"), body.as_bytes()).unwrap())
+    };
+    // A standalone workspace's command (no enterprise_id) under an org install.
+    assert_eq!(command(&org(), fixtures::SLASH_COMMAND), Route::Ignore(Ignored::OutsideOrganization));
+    // Another organization's.
+    let theirs = format!("{}&enterprise_id=E0OTHERORG&enterprise_name=Other", fixtures::SLASH_COMMAND);
+    assert_eq!(command(&org(), &theirs), Route::Ignore(Ignored::OutsideOrganization));
+    // Ours, from any of its workspaces.
+    let ours = format!("{}&enterprise_id=E0GRIDORG1&enterprise_name=Grid", fixtures::SLASH_COMMAND);
+    assert!(matches!(command(&org(), &ours), Route::Command(_)), "{:?}", command(&org(), &ours));
+    // A workspace deployment takes the command as before.
+    assert!(matches!(command(&Home::Workspace, fixtures::SLASH_COMMAND), Route::Command(_)));
+}

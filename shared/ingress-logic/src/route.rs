@@ -173,6 +173,11 @@ pub fn route_at(home: &Home, request: SlackRequest) -> Route {
             crate::shortcuts::route_message_shortcut(home, &shortcut)
         }
         SlackRequest::Interaction(Interaction::Unknown) => Route::Ignore(Ignored::UnknownInteraction),
+        // Slack offers the command wherever the app is installed: under an
+        // org-wide install, the form's `enterprise_id` must be ours.
+        SlackRequest::Command(command) if !home.admits(command.enterprise_id.as_deref()) => {
+            Route::Ignore(Ignored::OutsideOrganization)
+        }
         SlackRequest::Command(command) => Route::Command(command),
         SlackRequest::SslCheck => Route::Ignore(Ignored::SslCheck),
         SlackRequest::OtherForm => Route::Ignore(Ignored::OtherForm),

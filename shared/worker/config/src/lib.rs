@@ -524,7 +524,10 @@ mod tests {
             (r#"{"guardrail": {"id": "gr0abc", "version": "0", "apply_to": ["answer"]}}"#, "version is neither"),
             (r#"{"guardrail": {"id": "gr0abc", "version": "1", "apply_to": []}}"#, "names nothing"),
             (r#"{"guardrail": {"id": "gr0abc", "version": "1", "apply_to": ["tools"]}}"#, "unknown variant"),
-            (r#"{"guardrail": {"id": "gr0abc", "version": "1", "apply_to": ["answer"], "mode": "x"}}"#, "unknown field"),
+            (
+                r#"{"guardrail": {"id": "gr0abc", "version": "1", "apply_to": ["answer"], "mode": "x"}}"#,
+                "unknown field",
+            ),
         ] {
             let issues = refused(json);
             let said = format!("{issues:?}");
