@@ -152,3 +152,57 @@ async fn a_person_of_another_team_leaving_forgets_nothing_of_ours() {
     assert_eq!(tests::batch_failures(&response), Vec::<String>::new(), "{response}");
     assert_eq!(kept(&records, OURS).await, (1, 0));
 }
+
+/// The two ways a write's answer is lost, each with the SDK attempts that
+/// meet it (as `tests/turn_store_emulator.rs` has them).
+const LOST_ANSWERS: [(u32, tests::fault_proxy::Fault); 2] =
+    [(2, tests::fault_proxy::Fault::AppliedThenServerError), (1, tests::fault_proxy::Fault::AppliedThenReset)];
+
+#[tokio::test]
+async fn a_forget_whose_writes_lost_their_answers_is_done_once_by_the_redelivery() {
+    use assistant_core::departures::Departed;
+    use assistant_core::messages::ForgetReason;
+    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
+    for (attempts, fault) in LOST_ANSWERS {
+        // GIVEN what the bot keeps for two teams, and a path to the table
+        // that loses the answer of the departure's write and of a delete
+        let stack = Stack::new(&emulator_config().await).await.unwrap();
+        let direct = records(&stack);
+        keep(&direct, OURS).await;
+        keep(&direct, THEIRS).await;
+        let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
+        let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+        let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
+        let lossy: Arc<dyn VersionedRecords> =
+            Arc::new(DynamoRecords::new(aws_sdk_dynamodb::Client::new(&aws), &stack.table));
+        let departures = Departures::new(lossy);
+        proxy.script("DynamoDB_20120810.PutItem", fault);
+        proxy.script("DynamoDB_20120810.DeleteItem", fault);
+        // WHEN the worker forgets the team, and each failed try is
+        // redelivered (as SQS does) until one succeeds
+        let team = TeamId::new(OURS);
+        let departed = Departed { at: 1_763_800_500, reason: ForgetReason::AppUninstalled };
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let attempt = async {
+                departures.depart(&team, None, departed).await?;
+                departures.forget_team(&team).await
+            };
+            match attempt.await {
+                Ok(_) => break,
+                Err(err) => assert!(tries < 5, "{fault:?}: never done: {err}"),
+            }
+        }
+        // THEN the team is forgotten whole, the other team not at all, and
+        // the departure stands once
+        let injected = proxy.injected_by_kind();
+        assert_eq!(injected.get(&fault), Some(&2), "{fault:?}: both answers were lost: {injected:?}");
+        assert_eq!(kept(&direct, OURS).await, (0, 0), "{fault:?}");
+        assert_eq!(kept(&direct, THEIRS).await, (1, 1), "{fault:?}");
+        let stopping = Departures::new(direct.clone());
+        let person = UserId::new(PERSON);
+        assert_eq!(stopping.stopping(&team, &person, 1_763_800_000).await.unwrap(), Some(departed), "{fault:?}");
+        assert_eq!(stopping.stopping(&team, &person, 1_763_800_600).await.unwrap(), None, "asked after: goes on");
+    }
+}
