@@ -153,17 +153,12 @@ async fn a_person_of_another_team_leaving_forgets_nothing_of_ours() {
     assert_eq!(kept(&records, OURS).await, (1, 0));
 }
 
-/// The two ways a write's answer is lost, each with the SDK attempts that
-/// meet it (as `tests/turn_store_emulator.rs` has them).
-const LOST_ANSWERS: [(u32, tests::fault_proxy::Fault); 2] =
-    [(2, tests::fault_proxy::Fault::AppliedThenServerError), (1, tests::fault_proxy::Fault::AppliedThenReset)];
-
 #[tokio::test]
 async fn a_forget_whose_writes_lost_their_answers_is_done_once_by_the_redelivery() {
     use assistant_core::departures::Departed;
     use assistant_core::messages::ForgetReason;
     use tests::fault_proxy::{FaultProxy, Plan, Upstream};
-    for (attempts, fault) in LOST_ANSWERS {
+    for (attempts, fault) in tests::fault_proxy::LOST_ANSWERS {
         // GIVEN what the bot keeps for two teams, and a path to the table
         // that loses the answer of the departure's write and of a delete
         let stack = Stack::new(&emulator_config().await).await.unwrap();

@@ -8,7 +8,7 @@ use adapters_aws::dynamodb::DynamoRecords;
 use assistant_core::store::RecordTurns;
 use testkit::sign_in::{BROWSER, ComeBack};
 use testkit::store_contract;
-use tests::fault_proxy::{Fault, FaultProxy, Plan, Upstream};
+use tests::fault_proxy::{Fault, FaultProxy, LOST_ANSWERS, Plan, Upstream};
 use tests::{Stack, emulator_config};
 
 /// The turns table's records through `proxy`, with `attempts` SDK attempts per call.
@@ -22,12 +22,6 @@ async fn store() -> (Stack, RecordTurns) {
     let store = stack.turns();
     (stack, store)
 }
-
-/// The two ways a write's answer is lost, each with the SDK attempts that
-/// meet it: applied then a 5xx the SDK retries (its retry meets the write
-/// its first attempt applied), and applied then a reset with no retry (the
-/// writer reads to find out).
-const LOST_ANSWERS: [(u32, Fault); 2] = [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)];
 
 /// The emulator's resources, and a proxy in front of it that loses the
 /// answers it is told to.

@@ -44,6 +44,12 @@ pub enum Fault {
     AppliedThenReset,
 }
 
+/// The two ways a write's answer is lost, each with the SDK attempts that
+/// meet it: applied then a 5xx the SDK retries (its retry meets the write
+/// its first attempt applied), and applied then a reset with no retry (the
+/// writer reads to find out, or its message is redelivered).
+pub const LOST_ANSWERS: [(u32, Fault); 2] = [(2, Fault::AppliedThenServerError), (1, Fault::AppliedThenReset)];
+
 impl Fault {
     pub const ALL: [Fault; 5] =
         [Fault::ServerError, Fault::Throttled, Fault::Reset, Fault::AppliedThenServerError, Fault::AppliedThenReset];

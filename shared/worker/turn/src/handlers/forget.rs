@@ -17,6 +17,7 @@ use assistant_core::departures::{Departed, Forgotten};
 use assistant_core::messages::Forget;
 use assistant_core::ports::StoreError;
 use assistant_core::turn::{Turn, TurnStatus};
+use slack::{TeamId, UserId};
 use tracing::{Span, field, info};
 
 impl Handler for Forget {
@@ -54,6 +55,23 @@ impl Worker {
         );
         self.metrics.forgotten(forget.reason, forgotten.records);
         Ok(Outcome::Forgotten { records: forgotten.records })
+    }
+
+    /// `Ignored { reason: "departed" }` when `user` of `team` (or the
+    /// team) departed after `asked_at`: work asked for before then is not
+    /// begun (a question, a shortcut, a command, a sign-in), logged as
+    /// `what`.
+    pub(crate) async fn not_begun(
+        &self,
+        team: &TeamId,
+        user: &UserId,
+        asked_at: i64,
+        what: &'static str,
+    ) -> Result<Option<Outcome>, WorkerError> {
+        let stopping = self.departures.stopping(team, user, asked_at);
+        let Some(departed) = stopping.await.map_err(WorkerError::Departures)? else { return Ok(None) };
+        info!(reason = departed.reason.as_str(), what, "not begun: the team or the person departed");
+        Ok(Some(Outcome::Ignored { reason: "departed" }))
     }
 
     /// Stops `turn` if its team or its asker departed after it was asked:

@@ -54,19 +54,13 @@ impl Worker {
         // (the checks passed when it was created; reading again could
         // refuse a turn already under way).
         let turn_id = TurnId::for_event(&shortcut.thread, &shortcut.event_id);
-        if let Some(stored) = self.store.load(&turn_id).await? {
-            if self.thread_told_failed(&stored.id).await? {
-                return Ok(Outcome::Ignored { reason: "thread_told_failed" });
-            }
-            info!(step = stored.steps, "shortcut's turn already stored: resuming");
-            return self.run(stored, deadline).await;
+        if let Some(resumed) = self.resume_stored(&turn_id, deadline).await? {
+            return Ok(resumed);
         }
-        if let Some(asked_at) = shortcut.asked_at {
-            let departed = self.departures.stopping(&shortcut.thread.team, &shortcut.user, asked_at);
-            if let Some(departed) = departed.await.map_err(WorkerError::Departures)? {
-                info!(reason = departed.reason.as_str(), "shortcut not answered: the team or the person departed");
-                return Ok(Outcome::Ignored { reason: "departed" });
-            }
+        if let Some(asked_at) = shortcut.asked_at
+            && let Some(departed) = self.not_begun(&shortcut.thread.team, &shortcut.user, asked_at, "shortcut").await?
+        {
+            return Ok(departed);
         }
         let bot = self.agent.identity().await.map_err(WorkerError::Slack)?.user;
         let message = self

@@ -41,10 +41,10 @@ impl Worker {
         // A sign-in opened before its person (or the app) left keeps no
         // tokens: the code is never exchanged.
         let opened_at = state.expires_at - assistant_core::oauth::STATE_TTL_SECS;
-        let departed = self.departures.stopping(&state.team, &state.user, opened_at);
-        if let Some(departed) = departed.await.map_err(WorkerError::Departures)? {
-            info!(reason = departed.reason.as_str(), "a sign-in of a person or team that departed: not kept");
-            return Ok(Outcome::Ignored { reason: "departed" });
+        if let Some(departed) =
+            self.not_begun(&state.team, &state.user, opened_at, "sign-in (its tokens not kept)").await?
+        {
+            return Ok(departed);
         }
         let completed = sign_in.complete(&state, self.clock.now_unix()).await.map_err(WorkerError::SignIn)?;
         // The person's browser waits on this to say how it ended. Lost, the

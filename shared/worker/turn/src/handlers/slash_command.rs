@@ -56,17 +56,11 @@ impl Worker {
         deadline: &dyn Deadline,
     ) -> Result<Outcome, WorkerError> {
         let turn_id = TurnId::for_claim(&command.team, &command.event_id);
-        if let Some(stored) = self.store.load(&turn_id).await? {
-            if self.thread_told_failed(&stored.id).await? {
-                return Ok(Outcome::Ignored { reason: "thread_told_failed" });
-            }
-            info!(step = stored.steps, "command's turn already stored: resuming");
-            return self.run(stored, deadline).await;
+        if let Some(resumed) = self.resume_stored(&turn_id, deadline).await? {
+            return Ok(resumed);
         }
-        let departed = self.departures.stopping(&command.team, &command.user, command.asked_at);
-        if let Some(departed) = departed.await.map_err(WorkerError::Departures)? {
-            info!(reason = departed.reason.as_str(), "command not answered: the team or the person departed");
-            return Ok(Outcome::Ignored { reason: "departed" });
+        if let Some(departed) = self.not_begun(&command.team, &command.user, command.asked_at, "command").await? {
+            return Ok(departed);
         }
         let bot = self.agent.identity().await.map_err(WorkerError::Slack)?.user;
         let root = match self.post_root(command, &turn_id).await {

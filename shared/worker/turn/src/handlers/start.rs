@@ -24,16 +24,30 @@ impl Handler for TurnRequest {
 impl Worker {
     pub(crate) async fn start(&self, request: &TurnRequest, deadline: &dyn Deadline) -> Result<Outcome, WorkerError> {
         let asked_at = request.asked_at().unwrap_or_else(|| self.clock.now_unix());
-        let departed = self.departures.stopping(&request.thread.team, &request.user, asked_at);
-        if let Some(departed) = departed.await.map_err(WorkerError::Departures)? {
-            info!(reason = departed.reason.as_str(), "not answered: the team or the person who asked departed");
-            return Ok(Outcome::Ignored { reason: "departed" });
+        if let Some(departed) = self.not_begun(&request.thread.team, &request.user, asked_at, "question").await? {
+            return Ok(departed);
         }
         if let Some(reason) = self.unanswered(request) {
             info!(reason, channel = %request.thread.channel, "not answered: the channel's response_mode");
             return Ok(Outcome::Ignored { reason });
         }
         self.begin(request, deadline).await
+    }
+
+    /// A redelivery of work whose turn is already stored (a shortcut's, a
+    /// command's): it goes on where it is, unless its thread was told it
+    /// failed, without checking or posting again what started it.
+    pub(crate) async fn resume_stored(
+        &self,
+        turn_id: &TurnId,
+        deadline: &dyn Deadline,
+    ) -> Result<Option<Outcome>, WorkerError> {
+        let Some(stored) = self.store.load(turn_id).await? else { return Ok(None) };
+        if self.thread_told_failed(&stored.id).await? {
+            return Ok(Some(Outcome::Ignored { reason: "thread_told_failed" }));
+        }
+        info!(step = stored.steps, "turn already stored: resuming");
+        self.run(stored, deadline).await.map(Some)
     }
 
     /// A question the bot answers (its channel's `response_mode` checked,
