@@ -213,16 +213,19 @@ fn a_broken_recording_refuses_to_start() {
 
 #[tokio::test]
 async fn serve_mode_answers_slack_and_posts_to_the_console() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = runner()
-        .args(["--serve", "--port", &port.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    // Port 0: the runner takes one the system picks and says which.
+    let mut child =
+        runner().args(["--serve", "--port", "0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let listening = lines.by_ref().take(10).map_while(Result::ok).any(|line| line.starts_with("listening on"));
-    assert!(listening, "the runner says where it listens");
+    let port = lines
+        .by_ref()
+        .take(10)
+        .map_while(Result::ok)
+        .find_map(|line| {
+            let rest = line.strip_prefix("listening on http://127.0.0.1:")?;
+            rest.split('/').next()?.parse::<u16>().ok()
+        })
+        .expect("the runner says where it listens");
 
     // A bad signature is refused; a signed mention is acknowledged.
     let http = reqwest::Client::new();

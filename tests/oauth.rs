@@ -53,19 +53,24 @@ impl Provider {
     /// A provider whose one client sends people back to `redirect_uri`.
     async fn sending_back_to(redirect_uri: Url) -> Self {
         let modules = tests::env_from_test_command("OIDC_PROVIDER_MODULES");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/support/oidc_provider.mjs");
         let mut process = std::process::Command::new("node")
             .arg(script)
             .env("OIDC_PROVIDER_MODULES", modules)
-            .env("PORT", port.to_string())
             .env("REDIRECT_URI", redirect_uri.as_str())
             .env("CLIENT_SECRET", CLIENT_SECRET)
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("node runs");
         let stdout = process.stdout.take().unwrap();
+        // Drained all along, so a chatty provider never blocks; shown if it fails to start.
+        let mut stderr = process.stderr.take().unwrap();
+        let complaints = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+            text
+        });
         let waiting = tokio::task::spawn_blocking(move || {
             use std::io::BufRead;
             for line in std::io::BufReader::new(stdout).lines() {
@@ -73,7 +78,7 @@ impl Provider {
                     return issuer.to_owned();
                 }
             }
-            panic!("the provider exited before listening")
+            panic!("the provider exited before listening: {}", complaints.join().unwrap_or_default())
         });
         let issuer = tokio::time::timeout(std::time::Duration::from_secs(20), waiting)
             .await

@@ -3,8 +3,10 @@
 //
 //   node oidc_provider.mjs
 // Environment: OIDC_PROVIDER_MODULES (node_modules holding oidc-provider),
-// PORT, REDIRECT_URI, CLIENT_SECRET, ACCESS_TOKEN_SECS.
-// Prints "listening <issuer>" once it accepts connections.
+// REDIRECT_URI, CLIENT_SECRET, ACCESS_TOKEN_SECS.
+// Listens on a port the system picks (no port is chosen first and released,
+// which another test's server could take in between) and prints
+// "listening <issuer>" once it accepts connections.
 //
 // MCP servers' tokens (asked for with `resource`) are checked at its
 // introspection endpoint (`/token/introspection`) by the confidential client.
@@ -14,13 +16,19 @@
 // is the protected API of the tests: it accepts only this provider's
 // access tokens.
 import { pathToFileURL } from 'node:url';
+import http from 'node:http';
 import path from 'node:path';
 
 const modules = process.env.OIDC_PROVIDER_MODULES;
 const { default: Provider, errors } = await import(pathToFileURL(path.join(modules, 'oidc-provider', 'lib', 'index.js')));
 
-const port = Number(process.env.PORT);
-const issuer = `http://127.0.0.1:${port}`;
+// The issuer names the port, so the server listens before the provider exists.
+const server = http.createServer();
+await new Promise((resolve, reject) => {
+  server.once('error', reject);
+  server.listen(0, '127.0.0.1', resolve);
+});
+const issuer = `http://127.0.0.1:${server.address().port}`;
 const provider = new Provider(issuer, {
   clients: [{
     client_id: 'slack-assistant',
@@ -67,6 +75,5 @@ const provider = new Provider(issuer, {
 // Plain http on loopback: the tests' provider is not on the internet.
 provider.proxy = false;
 
-provider.listen(port, '127.0.0.1', () => {
-  console.log(`listening ${issuer}`);
-});
+server.on('request', provider.callback());
+console.log(`listening ${issuer}`);

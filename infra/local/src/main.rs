@@ -298,6 +298,8 @@ async fn serve(pipeline: Arc<Pipeline>, port: u16) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The bound port, so `--port 0` (the system picks one) says which.
+    let port = listener.local_addr().map_or(port, |address| address.port());
     println!("listening on http://127.0.0.1:{port}/ (Slack request URL: your tunnel's https address); Ctrl-C stops");
     let server = axum::serve(listener, app).with_graceful_shutdown(async {
         let _ = tokio::signal::ctrl_c().await;
