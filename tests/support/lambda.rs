@@ -28,7 +28,21 @@ pub struct Launch<'a> {
 
 impl LambdaUnderRie {
     /// Starts `FUNCTION_BIN_DIR/{binary}` under the emulator on a free port.
+    ///
+    /// The emulator takes its ports by number: one found free may be taken
+    /// by another test's server before it binds, so an emulator that exits
+    /// at once is started again on other ports.
     pub fn start(binary: &str, launch: Launch<'_>) -> Result<Self> {
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(binary, &launch) {
+                Err(err) if attempt < 3 && err.downcast_ref::<PortTaken>().is_some() => attempt += 1,
+                started => return started,
+            }
+        }
+    }
+
+    fn start_once(binary: &str, launch: &Launch<'_>) -> Result<Self> {
         let rie = crate::env_from_test_command("AWS_LAMBDA_RIE");
         let binary_path = PathBuf::from(crate::env_from_test_command("FUNCTION_BIN_DIR")).join(binary);
         if !binary_path.exists() {
@@ -54,7 +68,7 @@ impl LambdaUnderRie {
             .env_remove("SSL_CERT_FILE")
             .env_remove("SSL_CERT_DIR")
             .env_remove("AWS_CA_BUNDLE")
-            .envs(launch.env)
+            .envs(launch.env.iter().map(|(name, value)| (*name, value)))
             .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
             // The SDK's app name: the function's calls say which test made them.
             .env("AWS_SDK_UA_APP_ID", crate::current_test().unwrap_or_default())
@@ -70,10 +84,15 @@ impl LambdaUnderRie {
         }
         // Its own process group, so the function process it starts goes too.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let rie = command.spawn().with_context(|| format!("start {rie}"))?;
+        let mut rie = command.spawn().with_context(|| format!("start {rie}"))?;
 
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if rie.try_wait()?.is_some() {
+                let printed = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let _ = std::fs::remove_file(&log_path);
+                return Err(PortTaken(printed).into());
+            }
             if started.elapsed() > Duration::from_secs(10) {
                 bail!("the Runtime Interface Emulator did not listen on {port} within 10 s");
             }
@@ -124,6 +143,19 @@ impl LambdaUnderRie {
             .collect()
     }
 }
+
+/// The emulator exited before it listened (a port it was given was taken
+/// meanwhile, or the binary cannot run); what it printed.
+#[derive(Debug)]
+struct PortTaken(String);
+
+impl std::fmt::Display for PortTaken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the Runtime Interface Emulator exited before it listened: {}", self.0)
+    }
+}
+
+impl std::error::Error for PortTaken {}
 
 fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
