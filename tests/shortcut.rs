@@ -4,8 +4,10 @@
 //! and checks the person may see it) and the responder, to the fake Slack.
 //! And its hostile variants: a forged or replayed payload (401, nothing
 //! queued), a broken or huge one (400 / 413, nothing queued), a message the
-//! bot cannot read, and one in a private channel the person is not in
-//! (refused in their DM, nothing of the message said, no model call).
+//! bot cannot read (answered in the person's DM from the payload's copy,
+//! with a link to it), and one in a private channel the bot reads but the
+//! person is not in (refused in their DM, nothing of the message said, no
+//! model call).
 
 use serde_json::Value;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -136,13 +138,43 @@ fn only_the_note_in_the_persons_dm(posted: &[tests::fake_slack::Posted], model_c
 }
 
 #[tokio::test]
-async fn a_message_the_bot_cannot_read_is_refused_in_the_persons_dm_without_a_word_of_it() {
-    let (posted, model_calls) = refused(|slack| {
-        let not_in = serde_json::json!({"ok": false, "error": "not_in_channel"});
-        slack.default_reply("conversations.replies", &not_in.to_string());
-    })
-    .await;
-    only_the_note_in_the_persons_dm(&posted, model_calls);
+async fn a_message_in_a_conversation_the_bot_is_not_in_is_answered_in_the_persons_dm_with_a_link_to_it() {
+    // GIVEN a channel the bot is not in: Slack refuses the bot's read of the message
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let slack = FakeSlack::start().await;
+    let not_in = serde_json::json!({"ok": false, "error": "not_in_channel"});
+    slack.script("conversations.replies", [SlackReply::Json(not_in)]);
+    let bedrock = FakeBedrock::start().await;
+    bedrock.script([Scripted::text("The 5xx ratio is up since the last deploy: roll it back.")]);
+    let tests::Functions { ingress, worker, responder } =
+        tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+
+    // WHEN the person uses the shortcut on the alert there
+    let (event, _) = shortcut_on_the_alert();
+    assert_eq!(ingress.handle(event).await.unwrap()["statusCode"], 200);
+    let work = stack.receive_work().await.unwrap();
+    no_failures(&worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline()).await.unwrap());
+    let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
+    no_failures(&responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)).await.unwrap());
+
+    // THEN the model read the alert as Slack showed it to the person (the payload's copy)
+    let requests = bedrock.requests();
+    assert_eq!(requests.len(), 1);
+    let asked = requests[0].body.to_string();
+    assert!(asked.contains("Investigate this message, posted by an app"), "{asked}");
+    assert!(asked.contains("runbooks.example.com/checkout-5xx"), "the attachment's field: {asked}");
+    // AND in the person's DM: a root linking the message, then the answer in its thread
+    let dm = format!("D{}", &PERSON[1..]);
+    let posted = slack.posted();
+    assert_eq!(posted.len(), 2, "{posted:?}");
+    assert_eq!((posted[0].channel.as_str(), posted[0].thread_ts.as_str()), (dm.as_str(), posted[0].ts.as_str()));
+    let link =
+        format!("<https://acme.slack.com/archives/C0LAN2Q65/p{}|a message> in <#C0LAN2Q65>", ALERT_TS.replace('.', ""));
+    assert!(posted[0].text.starts_with(&format!("You asked me to investigate {link}.")), "{}", posted[0].text);
+    assert_eq!((posted[1].channel.as_str(), posted[1].thread_ts.as_str()), (dm.as_str(), posted[0].ts.as_str()));
+    assert!(posted[1].text.contains("roll it back"), "{:?}", posted[1].text);
+    assert!(posted.iter().all(|message| message.channel != "C0LAN2Q65"), "nothing where the bot is not");
 }
 
 #[tokio::test]

@@ -5,7 +5,8 @@
 //! Slack. And its hostile variants: a forged or replayed command (401,
 //! nothing queued), a `response_url` that is not Slack's (refused in the
 //! acknowledgement, nothing queued), Slack's retry (one turn), a channel
-//! the bot may not post in (the person told in their DM, no model call).
+//! the bot may not post in (answered in the person's DM, pointed to once
+//! through the command's `response_url`).
 
 use serde_json::Value;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -136,25 +137,87 @@ async fn forged_replayed_and_hostile_commands_are_refused_and_queue_nothing() {
 }
 
 #[tokio::test]
-async fn a_channel_the_bot_may_not_post_in_gets_nothing_and_the_person_is_told_in_their_dm() {
+async fn a_channel_the_bot_may_not_post_in_is_answered_in_the_persons_dm_and_pointed_to_there_once() {
     let aws = emulator_config().await;
     let stack = Stack::new(&aws).await.unwrap();
     let slack = FakeSlack::start().await;
-    // A private channel the bot is not in: Slack refuses the read and the post.
+    // A private channel the bot is not in: Slack refuses the read and the post there.
     let not_in = serde_json::json!({"ok": false, "error": "not_in_channel"});
-    slack.default_reply("conversations.history", &not_in.to_string());
+    slack.script("conversations.history", [SlackReply::Json(not_in.clone())]);
     slack.script("chat.postMessage", [SlackReply::Json(not_in)]);
     let bedrock = FakeBedrock::start().await;
-    let tests::Functions { ingress, worker, .. } = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+    bedrock.script([Scripted::text("The 5xx ratio is up since the last deploy: roll it back.")]);
+    let tests::Functions { ingress, worker, responder } =
+        tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
 
     assert_eq!(ingress.handle(command_with(testkit::fixtures::SLASH_COMMAND)).await.unwrap()["statusCode"], 200);
-    let work = stack.receive_work().await.unwrap();
+    let mut work = stack.receive_work().await.unwrap();
+    // The ingress's clock stands at the event files' signing time, the
+    // worker's is today's: the command was typed just now.
+    let assistant_core::WorkMessage::SlashCommand(mut command) = decode_work(&work[0]) else {
+        panic!("a slash_command")
+    };
+    command.asked_at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64;
+    work[0].body = Some(assistant_core::WorkMessage::SlashCommand(command).encode());
     no_failures(&worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline()).await.unwrap());
+    // Redelivered (the worker's answer to SQS lost): nothing more is posted or shown.
+    no_failures(&worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline()).await.unwrap());
+    let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
+    no_failures(&responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)).await.unwrap());
 
+    // THEN the answer is in a thread of the person's DM, under a root quoting the question
+    assert_eq!(bedrock.requests().len(), 1, "one turn");
+    let dm = format!("D{}", &PERSON[1..]);
     let posted = slack.posted();
-    assert_eq!(bedrock.requests().len(), 0, "no turn");
-    assert_eq!(posted.len(), 1, "{posted:?}");
-    assert_eq!(posted[0].channel, PERSON, "their DM with the bot (chat.postMessage to their user id)");
-    assert!(posted[0].text.starts_with("I couldn't answer your command there"), "{}", posted[0].text);
-    assert!(!posted[0].text.contains("checkout-api"), "nothing of the question");
+    assert_eq!(posted.len(), 2, "{posted:?}");
+    assert_eq!(posted[0].channel, dm);
+    assert!(posted[0].text.starts_with(&format!("You asked with /assistant in <#{CHANNEL}>. I can't post there")));
+    assert!(posted[0].text.contains("checkout-api"), "{}", posted[0].text);
+    assert_eq!((posted[1].channel.as_str(), posted[1].thread_ts.as_str()), (dm.as_str(), posted[0].ts.as_str()));
+    assert!(posted[1].text.contains("roll it back"), "{}", posted[1].text);
+    // AND where they typed it, one message only they see, through the command's response_url, linking the DM thread
+    let responses = slack.responses();
+    assert_eq!(responses.len(), 1, "{responses:?}");
+    assert!(responses[0].0.starts_with("/commands/"), "{responses:?}");
+    assert_eq!(responses[0].1["response_type"], "ephemeral");
+    let link = format!("https://acme.slack.com/archives/{dm}/p{}", posted[0].ts.replace('.', ""));
+    let shown = responses[0].1["text"].as_str().unwrap();
+    assert!(
+        shown.starts_with("I can't post in this channel, so I'm answering in our DM") && shown.contains(&link),
+        "{shown}"
+    );
+}
+
+#[tokio::test]
+async fn a_response_url_claim_whose_answer_was_lost_is_granted_once_and_never_again() {
+    use adapters_aws::dynamodb::DynamoRecords;
+    use assistant_core::TurnId;
+    use assistant_core::response_url::{Claim, ResponseUrls};
+    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
+    const ASKED: i64 = 1_763_800_000;
+    for (attempts, fault) in tests::fault_proxy::LOST_ANSWERS {
+        // GIVEN a path to the table that loses the answer of the claim's write
+        let stack = Stack::new(&emulator_config().await).await.unwrap();
+        let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
+        let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+        let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
+        let urls = ResponseUrls::new(std::sync::Arc::new(DynamoRecords::new(
+            aws_sdk_dynamodb::Client::new(&aws),
+            &stack.table,
+        )));
+        proxy.script_when("DynamoDB_20120810.PutItem", "RESPONSE_URL", fault);
+        let turn = TurnId::new("T061EG9R6-Sl8088930838d88f008e0");
+
+        // WHEN the worker claims the pointer, and its message is delivered twice more
+        let mut outcomes = Vec::new();
+        for _ in 0..3 {
+            // A lost answer is told from a refusal by the write's token: never an error.
+            outcomes.push(urls.claim(&turn, "dm-pointer", ASKED, ASKED + 5).await.expect("claimed or refused"));
+        }
+
+        // THEN the claim was granted once: the write whose answer was lost is found as the worker's own
+        let injected = proxy.injected_by_kind();
+        assert_eq!(injected.get(&fault), Some(&1), "{fault:?}: the answer was lost: {injected:?}");
+        assert_eq!(outcomes, [Claim::Granted, Claim::AlreadyClaimed, Claim::AlreadyClaimed], "{fault:?}");
+    }
 }

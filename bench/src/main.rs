@@ -228,6 +228,7 @@ fn bench_worker_returning(
         feedback: tables.feedback,
         grants: tables.grants,
         departures: tables.departures,
+        response_urls: tables.response_urls,
         contexts: Arc::new(testkit::memory::MemoryContexts::default()),
     };
     let worker = Worker::builder(ports)

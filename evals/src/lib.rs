@@ -359,6 +359,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
             feedback: tables.feedback,
             grants: tables.grants,
             departures: tables.departures,
+            response_urls: tables.response_urls,
             contexts: Arc::new(testkit::memory::MemoryContexts::default()),
         },
         guardrails: Arc::new(|_: &str, _: &str| {

@@ -31,6 +31,9 @@ local_server.rs `record`); this script validates each one against:
   parsed with the slack_sdk model its docstring names, with the limits those
   docstrings state and validate_json does not (a table's 100 rows of at most
   20 cells; a task_update's status).
+  A POST to a slash command's `response_url` (`/commands/…`) is a JSON message:
+  its fields must be ones slack_sdk's `WebhookClient.send` takes, with text or
+  blocks, `response_type` ephemeral or in_channel, blocks as a message's.
 
 Each violation names the recorded line, the operation or method, the JSON path
 and the rule; identical violations are reported once, with how many more lines had them. Exit status
@@ -74,6 +77,7 @@ from slack_sdk.models.blocks.block_elements import UrlSourceElement
 from slack_sdk.models.blocks.blocks import DividerBlock, PlanBlock, RichTextBlock, TableBlock, TaskCardBlock
 from slack_sdk.models.messages.chunk import BlocksChunk, Chunk, TaskUpdateChunk
 from slack_sdk.models.views import View
+from slack_sdk.webhook import WebhookClient
 from slack_sdk.version import __version__ as SLACK_SDK_VERSION
 from slack_sdk.web.client import WebClient
 
@@ -329,6 +333,8 @@ class Slack:
 
     def check(self, record):
         path = record["path"]
+        if path.startswith("/commands/"):
+            return self.response_url(record)
         if not path.startswith("/api/"):
             return "slack file download or upload, not a Web API call: skipped", None, []
         method = path[len("/api/") :]
@@ -362,6 +368,29 @@ class Slack:
             if view is not None:
                 self.view(view, errors)
         return "slack", method, errors
+
+    def response_url(self, record):
+        """A POST to a slash command's response_url: a JSON message whose fields are
+        the ones slack_sdk's WebhookClient.send takes, its blocks validated as a
+        message's."""
+        errors = []
+        content_type = record.get("headers", {}).get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            errors.append(("(body)", "a response_url takes JSON"))
+        args = self.arguments(record, errors)
+        if args is None:
+            return "slack", "response_url", errors
+        fields = set(inspect.signature(WebhookClient.send).parameters) - {"self", "headers"}
+        for name in args:
+            if name not in fields:
+                errors.append((name, "not a field of slack_sdk WebhookClient.send"))
+        if not args.get("text") and not args.get("blocks"):
+            errors.append(("text", "a message needs text or blocks"))
+        if args.get("response_type", "ephemeral") not in ("ephemeral", "in_channel"):
+            errors.append(("response_type", "ephemeral or in_channel"))
+        if isinstance(args.get("blocks"), list):
+            self.blocks(args["blocks"], "blocks", errors, message=True)
+        return "slack", "response_url", errors
 
     @staticmethod
     def arguments(record, errors):

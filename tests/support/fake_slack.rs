@@ -134,6 +134,8 @@ struct Shared {
     downloads: Mutex<Vec<(String, Option<String>)>>,
     /// Uploads (`files.getUploadURLExternal`, then bytes to its URL).
     uploads: Mutex<HashMap<String, Vec<u8>>>,
+    /// What was POSTed to commands' `response_url`s: (path, JSON body).
+    responses: Mutex<Vec<(String, Value)>>,
     base_url: Mutex<String>,
 }
 
@@ -152,6 +154,9 @@ impl FakeSlack {
             .route("/api/{method}", post(call))
             .route("/files-pri/{id}/download/{name}", axum::routing::get(download))
             .route("/upload/{id}", post(upload))
+            // A slash command's `response_url` (`https://hooks.slack.com/commands/…`,
+            // posted here by path: the functions' Slack base is this server).
+            .route("/commands/{*rest}", post(respond))
             .with_state(shared.clone());
         let notes = crate::local_server::Notes::default();
         let server = LocalServer::start_recorded_with(app, "slack", notes.clone()).await;
@@ -231,6 +236,11 @@ impl FakeSlack {
 
     /// Serves a file as Slack does (to the bot token only); its
     /// `url_private_download`.
+    /// Every POST to a command's `response_url`: (path, JSON body).
+    pub fn responses(&self) -> Vec<(String, Value)> {
+        self.shared.responses.lock().expect("responses lock").clone()
+    }
+
     pub fn file(&self, id: &str, name: &str, body: impl Into<axum::body::Bytes>, content_type: &str) -> String {
         let entry = (body.into(), content_type.to_owned());
         self.shared.files.lock().expect("files lock").insert(id.to_owned(), entry);
@@ -473,6 +483,18 @@ impl Shared {
                 }
                 None => serde_json::json!({"ok": false, "error": "channel_not_found"}),
             },
+            // The DM with `U…` is `D…` with the same letters after the first.
+            "conversations.open" => match field("users").strip_prefix('U') {
+                Some(rest) if !rest.is_empty() && !rest.contains(',') => {
+                    serde_json::json!({"ok": true, "channel": {"id": format!("D{rest}")}})
+                }
+                _ => serde_json::json!({"ok": false, "error": "user_not_found"}),
+            },
+            "chat.getPermalink" => serde_json::json!({
+                "ok": true,
+                "channel": field("channel"),
+                "permalink": format!("https://acme.slack.com/archives/{}/p{}", field("channel"), field("message_ts").replace('.', "")),
+            }),
             "auth.test" => serde_json::json!({
                 "ok": true, "url": "https://acme.slack.com/", "team_id": "T061EG9R6", "user_id": "U0LAN0Z89"
             }),
@@ -518,6 +540,24 @@ async fn call(
             (StatusCode::TOO_MANY_REQUESTS, [("retry-after", retry_after_secs.to_string())], "").into_response()
         }
         SlackReply::Status(status) => StatusCode::from_u16(status).expect("valid status").into_response(),
+    }
+}
+
+/// A POST to a command's `response_url`: JSON, no token (the URL is the
+/// credential); Slack answers `ok`, or 404 for a body that is not JSON.
+async fn respond(
+    State(shared): State<Arc<Shared>>,
+    Path(rest): Path<String>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    let json = headers.get("content-type").and_then(|v| v.to_str().ok()) == Some("application/json");
+    match serde_json::from_str::<Value>(&body) {
+        Ok(value) if json && headers.get("authorization").is_none() => {
+            shared.responses.lock().expect("responses lock").push((format!("/commands/{rest}"), value));
+            (StatusCode::OK, "ok").into_response()
+        }
+        _ => (StatusCode::BAD_REQUEST, "invalid_payload").into_response(),
     }
 }
 

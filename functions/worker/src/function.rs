@@ -526,6 +526,7 @@ pub(crate) async fn assemble_worker(
             feedback: FeedbackLog::new(records.clone()),
             grants: assistant_core::grants::ThreadGrants::new(records.clone()),
             departures: assistant_core::departures::Departures::new(records.clone()),
+            response_urls: assistant_core::response_url::ResponseUrls::new(records.clone()),
             contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
         },
         guardrails: Arc::new({

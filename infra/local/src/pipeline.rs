@@ -309,6 +309,7 @@ impl Pipeline {
                 feedback: FeedbackLog::new(records.clone()),
                 grants: assistant_core::grants::ThreadGrants::new(records.clone()),
                 departures: assistant_core::departures::Departures::new(records.clone()),
+                response_urls: assistant_core::response_url::ResponseUrls::new(records.clone()),
                 contexts: contexts.clone(),
             },
             models,

@@ -18,7 +18,7 @@
 //! | sign-in state | `OAUTH_STATE#{state}` / `STATE` | worker; ingress (binds, takes) | [`STATE_TTL_SECS`] |
 //! | sign-in outcome | `OAUTH_OUTCOME#{state}` / `OUTCOME` | worker | the state's expiry |
 //! | registered OAuth client | `OAUTH_CLIENT#{hash}` / `CLIENT` | worker | [`CLIENT_TTL_SECS`] |
-//! | turn head, parts, delivery, stream, feedback | `TURN#{turn_id}` / `STATE`, `PART#…`, `DELIVERY`, `STREAM`, `FEEDBACK` | worker; responder (`DELIVERY`) | [`TURN_TTL_SECS`] |
+//! | turn head, parts, delivery, stream, feedback, a command's response_url posts | `TURN#{turn_id}` / `STATE`, `PART#…`, `DELIVERY`, `STREAM`, `FEEDBACK`, `RESPONSE_URL` | worker; responder (`DELIVERY`) | [`TURN_TTL_SECS`] |
 //! | approval deadline | `APPROVAL_TIMERS` / `{due_at:012}#{turn_id}#{tool_use_id}` | worker | [`KEPT_AFTER_DUE_SECS`] |
 //! | thread grant | `GRANTS#{team}#{channel}#{thread_ts}` / `GRANT#{scope}[#{user}]` | worker | [`GRANT_RECORD_SECS`] |
 //! | a person's sealed tokens | `USER#{team}#{user}` / `TOKENS#{provider}` | worker | [`TOKENS_TTL_SECS`] |
@@ -175,6 +175,12 @@ pub fn delivery(turn: &TurnId) -> RecordKey {
 /// (`StreamLog::save`).
 pub fn stream(turn: &TurnId) -> RecordKey {
     RecordKey { partition: turn_partition(turn), kind: "STREAM" }
+}
+
+/// The posts claimed through the `response_url` of the slash command that
+/// started a turn. Written by the worker (`response_url::claim`).
+pub fn response_url(turn: &TurnId) -> RecordKey {
+    RecordKey { partition: turn_partition(turn), kind: "RESPONSE_URL" }
 }
 
 /// Ratings of a turn's answer. Written by the worker (`FeedbackLog::rate`).
@@ -439,6 +445,7 @@ mod tests {
         assert_eq!(key(delivery(&turn)), (s("TURN#T1-Ev1"), "DELIVERY"));
         assert_eq!(key(stream(&turn)), (s("TURN#T1-Ev1"), "STREAM"));
         assert_eq!(key(feedback(&turn)), (s("TURN#T1-Ev1"), "FEEDBACK"));
+        assert_eq!(key(response_url(&turn)), (s("TURN#T1-Ev1"), "RESPONSE_URL"));
         assert_eq!(key(departed_team(&team)), (s("DEPARTED#T1"), "TEAM"));
         assert_eq!(key(departed_person(&team, &user)), (s("DEPARTED#T1#U1"), "PERSON"));
         assert_eq!(team_records(&team), "TEAM_RECORDS#T1");

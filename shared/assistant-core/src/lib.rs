@@ -52,6 +52,7 @@ pub mod ports;
 pub mod pricing;
 pub mod reading;
 pub mod response_modes;
+pub mod response_url;
 pub mod retry;
 pub mod signals;
 pub mod store;

@@ -203,7 +203,9 @@ pub struct HomeAction {
 /// "Investigate with the assistant" on a message (a message shortcut):
 /// the worker reads the message as the bot, checks that the person may see
 /// it, and starts a turn in the message's thread whose question is the
-/// message. Nothing of the message rides on the queue: where it is, only.
+/// message. Where the bot cannot read the conversation (a channel it is
+/// not in), the message as Slack showed it to the person (`shown`) is
+/// investigated instead, answered in the person's DM.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InvestigateMessage {
     /// The claim's key, from the shortcut's trigger id: the turn it starts
@@ -221,6 +223,26 @@ pub struct InvestigateMessage {
     /// work asked before the team or the person departed is not started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked_at: Option<i64>,
+    /// The message as the payload carries it (Slack's copy, as the person
+    /// saw it): read only where the bot cannot read the message itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown: Option<ShownMessage>,
+}
+
+/// A message as a shortcut's payload showed it: rendered to text (bounded
+/// by `slack::readable`), who posted it, how many files it had.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShownMessage {
+    pub text: String,
+    /// The person who posted it; none for an app.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<UserId>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub files: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Why the bot forgets a team or some of its people.

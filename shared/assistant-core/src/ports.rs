@@ -60,7 +60,7 @@ pub use slack_agent::{AgentSlack, StreamChunk, SuggestedPrompt, TaskSource, Task
 pub use slack_canvases::{Canvas, Canvases};
 pub use slack_files::{DownloadError, Downloaded, SlackFiles};
 pub use slack_posting::{AlertPoster, FileUpload, SlackPoster};
-pub use slack_reading::{Author, ChannelInfo, FoundMessage, SlackReader, SlackSearch, ThreadMessage};
+pub use slack_reading::{Author, ChannelInfo, FoundMessage, MessageRead, SlackReader, SlackSearch, ThreadMessage};
 pub use timers::{ApprovalTimer, ApprovalTimers};
 pub use turns::{Created, DeliveryLog, StoreError, TurnStore};
 

@@ -2,17 +2,19 @@
 //! I/O: a `message_action` payload with the manifest's `callback_id`
 //! becomes a claim keyed by its trigger id (Slack's retries of the same
 //! payload claim the same key, so they start nothing more) and an
-//! `investigate_message` work message that names where the message is,
-//! never what it says. The worker reads it as the bot and checks that the
-//! person may see it before anything of it reaches the model
+//! `investigate_message` work message that names where the message is and
+//! carries Slack's copy of it. The worker reads the message as the bot and
+//! checks that the person may see it before anything of it reaches the
+//! model; Slack's copy is read only where the bot cannot read the
+//! conversation, and answered in the person's DM
 //! (`shared/worker/turn/src/handlers/shortcut.rs`).
 
 use crate::route::{Ignored, Route};
-use assistant_core::messages::InvestigateMessage;
+use assistant_core::messages::{InvestigateMessage, ShownMessage};
 use assistant_core::ports::{EventClaim, ThreadRule};
 use assistant_core::{ThreadRef, WorkMessage};
 use slack::shortcut::{INVESTIGATE_CALLBACK_ID, MessageShortcut};
-use slack::{ChannelId, EventId, Home};
+use slack::{ChannelId, EventId, Home, UserId};
 
 /// The event id of a shortcut's claim: `Sc` and its trigger id's key.
 pub const EVENT_ID_PREFIX: &str = "Sc";
@@ -61,6 +63,11 @@ pub fn route_message_shortcut(home: &Home, shortcut: &MessageShortcut) -> Route 
         user: shortcut.user_id().clone(),
         membership: shortcut.person_membership(home),
         asked_at: shortcut.action_ts.as_ref().and_then(|ts| ts.unix_secs()),
+        shown: Some(ShownMessage {
+            text: shortcut.message.readable(),
+            author: shortcut.message.user.clone().filter(|user| UserId::is_well_formed(user.as_str())),
+            files: shortcut.message.files.len(),
+        }),
     });
     Route::StartTurn { claim, message }
 }
@@ -88,8 +95,9 @@ mod tests {
         assert_eq!(shortcut.thread.queue_group(), "C0LAN2Q65:1763800000.000100");
         assert_eq!((shortcut.user.as_str(), shortcut.message_ts.as_str()), ("U061F7AUR", "1763800000.000100"));
         assert_eq!(shortcut.asked_at, Some(1_763_800_950), "when it was used, not when the message was posted");
-        let queued = WorkMessage::InvestigateMessage(shortcut).encode();
-        assert!(!queued.contains("HighErrorRate"), "nothing of the message rides on the queue: {queued}");
+        let shown = shortcut.shown.as_ref().expect("Slack's copy rides along");
+        assert!(shown.text.contains("https://runbooks.example.com/checkout-5xx"), "attachments read: {}", shown.text);
+        assert_eq!((shown.author.as_ref(), shown.files), (None, 0), "an app's message, no files");
     }
 
     #[test]

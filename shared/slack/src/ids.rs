@@ -73,6 +73,17 @@ impl EnterpriseId {
     }
 }
 
+impl UserId {
+    /// Whether `text` has a user id's shape (`U…`, or `W…` under Enterprise
+    /// Grid: capital letters and digits), as an id taken from a payload's
+    /// free-form parts must before it goes into a prompt.
+    pub fn is_well_formed(text: &str) -> bool {
+        (3..=24).contains(&text.len())
+            && text.starts_with(['U', 'W'])
+            && text.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    }
+}
+
 impl ChannelId {
     /// Whether `text` has a channel id's shape (`C…`, `G…`, `D…`: capital
     /// letters and digits), as an id taken from an event's free-form context
@@ -81,5 +92,20 @@ impl ChannelId {
         (3..=24).contains(&text.len())
             && text.starts_with(['C', 'G', 'D'])
             && text.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_ids_have_slacks_shape_or_are_refused() {
+        for good in ["U061F7AUR", "W0GRIDUSER1"] {
+            assert!(UserId::is_well_formed(good), "{good}");
+        }
+        for bad in ["", "U", "u061f7aur", "C061F7AUR", "U061 F7AUR", "U061F7AUR>", "<!channel>", &"U".repeat(30)] {
+            assert!(!UserId::is_well_formed(bad), "{bad}");
+        }
     }
 }

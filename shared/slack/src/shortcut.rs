@@ -1,10 +1,11 @@
 //! Message shortcuts (<https://api.slack.com/reference/interaction-payloads/shortcuts>):
 //! what Slack POSTs as `payload=<json>` with `type: "message_action"` when
 //! someone picks one of the app's shortcuts in a message's "More actions"
-//! menu. Only what the bot acts on is read; the message itself is not taken
-//! from the payload: the worker reads it from Slack as the bot, which is how
-//! it checks the message is one it may show the person (see
-//! `shared/worker/turn/src/handlers/shortcut.rs`).
+//! menu. Where the bot can read the message itself, the worker reads it
+//! from Slack as the bot and checks the person may see it; the copy in the
+//! payload (Slack's, signed with the request) is what it investigates only
+//! where the bot cannot read the conversation, answering in the person's
+//! DM (see `shared/worker/turn/src/handlers/shortcut.rs`).
 
 use crate::ids::{ChannelId, TeamId, Ts, UserId};
 use crate::interaction::{Channel, Enterprise, Team, User};
@@ -33,12 +34,33 @@ pub struct MessageShortcut {
     pub message: ShortcutMessage,
 }
 
-/// The message the shortcut was used on: only where it is.
+/// The message the shortcut was used on, as Slack showed it to the person.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ShortcutMessage {
     pub ts: Ts,
     #[serde(default)]
     pub thread_ts: Option<Ts>,
+    /// Who posted it: a person (`user`), or an app (`bot_id` without one).
+    #[serde(default)]
+    pub user: Option<UserId>,
+    #[serde(default)]
+    pub text: String,
+    /// Kept as JSON: a block or attachment the bot cannot read never fails
+    /// the payload ([`crate::readable::message_text`] says what it left out).
+    #[serde(default)]
+    pub blocks: serde_json::Value,
+    #[serde(default)]
+    pub attachments: serde_json::Value,
+    #[serde(default)]
+    pub files: Vec<serde_json::Value>,
+}
+
+impl ShortcutMessage {
+    /// Its text, blocks and attachments as one readable text, bounded
+    /// ([`crate::readable::message_text`]).
+    pub fn readable(&self) -> String {
+        crate::readable::message_text(&self.text, &self.blocks, &self.attachments)
+    }
 }
 
 impl MessageShortcut {
@@ -98,6 +120,18 @@ mod tests {
         assert_eq!(shortcut.thread_ts().as_str(), "1763800000.000100", "a top-level message is its own thread");
         assert_eq!(shortcut.person_membership(&Home::Workspace), Membership::Home);
         assert_eq!(shortcut.claim_key().as_deref(), Some("0675384138b5894552bdd4a780554ee59d1f3638"));
+        let shown = shortcut.message.readable();
+        assert!(shown.contains("5xx ratio above 5%"), "the attachment is read: {shown}");
+        assert!(shown.contains("https://runbooks.example.com/checkout-5xx"), "{shown}");
+        assert_eq!((shortcut.message.user.as_ref(), shortcut.message.files.len()), (None, 0), "posted by an app");
+    }
+
+    #[test]
+    fn a_message_whose_blocks_are_not_slacks_still_reads() {
+        let odd = testkit::fixtures::MESSAGE_ACTION.replace("\"blocks\": []", "\"blocks\": {\"not\": \"a list\"}");
+        assert_ne!(odd, testkit::fixtures::MESSAGE_ACTION);
+        let shortcut: MessageShortcut = serde_json::from_str(&odd).unwrap();
+        assert!(shortcut.message.readable().contains("HighErrorRate"));
     }
 
     #[test]

@@ -30,6 +30,10 @@ pub const POST: &str = "chat.postMessage";
 pub const POST_TAGGED: &str = "chat.postMessage (tagged)";
 pub const FIND_TAGGED: &str = "conversations.history/replies (tagged)";
 pub const AUTH_TEST: &str = "auth.test";
+pub const OPEN_DM: &str = "conversations.open";
+pub const PERMALINK: &str = "chat.getPermalink";
+/// A POST to a slash command's `response_url`.
+pub const RESPOND: &str = "response_url";
 
 /// The most markdown one stream call may carry.
 pub const STREAM_TEXT_LIMIT: usize = 12_000;
@@ -71,6 +75,8 @@ pub struct MemoryAgent {
     uploads: Mutex<Vec<(String, FileUpload)>>,
     posts: Mutex<Vec<(ChannelId, String)>>,
     tagged: Mutex<Vec<Tagged>>,
+    /// What was shown through commands' `response_url`s: (path, text).
+    responses: Mutex<Vec<(String, String)>>,
     /// Also print what is streamed (when the stream stops), as the local
     /// runner shows Slack.
     echo: bool,
@@ -89,6 +95,11 @@ impl MemoryAgent {
     /// Every message posted at the top of a channel: (channel, text).
     pub fn posts(&self) -> Vec<(ChannelId, String)> {
         self.posts.lock().expect("posts lock").clone()
+    }
+
+    /// Every ephemeral message sent through a `response_url`: (its path, text).
+    pub fn responses(&self) -> Vec<(String, String)> {
+        self.responses.lock().expect("responses lock").clone()
     }
 
     /// Every message posted with metadata, in order.
@@ -375,6 +386,32 @@ impl AgentSlack for MemoryAgent {
             .collect())
     }
 
+    /// The DM with `U…` is `D…` with the same letters after the first.
+    async fn open_dm(&self, user: &UserId) -> Result<ChannelId, PostError> {
+        self.called(OPEN_DM)?;
+        Ok(dm_of(user))
+    }
+
+    async fn permalink(&self, channel: &ChannelId, ts: &Ts) -> Result<String, PostError> {
+        self.called(PERMALINK)?;
+        Ok(format!("https://acme.slack.com/archives/{channel}/p{}", ts.as_str().replace('.', "")))
+    }
+
+    /// Scripted under [`RESPOND`]; `LandThenFail` shows the text, then
+    /// answers with the error (an answer lost).
+    async fn respond(&self, url: &slack::command::ResponseUrl, text: &str) -> Result<(), PostError> {
+        self.calls.lock().expect("calls lock").push(RESPOND);
+        let scripted = self.scripts.lock().expect("scripts lock").get_mut(RESPOND).and_then(VecDeque::pop_front);
+        if let Some(Scripted::Fail(err)) = scripted {
+            return Err(err);
+        }
+        self.responses.lock().expect("responses lock").push((url.path().to_owned(), text.to_owned()));
+        match scripted {
+            Some(Scripted::LandThenFail(err)) => Err(err),
+            _ => Ok(()),
+        }
+    }
+
     async fn identity(&self) -> Result<BotIdentity, PostError> {
         self.called(AUTH_TEST)?;
         Ok(BotIdentity { team: TeamId::new(TEAM), user: UserId::new(crate::fixtures::BOT_USER) })
@@ -390,6 +427,11 @@ pub struct Tagged {
     pub text: String,
     pub metadata: MessageMetadata,
     pub ts: Ts,
+}
+
+/// The bot's DM with `user` as [`MemoryAgent::open_dm`] opens it.
+pub fn dm_of(user: &UserId) -> ChannelId {
+    ChannelId::new(format!("D{}", &user.as_str()[1..]))
 }
 
 /// The workspace [`MemoryAgent::identity`] answers with.

@@ -7,8 +7,9 @@ use assistant_core::ThreadRef;
 use assistant_core::messages::{ReplyMessage, WorkMessage};
 use assistant_core::ports::{
     ApprovalTimer, ApprovalTimers, ArtifactStore, BOT_THREAD_TTL_SECS, ChannelInfo, ClaimOutcome, DownloadError,
-    Downloaded, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims, PortError, Put, RecordKey, RecordWrite, ReplyQueue,
-    SecretStore, SlackFiles, SlackReader, StoredRecord, ThreadMessage, ThreadRule, VersionedRecords, WorkQueue,
+    Downloaded, EVENT_CLAIM_TTL_SECS, EventClaim, EventClaims, MessageRead, PortError, Put, RecordKey, RecordWrite,
+    ReplyQueue, SecretStore, SlackFiles, SlackReader, StoredRecord, ThreadMessage, ThreadRule, VersionedRecords,
+    WorkQueue,
 };
 use assistant_core::store::{RecordDeliveries, RecordTurns};
 use async_trait::async_trait;
@@ -142,6 +143,8 @@ pub struct MemorySlack {
     downloads: Mutex<Vec<String>>,
     /// What `thread_history` answers (every thread).
     history: Mutex<Vec<ThreadMessage>>,
+    /// Channels the bot is not in: their messages are out of reach.
+    unreadable: Mutex<std::collections::HashSet<String>>,
     /// What `channel_history` answers, by channel; any other channel is
     /// one the bot is not in.
     channels: Mutex<HashMap<String, Vec<ThreadMessage>>>,
@@ -152,6 +155,11 @@ pub struct MemorySlack {
 }
 
 impl MemorySlack {
+    /// Makes `channel` one the bot is not in: its messages are out of reach.
+    pub fn out_of_reach(&self, channel: &str) {
+        self.unreadable.lock().expect("unreadable lock").insert(channel.to_owned());
+    }
+
     /// A message Slack's search finds (in a channel of `channel_type`,
     /// `public_channel`, `private_channel`, `im`, `mpim`) when the query
     /// shares a word with it.
@@ -229,14 +237,19 @@ impl SlackReader for MemorySlack {
         Ok(self.history.lock().expect("history lock").clone())
     }
 
-    /// The message from the thread so far; none when it is not there.
+    /// The message from the thread so far; out of reach in a channel set
+    /// so ([`MemorySlack::out_of_reach`]).
     async fn message(
         &self,
-        _thread: &ThreadRef,
+        thread: &ThreadRef,
         ts: &slack::Ts,
         _bot_user: Option<&slack::UserId>,
-    ) -> Result<Option<ThreadMessage>, PortError> {
-        Ok(self.history.lock().expect("history lock").iter().find(|message| &message.ts == ts).cloned())
+    ) -> Result<MessageRead, PortError> {
+        if self.unreadable.lock().expect("unreadable lock").contains(thread.channel.as_str()) {
+            return Ok(MessageRead::OutOfReach);
+        }
+        let history = self.history.lock().expect("history lock");
+        Ok(history.iter().find(|message| &message.ts == ts).cloned().map_or(MessageRead::NotThere, MessageRead::Found))
     }
 
     /// Every one is a member of every channel here.
@@ -421,6 +434,8 @@ pub struct MemoryRecords {
     records: Mutex<HashMap<RecordKey, StoredRecord>>,
     parts: Mutex<std::collections::BTreeMap<(String, String), String>>,
     lost: Mutex<std::collections::VecDeque<LostAnswer>>,
+    /// Puts refused unapplied: (partition prefix, kind), once each.
+    unavailable: Mutex<Vec<(String, &'static str)>>,
 }
 
 /// How the answer to an applied put is lost.
@@ -440,6 +455,13 @@ impl MemoryRecords {
         self.gets.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// The next put of a `kind` record whose partition starts with
+    /// `partition_prefix` fails unapplied (the table unavailable for that
+    /// one write).
+    pub fn fail_next_put(&self, partition_prefix: &str, kind: &'static str) {
+        self.unavailable.lock().expect("unavailable lock").push((partition_prefix.to_owned(), kind));
+    }
+
     /// The next puts that would be written are applied and their answers
     /// lost, one per entry, in order.
     pub fn lose_answers(&self, lost: impl IntoIterator<Item = LostAnswer>) {
@@ -455,6 +477,15 @@ impl VersionedRecords for MemoryRecords {
     }
 
     async fn put(&self, key: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {
+        {
+            let mut unavailable = self.unavailable.lock().expect("unavailable lock");
+            let failing =
+                unavailable.iter().position(|(prefix, kind)| *kind == key.kind && key.partition.starts_with(prefix));
+            if let Some(at) = failing {
+                unavailable.remove(at);
+                return Err(PortError::new("memory put", "the table is unavailable (not applied)"));
+            }
+        }
         let mut records = self.records.lock().expect("records lock");
         let stored = records.get(key).map_or(0, |record| record.version);
         if stored != write.expected {
@@ -512,6 +543,7 @@ pub struct Tables {
     pub feedback: assistant_core::feedback::FeedbackLog,
     pub grants: assistant_core::grants::ThreadGrants,
     pub departures: assistant_core::departures::Departures,
+    pub response_urls: assistant_core::response_url::ResponseUrls,
 }
 
 pub fn tables() -> Tables {
@@ -531,7 +563,8 @@ pub fn tables_over(records: Arc<dyn VersionedRecords>) -> Tables {
         streams: assistant_core::store::StreamLog::new(records.clone()),
         feedback: assistant_core::feedback::FeedbackLog::new(records.clone()),
         grants: assistant_core::grants::ThreadGrants::new(records.clone()),
-        departures: assistant_core::departures::Departures::new(records),
+        departures: assistant_core::departures::Departures::new(records.clone()),
+        response_urls: assistant_core::response_url::ResponseUrls::new(records),
     }
 }
 

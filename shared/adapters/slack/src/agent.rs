@@ -211,6 +211,18 @@ impl AgentSlack for WebAgent {
         Ok(crate::poster::owned_by(messages, owner))
     }
 
+    async fn open_dm(&self, user: &UserId) -> Result<ChannelId, PostError> {
+        self.client.open_dm(user).await.map_err(post_error)
+    }
+
+    async fn permalink(&self, channel: &ChannelId, ts: &Ts) -> Result<String, PostError> {
+        self.client.permalink(channel, ts).await.map_err(post_error)
+    }
+
+    async fn respond(&self, url: &slack::command::ResponseUrl, text: &str) -> Result<(), PostError> {
+        self.client.respond(url, text).await.map_err(post_error)
+    }
+
     async fn identity(&self) -> Result<BotIdentity, PostError> {
         let auth = self.client.identity().await.map_err(post_error)?;
         match (&auth.team_id, &auth.user_id) {

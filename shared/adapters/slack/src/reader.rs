@@ -8,7 +8,9 @@
 use crate::web::{HistoryMessage, WebClient, WebError};
 use assistant_core::ThreadRef;
 use assistant_core::files::{self, FileRef};
-use assistant_core::ports::{Author, ChannelInfo, FoundMessage, PortError, SlackReader, SlackSearch, ThreadMessage};
+use assistant_core::ports::{
+    Author, ChannelInfo, FoundMessage, MessageRead, PortError, SlackReader, SlackSearch, ThreadMessage,
+};
 use async_trait::async_trait;
 use slack::{ChannelId, UserId};
 
@@ -86,16 +88,20 @@ impl SlackReader for SlackWebReader {
         thread: &ThreadRef,
         ts: &slack::Ts,
         bot_user: Option<&UserId>,
-    ) -> Result<Option<ThreadMessage>, PortError> {
+    ) -> Result<MessageRead, PortError> {
         match self.client.conversations_replies(&thread.channel, &thread.thread_ts, usize::MAX).await {
-            Ok(messages) => Ok(conversation(messages, bot_user).into_iter().find(|message| &message.ts == ts)),
-            // What Slack answers for a conversation the bot is not in, one
-            // that does not exist, a thread that is not one: nothing to read.
-            Err(WebError::Api { error, .. })
-                if matches!(error.as_str(), "not_in_channel" | "channel_not_found" | "thread_not_found") =>
-            {
-                Ok(None)
+            Ok(messages) => Ok(conversation(messages, bot_user)
+                .into_iter()
+                .find(|message| &message.ts == ts)
+                .map_or(MessageRead::NotThere, MessageRead::Found)),
+            // What Slack answers for a conversation the bot is not in (or
+            // one that does not exist, which it says of private channels
+            // the bot is not in).
+            Err(WebError::Api { error, .. }) if matches!(error.as_str(), "not_in_channel" | "channel_not_found") => {
+                Ok(MessageRead::OutOfReach)
             }
+            // A thread that is not one: the message is not where the payload says.
+            Err(WebError::Api { error, .. }) if error == "thread_not_found" => Ok(MessageRead::NotThere),
             Err(err) => Err(PortError::new("Slack conversations.replies", err.to_string()).with_source(err)),
         }
     }

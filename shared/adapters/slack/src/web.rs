@@ -422,6 +422,66 @@ impl WebClient {
         Ok(posted.ts)
     }
 
+    /// The bot's DM with `user` (`conversations.open`, scope `im:write`):
+    /// the same channel every time, so it is retried freely.
+    pub async fn open_dm(&self, user: &UserId) -> Result<ChannelId, WebError> {
+        #[derive(Deserialize)]
+        struct Opened {
+            channel: OpenedChannel,
+        }
+        #[derive(Deserialize)]
+        struct OpenedChannel {
+            id: ChannelId,
+        }
+        let opened: Opened = self.call("conversations.open", &[("users", user.as_str())]).await?;
+        Ok(opened.channel.id)
+    }
+
+    /// A link to message `ts` in `channel` (`chat.getPermalink`, no scope).
+    pub async fn permalink(&self, channel: &ChannelId, ts: &Ts) -> Result<String, WebError> {
+        #[derive(Deserialize)]
+        struct Link {
+            permalink: String,
+        }
+        let params = [("channel", channel.as_str()), ("message_ts", ts.as_str())];
+        let link: Link = self.call("chat.getPermalink", &params).await?;
+        Ok(link.permalink)
+    }
+
+    /// Posts `text` as an ephemeral message through a command's
+    /// `response_url` (JSON, no token: the URL is the credential), through
+    /// the output guard like every request. Sent once, never retried: each
+    /// post is one of the URL's five uses, and after a 5xx it may have been
+    /// shown. Where the Web API is a local stand-in (tests), the URL's path
+    /// is posted to its origin instead of `hooks.slack.com`.
+    pub async fn respond(&self, url: &slack::command::ResponseUrl, text: &str) -> Result<(), WebError> {
+        const METHOD: &str = "response_url";
+        let target = match reqwest::Url::parse(&self.base_url) {
+            Ok(base) if base.host_str() != Some("slack.com") => {
+                format!("{}{}", base.origin().ascii_serialization(), url.path())
+            }
+            _ => url.expose().to_owned(),
+        };
+        let body = serde_json::json!({
+            "response_type": "ephemeral",
+            "replace_original": false,
+            "text": self.guard.param("text", text),
+        });
+        let response = self
+            .http
+            .post(target)
+            .timeout(REQUEST_TIMEOUT)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|source| WebError::Transport { method: METHOD.to_owned(), source })?;
+        match response.status().as_u16() {
+            200..300 => Ok(()),
+            429 => Err(WebError::RateLimited { method: METHOD.to_owned(), retry_after: Duration::from_secs(30) }),
+            status => Err(WebError::Http { method: METHOD.to_owned(), status }),
+        }
+    }
+
     /// Replaces a message the bot posted (`chat.update`).
     pub async fn update_message(
         &self,

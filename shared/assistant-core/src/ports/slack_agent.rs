@@ -137,6 +137,19 @@ pub trait AgentSlack: Send + Sync {
         owner: &TurnId,
     ) -> Result<BTreeMap<MessageKey, Ts>, PostError>;
 
+    /// The bot's DM with `user` (`conversations.open`): the same channel
+    /// every time.
+    async fn open_dm(&self, user: &UserId) -> Result<ChannelId, PostError>;
+
+    /// A link to message `ts` in `channel` (`chat.getPermalink`).
+    async fn permalink(&self, channel: &ChannelId, ts: &Ts) -> Result<String, PostError>;
+
+    /// Shows `text` to the person who typed a slash command, ephemerally,
+    /// where they typed it (a POST to the command's `response_url`). Each
+    /// call is one of the URL's uses: the caller counts them
+    /// ([`crate::response_url`]); never retried here.
+    async fn respond(&self, url: &slack::command::ResponseUrl, text: &str) -> Result<(), PostError>;
+
     /// The workspace and bot user the token belongs to (`auth.test`, asked
     /// once a process by the Slack adapter).
     async fn identity(&self) -> Result<crate::incidents::BotIdentity, PostError>;

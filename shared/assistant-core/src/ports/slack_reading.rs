@@ -65,6 +65,17 @@ pub struct SlackSearch<'a> {
 }
 
 /// What the worker reads from Slack when a turn starts.
+/// What reading one message found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MessageRead {
+    Found(ThreadMessage),
+    /// Slack says the bot may not read the conversation: it is not a
+    /// member, or the conversation does not exist for it.
+    OutOfReach,
+    /// The conversation reads, but the message is not in the thread.
+    NotThere,
+}
+
 #[async_trait]
 pub trait SlackReader: Send + Sync {
     /// The channel the thread is in.
@@ -88,15 +99,9 @@ pub trait SlackReader: Send + Sync {
     async fn channel_history(&self, channel: &ChannelId, limit: usize) -> Result<Vec<ThreadMessage>, PortError>;
 
     /// One message as the bot reads it, in `thread`
-    /// (`conversations.replies`): `None` when Slack says the bot may not
-    /// read the conversation (it is not a member) or the message is not
-    /// there. An error is one a later try may mend (rate limits, 5xx).
-    async fn message(
-        &self,
-        thread: &ThreadRef,
-        ts: &Ts,
-        bot_user: Option<&UserId>,
-    ) -> Result<Option<ThreadMessage>, PortError>;
+    /// (`conversations.replies`). An error is one a later try may mend
+    /// (rate limits, 5xx).
+    async fn message(&self, thread: &ThreadRef, ts: &Ts, bot_user: Option<&UserId>) -> Result<MessageRead, PortError>;
 
     /// Whether `user` is a member of `channel` (`conversations.members`,
     /// a bounded number of pages: a member beyond them counts as not one).

@@ -517,6 +517,7 @@ mod tests {
                 feedback: tables.feedback,
                 grants: tables.grants,
                 departures: tables.departures,
+                response_urls: tables.response_urls,
                 contexts: Arc::new(testkit::memory::MemoryContexts::default()),
                 // Never called in these tests: no reply is scripted.
                 model: Arc::new(ScriptedModel::default()),

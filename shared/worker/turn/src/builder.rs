@@ -67,6 +67,8 @@ pub struct Ports {
     /// Teams the app left and people who left: their work stops, and what
     /// is kept for them is forgotten.
     pub departures: Departures,
+    /// Posts claimed through slash commands' `response_url`s.
+    pub response_urls: assistant_core::response_url::ResponseUrls,
 }
 
 /// The worker's loop and everything it talks to: built once per process

@@ -21,6 +21,9 @@
 //! | `/assistant <question>` (a slash command) | [`slash_command`] |
 //! | the app left a team, or people left (`forget`) | [`forget`] |
 //!
+//! Where a shortcut or a command cannot be answered where it was used, the
+//! answer goes in a thread of the person's DM ([`dm_thread`]).
+//!
 //! What every turn shares (the step loop, its tool calls, acting as the
 //! person) is in [`crate::step_loop`], [`crate::tool_calls`] and
 //! [`crate::acting_as`].
@@ -32,6 +35,7 @@ pub mod alert;
 pub mod approval;
 pub mod approval_timeout;
 pub mod connect_click;
+pub mod dm_thread;
 pub mod feedback;
 pub mod forget;
 pub mod grant_revoke;

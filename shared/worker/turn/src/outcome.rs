@@ -147,6 +147,9 @@ pub enum WorkerError {
     /// The sign-in store or the provider failed: retry.
     #[error(transparent)]
     SignIn(PortError),
+    /// A command's `response_url` posts could not be counted: retry.
+    #[error(transparent)]
+    ResponseUrl(PortError),
     /// Slack failed setting prompts; a refusal is not an error.
     #[error(transparent)]
     Slack(assistant_core::delivery::PostError),
@@ -187,6 +190,7 @@ impl WorkerError {
             | WorkerError::Grants(_)
             | WorkerError::Departures(_)
             | WorkerError::SignIn(_)
+            | WorkerError::ResponseUrl(_)
             | WorkerError::Slack(_)
             | WorkerError::SlackRead(_)
             | WorkerError::Guardrail(_) => true,
@@ -209,6 +213,7 @@ impl WorkerError {
             WorkerError::Grants(_) => "I could not read or keep this thread's approvals",
             WorkerError::Departures(_) => "I could not check whether this workspace still has the app",
             WorkerError::SignIn(_) => "I could not complete or use your sign-in",
+            WorkerError::ResponseUrl(_) => "I could not keep count of my replies to your command",
             WorkerError::Slack(_) | WorkerError::SlackRead(_) => "Slack could not be reached",
             WorkerError::Incident(_) => "I could not record or post an alert's incident",
             WorkerError::Guardrail(_) => "the deployment's guardrail could not be reached to check it",

@@ -153,7 +153,7 @@ fn build_reading<M: Model + 'static>(
     tables: Tables,
     slack: Arc<MemorySlack>,
 ) -> TestWorker<M> {
-    let Tables { turns: store, deliveries, streams, feedback, grants, departures } = tables;
+    let Tables { turns: store, deliveries, streams, feedback, grants, departures, response_urls } = tables;
     let (agent, contexts) = (Arc::new(MemoryAgent::default()), Arc::new(MemoryContexts::default()));
     let model = Arc::new(model);
     let (work, replies) = (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
@@ -178,6 +178,7 @@ fn build_reading<M: Model + 'static>(
         grants: grants.clone(),
         contexts: contexts.clone(),
         departures,
+        response_urls,
     };
     let worker = Worker::builder(ports)
         .tools(tools(runs))
@@ -749,6 +750,7 @@ async fn after_a_reinstall_a_shortcut_on_an_older_message_runs_and_one_used_befo
             user: UserId::new(REQUESTER),
             membership: slack::Membership::Home,
             asked_at: Some(asked_at),
+            shown: None,
         })
     };
 
@@ -3214,17 +3216,123 @@ async fn a_slash_command_opens_one_thread_in_its_channel_even_when_the_roots_ans
 }
 
 #[tokio::test]
-async fn a_slash_command_where_the_bot_may_not_post_is_told_in_the_persons_dm_and_starts_no_turn() {
+async fn a_slash_command_where_the_bot_may_not_post_is_answered_in_the_persons_dm_and_pointed_to_once() {
+    use assistant_core::delivery::PostError;
+    use testkit::agent_memory::{POST_TAGGED, dm_of};
+    use testkit::slack_memory::Scripted;
+    // GIVEN a channel that refuses the bot's post, and a table that fails
+    // the turn's first save (the worker stops after the DM's root and the
+    // pointer where the command was typed)
+    let records = Arc::new(testkit::memory::MemoryRecords::default());
+    records.fail_next_put("TURN#", "STATE");
+    let tables = testkit::memory::tables_on(records);
+    let worker = build(ScriptedModel::new([text("Roll back the last deploy.")]), counter(), tables);
+    worker.agent.script(POST_TAGGED, [Scripted::Fail(PostError::Rejected { code: "not_in_channel".into() })]);
+    let command = slash_command("SlPRIVATE");
+
+    // WHEN the command is handled, fails, and is redelivered
+    assert!(worker.handle(&command, &Budget::plenty()).await.is_err(), "the turn's save failed: redelivered");
+    let outcome = worker.handle(&command, &Budget::plenty()).await.unwrap();
+
+    // THEN the answer is in a thread of the person's DM, under one root saying what was asked where
+    assert!(matches!(outcome, Outcome::Settled { status: TurnStatus::Answered, .. }), "{outcome:?}");
+    let dm = dm_of(&UserId::new(REQUESTER));
+    let roots = worker.agent.tagged();
+    assert_eq!(roots.len(), 1, "one root in the DM: {roots:?}");
+    assert_eq!((&roots[0].channel, roots[0].thread_ts.as_ref()), (&dm, None));
+    assert!(roots[0].text.starts_with("You asked with /assistant in <#C1>. I can't post there"), "{}", roots[0].text);
+    assert!(roots[0].text.ends_with("> why is checkout-api failing?"), "{}", roots[0].text);
+    let turn = worker.store.load(&TurnId::new("T1-SlPRIVATE")).await.unwrap().expect("stored");
+    assert_eq!((&turn.thread.channel, &turn.thread.thread_ts), (&dm, &roots[0].ts));
+    assert_eq!(worker.model.calls(), 1);
+    // AND one ephemeral pointer where the command was typed, linking the DM thread: the redelivery sent none
+    let responses = worker.agent.responses();
+    assert_eq!(responses.len(), 1, "{responses:?}");
+    assert_eq!(responses[0].0, "/commands/T1/2/x");
+    let link = format!("https://acme.slack.com/archives/{dm}/p{}", roots[0].ts.as_str().replace('.', ""));
+    assert_eq!(
+        responses[0].1,
+        format!("{}: <{link}|open it> in <#{dm}>.", worker_turn::handlers::slash_command::ANSWERING_IN_DM)
+    );
+    assert!(worker.agent.posts().is_empty(), "nothing else posted");
+}
+
+#[tokio::test]
+async fn a_slash_command_older_than_its_response_urls_life_is_answered_in_the_dm_alone() {
     use assistant_core::delivery::PostError;
     use testkit::agent_memory::POST_TAGGED;
     use testkit::slack_memory::Scripted;
-    let worker = worker(ScriptedModel::new([text("unused")]), counter());
-    worker.agent.script(POST_TAGGED, [Scripted::Fail(PostError::Rejected { code: "not_in_channel".into() })]);
-    let outcome = worker.handle(&slash_command("SlPRIVATE"), &Budget::plenty()).await.unwrap();
-    assert_eq!(outcome, Outcome::Ignored { reason: "command_channel_not_postable" });
+    let worker = worker(ScriptedModel::new([text("Roll back the last deploy.")]), counter());
+    worker.agent.script(POST_TAGGED, [Scripted::Fail(PostError::Rejected { code: "channel_not_found".into() })]);
+    let WorkMessage::SlashCommand(mut command) = slash_command("SlLATE") else { unreachable!() };
+    command.asked_at = NOW - assistant_core::response_url::LIFETIME_SECS + 30;
+    let outcome = worker.handle(&WorkMessage::SlashCommand(command), &Budget::plenty()).await.unwrap();
+    assert!(matches!(outcome, Outcome::Settled { status: TurnStatus::Answered, .. }), "{outcome:?}");
+    assert!(worker.agent.responses().is_empty(), "the URL would have expired on the way");
+    assert_eq!(worker.agent.tagged().len(), 1, "the DM's root");
+}
+
+fn shortcut_on(message_ts: &str, shown: Option<assistant_core::messages::ShownMessage>) -> WorkMessage {
+    WorkMessage::InvestigateMessage(assistant_core::messages::InvestigateMessage {
+        event_id: EventId::new("Sc0123456789abcdef"),
+        thread: ThreadRef { thread_ts: Ts::new(message_ts), ..thread() },
+        message_ts: Ts::new(message_ts),
+        user: UserId::new(REQUESTER),
+        membership: slack::Membership::Home,
+        asked_at: Some(NOW - 5),
+        shown,
+    })
+}
+
+#[tokio::test]
+async fn a_shortcut_in_a_conversation_the_bot_is_not_in_is_answered_in_the_persons_dm_from_slacks_copy() {
+    // GIVEN a channel the bot is not in, and the message as Slack showed it in the payload
+    let slack = Arc::new(MemorySlack::default());
+    slack.out_of_reach("C1");
+    let model = ScriptedModel::new([text("A nil map write in the checkout handler: deploy the fix.")]);
+    let worker = build_reading(model, counter(), testkit::memory::tables(), slack);
+    let shown = assistant_core::messages::ShownMessage {
+        text: "panic: assignment to entry in nil map <!channel>".into(),
+        author: Some(UserId::new("U2")),
+        files: 1,
+    };
+
+    // WHEN the person uses the shortcut on it (and Slack's copy is redelivered)
+    let outcome = worker.handle(&shortcut_on("1763799000.000050", Some(shown)), &Budget::plenty()).await.unwrap();
+    worker.handle(&shortcut_on("1763799000.000050", None), &Budget::plenty()).await.unwrap();
+
+    // THEN the turn runs in a thread of their DM, under one root linking the message
+    assert!(matches!(outcome, Outcome::Settled { status: TurnStatus::Answered, .. }), "{outcome:?}");
+    let dm = testkit::agent_memory::dm_of(&UserId::new(REQUESTER));
+    let roots = worker.agent.tagged();
+    assert_eq!(roots.len(), 1, "{roots:?}");
+    assert_eq!(
+        roots[0].text,
+        "You asked me to investigate <https://acme.slack.com/archives/C1/p1763799000000050|a message> in <#C1>. \
+         I'm not in that conversation, so I'm answering here.\n> panic: assignment to entry in nil map &lt;!channel&gt;"
+    );
+    let turn = worker.store.load(&TurnId::new("T1-Sc0123456789abcdef")).await.unwrap().expect("stored");
+    assert_eq!((&turn.thread.channel, &turn.thread.thread_ts), (&dm, &roots[0].ts));
+    // AND the model read Slack's copy, its file named as one it cannot open
+    assert_eq!(worker.model.calls(), 1, "the redelivery resumed the stored turn");
+    let asked = format!("{:?}", worker.model.sent(0));
+    assert!(asked.contains("posted by <@U2> (1 file attached, which I cannot open"), "{asked}");
+    assert!(asked.contains("panic: assignment to entry in nil map"), "{asked}");
+}
+
+#[tokio::test]
+async fn a_shortcut_on_a_message_not_where_the_payload_says_is_refused_whatever_its_copy_says() {
+    // GIVEN a conversation the bot reads, without the message the payload names
+    let slack = Arc::new(MemorySlack::default());
+    let worker = build_reading(ScriptedModel::new([text("unused")]), counter(), testkit::memory::tables(), slack);
+    let shown = assistant_core::messages::ShownMessage { text: "secret plans".into(), author: None, files: 0 };
+
+    let outcome = worker.handle(&shortcut_on("1763799000.000050", Some(shown)), &Budget::plenty()).await.unwrap();
+
+    assert_eq!(outcome, Outcome::Ignored { reason: "shortcut_message_not_visible" });
     assert_eq!(worker.model.calls(), 0);
+    assert!(worker.agent.tagged().is_empty());
     let posts = worker.agent.posts();
-    assert_eq!(posts.len(), 1);
-    assert_eq!(posts[0].0.as_str(), REQUESTER, "their DM with the bot");
-    assert!(!posts[0].1.contains("checkout-api"), "nothing of the question");
+    assert_eq!(posts.len(), 1, "the note in their DM");
+    assert!(!posts[0].1.contains("secret plans"));
 }

@@ -17,13 +17,23 @@
 //!   person of the installing team sees it, and one of another
 //!   organization (Slack Connect) must be a member.
 //!
-//! A refusal goes to the person's DM with the bot, and says nothing of
-//! the message: not its text, not whether it exists.
+//! Where the bot cannot read the conversation at all (a channel it is not
+//! in), the message as Slack showed it to the person in the signed payload
+//! is investigated instead, and answered in a thread of the person's DM
+//! with a link to the message ([`super::dm_thread`]): Slack offers the
+//! shortcut only on messages the person sees, and the answer goes to them
+//! alone. Nothing the bot cannot read is read besides that copy (no
+//! thread, no files: they are named, not opened).
+//!
+//! A refusal (the message is not where the payload says, or the person
+//! is not in the private conversation) goes to the person's DM with the
+//! bot, and says nothing of the message: not its text, not whether it
+//! exists.
 
 use super::Handler;
 use crate::{Deadline, Outcome, Worker, WorkerError};
-use assistant_core::messages::{InvestigateMessage, TurnRequest};
-use assistant_core::ports::{Author, ThreadMessage};
+use assistant_core::messages::{InvestigateMessage, ShownMessage, TurnRequest};
+use assistant_core::ports::{Author, MessageRead, ThreadMessage};
 use assistant_core::turn::TurnId;
 use slack::{ChannelId, Membership};
 use tracing::{Span, field, info, warn};
@@ -63,13 +73,20 @@ impl Worker {
             return Ok(departed);
         }
         let bot = self.agent.identity().await.map_err(WorkerError::Slack)?.user;
-        let message = self
+        let read = self
             .slack
             .message(&shortcut.thread, &shortcut.message_ts, Some(&bot))
             .await
             .map_err(WorkerError::SlackRead)?;
-        let Some(message) = message else {
-            return self.refuse(shortcut, "the bot cannot read the message").await;
+        let message = match (read, &shortcut.shown) {
+            (MessageRead::Found(message), _) => message,
+            (MessageRead::OutOfReach, Some(shown)) => {
+                return self.investigate_in_dm(shortcut, shown, bot, deadline).await;
+            }
+            (MessageRead::OutOfReach, None) => return self.refuse(shortcut, "the bot cannot read the message").await,
+            (MessageRead::NotThere, _) => {
+                return self.refuse(shortcut, "the message is not where the payload says").await;
+            }
         };
         if !self.may_see(shortcut).await? {
             return self.refuse(shortcut, "the person is not a member of the conversation").await;
@@ -87,6 +104,41 @@ impl Worker {
             asked_at: shortcut.asked_at,
         };
         info!("shortcut's message read: its turn starts");
+        self.begin(&request, deadline).await
+    }
+
+    /// The message as Slack showed it to the person, investigated in a
+    /// thread of their DM: the bot is not in its conversation.
+    async fn investigate_in_dm(
+        &self,
+        shortcut: &InvestigateMessage,
+        shown: &ShownMessage,
+        bot: slack::UserId,
+        deadline: &dyn Deadline,
+    ) -> Result<Outcome, WorkerError> {
+        let turn_id = TurnId::for_event(&shortcut.thread, &shortcut.event_id);
+        let (channel, team) = (&shortcut.thread.channel, &shortcut.thread.team);
+        let link = self.link_to(channel, &shortcut.message_ts, "a message").await;
+        let root = format!(
+            "You asked me to investigate {link}. I'm not in that conversation, so I'm answering here.\n{}",
+            super::dm_thread::quote(&shown.text)
+        );
+        let thread =
+            self.dm_thread(team, &shortcut.user, &turn_id, DM_ROOT, &root).await.map_err(WorkerError::Slack)?;
+        let request = TurnRequest {
+            event_id: shortcut.event_id.clone(),
+            message_ts: thread.thread_ts.clone(),
+            thread,
+            user: shortcut.user.clone(),
+            text: shown_question(shown),
+            // The conversation the message is in: the person has it in view.
+            context_channel: Some(channel.clone()),
+            bot_user: Some(bot),
+            files: Vec::new(),
+            membership: shortcut.membership,
+            asked_at: shortcut.asked_at,
+        };
+        info!("the bot is not in the message's conversation: its turn starts in the person's DM");
         self.begin(&request, deadline).await
     }
 
@@ -120,6 +172,9 @@ impl Worker {
     }
 }
 
+/// The root's key among the turn's messages in the DM.
+const DM_ROOT: &str = "shortcut-root";
+
 /// The turn's question: the message, as the person who used the shortcut
 /// asks about it (the context adds who asked; the redaction is the
 /// opening's, as for every question).
@@ -131,13 +186,32 @@ fn question(message: &ThreadMessage) -> String {
     };
     let files = match message.files.len() {
         0 => String::new(),
-        n => format!(" ({n} file{} attached)", if n == 1 { "" } else { "s" }),
+        n => format!(" ({n} file{} attached)", plural(n)),
     };
+    asking(&by, &files, &message.text)
+}
+
+/// The question from Slack's copy of a message the bot cannot read: its
+/// files are named, not opened (the bot cannot reach them).
+fn shown_question(shown: &ShownMessage) -> String {
+    let by = shown.author.as_ref().map_or_else(|| "an app".to_owned(), |user| format!("<@{user}>"));
+    let files = match shown.files {
+        0 => String::new(),
+        n => format!(" ({n} file{} attached, which I cannot open: I'm not in that conversation)", plural(n)),
+    };
+    asking(&by, &files, &shown.text)
+}
+
+fn asking(by: &str, files: &str, text: &str) -> String {
     format!(
         "Investigate this message, posted by {by}{files}: what does it mean, what is likely wrong, and what should \
          we do?\n\n> {}",
-        message.text.trim().replace('\n', "\n> ")
+        text.trim().replace('\n', "\n> ")
     )
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 #[cfg(test)]
@@ -158,5 +232,14 @@ mod tests {
         assert!(asked.ends_with("> [FIRING:1] HighErrorRate\n> runbook_url = https://runbooks.example.com/x"));
         let by_person = ThreadMessage { author: Author::Person(UserId::new("U2")), ..message };
         assert!(question(&by_person).contains("posted by <@U2>:"));
+    }
+
+    #[test]
+    fn slacks_copy_names_its_files_as_unopened() {
+        let shown = ShownMessage { text: "panic: nil map".into(), author: Some(UserId::new("U2")), files: 2 };
+        let asked = shown_question(&shown);
+        assert!(asked.starts_with("Investigate this message, posted by <@U2> (2 files attached, which I cannot open"));
+        assert!(asked.ends_with("> panic: nil map"), "{asked}");
+        assert!(shown_question(&ShownMessage { author: None, files: 0, ..shown }).contains("posted by an app:"));
     }
 }

@@ -14,25 +14,30 @@
 //! Where the bot may not post (a private channel it is not in, a DM
 //! between people: Slack refuses `chat.postMessage` with
 //! `not_in_channel`, `channel_not_found`, …), nothing is posted in the
-//! channel: the person is told in their DM with the bot how to get an
-//! answer, without a word of the question.
+//! channel: the turn runs in a thread of the person's DM with the bot
+//! ([`super::dm_thread`]), and the person is told so where they typed the
+//! command, ephemerally, through the command's `response_url` (one of its
+//! five uses, claimed once: [`assistant_core::response_url`]; past its
+//! thirty minutes the DM thread alone says it).
 
 use super::Handler;
 use crate::{Deadline, Outcome, Worker, WorkerError};
 use assistant_core::ThreadRef;
-use assistant_core::delivery::{MessageKey, MessageMetadata, PostError};
+use assistant_core::delivery::PostError;
 use assistant_core::messages::{SlashCommand, TurnRequest};
+use assistant_core::response_url::Claim;
 use assistant_core::turn::TurnId;
-use slack::ChannelId;
 use tracing::{Span, field, info, warn};
 
 /// The root message's key among the turn's messages.
 const ROOT: &str = "command-root";
 
-/// What the person is told (in their DM) when the bot cannot post where
-/// they typed the command.
-pub const CANNOT_POST: &str = "I couldn't answer your command there: I can only post in channels I'm a member of. \
-                               Invite me to the channel (`/invite @assistant`) and try again, or ask me here.";
+/// The name of the `response_url` post pointing to the DM thread.
+const DM_POINTER: &str = "dm-pointer";
+
+/// What the person sees where they typed the command, when the bot cannot
+/// post there (then a link to the DM thread).
+pub const ANSWERING_IN_DM: &str = "I can't post in this channel, so I'm answering in our DM";
 
 /// Slack's refusals that mean the bot may not post in the channel.
 const CANNOT_POST_CODES: &[&str] =
@@ -63,14 +68,29 @@ impl Worker {
             return Ok(departed);
         }
         let bot = self.agent.identity().await.map_err(WorkerError::Slack)?.user;
-        let root = match self.post_root(command, &turn_id).await {
-            Ok(root) => root,
-            Err(PostError::Rejected { code }) if CANNOT_POST_CODES.contains(&code.as_str()) => {
-                return self.cannot_post(command, &code).await;
+        let in_channel =
+            |root| ThreadRef { team: command.team.clone(), channel: command.channel.clone(), thread_ts: root };
+        let thread = if let Some(root) = self.find_root(&command.channel, &turn_id, ROOT).await {
+            in_channel(root)
+        } else if self
+            .found_dm_thread(&command.team, &command.user, &turn_id, ROOT)
+            .await
+            .map_err(WorkerError::Slack)?
+            .is_some()
+        {
+            // An earlier delivery answered in the DM (the channel refused
+            // it then): there, even if the bot may post in the channel now.
+            self.in_dm(command, &turn_id).await?
+        } else {
+            match self.post_root(&command.channel, &turn_id, ROOT, &root_text(command)).await {
+                Ok(root) => in_channel(root),
+                Err(PostError::Rejected { code }) if CANNOT_POST_CODES.contains(&code.as_str()) => {
+                    warn!(code, "the bot may not post where the command was typed: it answers in the person's DM");
+                    self.in_dm(command, &turn_id).await?
+                }
+                Err(err) => return Err(WorkerError::Slack(err)),
             }
-            Err(err) => return Err(WorkerError::Slack(err)),
         };
-        let thread = ThreadRef { team: command.team.clone(), channel: command.channel.clone(), thread_ts: root };
         let request = TurnRequest {
             event_id: command.event_id.clone(),
             message_ts: thread.thread_ts.clone(),
@@ -87,36 +107,33 @@ impl Worker {
         self.begin(&request, deadline).await
     }
 
-    /// The thread's root: found when a delivery before this one posted it
-    /// (its answer lost), else posted.
-    async fn post_root(&self, command: &SlashCommand, turn_id: &TurnId) -> Result<slack::Ts, PostError> {
-        let key = MessageKey::Notice { id: ROOT.to_owned() };
-        match self.agent.find_tagged(&command.channel, None, turn_id).await {
-            Ok(mut found) => {
-                if let Some(ts) = found.remove(&key) {
-                    info!("found the command's root posted by an earlier delivery");
-                    return Ok(ts);
+    /// The command's thread in the person's DM, and a pointer to it where
+    /// they typed the command (ephemeral, through the `response_url`).
+    async fn in_dm(&self, command: &SlashCommand, turn_id: &TurnId) -> Result<ThreadRef, WorkerError> {
+        let root = format!(
+            "You asked with {} in <#{}>. I can't post there, so I'm answering here.\n{}",
+            command.command,
+            command.channel,
+            super::dm_thread::quote(&command.question)
+        );
+        let thread =
+            self.dm_thread(&command.team, &command.user, turn_id, ROOT, &root).await.map_err(WorkerError::Slack)?;
+        let now = self.clock.now_unix();
+        match self.response_urls.claim(turn_id, DM_POINTER, command.asked_at, now).await {
+            Ok(Claim::Granted) => {
+                let pointer = format!(
+                    "{ANSWERING_IN_DM}: {}.",
+                    self.link_to(&thread.channel, &thread.thread_ts, "open it").await
+                );
+                // The claim is spent either way: the DM thread holds the answer.
+                if let Err(err) = self.agent.respond(&command.response_url, &pointer).await {
+                    warn!(error = %err, "the response_url post failed: the DM thread stands alone");
                 }
             }
-            // The bot cannot read the channel: it cannot post there either
-            // (Slack says so to the post, below), or the read failed and
-            // the post is the first one (no earlier delivery got this far
-            // with the channel unreadable and the post accepted).
-            Err(err) => info!(error = %err, "channel not read for an earlier root"),
+            Ok(claim) => info!(?claim, "no response_url post: the DM thread stands alone"),
+            Err(err) => return Err(WorkerError::ResponseUrl(err)),
         }
-        let metadata = MessageMetadata::new(turn_id, &key);
-        let text = redact::redact(&root_text(command)).into_owned();
-        self.agent.post_tagged(&command.channel, None, &text, &metadata).await
-    }
-
-    /// Tells the person in their DM with the bot that the channel is one it
-    /// cannot post in. Nothing is stored, so a redelivery tells them again
-    /// at most: the note holds nothing of the question.
-    async fn cannot_post(&self, command: &SlashCommand, code: &str) -> Result<Outcome, WorkerError> {
-        warn!(code, "the bot may not post where the command was typed: the person is told in their DM");
-        let dm = ChannelId::new(command.user.as_str());
-        self.agent.post_to_channel(&dm, CANNOT_POST).await.map_err(WorkerError::Slack)?;
-        Ok(Outcome::Ignored { reason: "command_channel_not_postable" })
+        Ok(thread)
     }
 }
 
@@ -142,7 +159,7 @@ fn question(command: &SlashCommand) -> String {
 mod tests {
     use super::*;
     use slack::command::ResponseUrl;
-    use slack::{EventId, Membership, TeamId, UserId};
+    use slack::{ChannelId, EventId, Membership, TeamId, UserId};
 
     fn command(question: &str) -> SlashCommand {
         SlashCommand {
