@@ -225,7 +225,9 @@ impl AgentSlack for WebAgent {
 
     async fn identity(&self) -> Result<BotIdentity, PostError> {
         let auth = self.client.identity().await.map_err(post_error)?;
-        match (&auth.team_id, &auth.user_id) {
+        // An org-wide install's token may name no workspace: the
+        // organization stands for it (`AuthTest::team`).
+        match (auth.team(), &auth.user_id) {
             (Some(team), Some(user)) => Ok(BotIdentity { team: TeamId::new(team), user: user.clone() }),
             _ => Err(PostError::Rejected { code: "auth_test_without_team_or_user".to_owned() }),
         }

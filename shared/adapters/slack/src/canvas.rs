@@ -29,7 +29,7 @@ impl WebCanvases {
     /// `{workspace url}/docs/{team}/`.
     async fn docs_base(&self) -> Result<String, PostError> {
         let auth = self.client.identity().await.map_err(post_error)?;
-        match (&auth.url, &auth.team_id) {
+        match (&auth.url, auth.team()) {
             (Some(url), Some(team)) => Ok(format!("{}/docs/{team}/", url.trim_end_matches('/'))),
             _ => Err(PostError::Rejected { code: "auth_test_without_url_or_team".into() }),
         }

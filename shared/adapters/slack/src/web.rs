@@ -585,7 +585,10 @@ impl WebClient {
     }
 }
 
-/// What `auth.test` says about the token.
+/// What `auth.test` says about the token. For an org-wide install's token
+/// Slack adds `enterprise_id` and `is_enterprise_install`, and may name no
+/// workspace (`team_id` absent or empty: the token is the organization's,
+/// not one workspace's); see [`AuthTest::team`].
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct AuthTest {
     /// The workspace's URL (`https://acme.slack.com/`).
@@ -595,6 +598,61 @@ pub struct AuthTest {
     pub team_id: Option<String>,
     #[serde(default)]
     pub user_id: Option<UserId>,
+    /// The organization (Enterprise Grid), if any.
+    #[serde(default)]
+    pub enterprise_id: Option<String>,
+    /// The token is an org-wide install's.
+    #[serde(default)]
+    pub is_enterprise_install: bool,
+}
+
+impl AuthTest {
+    /// The team the token acts for: its workspace, else (an org-wide
+    /// install naming none) its organization, as Slack names an
+    /// organization in team fields (`E…`). What the bot keeps for work no
+    /// Slack event places (an alert's thread) is keyed by it, so an org's
+    /// uninstall, keyed by the organization, forgets it too. `None`: Slack
+    /// named neither.
+    pub fn team(&self) -> Option<&str> {
+        fn named(id: &Option<String>) -> Option<&str> {
+            id.as_deref().map(str::trim).filter(|id| !id.is_empty())
+        }
+        named(&self.team_id).or_else(|| named(&self.enterprise_id))
+    }
+}
+
+#[cfg(test)]
+mod auth_test_tests {
+    use super::AuthTest;
+
+    fn read(json: &str) -> AuthTest {
+        serde_json::from_str(json).expect("auth.test's answer")
+    }
+
+    #[test]
+    fn a_workspace_token_names_its_workspace() {
+        let auth = read(
+            r#"{"ok": true, "url": "https://acme.slack.com/", "team": "Acme", "user": "bot", "team_id": "T061EG9R6", "user_id": "U0LAN0Z89", "bot_id": "B0OURBOT01", "is_enterprise_install": false}"#,
+        );
+        assert_eq!((auth.team(), auth.is_enterprise_install), (Some("T061EG9R6"), false));
+    }
+
+    #[test]
+    fn an_org_wide_token_naming_no_workspace_stands_for_its_organization() {
+        for team in [r#""#, r#""team_id": "","#, r#""team_id": null,"#] {
+            let auth = read(&format!(
+                r#"{{"ok": true, "url": "https://grid.enterprise.slack.com/", {team} "user_id": "W0BOT0001", "enterprise_id": "E0GRIDORG1", "is_enterprise_install": true}}"#
+            ));
+            assert_eq!((auth.team(), auth.is_enterprise_install), (Some("E0GRIDORG1"), true), "{team}");
+            assert_eq!(auth.user_id.as_ref().map(|u| u.as_str()), Some("W0BOT0001"));
+        }
+        // Naming a workspace too: the workspace.
+        let auth = read(
+            r#"{"ok": true, "team_id": "T0SISTER1", "enterprise_id": "E0GRIDORG1", "is_enterprise_install": true}"#,
+        );
+        assert_eq!(auth.team(), Some("T0SISTER1"));
+        assert_eq!(read(r#"{"ok": true, "team_id": " ", "enterprise_id": ""}"#).team(), None);
+    }
 }
 
 /// App-defined data attached to a message
