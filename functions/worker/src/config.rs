@@ -38,6 +38,11 @@ pub struct Config {
     /// as on the responder; default none): the Web API client's output
     /// guard applies it to everything the worker posts.
     pub special_mentions: SpecialMentions,
+    /// `SLACK_ENTERPRISE_ID`, as the ingress reads it: an org-wide
+    /// install's organization, whose departure stops every workspace's work
+    /// and whose workspaces with kept records are listed for its uninstall
+    /// (`assistant_core::departures`); unset, one workspace.
+    pub organization: Option<slack::EnterpriseId>,
 }
 
 impl Config {
@@ -59,6 +64,7 @@ impl Config {
         let (model_id, ops_channel, sign_in) = (required("MODEL_ID")?, env::ops_channel()?, sign_in_from_env()?);
         let special_mentions = SpecialMentions::parse(&optional("SLACK_ALLOWED_SPECIAL_MENTIONS").unwrap_or_default())
             .map_err(|reason| ConfigError::Invalid { name: "SLACK_ALLOWED_SPECIAL_MENTIONS", reason })?;
+        let organization = organization(optional("SLACK_ENTERPRISE_ID"))?;
         // Read last: every other variable is checked before a network call.
         let [slack_bot_token] = env::read_secrets([Some(slack_bot_token)], SecretsManager::at_start_up).await?;
         Ok(Self {
@@ -76,7 +82,22 @@ impl Config {
             sign_in,
             limits,
             special_mentions,
+            organization,
         })
+    }
+}
+
+/// `SLACK_ENTERPRISE_ID`: an organization id (`E…`) or unset; anything
+/// else stops the start, as on the ingress (the value is an id, not a
+/// secret, so the message may name it).
+fn organization(value: Option<String>) -> Result<Option<slack::EnterpriseId>, ConfigError> {
+    match value {
+        None => Ok(None),
+        Some(org) if slack::EnterpriseId::is_well_formed(&org) => Ok(Some(slack::EnterpriseId::new(org))),
+        Some(org) => Err(ConfigError::Invalid {
+            name: "SLACK_ENTERPRISE_ID",
+            reason: format!("{org:?} is not an Enterprise Grid organization id (E…)"),
+        }),
     }
 }
 

@@ -524,8 +524,10 @@ pub(crate) async fn assemble_worker(
             agent: Arc::new(WebAgent::new(slack.clone())),
             streams: StreamLog::new(records.clone()),
             feedback: FeedbackLog::new(records.clone()),
-            grants: assistant_core::grants::ThreadGrants::new(records.clone()),
-            departures: assistant_core::departures::Departures::new(records.clone()),
+            grants: assistant_core::grants::ThreadGrants::new(records.clone())
+                .in_organization(config.organization.clone()),
+            departures: assistant_core::departures::Departures::new(records.clone())
+                .in_organization(config.organization.clone()),
             response_urls: assistant_core::response_url::ResponseUrls::new(records.clone()),
             contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
         },
@@ -550,7 +552,10 @@ pub(crate) async fn assemble_worker(
             records.clone(),
             Arc::new(SystemClock),
         )),
-        memory: Some(assistant_core::memory::ChannelMemory::new(records.clone(), assistant.memory.retention_secs())),
+        memory: Some(
+            assistant_core::memory::ChannelMemory::new(records.clone(), assistant.memory.retention_secs())
+                .in_organization(config.organization.clone()),
+        ),
         action_tokens: claims.clone(),
         canvases: Arc::new(adapters_slack::WebCanvases::new(slack.clone())),
         incidents: Some(worker_incidents::IncidentPorts {
@@ -564,7 +569,9 @@ pub(crate) async fn assemble_worker(
         sign_in: config.sign_in.as_ref().map(|(key, urls)| {
             let sealer = adapters_kms::KmsSealer::new(&signer, clients.http.clone(), key);
             SignInPorts {
-                vault: Arc::new(SealedVault::new(records.clone(), Arc::new(sealer))),
+                vault: Arc::new(
+                    SealedVault::new(records.clone(), Arc::new(sealer)).in_organization(config.organization.clone()),
+                ),
                 states: ConnectStates::new(records.clone()),
                 tokens: Arc::new(adapters_oauth::OAuthClient::new(clients.http.clone())),
                 urls: urls.clone(),

@@ -114,11 +114,19 @@ impl RevokeButton {
 /// The grants of threads, on any [`VersionedRecords`] (items beside the
 /// thread's partition, written whole).
 #[derive(Clone)]
-pub struct ThreadGrants(Arc<dyn VersionedRecords>);
+pub struct ThreadGrants(Arc<dyn VersionedRecords>, Option<slack::EnterpriseId>);
 
 impl ThreadGrants {
     pub fn new(records: Arc<dyn VersionedRecords>) -> Self {
-        Self(records)
+        Self(records, None)
+    }
+
+    /// The same, for an org-wide deployment in `organization`: each
+    /// thread's grants are listed for its uninstall too
+    /// (`crate::departures::note`).
+    #[must_use]
+    pub fn in_organization(self, organization: Option<slack::EnterpriseId>) -> Self {
+        Self(self.0, organization)
     }
 
     /// Every grant the thread has had (revoked and ended ones too), read
@@ -152,8 +160,14 @@ impl ThreadGrants {
         let state = serde_json::to_string(grant).expect("grants are strings and numbers");
         let sort_key = keys::grant(&grant.scope, grant.for_user.as_ref());
         let (partition, expires_at) = (keys::grants_partition(thread), grant.until + GRANT_RECORD_SECS);
-        let listed =
-            crate::departures::note(self.0.as_ref(), &thread.team, &partition, keys::GRANT_SORT_PREFIX, expires_at);
+        let listed = crate::departures::note(
+            self.0.as_ref(),
+            self.1.as_ref(),
+            &thread.team,
+            &partition,
+            keys::GRANT_SORT_PREFIX,
+            expires_at,
+        );
         let kept = self.0.put_part(&partition, &sort_key, state, expires_at);
         futures_util::future::try_join(listed, kept).await.map(|_| ())
     }

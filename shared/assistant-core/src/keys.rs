@@ -35,6 +35,7 @@
 //! | a team the app left | `DEPARTED#{team}` / `TEAM` | worker | [`DEPARTURE_SECS`] |
 //! | a person who left | `DEPARTED#{team}#{user}` / `PERSON` | worker | [`DEPARTURE_SECS`] |
 //! | a team's kept partitions | `TEAM_RECORDS#{team}` / `KEPT#{partition}` | worker | the record's own |
+//! | an organization's workspaces with kept partitions | `ORG_TEAMS#{org}` / `TEAM#{team}#{kind}` | worker | the record's own |
 //!
 //! A [`RecordKey`] names a versioned record (one item, written through
 //! [`crate::store::put_versioned`]); records kept as items beside a
@@ -44,7 +45,7 @@
 use crate::messages::ThreadRef;
 use crate::ports::RecordKey;
 use crate::turn::TurnId;
-use slack::{ChannelId, EventId, TeamId, Ts, UserId};
+use slack::{ChannelId, EnterpriseId, EventId, TeamId, Ts, UserId};
 use std::fmt::Display;
 
 // ---------------------------------------------------------------------------
@@ -352,6 +353,27 @@ pub fn team_record(partition: &str) -> String {
     format!("{TEAM_RECORD_SORT_PREFIX}{partition}")
 }
 
+/// Where an org-wide deployment lists the workspaces of its organization
+/// that have kept partitions: one item per workspace and kind of record
+/// ([`org_team`]), written beside the item of the workspace's own list
+/// ([`team_records`]), so an organization's uninstall finds every
+/// workspace to forget by one query, never a scan. Written by the worker
+/// (`departures::note`); each item expires with the last record it stands
+/// for.
+pub fn org_teams(org: &EnterpriseId) -> String {
+    format!("ORG_TEAMS#{org}")
+}
+
+/// Where every item of [`org_teams`] sorts.
+pub const ORG_TEAM_SORT_PREFIX: &str = "TEAM#";
+
+/// The item of [`org_teams`] for `team`'s records whose sort keys start
+/// with `kind` (a memory's, a grant's, a token's: records of one kind keep
+/// alike, so the newest write's expiry stands for them all).
+pub fn org_team(team: &TeamId, kind: &str) -> String {
+    format!("{ORG_TEAM_SORT_PREFIX}{team}#{kind}")
+}
+
 /// The sort-key prefix of [`team_records`]' items that list the team's
 /// thread grants ([`grants_partition`]).
 pub fn team_record_grants(team: &TeamId) -> String {
@@ -449,6 +471,9 @@ mod tests {
         assert_eq!(key(departed_team(&team)), (s("DEPARTED#T1"), "TEAM"));
         assert_eq!(key(departed_person(&team, &user)), (s("DEPARTED#T1#U1"), "PERSON"));
         assert_eq!(team_records(&team), "TEAM_RECORDS#T1");
+        let org = EnterpriseId::new("E1");
+        assert_eq!((org_teams(&org), org_team(&team, MEMORY_SORT_PREFIX)), (s("ORG_TEAMS#E1"), s("TEAM#T1#THREAD#")));
+        assert!(org_team(&team, "X").starts_with(ORG_TEAM_SORT_PREFIX));
         assert_eq!(team_record(&grants_partition(&thread)), "KEPT#GRANTS#T1#C1#1700.01");
         assert!(team_record(&grants_partition(&thread)).starts_with(&team_record_grants(&team)));
         assert!(!team_record(&grants_partition(&thread)).starts_with(&team_record_grants(&TeamId::new("T"))));

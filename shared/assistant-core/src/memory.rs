@@ -51,11 +51,20 @@ pub struct Memory {
 pub struct ChannelMemory {
     records: Arc<dyn VersionedRecords>,
     retention_secs: i64,
+    organization: Option<slack::EnterpriseId>,
 }
 
 impl ChannelMemory {
     pub fn new(records: Arc<dyn VersionedRecords>, retention_secs: i64) -> Self {
-        Self { records, retention_secs }
+        Self { records, retention_secs, organization: None }
+    }
+
+    /// The same, for an org-wide deployment in `organization`: each
+    /// channel's memory is listed for its uninstall too
+    /// (`crate::departures::note`).
+    #[must_use]
+    pub fn in_organization(self, organization: Option<slack::EnterpriseId>) -> Self {
+        Self { organization, ..self }
     }
 
     /// Keeps `memory` for `channel`; the same turn again replaces it (a
@@ -64,8 +73,14 @@ impl ChannelMemory {
         let state = serde_json::to_string(memory).expect("a memory is strings and numbers");
         let expires_at = memory.settled_at + self.retention_secs;
         let partition = keys::memory_partition(team, channel);
-        let listed =
-            crate::departures::note(self.records.as_ref(), team, &partition, keys::MEMORY_SORT_PREFIX, expires_at);
+        let listed = crate::departures::note(
+            self.records.as_ref(),
+            self.organization.as_ref(),
+            team,
+            &partition,
+            keys::MEMORY_SORT_PREFIX,
+            expires_at,
+        );
         let sort_key = keys::memory(&memory.thread_ts, &memory.turn_id);
         let kept = self.records.put_part(&partition, &sort_key, state, expires_at);
         futures_util::future::try_join(listed, kept).await.map(|_| ())

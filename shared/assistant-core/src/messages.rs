@@ -274,7 +274,16 @@ impl ForgetReason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Forget {
     pub event_id: EventId,
+    /// The workspace; for an organization's forget, the organization's id
+    /// (`E…`, as Slack names it in team fields).
     pub team: TeamId,
+    /// An org-wide install left the whole organization `team` names (or
+    /// its people left it): every workspace of it the bot kept records for
+    /// is forgotten, and the departure is the organization's, so work of
+    /// any of its workspaces stops (`crate::departures`). Absent in
+    /// messages written before org-wide forgets: a workspace's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub organization: bool,
     pub reason: ForgetReason,
     /// The people to forget; none: the whole team.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

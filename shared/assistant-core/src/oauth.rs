@@ -869,11 +869,20 @@ struct VaultItem {
 pub struct SealedVault {
     records: Arc<dyn VersionedRecords>,
     sealer: Arc<dyn KeySealer>,
+    organization: Option<slack::EnterpriseId>,
 }
 
 impl SealedVault {
     pub fn new(records: Arc<dyn VersionedRecords>, sealer: Arc<dyn KeySealer>) -> Self {
-        Self { records, sealer }
+        Self { records, sealer, organization: None }
+    }
+
+    /// The same, for an org-wide deployment in `organization`: each
+    /// person's tokens are listed for its uninstall too
+    /// (`crate::departures::note`).
+    #[must_use]
+    pub fn in_organization(self, organization: Option<slack::EnterpriseId>) -> Self {
+        Self { organization, ..self }
     }
 
     async fn items(&self, team: &TeamId, user: &UserId) -> Result<Vec<VaultItem>, PortError> {
@@ -912,8 +921,14 @@ impl TokenVault for SealedVault {
         let json = serde_json::to_string(&item).expect("vault items are strings and numbers");
         let sort_key = keys::user_tokens(&key.provider);
         let (partition, expires_at) = (keys::user_partition(&key.team, &key.user), now_unix + TOKENS_TTL_SECS);
-        let listed =
-            crate::departures::note(self.records.as_ref(), &key.team, &partition, keys::TOKENS_SORT_PREFIX, expires_at);
+        let listed = crate::departures::note(
+            self.records.as_ref(),
+            self.organization.as_ref(),
+            &key.team,
+            &partition,
+            keys::TOKENS_SORT_PREFIX,
+            expires_at,
+        );
         let kept = self.records.put_part(&partition, &sort_key, json, expires_at);
         futures_util::future::try_join(listed, kept).await.map(|_| ())
     }

@@ -11,7 +11,7 @@ use assistant_core::oauth::{ConnectionKey, SealedVault, TokenVault, Tokens};
 use assistant_core::ports::VersionedRecords;
 use assistant_core::turn::{TurnId, TurnStatus};
 use slack::{ChannelId, Ts};
-use slack::{TeamId, UserId};
+use slack::{EnterpriseId, TeamId, UserId};
 use std::sync::Arc;
 use testkit::memory::{MemoryRecords, MemorySealer};
 
@@ -20,6 +20,12 @@ const AT: i64 = 1_763_800_500;
 /// The bot's records for `team`: a channel's memory, a grant for
 /// `user` and one for someone else, `user`'s sealed tokens.
 async fn keep(records: &Arc<MemoryRecords>, team: &str, user: &str) {
+    keep_in(records, None, team, user).await;
+}
+
+/// The same, written by an org-wide deployment in `org`.
+async fn keep_in(records: &Arc<MemoryRecords>, org: Option<&str>, team: &str, user: &str) {
+    let org = org.map(EnterpriseId::new);
     let (team, user) = (TeamId::new(team), UserId::new(user));
     let thread = ThreadRef { team: team.clone(), channel: ChannelId::new("C1"), thread_ts: Ts::new("1700.01") };
     let memory = Memory {
@@ -32,8 +38,9 @@ async fn keep(records: &Arc<MemoryRecords>, team: &str, user: &str) {
         status: TurnStatus::Answered,
         rating: None,
     };
-    ChannelMemory::new(records.clone(), 3600).remember(&team, &thread.channel, &memory).await.unwrap();
-    let grants = ThreadGrants::new(records.clone());
+    let memories = ChannelMemory::new(records.clone(), 3600).in_organization(org.clone());
+    memories.remember(&team, &thread.channel, &memory).await.unwrap();
+    let grants = ThreadGrants::new(records.clone()).in_organization(org.clone());
     for for_user in [user.clone(), UserId::new("U0OTHER")] {
         let grant = ThreadGrant {
             scope: "deploys__*".into(),
@@ -46,7 +53,7 @@ async fn keep(records: &Arc<MemoryRecords>, team: &str, user: &str) {
         };
         grants.put(&thread, &grant).await.unwrap();
     }
-    let vault = SealedVault::new(records.clone(), Arc::new(MemorySealer));
+    let vault = SealedVault::new(records.clone(), Arc::new(MemorySealer)).in_organization(org);
     let key = ConnectionKey { team: team.clone(), user: user.clone(), provider: "tracker".into() };
     let tokens: Tokens = serde_json::from_str(r#"{"access_token": "at-1"}"#).unwrap();
     vault.put(&key, &tokens, AT - 10).await.unwrap();
@@ -105,4 +112,66 @@ async fn a_person_who_left_loses_their_tokens_and_grants_only_in_their_team() {
     assert_eq!(departures.stopping(&t1, &u1, AT - 5).await.unwrap(), Some(departed));
     assert_eq!(departures.stopping(&t1, &UserId::new("U0OTHER"), AT - 5).await.unwrap(), None);
     assert_eq!(departures.stopping(&t2, &u1, AT - 5).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn an_organizations_uninstall_forgets_each_of_its_workspaces_and_no_other_org_or_workspace() {
+    // GIVEN an org-wide deployment's records in two workspaces of its
+    // organization, and a workspace it never listed (another deployment's
+    // keys, or records written before the organization was configured)
+    let records = Arc::new(MemoryRecords::default());
+    keep_in(&records, Some("E0ORG1"), "T1", "W1").await;
+    keep_in(&records, Some("E0ORG1"), "T2", "W1").await;
+    keep_in(&records, Some("E0OTHER"), "T3", "W1").await;
+    let org = EnterpriseId::new("E0ORG1");
+    let departures = Departures::new(records.clone()).in_organization(Some(org.clone()));
+    let listed = departures.workspaces_of(&org).await.unwrap();
+    let teams: Vec<&str> = listed.iter().map(|(team, _)| team.as_str()).collect();
+    assert_eq!(teams, ["T1", "T2"], "each workspace once, however many kinds it keeps");
+    assert_eq!(listed[0].1.len(), 3, "a memory's, a grant's and a token's item");
+    // WHEN the organization departs and is forgotten
+    let departed = Departed { at: AT, reason: ForgetReason::AppUninstalled };
+    let org_team = assistant_core::departures::organization_team(&org);
+    departures.depart(&org_team, None, departed).await.unwrap();
+    let forgotten = departures.forget_organization(&org, &[]).await.unwrap();
+    // THEN both its workspaces keep nothing, and its list is gone
+    assert_eq!(forgotten.records, 8, "two workspaces' memory, grants and tokens");
+    assert_eq!(count(&records, "T1", "W1").await, (0, 0, 0));
+    assert_eq!(count(&records, "T2", "W1").await, (0, 0, 0));
+    assert!(records.parts(&keys::org_teams(&org), keys::ORG_TEAM_SORT_PREFIX).await.unwrap().is_empty());
+    // AND another organization's workspace keeps everything
+    assert_eq!(count(&records, "T3", "W1").await, (1, 2, 1));
+    let other = EnterpriseId::new("E0OTHER");
+    assert_eq!(records.parts(&keys::org_teams(&other), "TEAM#").await.unwrap().len(), 3);
+    // AND a redelivery forgets nothing more
+    assert_eq!(departures.forget_organization(&org, &[]).await.unwrap().records, 0);
+    // Work of any workspace of the organization asked before stops; after
+    // it (a reinstall) goes on. A deployment of one workspace does not read
+    // the organization's departure.
+    let (t2, t9, w1) = (TeamId::new("T2"), TeamId::new("T9NEW"), UserId::new("W1"));
+    assert_eq!(departures.stopping(&t2, &w1, AT - 1).await.unwrap(), Some(departed));
+    assert_eq!(departures.stopping(&t9, &w1, AT - 1).await.unwrap(), Some(departed), "a workspace never listed too");
+    assert_eq!(departures.stopping(&t2, &w1, AT + 1).await.unwrap(), None);
+    let single = Departures::new(records.clone());
+    assert_eq!(single.stopping(&t2, &w1, AT - 1).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_person_who_left_the_organization_is_forgotten_in_each_of_its_workspaces_only() {
+    let records = Arc::new(MemoryRecords::default());
+    keep_in(&records, Some("E0ORG1"), "T1", "W1").await;
+    keep_in(&records, Some("E0ORG1"), "T2", "W1").await;
+    let org = EnterpriseId::new("E0ORG1");
+    let departures = Departures::new(records.clone()).in_organization(Some(org.clone()));
+    let w1 = UserId::new("W1");
+    let departed = Departed { at: AT, reason: ForgetReason::UserDeleted };
+    let org_team = assistant_core::departures::organization_team(&org);
+    departures.depart(&org_team, Some(&w1), departed).await.unwrap();
+    let forgotten = departures.forget_organization(&org, std::slice::from_ref(&w1)).await.unwrap();
+    assert_eq!(forgotten.records, 4, "their tokens and their grant, in each workspace");
+    assert_eq!(count(&records, "T1", "W1").await, (1, 1, 0), "the channels' memory and others' grants stay");
+    assert_eq!(count(&records, "T2", "W1").await, (1, 1, 0));
+    assert_eq!(departures.workspaces_of(&org).await.unwrap().len(), 2, "the workspaces stay listed");
+    assert_eq!(departures.stopping(&TeamId::new("T2"), &w1, AT - 1).await.unwrap(), Some(departed));
+    assert_eq!(departures.stopping(&TeamId::new("T2"), &UserId::new("W2"), AT - 1).await.unwrap(), None);
 }

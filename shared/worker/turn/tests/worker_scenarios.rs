@@ -679,6 +679,7 @@ fn forget(reason: ForgetReason, users: &[&str], at: i64) -> WorkMessage {
     WorkMessage::Forget(Forget {
         event_id: EventId::new(format!("Ev0FORGET{at}")),
         team: TeamId::new("T1"),
+        organization: false,
         reason,
         users: users.iter().map(|user| UserId::new(*user)).collect(),
         at,
@@ -791,6 +792,73 @@ async fn a_person_who_left_has_their_waiting_work_stopped_and_nobody_elses() {
     let click = click_on(&call, REQUESTER, Decision::Approve);
     assert_eq!(worker.handle(&click, &Budget::plenty()).await.unwrap(), Outcome::Ignored { reason: "departed" });
     assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+/// A forget of the whole organization `org` (an org-wide install's uninstall).
+fn forget_organization(org: &str, at: i64) -> WorkMessage {
+    WorkMessage::Forget(Forget {
+        event_id: EventId::new(format!("Ev0ORGFORGET{at}")),
+        team: TeamId::new(org),
+        organization: true,
+        reason: ForgetReason::AppUninstalled,
+        users: Vec::new(),
+        at,
+    })
+}
+
+#[tokio::test]
+async fn an_organizations_uninstall_stops_every_workspaces_work_and_forgets_them_and_another_orgs_forgets_nothing() {
+    // GIVEN an org-wide deployment in E0ORG1: a turn of workspace T1
+    // waiting for approval, and a grant kept in another workspace, T2
+    let records = Arc::new(testkit::memory::MemoryRecords::default());
+    let org = Some(slack::EnterpriseId::new("E0ORG1"));
+    let mut tables = testkit::memory::tables_on(records.clone());
+    tables.departures = tables.departures.in_organization(org.clone());
+    let grants = ThreadGrants::new(records.clone()).in_organization(org);
+    let t2 = ThreadRef { team: TeamId::new("T2"), ..thread() };
+    let grant = assistant_core::grants::ThreadGrant {
+        scope: "deploys__*".into(),
+        for_user: Some(UserId::new(REQUESTER)),
+        granted_by: UserId::new(REQUESTER),
+        turn_id: TurnId::new("T2-Ev9"),
+        granted_at: NOW - 100,
+        until: NOW + 3600,
+        revoked: None,
+    };
+    grants.put(&t2, &grant).await.unwrap();
+    let runs = counter();
+    let model = ScriptedModel::new([calls(&[("r1", "restart_service", json!({"query": "checkout-api"}))])]);
+    let worker = build(model, runs, tables);
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    let call = waiting_call(&worker).await;
+
+    // WHEN another organization's uninstall reaches the worker
+    let theirs = forget_organization("E0OTHERORG", NOW - 5);
+    let outcome = worker.handle(&theirs, &Budget::plenty()).await.unwrap();
+    // THEN nothing of ours is forgotten or stopped
+    assert_eq!(outcome, Outcome::Ignored { reason: "not_this_organization" });
+    assert_eq!(grants.all(&t2).await.unwrap().len(), 1);
+    assert_eq!(stored(&worker).await.status, TurnStatus::AwaitingApproval);
+
+    // WHEN our organization's uninstall comes, twice (Slack's retry)
+    let ours = forget_organization("E0ORG1", NOW - 5);
+    assert_eq!(worker.handle(&ours, &Budget::plenty()).await.unwrap(), Outcome::Forgotten { records: 1 });
+    assert_eq!(worker.handle(&ours, &Budget::plenty()).await.unwrap(), Outcome::Forgotten { records: 0 });
+    // THEN the other workspace's grant is gone, the waiting call never runs
+    assert!(grants.all(&t2).await.unwrap().is_empty());
+    let click = click_on(&call, REQUESTER, Decision::Approve);
+    assert_eq!(worker.handle(&click, &Budget::plenty()).await.unwrap(), Outcome::Ignored { reason: "departed" });
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    // AND a question of a workspace never seen before, asked before the
+    // uninstall, is not begun
+    let WorkMessage::StartTurn(mut queued) = start() else { unreachable!() };
+    queued.thread = ThreadRef { team: TeamId::new("T9NEW"), ..thread() };
+    queued.event_id = EventId::new("Ev02");
+    queued.message_ts = Ts::new("1763800001.000100");
+    let outcome = worker.handle(&WorkMessage::StartTurn(queued), &Budget::plenty()).await.unwrap();
+    assert_eq!(outcome, Outcome::Ignored { reason: "departed" });
+    assert_eq!(worker.model.calls(), 1, "no model call after the uninstall");
+    assert_eq!(worker.metrics.departures(), [(ForgetReason::AppUninstalled, 1), (ForgetReason::AppUninstalled, 0)]);
 }
 
 #[tokio::test]

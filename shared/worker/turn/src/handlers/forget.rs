@@ -1,4 +1,5 @@
-//! The app left a team, or people left it (`forget`): their departure is
+//! The app left a team (or a whole organization, for an org-wide install),
+//! or people left it (`forget`): their departure is
 //! remembered (so work asked for before it stops, here and at the start of
 //! every turn and resumption: [`Worker::stopped`]), then what the bot keeps
 //! for them is deleted (`assistant_core::departures`). One structured log
@@ -13,12 +14,12 @@
 
 use super::Handler;
 use crate::{Deadline, Outcome, Worker, WorkerError};
-use assistant_core::departures::{Departed, Forgotten};
+use assistant_core::departures::{Departed, Forgotten, organization_team};
 use assistant_core::messages::Forget;
 use assistant_core::ports::StoreError;
 use assistant_core::turn::{Turn, TurnStatus};
 use slack::{TeamId, UserId};
-use tracing::{Span, field, info};
+use tracing::{Span, field, info, warn};
 
 impl Handler for Forget {
     fn name_on(&self, span: &Span) {
@@ -32,6 +33,9 @@ impl Handler for Forget {
 
 impl Worker {
     pub(crate) async fn forget(&self, forget: &Forget) -> Result<Outcome, WorkerError> {
+        if forget.organization {
+            return self.forget_organization(forget).await;
+        }
         let departed = Departed { at: forget.at, reason: forget.reason };
         let mut forgotten = Forgotten::default();
         if forget.users.is_empty() {
@@ -52,6 +56,43 @@ impl Worker {
             records = forgotten.records,
             at = forget.at,
             "forgotten: work asked before this stops"
+        );
+        self.metrics.forgotten(forget.reason, forgotten.records);
+        Ok(Outcome::Forgotten { records: forgotten.records })
+    }
+
+    /// An org-wide install left its organization (or people left it): the
+    /// organization's departure first (so the work of every workspace of
+    /// it stops: `Departures::stopping` reads it), then each workspace
+    /// its list names is forgotten. Only this deployment's own
+    /// organization: a forget naming another forgets nothing of ours.
+    async fn forget_organization(&self, forget: &Forget) -> Result<Outcome, WorkerError> {
+        let org = match self.departures.organization() {
+            Some(org) if org.as_str() == forget.team.as_str() => org.clone(),
+            _ => {
+                warn!(team = %forget.team, reason = forget.reason.as_str(), "an organization's forget for no organization of this deployment: nothing forgotten");
+                return Ok(Outcome::Ignored { reason: "not_this_organization" });
+            }
+        };
+        let departed = Departed { at: forget.at, reason: forget.reason };
+        let team = organization_team(&org);
+        if forget.users.is_empty() {
+            self.departures.depart(&team, None, departed).await.map_err(WorkerError::Departures)?;
+        }
+        for user in &forget.users {
+            self.departures.depart(&team, Some(user), departed).await.map_err(WorkerError::Departures)?;
+        }
+        let forgotten =
+            self.departures.forget_organization(&org, &forget.users).await.map_err(WorkerError::Departures)?;
+        let scope = if forget.users.is_empty() { "organization" } else { "people_of_organization" };
+        info!(
+            organization = %org,
+            reason = forget.reason.as_str(),
+            scope,
+            people = forget.users.len(),
+            records = forgotten.records,
+            at = forget.at,
+            "forgotten: work asked before this stops, in every workspace of the organization"
         );
         self.metrics.forgotten(forget.reason, forgotten.records);
         Ok(Outcome::Forgotten { records: forgotten.records })
