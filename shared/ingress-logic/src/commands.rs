@@ -68,6 +68,11 @@ pub fn route_slash_command(command: &SlashCommand, now: i64) -> CommandRoute {
     let Ok(response_url) = ResponseUrl::parse(&command.response_url) else {
         return refuse("response_url_not_slacks");
     };
+    // The workspace keys the claim and the thread: a form naming none (or
+    // only an organization) is answered, and nothing is queued.
+    let Some(team) = command.workspace().cloned() else {
+        return refuse("no_workspace_named");
+    };
     let (question, cut) = command.question();
     if question.is_empty() {
         return CommandRoute::Answer {
@@ -77,11 +82,11 @@ pub fn route_slash_command(command: &SlashCommand, now: i64) -> CommandRoute {
     }
     let event_id = EventId::new(format!("{EVENT_ID_PREFIX}{key}"));
     let claim = EventClaim {
-        team: command.team_id.clone(),
+        team: team.clone(),
         event_id: event_id.clone(),
         // No thread yet: the worker opens it. The claim names the channel.
         thread: ThreadRef {
-            team: command.team_id.clone(),
+            team: team.clone(),
             channel: command.channel_id.clone(),
             thread_ts: Ts::new(format!("{now}.000000")),
         },
@@ -90,7 +95,7 @@ pub fn route_slash_command(command: &SlashCommand, now: i64) -> CommandRoute {
     };
     let message = WorkMessage::SlashCommand(messages::SlashCommand {
         event_id,
-        team: command.team_id.clone(),
+        team,
         channel: command.channel_id.clone(),
         user: command.user_id.clone(),
         command: command.command.clone(),

@@ -156,3 +156,151 @@ fn a_slash_command_from_another_organization_or_a_standalone_workspace_is_refuse
     // A workspace deployment takes the command as before.
     assert!(matches!(command(&Home::Workspace, fixtures::SLASH_COMMAND), Route::Command(_)));
 }
+
+fn forget(route: Route) -> assistant_core::messages::Forget {
+    match route {
+        Route::Enqueue(WorkMessage::Forget(forget)) => forget,
+        other => panic!("expected a forget, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_organizations_uninstall_naming_no_workspace_forgets_the_whole_organization() {
+    // Slack's shape for an organization's event: `team_id` null beside `enterprise_id`.
+    let forgotten = forget(event(&org(), fixtures::APP_UNINSTALLED_ORG));
+    assert_eq!((forgotten.team.as_str(), forgotten.organization), ("E0GRIDORG1", true));
+    let message = WorkMessage::Forget(forgotten);
+    assert_eq!(message.dedupe_id(), "forget:E0GRIDORG1:Ev0ORGUNINST", "Slack's retries are one message");
+    assert_eq!(WorkMessage::decode(&message.encode()).unwrap(), message);
+    // The same with `team_id` absent, or naming the organization itself.
+    let absent = edited(fixtures::APP_UNINSTALLED_ORG, |v| {
+        v.as_object_mut().unwrap().remove("team_id");
+    });
+    assert!(forget(event(&org(), &absent)).organization);
+    let named = edited(fixtures::APP_UNINSTALLED_ORG, |v| v["team_id"] = "E0GRIDORG1".into());
+    assert!(forget(event(&org(), &named)).organization);
+    // The bot's token revoked for the organization: the same; people's
+    // tokens: those people, in every workspace of it.
+    let revoked = edited(fixtures::TOKENS_REVOKED, |v| {
+        v["team_id"] = serde_json::Value::Null;
+        v["enterprise_id"] = "E0GRIDORG1".into();
+    });
+    let forgotten = forget(event(&org(), &revoked));
+    assert_eq!((forgotten.organization, forgotten.users.len()), (true, 0));
+    let people = edited(&revoked, |v| v["event"]["tokens"]["bot"] = serde_json::json!([]));
+    let forgotten = forget(event(&org(), &people));
+    assert_eq!((forgotten.organization, forgotten.users.len()), (true, 1));
+    // A workspace's uninstall under the org install stays the workspace's.
+    let one = edited(fixtures::APP_UNINSTALLED_ORG, |v| v["team_id"] = "T0SISTER1".into());
+    let forgotten = forget(event(&org(), &one));
+    assert_eq!((forgotten.team.as_str(), forgotten.organization), ("T0SISTER1", false));
+}
+
+#[test]
+fn an_uninstall_claiming_another_organization_or_no_workspace_forgets_nothing_here() {
+    // Another organization's install, naming no workspace.
+    let theirs = edited(fixtures::APP_UNINSTALLED_ORG, |v| v["enterprise_id"] = "E0OTHERORG".into());
+    assert_eq!(event(&org(), &theirs), Route::Ignore(Ignored::OutsideOrganization));
+    // Our organization's callback naming another organization as the team.
+    let claimed = edited(fixtures::APP_UNINSTALLED_ORG, |v| v["team_id"] = "E0OTHERORG".into());
+    assert_eq!(event(&org(), &claimed), Route::Ignore(Ignored::OutsideOrganization));
+    // A workspace deployment cannot place an organization's uninstall.
+    assert_eq!(event(&Home::Workspace, fixtures::APP_UNINSTALLED_ORG), Route::Ignore(Ignored::NoWorkspace));
+    // An organization's other events (a workspace's access revoked) parse
+    // and are acknowledged, nothing queued.
+    assert_eq!(event(&org(), fixtures::TEAM_ACCESS_REVOKED), Route::Ignore(Ignored::UnknownEvent));
+}
+
+#[test]
+fn a_person_leaving_the_organization_is_forgotten_in_all_of_it() {
+    let left = edited(fixtures::USER_CHANGE_DELETED, |v| {
+        v["team_id"] = serde_json::Value::Null;
+        v["enterprise_id"] = "E0GRIDORG1".into();
+        v["event"]["user"]["team_id"] = "T0SISTER1".into();
+        v["event"]["user"]["enterprise_user"] = serde_json::json!({"enterprise_id": "E0GRIDORG1"});
+    });
+    let forgotten = forget(event(&org(), &left));
+    assert_eq!((forgotten.team.as_str(), forgotten.organization, forgotten.users.len()), ("E0GRIDORG1", true, 1));
+}
+
+#[test]
+fn an_event_with_a_null_team_is_keyed_by_the_workspace_slack_says_it_happened_in() {
+    // `team_id` null: `context_team_id` names the workspace.
+    let null = edited(fixtures::APP_MENTION_GRID, |v| v["team_id"] = serde_json::Value::Null);
+    let request = started(event(&org(), &null));
+    assert_eq!((request.thread.team.as_str(), request.membership), ("T0SISTER1", Membership::Home));
+    // Nothing names a workspace (or only the organization): acknowledged, nothing queued.
+    let nowhere = edited(&null, |v| {
+        v["context_team_id"] = serde_json::Value::Null;
+        v["team_id"] = "E0GRIDORG1".into();
+    });
+    assert_eq!(event(&org(), &nowhere), Route::Ignore(Ignored::NoWorkspace));
+    // Another organization's null-team event is refused as ever.
+    let theirs = edited(&null, |v| v["authorizations"][0]["enterprise_id"] = "E0OTHERORG".into());
+    assert_eq!(event(&org(), &theirs), Route::Ignore(Ignored::OutsideOrganization));
+}
+
+#[test]
+fn a_click_or_shortcut_with_a_null_team_uses_the_persons_workspace_and_counts_only_the_org_as_home() {
+    // `"team": null` (an org-wide install): the clicker's own workspace
+    // keys the thread, as Slack's Bolt frameworks read it.
+    let null = edited(fixtures::BLOCK_ACTIONS_APPROVE_GRID, |v| v["team"] = serde_json::Value::Null);
+    let Route::Enqueue(WorkMessage::Approval(click)) = form(&org(), &null) else { panic!("expected an approval") };
+    assert_eq!(click.thread.team.as_str(), "T0SISTER1");
+    // The installing workspace is not named: a workspace, even the
+    // person's own, is not told from a Connect partner's (the safe side)...
+    assert_eq!(click.membership, Membership::External);
+    // A person whose team Slack names as the organization (home, see
+    // `slack::membership`) names no workspace to key the thread by, nor
+    // does a person with no team: the click keys nothing.
+    let org_member = edited(&null, |v| v["user"]["team_id"] = "E0GRIDORG1".into());
+    assert_eq!(form(&org(), &org_member), Route::Ignore(Ignored::NoWorkspace));
+    let no_team = edited(&null, |v| {
+        v["user"].as_object_mut().unwrap().remove("team_id");
+    });
+    assert_eq!(form(&org(), &no_team), Route::Ignore(Ignored::NoWorkspace));
+    // Another organization's null-team click is refused.
+    let theirs = edited(&null, |v| v["enterprise"]["id"] = "E0OTHERORG".into());
+    assert_eq!(form(&org(), &theirs), Route::Ignore(Ignored::OutsideOrganization));
+
+    // The message shortcut, the same way.
+    let shortcut = edited(fixtures::MESSAGE_ACTION, |v| {
+        v["team"] = serde_json::Value::Null;
+        v["enterprise"] = serde_json::json!({"id": "E0GRIDORG1", "name": "Grid"});
+        v["is_enterprise_install"] = true.into();
+    });
+    let Route::StartTurn { message: WorkMessage::InvestigateMessage(investigate), .. } = form(&org(), &shortcut) else {
+        panic!("expected a shortcut's turn")
+    };
+    assert_eq!((investigate.thread.team.as_str(), investigate.membership), ("T061EG9R6", Membership::External));
+    let nowhere = edited(&shortcut, |v| v["user"]["team_id"] = "E0GRIDORG1".into());
+    assert_eq!(form(&org(), &nowhere), Route::Ignore(Ignored::NoWorkspace));
+    let theirs = edited(&shortcut, |v| v["enterprise"]["id"] = "E0OTHERORG".into());
+    assert_eq!(form(&org(), &theirs), Route::Ignore(Ignored::OutsideOrganization));
+}
+
+#[test]
+fn a_slash_command_naming_no_workspace_is_answered_and_nothing_is_queued() {
+    use crate::commands::{CommandRoute, route_slash_command};
+    let ours = format!("{}&enterprise_id=E0GRIDORG1&enterprise_name=Grid", fixtures::SLASH_COMMAND);
+    for team in ["team_id=", "team_id=E0GRIDORG1"] {
+        let body = ours.replace("team_id=T061EG9R6", team);
+        assert_ne!(body, ours);
+        let parsed = slack::request::parse(Some("application/x-www-form-urlencoded"), body.as_bytes());
+        let Route::Command(command) = route_at(&org(), parsed.expect("parsed, not a 400")) else {
+            panic!("expected a command")
+        };
+        assert!(
+            matches!(
+                route_slash_command(&command, 1_763_800_001),
+                CommandRoute::Answer { reason: "no_workspace_named", .. }
+            ),
+            "{team}"
+        );
+    }
+    // Without the field at all.
+    let body: Vec<&str> = ours.split('&').filter(|pair| !pair.starts_with("team_id=")).collect();
+    let parsed = slack::request::parse(Some("application/x-www-form-urlencoded"), body.join("&").as_bytes());
+    let Route::Command(command) = route_at(&org(), parsed.expect("parsed, not a 400")) else { panic!() };
+    assert!(matches!(route_slash_command(&command, 1_763_800_001), CommandRoute::Answer { .. }));
+}

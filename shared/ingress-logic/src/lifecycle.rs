@@ -8,6 +8,11 @@
 //! at once and the worker stops the team's or the person's work and
 //! deletes what the bot keeps for them.
 //!
+//! An org-wide install's uninstall (or its bot token revoked) comes once,
+//! for the whole organization: its forget names the organization, and the
+//! worker forgets every workspace of it the bot kept records for
+//! ([`scope`]).
+//!
 //! A person is forgotten only as a member of the installing team: a
 //! `user_change` naming another team (a Slack Connect partner's person, or
 //! anyone whose team is not ours) forgets nothing, so nobody of this team
@@ -17,7 +22,7 @@ use crate::route::{Ignored, Route};
 use assistant_core::WorkMessage;
 use assistant_core::messages::{Forget, ForgetReason};
 use slack::events::{Event, Installation};
-use slack::{EventId, Home, TeamId, UserId};
+use slack::{EnterpriseId, EventId, Home, TeamId, UserId};
 
 /// At most this many people in one `forget` (a queue message stays far
 /// under SQS's 256 KiB); Slack lists more only when a whole team's tokens
@@ -52,18 +57,62 @@ pub struct Callback<'a> {
     pub home: &'a Home,
     pub installation: &'a Installation,
     /// The team the event is for (the callback's `team_id`): the bot's
-    /// records are kept under it.
-    pub team: TeamId,
+    /// records are kept under it. None, or an organization's id, for an
+    /// org-wide install's event about the whole organization.
+    pub team: Option<&'a TeamId>,
     pub event_id: EventId,
     pub event_time: i64,
+}
+
+/// What a lifecycle event forgets: one workspace, or every workspace of
+/// the deployment's organization.
+enum Scope {
+    Workspace(TeamId),
+    Organization(EnterpriseId),
+}
+
+/// The scope of a callback's forget.
+///
+/// Slack sends an org-wide install's uninstall once, for the organization:
+/// its Events API references for such organization-level events show the
+/// callback with `"team_id": null` beside `"enterprise_id"`
+/// (<https://docs.slack.dev/reference/events/team_access_revoked/>,
+/// `team_access_granted`), and an organization's id where a team's would
+/// be (`app_uninstalled_team`'s `team_id`: `E073D7H7BBE`,
+/// <https://docs.slack.dev/reference/events/app_uninstalled_team/>);
+/// `app_uninstalled` is sent "whenever a Slack app is completely
+/// uninstalled" (<https://docs.slack.dev/reference/events/app_uninstalled/>).
+/// So under an org-wide deployment a callback naming no workspace, or
+/// naming the organization, forgets the organization; one naming a
+/// workspace forgets that workspace, as before. A person leaving an
+/// organization leaves all of it (Grid user ids are the organization's):
+/// forgotten in every workspace. A callback naming another organization
+/// forgets nothing; a workspace deployment cannot place one naming no
+/// workspace, and forgets nothing.
+fn scope(home: &Home, team: Option<&TeamId>, person: bool) -> Result<Scope, Ignored> {
+    match (home.organization(), team) {
+        (Some(org), _) if person => Ok(Scope::Organization(org.clone())),
+        (Some(org), None) => Ok(Scope::Organization(org.clone())),
+        (Some(org), Some(team)) if team.as_str() == org.as_str() => Ok(Scope::Organization(org.clone())),
+        (_, Some(team)) if team.is_workspace() => Ok(Scope::Workspace(team.clone())),
+        (Some(_), Some(_)) => Err(Ignored::OutsideOrganization),
+        (None, _) => Err(Ignored::NoWorkspace),
+    }
 }
 
 /// The route of a lifecycle event; `None` for any other event.
 pub fn route(event: &Event, callback: Callback<'_>) -> Option<Route> {
     let forget = |reason, users: Vec<UserId>| {
+        let person = reason == ForgetReason::UserDeleted;
+        let (team, organization) = match scope(callback.home, callback.team, person) {
+            Ok(Scope::Workspace(team)) => (team, false),
+            Ok(Scope::Organization(org)) => (TeamId::new(org.as_str()), true),
+            Err(ignored) => return Route::Ignore(ignored),
+        };
         Route::Enqueue(WorkMessage::Forget(Forget {
             event_id: callback.event_id.clone(),
-            team: callback.team.clone(),
+            team,
+            organization,
             reason,
             users,
             at: callback.event_time,
@@ -106,7 +155,7 @@ fn of_installing_team(
     if let Some(org) = home.organization() {
         return enterprise == Some(org.as_str()) || team.as_str() == org.as_str();
     }
-    if *team == installation.team {
+    if installation.team.as_ref() == Some(team) {
         return true;
     }
     match (&installation.enterprise, enterprise) {

@@ -97,6 +97,10 @@ pub enum Ignored {
     OtherShortcut,
     /// Our message shortcut naming ids of shapes Slack's never have.
     UnreadableShortcut,
+    /// A payload naming no workspace (an org-wide install's `"team_id":
+    /// null` or `"team": null` with nothing else that says where): nothing
+    /// is keyed by a guess. Acknowledged and logged, never a 400.
+    NoWorkspace,
     /// An org-wide deployment's request from another organization's
     /// installation, or a workspace outside any (`SLACK_ENTERPRISE_ID`):
     /// not ours, so nothing is queued, claimed or forgotten. Counted.
@@ -129,6 +133,7 @@ impl Ignored {
             Ignored::OtherShortcut => "not_our_shortcut",
             Ignored::UnreadableShortcut => "unreadable_shortcut",
             Ignored::OutsideOrganization => "outside_the_organization",
+            Ignored::NoWorkspace => "no_workspace_named",
         }
     }
 }
@@ -203,6 +208,27 @@ fn route_event(home: &Home, callback: EventCallback) -> Route {
     let bot = callback.bot_user_id().cloned();
     let person = callback.person_user_id().cloned();
     let installation = callback.installation();
+    match &callback.event {
+        Event::Unknown => return Route::Ignore(Ignored::UnknownEvent),
+        // An org-wide install's lifecycle events may be about the whole
+        // organization (no workspace named): `crate::lifecycle` decides.
+        lifecycle @ (Event::AppUninstalled | Event::TokensRevoked(_) | Event::UserChange(_)) => {
+            let around = crate::lifecycle::Callback {
+                home,
+                installation: &installation,
+                team: callback.team_id.as_ref(),
+                event_id: callback.event_id.clone(),
+                event_time: callback.event_time,
+            };
+            return crate::lifecycle::route(lifecycle, around).unwrap_or(Route::Ignore(Ignored::UnknownEvent));
+        }
+        _ => {}
+    }
+    // Every other event is about a workspace's channels and people: keyed
+    // by it, or not taken at all.
+    let Some(team) = callback.workspace().cloned() else {
+        return Route::Ignore(Ignored::NoWorkspace);
+    };
     let (ask, names_no_one) = match callback.event {
         Event::AppMention(mention) => {
             if mention.bot_id.is_some() {
@@ -242,44 +268,37 @@ fn route_event(home: &Home, callback: EventCallback) -> Route {
             // and the channel it was opened from remembered for the question.
             let thread = started.assistant_thread;
             let seen = Seen {
-                team: callback.team_id.clone(),
+                team: team.clone(),
                 user: thread.user_id.clone(),
                 channel: thread.context.channel_id.filter(|id| ChannelId::is_well_formed(id.as_str())),
             };
             let opened = Opened {
                 event_id: callback.event_id,
-                team: callback.team_id,
+                team,
                 channel: thread.channel_id,
                 user: thread.user_id,
                 thread_ts: Some(thread.thread_ts),
             };
             return Route::Remember { seen, then: Some(WorkMessage::Opened(opened)) };
         }
-        Event::AppHomeOpened(opened) => return route_opened(opened, callback.team_id, callback.event_id),
+        Event::AppHomeOpened(opened) => return route_opened(opened, team, callback.event_id),
         Event::AppContextChanged(changed) => {
             let Some(user) = changed.user.or(person) else {
                 return Route::Ignore(Ignored::NoUser);
             };
-            let seen = Seen { team: callback.team_id, user, channel: changed.context.channel() };
+            let seen = Seen { team, user, channel: changed.context.channel() };
             return Route::Remember { seen, then: None };
         }
-        lifecycle @ (Event::AppUninstalled | Event::TokensRevoked(_) | Event::UserChange(_)) => {
-            let around = crate::lifecycle::Callback {
-                home,
-                installation: &installation,
-                team: callback.team_id,
-                event_id: callback.event_id,
-                event_time: callback.event_time,
-            };
-            return crate::lifecycle::route(&lifecycle, around).unwrap_or(Route::Ignore(Ignored::UnknownEvent));
+        // Routed above.
+        Event::AppUninstalled | Event::TokensRevoked(_) | Event::UserChange(_) | Event::Unknown => {
+            return Route::Ignore(Ignored::UnknownEvent);
         }
-        Event::Unknown => return Route::Ignore(Ignored::UnknownEvent),
     };
 
     let membership = installation.membership_of(home, ask.author_team.as_ref());
-    let thread = ThreadRef { team: callback.team_id.clone(), channel: ask.channel, thread_ts: ask.thread_ts };
+    let thread = ThreadRef { team: team.clone(), channel: ask.channel, thread_ts: ask.thread_ts };
     let claim = EventClaim {
-        team: callback.team_id,
+        team,
         event_id: callback.event_id.clone(),
         thread: thread.clone(),
         rule: ask.rule,
@@ -396,9 +415,12 @@ fn route_block_actions(home: &Home, actions: &BlockActions) -> Route {
     let Some(button) = ApprovalButton::decode(value) else {
         return Route::Ignore(Ignored::UnreadableApproval);
     };
+    let Some(team) = actions.workspace() else {
+        return Route::Ignore(Ignored::NoWorkspace);
+    };
     Route::Enqueue(WorkMessage::Approval(ApprovalClick {
         thread: ThreadRef {
-            team: actions.team.id.clone(),
+            team: team.clone(),
             channel: channel.clone(),
             thread_ts: actions.thread_ts().unwrap_or(message_ts).clone(),
         },
@@ -414,9 +436,9 @@ fn route_block_actions(home: &Home, actions: &BlockActions) -> Route {
 /// The thread of the message whose button was clicked, as Slack's payload
 /// says (a button's value never names a thread).
 fn clicked_in(actions: &BlockActions) -> Option<ThreadRef> {
-    let (channel, message_ts) = (actions.channel_id()?, actions.message_ts()?);
+    let (team, channel, message_ts) = (actions.workspace()?, actions.channel_id()?, actions.message_ts()?);
     Some(ThreadRef {
-        team: actions.team.id.clone(),
+        team: team.clone(),
         channel: channel.clone(),
         thread_ts: actions.thread_ts().unwrap_or(message_ts).clone(),
     })
@@ -460,8 +482,9 @@ fn route_disconnect(actions: &BlockActions, action: &slack::interaction::Action)
         (1..=32).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     });
     let Some(provider) = provider else { return Route::Ignore(Ignored::UnreadableConnect) };
+    let Some(team) = actions.workspace() else { return Route::Ignore(Ignored::NoWorkspace) };
     Route::Enqueue(WorkMessage::Home(HomeAction {
-        team: actions.team.id.clone(),
+        team: team.clone(),
         user: actions.user.id.clone(),
         disconnect: Some(provider.to_owned()),
         id: action.action_ts.to_string(),

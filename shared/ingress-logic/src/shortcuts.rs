@@ -40,9 +40,12 @@ pub fn route_message_shortcut(home: &Home, shortcut: &MessageShortcut) -> Route 
     ) else {
         return Route::Ignore(Ignored::UnreadableShortcut);
     };
+    let Some(team) = shortcut.workspace() else {
+        return Route::Ignore(Ignored::NoWorkspace);
+    };
     let event_id = EventId::new(format!("{EVENT_ID_PREFIX}{key}"));
     let thread = ThreadRef {
-        team: shortcut.team_id().clone(),
+        team: team.clone(),
         channel: shortcut.channel_id().clone(),
         thread_ts: shortcut.thread_ts().clone(),
     };

@@ -41,7 +41,11 @@ pub struct SlashCommand {
     /// Everything after the command: the question.
     #[serde(default)]
     pub text: String,
-    pub team_id: TeamId,
+    /// The workspace the command was typed in. Read leniently (absent or
+    /// empty: none), so a form without it is answered, not refused with a
+    /// 400: see [`SlashCommand::workspace`].
+    #[serde(default)]
+    pub team_id: Option<TeamId>,
     #[serde(default)]
     pub enterprise_id: Option<String>,
     pub channel_id: ChannelId,
@@ -69,6 +73,12 @@ impl fmt::Debug for SlashCommand {
 }
 
 impl SlashCommand {
+    /// The workspace the command was typed in, if the form names one (an
+    /// organization's `E…` id names none).
+    pub fn workspace(&self) -> Option<&TeamId> {
+        self.team_id.as_ref().filter(|team| team.is_workspace())
+    }
+
     /// What makes this use of the command this one (its trigger id's key,
     /// as a shortcut's: [`crate::shortcut::trigger_key`]).
     pub fn claim_key(&self) -> Option<String> {

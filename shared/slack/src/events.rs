@@ -30,7 +30,15 @@ pub enum EventsPayload {
 /// One delivery of one event. Slack retries it with the same `event_id`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct EventCallback {
-    pub team_id: TeamId,
+    /// The workspace the event is for. An org-wide install's events about
+    /// the organization itself name none (`"team_id": null` beside
+    /// `enterprise_id`, as Slack's `team_access_granted` /
+    /// `team_access_revoked` references show:
+    /// <https://docs.slack.dev/reference/events/team_access_revoked/>), or
+    /// name the organization (`E…`, as `app_uninstalled_team`'s `team_id`
+    /// does). See [`EventCallback::workspace`].
+    #[serde(default)]
+    pub team_id: Option<TeamId>,
     #[serde(default)]
     pub api_app_id: Option<String>,
     pub event_id: EventId,
@@ -65,12 +73,27 @@ impl EventCallback {
         self.authorizations.iter().find(|a| !a.is_bot).map(|a| &a.user_id)
     }
 
+    /// The workspace the event happened in, keying its threads: the outer
+    /// `team_id`, else `context_team_id` (Slack's "where" under Enterprise
+    /// Grid), else the installation's (`authorizations[0].team_id`), the
+    /// first that names a workspace. An organization's id (`E…`) names
+    /// none. `None`: the event names no workspace (an org-wide install's
+    /// event about the whole organization).
+    pub fn workspace(&self) -> Option<&TeamId> {
+        let installed = self.authorizations.first().and_then(|a| a.team_id.as_ref());
+        [self.team_id.as_ref(), self.context_team_id.as_ref(), installed]
+            .into_iter()
+            .flatten()
+            .find(|team| team.is_workspace())
+    }
+
     /// Where the app is installed: `authorizations[0]`'s team (in a
-    /// shared channel the outer `team_id` may be the other side's).
+    /// shared channel the outer `team_id` may be the other side's; for an
+    /// org-wide install it is null, and the event's workspace stands in).
     pub fn installation(&self) -> Installation {
         let installed = self.authorizations.first();
         Installation {
-            team: installed.and_then(|a| a.team_id.clone()).unwrap_or_else(|| self.team_id.clone()),
+            team: installed.and_then(|a| a.team_id.clone()).or_else(|| self.workspace().cloned()),
             enterprise: installed.and_then(|a| a.enterprise_id.clone()).or_else(|| self.enterprise_id.clone()),
             shared_channel: self.is_ext_shared_channel,
         }
@@ -81,7 +104,8 @@ impl EventCallback {
 /// author by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installation {
-    pub team: TeamId,
+    /// None: the callback names no workspace at all.
+    pub team: Option<TeamId>,
     pub enterprise: Option<String>,
     /// The event happened in a channel shared with another organization.
     pub shared_channel: bool,
@@ -93,7 +117,7 @@ impl Installation {
     /// deployment `home` ([`Home::author`]). A message naming no team is
     /// external in a shared channel, home elsewhere.
     pub fn membership_of(&self, home: &Home, author_team: Option<&TeamId>) -> Membership {
-        home.author(author_team, (&self.team, self.enterprise.as_deref()), self.shared_channel)
+        home.author(author_team, (self.team.as_ref(), self.enterprise.as_deref()), self.shared_channel)
     }
 
     /// Whether the installation is deployment `home`'s: for an org-wide

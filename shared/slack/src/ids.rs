@@ -63,6 +63,16 @@ impl Ts {
     }
 }
 
+impl TeamId {
+    /// Whether the id names a workspace (anything non-empty that is not an
+    /// organization's `E…` id: Slack names an organization in some team
+    /// fields, as a Grid member's `user.team_id` or an org-wide install's
+    /// lifecycle events).
+    pub fn is_workspace(&self) -> bool {
+        !self.0.trim().is_empty() && !EnterpriseId::is_well_formed(&self.0)
+    }
+}
+
 impl EnterpriseId {
     /// Whether `text` has an organization id's shape (`E…`: capital
     /// letters and digits), as a configured one must.

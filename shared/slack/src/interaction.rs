@@ -40,8 +40,11 @@ pub enum Interaction {
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct BlockActions {
-    /// The team whose app posted the buttons (the installing one).
-    pub team: Team,
+    /// The team whose app posted the buttons (the installing one). An
+    /// org-wide install's payloads may carry `"team": null`
+    /// ([`workspace_of`]).
+    #[serde(default)]
+    pub team: Option<Team>,
     pub user: User,
     /// The organization of the installation (Enterprise Grid).
     #[serde(default)]
@@ -110,6 +113,21 @@ pub struct Action {
     pub action_ts: Ts,
 }
 
+/// The workspace an interaction happened in: the payload's `team.id`, else,
+/// for an org-wide install's payload with `"team": null`, the person's own
+/// `user.team_id` when it names a workspace, not the organization (Slack's
+/// Bolt frameworks do the same: "With org-wide installations, payload.team
+/// in interactivity payloads can be None. You need to extract either
+/// payload.user.team_id or payload.view.team_id", bolt-python
+/// `slack_bolt/request/internals.py`, `extract_team_id`). `None`: no
+/// workspace can be known, and nothing is keyed by a guess.
+pub fn workspace_of<'a>(team: &'a Option<Team>, user: &'a User) -> Option<&'a TeamId> {
+    match team {
+        Some(team) => Some(&team.id).filter(|id| id.is_workspace()),
+        None => user.team_id.as_ref().filter(|id| id.is_workspace()),
+    }
+}
+
 impl Enterprise {
     /// The organization an optional `enterprise` names.
     pub fn id_of(enterprise: &Option<Enterprise>) -> Option<&str> {
@@ -121,8 +139,16 @@ impl BlockActions {
     /// Whether the clicker belongs to the installing team of deployment
     /// `home` ([`Home::clicker`]); a payload naming no team for them
     /// counts as external.
+    /// A payload with `"team": null` names no installing workspace: only
+    /// the organization counts then.
     pub fn clicker_membership(&self, home: &Home) -> Membership {
-        home.clicker(self.user.team_id.as_ref(), &self.team.id, Enterprise::id_of(&self.enterprise))
+        let installed = self.team.as_ref().map(|team| &team.id);
+        home.clicker(self.user.team_id.as_ref(), installed, Enterprise::id_of(&self.enterprise))
+    }
+
+    /// The workspace of the click ([`workspace_of`]).
+    pub fn workspace(&self) -> Option<&TeamId> {
+        workspace_of(&self.team, &self.user)
     }
 
     /// Whether the click is on something deployment `home`'s installation

@@ -42,12 +42,14 @@ pub enum Membership {
 
 impl Membership {
     /// `person`: the team Slack names for the person; `home` and
-    /// `home_enterprise`: the installing workspace and its organization;
-    /// `unknown`: what a payload naming no team for the person means.
-    pub fn of(person: Option<&TeamId>, home: &TeamId, home_enterprise: Option<&str>, unknown: Self) -> Self {
+    /// `home_enterprise`: the installing workspace (none: the payload does
+    /// not say, as an org-wide install's `team: null`) and its
+    /// organization; `unknown`: what a payload naming no team for the
+    /// person means.
+    pub fn of(person: Option<&TeamId>, home: Option<&TeamId>, home_enterprise: Option<&str>, unknown: Self) -> Self {
         match person {
             None => unknown,
-            Some(team) if team == home => Self::Home,
+            Some(team) if Some(team) == home => Self::Home,
             Some(team) if home_enterprise.is_some_and(|org| team.as_str() == org) => Self::Home,
             Some(_) => Self::External,
         }
@@ -103,7 +105,12 @@ impl Home {
     /// callback names them; `shared`: the channel is shared with another
     /// organization (`is_ext_shared_channel`). A message naming no team is
     /// external in a shared channel, home elsewhere.
-    pub fn author(&self, author: Option<&TeamId>, installed: (&TeamId, Option<&str>), shared: bool) -> Membership {
+    pub fn author(
+        &self,
+        author: Option<&TeamId>,
+        installed: (Option<&TeamId>, Option<&str>),
+        shared: bool,
+    ) -> Membership {
         let unknown = if shared { Membership::External } else { Membership::Home };
         match self {
             Home::Workspace => Membership::of(author, installed.0, installed.1, unknown),
@@ -115,7 +122,9 @@ impl Home {
             // to say for an org-wide install (`authorizations[0].team_id`
             // is null, the outer `team_id` may be the other side's), so
             // only the organization itself counts.
-            Home::Organization(org) => Membership::of(author, &TeamId::new(org.as_str()), Some(org.as_str()), unknown),
+            Home::Organization(org) => {
+                Membership::of(author, Some(&TeamId::new(org.as_str())), Some(org.as_str()), unknown)
+            }
         }
     }
 
@@ -124,8 +133,11 @@ impl Home {
     /// app posted what they clicked (`team.id`); `enterprise`, the
     /// payload's organization (`enterprise.id`), which counts only for a
     /// workspace deployment: an org-wide one counts its own. Naming no
-    /// team for the person: external.
-    pub fn clicker(&self, person: Option<&TeamId>, workspace: &TeamId, enterprise: Option<&str>) -> Membership {
+    /// team for the person: external. An org-wide install's payload may
+    /// name no `team` (`workspace` none): then only a person whose team is
+    /// the organization itself is home, since the person's own workspace
+    /// cannot be told from a Connect partner's (external: the safe side).
+    pub fn clicker(&self, person: Option<&TeamId>, workspace: Option<&TeamId>, enterprise: Option<&str>) -> Membership {
         let org = match self {
             Home::Workspace => enterprise,
             Home::Organization(org) => Some(org.as_str()),
@@ -144,7 +156,7 @@ mod tests {
     fn the_installing_team_or_its_organization_is_home_and_any_other_team_is_external() {
         let home = TeamId::new("T0HOME");
         let of = |person: Option<&str>, org: Option<&str>, unknown| {
-            Membership::of(person.map(TeamId::new).as_ref(), &home, org, unknown)
+            Membership::of(person.map(TeamId::new).as_ref(), Some(&home), org, unknown)
         };
         assert_eq!(of(Some("T0HOME"), None, External), Home);
         assert_eq!(of(Some("T0VENDOR"), None, Home), External);
@@ -170,7 +182,7 @@ mod tests {
         let org = Deployment::Organization(EnterpriseId::new("E0GRIDORG1"));
         let (sister, partner, grid) = (TeamId::new("T0SISTER1"), TeamId::new("T0PARTNER"), TeamId::new("E0GRIDORG1"));
         // The callback's outer team may be anyone's: it decides nothing.
-        let installed = (&partner, Some("E0GRIDORG1"));
+        let installed = (Some(&partner), Some("E0GRIDORG1"));
         assert_eq!(org.author(Some(&sister), installed, false), Home, "a second workspace of the org");
         assert_eq!(org.author(Some(&grid), installed, true), Home, "the org named as the team");
         assert_eq!(org.author(Some(&partner), installed, true), External, "a Connect partner");
@@ -179,22 +191,29 @@ mod tests {
         assert_eq!(org.author(None, installed, false), Home);
         // A workspace deployment: as before.
         let home = TeamId::new("T0HOME");
-        assert_eq!(Deployment::Workspace.author(Some(&sister), (&home, None), false), External);
-        assert_eq!(Deployment::Workspace.author(Some(&home), (&home, None), true), Home);
+        assert_eq!(Deployment::Workspace.author(Some(&sister), (Some(&home), None), false), External);
+        assert_eq!(Deployment::Workspace.author(Some(&home), (Some(&home), None), true), Home);
     }
 
     #[test]
     fn a_clickers_organization_is_the_deployments_not_the_payloads() {
         let org = Deployment::Organization(EnterpriseId::new("E0GRIDORG1"));
         let (posted_in, partner) = (TeamId::new("T0SISTER1"), TeamId::new("T0PARTNER"));
+        let posted_in = &posted_in;
         let partner_org = TeamId::new("E0OTHERORG");
-        assert_eq!(org.clicker(Some(&posted_in), &posted_in, Some("E0GRIDORG1")), Home);
-        assert_eq!(org.clicker(Some(&TeamId::new("E0GRIDORG1")), &posted_in, None), Home);
-        assert_eq!(org.clicker(Some(&partner), &posted_in, Some("E0GRIDORG1")), External);
+        assert_eq!(org.clicker(Some(posted_in), Some(posted_in), Some("E0GRIDORG1")), Home);
+        assert_eq!(org.clicker(Some(&TeamId::new("E0GRIDORG1")), Some(posted_in), None), Home);
+        assert_eq!(org.clicker(Some(&partner), Some(posted_in), Some("E0GRIDORG1")), External);
         // A Grid partner whose payload names their own org as the enterprise:
         // home for a workspace deployment that takes the payload's word, not for ours.
-        assert_eq!(Deployment::Workspace.clicker(Some(&partner_org), &posted_in, Some("E0OTHERORG")), Home);
-        assert_eq!(org.clicker(Some(&partner_org), &posted_in, Some("E0OTHERORG")), External);
-        assert_eq!(org.clicker(None, &posted_in, Some("E0GRIDORG1")), External);
+        assert_eq!(Deployment::Workspace.clicker(Some(&partner_org), Some(posted_in), Some("E0OTHERORG")), Home);
+        assert_eq!(org.clicker(Some(&partner_org), Some(posted_in), Some("E0OTHERORG")), External);
+        assert_eq!(org.clicker(None, Some(posted_in), Some("E0GRIDORG1")), External);
+        // An org-wide install's click naming no workspace (`team: null`):
+        // only the organization itself is home; a workspace, even one that
+        // is the person's own, cannot be told from a partner's.
+        assert_eq!(org.clicker(Some(&TeamId::new("E0GRIDORG1")), None, Some("E0GRIDORG1")), Home);
+        assert_eq!(org.clicker(Some(posted_in), None, Some("E0GRIDORG1")), External);
+        assert_eq!(org.clicker(Some(&partner), None, Some("E0GRIDORG1")), External);
     }
 }

@@ -175,7 +175,10 @@ mod tests {
         let SlackRequest::Command(command) = parse(FORM, fixtures::SLASH_COMMAND.as_bytes()).unwrap() else {
             panic!("expected a slash command")
         };
-        assert_eq!((command.command.as_str(), command.team_id.as_str()), ("/assistant", "T061EG9R6"));
+        assert_eq!(
+            (command.command.as_str(), command.workspace().map(|t| t.as_str())),
+            ("/assistant", Some("T061EG9R6"))
+        );
         assert!(matches!(parse(FORM, b"command=%2Fassistant&text=now"), Err(ParseError::Command(_))));
     }
 
@@ -185,6 +188,24 @@ mod tests {
         assert_eq!(parse(None, b"ssl_check=1").unwrap(), SlackRequest::SslCheck);
         let charset = Some("Application/X-WWW-Form-Urlencoded; charset=utf-8");
         assert_eq!(parse(charset, b"ssl_check=1").unwrap(), SlackRequest::SslCheck);
+    }
+
+    #[test]
+    fn an_org_wide_installs_null_team_payloads_parse() {
+        let SlackRequest::Events(EventsPayload::EventCallback(callback)) =
+            parse(JSON, fixtures::APP_UNINSTALLED_ORG.as_bytes()).unwrap()
+        else {
+            panic!("expected an event callback")
+        };
+        assert_eq!((callback.team_id.as_ref(), callback.workspace()), (None, None));
+        assert!(matches!(parse(JSON, fixtures::TEAM_ACCESS_REVOKED.as_bytes()), Ok(SlackRequest::Events(_))));
+        let click = fixtures::BLOCK_ACTIONS_APPROVE_GRID.replacen("\"team\": {", "\"team\": null, \"x\": {", 1);
+        let body = fixtures::interaction_form(&click);
+        let SlackRequest::Interaction(Interaction::BlockActions(actions)) = parse(FORM, body.as_bytes()).unwrap()
+        else {
+            panic!("expected block_actions")
+        };
+        assert_eq!(actions.workspace().map(|t| t.as_str()), Some("T0SISTER1"), "the person's workspace");
     }
 
     #[test]

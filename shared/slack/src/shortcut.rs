@@ -25,7 +25,9 @@ pub struct MessageShortcut {
     /// it undocumented).
     #[serde(default)]
     pub action_ts: Option<Ts>,
-    pub team: Team,
+    /// Null in some org-wide installs' payloads ([`crate::interaction::workspace_of`]).
+    #[serde(default)]
+    pub team: Option<Team>,
     pub user: User,
     #[serde(default)]
     pub enterprise: Option<Enterprise>,
@@ -68,8 +70,11 @@ impl MessageShortcut {
         &self.channel.id
     }
 
-    pub fn team_id(&self) -> &TeamId {
-        &self.team.id
+    /// The workspace the shortcut was used in
+    /// ([`crate::interaction::workspace_of`]); none: no workspace can be
+    /// known.
+    pub fn workspace(&self) -> Option<&TeamId> {
+        crate::interaction::workspace_of(&self.team, &self.user)
     }
 
     pub fn user_id(&self) -> &UserId {
@@ -84,7 +89,8 @@ impl MessageShortcut {
     /// Whether the person belongs to the installing team of deployment
     /// `home`.
     pub fn person_membership(&self, home: &Home) -> Membership {
-        home.clicker(self.user.team_id.as_ref(), &self.team.id, Enterprise::id_of(&self.enterprise))
+        let installed = self.team.as_ref().map(|team| &team.id);
+        home.clicker(self.user.team_id.as_ref(), installed, Enterprise::id_of(&self.enterprise))
     }
 
     /// Whether the shortcut was used where deployment `home` is installed.

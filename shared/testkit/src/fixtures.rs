@@ -59,6 +59,11 @@ fixtures! {
     // App lifecycle: Slack's published examples (docs.slack.dev/reference/
     // events/…) with the ids above.
     APP_UNINSTALLED => "app_uninstalled.json",
+    // An org-wide install's uninstall, for the whole organization: the
+    // callback names no workspace, as Slack's references of organization
+    // events show (`team_access_revoked`, below).
+    APP_UNINSTALLED_ORG => "app_uninstalled_org.json",
+    TEAM_ACCESS_REVOKED => "team_access_revoked.json",
     TOKENS_REVOKED => "tokens_revoked.json",
     USER_CHANGE_DELETED => "user_change_deleted.json",
     // `/assistant <question>`: the form body of Slack's published slash
