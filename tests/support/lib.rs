@@ -537,6 +537,7 @@ pub fn worker_config(stack: &Stack, slack_api_base_url: &str) -> worker::Config 
         sign_in: None,
         limits: Default::default(),
         special_mentions: Default::default(),
+        organization: None,
     }
 }
 
