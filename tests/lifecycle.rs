@@ -13,7 +13,7 @@ use assistant_core::keys;
 use assistant_core::memory::{ChannelMemory, Memory};
 use assistant_core::ports::VersionedRecords;
 use assistant_core::turn::{TurnId, TurnStatus};
-use slack::{ChannelId, TeamId, Ts, UserId};
+use slack::{ChannelId, EnterpriseId, Home, TeamId, Ts, UserId};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 use testkit::fixtures;
@@ -39,6 +39,11 @@ fn thread(team: &str) -> ThreadRef {
 /// What the worker keeps for `team`: a channel's memory record, and a
 /// grant for [`PERSON`] in a thread.
 async fn keep(records: &Arc<dyn VersionedRecords>, team: &str) {
+    keep_in(records, team, None).await
+}
+
+/// [`keep`], by a worker of an org-wide deployment of `organization`.
+async fn keep_in(records: &Arc<dyn VersionedRecords>, team: &str, organization: Option<EnterpriseId>) {
     let thread = thread(team);
     let memory = Memory {
         turn_id: TurnId::new(format!("{team}-Ev1")),
@@ -51,7 +56,11 @@ async fn keep(records: &Arc<dyn VersionedRecords>, team: &str) {
         rating: None,
     };
     let retention = 90 * 24 * 3600;
-    ChannelMemory::new(records.clone(), retention).remember(&thread.team, &thread.channel, &memory).await.unwrap();
+    ChannelMemory::new(records.clone(), retention)
+        .in_organization(organization.clone())
+        .remember(&thread.team, &thread.channel, &memory)
+        .await
+        .unwrap();
     let grant = ThreadGrant {
         scope: "deploys__*".into(),
         for_user: Some(UserId::new(PERSON)),
@@ -61,7 +70,7 @@ async fn keep(records: &Arc<dyn VersionedRecords>, team: &str) {
         until: 1_763_803_700,
         revoked: None,
     };
-    ThreadGrants::new(records.clone()).put(&thread, &grant).await.unwrap();
+    ThreadGrants::new(records.clone()).in_organization(organization).put(&thread, &grant).await.unwrap();
 }
 
 /// (memory records, grants) kept for `team`.
@@ -199,5 +208,110 @@ async fn a_forget_whose_writes_lost_their_answers_is_done_once_by_the_redelivery
         let person = UserId::new(PERSON);
         assert_eq!(stopping.stopping(&team, &person, 1_763_800_000).await.unwrap(), Some(departed), "{fault:?}");
         assert_eq!(stopping.stopping(&team, &person, 1_763_800_600).await.unwrap(), None, "asked after: goes on");
+    }
+}
+
+#[tokio::test]
+async fn an_org_wide_uninstall_forgets_every_workspace_of_the_org_and_another_orgs_nothing() {
+    // GIVEN an org-wide deployment of E0GRIDORG1 that kept records in two of its workspaces, and a team outside it
+    const ORG: &str = "E0GRIDORG1";
+    const SISTER: &str = "T0SISTER1";
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let (slack, bedrock) = (FakeSlack::start().await, FakeBedrock::start().await);
+    let org = EnterpriseId::new(ORG);
+    let worker_config = worker::Config { organization: Some(org.clone()), ..tests::worker_config(&stack, slack.url()) };
+    let tests::Functions { worker, .. } = tests::Functions::start_with(&aws, &stack, &bedrock, worker_config).await;
+    let ingress = ingress::Ingress::new(
+        ingress::Config { home: Home::Organization(org.clone()), ..tests::ingress_config(&stack) },
+        &tests::Role::Ingress.config(&aws),
+        Arc::new(testkit::clock::ManualClock::at(events::SIGNED_AT + 1)),
+    );
+    let records = records(&stack);
+    keep_in(&records, OURS, Some(org.clone())).await;
+    keep_in(&records, SISTER, Some(org.clone())).await;
+    keep(&records, THEIRS).await;
+    let mention = events::parse(events::APP_MENTION);
+
+    // WHEN another organization's install of the app is uninstalled
+    let other = fixtures::APP_UNINSTALLED_ORG.replace(ORG, "E0OTHERORG");
+    assert_ne!(other, fixtures::APP_UNINSTALLED_ORG);
+    assert_eq!(ingress.handle(events::with_body(&mention, &other)).await.unwrap()["statusCode"], 200);
+    // THEN nothing is queued, nothing forgotten
+    assert!(stack.receive_work().await.unwrap().is_empty(), "another org's uninstall queues nothing");
+
+    // WHEN ours is (Slack sends it once for the organization, naming no workspace)
+    let uninstall = events::with_body(&mention, fixtures::APP_UNINSTALLED_ORG);
+    assert_eq!(ingress.handle(uninstall).await.unwrap()["statusCode"], 200);
+    let work = stack.receive_work().await.unwrap();
+    assert_eq!(work.len(), 1, "{work:?}");
+    let assistant_core::WorkMessage::Forget(forget) = decode_work(&work[0]) else { panic!("a forget") };
+    assert_eq!((forget.team.as_str(), forget.organization), (ORG, true));
+    // AND the worker handles it, and the queue delivers it again
+    for delivery in 0..2 {
+        let response = worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline()).await.unwrap();
+        assert_eq!(tests::batch_failures(&response), Vec::<String>::new(), "delivery {delivery}: {response}");
+    }
+
+    // THEN both workspaces of the org keep nothing, the team outside it everything
+    assert_eq!(kept(&records, OURS).await, (0, 0));
+    assert_eq!(kept(&records, SISTER).await, (0, 0));
+    assert_eq!(kept(&records, THEIRS).await, (1, 1));
+    // AND work asked before it stops in any workspace of the org, one never seen included
+    let departures = Departures::new(records.clone()).in_organization(Some(org));
+    let person = UserId::new(PERSON);
+    for team in [OURS, SISTER, "T0NEVERSEEN"] {
+        assert!(departures.stopping(&TeamId::new(team), &person, 1_763_800_000).await.unwrap().is_some(), "{team}");
+    }
+    assert!(departures.stopping(&TeamId::new(OURS), &person, 1_763_800_600).await.unwrap().is_none(), "asked after");
+}
+
+#[tokio::test]
+async fn an_organizations_forget_whose_writes_lost_their_answers_is_done_once_by_the_redelivery() {
+    use assistant_core::departures::{Departed, organization_team};
+    use assistant_core::messages::ForgetReason;
+    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
+    let org = EnterpriseId::new("E0GRIDORG1");
+    for (attempts, fault) in tests::fault_proxy::LOST_ANSWERS {
+        // GIVEN two workspaces' records of an org-wide deployment, a team
+        // outside it, and a path to the table that loses the answer of the
+        // organization's departure and of a delete
+        let stack = Stack::new(&emulator_config().await).await.unwrap();
+        let direct = records(&stack);
+        keep_in(&direct, OURS, Some(org.clone())).await;
+        keep_in(&direct, "T0SISTER1", Some(org.clone())).await;
+        keep(&direct, THEIRS).await;
+        let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
+        let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+        let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
+        let lossy: Arc<dyn VersionedRecords> =
+            Arc::new(DynamoRecords::new(aws_sdk_dynamodb::Client::new(&aws), &stack.table));
+        let departures = Departures::new(lossy).in_organization(Some(org.clone()));
+        proxy.script("DynamoDB_20120810.PutItem", fault);
+        proxy.script("DynamoDB_20120810.DeleteItem", fault);
+        // WHEN the worker forgets the organization, each failed try redelivered until one succeeds
+        let departed = Departed { at: 1_763_800_500, reason: ForgetReason::AppUninstalled };
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let attempt = async {
+                departures.depart(&organization_team(&org), None, departed).await?;
+                departures.forget_organization(&org, &[]).await
+            };
+            match attempt.await {
+                Ok(_) => break,
+                Err(err) => assert!(tries < 5, "{fault:?}: never done: {err}"),
+            }
+        }
+        // THEN both workspaces are forgotten whole, the team outside not at all, the departure standing once
+        let injected = proxy.injected_by_kind();
+        assert_eq!(injected.get(&fault), Some(&2), "{fault:?}: both answers were lost: {injected:?}");
+        assert_eq!(kept(&direct, OURS).await, (0, 0), "{fault:?}");
+        assert_eq!(kept(&direct, "T0SISTER1").await, (0, 0), "{fault:?}");
+        assert_eq!(kept(&direct, THEIRS).await, (1, 1), "{fault:?}");
+        let stopping = Departures::new(direct.clone()).in_organization(Some(org.clone()));
+        let person = UserId::new(PERSON);
+        let stopped = stopping.stopping(&TeamId::new("T0SISTER1"), &person, 1_763_800_000).await.unwrap();
+        assert_eq!(stopped, Some(departed), "{fault:?}");
     }
 }
