@@ -37,6 +37,8 @@ fn ingress_at(aws: &aws_config::SdkConfig, table: &str, queue_url: &str, now: i6
         alertmanager_token: None,
         pagerduty_secret: None,
         home: slack::Home::Workspace,
+        bot_token: None,
+        slack_api_base_url: adapters_slack::web::DEFAULT_BASE_URL.to_owned(),
     };
     Ingress::new(config, &tests::Role::Ingress.config(aws), std::sync::Arc::new(ManualClock::at(now)))
 }

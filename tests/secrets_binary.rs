@@ -142,3 +142,34 @@ async fn the_responder_reads_the_bot_token_from_secrets_manager_when_given_its_i
     }
     assert!(!lambda.logs().contains("xoxb-test-token"));
 }
+
+#[tokio::test]
+async fn the_ingress_reads_the_bot_token_only_when_a_shortcut_first_opens_its_modal() {
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let slack = FakeSlack::start().await;
+    store_secret("slack-assistant/signing-secret", &format!("{}\n", events::signing_secret())).await;
+    store_secret("slack-assistant/bot-token", "xoxb-test-token").await;
+    let env = vec![
+        ("SLACK_SIGNING_SECRET_ID", "slack-assistant/signing-secret".to_owned()),
+        ("SLACK_BOT_TOKEN_ID", "slack-assistant/bot-token".to_owned()),
+        ("SLACK_API_BASE_URL", slack.url().to_owned()),
+        ("TURNS_TABLE", stack.table.clone()),
+        ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
+        tests::Role::Ingress.env(),
+    ];
+    let lambda = LambdaUnderRie::start("ingress", Launch { env, clock: Some(events::SIGNED_AT_FAKETIME) }).unwrap();
+    let mention = lambda.invoke(&events::parse(events::APP_MENTION)).await.unwrap();
+    assert_eq!(mention["statusCode"], 200, "{mention}\n{}", lambda.logs());
+
+    // "Ask the assistant about this…": the modal opens with the token read from its secret.
+    let ask = testkit::fixtures::MESSAGE_ACTION
+        .replace(slack::shortcut::INVESTIGATE_CALLBACK_ID, slack::ask_modal::ASK_CALLBACK_ID);
+    let event = events::with_body(&events::parse(events::APPROVAL_CLICK), &testkit::fixtures::interaction_form(&ask));
+    let opened = lambda.invoke(&event).await.unwrap();
+    assert_eq!(opened["statusCode"], 200, "{opened}\n{}", lambda.logs());
+    let calls = slack.calls("views.open");
+    assert_eq!(calls.len(), 1, "{}", lambda.logs());
+    assert_eq!(calls[0].authorization.as_deref(), Some("Bearer xoxb-test-token"));
+    assert_eq!(stack.receive_work().await.unwrap().len(), 1, "the mention; the shortcut waits for its modal");
+    assert!(!lambda.logs().contains("xoxb-test-token"));
+}

@@ -189,3 +189,93 @@ async fn a_message_in_a_private_channel_the_person_is_not_in_is_refused() {
     .await;
     only_the_note_in_the_persons_dm(&posted, model_calls);
 }
+
+/// "Ask the assistant about this…" on the message `ts` (the alert's),
+/// signed as Slack signs it.
+fn ask_on(ts: &str) -> Value {
+    let payload = testkit::fixtures::MESSAGE_ACTION
+        .replace("1763800000.000100", ts)
+        .replace(slack::shortcut::INVESTIGATE_CALLBACK_ID, slack::ask_modal::ASK_CALLBACK_ID);
+    events::with_body(&events::parse(events::APPROVAL_CLICK), &testkit::fixtures::interaction_form(&payload))
+}
+
+/// Slack's `view_submission` of the modal `view`, the person having typed
+/// `note`, signed: the event and its form body.
+fn submitted(view: &Value, note: &str) -> (Value, String) {
+    let form = testkit::fixtures::interaction_form(&testkit::fixtures::view_submission(view, note));
+    (events::with_body(&events::parse(events::APPROVAL_CLICK), &form), form)
+}
+
+#[tokio::test]
+async fn ask_about_this_opens_a_modal_and_investigates_with_the_persons_words_once() {
+    // GIVEN the alert's thread in a channel the bot is in, and an ingress holding the bot token
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let thread =
+        SlackReply::Json(serde_json::from_str(testkit::fixtures::messages::CONVERSATIONS_REPLIES_ALERTS).unwrap());
+    slack.script("conversations.replies", [thread.clone(), thread]);
+    let bedrock = FakeBedrock::start().await;
+    bedrock.script([Scripted::text("Yes: the 5xx ratio rose with the 14:02 deploy. Roll it back.")]);
+    let mut functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+    let config = ingress::Config {
+        bot_token: Some(lambda_support::env::SecretVar::Value("xoxb-test-token".into())),
+        slack_api_base_url: slack.url().to_owned(),
+        ..tests::ingress_config(&stack)
+    };
+    functions.ingress = ingress::Ingress::new(
+        config,
+        &tests::Role::Ingress.config(&aws),
+        std::sync::Arc::new(testkit::clock::ManualClock::at(events::SIGNED_AT + 1)),
+    );
+
+    // WHEN the person picks the shortcut
+    let response = functions.ingress.handle(ask_on(ALERT_TS)).await.unwrap();
+    // THEN the modal opens (with the bot token), and nothing is queued yet
+    assert_eq!(response["statusCode"], 200, "{response}");
+    let opened = slack.calls("views.open");
+    assert_eq!(opened.len(), 1);
+    assert_eq!(opened[0].authorization.as_deref(), Some("Bearer xoxb-test-token"));
+    let view: Value = serde_json::from_str(&opened[0].form["view"]).unwrap();
+    assert_eq!(view["callback_id"], slack::ask_modal::ASK_CALLBACK_ID);
+    assert!(stack.receive_work().await.unwrap().is_empty(), "nothing until they submit");
+
+    // WHEN a forged submission arrives (the words changed after signing), then theirs, twice
+    let (event, form) = submitted(&view, "did the 14:02 deploy do this?");
+    let mut forged = events::with_body(&event, &form.replace("14%3A02", "15%3A00"));
+    forged["headers"]["x-slack-signature"] = event["headers"]["x-slack-signature"].clone();
+    assert_eq!(functions.ingress.handle(forged).await.unwrap()["statusCode"], 401);
+    for delivery in 0..2 {
+        let response = functions.ingress.handle(event.clone()).await.unwrap();
+        assert_eq!(response["statusCode"], 200, "delivery {delivery}: {response}");
+        assert_eq!(response.get("body").and_then(Value::as_str).unwrap_or_default(), "", "an empty 200 closes it");
+    }
+    let work = stack.receive_work().await.unwrap();
+    assert_eq!(work.len(), 1, "one turn, claimed by the view's id");
+    no_failures(&functions.worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline()).await.unwrap());
+    let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
+    no_failures(&functions.responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)).await.unwrap());
+
+    // THEN the model read their words first, then the alert
+    let requests = bedrock.requests();
+    assert_eq!(requests.len(), 1);
+    let asked = requests[0].body.to_string();
+    let (words, alert) = (asked.find("did the 14:02 deploy do this?"), asked.find("runbooks.example.com/checkout-5xx"));
+    assert!(matches!((words, alert), (Some(w), Some(a)) if w < a), "{asked}");
+    // AND the answer is in the alert's thread, once
+    let posted = slack.posted();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert_eq!((posted[0].channel.as_str(), posted[0].thread_ts.as_str()), ("C0LAN2Q65", ALERT_TS));
+
+    // WHEN the modal cannot open (Slack refuses a trigger used before), on
+    // another message (its own thread: the first is still in flight)
+    let response = functions.ingress.handle(ask_on("1763799100.000070")).await.unwrap();
+    assert_eq!(response["statusCode"], 200, "{response}");
+    // THEN the message is investigated at once, without their words, rather than not at all
+    assert_eq!(slack.calls("views.open").len(), 2);
+    let work = stack.receive_work().await.unwrap();
+    assert_eq!(work.len(), 1);
+    let assistant_core::WorkMessage::InvestigateMessage(now) = decode_work(&work[0]) else { panic!("a shortcut") };
+    assert_eq!(now.note, None);
+}

@@ -490,6 +490,23 @@ impl Shared {
                 }
                 _ => serde_json::json!({"ok": false, "error": "user_not_found"}),
             },
+            // A modal opens once per trigger (Slack's live 3 s, and once).
+            "views.open" => {
+                let used = self
+                    .calls
+                    .lock()
+                    .expect("calls lock")
+                    .iter()
+                    .filter(|call| call.method == "views.open" && call.form.get("trigger_id") == form.get("trigger_id"))
+                    .count();
+                match (field("trigger_id").is_empty(), used, serde_json::from_str::<Value>(&field("view"))) {
+                    (false, 1, Ok(view)) if view["type"] == "modal" => {
+                        serde_json::json!({"ok": true, "view": {"id": "VMHU10V25", "callback_id": view["callback_id"]}})
+                    }
+                    (false, 1, _) => serde_json::json!({"ok": false, "error": "invalid_arguments"}),
+                    _ => serde_json::json!({"ok": false, "error": "expired_trigger_id"}),
+                }
+            }
             "chat.getPermalink" => serde_json::json!({
                 "ok": true,
                 "channel": field("channel"),

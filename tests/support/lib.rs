@@ -473,6 +473,8 @@ pub fn ingress_config(stack: &Stack) -> ingress::Config {
         alertmanager_token: WebhookSecret::new(ALERTMANAGER_TOKEN),
         pagerduty_secret: WebhookSecret::new(PAGERDUTY_WEBHOOK_SECRET),
         home: slack::Home::Workspace,
+        bot_token: None,
+        slack_api_base_url: adapters_slack::web::DEFAULT_BASE_URL.to_owned(),
     }
 }
 

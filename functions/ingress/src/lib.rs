@@ -50,9 +50,16 @@ pub struct Config {
     /// route.
     pub pagerduty_secret: Option<WebhookSecret>,
     /// `SLACK_ENTERPRISE_ID`: the Enterprise Grid organization of an
-    /// org-wide install; unset, one workspace. The ingress holds no bot
-    /// token to ask `auth.test`, so an org-wide install must say it here.
+    /// org-wide install; unset, one workspace. The ingress does not ask
+    /// `auth.test`, so an org-wide install must say it here.
     pub home: Home,
+    /// `SLACK_BOT_TOKEN` (or `SLACK_BOT_TOKEN_ID`): only to open the modal
+    /// of "Ask the assistant about this…" (`views.open`), read when the
+    /// first one opens, never at start-up. Unset: that shortcut
+    /// investigates at once, without a modal.
+    pub bot_token: Option<env::SecretVar>,
+    /// `SLACK_API_BASE_URL`: the Web API (`https://slack.com/api`).
+    pub slack_api_base_url: String,
 }
 
 impl Config {
@@ -65,6 +72,9 @@ impl Config {
         let pagerduty_secret = env::secret("PAGERDUTY_WEBHOOK_SECRET", "PAGERDUTY_WEBHOOK_SECRET_ID")?;
         let (turns_table, work_queue_url) = (required("TURNS_TABLE")?, required("WORK_QUEUE_URL")?);
         let home = home(env::optional("SLACK_ENTERPRISE_ID"))?;
+        let bot_token = env::secret("SLACK_BOT_TOKEN", "SLACK_BOT_TOKEN_ID")?;
+        let slack_api_base_url =
+            env::optional("SLACK_API_BASE_URL").unwrap_or_else(|| adapters_slack::web::DEFAULT_BASE_URL.to_owned());
         let [signing_secret, alertmanager_token, pagerduty_secret] = env::read_secrets(
             [Some(signing_secret), alertmanager_token, pagerduty_secret],
             adapters_secrets::SecretsManager::at_start_up,
@@ -80,6 +90,8 @@ impl Config {
             alertmanager_token: alertmanager_token.and_then(WebhookSecret::new),
             pagerduty_secret: pagerduty_secret.and_then(WebhookSecret::new),
             home,
+            bot_token,
+            slack_api_base_url,
         })
     }
 }
@@ -187,6 +199,46 @@ impl UserContexts for DeferredAws {
     }
 }
 
+/// Opens shortcuts' modals (`views.open`) with the bot token, read from
+/// its secret when the first modal opens: the ingress's start reads no
+/// more than it did, and a deployment where nobody uses the shortcut never
+/// reads it.
+struct SlackViews {
+    token: env::SecretVar,
+    base_url: String,
+    client: tokio::sync::OnceCell<adapters_slack::web::WebClient>,
+}
+
+impl SlackViews {
+    async fn client(&self) -> Result<&adapters_slack::web::WebClient, PortError> {
+        self.client
+            .get_or_try_init(|| async {
+                let [token] =
+                    env::read_secrets([Some(self.token.clone())], adapters_secrets::SecretsManager::at_start_up)
+                        .await
+                        .map_err(|err| PortError::new("bot token", err.to_string()))?;
+                let token = adapters_slack::web::BotToken::new(token.unwrap_or_default());
+                Ok(adapters_slack::web::WebClient::new(adapters_slack::web::http_client(), &self.base_url, token))
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl ingress_logic::shortcuts::ViewOpener for SlackViews {
+    async fn open(&self, trigger_id: &str, view: &Value) -> Result<(), PortError> {
+        let view = view.to_string();
+        let params = [("trigger_id", trigger_id), ("view", view.as_str())];
+        let _: Value = self
+            .client()
+            .await?
+            .call("views.open", &params)
+            .await
+            .map_err(|err| PortError::new("Slack views.open", err.to_string()))?;
+        Ok(())
+    }
+}
+
 /// The events the ingress takes.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
@@ -264,6 +316,14 @@ impl Ingress {
         )
         .with_every_question(EveryQuestionChannels::new(Arc::new(aws.clone()), clock.clone()))
         .with_home(config.home.clone());
+        let intake = match &config.bot_token {
+            Some(token) => intake.with_views(Arc::new(SlackViews {
+                token: token.clone(),
+                base_url: config.slack_api_base_url.clone(),
+                client: tokio::sync::OnceCell::new(),
+            })),
+            None => intake,
+        };
         let sign_in = SignInPages::new(
             ConnectStates::new(Arc::new(aws.clone())),
             Arc::new(aws.clone()),

@@ -227,6 +227,9 @@ pub struct InvestigateMessage {
     /// saw it): read only where the bot cannot read the message itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shown: Option<ShownMessage>,
+    /// The person's own words, typed in the shortcut's modal first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A message as a shortcut's payload showed it: rendered to text (bounded
@@ -239,6 +242,9 @@ pub struct ShownMessage {
     pub author: Option<UserId>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub files: usize,
+    /// `text` was cut on the way (to fit a modal's metadata).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -41,6 +41,9 @@ pub enum Route {
     Enqueue(WorkMessage),
     /// A slash command: the intake routes it with its clock (`crate::commands`).
     Command(Box<slack::command::SlashCommand>),
+    /// Open a modal (`views.open`, within the trigger's 3 s); where it
+    /// cannot open, start `instead` (`crate::shortcuts`).
+    OpenView { trigger_id: String, view: serde_json::Value, instead: Box<(EventClaim, WorkMessage)> },
     /// Remember what a person has in view (the channel beside the DM), and
     /// enqueue `then`, if anything.
     Remember { seen: Seen, then: Option<WorkMessage> },
@@ -176,6 +179,12 @@ pub fn route_at(home: &Home, request: SlackRequest) -> Route {
         SlackRequest::Interaction(Interaction::BlockActions(actions)) => route_block_actions(home, &actions),
         SlackRequest::Interaction(Interaction::MessageAction(shortcut)) => {
             crate::shortcuts::route_message_shortcut(home, &shortcut)
+        }
+        SlackRequest::Interaction(Interaction::ViewSubmission(submission)) if !submission.is_of(home) => {
+            Route::Ignore(Ignored::OutsideOrganization)
+        }
+        SlackRequest::Interaction(Interaction::ViewSubmission(submission)) => {
+            crate::shortcuts::route_view_submission(home, &submission)
         }
         SlackRequest::Interaction(Interaction::Unknown) => Route::Ignore(Ignored::UnknownInteraction),
         // Slack offers the command wherever the app is installed: under an

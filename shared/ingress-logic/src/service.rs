@@ -95,6 +95,9 @@ pub struct Intake {
     every_question: Option<EveryQuestionChannels>,
     /// Which installation this deployment is (`SLACK_ENTERPRISE_ID`).
     home: Home,
+    /// Opens the modal of "Ask the assistant about this…"; none: that
+    /// shortcut investigates at once, without the person's words.
+    views: Option<Arc<dyn crate::shortcuts::ViewOpener>>,
 }
 
 impl Intake {
@@ -106,7 +109,23 @@ impl Intake {
         clock: Arc<dyn Clock>,
     ) -> Self {
         let body_limit = DEFAULT_BODY_LIMIT;
-        Self { secret, claims, queue, contexts, clock, body_limit, every_question: None, home: Home::Workspace }
+        Self {
+            secret,
+            claims,
+            queue,
+            contexts,
+            clock,
+            body_limit,
+            every_question: None,
+            home: Home::Workspace,
+            views: None,
+        }
+    }
+
+    /// Opens shortcuts' modals with `views`.
+    pub fn with_views(mut self, views: Arc<dyn crate::shortcuts::ViewOpener>) -> Self {
+        self.views = Some(views);
+        self
     }
 
     /// Serves an org-wide install (or, by default, one workspace).
@@ -199,6 +218,25 @@ impl Intake {
             }
             Route::Enqueue(message) => self.enqueue(&message).await,
             Route::Command(command) => self.command(&command, headers).await,
+            Route::OpenView { trigger_id, view, instead } => {
+                let opened = match &self.views {
+                    Some(views) => views.open(&trigger_id, &view).await,
+                    None => Err(assistant_core::PortError::new("views.open", "no bot token in the ingress")),
+                };
+                match opened {
+                    Ok(()) => {
+                        info!("shortcut's modal opened");
+                        Reply::ok()
+                    }
+                    // The trigger lives 3 s: the message is investigated
+                    // now, without the person's words, rather than not at all.
+                    Err(err) => {
+                        warn!(error = %err, "the shortcut's modal did not open: investigating without it");
+                        let (claim, message) = *instead;
+                        self.claim_and_enqueue(&claim, &message, headers).await
+                    }
+                }
+            }
             Route::Remember { seen, then } => {
                 self.remember(&seen).await;
                 match then {

@@ -34,6 +34,8 @@ pub enum Interaction {
     BlockActions(Box<BlockActions>),
     /// A message shortcut ([`crate::shortcut`]).
     MessageAction(Box<crate::shortcut::MessageShortcut>),
+    /// A modal submitted ([`crate::ask_modal`]).
+    ViewSubmission(Box<crate::ask_modal::ViewSubmission>),
     #[serde(other)]
     Unknown,
 }

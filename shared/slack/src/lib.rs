@@ -13,6 +13,7 @@
 //! hands a single byte to [`request::parse`]. The Web API client lives with
 //! the other Slack adapters in `shared/adapters/slack`.
 
+pub mod ask_modal;
 pub mod command;
 pub mod events;
 pub mod ids;

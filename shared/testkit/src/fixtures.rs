@@ -110,6 +110,36 @@ pub mod messages {
 /// The bot user the fixtures are addressed to.
 pub const BOT_USER: &str = "U0LAN0Z89";
 
+/// Slack's `view_submission` of the modal `view` (as `views.open` was
+/// given it) by the person of [`MESSAGE_ACTION`], who typed `note` in its
+/// one input: the field layout of Slack's published example
+/// (docs.slack.dev/reference/interaction-payloads/view-interactions-payload).
+pub fn view_submission(view: &serde_json::Value, note: &str) -> String {
+    serde_json::json!({
+        "type": "view_submission",
+        "team": {"id": "T061EG9R6", "domain": "testteamnow"},
+        "user": {"id": "U061F7AUR", "username": "roadrunner", "name": "roadrunner", "team_id": "T061EG9R6"},
+        "api_app_id": "A0KRD7HC3",
+        "token": "Nj2rfC2hU8mAfgaJLemZgO7H",
+        "trigger_id": "12466734323.1395872398.8a6d49b8c8a2aaa6a9c3a1d0f3c2d2b1",
+        "view": {
+            "id": "VMHU10V25",
+            "team_id": "T061EG9R6",
+            "type": "modal",
+            "callback_id": view["callback_id"],
+            "private_metadata": view["private_metadata"],
+            "blocks": view["blocks"],
+            "title": view["title"],
+            "state": {"values": {"note": {"note_input": {"type": "plain_text_input", "value": note}}}},
+            "hash": "156772938.1827394"
+        },
+        "response_urls": [],
+        "is_enterprise_install": false,
+        "enterprise": null
+    })
+    .to_string()
+}
+
 /// An interactivity payload as Slack sends it: `payload=<url-encoded JSON>`.
 pub fn interaction_form(payload_json: &str) -> String {
     serde_urlencoded::to_string([("payload", payload_json)]).expect("a string pair encodes")

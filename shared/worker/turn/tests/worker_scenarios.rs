@@ -752,6 +752,7 @@ async fn after_a_reinstall_a_shortcut_on_an_older_message_runs_and_one_used_befo
             membership: slack::Membership::Home,
             asked_at: Some(asked_at),
             shown: None,
+            note: None,
         })
     };
 
@@ -3349,6 +3350,7 @@ fn shortcut_on(message_ts: &str, shown: Option<assistant_core::messages::ShownMe
         membership: slack::Membership::Home,
         asked_at: Some(NOW - 5),
         shown,
+        note: None,
     })
 }
 
@@ -3363,6 +3365,7 @@ async fn a_shortcut_in_a_conversation_the_bot_is_not_in_is_answered_in_the_perso
         text: "panic: assignment to entry in nil map <!channel>".into(),
         author: Some(UserId::new("U2")),
         files: 1,
+        cut: false,
     };
 
     // WHEN the person uses the shortcut on it (and Slack's copy is redelivered)
@@ -3393,7 +3396,8 @@ async fn a_shortcut_on_a_message_not_where_the_payload_says_is_refused_whatever_
     // GIVEN a conversation the bot reads, without the message the payload names
     let slack = Arc::new(MemorySlack::default());
     let worker = build_reading(ScriptedModel::new([text("unused")]), counter(), testkit::memory::tables(), slack);
-    let shown = assistant_core::messages::ShownMessage { text: "secret plans".into(), author: None, files: 0 };
+    let shown =
+        assistant_core::messages::ShownMessage { text: "secret plans".into(), author: None, files: 0, cut: false };
 
     let outcome = worker.handle(&shortcut_on("1763799000.000050", Some(shown)), &Budget::plenty()).await.unwrap();
 

@@ -96,7 +96,7 @@ impl Worker {
             thread: shortcut.thread.clone(),
             message_ts: shortcut.message_ts.clone(),
             user: shortcut.user.clone(),
-            text: question(&message),
+            text: with_note(question(&message), shortcut.note.as_deref()),
             context_channel: None,
             bot_user: Some(bot),
             files: message.files.clone(),
@@ -130,7 +130,7 @@ impl Worker {
             message_ts: thread.thread_ts.clone(),
             thread,
             user: shortcut.user.clone(),
-            text: shown_question(shown),
+            text: with_note(shown_question(shown), shortcut.note.as_deref()),
             // The conversation the message is in: the person has it in view.
             context_channel: Some(channel.clone()),
             bot_user: Some(bot),
@@ -199,7 +199,17 @@ fn shown_question(shown: &ShownMessage) -> String {
         0 => String::new(),
         n => format!(" ({n} file{} attached, which I cannot open: I'm not in that conversation)", plural(n)),
     };
-    asking(&by, &files, &shown.text)
+    let question = asking(&by, &files, &shown.text);
+    if shown.cut { format!("{question}\n\n(The message was cut: it was longer than I was given.)") } else { question }
+}
+
+/// The person's own words (typed in the shortcut's modal) first, then
+/// the message they are about.
+fn with_note(question: String, note: Option<&str>) -> String {
+    match note {
+        Some(note) => format!("{note}\n\n(About this message.) {question}"),
+        None => question,
+    }
 }
 
 fn asking(by: &str, files: &str, text: &str) -> String {
@@ -236,10 +246,22 @@ mod tests {
 
     #[test]
     fn slacks_copy_names_its_files_as_unopened() {
-        let shown = ShownMessage { text: "panic: nil map".into(), author: Some(UserId::new("U2")), files: 2 };
+        let shown =
+            ShownMessage { text: "panic: nil map".into(), author: Some(UserId::new("U2")), files: 2, cut: false };
         let asked = shown_question(&shown);
         assert!(asked.starts_with("Investigate this message, posted by <@U2> (2 files attached, which I cannot open"));
         assert!(asked.ends_with("> panic: nil map"), "{asked}");
-        assert!(shown_question(&ShownMessage { author: None, files: 0, ..shown }).contains("posted by an app:"));
+        assert!(
+            shown_question(&ShownMessage { author: None, files: 0, ..shown.clone() }).contains("posted by an app:")
+        );
+        let cut = shown_question(&ShownMessage { cut: true, ..shown });
+        assert!(cut.ends_with("(The message was cut: it was longer than I was given.)"), "{cut}");
+    }
+
+    #[test]
+    fn the_persons_words_come_first() {
+        let asked = with_note("Investigate this message…".into(), Some("did the deploy do it?"));
+        assert_eq!(asked, "did the deploy do it?\n\n(About this message.) Investigate this message…");
+        assert_eq!(with_note("q".into(), None), "q");
     }
 }
