@@ -163,11 +163,13 @@ mod tests {
     fn forms_without_a_payload() {
         assert_eq!(parse(FORM, b"ssl_check=1&token=x").unwrap(), SlackRequest::SslCheck);
         assert_eq!(parse(FORM, b"token=x&text=now").unwrap(), SlackRequest::OtherForm);
-        let unknown_interaction = fixtures::interaction_form(r#"{"type":"view_submission","view":{}}"#);
+        let unknown_interaction = fixtures::interaction_form(r#"{"type":"view_closed","view":{}}"#);
         assert_eq!(
             parse(FORM, unknown_interaction.as_bytes()).unwrap(),
             SlackRequest::Interaction(Interaction::Unknown)
         );
+        let broken_submission = fixtures::interaction_form(r#"{"type":"view_submission","view":{}}"#);
+        assert!(parse(FORM, broken_submission.as_bytes()).is_err(), "a submission without its fields is refused");
     }
 
     #[test]
