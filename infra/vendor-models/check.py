@@ -31,6 +31,13 @@ local_server.rs `record`); this script validates each one against:
   parsed with the slack_sdk model its docstring names, with the limits those
   docstrings state and validate_json does not (a table's 100 rows of at most
   20 cells; a task_update's status).
+  Blocks slack_sdk (3.48) has no model for, the data visualization block
+  (charts) and the data table block, are validated field by field against
+  Slack's Block Kit reference
+  (https://docs.slack.dev/reference/block-kit/blocks/data-visualization-block,
+  https://docs.slack.dev/reference/block-kit/blocks/data-table-block):
+  required and unknown fields, chart types, lengths, counts and numbers, at
+  most two charts and 10,000 characters of data table cells a message.
   A POST to a slash command's `response_url` (`/commands/…`) is a JSON message:
   its fields must be ones slack_sdk's `WebhookClient.send` takes, with text or
   blocks, `response_type` ephemeral or in_channel, blocks as a message's.
@@ -42,10 +49,10 @@ and the rule; identical violations are reported once, with how many more lines h
 `--self-test` runs the checker over fixtures/fail (recorded lines with
 something broken in each: every violation is listed in
 fixtures/expected-violations.txt, no more, no fewer) and fixtures/pass (lines
-recorded in the end-to-end tests, and two table messages responder-logic's
-markdown.rs builds, which no end-to-end test sends yet: one of raw_text cells,
-one of rich_text cells with links, emphasis and code, which markdown.rs's tests
-hold to what it renders; all must pass). slack_sdk parses a rich_text cell's
+recorded in the end-to-end tests, and messages responder-logic's markdown.rs
+builds, which markdown.rs's tests hold to what it renders: a table of raw_text
+cells, one of rich_text cells with links, emphasis and code, a table with its
+chart, a data table; all must pass). slack_sdk parses a rich_text cell's
 elements (an unknown element type, a link without its url are violations) but
 does not check their `style` keys.
 """
@@ -431,8 +438,77 @@ class Slack:
     def blocks(self, blocks, path, errors, message):
         if message and len(blocks) > MESSAGE_BLOCKS_MAX:
             errors.append((path, f"at most {MESSAGE_BLOCKS_MAX} blocks in a message"))
+        charts, cells = 0, 0
         for index, block in enumerate(blocks):
-            self.model(lambda b=block: Block.parse(b), block, json_path(path, index), errors, "block")
+            where = json_path(path, index)
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "data_visualization":
+                charts += 1
+                data_visualization(block, where, errors)
+            elif kind == "data_table":
+                cells += self.data_table(block, where, errors)
+            else:
+                self.model(lambda b=block: Block.parse(b), block, where, errors, "block")
+        if message and charts > CHARTS_PER_MESSAGE:
+            errors.append((path, f"at most {CHARTS_PER_MESSAGE} data_visualization blocks in a message"))
+        if message and cells > DATA_TABLE_CHARS:
+            errors.append((path, f"at most {DATA_TABLE_CHARS} characters of data table cells in a message"))
+
+    def data_table(self, block, path, errors):
+        """A data_table block, as Slack's reference describes it; returns its cells' characters."""
+        known(block, path, errors, "data_table", DATA_TABLE_FIELDS, ("rows", "caption"))
+        text(block.get("caption"), json_path(path, "caption"), errors)
+        if "block_id" in block:
+            text(block["block_id"], json_path(path, "block_id"), errors, most=BLOCK_ID_CHARS)
+        if "page_size" in block:
+            integer(block["page_size"], json_path(path, "page_size"), errors, 1, DATA_TABLE_ROWS)
+        rows = block.get("rows")
+        if "rows" in block and not isinstance(rows, list):
+            errors.append((json_path(path, "rows"), "an array of rows"))
+        if not isinstance(rows, list):
+            return 0
+        where = json_path(path, "rows")
+        if not 2 <= len(rows) <= DATA_TABLE_ROWS + 1:
+            errors.append((where, f"2 to {DATA_TABLE_ROWS + 1} rows (the header and 1 to {DATA_TABLE_ROWS})"))
+        widths = {len(row) for row in rows if isinstance(row, list)}
+        if len(widths) > 1:
+            errors.append((where, "every row the same number of cells"))
+        if any(not 1 <= width <= DATA_TABLE_COLUMNS for width in widths):
+            errors.append((where, f"1 to {DATA_TABLE_COLUMNS} cells a row"))
+        if "row_header_column_index" in block and widths:
+            integer(block["row_header_column_index"], json_path(path, "row_header_column_index"), errors, 0, min(widths) - 1)
+        chars = 0
+        for number, row in enumerate(rows):
+            here = json_path(where, number)
+            if not isinstance(row, list):
+                errors.append((here, "a data table row is an array of cells"))
+                continue
+            for column, cell in enumerate(row):
+                chars += self.data_table_cell(cell, json_path(here, column), errors, header=number == 0)
+        if chars > DATA_TABLE_CHARS:
+            errors.append((where, f"at most {DATA_TABLE_CHARS} characters of cells in a data table"))
+        return chars
+
+    def data_table_cell(self, cell, path, errors, header):
+        if not isinstance(cell, dict):
+            errors.append((path, "a JSON object (data table cell)"))
+            return 0
+        kind = cell.get("type")
+        if kind == "raw_text":
+            known(cell, path, errors, "raw_text cell", ("type", "text"), ("text",))
+            text(cell.get("text"), json_path(path, "text"), errors)
+        elif kind == "raw_number":
+            known(cell, path, errors, "raw_number cell", ("type", "value", "text"), ("value",))
+            finite(cell.get("value"), json_path(path, "value"), errors)
+            if "text" in cell:
+                text(cell["text"], json_path(path, "text"), errors)
+        elif kind == "rich_text" and header:
+            errors.append((path, "no rich_text in the header row"))
+        elif kind == "rich_text":
+            self.model(lambda: table_cell(cell), cell, path, errors, "data table cell (raw_text, raw_number, rich_text)")
+        else:
+            errors.append((path, "a data table cell is raw_text, raw_number or rich_text"))
+        return shown_chars(cell)
 
     def chunk(self, chunk, path, errors):
         parsed = self.model(lambda: Chunk.parse(chunk), chunk, path, errors, "chunk")
@@ -539,6 +615,160 @@ class Slack:
             self.model(lambda: task_card(value), value, path, errors, "task_card block")
         elif isinstance(owner, BlocksChunk) and name == "blocks":
             self.model(lambda: Block.parse(value), value, path, errors, "block")
+
+
+# The data visualization and data table blocks, from Slack's Block Kit reference: slack_sdk 3.48 has no
+# model for them. https://docs.slack.dev/reference/block-kit/blocks/data-visualization-block
+CHARTS_PER_MESSAGE = 2  # "at most two a message" (Slack's changelog of 2026-06-16, the block's launch)
+CHART_TITLE_CHARS = 50  # title: "Maximum 50 characters."
+CHART_LABEL_CHARS = 20  # a segment's or data point's label, a series' name, an axis category
+CHART_AXIS_LABEL_CHARS = 50  # axis_config's x_label, y_label
+CHART_SERIES = 6  # series (bar, area, line) and segments (pie): "Min 1, max 6."
+CHART_POINTS = 20  # a series' data: 1 to 20 points
+# https://docs.slack.dev/reference/block-kit/blocks/data-table-block
+DATA_TABLE_FIELDS = ("type", "rows", "caption", "block_id", "page_size", "row_header_column_index")
+DATA_TABLE_ROWS = 100  # "a maximum of 101 rows (100 regular rows plus the header)"; page_size "Min 1, Max 100"
+DATA_TABLE_COLUMNS = 20  # "a minimum of 1 column and a maximum of 20 columns"
+DATA_TABLE_CHARS = 10_000  # across all cells of a table, and of a message
+BLOCK_ID_CHARS = 255
+
+
+def known(obj, path, errors, what, fields, required):
+    for key in obj:
+        if key not in fields:
+            errors.append((json_path(path, key), f"unknown field of {what}"))
+    for key in required:
+        if key not in obj:
+            errors.append((json_path(path, key), f"required (field of {what})"))
+
+
+def text(value, path, errors, most=None):
+    """A string of at least one character, at most `most`."""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        errors.append((path, "a string"))
+    elif not value:
+        errors.append((path, "min length 1"))
+    elif most is not None and len(value) > most:
+        errors.append((path, f"max length {most}"))
+
+
+def finite(value, path, errors):
+    if value is None:
+        return False
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        errors.append((path, "a number"))
+        return False
+    return True
+
+
+def integer(value, path, errors, least, most):
+    if isinstance(value, bool) or not isinstance(value, int):
+        errors.append((path, "an integer"))
+    elif not least <= value <= most:
+        errors.append((path, f"{least} to {most}"))
+
+
+def items(value, path, errors, least, most, what):
+    """`value` as a list of `least` to `most` items, or [] (reported)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errors.append((path, f"an array of {what}"))
+        return []
+    if not least <= len(value) <= most:
+        errors.append((path, f"{least} to {most} {what}"))
+    return value
+
+
+def shown_chars(value):
+    """The characters a data table cell shows: every text and address in it."""
+    if isinstance(value, list):
+        return sum(shown_chars(item) for item in value)
+    if isinstance(value, dict):
+        return sum(
+            len(item) if key in ("text", "url") and isinstance(item, str) else shown_chars(item)
+            for key, item in value.items()
+        )
+    return 0
+
+
+def data_visualization(block, path, errors):
+    known(block, path, errors, "data_visualization", ("type", "title", "chart", "block_id"), ("title", "chart"))
+    text(block.get("title"), json_path(path, "title"), errors, most=CHART_TITLE_CHARS)
+    if "block_id" in block:
+        text(block["block_id"], json_path(path, "block_id"), errors, most=BLOCK_ID_CHARS)
+    chart = block.get("chart")
+    here = json_path(path, "chart")
+    if chart is None:
+        return
+    if not isinstance(chart, dict):
+        errors.append((here, "a JSON object (chart)"))
+        return
+    kind = chart.get("type")
+    if kind == "pie":
+        known(chart, here, errors, "pie chart", ("type", "segments"), ("segments",))
+        segments = items(chart.get("segments"), json_path(here, "segments"), errors, 1, CHART_SERIES, "segments")
+        for index, segment in enumerate(segments):
+            where = json_path(json_path(here, "segments"), index)
+            if not isinstance(segment, dict):
+                errors.append((where, "a JSON object (segment)"))
+                continue
+            known(segment, where, errors, "segment", ("label", "value"), ("label", "value"))
+            text(segment.get("label"), json_path(where, "label"), errors, most=CHART_LABEL_CHARS)
+            if finite(segment.get("value"), json_path(where, "value"), errors) and segment["value"] <= 0:
+                errors.append((json_path(where, "value"), "greater than 0"))
+    elif kind in ("bar", "area", "line"):
+        known(chart, here, errors, f"{kind} chart", ("type", "series", "axis_config"), ("series", "axis_config"))
+        categories = axis_config(chart.get("axis_config"), json_path(here, "axis_config"), errors)
+        series = items(chart.get("series"), json_path(here, "series"), errors, 1, CHART_SERIES, "series")
+        names = []
+        for index, one in enumerate(series):
+            where = json_path(json_path(here, "series"), index)
+            if not isinstance(one, dict):
+                errors.append((where, "a JSON object (data series)"))
+                continue
+            known(one, where, errors, "data series", ("name", "data"), ("name", "data"))
+            text(one.get("name"), json_path(where, "name"), errors, most=CHART_LABEL_CHARS)
+            if one.get("name") in names:
+                errors.append((json_path(where, "name"), "series names are unique"))
+            names.append(one.get("name"))
+            points = items(one.get("data"), json_path(where, "data"), errors, 1, CHART_POINTS, "data points")
+            for number, point in enumerate(points):
+                at = json_path(json_path(where, "data"), number)
+                if not isinstance(point, dict):
+                    errors.append((at, "a JSON object (data point)"))
+                    continue
+                known(point, at, errors, "data point", ("label", "value"), ("label", "value"))
+                text(point.get("label"), json_path(at, "label"), errors, most=CHART_LABEL_CHARS)
+                finite(point.get("value"), json_path(at, "value"), errors)
+                if categories is not None and point.get("label") not in categories:
+                    errors.append((json_path(at, "label"), "one of axis_config.categories"))
+    else:
+        errors.append((json_path(here, "type"), "chart type one of pie, bar, area, line"))
+
+
+def axis_config(config, path, errors):
+    """The categories a chart's data points are labelled with, or None."""
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        errors.append((path, "a JSON object (axis_config)"))
+        return None
+    known(config, path, errors, "axis_config", ("categories", "x_label", "y_label"), ("categories",))
+    for name in ("x_label", "y_label"):
+        if name in config:
+            text(config[name], json_path(path, name), errors, most=CHART_AXIS_LABEL_CHARS)
+    categories = config.get("categories")
+    if categories is None:
+        return None
+    if not isinstance(categories, list):
+        errors.append((json_path(path, "categories"), "an array of strings"))
+        return None
+    for index, category in enumerate(categories):
+        text(category, json_path(json_path(path, "categories"), index), errors, most=CHART_LABEL_CHARS)
+    return categories
 
 
 def table_cell(cell):

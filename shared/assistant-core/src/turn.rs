@@ -423,6 +423,10 @@ pub struct Turn {
     /// The text units the guardrail's calls for this turn were billed for.
     #[serde(default, skip_serializing_if = "crate::guardrail::GuardUnits::is_zero")]
     pub guard_units: crate::guardrail::GuardUnits,
+    /// The deployment's `charts: false` when the turn began: the responder
+    /// shows the answer's tables without charts or data tables.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub charts_off: bool,
 }
 
 /// A call that changed things, as the audit trail keeps it.
@@ -530,6 +534,7 @@ impl Turn {
             results_read_tokens: 0,
             guardrail: Vec::new(),
             guard_units: Default::default(),
+            charts_off: false,
         }
     }
 

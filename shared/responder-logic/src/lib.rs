@@ -3,13 +3,15 @@
 //!
 //! - [`render`]: answers, approval prompts, placeholders and apologies as
 //!   Slack messages: redacted; answers in Slack's own [`markdown`] (split
-//!   under Slack's limits), the bot's own words in [`mrkdwn`].
+//!   under Slack's limits; tables of numbers charted, long ones as data
+//!   tables: [`charts`]), the bot's own words in [`mrkdwn`].
 //! - [`responder`]: exactly-once posting, progress, refusals and dead
 //!   letters, recorded in the turn's delivery record.
 //!
 //! Slack itself is behind the core's `SlackPoster` port: the Web API in
 //! `shared/adapters/slack`, an in-memory Slack in `testkit`.
 
+pub mod charts;
 pub mod markdown;
 pub mod mrkdwn;
 pub mod render;

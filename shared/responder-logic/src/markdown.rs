@@ -9,6 +9,16 @@
 //! `raw_text`); only web and mail addresses become links. A table the block
 //! cannot hold is aligned code, each link's address written after its label.
 //!
+//! With charts on (the assistant configuration's `charts`, the default), a
+//! table of numbers also gets a chart beside it ([`crate::charts`]), and a
+//! table over the table block's rows becomes Slack's data table block
+//! (<https://docs.slack.dev/reference/block-kit/blocks/data-table-block>:
+//! sorting and pagination, a header and at most 100 rows, 20 columns, 10,000
+//! characters of cells a table and a message): one a message, cut into as
+//! many as it takes up to [`DATA_TABLES`], numbers as `raw_number` cells so
+//! they sort as numbers. Larger, it is aligned code as before. Charts off,
+//! tables render as they did before charts existed.
+//!
 //! The Markdown is read with a parser (pulldown-cmark), never with regular
 //! expressions: a table is what a parser takes for one (never pipes inside
 //! code), and the text is changed only where it must be: a link whose label
@@ -32,6 +42,30 @@ pub const TEXT_BUDGET: usize = 11_000;
 pub const TABLE_ROWS: usize = 100;
 pub const TABLE_COLUMNS: usize = 20;
 pub const TABLE_CHARS: usize = 10_000;
+/// Slack's data table block: rows besides its header ("a maximum of 101
+/// rows (100 regular rows plus the header)"); its columns and characters
+/// are the table block's ([`TABLE_COLUMNS`], [`TABLE_CHARS`]).
+pub const DATA_TABLE_ROWS: usize = 100;
+/// Rows a data table shows a page (Slack's default is 5).
+pub const DATA_TABLE_PAGE: usize = 20;
+/// Data tables one table is cut into at most, a message each: an answer
+/// of more messages is sent as a file anyway ([`crate::render::MAX_ANSWER_MESSAGES`]).
+pub const DATA_TABLES: usize = crate::render::MAX_ANSWER_MESSAGES;
+
+/// How an answer's tables are shown: which special mentions may ping, and
+/// whether tables of numbers get charts and long tables data tables (the
+/// assistant configuration's `charts`; on by default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rendering {
+    pub mentions: SpecialMentions,
+    pub charts: bool,
+}
+
+impl Default for Rendering {
+    fn default() -> Self {
+        Self { mentions: SpecialMentions::default(), charts: true }
+    }
+}
 
 /// One message of an answer: its blocks, and the plain text Slack shows in
 /// notifications (escaped: it neither links nor pings).
@@ -45,6 +79,16 @@ pub struct Message {
 enum Part {
     Text(String),
     Table(Table),
+    /// A table over the table block's rows, as data tables (charts on).
+    DataTables(Vec<DataTable>),
+}
+
+/// One data table block of a table, and its rows as text for the
+/// notification fallback.
+#[derive(Debug)]
+struct DataTable {
+    block: Value,
+    plain: String,
 }
 
 #[derive(Debug, Default)]
@@ -237,6 +281,37 @@ fn linkable(url: &str) -> bool {
     rest.is_some_and(|rest| !rest.is_empty()) && !url.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
+/// A body cell of a data table: a plain number as `raw_number` (its value
+/// sorts, its text shows as written), other plain text as `raw_text`, the
+/// rest as the table block's cell; an empty or missing cell a dash.
+fn data_cell(cell: Option<&Cell>, mentions: SpecialMentions) -> Value {
+    let Some(cell) = cell else { return json!({"type": "raw_text", "text": "–"}) };
+    if cell.is_plain() {
+        let text = cell.written();
+        if let Some((value, _)) = crate::charts::number(&text) {
+            let text = unpinged(&honest_written_links(&text), mentions);
+            return json!({"type": "raw_number", "value": crate::charts::json_number(value), "text": text});
+        }
+    }
+    cell.block(mentions)
+}
+
+/// The characters of a data table's cells as Slack counts them: every
+/// text and address in them.
+fn cell_chars(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => items.iter().map(cell_chars).sum(),
+        Value::Object(fields) => fields
+            .iter()
+            .map(|(key, value)| match value {
+                Value::String(text) if key == "text" || key == "url" => text.chars().count(),
+                other => cell_chars(other),
+            })
+            .sum(),
+        _ => 0,
+    }
+}
+
 impl Table {
     fn chars(&self) -> usize {
         self.rows.iter().flatten().map(Cell::chars).sum()
@@ -305,6 +380,71 @@ impl Table {
     /// The table as text for the notification fallback.
     fn plain(&self) -> String {
         self.written().iter().map(|row| row.join(" | ")).collect::<Vec<_>>().join("\n")
+    }
+
+    /// The chart of the table ([`crate::charts`]), when it has one: plain
+    /// cells as written, the others as not numbers.
+    fn chart(&self) -> Option<Value> {
+        let (header, body) = self.rows.split_first()?;
+        let header: Vec<String> = header.iter().map(Cell::written).collect();
+        let body: Vec<Vec<Option<String>>> =
+            body.iter().map(|row| row.iter().map(|cell| cell.is_plain().then(|| cell.written())).collect()).collect();
+        crate::charts::chart(&header, &body)
+    }
+
+    /// The table as data table blocks, at most [`DATA_TABLE_ROWS`] rows
+    /// each under the header; `None` when it takes more than
+    /// [`DATA_TABLES`], has more than [`TABLE_COLUMNS`] columns, or a piece
+    /// holds more than [`TABLE_CHARS`] characters of cells.
+    fn data_tables(&self, mentions: SpecialMentions) -> Option<Vec<DataTable>> {
+        let (header, body) = self.rows.split_first()?;
+        let width = self.rows.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        let pieces = body.len().div_ceil(DATA_TABLE_ROWS);
+        if width > TABLE_COLUMNS || body.is_empty() || pieces > DATA_TABLES {
+            return None;
+        }
+        let dash = || json!({"type": "raw_text", "text": "–"});
+        // The header: text only (Slack takes no rich_text there).
+        let header_cells: Vec<Value> = (0..width)
+            .map(|column| match header.get(column).map(Cell::written) {
+                Some(text) if !text.is_empty() => {
+                    json!({"type": "raw_text", "text": unpinged(&honest_written_links(&text), mentions)})
+                }
+                _ => dash(),
+            })
+            .collect();
+        let names: Vec<String> = header.iter().map(Cell::written).filter(|name| !name.is_empty()).collect();
+        let names = if names.is_empty() { "Table".to_owned() } else { names.join(", ") };
+        let mut tables = Vec::with_capacity(pieces);
+        for (index, rows) in body.chunks(DATA_TABLE_ROWS).enumerate() {
+            let mut cells = vec![Value::Array(header_cells.clone())];
+            for row in rows {
+                cells.push(Value::Array((0..width).map(|column| data_cell(row.get(column), mentions)).collect()));
+            }
+            if cells.iter().map(cell_chars).sum::<usize>() > TABLE_CHARS {
+                return None;
+            }
+            let first = index * DATA_TABLE_ROWS + 1;
+            let caption = if pieces == 1 {
+                names.clone()
+            } else {
+                format!("{names} (rows {first}–{} of {})", first + rows.len() - 1, body.len())
+            };
+            let plain: Vec<String> = std::iter::once(header)
+                .chain(rows)
+                .map(|row| row.iter().map(Cell::written).collect::<Vec<_>>().join(" | "))
+                .collect();
+            tables.push(DataTable {
+                block: json!({
+                    "type": "data_table",
+                    "caption": unpinged(&caption, mentions),
+                    "page_size": DATA_TABLE_PAGE,
+                    "rows": cells,
+                }),
+                plain: plain.join("\n"),
+            });
+        }
+        Some(tables)
     }
 }
 
@@ -405,7 +545,7 @@ pub fn streams_badly(markdown: &str) -> bool {
 }
 
 /// The answer's parts in order: text (links made honest) and tables.
-fn parts(markdown: &str) -> Vec<Part> {
+fn parts(markdown: &str, rendering: Rendering) -> Vec<Part> {
     let mut parts = Vec::new();
     let mut depth = 0usize;
     // Replacements of source ranges in the text (deceptive links).
@@ -465,8 +605,11 @@ fn parts(markdown: &str) -> Vec<Part> {
                 depth -= 1;
                 if let Some((table, range)) = table.take() {
                     cursor = range.end;
+                    let data_tables = || rendering.charts.then(|| table.data_tables(rendering.mentions)).flatten();
                     if table.fits() {
                         parts.push(Part::Table(table));
+                    } else if let Some(tables) = data_tables() {
+                        parts.push(Part::DataTables(tables));
                     } else {
                         let code = table.as_code();
                         match parts.last_mut() {
@@ -614,7 +757,8 @@ fn push_line(pieces: &mut Vec<String>, current: &mut String, fence: &Option<Stri
 }
 
 /// The answer as messages, each at most `max_blocks` blocks.
-pub fn messages(markdown: &str, mentions: SpecialMentions, max_blocks: usize) -> Vec<Message> {
+pub fn messages(markdown: &str, rendering: Rendering, max_blocks: usize) -> Vec<Message> {
+    let mentions = rendering.mentions;
     let mut messages: Vec<Message> = Vec::new();
     let mut current = Message { blocks: Vec::new(), text: String::new() };
     let (mut text_used, mut has_table) = (0usize, false);
@@ -624,7 +768,7 @@ pub fn messages(markdown: &str, mentions: SpecialMentions, max_blocks: usize) ->
         }
         (*text_used, *has_table) = (0, false);
     };
-    for part in parts(markdown) {
+    for part in parts(markdown, rendering) {
         match part {
             Part::Text(text) => {
                 // Cut first (at line ends: no mention straddles a cut), then made unable to ping.
@@ -641,12 +785,30 @@ pub fn messages(markdown: &str, mentions: SpecialMentions, max_blocks: usize) ->
                 }
             }
             Part::Table(table) => {
-                if has_table || current.blocks.len() + 1 > max_blocks {
+                let chart = if rendering.charts { table.chart() } else { None };
+                let needs = 1 + usize::from(chart.is_some());
+                if has_table || current.blocks.len() + needs > max_blocks {
                     close(&mut current, &mut messages, &mut text_used, &mut has_table);
                 }
                 has_table = true;
                 current.text.push_str(&format!("\n{}\n", slack::text::escape(&table.plain())));
                 current.blocks.push(table.block(mentions));
+                // Beside its table, which is its text fallback.
+                let charted = current.blocks.iter().filter(|b| b["type"] == "data_visualization").count();
+                let room = current.blocks.len() < max_blocks && charted < crate::charts::CHARTS_PER_MESSAGE;
+                if let Some(chart) = chart.filter(|_| room) {
+                    current.blocks.push(chart);
+                }
+            }
+            Part::DataTables(tables) => {
+                for table in tables {
+                    if has_table || current.blocks.len() + 1 > max_blocks {
+                        close(&mut current, &mut messages, &mut text_used, &mut has_table);
+                    }
+                    has_table = true;
+                    current.text.push_str(&format!("\n{}\n", slack::text::escape(&table.plain)));
+                    current.blocks.push(table.block);
+                }
             }
         }
     }
@@ -665,9 +827,27 @@ mod tests {
     use super::*;
 
     fn one(markdown: &str) -> Message {
-        let mut all = messages(markdown, SpecialMentions::default(), 45);
+        one_as(markdown, Rendering::default())
+    }
+
+    fn one_as(markdown: &str, rendering: Rendering) -> Message {
+        let mut all = messages(markdown, rendering, 45);
         assert_eq!(all.len(), 1, "{all:?}");
         all.remove(0)
+    }
+
+    /// The deployment's `charts: false`: tables as before charts existed.
+    const CHARTS_OFF: Rendering = Rendering {
+        mentions: SpecialMentions { here: false, channel: false, everyone: false, subteam: false },
+        charts: false,
+    };
+
+    fn raw(text: &str) -> Value {
+        json!({"type": "raw_text", "text": text})
+    }
+
+    fn kinds(message: &Message) -> Vec<&str> {
+        message.blocks.iter().map(|b| b["type"].as_str().unwrap()).collect()
     }
 
     /// A `rich_text` table cell of one section holding `elements`.
@@ -719,7 +899,8 @@ mod tests {
         assert!(text.contains("<@U061F7AUR>"), "a person's mention stays");
         assert!(text.contains("<https://evil.example/y>") && !text.contains("|bank.example.com>"), "{text}");
         let allowed = SpecialMentions { here: true, ..SpecialMentions::default() };
-        let text = markdown_of(&messages("<!here> deploy is out", allowed, 45)[0]);
+        let text =
+            markdown_of(&messages("<!here> deploy is out", Rendering { mentions: allowed, charts: true }, 45)[0]);
         assert!(text.starts_with("<!here>"), "{text}");
         // In a table cell too: the label names the real host.
         let table = one("| link |\n|---|\n| [bank.example.com](https://evil.example/x) |");
@@ -818,7 +999,7 @@ mod tests {
         );
         // A deployment that lets `<!here>` ping lets it in a cell too.
         let allowed = SpecialMentions { here: true, ..SpecialMentions::default() };
-        let here = messages("| a |\n|---|\n| <!here> look |", allowed, 45);
+        let here = messages("| a |\n|---|\n| <!here> look |", Rendering { mentions: allowed, charts: true }, 45);
         assert_eq!(here[0].blocks[0]["rows"][1][0]["text"], "<!here> look");
     }
 
@@ -843,7 +1024,7 @@ mod tests {
                 format!("| [svc-{row}](https://wiki.example.com/svc/{row}) | **{row}** | [x](javascript:void(0)) |\n")
             })
             .collect();
-        let message = one(&format!("| service | n | js |\n|---|--:|---|\n{body}"));
+        let message = one_as(&format!("| service | n | js |\n|---|--:|---|\n{body}"), CHARTS_OFF);
         assert!(message.blocks.iter().all(|b| b["type"] == "markdown"), "no table block of 101 rows");
         let code = markdown_of(&message);
         assert!(code.starts_with("```\nservice "), "{code}");
@@ -898,7 +1079,7 @@ mod tests {
         let paragraph = "word ".repeat(400);
         let code = format!("```\n{}```", "let x = 1;\n".repeat(1_500));
         let answer = format!("{paragraph}\n\n{code}\n\n{paragraph}");
-        let all = messages(&answer, SpecialMentions::default(), 45);
+        let all = messages(&answer, Rendering::default(), 45);
         assert!(all.len() >= 2, "{}", all.len());
         for message in &all {
             let text = markdown_of(message);
@@ -920,7 +1101,7 @@ mod tests {
         let message = one(&wide);
         assert_eq!(message.blocks[0]["type"], "markdown");
         assert!(markdown_of(&message).starts_with("```"), "{}", markdown_of(&message));
-        let two = messages("| a |\n|---|\n| 1 |\n\nand\n\n| b |\n|---|\n| 2 |", SpecialMentions::default(), 45);
+        let two = messages("| a |\n|---|\n| 1 |\n\nand\n\n| b |\n|---|\n| 2 |", Rendering::default(), 45);
         assert_eq!(two.len(), 2, "one table a message");
     }
 
@@ -933,8 +1114,136 @@ mod tests {
         let fits = one(&table(TABLE_ROWS - 1));
         assert_eq!(fits.blocks[0]["type"], "table");
         assert_eq!(fits.blocks[0]["rows"].as_array().unwrap().len(), TABLE_ROWS);
-        let too_long = one(&table(TABLE_ROWS));
+        let too_long = one_as(&table(TABLE_ROWS), CHARTS_OFF);
         assert!(too_long.blocks.iter().all(|b| b["type"] == "markdown"), "no table block of 101 rows");
         assert!(markdown_of(&too_long).starts_with("```"), "{}", markdown_of(&too_long));
+    }
+
+    #[test]
+    fn charts_on_a_table_over_the_blocks_rows_is_a_data_table_whose_numbers_sort_as_numbers() {
+        // GIVEN a table of a header and 100 rows: one more than a table block holds
+        let body: String = (0..DATA_TABLE_ROWS)
+            .map(|row| format!("| [svc-{row}](https://wiki.example.com/svc/{row}) | {row},000 ms | <!channel> ok |\n"))
+            .collect();
+        let answer = format!("| service | p99 | note |\n|---|--:|---|\n{body}");
+        // WHEN it is rendered with charts on
+        let message = one(&answer);
+        // THEN it is one data table, its header text, its numbers raw_number, its links rich text
+        assert_eq!(kinds(&message), ["data_table"]);
+        let table = &message.blocks[0];
+        let rows = table["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), DATA_TABLE_ROWS + 1, "the header and 100 rows");
+        assert_eq!(rows[0], json!([raw("service"), raw("p99"), raw("note")]));
+        assert_eq!(rows[8][1], json!({"type": "raw_number", "value": 7000, "text": "7,000 ms"}));
+        assert_eq!(rows[8][0]["elements"][0]["elements"][0]["url"], "https://wiki.example.com/svc/7");
+        assert_eq!(rows[8][2], raw("&lt;!channel> ok"), "a cell cannot ping");
+        assert_eq!(table["caption"], "service, p99, note");
+        assert_eq!(table["page_size"], DATA_TABLE_PAGE);
+        assert!(table.get("column_settings").is_none(), "no such field in a data table");
+        // AND the notification text holds the rows, the addresses after their labels
+        assert!(message.text.contains("svc-7 (https://wiki.example.com/svc/7) | 7,000 ms"), "{}", message.text);
+        // AND with charts off it is aligned code, as before
+        assert!(one_as(&answer, CHARTS_OFF).blocks.iter().all(|b| b["type"] == "markdown"));
+    }
+
+    #[test]
+    fn a_longer_table_is_data_tables_a_message_each_and_one_too_long_for_them_is_code() {
+        let table = |rows: usize, cell: &str| {
+            let body: String = (0..rows).map(|row| format!("| {row} | {cell} |\n")).collect();
+            format!("Requests:\n\n| n | what |\n|---|---|\n{body}\nThat is all.")
+        };
+        // 250 rows: three data tables, one a message, each saying which rows it holds.
+        let all = messages(&table(250, "ok"), Rendering::default(), 45);
+        let data: Vec<&Value> = all.iter().flat_map(|m| &m.blocks).filter(|b| b["type"] == "data_table").collect();
+        assert_eq!(data.len(), 3);
+        assert!(all.iter().all(|m| kinds(m).iter().filter(|k| **k == "data_table").count() <= 1), "one a message");
+        let captions: Vec<&str> = data.iter().map(|b| b["caption"].as_str().unwrap()).collect();
+        assert_eq!(
+            captions,
+            ["n, what (rows 1–100 of 250)", "n, what (rows 101–200 of 250)", "n, what (rows 201–250 of 250)"]
+        );
+        assert_eq!(data[2]["rows"].as_array().unwrap().len(), 51, "the header in each");
+        assert_eq!(data[1]["rows"][1][0], json!({"type": "raw_number", "value": 100, "text": "100"}));
+        // More than DATA_TABLES of them, or over Slack's 10,000 characters a table: aligned code.
+        for too_much in
+            [table(DATA_TABLES * DATA_TABLE_ROWS + 1, "ok"), table(100, &"x".repeat(120)), table(10_000, "ok")]
+        {
+            let all = messages(&too_much, Rendering::default(), 45);
+            assert!(all.iter().flat_map(|m| &m.blocks).all(|b| b["type"] == "markdown"), "code, no data table");
+            assert!(markdown_of(&all[0]).contains("```"));
+        }
+    }
+
+    #[test]
+    fn a_table_of_numbers_has_its_chart_beside_it_and_none_with_charts_off() {
+        let answer = "Latency:\n\n| minute | p99 | p50 |\n|---|--:|--:|\n| 10:00 | 120 ms | 40 ms |\n\
+                      | 10:05 | 4,200 ms | 41 ms |\n| 10:10 | 130 ms | 40 ms |\n\nThe spike was at 10:05.";
+        let message = one(answer);
+        assert_eq!(kinds(&message), ["markdown", "table", "data_visualization", "markdown"]);
+        let chart = &message.blocks[2];
+        assert_eq!(chart["title"], "p99, p50 by minute");
+        assert_eq!(chart["chart"]["type"], "line");
+        assert_eq!(chart["chart"]["series"][0]["data"][1], json!({"label": "10:05", "value": 4200}));
+        assert!(message.text.contains("10:05 | 4,200 ms | 41 ms"), "the table is the chart's text: {}", message.text);
+        assert_eq!(kinds(&one_as(answer, CHARTS_OFF)), ["markdown", "table", "markdown"]);
+        // Mixed cells: the table alone.
+        let mixed = one("| service | errors |\n|---|---|\n| checkout | 12 |\n| auth | none |");
+        assert_eq!(kinds(&mixed), ["table"]);
+    }
+
+    #[test]
+    fn more_tables_of_numbers_than_charts_a_message_holds_never_put_more_in_one() {
+        let table = |name: &str| format!("| day | {name} |\n|---|--:|\n| 2026-11-26 | 3 |\n| 2026-11-27 | 5 |\n");
+        let answer = ["deploys", "rollbacks", "pages", "incidents"].map(table).join("\nand\n\n");
+        let all = messages(&answer, Rendering::default(), 45);
+        let charts: usize = all.iter().map(|m| kinds(m).iter().filter(|k| **k == "data_visualization").count()).sum();
+        assert_eq!(charts, 4, "each table its chart");
+        for message in &all {
+            let kinds = kinds(message);
+            assert!(kinds.iter().filter(|k| **k == "data_visualization").count() <= crate::charts::CHARTS_PER_MESSAGE);
+            for (at, kind) in kinds.iter().enumerate() {
+                if *kind == "data_visualization" {
+                    assert_eq!(kinds[at - 1], "table", "beside its table: {kinds:?}");
+                }
+            }
+        }
+        // No room for the chart beside the table: the table alone in a message of its own.
+        let tight = messages(&table("deploys"), Rendering::default(), 1);
+        assert_eq!(tight.iter().map(kinds).collect::<Vec<_>>(), [vec!["table"]]);
+    }
+
+    #[test]
+    fn the_chart_and_data_table_the_vendor_model_check_validates_are_the_ones_rendered() {
+        let recorded = |text: &str| -> Value {
+            VENDOR_FIXTURES
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .filter_map(|record| serde_json::from_str::<Value>(record["body"].as_str()?).ok())
+                .find(|body| body["text"] == text)
+                .unwrap_or_else(|| panic!("the fixture's line {text:?}"))["blocks"]
+                .clone()
+        };
+        let rendered = Value::Array(one(VENDOR_CHART).blocks);
+        assert_eq!(
+            recorded("Latency: a chart"),
+            rendered,
+            "fixtures/pass/slack-1.jsonl holds other blocks: {rendered}"
+        );
+        let rendered = Value::Array(one(&vendor_data_table()).blocks);
+        assert_eq!(
+            recorded("Requests: a data table"),
+            rendered,
+            "fixtures/pass/slack-1.jsonl holds other blocks: {rendered}"
+        );
+    }
+
+    const VENDOR_CHART: &str =
+        "| minute | p99 | p50 |\n|---|--:|--:|\n| 10:00 | 120 ms | 40 ms |\n| 10:05 | 4,200 ms | 41 ms |";
+
+    fn vendor_data_table() -> String {
+        let body: String = (0..DATA_TABLE_ROWS)
+            .map(|row| format!("| [svc-{row}](https://wiki.example.com/svc/{row}) | {row} | *ok* |\n"))
+            .collect();
+        format!("| service | requests | state |\n|---|--:|---|\n{body}")
     }
 }

@@ -4,6 +4,7 @@
 //! failed. Redaction happens here, before rendering, so what Slack gets
 //! never held a secret and each marker reads cleanly.
 
+pub use crate::markdown::Rendering;
 use crate::mrkdwn;
 use assistant_core::approval::Approver;
 use assistant_core::delivery::{MessageKey, Outgoing};
@@ -36,12 +37,13 @@ fn section(text: &str) -> Value {
 
 /// The answer as one message, or several when Slack's limits require:
 /// keyed `answer 1/n` … `answer n/n`, in Slack's own Markdown (see
-/// [`crate::markdown`]). Only the special mentions `mentions` allows can
-/// ping.
-pub fn answer(markdown: &str, mentions: mrkdwn::SpecialMentions, turn: &TurnId) -> Vec<Outgoing> {
+/// [`crate::markdown`]). Only the special mentions `rendering` allows can
+/// ping; with its charts on, tables of numbers are charted and long tables
+/// are data tables.
+pub fn answer(markdown: &str, rendering: Rendering, turn: &TurnId) -> Vec<Outgoing> {
     let redacted = Redactor::global().redact(markdown);
     let footer = answer_footer(turn);
-    let messages = crate::markdown::messages(&redacted, mentions, MAX_BLOCKS - footer.len());
+    let messages = crate::markdown::messages(&redacted, rendering, MAX_BLOCKS - footer.len());
     let count = messages.len();
     messages
         .into_iter()
@@ -75,7 +77,7 @@ pub const ANSWER_UPLOAD: &str = "answer";
 /// An answer too long for [`MAX_ANSWER_MESSAGES`] messages: one message
 /// with its lead (whole paragraphs, a code block closed if cut) saying the
 /// rest is attached, and the file holding all of it, redacted.
-pub fn long_answer(markdown: &str, mentions: mrkdwn::SpecialMentions, turn: &TurnId) -> (Vec<Outgoing>, FileUpload) {
+pub fn long_answer(markdown: &str, rendering: Rendering, turn: &TurnId) -> (Vec<Outgoing>, FileUpload) {
     let redacted = Redactor::global().redact(markdown);
     let filename = format!("answer-{}.md", turn.reference());
     let mut lead = String::new();
@@ -95,7 +97,7 @@ pub fn long_answer(markdown: &str, mentions: mrkdwn::SpecialMentions, turn: &Tur
         lead.push_str("\n```");
     }
     lead.push_str(&format!("\n\n_The answer goes on: all of it is in the attached file, {filename}._"));
-    let mut messages = answer(&lead, mentions, turn);
+    let mut messages = answer(&lead, rendering, turn);
     messages.truncate(1);
     if let Some(only) = messages.first_mut() {
         only.key = MessageKey::Answer { part: 1, of: 1 };

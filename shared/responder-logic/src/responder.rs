@@ -388,11 +388,12 @@ impl Responder {
             return Ok(Outcome::Skipped { reason: "not_settled" });
         }
         let answer = turn.answer.as_deref().unwrap_or("I have nothing to add.");
-        let mut messages = render::answer(answer, self.mentions, turn_id);
+        let rendering = render::Rendering { mentions: self.mentions, charts: !turn.charts_off };
+        let mut messages = render::answer(answer, rendering, turn_id);
         // More than a few messages: its lead, and all of it as a file.
         let mut file = None;
         if messages.len() > render::MAX_ANSWER_MESSAGES {
-            let (lead, whole) = render::long_answer(answer, self.mentions, turn_id);
+            let (lead, whole) = render::long_answer(answer, rendering, turn_id);
             (messages, file) = (lead, Some(whole));
         }
         let streamed = match self.finish_stream(&turn.thread, turn_id, answer, &messages, &mut record).await {
