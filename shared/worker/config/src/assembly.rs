@@ -495,6 +495,7 @@ pub async fn assemble(
         .memory(ports.memory)
         .incidents(incidents)
         .guarding(guarding)
+        .charts(assistant.charts)
         .build())
 }
 

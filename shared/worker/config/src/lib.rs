@@ -30,7 +30,8 @@
 //!   "aws_tools": { … see [`tools_aws`] … },
 //!   "knowledge_bases": [ { "name": "code", "id": "KB12345678", "description": "Our services' code and READMEs", "max_results": 5 } ],
 //!   "approvals": { "approvers": ["requester"], "expires_after_secs": 3600, "allow_self_approval": true },
-//!   "suggested_prompts": [ { "title": "Why is a service failing?", "message": "Why is checkout-api failing?" } ]
+//!   "suggested_prompts": [ { "title": "Why is a service failing?", "message": "Why is checkout-api failing?" } ],
+//!   "charts": true
 //! }
 //! ```
 //!
@@ -148,6 +149,15 @@ pub struct AssistantConfig {
     /// (`assistant_core::guardrail`).
     #[serde(default, deserialize_with = "guardrail")]
     pub guardrail: Option<assistant_core::guardrail::GuardrailConfig>,
+    /// Whether a table of numbers in an answer may be shown beside it as
+    /// Slack's data visualization block, and a table over the table
+    /// block's rows as data tables (`responder_logic::charts`); default on.
+    #[serde(default = "charts_on")]
+    pub charts: bool,
+}
+
+fn charts_on() -> bool {
+    true
 }
 
 /// `memory` in the configuration: `{"retention_days": 90}`.
@@ -319,6 +329,7 @@ impl Default for AssistantConfig {
             memory: MemoryConfig::default(),
             reading: None,
             guardrail: None,
+            charts: true,
         }
     }
 }
@@ -514,6 +525,18 @@ mod tests {
         let said = format!("{issues:?}");
         assert!(!said.contains("abc123secretvalue") && !said.contains("STATUS_TOKEN="), "{said}");
         assert_eq!(issues[0].path, "allowed_env", "{said}");
+    }
+
+    #[test]
+    fn charts_are_on_unless_the_configuration_turns_them_off_and_only_a_boolean_does() {
+        assert!(AssistantConfig::check(b"{}").unwrap().charts, "on by default");
+        assert!(!AssistantConfig::check(br#"{"charts": false}"#).unwrap().charts);
+        for json in [r#"{"charts": "sk-live-4242"}"#, r#"{"charts": 0}"#, r#"{"charts": {"max": 2}}"#] {
+            let issues = AssistantConfig::check(json.as_bytes()).expect_err(json).0;
+            let said = format!("{issues:?}");
+            assert_eq!(issues[0].path, "charts", "{said}");
+            assert!(!said.contains("sk-live-4242") && said.contains("boolean"), "{said}");
+        }
     }
 
     #[test]

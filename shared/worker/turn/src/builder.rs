@@ -104,6 +104,9 @@ pub struct Worker {
     pub(crate) incidents: Option<IncidentDesk>,
     /// The deployment's guardrail, where configured.
     pub(crate) guarding: Option<crate::guarding::Guarding>,
+    /// Whether answers' tables may be charts and data tables (`charts`;
+    /// recorded on each turn for the responder).
+    pub(crate) charts: bool,
 }
 
 impl std::ops::Deref for Worker {
@@ -137,6 +140,7 @@ impl Worker {
             memory: None,
             incidents: None,
             guarding: None,
+            charts: true,
         })
     }
 
@@ -247,6 +251,12 @@ impl WorkerBuilder {
 
     pub fn guarding(mut self, guarding: Option<crate::guarding::Guarding>) -> Self {
         self.0.guarding = guarding;
+        self
+    }
+
+    /// Whether answers' tables may be charts and data tables (default on).
+    pub fn charts(mut self, charts: bool) -> Self {
+        self.0.charts = charts;
         self
     }
 

@@ -72,6 +72,7 @@ impl Worker {
             enhance,
         );
         let mut turn = Turn::start(request, self.clock.now_unix());
+        turn.charts_off = !self.charts;
         let history = history
             .inspect_err(|err| warn!(error = %err, "thread history unavailable: answering from the question alone"));
         let thread_so_far = history.as_deref().unwrap_or_default();
