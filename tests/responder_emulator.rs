@@ -97,6 +97,76 @@ async fn the_deliver_event_file_posts_the_answer_once_in_its_thread() {
     assert_eq!(world.settled().await, Some(Settled::Delivered));
 }
 
+/// An answer with a table of numbers and a table of 150 rows.
+fn tables_answer() -> String {
+    let requests: String = (1..=150).map(|n| format!("| svc-{n} | {n},000 |\n")).collect();
+    format!(
+        "Latency:\n\n| minute | p99 |\n|---|--:|\n| 10:00 | 120 ms |\n| 10:05 | 4,200 ms |\n| 10:10 | 130 ms |\n\n\
+         Requests:\n\n| service | requests |\n|---|--:|\n{requests}\nThe spike was at 10:05."
+    )
+}
+
+fn block_types(posted: &tests::fake_slack::Posted) -> Vec<String> {
+    let blocks = posted.blocks.as_ref().and_then(Value::as_array).cloned().unwrap_or_default();
+    blocks.iter().map(|block| block["type"].as_str().unwrap_or_default().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn a_table_of_numbers_is_posted_with_its_chart_and_a_long_table_as_data_tables_each_with_its_text() {
+    // GIVEN an answered turn whose answer has a table of numbers and one of 150 rows
+    let world = World::new(vec![]).await;
+    world.store_turn(TurnStatus::Answered, Some(&tables_answer())).await;
+
+    // WHEN the responder delivers it
+    assert_eq!(world.handle(deliver_event()).await, Vec::<String>::new());
+
+    // THEN Slack receives the table with its line chart beside it, then the long table as two
+    // data tables, one a message, and every message's text holds what its blocks show
+    let posted = world.slack.posted();
+    let kinds: Vec<Vec<String>> = posted.iter().map(block_types).collect();
+    assert_eq!(kinds.len(), 3, "{kinds:?}");
+    assert_eq!(kinds[0][..4], ["markdown", "table", "data_visualization", "markdown"], "{kinds:?}");
+    assert_eq!(kinds[1], ["data_table"], "{kinds:?}");
+    assert_eq!(kinds[2][..2], ["data_table", "markdown"], "{kinds:?}");
+    let blocks = |n: usize| posted[n].blocks.as_ref().unwrap().as_array().unwrap().clone();
+    let chart = &blocks(0)[2];
+    assert_eq!(chart["title"], "p99 by minute");
+    assert_eq!(chart["chart"]["type"], "line");
+    assert_eq!(chart["chart"]["series"][0]["data"][1], json!({"label": "10:05", "value": 4200}));
+    assert!(posted[0].text.contains("10:05 | 4,200 ms"), "the chart's text fallback: {}", posted[0].text);
+    assert_eq!(blocks(1)[0]["caption"], "service, requests (rows 1–100 of 150)");
+    assert_eq!(blocks(2)[0]["rows"].as_array().unwrap().len(), 51, "the header and rows 101 to 150");
+    assert_eq!(blocks(2)[0]["rows"][1][1], json!({"type": "raw_number", "value": 101000, "text": "101,000"}));
+    assert!(posted[2].text.contains("svc-150 | 150,000"), "{}", posted[2].text);
+    assert_eq!(world.settled().await, Some(Settled::Delivered));
+}
+
+#[tokio::test]
+async fn with_charts_off_the_same_answer_is_a_table_block_and_aligned_code() {
+    // GIVEN the same answer in a turn begun with `charts: false`
+    let world = World::new(vec![]).await;
+    let mut turn = new_turn("Ev0LAN670R");
+    turn.status = TurnStatus::Answered;
+    turn.answer = Some(tables_answer());
+    turn.charts_off = true;
+    world.turns().create(&mut turn).await.unwrap();
+
+    // WHEN the responder delivers it
+    assert_eq!(world.handle(deliver_event()).await, Vec::<String>::new());
+
+    // THEN no chart and no data table: the table block, and the long table as code
+    let posted = world.slack.posted();
+    let kinds: Vec<String> = posted.iter().flat_map(block_types).collect();
+    assert!(kinds.contains(&"table".to_owned()), "{kinds:?}");
+    assert!(!kinds.iter().any(|kind| kind == "data_visualization" || kind == "data_table"), "{kinds:?}");
+    let markdown: String = posted
+        .iter()
+        .flat_map(|p| p.blocks.as_ref().unwrap().as_array().unwrap().clone())
+        .filter_map(|block| block["text"].as_str().map(str::to_owned))
+        .collect();
+    assert!(markdown.contains("```") && markdown.contains("svc-150"), "aligned code");
+}
+
 #[tokio::test]
 async fn a_post_whose_response_was_lost_is_found_in_the_thread_not_posted_again() {
     // GIVEN Slack posts the message but answers 503
