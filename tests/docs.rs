@@ -746,6 +746,26 @@ const LIMITS: &[Limit] = &[
     (FILES, "and the question at {} KB", &[("QUESTION_BYTES", 1024.0)]),
     (SECURITY, "runs at most {} tool calls a step", &[("MAX_TOOL_CALLS_PER_STEP", 1.0)]),
     (CONFIGURATION, "when the copy is under {} minutes old", &[("FRESH_FOR_SECS", 60.0)]),
+    (FILES, "up to {} rows and {} numeric columns", &[("CHART_POINTS", 1.0), ("CHART_SERIES", 1.0)]),
+    (FILES, "Slack draws at most {} charts a message", &[("CHARTS_PER_MESSAGE", 1.0)]),
+    (
+        FILES,
+        "titles are cut at {} characters, labels, series names and categories at {}",
+        &[("CHART_TITLE_CHARS", 1.0), ("CHART_LABEL_CHARS", 1.0)],
+    ),
+    (FILES, "a table over the table block's {} rows", &[("TABLE_ROWS", 1.0)]),
+    (FILES, "page through ({} rows a page)", &[("DATA_TABLE_PAGE", 1.0)]),
+    (
+        FILES,
+        "A data table holds its header and at most {} rows, {} columns and {} characters of cells",
+        &[("DATA_TABLE_ROWS", 1.0), ("TABLE_COLUMNS", 1.0), ("TABLE_CHARS", 1.0)],
+    ),
+    (
+        FILES,
+        "data tables of up to {} rows under the header each, one a message, at most {} of them",
+        &[("DATA_TABLE_ROWS", 1.0), ("DATA_TABLES", 1.0)],
+    ),
+    (FILES, "an answer of more than {} messages is its lead and a file", &[("MAX_ANSWER_MESSAGES", 1.0)]),
     (RELIABILITY_WRITES, "without reading the bucket for {} minutes after its read", &[("FRESH_FOR_SECS", 60.0)]),
 ];
 

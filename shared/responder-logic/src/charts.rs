@@ -17,13 +17,13 @@
 use serde_json::{Value, json};
 
 /// "A short label displayed above the chart. Maximum 50 characters."
-pub const TITLE_CHARS: usize = 50;
+pub const CHART_TITLE_CHARS: usize = 50;
 /// A data point's label, a series' name and an axis category: at most 20
 /// characters each (the data visualization block's Data Series, Data
 /// Point and Axis Config).
-pub const LABEL_CHARS: usize = 20;
+pub const CHART_LABEL_CHARS: usize = 20;
 /// An axis title (`x_label`, `y_label`): at most 50 characters.
-pub const AXIS_LABEL_CHARS: usize = 50;
+pub const CHART_AXIS_LABEL_CHARS: usize = 50;
 /// A line, bar or area chart's `series`: "Min 1, max 6".
 pub const CHART_SERIES: usize = 6;
 /// Points a series holds at most (its `data`: 1 to 20): the rows charted.
@@ -45,7 +45,7 @@ pub(crate) fn chart(header: &[String], body: &[Vec<Option<String>>]) -> Option<V
     }
     let labels: Vec<String> = body
         .iter()
-        .map(|row| row[0].as_deref().map(|text| clip(text, LABEL_CHARS)).filter(|label| !label.is_empty()))
+        .map(|row| row[0].as_deref().map(|text| clip(text, CHART_LABEL_CHARS)).filter(|label| !label.is_empty()))
         .collect::<Option<_>>()?;
     if !distinct(&labels) {
         return None;
@@ -54,7 +54,7 @@ pub(crate) fn chart(header: &[String], body: &[Vec<Option<String>>]) -> Option<V
     let mut unit: Option<Option<String>> = None;
     let mut series = Vec::with_capacity(width - 1);
     for (column, name) in header.iter().enumerate().skip(1) {
-        let name = clip(name, LABEL_CHARS);
+        let name = clip(name, CHART_LABEL_CHARS);
         if name.is_empty() {
             return None;
         }
@@ -76,18 +76,18 @@ pub(crate) fn chart(header: &[String], body: &[Vec<Option<String>>]) -> Option<V
         return None;
     }
     let over_time = labels.iter().all(|label| looks_like_time(label));
-    let by = clip(&header[0], AXIS_LABEL_CHARS);
+    let by = clip(&header[0], CHART_AXIS_LABEL_CHARS);
     let title = if by.is_empty() { names.join(", ") } else { format!("{} by {by}", names.join(", ")) };
     let mut axis = json!({"categories": labels});
     if !by.is_empty() {
         axis["x_label"] = json!(by);
     }
     if let Some(Some(unit)) = unit {
-        axis["y_label"] = json!(clip(&unit, AXIS_LABEL_CHARS));
+        axis["y_label"] = json!(clip(&unit, CHART_AXIS_LABEL_CHARS));
     }
     Some(json!({
         "type": "data_visualization",
-        "title": clip(&title, TITLE_CHARS),
+        "title": clip(&title, CHART_TITLE_CHARS),
         "chart": {"type": if over_time { "line" } else { "bar" }, "series": series, "axis_config": axis},
     }))
 }
@@ -275,13 +275,13 @@ mod tests {
         let chart = chart(&header, &body).expect("a chart");
         let json = chart.to_string();
         assert!(!json.contains('<') && !json.contains('>'), "{json}");
-        assert_eq!(chart["title"].as_str().unwrap().chars().count(), TITLE_CHARS);
+        assert_eq!(chart["title"].as_str().unwrap().chars().count(), CHART_TITLE_CHARS);
         let name = chart["chart"]["series"][0]["name"].as_str().unwrap();
-        assert!(name.chars().count() <= LABEL_CHARS && name.ends_with('…'), "{name}");
+        assert!(name.chars().count() <= CHART_LABEL_CHARS && name.ends_with('…'), "{name}");
         for category in chart["chart"]["axis_config"]["categories"].as_array().unwrap() {
-            assert!(category.as_str().unwrap().chars().count() <= LABEL_CHARS, "{category}");
+            assert!(category.as_str().unwrap().chars().count() <= CHART_LABEL_CHARS, "{category}");
         }
-        assert!(chart["chart"]["axis_config"]["x_label"].as_str().unwrap().chars().count() <= AXIS_LABEL_CHARS);
+        assert!(chart["chart"]["axis_config"]["x_label"].as_str().unwrap().chars().count() <= CHART_AXIS_LABEL_CHARS);
         assert_eq!(chart["chart"]["series"][0]["data"][0]["value"], json!(f64::MAX));
         // Labels alike once cut: which bar is which is lost, so no chart.
         let (header, body) =
