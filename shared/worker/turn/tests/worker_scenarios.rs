@@ -3408,3 +3408,15 @@ async fn a_shortcut_on_a_message_not_where_the_payload_says_is_refused_whatever_
     assert_eq!(posts.len(), 1, "the note in their DM");
     assert!(!posts[0].1.contains("secret plans"));
 }
+
+#[tokio::test]
+async fn a_deployment_that_turns_charts_off_says_so_on_every_turn_for_the_responder() {
+    let worker = worker(ScriptedModel::new([text("p95 by hour below.")]), counter());
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert!(!stored(&worker).await.charts_off, "charts are on by default");
+
+    let mut off = self::worker(ScriptedModel::new([text("p95 by hour below.")]), counter());
+    off.change(|w| w.charts(false));
+    off.handle(&start(), &Budget::plenty()).await.unwrap();
+    assert!(stored(&off).await.charts_off, "the turn tells the responder to render tables without charts");
+}
