@@ -33,6 +33,8 @@ use std::sync::Arc;
 
 pub const FUNCTION_NAME: &str = "ingress";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// Slack's Web API, where `SLACK_API_BASE_URL` does not say otherwise.
+pub const SLACK_API_BASE_URL: &str = "https://slack.com/api";
 
 /// The runtime contract's variables this function reads.
 #[derive(Debug, Clone)]
@@ -73,8 +75,7 @@ impl Config {
         let (turns_table, work_queue_url) = (required("TURNS_TABLE")?, required("WORK_QUEUE_URL")?);
         let home = home(env::optional("SLACK_ENTERPRISE_ID"))?;
         let bot_token = env::secret("SLACK_BOT_TOKEN", "SLACK_BOT_TOKEN_ID")?;
-        let slack_api_base_url =
-            env::optional("SLACK_API_BASE_URL").unwrap_or_else(|| adapters_slack::web::DEFAULT_BASE_URL.to_owned());
+        let slack_api_base_url = env::optional("SLACK_API_BASE_URL").unwrap_or_else(|| SLACK_API_BASE_URL.to_owned());
         let [signing_secret, alertmanager_token, pagerduty_secret] = env::read_secrets(
             [Some(signing_secret), alertmanager_token, pagerduty_secret],
             adapters_secrets::SecretsManager::at_start_up,
@@ -202,39 +203,63 @@ impl UserContexts for DeferredAws {
 /// Opens shortcuts' modals (`views.open`) with the bot token, read from
 /// its secret when the first modal opens: the ingress's start reads no
 /// more than it did, and a deployment where nobody uses the shortcut never
-/// reads it.
+/// reads it. One form POST on the reqwest the ingress already links (for
+/// Secrets Manager), rather than the whole Slack adapter, which would
+/// cost the ingress a megabyte and its start-up.
 struct SlackViews {
     token: env::SecretVar,
     base_url: String,
-    client: tokio::sync::OnceCell<adapters_slack::web::WebClient>,
+    http: reqwest::Client,
+    bearer: tokio::sync::OnceCell<String>,
 }
 
 impl SlackViews {
-    async fn client(&self) -> Result<&adapters_slack::web::WebClient, PortError> {
-        self.client
+    fn new(token: env::SecretVar, base_url: &str) -> Self {
+        let http = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(1))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("a client with rustls and a connect timeout builds");
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        Self { token, base_url, http, bearer: tokio::sync::OnceCell::new() }
+    }
+
+    async fn bearer(&self) -> Result<&str, PortError> {
+        let token = self
+            .bearer
             .get_or_try_init(|| async {
                 let [token] =
                     env::read_secrets([Some(self.token.clone())], adapters_secrets::SecretsManager::at_start_up)
                         .await
                         .map_err(|err| PortError::new("bot token", err.to_string()))?;
-                let token = adapters_slack::web::BotToken::new(token.unwrap_or_default());
-                Ok(adapters_slack::web::WebClient::new(adapters_slack::web::http_client(), &self.base_url, token))
+                Ok::<_, PortError>(token.unwrap_or_default())
             })
-            .await
+            .await?;
+        Ok(token.as_str())
     }
 }
 
 #[async_trait]
 impl ingress_logic::shortcuts::ViewOpener for SlackViews {
+    /// Once, never retried: Slack honours a trigger for 3 s and once.
     async fn open(&self, trigger_id: &str, view: &Value) -> Result<(), PortError> {
+        let failed = |detail: String| PortError::new("Slack views.open", detail);
         let view = view.to_string();
-        let params = [("trigger_id", trigger_id), ("view", view.as_str())];
-        let _: Value = self
-            .client()
-            .await?
-            .call("views.open", &params)
+        let response = self
+            .http
+            .post(format!("{}/views.open", self.base_url))
+            .bearer_auth(self.bearer().await?)
+            .timeout(std::time::Duration::from_secs(2))
+            .form(&[("trigger_id", trigger_id), ("view", view.as_str())])
+            .send()
             .await
-            .map_err(|err| PortError::new("Slack views.open", err.to_string()))?;
+            .map_err(|err| failed(err.to_string()))?;
+        let status = response.status();
+        let answer: Value = response.json().await.map_err(|err| failed(format!("HTTP {status}: {err}")))?;
+        if !status.is_success() || answer["ok"] != Value::Bool(true) {
+            let error = answer["error"].as_str().unwrap_or("no error named");
+            return Err(failed(format!("HTTP {status}: {error}")));
+        }
         Ok(())
     }
 }
@@ -317,11 +342,7 @@ impl Ingress {
         .with_every_question(EveryQuestionChannels::new(Arc::new(aws.clone()), clock.clone()))
         .with_home(config.home.clone());
         let intake = match &config.bot_token {
-            Some(token) => intake.with_views(Arc::new(SlackViews {
-                token: token.clone(),
-                base_url: config.slack_api_base_url.clone(),
-                client: tokio::sync::OnceCell::new(),
-            })),
+            Some(token) => intake.with_views(Arc::new(SlackViews::new(token.clone(), &config.slack_api_base_url))),
             None => intake,
         };
         let sign_in = SignInPages::new(
