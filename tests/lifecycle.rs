@@ -81,6 +81,22 @@ async fn kept(records: &Arc<dyn VersionedRecords>, team: &str) -> (usize, usize)
     (memory.len(), grants.len())
 }
 
+/// The stack's table through a fault proxy whose next `PutItem` and next
+/// `DeleteItem` meet `fault` (the SDK making `attempts` tries).
+async fn losing_a_put_and_a_delete(
+    stack: &Stack,
+    attempts: u32,
+    fault: tests::fault_proxy::Fault,
+) -> (tests::fault_proxy::FaultProxy, Arc<dyn VersionedRecords>) {
+    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
+    let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
+    let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
+    let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
+    proxy.script("DynamoDB_20120810.PutItem", fault);
+    proxy.script("DynamoDB_20120810.DeleteItem", fault);
+    (proxy, Arc::new(DynamoRecords::new(aws_sdk_dynamodb::Client::new(&aws), &stack.table)))
+}
+
 fn deadline() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000
 }
@@ -166,7 +182,6 @@ async fn a_person_of_another_team_leaving_forgets_nothing_of_ours() {
 async fn a_forget_whose_writes_lost_their_answers_is_done_once_by_the_redelivery() {
     use assistant_core::departures::Departed;
     use assistant_core::messages::ForgetReason;
-    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
     for (attempts, fault) in tests::fault_proxy::LOST_ANSWERS {
         // GIVEN what the bot keeps for two teams, and a path to the table
         // that loses the answer of the departure's write and of a delete
@@ -174,14 +189,8 @@ async fn a_forget_whose_writes_lost_their_answers_is_done_once_by_the_redelivery
         let direct = records(&stack);
         keep(&direct, OURS).await;
         keep(&direct, THEIRS).await;
-        let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
-        let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
-        let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
-        let lossy: Arc<dyn VersionedRecords> =
-            Arc::new(DynamoRecords::new(aws_sdk_dynamodb::Client::new(&aws), &stack.table));
+        let (proxy, lossy) = losing_a_put_and_a_delete(&stack, attempts, fault).await;
         let departures = Departures::new(lossy);
-        proxy.script("DynamoDB_20120810.PutItem", fault);
-        proxy.script("DynamoDB_20120810.DeleteItem", fault);
         // WHEN the worker forgets the team, and each failed try is
         // redelivered (as SQS does) until one succeeds
         let team = TeamId::new(OURS);
@@ -270,7 +279,6 @@ async fn an_org_wide_uninstall_forgets_every_workspace_of_the_org_and_another_or
 async fn an_organizations_forget_whose_writes_lost_their_answers_is_done_once_by_the_redelivery() {
     use assistant_core::departures::{Departed, organization_team};
     use assistant_core::messages::ForgetReason;
-    use tests::fault_proxy::{FaultProxy, Plan, Upstream};
     let org = EnterpriseId::new("E0GRIDORG1");
     for (attempts, fault) in tests::fault_proxy::LOST_ANSWERS {
         // GIVEN two workspaces' records of an org-wide deployment, a team
@@ -281,14 +289,8 @@ async fn an_organizations_forget_whose_writes_lost_their_answers_is_done_once_by
         keep_in(&direct, OURS, Some(org.clone())).await;
         keep_in(&direct, "T0SISTER1", Some(org.clone())).await;
         keep(&direct, THEIRS).await;
-        let endpoint = tests::env_from_test_command("AWS_ENDPOINT_URL");
-        let proxy = FaultProxy::start(Upstream::Aws, &endpoint, Plan::none()).await;
-        let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
-        let lossy: Arc<dyn VersionedRecords> =
-            Arc::new(DynamoRecords::new(aws_sdk_dynamodb::Client::new(&aws), &stack.table));
+        let (proxy, lossy) = losing_a_put_and_a_delete(&stack, attempts, fault).await;
         let departures = Departures::new(lossy).in_organization(Some(org.clone()));
-        proxy.script("DynamoDB_20120810.PutItem", fault);
-        proxy.script("DynamoDB_20120810.DeleteItem", fault);
         // WHEN the worker forgets the organization, each failed try redelivered until one succeeds
         let departed = Departed { at: 1_763_800_500, reason: ForgetReason::AppUninstalled };
         let mut tries = 0;

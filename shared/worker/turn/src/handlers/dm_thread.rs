@@ -89,20 +89,6 @@ impl Worker {
         }
     }
 
-    /// The root of `turn`'s thread in `user`'s DM, if an earlier delivery
-    /// posted it.
-    pub(crate) async fn found_dm_thread(
-        &self,
-        team: &TeamId,
-        user: &UserId,
-        turn: &TurnId,
-        key: &str,
-    ) -> Result<Option<ThreadRef>, PostError> {
-        let dm = self.agent.open_dm(user).await?;
-        let root = self.find_root(&dm, turn, key).await;
-        Ok(root.map(|thread_ts| ThreadRef { team: team.clone(), channel: dm, thread_ts }))
-    }
-
     /// A link to message `ts` in `channel`, as Slack text; the channel's
     /// name alone where Slack gives no link.
     pub(crate) async fn link_to(&self, channel: &ChannelId, ts: &Ts, label: &str) -> String {

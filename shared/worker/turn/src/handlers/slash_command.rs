@@ -72,23 +72,26 @@ impl Worker {
             |root| ThreadRef { team: command.team.clone(), channel: command.channel.clone(), thread_ts: root };
         let thread = if let Some(root) = self.find_root(&command.channel, &turn_id, ROOT).await {
             in_channel(root)
-        } else if self
-            .found_dm_thread(&command.team, &command.user, &turn_id, ROOT)
-            .await
-            .map_err(WorkerError::Slack)?
-            .is_some()
-        {
-            // An earlier delivery answered in the DM (the channel refused
-            // it then): there, even if the bot may post in the channel now.
-            self.in_dm(command, &turn_id).await?
         } else {
-            match self.post_root(&command.channel, &turn_id, ROOT, &root_text(command)).await {
-                Ok(root) => in_channel(root),
-                Err(PostError::Rejected { code }) if CANNOT_POST_CODES.contains(&code.as_str()) => {
-                    warn!(code, "the bot may not post where the command was typed: it answers in the person's DM");
-                    self.in_dm(command, &turn_id).await?
+            let dm = self.agent.open_dm(&command.user).await.map_err(WorkerError::Slack)?;
+            let in_dm = |root| ThreadRef { team: command.team.clone(), channel: dm.clone(), thread_ts: root };
+            if let Some(root) = self.find_root(&dm, &turn_id, ROOT).await {
+                // An earlier delivery answered in the DM (the channel refused
+                // it then): there, even if the bot may post in the channel now.
+                self.point_to_dm(command, &turn_id, in_dm(root)).await?
+            } else {
+                match self.post_root(&command.channel, &turn_id, ROOT, &root_text(command)).await {
+                    Ok(root) => in_channel(root),
+                    Err(PostError::Rejected { code }) if CANNOT_POST_CODES.contains(&code.as_str()) => {
+                        warn!(code, "the bot may not post where the command was typed: it answers in the person's DM");
+                        let root = self
+                            .post_root(&dm, &turn_id, ROOT, &dm_root_text(command))
+                            .await
+                            .map_err(WorkerError::Slack)?;
+                        self.point_to_dm(command, &turn_id, in_dm(root)).await?
+                    }
+                    Err(err) => return Err(WorkerError::Slack(err)),
                 }
-                Err(err) => return Err(WorkerError::Slack(err)),
             }
         };
         let request = TurnRequest {
@@ -107,17 +110,14 @@ impl Worker {
         self.begin(&request, deadline).await
     }
 
-    /// The command's thread in the person's DM, and a pointer to it where
-    /// they typed the command (ephemeral, through the `response_url`).
-    async fn in_dm(&self, command: &SlashCommand, turn_id: &TurnId) -> Result<ThreadRef, WorkerError> {
-        let root = format!(
-            "You asked with {} in <#{}>. I can't post there, so I'm answering here.\n{}",
-            command.command,
-            command.channel,
-            super::dm_thread::quote(&command.question)
-        );
-        let thread =
-            self.dm_thread(&command.team, &command.user, turn_id, ROOT, &root).await.map_err(WorkerError::Slack)?;
+    /// Points the person, where they typed the command, to its thread in
+    /// their DM (ephemeral, through the `response_url`, once); the thread.
+    async fn point_to_dm(
+        &self,
+        command: &SlashCommand,
+        turn_id: &TurnId,
+        thread: ThreadRef,
+    ) -> Result<ThreadRef, WorkerError> {
         let now = self.clock.now_unix();
         match self.response_urls.claim(turn_id, DM_POINTER, command.asked_at, now).await {
             Ok(Claim::Granted) => {
@@ -135,6 +135,16 @@ impl Worker {
         }
         Ok(thread)
     }
+}
+
+/// The first message of the command's thread in the person's DM.
+fn dm_root_text(command: &SlashCommand) -> String {
+    format!(
+        "You asked with {} in <#{}>. I can't post there, so I'm answering here.\n{}",
+        command.command,
+        command.channel,
+        super::dm_thread::quote(&command.question)
+    )
 }
 
 /// The thread's first message: the question quoted, and who asked with
