@@ -447,3 +447,46 @@ async fn a_kept_configuration_whose_answer_was_lost_is_kept_once_and_an_older_on
     }
     each_fault_injected(&proxy, 1);
 }
+
+#[tokio::test]
+async fn spend_counters_whose_answers_were_lost_count_once_and_a_persons_are_forgotten_with_them() {
+    use assistant_core::budgets::{BudgetsConfig, Caps, DeploymentCaps, Period, Scope, Spender, Spending};
+    use assistant_core::departures::Departures;
+    use slack::{ChannelId, TeamId, UserId};
+    let (stack, proxy) = behind_a_lossy_proxy().await;
+    let budgets = BudgetsConfig {
+        per_person: Some(Caps { daily_usd: Some(2.0), monthly_usd: None }),
+        per_channel: None,
+        deployment: Some(DeploymentCaps { daily_usd: None, monthly_usd: Some(100.0), alert_at: 0.8 }),
+        admins: Vec::new(),
+    };
+    let now = 1_795_901_400;
+    let (channel, mut deployment) = (ChannelId::new("C1"), 0);
+    for (n, (attempts, fault)) in LOST_ANSWERS.into_iter().enumerate() {
+        let records = std::sync::Arc::new(records_through(&proxy, attempts, &stack.table).await);
+        let spending = Spending::new(records.clone(), 512);
+        let (team, user, turn) =
+            (TeamId::new("T1"), UserId::new(format!("U{n}")), assistant_core::TurnId::new(format!("T1-Ev{n}")));
+        let who = Spender { turn: &turn, team: &team, user: &user, channel: &channel };
+        // GIVEN both counters' puts applied and their answers lost
+        proxy.script_when("DynamoDB_20120810.PutItem", "SPEND_DAY", fault);
+        proxy.script_when("DynamoDB_20120810.PutItem", "SPEND_MONTH", fault);
+        // WHEN the turn charges, and charges again after a crash before its save
+        let charged = spending.charge(&budgets, who, 300_000, 0, now).await.unwrap();
+        let again = spending.charge(&budgets, who, 300_000, 0, now + 1).await.unwrap();
+        // THEN each counter counted it once
+        deployment += 300_000;
+        let held = |used: &[assistant_core::budgets::Used]| used.iter().map(|used| used.micros).collect::<Vec<_>>();
+        assert_eq!(held(&charged.used), [300_000, deployment], "{attempts} attempts, {fault:?}");
+        assert_eq!(held(&again.used), held(&charged.used));
+        // AND a person who left has their counter forgotten, the deployment's kept
+        Departures::new(records.clone()).forget_person(&team, &user).await.unwrap();
+        let read = spending
+            .usage(&budgets, &[Scope::Person(team.clone(), user.clone()), Scope::Deployment], now)
+            .await
+            .unwrap();
+        assert_eq!(held(&read), [0, deployment]);
+        assert_eq!(read[1].period, Period::Month);
+    }
+    each_fault_injected(&proxy, 2);
+}

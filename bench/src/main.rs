@@ -229,6 +229,7 @@ fn bench_worker_returning(
         grants: tables.grants,
         departures: tables.departures,
         response_urls: tables.response_urls,
+        spending: tables.spending,
         contexts: Arc::new(testkit::memory::MemoryContexts::default()),
     };
     let worker = Worker::builder(ports)

@@ -360,6 +360,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
             grants: tables.grants,
             departures: tables.departures,
             response_urls: tables.response_urls,
+            spending: tables.spending,
             contexts: Arc::new(testkit::memory::MemoryContexts::default()),
         },
         guardrails: Arc::new(|_: &str, _: &str| {

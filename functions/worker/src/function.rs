@@ -529,6 +529,8 @@ pub(crate) async fn assemble_worker(
             departures: assistant_core::departures::Departures::new(records.clone())
                 .in_organization(config.organization.clone()),
             response_urls: assistant_core::response_url::ResponseUrls::new(records.clone()),
+            spending: assistant_core::budgets::Spending::new(records.clone(), config.memory_mb)
+                .in_organization(config.organization.clone()),
             contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
         },
         guardrails: Arc::new({

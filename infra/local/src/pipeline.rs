@@ -310,6 +310,8 @@ impl Pipeline {
                 grants: assistant_core::grants::ThreadGrants::new(records.clone()),
                 departures: assistant_core::departures::Departures::new(records.clone()),
                 response_urls: assistant_core::response_url::ResponseUrls::new(records.clone()),
+                // The runner's worker is the function's default size.
+                spending: assistant_core::budgets::Spending::new(records.clone(), 512),
                 contexts: contexts.clone(),
             },
             models,

@@ -226,7 +226,8 @@ impl Departures {
     }
 
     /// Deletes what the bot keeps for `user` of `team`: their sealed
-    /// tokens and the thread grants that let their calls run. Nothing of
+    /// tokens, the thread grants that let their calls run, and their
+    /// spend counters. Nothing of
     /// another team's person of the same id is touched: every key names
     /// the team.
     pub async fn forget_person(&self, team: &TeamId, user: &UserId) -> Result<Forgotten, PortError> {
@@ -238,6 +239,14 @@ impl Departures {
         }
         let list = keys::team_records(team);
         self.records.delete_part(&list, &keys::team_record(&tokens)).await?;
+        // What they spent (budgets): their counters, and the list's item for them.
+        let spend =
+            keys::spend(&crate::budgets::Scope::Person(team.clone(), user.clone()), crate::budgets::Period::Day);
+        for (item, _) in self.records.parts(&spend.partition, keys::SPEND_SORT_PREFIX).await? {
+            self.records.delete_part(&spend.partition, &item).await?;
+            forgotten.records += 1;
+        }
+        self.records.delete_part(&list, &keys::team_record(&spend.partition)).await?;
         for (_, state) in self.records.parts(&list, &keys::team_record_grants(team)).await? {
             let Ok(kept) = serde_json::from_str::<Kept>(&state) else { continue };
             for (item, grant) in self.records.parts(&kept.partition, &kept.sort_prefix).await? {

@@ -32,6 +32,7 @@
 //! | response modes | `CONFIG` / `RESPONSE_MODES` | worker | [`KEPT_SECS`] |
 //! | kept assistant configuration | `WORKER#CONFIG` / `ASSISTANT` | worker | [`KEPT_FOR_SECS`] |
 //! | health check's read | `HEALTH#check` / `HEALTH` | nobody | none |
+//! | spend counter | `SPEND#DEPLOYMENT`, `SPEND_PERSON#{team}#{user}`, `SPEND_CHANNEL#{team}#{channel}` / `SPEND_DAY`, `SPEND_MONTH` | worker | its period's end and [`SPEND_KEPT_AFTER_SECS`] |
 //! | a team the app left | `DEPARTED#{team}` / `TEAM` | worker | [`DEPARTURE_SECS`] |
 //! | a person who left | `DEPARTED#{team}#{user}` / `PERSON` | worker | [`DEPARTURE_SECS`] |
 //! | a team's kept partitions | `TEAM_RECORDS#{team}` / `KEPT#{partition}` | worker | the record's own |
@@ -381,6 +382,34 @@ pub fn team_record_grants(team: &TeamId) -> String {
 }
 
 // ---------------------------------------------------------------------------
+// Spend (`crate::budgets`).
+
+/// How long a day's or a month's counter outlives its period: nothing
+/// reads a past period (a new one starts afresh in the same record), so
+/// this only keeps a quiet scope's last figures for a while.
+pub const SPEND_KEPT_AFTER_SECS: i64 = 35 * 24 * 3600;
+
+/// Where every spend counter sorts (what a team's uninstall deletes).
+pub const SPEND_SORT_PREFIX: &str = "SPEND_";
+
+/// A scope's spend counter for a period kind: one record per scope and
+/// kind, holding the current period (a new period starts it afresh).
+/// Written by the worker (`Spending::charge`).
+pub fn spend(scope: &crate::budgets::Scope, period: crate::budgets::Period) -> RecordKey {
+    use crate::budgets::{Period, Scope};
+    let partition = match scope {
+        Scope::Person(team, user) => format!("SPEND_PERSON#{team}#{user}"),
+        Scope::Channel(team, channel) => format!("SPEND_CHANNEL#{team}#{channel}"),
+        Scope::Deployment => "SPEND#DEPLOYMENT".to_owned(),
+    };
+    let kind = match period {
+        Period::Day => "SPEND_DAY",
+        Period::Month => "SPEND_MONTH",
+    };
+    RecordKey { partition, kind }
+}
+
+// ---------------------------------------------------------------------------
 // Operator alerts (`crate::alerts`).
 
 /// How long an alert's reference is remembered.
@@ -499,6 +528,15 @@ mod tests {
         assert_eq!(incident_rate_expires_at(10), 12 * 3600);
         assert_eq!((incident_thread(&thread), INCIDENT_SORT_KEY), (s("INCIDENT_THREAD#T1#C1#1700.01"), "INCIDENT"));
         assert_eq!(key(postmortem(&thread)), (s("POSTMORTEM#T1#C1#1700.01"), "POSTMORTEM"));
+        use crate::budgets::{Period, Scope};
+        let person = Scope::Person(team.clone(), user.clone());
+        assert_eq!(key(spend(&person, Period::Day)), (s("SPEND_PERSON#T1#U1"), "SPEND_DAY"));
+        assert_eq!(
+            key(spend(&Scope::Channel(team.clone(), channel.clone()), Period::Month)),
+            (s("SPEND_CHANNEL#T1#C1"), "SPEND_MONTH")
+        );
+        assert_eq!(key(spend(&Scope::Deployment, Period::Month)), (s("SPEND#DEPLOYMENT"), "SPEND_MONTH"));
+        assert!(spend(&person, Period::Month).kind.starts_with(SPEND_SORT_PREFIX));
         assert_eq!(key(alert_sent("Ev1")), (s("ALERT#Ev1"), "SENT"));
         assert_eq!(key(alerts_minute(28_333_333)), (s("ALERTS#28333333"), "COUNT"));
         assert_eq!((RESPONSE_MODES_PARTITION, RESPONSE_MODES_SORT_KEY), ("CONFIG", "RESPONSE_MODES"));

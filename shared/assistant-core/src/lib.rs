@@ -25,11 +25,13 @@
 //! - [`clock`]: time, injected so tests pin it.
 //! - [`retry`]: the one retry loop and its backoff.
 //! - [`pricing`]: what a turn costs (model and AWS list prices).
+//! - [`budgets`]: spend a team controls, per person, channel and deployment.
 //! - [`reading`]: what the model reads of a tool result, within a token budget.
 //! - [`telemetry`]: what a settled turn reports to operators.
 
 pub mod alerts;
 pub mod approval;
+pub mod budgets;
 pub mod catalog;
 pub mod clock;
 pub mod config_checks;

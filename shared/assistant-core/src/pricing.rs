@@ -145,6 +145,29 @@ pub fn aws_cost(worker: &Metered, worker_memory_mb: u32) -> f64 {
         + (gb_seconds + OUTSIDE_THE_WORKER_GB_SECONDS) * LAMBDA_GB_SECOND
 }
 
+/// What a turn used, as [`estimate`] prices it.
+#[derive(Debug, Clone, Copy)]
+pub struct Spent<'a> {
+    /// The main model's tokens, and its prices (unknown: no model cost).
+    pub usage: &'a Usage,
+    pub prices: Option<ModelPrices>,
+    /// The prompt enhancer's tokens and prices, when it was called.
+    pub enhancer: Option<(&'a Usage, Option<ModelPrices>)>,
+    pub metered: &'a Metered,
+    pub guard_units: &'a crate::guardrail::GuardUnits,
+    pub worker_memory_mb: u32,
+}
+
+/// A turn's estimated cost: the settled turn's report and the budgets'
+/// counters price it alike.
+pub fn estimate(spent: Spent<'_>) -> Cost {
+    let enhancer = spent.enhancer.map_or(0.0, |(usage, prices)| prices.map_or(0.0, |prices| prices.cost(usage)));
+    Cost {
+        model: spent.prices.map(|prices| prices.cost(spent.usage) + enhancer),
+        aws: aws_cost(spent.metered, spent.worker_memory_mb) + spent.guard_units.cost(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

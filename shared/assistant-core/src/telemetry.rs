@@ -2,7 +2,7 @@
 //! made by the worker when the turn settles and handed to [`TurnMetrics`]
 //! (CloudWatch Embedded Metric Format in Lambda, `lambda_support::metrics`).
 
-use crate::pricing::{Cost, Metered, ModelPrices, aws_cost};
+use crate::pricing::{Cost, Metered, ModelPrices};
 use crate::turn::{TurnId, TurnStatus, Usage};
 
 /// A limit that ended a turn before the model finished.
@@ -10,6 +10,8 @@ use crate::turn::{TurnId, TurnStatus, Usage};
 pub enum LimitHit {
     Steps,
     Tokens,
+    /// A budget (`budgets`) was spent.
+    Budget,
 }
 
 impl LimitHit {
@@ -17,6 +19,7 @@ impl LimitHit {
         match self {
             LimitHit::Steps => "steps",
             LimitHit::Tokens => "tokens",
+            LimitHit::Budget => "budget",
         }
     }
 }
@@ -60,12 +63,14 @@ pub struct EnhancerReport {
 impl TurnReport {
     /// The turn's estimated cost, with the worker at `worker_memory_mb`.
     pub fn cost(&self, worker_memory_mb: u32) -> Cost {
-        let enhancer =
-            self.enhancer.as_ref().map_or(0.0, |run| run.prices.map_or(0.0, |prices| prices.cost(&run.usage)));
-        Cost {
-            model: self.prices.map(|prices| prices.cost(&self.usage) + enhancer),
-            aws: aws_cost(&self.metered, worker_memory_mb) + self.guard_units.cost(),
-        }
+        crate::pricing::estimate(crate::pricing::Spent {
+            usage: &self.usage,
+            prices: self.prices,
+            enhancer: self.enhancer.as_ref().map(|run| (&run.usage, run.prices)),
+            metered: &self.metered,
+            guard_units: &self.guard_units,
+            worker_memory_mb,
+        })
     }
 }
 
@@ -83,6 +88,10 @@ pub trait TurnMetrics: Send + Sync {
 
     /// The deployment's guardrail acted on `kind` (`GuardrailInterventions`).
     fn guardrail_intervened(&self, _kind: crate::guardrail::Guarded) {}
+
+    /// The deployment passed `alert_at` of its monthly budget (`BudgetAlerts`),
+    /// with the share spent.
+    fn budget_alert(&self, _ratio: f64) {}
 }
 
 /// Reports nowhere (the local runner prints its own summary).

@@ -427,6 +427,14 @@ pub struct Turn {
     /// shows the answer's tables without charts or data tables.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub charts_off: bool,
+    /// What the turn has charged to the deployment's spend counters, in
+    /// millionths of a dollar ([`crate::budgets`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub charged_micros: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// A call that changed things, as the audit trail keeps it.
@@ -501,6 +509,23 @@ impl Turn {
         self.asked_at.or_else(|| self.message_ts.unix_secs()).unwrap_or(self.created_at)
     }
 
+    /// What the turn has cost so far, with the main model at `prices` and
+    /// the worker at `worker_memory_mb` (the enhancer's model is known by
+    /// its id).
+    pub fn cost(&self, prices: Option<crate::pricing::ModelPrices>, worker_memory_mb: u32) -> crate::pricing::Cost {
+        crate::pricing::estimate(crate::pricing::Spent {
+            usage: &self.usage,
+            prices,
+            enhancer: self
+                .enhancer
+                .as_ref()
+                .map(|run| (&run.usage, crate::pricing::ModelPrices::for_model(&run.model_id))),
+            metered: &self.metered,
+            guard_units: &self.guard_units,
+            worker_memory_mb,
+        })
+    }
+
     /// A new turn for a request, before any step (version 0: not stored).
     pub fn start(request: &TurnRequest, now_unix: i64) -> Self {
         Self {
@@ -535,6 +560,7 @@ impl Turn {
             guardrail: Vec::new(),
             guard_units: Default::default(),
             charts_off: false,
+            charged_micros: 0,
         }
     }
 

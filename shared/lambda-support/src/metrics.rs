@@ -175,6 +175,10 @@ impl TurnMetrics for EmfTurnMetrics {
     fn guardrail_intervened(&self, kind: assistant_core::guardrail::Guarded) {
         self.intervention(kind).emit();
     }
+
+    fn budget_alert(&self, ratio: f64) {
+        self.budget(ratio).emit();
+    }
 }
 
 impl EmfTurnMetrics {
@@ -187,6 +191,12 @@ impl EmfTurnMetrics {
     /// `Guarded` (`question`, `tool_results`, `files`, `answer`).
     pub fn intervention(&self, kind: assistant_core::guardrail::Guarded) -> Emf {
         Emf::new(self.function, &[("Guarded", kind.as_str())]).count("GuardrailInterventions", 1)
+    }
+
+    /// The deployment passed its monthly budget's alert share: one
+    /// `BudgetAlerts` by `Function`, with the share spent (`BudgetSpentRatio`).
+    pub fn budget(&self, ratio: f64) -> Emf {
+        Emf::new(self.function, &[]).count("BudgetAlerts", 1).metric("BudgetSpentRatio", ratio, Unit::None)
     }
 
     /// A departure handled: one `Departures` and the `ForgottenRecords` it
@@ -212,6 +222,14 @@ mod tests {
             (record["Guarded"].as_str(), record["GuardrailInterventions"].as_f64()),
             (Some("tool_results"), Some(1.0))
         );
+    }
+
+    #[test]
+    fn a_budget_alert_is_one_count_by_function_with_the_share_spent() {
+        let metrics = EmfTurnMetrics { function: "worker", memory_mb: 512 };
+        let record: Value = serde_json::from_str(&metrics.budget(0.81).to_line(1)).unwrap();
+        assert_eq!(record["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Function"]]));
+        assert_eq!((record["BudgetAlerts"].as_f64(), record["BudgetSpentRatio"].as_f64()), (Some(1.0), Some(0.81)));
     }
 
     #[test]

@@ -512,18 +512,37 @@ impl VersionedRecords for MemoryRecords {
         Ok(())
     }
 
+    /// Deletes a part, or a versioned record whose kind is `sort_key`: in
+    /// the table both are items of the partition.
     async fn delete_part(&self, partition: &str, sort_key: &str) -> Result<(), PortError> {
         self.parts.lock().expect("parts lock").remove(&(partition.to_owned(), sort_key.to_owned()));
+        self.records
+            .lock()
+            .expect("records lock")
+            .retain(|key, _| !(key.partition == partition && key.kind == sort_key));
         Ok(())
     }
 
+    /// The parts, and the versioned records, of `partition` whose sort key
+    /// starts with `prefix`, in sort-key order: a query of the table sees both.
     async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
-        let parts = self.parts.lock().expect("parts lock");
-        Ok(parts
-            .iter()
-            .filter(|((p, sort), _)| p == partition && sort.starts_with(prefix))
-            .map(|((_, sort), state)| (sort.clone(), state.clone()))
-            .collect())
+        let mut found: Vec<(String, String)> = {
+            let parts = self.parts.lock().expect("parts lock");
+            parts
+                .iter()
+                .filter(|((p, sort), _)| p == partition && sort.starts_with(prefix))
+                .map(|((_, sort), state)| (sort.clone(), state.clone()))
+                .collect()
+        };
+        let records = self.records.lock().expect("records lock");
+        found.extend(
+            records
+                .iter()
+                .filter(|(key, _)| key.partition == partition && key.kind.starts_with(prefix))
+                .map(|(key, record)| (key.kind.to_owned(), record.state.clone())),
+        );
+        found.sort();
+        Ok(found)
     }
 }
 
@@ -544,6 +563,8 @@ pub struct Tables {
     pub grants: assistant_core::grants::ThreadGrants,
     pub departures: assistant_core::departures::Departures,
     pub response_urls: assistant_core::response_url::ResponseUrls,
+    /// Spend counters (a worker at 512 MB).
+    pub spending: assistant_core::budgets::Spending,
 }
 
 pub fn tables() -> Tables {
@@ -564,7 +585,8 @@ pub fn tables_over(records: Arc<dyn VersionedRecords>) -> Tables {
         feedback: assistant_core::feedback::FeedbackLog::new(records.clone()),
         grants: assistant_core::grants::ThreadGrants::new(records.clone()),
         departures: assistant_core::departures::Departures::new(records.clone()),
-        response_urls: assistant_core::response_url::ResponseUrls::new(records),
+        response_urls: assistant_core::response_url::ResponseUrls::new(records.clone()),
+        spending: assistant_core::budgets::Spending::new(records, 512),
     }
 }
 
@@ -618,9 +640,15 @@ pub struct MemoryMetrics {
     ratings: Mutex<Vec<assistant_core::feedback::Rating>>,
     departures: Mutex<Vec<(assistant_core::messages::ForgetReason, usize)>>,
     interventions: Mutex<Vec<assistant_core::guardrail::Guarded>>,
+    budget_alerts: Mutex<Vec<f64>>,
 }
 
 impl MemoryMetrics {
+    /// Each budget alert's share of the month spent, in order.
+    pub fn budget_alerts(&self) -> Vec<f64> {
+        self.budget_alerts.lock().expect("metrics lock").clone()
+    }
+
     /// What the guardrail acted on, in order.
     pub fn interventions(&self) -> Vec<assistant_core::guardrail::Guarded> {
         self.interventions.lock().expect("metrics lock").clone()
@@ -651,6 +679,10 @@ impl assistant_core::telemetry::TurnMetrics for MemoryMetrics {
 
     fn forgotten(&self, reason: assistant_core::messages::ForgetReason, records: usize) {
         self.departures.lock().expect("metrics lock").push((reason, records));
+    }
+
+    fn budget_alert(&self, ratio: f64) {
+        self.budget_alerts.lock().expect("metrics lock").push(ratio);
     }
 
     fn guardrail_intervened(&self, kind: assistant_core::guardrail::Guarded) {

@@ -103,6 +103,10 @@ pub enum StartupError {
     #[error(transparent)]
     SignIn(#[from] worker_identity::sign_in::SignInConfigError),
     #[error(
+        "budgets are set, but the prices of model {model} are unknown, so no turn's cost could be counted: set model_prices"
+    )]
+    BudgetsUnpriced { model: String },
+    #[error(
         "{tool} names ${{env:{variable}}}, which is not in the configuration's allowed_env: list it there (never AWS_* or SLACK_*)"
     )]
     EnvNotAllowed { tool: String, variable: String },
@@ -461,6 +465,8 @@ pub async fn assemble(
         tools = count,
         "assistant configured"
     );
+    // The ops channel's alerts, for the budgets' monthly alert too.
+    let ops = ports.incidents.as_ref().and_then(|incidents| incidents.ops.clone());
     let incidents = ports.incidents.map(|incident_ports| {
         worker_incidents::IncidentDesk::new(
             assistant.alerts.clone(),
@@ -475,6 +481,13 @@ pub async fn assemble(
     let prices = assistant.model_prices.or_else(|| ModelPrices::for_model(ports.core.model.id()));
     let reading = assistant.reading.unwrap_or_else(|| ReadingBudget::for_model(ports.core.model.id()));
     let limits = Limits { reading, ..limits };
+    if assistant.budgets.is_some() && prices.is_none() {
+        return Err(StartupError::BudgetsUnpriced { model: ports.core.model.id().to_owned() });
+    }
+    let budgets = assistant.budgets.clone().map(|config| {
+        info!(budgets = ?config, "budgets applied");
+        worker_turn::budgets::Budgeting { config, ops: ops.clone() }
+    });
     let guarding = assistant.guardrail.clone().map(|config| {
         info!(id = %config.id, version = %config.version, apply_to = ?config.apply_to, "guardrail applied");
         worker_turn::guarding::Guarding { guardrail: ports.guardrails.open(&config.id, &config.version), config }
@@ -495,6 +508,7 @@ pub async fn assemble(
         .memory(ports.memory)
         .incidents(incidents)
         .guarding(guarding)
+        .budgets(budgets)
         .charts(assistant.charts)
         .build())
 }
@@ -519,6 +533,7 @@ mod tests {
                 grants: tables.grants,
                 departures: tables.departures,
                 response_urls: tables.response_urls,
+                spending: tables.spending,
                 contexts: Arc::new(testkit::memory::MemoryContexts::default()),
                 // Never called in these tests: no reply is scripted.
                 model: Arc::new(ScriptedModel::default()),
@@ -585,6 +600,17 @@ mod tests {
         }
         // Listed: read.
         let assistant = parse_config(&config("STATUS_API_TOKEN", r#"["STATUS_API_TOKEN"]"#), "test").unwrap();
+        assert!(assemble(ports(), &assistant, Limits::default(), &env).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn budgets_for_a_model_whose_prices_are_unknown_stop_the_start_and_with_prices_apply() {
+        let budgets = r#""budgets": {"per_person": {"daily_usd": 2}}"#;
+        let assistant = parse_config(format!("{{{budgets}}}").as_bytes(), "test").unwrap();
+        let err = assemble(ports(), &assistant, Limits::default(), &env).await.err().expect("refused");
+        assert!(err.to_string().contains("set model_prices"), "{err}");
+        let priced = format!(r#"{{{budgets}, "model_prices": {{"input_per_mtok": 3, "output_per_mtok": 15}}}}"#);
+        let assistant = parse_config(priced.as_bytes(), "test").unwrap();
         assert!(assemble(ports(), &assistant, Limits::default(), &env).await.is_ok());
     }
 

@@ -31,7 +31,8 @@
 //!   "knowledge_bases": [ { "name": "code", "id": "KB12345678", "description": "Our services' code and READMEs", "max_results": 5 } ],
 //!   "approvals": { "approvers": ["requester"], "expires_after_secs": 3600, "allow_self_approval": true },
 //!   "suggested_prompts": [ { "title": "Why is a service failing?", "message": "Why is checkout-api failing?" } ],
-//!   "charts": true
+//!   "charts": true,
+//!   "budgets": { "per_person": { "daily_usd": 2, "monthly_usd": 20 }, "deployment": { "monthly_usd": 500, "alert_at": 0.8 }, "admins": ["U061F7AUR"] }
 //! }
 //! ```
 //!
@@ -154,6 +155,11 @@ pub struct AssistantConfig {
     /// block's rows as data tables (`responder_logic::charts`); default on.
     #[serde(default = "charts_on")]
     pub charts: bool,
+    /// Spend per person, per channel and for the deployment, per day and
+    /// per month, charged before each model call
+    /// (`assistant_core::budgets`); none by default.
+    #[serde(default, deserialize_with = "budgets")]
+    pub budgets: Option<assistant_core::budgets::BudgetsConfig>,
 }
 
 fn charts_on() -> bool {
@@ -275,6 +281,16 @@ fn reading<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<R
     }
 }
 
+fn budgets<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<assistant_core::budgets::BudgetsConfig>, D::Error> {
+    let config = assistant_core::budgets::BudgetsConfig::deserialize(deserializer)?;
+    match config.problem() {
+        Some(problem) => Err(serde::de::Error::custom(problem)),
+        None => Ok(Some(config)),
+    }
+}
+
 fn guardrail<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<assistant_core::guardrail::GuardrailConfig>, D::Error> {
@@ -330,6 +346,7 @@ impl Default for AssistantConfig {
             reading: None,
             guardrail: None,
             charts: true,
+            budgets: None,
         }
     }
 }
@@ -537,6 +554,27 @@ mod tests {
             assert_eq!(issues[0].path, "charts", "{said}");
             assert!(!said.contains("sk-live-4242") && said.contains("boolean"), "{said}");
         }
+    }
+
+    #[test]
+    fn budgets_out_of_range_or_misspelt_are_refused_by_their_path_and_their_values_not_quoted() {
+        let refused = |json: &str| AssistantConfig::check(json.as_bytes()).expect_err(json).0;
+        for (json, reason) in [
+            (r#"{"budgets": {"per_person": {"daily_usd": 4242424242}}}"#, "must be more than 0"),
+            (r#"{"budgets": {"per_person": {"daily_usd": 2}, "admins": ["sk-live-4242"]}}"#, "by their ids"),
+            (r#"{"budgets": {"per_person": {"weekly_usd": 2}}}"#, "unknown field"),
+            (r#"{"budgets": {}}"#, "names no daily_usd"),
+        ] {
+            let issues = refused(json);
+            let said = format!("{issues:?}");
+            assert!(issues.iter().any(|issue| issue.reason.contains(reason)), "{json}: {said}");
+            assert!(issues.iter().all(|issue| issue.path.starts_with("budgets")), "{said}");
+            assert!(!said.contains("sk-live") && !said.contains("4242424242"), "{said}");
+        }
+        let ok = br#"{"budgets": {"deployment": {"monthly_usd": 500}}}"#;
+        let budgets = AssistantConfig::check(ok).unwrap().budgets.unwrap();
+        assert_eq!(budgets.deployment.unwrap().alert_at, assistant_core::budgets::DEFAULT_ALERT_AT);
+        assert!(AssistantConfig::check(b"{}").unwrap().budgets.is_none(), "none by default");
     }
 
     #[test]

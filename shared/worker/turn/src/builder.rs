@@ -69,6 +69,8 @@ pub struct Ports {
     pub departures: Departures,
     /// Posts claimed through slash commands' `response_url`s.
     pub response_urls: assistant_core::response_url::ResponseUrls,
+    /// What turns spent, per person, channel and deployment (`budgets`).
+    pub spending: assistant_core::budgets::Spending,
 }
 
 /// The worker's loop and everything it talks to: built once per process
@@ -107,6 +109,8 @@ pub struct Worker {
     /// Whether answers' tables may be charts and data tables (`charts`;
     /// recorded on each turn for the responder).
     pub(crate) charts: bool,
+    /// The deployment's budgets, where configured.
+    pub(crate) budgets: Option<crate::budgets::Budgeting>,
 }
 
 impl std::ops::Deref for Worker {
@@ -141,6 +145,7 @@ impl Worker {
             incidents: None,
             guarding: None,
             charts: true,
+            budgets: None,
         })
     }
 
@@ -255,6 +260,11 @@ impl WorkerBuilder {
     }
 
     /// Whether answers' tables may be charts and data tables (default on).
+    pub fn budgets(mut self, budgets: Option<crate::budgets::Budgeting>) -> Self {
+        self.0.budgets = budgets;
+        self
+    }
+
     pub fn charts(mut self, charts: bool) -> Self {
         self.0.charts = charts;
         self

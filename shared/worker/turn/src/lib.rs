@@ -9,6 +9,8 @@
 //!   `attach_result`, a tool's result as a file beside the answer;
 //!   [`memory`]: what a settled turn leaves in its channel's memory.
 //! - [`enhancer`]: the cheap model's reading of the question.
+//! - [`budgets`]: spend per person, channel and deployment, charged before
+//!   each model call.
 //! - [`reading`]: what the model reads of each tool result (a token budget;
 //!   the rest kept in S3 for `read_result`), and keeping a turn's item small.
 //! - [`streaming`]: the answer streamed into Slack as the model writes it,
@@ -29,6 +31,7 @@ pub use step_loop::THINKING;
 mod acting_as;
 pub mod answer_files;
 pub mod approvals;
+pub mod budgets;
 mod builder;
 pub mod context;
 pub mod enhancer;

@@ -163,6 +163,9 @@ pub enum WorkerError {
     /// The guardrail could not check the question or the answer: retry.
     #[error(transparent)]
     Guardrail(PortError),
+    /// The spend counters could not be read or charged: retry.
+    #[error(transparent)]
+    Budgets(PortError),
     /// A message no redelivery can mend (an event that is not what its
     /// kind says).
     #[error("malformed message: {0}")]
@@ -193,7 +196,8 @@ impl WorkerError {
             | WorkerError::ResponseUrl(_)
             | WorkerError::Slack(_)
             | WorkerError::SlackRead(_)
-            | WorkerError::Guardrail(_) => true,
+            | WorkerError::Guardrail(_)
+            | WorkerError::Budgets(_) => true,
             WorkerError::Incident(err) => err.is_retryable(),
             WorkerError::Malformed(_) => false,
         }
@@ -217,6 +221,7 @@ impl WorkerError {
             WorkerError::Slack(_) | WorkerError::SlackRead(_) => "Slack could not be reached",
             WorkerError::Incident(_) => "I could not record or post an alert's incident",
             WorkerError::Guardrail(_) => "the deployment's guardrail could not be reached to check it",
+            WorkerError::Budgets(_) => "I could not check this assistant's budgets",
             WorkerError::Malformed(_) => "a message I was sent could not be read",
         }
     }

@@ -47,7 +47,7 @@ use assistant_core::pricing::ModelPrices;
 use assistant_core::telemetry::{EnhancerReport, LimitHit, TurnReport};
 use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolStatus, ToolUse, Turn, TurnId, TurnStatus};
 use tools_registry::{ApprovalRule, Asker};
-use tracing::{Span, info, warn};
+use tracing::{Span, error, info, warn};
 
 /// What an item costs beyond its state: its keys, version, token and TTL.
 pub(crate) const ITEM_OVERHEAD_BYTES: u64 = 200;
@@ -86,6 +86,13 @@ pub(crate) fn running(calls: &[ToolUse]) -> String {
 /// An honest answer for a turn stopped before the model finished: what
 /// was tried, and the last thing the model said.
 pub(crate) fn partial_answer(turn: &Turn, limit: &str) -> String {
+    let opening = format!("I stopped before finishing: this question reached {limit} ({} steps).", turn.steps);
+    stopped_answer(turn, opening)
+}
+
+/// `opening` (why the turn stopped), then what was tried and the last
+/// thing the model said.
+pub(crate) fn stopped_answer(turn: &Turn, opening: String) -> String {
     let tried: Vec<String> = turn
         .transcript
         .iter()
@@ -112,7 +119,7 @@ pub(crate) fn partial_answer(turn: &Turn, limit: &str) -> String {
         .map(Message::text)
         .find(|text| !text.trim().is_empty());
 
-    let mut answer = format!("I stopped before finishing: this question reached {limit} ({} steps).", turn.steps);
+    let mut answer = opening;
     if !tried.is_empty() {
         answer.push_str("\n\nWhat I tried:\n");
         answer.push_str(&tried.join("\n"));
@@ -272,6 +279,12 @@ impl Worker {
                 self.work.enqueue(&WorkMessage::Continue(continuation)).await.map_err(WorkerError::Queue)?;
                 info!("out of time: continuation queued");
                 return Ok(Outcome::Continued { id: turn.id, after_step: turn.steps });
+            } else if let Some(spent) = self.over_budget(&mut turn).await? {
+                let stopped = stopped_answer(&turn, spent);
+                let answer = self.guard_answer(&mut turn, stopped).await?;
+                let answer = crate::guarding::with_interventions(&turn, answer);
+                turn.settle(answer, TurnStatus::Answered, now);
+                limit = Some(LimitHit::Budget);
             } else {
                 self.step(&mut turn, &mut stream, &mut bodies).await?;
                 stepped_here = true;
@@ -286,6 +299,13 @@ impl Worker {
             let now_ms = self.clock.now_millis();
             turn.metered.busy_ms += u64::try_from(now_ms - mark).unwrap_or(0);
             mark = now_ms;
+            if settled_here && limit != Some(LimitHit::Budget) {
+                // The last step's cost, counted before the turn is saved settled
+                // (a redelivery of a settled turn charges nothing).
+                if let Err(err) = self.charge(&mut turn).await {
+                    error!(error = %err, "the settled turn's last step was not charged to its budgets");
+                }
+            }
 
             match self.save(&mut turn).await {
                 Ok(()) => {}

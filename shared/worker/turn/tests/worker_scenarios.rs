@@ -153,7 +153,7 @@ fn build_reading<M: Model + 'static>(
     tables: Tables,
     slack: Arc<MemorySlack>,
 ) -> TestWorker<M> {
-    let Tables { turns: store, deliveries, streams, feedback, grants, departures, response_urls } = tables;
+    let Tables { turns: store, deliveries, streams, feedback, grants, departures, response_urls, spending } = tables;
     let (agent, contexts) = (Arc::new(MemoryAgent::default()), Arc::new(MemoryContexts::default()));
     let model = Arc::new(model);
     let (work, replies) = (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
@@ -179,6 +179,7 @@ fn build_reading<M: Model + 'static>(
         contexts: contexts.clone(),
         departures,
         response_urls,
+        spending,
     };
     let worker = Worker::builder(ports)
         .tools(tools(runs))
@@ -3419,4 +3420,223 @@ async fn a_deployment_that_turns_charts_off_says_so_on_every_turn_for_the_respon
     off.change(|w| w.charts(false));
     off.handle(&start(), &Budget::plenty()).await.unwrap();
     assert!(stored(&off).await.charts_off, "the turn tells the responder to render tables without charts");
+}
+
+// --- Budgets ------------------------------------------------------------------
+
+mod budgets {
+    use super::*;
+    use assistant_core::alerts::OpsAlerts;
+    use assistant_core::budgets::{BudgetsConfig, Caps, DeploymentCaps, Period, Scope, Spending, Used};
+    use assistant_core::messages::HomeAction;
+    use testkit::memory::MemoryRecords;
+    use testkit::slack_memory::MemoryPoster;
+    use worker_turn::budgets::Budgeting;
+
+    /// What one scripted step costs: 100 input and 20 output tokens at
+    /// Sonnet's prices, in millionths of a dollar.
+    const STEP_MICROS: u64 = 600;
+
+    fn caps(person_daily_usd: f64, deployment_monthly_usd: f64) -> BudgetsConfig {
+        BudgetsConfig {
+            per_person: Some(Caps { daily_usd: Some(person_daily_usd), monthly_usd: None }),
+            per_channel: Some(Caps { daily_usd: None, monthly_usd: Some(100.0) }),
+            deployment: Some(DeploymentCaps {
+                daily_usd: None,
+                monthly_usd: Some(deployment_monthly_usd),
+                alert_at: 0.8,
+            }),
+            admins: vec!["U0ADMIN1".into(), "S0FINOPS".into()],
+        }
+    }
+
+    /// A worker with `budgets` on `records`, alerting in an ops channel.
+    fn budgeted(
+        model: ScriptedModel,
+        records: Arc<MemoryRecords>,
+        budgets: BudgetsConfig,
+    ) -> (TestWorker, Arc<MemoryPoster>) {
+        let ops = Arc::new(MemoryPoster::default());
+        let alerts =
+            OpsAlerts::new(ChannelId::new("C0OPS00001"), ops.clone(), records.clone(), Arc::new(ManualClock::at(NOW)));
+        let mut worker = build(model, counter(), testkit::memory::tables_on(records));
+        worker.change(|w| w.budgets(Some(Budgeting { config: budgets, ops: Some(Arc::new(alerts)) })));
+        (worker, ops)
+    }
+
+    fn asked_by(user: &str, event: &str) -> WorkMessage {
+        let WorkMessage::StartTurn(mut request) = start() else { unreachable!() };
+        request.user = UserId::new(user);
+        request.event_id = EventId::new(event);
+        WorkMessage::StartTurn(request)
+    }
+
+    async fn counters(records: &Arc<MemoryRecords>, budgets: &BudgetsConfig, user: &str) -> Vec<Used> {
+        let scopes = [
+            Scope::Person(TeamId::new("T1"), UserId::new(user)),
+            Scope::Channel(TeamId::new("T1"), ChannelId::new("C1")),
+            Scope::Deployment,
+        ];
+        Spending::new(records.clone(), 512).usage(budgets, &scopes, NOW).await.unwrap()
+    }
+
+    fn held(used: &[Used], scope: &str) -> u64 {
+        used.iter().find(|used| used.scope.as_str() == scope).expect("a counter").micros
+    }
+
+    fn tool_steps(n: usize) -> ScriptedModel {
+        ScriptedModel::new(
+            (0..n)
+                .map(|i| calls(&[(&*format!("t{i}"), "search_docs", json!({"query": format!("q{i}")}))]))
+                .chain([text("Found it.")]),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_budget_spent_mid_turn_ends_it_before_the_next_model_call_saying_which_until_when_and_whom_to_ask() {
+        // GIVEN a person's daily budget of a tenth of a cent: about one and a half steps
+        let records = Arc::new(MemoryRecords::default());
+        let budgets = caps(0.001, 100.0);
+        let (worker, _) = budgeted(tool_steps(5), records.clone(), budgets.clone());
+
+        // WHEN they ask a question that would take six steps
+        let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+        // THEN two model calls are made; the third is not: the turn ends with
+        // what was tried, the budget, until when, and whom to ask
+        assert_eq!(outcome, Outcome::Settled { id: turn_id(), status: TurnStatus::Answered, steps: 2 });
+        assert_eq!(worker.model.calls(), 2);
+        let turn = stored(&worker).await;
+        let answer = turn.answer.clone().unwrap();
+        assert!(
+            answer.starts_with(
+                "I stopped before finishing: your daily budget for this assistant is spent ($0.0012 of $0.001)"
+            ),
+            "{answer}"
+        );
+        assert!(answer.contains("It starts again at 00:00 UTC on 2025-11-23"), "{answer}");
+        assert!(answer.contains("To raise it, ask <@U0ADMIN1> or <!subteam^S0FINOPS>."), "{answer}");
+        assert!(answer.contains("`search_docs` {\"query\":\"q1\"} (ok)"), "what was tried: {answer}");
+        let report = &worker.metrics.reports()[0];
+        assert_eq!(report.limit, Some(LimitHit::Budget));
+
+        // AND every counter holds exactly what the turn's record says it
+        // charged: its cost but the final save's own writes
+        let used = counters(&records, &budgets, REQUESTER).await;
+        assert_charged(&turn);
+        assert!(turn.charged_micros > 2 * STEP_MICROS, "two steps and the AWS part: {}", turn.charged_micros);
+        for scope in ["person", "channel", "deployment"] {
+            assert_eq!(held(&used, scope), turn.charged_micros, "{scope}");
+        }
+
+        // AND their next question the same day makes no model call at all
+        let outcome = worker.handle(&asked_by(REQUESTER, "Ev02"), &Budget::plenty()).await.unwrap();
+        assert!(matches!(outcome, Outcome::Settled { steps: 0, .. }), "{outcome:?}");
+        assert_eq!(worker.model.calls(), 2);
+        // while someone else's question is answered
+        let outcome = worker.handle(&asked_by("U2", "Ev03"), &Budget::plenty()).await.unwrap();
+        assert!(matches!(outcome, Outcome::Settled { steps: 1.., .. }), "{outcome:?}");
+        assert!(worker.model.calls() > 2);
+    }
+
+    /// The turn charged what it cost, but the writes made after its last
+    /// charge (its final save, its stream's record): a few millionths.
+    fn assert_charged(turn: &Turn) {
+        let prices = ModelPrices::for_model("us.anthropic.claude-sonnet-4-20250514-v1:0");
+        let cost = (turn.cost(prices, 512).total() * 1e6).round() as u64;
+        assert!(turn.charged_micros <= cost && cost - turn.charged_micros < 10, "{} of {cost}", turn.charged_micros);
+    }
+
+    #[tokio::test]
+    async fn counter_writes_whose_answers_were_lost_and_a_redelivery_after_a_crash_count_the_turn_once() {
+        // GIVEN a table where the first writes are applied and their answers lost
+        let records = Arc::new(MemoryRecords::default());
+        records.lose_answers([LostAnswer::Error, LostAnswer::RetryRefused].repeat(8));
+        let budgets = caps(5.0, 100.0);
+        let (mut worker, _) = budgeted(tool_steps(2), records.clone(), budgets.clone());
+        // and a worker that dies (its save fails) after its second step's charge
+        let store: Arc<dyn TurnStore> =
+            Arc::new(FailingSaves { inner: worker.store.clone(), saves: AtomicU32::new(0), fail_from: 2 });
+        worker.change(|w| w.ports(|p| p.store = store));
+        assert!(worker.handle(&start(), &Budget::plenty()).await.unwrap_err().is_retryable());
+
+        // WHEN SQS redelivers the question and the turn settles
+        let store: Arc<dyn TurnStore> = Arc::new(worker.store.clone());
+        worker.change(|w| w.ports(|p| p.store = store));
+        worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+        // THEN each counter holds what the settled turn's record says it cost: once
+        let turn = stored(&worker).await;
+        assert_eq!(turn.status, TurnStatus::Answered);
+        assert_charged(&turn);
+        let used = counters(&records, &budgets, REQUESTER).await;
+        for scope in ["person", "channel", "deployment"] {
+            assert_eq!(held(&used, scope), turn.charged_micros, "{scope}");
+        }
+    }
+
+    #[tokio::test]
+    async fn passing_the_deployments_alert_share_counts_a_metric_and_tells_the_ops_channel_once() {
+        // GIVEN a deployment whose month has a cent and a half, so that one turn passes 80%
+        let records = Arc::new(MemoryRecords::default());
+        let budgets = caps(5.0, 0.0015);
+        let model = ScriptedModel::new([
+            calls(&[("t0", "search_docs", json!({"query": "q"}))]),
+            text("Found it."),
+            text("Again."),
+        ]);
+        let (worker, ops) = budgeted(model, records.clone(), budgets);
+
+        // WHEN two questions are asked
+        worker.handle(&start(), &Budget::plenty()).await.unwrap();
+        worker.handle(&asked_by("U2", "Ev02"), &Budget::plenty()).await.unwrap();
+
+        // THEN one metric and one alert, naming the month and the share
+        let alerts = worker.metrics.budget_alerts();
+        assert_eq!(alerts.len(), 1, "{alerts:?}");
+        assert!(alerts[0] >= 0.8, "{alerts:?}");
+        let posted = ops.alerts();
+        assert_eq!(posted.len(), 1, "{posted:?}");
+        assert_eq!(posted[0].0, ChannelId::new("C0OPS00001"));
+        assert!(
+            posted[0].1.contains("of its $0.0015 monthly budget") && posted[0].1.contains("in 2025-11"),
+            "{}",
+            posted[0].1
+        );
+    }
+
+    #[tokio::test]
+    async fn the_home_tab_shows_each_person_their_usage_and_admins_the_deployments() {
+        let records = Arc::new(MemoryRecords::default());
+        let budgets = caps(2.0, 100.0);
+        let (mut worker, _) = budgeted(tool_steps(1), records.clone(), budgets.clone());
+        let slack = Arc::new(MemorySlack::default().with_group("S0FINOPS", &["U0FIN"]));
+        worker.change(|w| w.ports(|p| p.slack = slack));
+        worker.handle(&start(), &Budget::plenty()).await.unwrap();
+        let home = |user: &str| {
+            WorkMessage::Home(HomeAction {
+                team: TeamId::new("T1"),
+                user: UserId::new(user),
+                disconnect: None,
+                id: format!("Ev-{user}"),
+            })
+        };
+        for user in [REQUESTER, "U0ADMIN1", "U0FIN"] {
+            assert_eq!(worker.handle(&home(user), &Budget::plenty()).await.unwrap(), Outcome::HomeShown);
+        }
+        let homes = worker.agent.homes();
+        let usage = |at: usize| homes[at].1["blocks"][1]["text"]["text"].as_str().unwrap_or_default().to_owned();
+        assert!(usage(0).starts_with("*You*, daily: $0.0012 of $2.00 (0%)"), "{}", usage(0));
+        assert!(!usage(0).contains("Everyone"), "a person sees only their own: {}", usage(0));
+        for admin in [1, 2] {
+            assert!(
+                usage(admin).contains("*Everyone, this deployment*, monthly: $0.0012 of $100.00"),
+                "{}",
+                usage(admin)
+            );
+        }
+        let spent = counters(&records, &budgets, REQUESTER).await;
+        assert!(held(&spent, "person") > 0);
+        let _ = Period::Day;
+    }
 }

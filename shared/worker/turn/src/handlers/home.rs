@@ -1,4 +1,5 @@
-//! The Home tab opened, or Disconnect clicked: the person's connections.
+//! The Home tab opened, or Disconnect clicked: the person's connections,
+//! and their usage where budgets are set.
 
 use super::Handler;
 use crate::{Deadline, Outcome, Worker, WorkerError};
@@ -29,7 +30,8 @@ impl Worker {
             }
             None => (Vec::new(), Vec::new()),
         };
-        let view = worker_identity::home::view(&connections, &providers);
+        let used = self.usage_for(&home.team, &home.user).await;
+        let view = worker_identity::home::view(&connections, &providers, &used);
         self.agent.publish_home(&home.user, &view).await.map_err(WorkerError::Slack)?;
         Ok(Outcome::HomeShown)
     }
