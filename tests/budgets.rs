@@ -69,7 +69,7 @@ async fn a_budget_one_step_spends_ends_the_turn_with_which_until_when_and_whom_t
     // THEN no model is called and they are told again
     assert_eq!(bedrock.requests().len(), 1);
     let answer = slack.posted().last().expect("an answer").text.clone();
-    assert!(answer.starts_with("I stopped before finishing: your daily budget"), "{answer}");
+    assert!(answer.starts_with("I can't start on this: your daily budget"), "{answer}");
 
     // WHEN they open the Home tab
     let parsed = events::parse(events::APP_MENTION);

@@ -297,15 +297,17 @@ impl Used {
         self.usd() / self.cap_usd
     }
 
-    /// What the thread is told when this budget ends a turn: which
-    /// budget, how much of it, until when, and whom to ask.
-    pub fn message(&self, whom_to_ask: Option<&str>, now: i64) -> String {
+    /// What the thread is told when this budget ends a turn (`started`: the
+    /// turn made a model call before): which budget, how much of it, until
+    /// when, and whom to ask.
+    pub fn message(&self, whom_to_ask: Option<&str>, started: bool, now: i64) -> String {
         let left = (self.resets_at - now).max(0);
         let until = crate::clock::iso8601_utc(self.resets_at);
         let (date, time) = (&until[..10], &until[11..16]);
         let mut message = format!(
-            "I stopped before finishing: {} {} budget for this assistant is spent ({} of {}). \
+            "{}: {} {} budget for this assistant is spent ({} of {}). \
              It starts again at {time} UTC on {date}, in {}.",
+            if started { "I stopped before finishing" } else { "I can't start on this" },
             self.scope.described(),
             self.period.as_str(),
             dollars(self.usd()),
@@ -537,8 +539,24 @@ impl Spending {
         }
     }
 
-    /// What the counters of `scopes` hold now (the Home tab), for the caps
-    /// the budgets set.
+    /// The scopes whose counters `budgets` keep for a person asking in a
+    /// channel: theirs, the channel's, the deployment's, where capped.
+    pub fn scopes_of(budgets: &BudgetsConfig, team: &TeamId, user: &UserId, channel: &ChannelId) -> Vec<Scope> {
+        let mut scopes = Vec::new();
+        if budgets.per_person.is_some() {
+            scopes.push(Scope::Person(team.clone(), user.clone()));
+        }
+        if budgets.per_channel.is_some() {
+            scopes.push(Scope::Channel(team.clone(), channel.clone()));
+        }
+        if budgets.deployment.is_some() {
+            scopes.push(Scope::Deployment);
+        }
+        scopes
+    }
+
+    /// What the counters of `scopes` hold now (the Home tab, a turn's
+    /// start), for the caps the budgets set.
     pub async fn usage(&self, budgets: &BudgetsConfig, scopes: &[Scope], now: i64) -> Result<Vec<Used>, PortError> {
         let caps = |scope: &Scope| -> Caps {
             match scope {
@@ -618,7 +636,7 @@ mod tests {
         };
         assert!(used.is_spent());
         let budgets = BudgetsConfig { admins: vec!["U0ADMIN1".into(), "S0OPS".into()], ..Default::default() };
-        let said = used.message(budgets.whom_to_ask().as_deref(), NOW);
+        let said = used.message(budgets.whom_to_ask().as_deref(), true, NOW);
         assert_eq!(
             said,
             "I stopped before finishing: your daily budget for this assistant is spent ($2.03 of $2.00). \
@@ -626,8 +644,8 @@ mod tests {
         );
         let channel =
             Used { scope: Scope::Channel(TeamId::new("T1"), ChannelId::new("C1")), period: Period::Month, ..used };
-        let said = channel.message(None, NOW);
-        assert!(said.contains("this channel's monthly budget"), "{said}");
+        let said = channel.message(None, false, NOW);
+        assert!(said.starts_with("I can't start on this: this channel's monthly budget"), "{said}");
         assert!(said.contains("in 2 h 30 min") && said.contains("`budgets` in its configuration"), "{said}");
     }
 

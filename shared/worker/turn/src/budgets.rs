@@ -8,7 +8,8 @@
 
 use crate::{Worker, WorkerError};
 use assistant_core::alerts::{OpsAlerts, Raised};
-use assistant_core::budgets::{BudgetsConfig, Scope, Spender, Used, first_spent};
+use assistant_core::budgets::{BudgetsConfig, Scope, Spender, Spending, Used, first_spent};
+use assistant_core::messages::TurnRequest;
 use assistant_core::turn::Turn;
 use slack::UserId;
 use std::sync::Arc;
@@ -71,7 +72,24 @@ impl Worker {
             cap_usd = spent.cap_usd,
             "budget spent: the turn ends"
         );
-        Ok(Some(spent.message(budgets.config.whom_to_ask().as_deref(), self.clock.now_unix())))
+        Ok(Some(spent.message(budgets.config.whom_to_ask().as_deref(), turn.steps > 0, self.clock.now_unix())))
+    }
+
+    /// Whether a budget of the person asking, their channel's or the
+    /// deployment's is already spent, read before a turn's first model call
+    /// (the prompt enhancer's): `false` without budgets, or where the
+    /// counters cannot be read (the step loop's check then says).
+    pub(crate) async fn spent_before_start(&self, request: &TurnRequest) -> bool {
+        let Some(budgets) = &self.budgets else { return false };
+        let thread = &request.thread;
+        let scopes = Spending::scopes_of(&budgets.config, &thread.team, &request.user, &thread.channel);
+        match self.spending.usage(&budgets.config, &scopes, self.clock.now_unix()).await {
+            Ok(used) => first_spent(&used).is_some(),
+            Err(err) => {
+                warn!(error = %err, "budgets not read before the turn's start");
+                false
+            }
+        }
     }
 
     /// The counters `user` sees on their Home tab: their own, and the

@@ -3529,10 +3529,23 @@ mod budgets {
             assert_eq!(held(&used, scope), turn.charged_micros, "{scope}");
         }
 
-        // AND their next question the same day makes no model call at all
+        // AND their next question the same day makes no model call at all,
+        // not even the prompt enhancer's
+        let enhancer_model = Arc::new(ScriptedModel::new([text("never read")]));
+        let enhancer = worker_turn::enhancer::Enhancer {
+            model: enhancer_model.clone(),
+            model_id: "us.amazon.nova-micro-v1:0".into(),
+            timeout: Duration::from_secs(5),
+            prompt: "Read the question.".into(),
+            catalog: None,
+        };
+        let mut worker = worker;
+        worker.change(|w| w.enhancer(Some(enhancer)));
         let outcome = worker.handle(&asked_by(REQUESTER, "Ev02"), &Budget::plenty()).await.unwrap();
         assert!(matches!(outcome, Outcome::Settled { steps: 0, .. }), "{outcome:?}");
-        assert_eq!(worker.model.calls(), 2);
+        assert_eq!((worker.model.calls(), enhancer_model.calls()), (2, 0));
+        let second = worker.store.load(&TurnId::new("T1-Ev02")).await.unwrap().unwrap().answer.unwrap();
+        assert!(second.starts_with("I can't start on this: your daily budget"), "{second}");
         // while someone else's question is answered
         let outcome = worker.handle(&asked_by("U2", "Ev03"), &Budget::plenty()).await.unwrap();
         assert!(matches!(outcome, Outcome::Settled { steps: 1.., .. }), "{outcome:?}");

@@ -58,10 +58,12 @@ impl Worker {
         // wasted: `create` then returns the stored turn. Rare, and cheaper
         // than a read before every create.
         let in_dm = request.thread.channel.as_str().starts_with('D');
-        // A message without words (a greeting is asked for) has nothing to read.
+        // A message without words (a greeting is asked for) has nothing to
+        // read, and a spent budget pays for no model call (the step loop says so).
+        let spent = self.spent_before_start(request).await;
         let enhance = async {
             match &self.enhancer {
-                Some(enhancer) if !request.text.trim().is_empty() => Some(enhancer.run(&request.text).await),
+                Some(enhancer) if !spent && !request.text.trim().is_empty() => Some(enhancer.run(&request.text).await),
                 _ => None,
             }
         };
