@@ -49,6 +49,7 @@ const FILES: &str = "docs/src/files-and-answers.md";
 const SECURITY: &str = "docs/src/security.md";
 const CONFIGURATION: &str = "docs/src/configuration.md";
 const RELIABILITY_WRITES: &str = "docs/src/reliability-writes.md";
+const TOOLS: &str = "docs/src/tools.md";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the repository root").to_owned()
@@ -767,6 +768,12 @@ const LIMITS: &[Limit] = &[
     ),
     (FILES, "an answer of more than {} messages is its lead and a file", &[("MAX_ANSWER_MESSAGES", 1.0)]),
     (RELIABILITY_WRITES, "without reading the bucket for {} minutes after its read", &[("FRESH_FOR_SECS", 60.0)]),
+    (TOOLS, "it pings and links nothing, at most {} characters", &[("MAX_LINK_MESSAGE", 1.0)]),
+    (TOOLS, "shows its links (at most {})", &[("MAX_LINKS_SHOWN", 1.0)]),
+    (TOOLS, "are shown, at most {} characters", &[("MAX_LINK_URL", 1.0)]),
+    (CONFIGURATION, "more than 0 and at most {}; at least one set", &[("MAX_BUDGET_USD", 1.0)]),
+    (CONFIGURATION, "passes `alert_at` (default {})", &[("DEFAULT_ALERT_AT", 1.0)]),
+    (ARCHITECTURE, "kept for {} days after the period ends", &[("SPEND_KEPT_AFTER_SECS", 86_400.0)]),
 ];
 
 #[test]

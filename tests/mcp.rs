@@ -265,6 +265,7 @@ async fn a_call_whose_streamed_answer_stalls_after_its_first_event_ends_at_the_c
         url: server.url.clone(),
         headers: vec![("Authorization".into(), format!("Bearer {TOKEN}"))],
         signing: None,
+        elicitation: false,
     };
     let connector = StreamableHttpConnector::new(adapters_slack::http_client());
     let session = assistant_core::mcp::McpConnector::connect(&connector, &endpoint).await.unwrap();
@@ -397,4 +398,108 @@ async fn a_kept_list_whose_put_lost_its_answer_serves_the_next_start_and_one_nev
     assert_eq!(start().await, (offered.clone(), 3));
     assert_eq!(start().await, (offered, 3));
     assert_eq!(proxy.injected_by_kind().values().sum::<u32>(), 2, "both faults injected");
+}
+
+/// The reference server with links offered (`elicitation: true`), its
+/// calls made without a prompt.
+fn eliciting_config() -> String {
+    let everything = env_from_test_command("MCP_EVERYTHING_URL");
+    json!({
+        "tool_policy": [{"channels": "*", "tools": ["everything__*"]}],
+        "mcp_servers": [{"name": "everything", "url": everything, "requires_approval": false, "timeout_secs": 20,
+                         "elicitation": true}]
+    })
+    .to_string()
+}
+
+fn url_elicitation(input: Value) -> Scripted {
+    Scripted::tool_calls(&[("tooluse_link1", "everything__trigger-url-elicitation", input)])
+}
+
+/// The asker's ephemeral messages: (text, the link its button opens).
+fn links_shown(slack: &FakeSlack) -> Vec<(String, String, String)> {
+    slack
+        .calls("chat.postEphemeral")
+        .into_iter()
+        .map(|call| {
+            let blocks: Value = serde_json::from_str(call.form.get("blocks").map_or("[]", String::as_str)).unwrap();
+            let url = blocks[1]["elements"][0]["url"].as_str().unwrap_or_default().to_owned();
+            (call.form["user"].clone(), call.form["text"].clone(), url)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_link_the_reference_server_asks_for_is_shown_to_the_asker_alone_and_the_call_goes_on() {
+    // GIVEN the reference server with links offered, and a model that calls
+    // its URL elicitation tool with a message that tries to ping everyone
+    let pipeline = Pipeline::start(
+        &eliciting_config(),
+        vec![
+            url_elicitation(json!({"url": "https://example.com/consent?step=1", "elicitationId": "e-consent-1",
+                                   "message": "Approve <!channel> access to the tracker"})),
+            Scripted::text("Consent is asked for; I'll go on once you have approved it."),
+        ],
+    )
+    .await;
+
+    // WHEN someone asks
+    pipeline.mention().await;
+
+    // THEN the tool was offered (the server saw links offered at initialize)
+    let requests = pipeline.bedrock.requests();
+    assert!(offered(&requests[0].body).contains(&"everything__trigger-url-elicitation".to_owned()));
+    // AND the asker alone was shown the link, with a button, the message pinging no one
+    let shown = links_shown(&pipeline.slack);
+    let [(user, text, url)] = &shown[..] else { panic!("one link shown: {shown:?}") };
+    assert_eq!((user.as_str(), url.as_str()), ("U061F7AUR", "https://example.com/consent?step=1"));
+    assert!(text.contains("*everything* asks you to open a link") && text.contains("&lt;!channel&gt;"), "{text}");
+    // AND the server heard it was shown (accept), and its result reached the model
+    let second = requests[1].body.to_string();
+    assert!(second.contains("User completed the URL elicitation flow"), "{second}");
+}
+
+#[tokio::test]
+async fn a_call_that_needs_a_link_opened_first_shows_it_and_tells_the_model_to_wait_for_the_person() {
+    let pipeline = Pipeline::start(
+        &eliciting_config(),
+        vec![
+            url_elicitation(json!({"url": "https://example.com/authorize", "errorPath": true})),
+            Scripted::text("Please open the link I sent you, then ask again."),
+        ],
+    )
+    .await;
+    pipeline.mention().await;
+    // The server's prerequisite link, shown to the asker alone
+    let shown = links_shown(&pipeline.slack);
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert_eq!((shown[0].0.as_str(), shown[0].2.as_str()), ("U061F7AUR", "https://modelcontextprotocol.io"));
+    // and the model told what to say, never to retry now
+    let second = pipeline.bedrock.requests()[1].body.to_string();
+    assert!(second.contains("needs the person who asked to open 1 link(s) first"), "{second}");
+    assert!(second.contains("do not call the tool again now"), "{second}");
+}
+
+#[tokio::test]
+async fn a_link_that_is_not_https_to_a_named_host_is_declined_and_shown_to_nobody() {
+    for url in ["javascript:alert(document.cookie)", "http://example.com/plain", "https://good.example@evil.example/"] {
+        let pipeline = Pipeline::start(
+            &eliciting_config(),
+            vec![url_elicitation(json!({"url": url, "elicitationId": "e-bad"})), Scripted::text("It was declined.")],
+        )
+        .await;
+        pipeline.mention().await;
+        assert_eq!(links_shown(&pipeline.slack), Vec::<(String, String, String)>::new(), "{url}");
+        let second = pipeline.bedrock.requests()[1].body.to_string();
+        assert!(second.contains("User declined to open the URL"), "{url}: {second}");
+    }
+}
+
+#[tokio::test]
+async fn without_elicitation_configured_the_server_is_offered_no_links_and_keeps_its_link_tools_to_itself() {
+    let pipeline = Pipeline::start(&config(None), vec![Scripted::fixture(GET_SUM), Scripted::text("2 + 3 = 5.")]).await;
+    pipeline.mention().await;
+    let tools = offered(&pipeline.bedrock.requests()[0].body);
+    assert!(tools.contains(&"everything__get-sum".to_owned()), "{tools:?}");
+    assert!(!tools.contains(&"everything__trigger-url-elicitation".to_owned()), "{tools:?}");
 }

@@ -499,6 +499,7 @@ fn reply_kind(reply: &ReplyMessage) -> String {
         ReplyMessage::RevokeRefused { user, .. } => format!("{user}'s revoke refused"),
         ReplyMessage::ConnectPrompt { user, provider, .. } => format!("{user} asked to connect {provider}"),
         ReplyMessage::ConnectRefused { user, .. } => format!("{user}'s Connect click refused"),
+        ReplyMessage::OpenLink { user, server, .. } => format!("{user} asked by {server} to open a link"),
     }
 }
 

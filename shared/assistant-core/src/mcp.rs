@@ -22,6 +22,10 @@ pub struct McpEndpoint {
     pub headers: Vec<(String, String)>,
     /// Each request signed with SigV4 for this scope (`"auth": "aws_iam"`).
     pub signing: Option<crate::ports::AwsScope>,
+    /// The server may ask the person who asked to open links (elicitation
+    /// in URL mode, offered at `initialize`; `elicitation` in the
+    /// configuration).
+    pub elicitation: bool,
 }
 
 impl fmt::Debug for McpEndpoint {
@@ -31,6 +35,7 @@ impl fmt::Debug for McpEndpoint {
             .field("name", &self.name)
             .field("url", &self.url)
             .field("headers", &names)
+            .field("elicitation", &self.elicitation)
             .finish()
     }
 }
@@ -97,7 +102,101 @@ pub enum McpError {
     /// A JSON-RPC error or an answer that is not MCP.
     #[error("the server answered with an error: {0}")]
     Server(String),
+    /// The call needs the person to open these links first (JSON-RPC error
+    /// -32042, `URLElicitationRequiredError`): shown to them where the
+    /// server may elicit, then the call can be made again.
+    #[error("the server needs the person to open a link first")]
+    LinkRequired(Vec<LinkRequest>),
 }
+
+/// A server's request that the person who asked open a link (MCP
+/// elicitation in URL mode): to sign in somewhere, pay, or consent, out of
+/// the bot's sight. What the server says is untrusted: the link must be
+/// `https`, the message is shown as plain text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkRequest {
+    pub url: String,
+    pub message: String,
+    /// The server's id for it, echoed in its completion notice.
+    pub elicitation_id: String,
+}
+
+/// The longest link a server may ask the person to open (Slack's limit on
+/// a button's `url` is 3,000).
+pub const MAX_LINK_URL: usize = 2_000;
+
+impl LinkRequest {
+    /// Why the link may not be shown, if it may not: not `https`, a
+    /// userinfo part (`https://good.example@evil.example`), too long, or
+    /// characters Slack's link syntax would read.
+    pub fn refused(&self) -> Option<&'static str> {
+        let Some(rest) = self.url.strip_prefix("https://") else { return Some("not an https link") };
+        let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        if host.is_empty() || host.contains('@') {
+            return Some("no host, or a user name before it");
+        }
+        if self.url.len() > MAX_LINK_URL {
+            return Some("longer than a link may be");
+        }
+        if self.url.chars().any(|c| c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | '|' | '"')) {
+            return Some("characters a link may not hold");
+        }
+        None
+    }
+}
+
+/// Shows a server's link to the person who asked, in their thread, where
+/// only they see it.
+#[async_trait]
+pub trait Elicitor: Send + Sync {
+    /// `server` asks the person to open `request.url`: `true` once it is
+    /// shown to them (only them), `false` where it may not be (the link is
+    /// refused, or could not be handed on).
+    async fn show_link(&self, server: &str, request: &LinkRequest) -> bool;
+}
+
+/// The person who asked a turn, shown links by the responder: an
+/// ephemeral message in their thread with a button to the link
+/// ([`crate::messages::ReplyMessage::OpenLink`]).
+pub struct PersonLinks {
+    pub replies: Arc<dyn crate::ports::ReplyQueue>,
+    pub turn: crate::turn::TurnId,
+    pub thread: crate::messages::ThreadRef,
+    pub user: slack::UserId,
+}
+
+#[async_trait]
+impl Elicitor for PersonLinks {
+    async fn show_link(&self, server: &str, request: &LinkRequest) -> bool {
+        if let Some(reason) = request.refused() {
+            tracing::warn!(server, reason, "a server's link was not shown");
+            return false;
+        }
+        let message: String = request.message.chars().take(MAX_LINK_MESSAGE).collect();
+        let open = crate::messages::ReplyMessage::OpenLink {
+            turn_id: self.turn.clone(),
+            thread: self.thread.clone(),
+            user: self.user.clone(),
+            server: server.to_owned(),
+            message,
+            url: request.url.clone(),
+            elicitation_id: request.elicitation_id.chars().take(MAX_ELICITATION_ID).collect(),
+        };
+        match self.replies.send(&open).await {
+            Ok(()) => true,
+            Err(err) => {
+                tracing::warn!(server, error = %err, "a server's link could not be handed to the responder");
+                false
+            }
+        }
+    }
+}
+
+/// The most of a server's message about a link that is kept.
+pub const MAX_LINK_MESSAGE: usize = 1_000;
+/// The most of a server's id for a link that is kept (in a queue message's
+/// deduplication id).
+pub const MAX_ELICITATION_ID: usize = 40;
 
 /// An initialized session with one server. Implementations re-initialize
 /// an expired session themselves and retry the request once.
@@ -114,6 +213,20 @@ pub trait McpSession: Send + Sync {
         arguments: Map<String, Value>,
         timeout: Duration,
     ) -> Result<McpCallResult, McpError>;
+
+    /// [`Self::call_tool`] for a person: what the server asks of them while
+    /// the call runs (links to open) goes to `elicitor`. By default, as
+    /// `call_tool` (a session that offers no elicitation).
+    async fn call_tool_eliciting(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+        elicitor: Arc<dyn Elicitor>,
+    ) -> Result<McpCallResult, McpError> {
+        let _ = elicitor;
+        self.call_tool(name, arguments, timeout).await
+    }
 }
 
 /// Opens sessions (`initialize`).
@@ -129,5 +242,34 @@ pub struct NoMcpServers;
 impl McpConnector for NoMcpServers {
     async fn connect(&self, endpoint: &McpEndpoint) -> Result<Arc<dyn McpSession>, McpError> {
         Err(McpError::Unreachable(format!("no MCP client in this build ({})", endpoint.name)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_https_links_to_a_named_host_without_a_user_name_or_link_syntax_are_shown() {
+        let link = |url: &str| LinkRequest { url: url.into(), message: String::new(), elicitation_id: String::new() };
+        for good in
+            ["https://example.com", "https://idp.example.com/authorize?state=a&x=1#frag", "https://[::1]:8443/x"]
+        {
+            assert_eq!(link(good).refused(), None, "{good}");
+        }
+        for bad in [
+            "http://example.com/",
+            "javascript:alert(1)",
+            "HTTPS://example.com",
+            "https://",
+            "https:///path",
+            "https://good.example@evil.example/",
+            "https://example.com/a b",
+            "https://example.com/<!channel>",
+            "https://example.com/x|label",
+        ] {
+            assert!(link(bad).refused().is_some(), "{bad}");
+        }
+        assert!(link(&format!("https://example.com/{}", "a".repeat(MAX_LINK_URL))).refused().is_some());
     }
 }

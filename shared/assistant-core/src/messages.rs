@@ -570,6 +570,19 @@ pub enum ReplyMessage {
     /// Someone clicked another person's Connect button: only they are
     /// told, and that button no longer works.
     ConnectRefused { turn_id: TurnId, thread: ThreadRef, user: UserId, owner: UserId, provider: String },
+    /// An MCP server asks the person who asked to open a link (elicitation
+    /// in URL mode): only they see it, as the server's message (plain text)
+    /// and a button to the link (`https` only, checked by the worker).
+    OpenLink {
+        turn_id: TurnId,
+        thread: ThreadRef,
+        user: UserId,
+        server: String,
+        message: String,
+        url: String,
+        /// The server's id for the request: one message per request.
+        elicitation_id: String,
+    },
 }
 
 impl ReplyMessage {
@@ -587,7 +600,8 @@ impl ReplyMessage {
             | ReplyMessage::RevokeRefused { thread, .. }
             | ReplyMessage::FeedbackNoted { thread, .. }
             | ReplyMessage::ConnectPrompt { thread, .. }
-            | ReplyMessage::ConnectRefused { thread, .. } => thread,
+            | ReplyMessage::ConnectRefused { thread, .. }
+            | ReplyMessage::OpenLink { thread, .. } => thread,
         }
     }
 
@@ -605,7 +619,8 @@ impl ReplyMessage {
             | ReplyMessage::RevokeRefused { turn_id, .. }
             | ReplyMessage::FeedbackNoted { turn_id, .. }
             | ReplyMessage::ConnectPrompt { turn_id, .. }
-            | ReplyMessage::ConnectRefused { turn_id, .. } => turn_id,
+            | ReplyMessage::ConnectRefused { turn_id, .. }
+            | ReplyMessage::OpenLink { turn_id, .. } => turn_id,
         }
     }
 
@@ -638,6 +653,9 @@ impl ReplyMessage {
             ReplyMessage::ConnectPrompt { turn_id, state, .. } => format!("connect:{turn_id}:{state}"),
             ReplyMessage::ConnectRefused { turn_id, user, provider, .. } => {
                 format!("connect-refused:{turn_id}:{provider}:{user}")
+            }
+            ReplyMessage::OpenLink { turn_id, server, elicitation_id, .. } => {
+                format!("open-link:{turn_id}:{server}:{elicitation_id}")
             }
         }
     }

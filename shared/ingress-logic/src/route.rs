@@ -937,6 +937,9 @@ mod tests {
     #[test]
     fn other_clicks_and_incomplete_approvals_start_nothing() {
         assert_eq!(route_form(fixtures::BLOCK_ACTIONS_OTHER), Route::Ignore(Ignored::OtherAction));
+        // An MCP server's link button: Slack opens the link, nothing else happens.
+        let link = fixtures::BLOCK_ACTIONS_APPROVE.replace(APPROVE_ACTION_ID, slack::interaction::OPEN_LINK_ACTION_ID);
+        assert_eq!(route_form(&link), Route::Ignore(Ignored::OtherAction));
         let no_value = fixtures::BLOCK_ACTIONS_APPROVE.replace("\"value\": \"turn-7f3a:call-1\",", "");
         assert_eq!(route_form(&no_value), Route::Ignore(Ignored::IncompleteApproval));
         for foreign in ["\"x\"", "\"{\\\"v\\\":9}\""] {

@@ -514,6 +514,28 @@ pub fn connect_prompt(name: &str, url: &str, state: &str, reason: SignInReason) 
     (text, blocks)
 }
 
+/// The link an MCP server asks the person to open, shown to them alone:
+/// the server's message as plain text (it pings and links nothing), cut,
+/// and a button to the link.
+pub fn open_link(server: &str, message: &str, url: &str) -> (String, Vec<Value>) {
+    let said = shorten(&redact::Redactor::global().redact(message), 1_000);
+    let text = format!(
+        "*{}* asks you to open a link to go on with your question: {} (Only you can see this.)",
+        mrkdwn::escape(server),
+        mrkdwn::escape(&said)
+    );
+    let blocks = vec![
+        section(&text),
+        json!({"type": "actions", "elements": [{
+            "type": "button",
+            "text": {"type": "plain_text", "text": shorten(&format!("Open {server}'s link"), 75)},
+            "url": url,
+            "action_id": slack::interaction::OPEN_LINK_ACTION_ID,
+        }]}),
+    ];
+    (text, blocks)
+}
+
 /// What someone who clicked another person's Connect button is told.
 pub fn connect_refused(owner: &UserId, provider: &str) -> String {
     format!(

@@ -242,6 +242,10 @@ impl Responder {
             ReplyMessage::ConnectRefused { turn_id, thread, user, owner, provider } => {
                 self.tell_privately(turn_id, thread, user, &render::connect_refused(owner, provider), &[]).await
             }
+            ReplyMessage::OpenLink { turn_id, thread, user, server, message, url, .. } => {
+                let (text, blocks) = render::open_link(server, message, url);
+                self.tell_privately(turn_id, thread, user, &text, &blocks).await
+            }
         }
     }
 
@@ -297,7 +301,8 @@ impl Responder {
                 | ReplyMessage::GrantRevoked { .. }
                 | ReplyMessage::RevokeRefused { .. }
                 | ReplyMessage::FeedbackNoted { .. }
-                | ReplyMessage::ConnectRefused { .. },
+                | ReplyMessage::ConnectRefused { .. }
+                | ReplyMessage::OpenLink { .. },
             ) => {
                 return Ok(Outcome::Skipped { reason: "stale_decision" });
             }

@@ -25,6 +25,11 @@ pub const CONNECT_ACTION_ID: &str = "oauth.connect";
 /// value is the provider's name.
 pub const DISCONNECT_ACTION_ID: &str = "oauth.disconnect";
 
+/// `action_id` of the button to a link an MCP server asked the person who
+/// asked to open (elicitation in URL mode); Slack opens the link, the
+/// ingress acknowledges the click and does nothing more.
+pub const OPEN_LINK_ACTION_ID: &str = "mcp.open_link";
+
 /// `action_id` of the 👍 / 👎 feedback buttons under every answer.
 pub const FEEDBACK_ACTION_ID: &str = "answer_feedback";
 

@@ -10,13 +10,12 @@
 //! [`McpError::Unauthorized`], so a revoked token reads as one). A server
 //! behind AWS IAM gets each request signed ([`signed`]).
 
-use assistant_core::mcp::{McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpSession, McpToolInfo};
+use assistant_core::mcp::{
+    Elicitor, McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpSession, McpToolInfo,
+};
 use assistant_core::ports::{NoSigner, RequestSigner};
 use async_trait::async_trait;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
-    ResourceContents,
-};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ContentBlock, ResourceContents};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{
@@ -29,6 +28,7 @@ use std::error::Error as StdError;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod client;
 mod signed;
 
 /// The largest JSON answer or SSE event accepted from a server. A tool
@@ -75,26 +75,24 @@ impl McpConnector for StreamableHttpConnector {
             .reinit_on_expired_session(true)
             .max_json_response_size(MAX_ANSWER_BYTES)
             .max_sse_event_size(MAX_ANSWER_BYTES);
-        let info = ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("slack-assistant", env!("CARGO_PKG_VERSION")),
-        );
+        let client = Arc::new(client::Client::new(&endpoint.name, endpoint.elicitation));
         let service = match &endpoint.signing {
             Some(scope) => {
-                let client =
+                let signed =
                     signed::SignedHttp { http: self.http.clone(), signer: self.signer.clone(), scope: scope.clone() };
-                info.serve(StreamableHttpClientTransport::with_client(client, config)).await
+                client.clone().serve(StreamableHttpClientTransport::with_client(signed, config)).await
             }
-            None => info.serve(StreamableHttpClientTransport::with_client(self.http.clone(), config)).await,
+            None => client.clone().serve(StreamableHttpClientTransport::with_client(self.http.clone(), config)).await,
         }
         .map_err(|err| classify(&err))?;
-        Ok(Arc::new(Session { service }))
+        Ok(Arc::new(Session { service, client }))
     }
 }
 
 /// One server's session; rmcp re-initializes it when the server forgot it.
 struct Session {
-    service: RunningService<RoleClient, ClientConfig>,
+    service: RunningService<RoleClient, Arc<client::Client>>,
+    client: Arc<client::Client>,
 }
 
 #[async_trait]
@@ -127,7 +125,12 @@ impl McpSession for Session {
         let answer = tokio::time::timeout(timeout, self.service.call_tool_once(params))
             .await
             .map_err(|_| McpError::TimedOut(timeout))?
-            .map_err(|err| classify(&err))?;
+            .map_err(|err| match &err {
+                rmcp::ServiceError::McpError(error) => {
+                    client::links_required(error).map_or_else(|| classify(&err), McpError::LinkRequired)
+                }
+                _ => classify(&err),
+            })?;
         let result = match answer {
             CallToolResponse::Complete(result) => result,
             _ => {
@@ -141,6 +144,18 @@ impl McpSession for Session {
             structured: result.structured_content,
             is_error: result.is_error.unwrap_or(false),
         })
+    }
+
+    async fn call_tool_eliciting(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+        elicitor: Arc<dyn Elicitor>,
+    ) -> Result<McpCallResult, McpError> {
+        // The server's requests while the call runs go to this person.
+        let _asking = self.client.asking(elicitor);
+        self.call_tool(name, arguments, timeout).await
     }
 }
 

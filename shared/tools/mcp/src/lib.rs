@@ -40,7 +40,9 @@
 //! request as the worker's role.
 
 use assistant_core::approval::Approver;
-use assistant_core::mcp::{McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpSession, McpToolInfo};
+use assistant_core::mcp::{
+    LinkRequest, McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpSession, McpToolInfo,
+};
 use assistant_core::model::ToolSpec;
 use assistant_core::turn::ToolOutput;
 use futures_util::future::join_all;
@@ -50,7 +52,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tools_registry::references::{self, Reference};
-use tools_registry::{CallContext, Effect, RunTool, Tool, ToolError, ToolFuture, Unoffered, glob_matches};
+use tools_registry::{CallContext, Effect, LinkAsker, RunTool, Tool, ToolError, ToolFuture, Unoffered, glob_matches};
 use tracing::{info, warn};
 
 const DEFAULT_TIMEOUT_SECS: u64 = 30;
@@ -102,6 +104,12 @@ pub struct McpServerConfig {
     /// (AgentCore Gateway, a server behind API Gateway or a function URL).
     #[serde(default)]
     pub auth: Option<tools_registry::auth::ToolAuth>,
+    /// `true`: while a call runs, the server may ask the person who asked
+    /// to open a link (MCP elicitation in URL mode), shown to them alone
+    /// with a button; a call that needs a link opened first
+    /// (`URLElicitationRequiredError`) shows it and tells the model.
+    #[serde(default)]
+    pub elicitation: bool,
 }
 
 fn all_tools() -> Vec<String> {
@@ -189,7 +197,13 @@ fn endpoint(
         }
         None => None,
     };
-    Ok(McpEndpoint { name: config.name.clone(), url: config.url.clone(), headers, signing })
+    Ok(McpEndpoint {
+        name: config.name.clone(),
+        url: config.url.clone(),
+        headers,
+        signing,
+        elicitation: config.elicitation,
+    })
 }
 
 /// What a server's headers name (`${env:NAME}`, `${secret:NAME}`).
@@ -281,6 +295,7 @@ fn offered(
                 tool: info.name.clone(),
                 session: session.clone(),
                 timeout: timeout(config),
+                elicitation: config.elicitation,
             };
             tools.push(tool(config, name, info, runner));
         }
@@ -416,22 +431,63 @@ struct McpTool {
     tool: String,
     session: Arc<ServerSession>,
     timeout: Duration,
+    /// The server may ask the person who asked to open links.
+    elicitation: bool,
 }
 
 impl RunTool for McpTool {
-    fn run(&self, input: Value, _context: CallContext) -> ToolFuture<'_> {
+    fn run(&self, input: Value, context: CallContext) -> ToolFuture<'_> {
         Box::pin(async move {
             let Value::Object(arguments) = input else {
                 return Err("The input must be a JSON object.".into());
             };
             let session = self.session.get().await.map_err(|err| call_error(&self.server, err, false))?;
-            match session.call_tool(&self.tool, arguments, self.timeout).await {
+            let links = context.links.as_ref().filter(|_| self.elicitation);
+            let called = match links {
+                Some(links) => session.call_tool_eliciting(&self.tool, arguments, self.timeout, links.0.clone()).await,
+                None => session.call_tool(&self.tool, arguments, self.timeout).await,
+            };
+            match called {
                 Ok(result) => output(result),
+                Err(McpError::LinkRequired(requests)) => Err(links_first(&self.server, &requests, links).await),
                 Err(err) => Err(call_error(&self.server, err, false)),
             }
         })
     }
 }
+
+/// A call that needs the person to open links first
+/// (`URLElicitationRequiredError`): each one this bot may show is shown to
+/// them alone, and the model is told what to say.
+async fn links_first(server: &str, requests: &[LinkRequest], links: Option<&LinkAsker>) -> ToolError {
+    let Some(links) = links else {
+        return format!(
+            "The MCP server {server} needs the person who asked to open a link first, and this deployment does not \
+             show a server's links (elicitation is off for it). Tell them an operator must turn it on; do not retry."
+        )
+        .into();
+    };
+    let mut shown = 0;
+    for request in requests.iter().take(MAX_LINKS_SHOWN) {
+        shown += usize::from(links.0.show_link(server, request).await);
+    }
+    if shown == 0 {
+        return format!(
+            "The MCP server {server} asked the person who asked to open a link this bot may not show (only https \
+             links to a named host are shown). Tell them this tool cannot be used now; do not retry."
+        )
+        .into();
+    }
+    format!(
+        "The MCP server {server} needs the person who asked to open {shown} link(s) first. They were shown to them \
+         alone, in this thread, with a button. Tell them to open it and finish there, then ask again; do not call \
+         the tool again now."
+    )
+    .into()
+}
+
+/// The most links one call shows the person.
+const MAX_LINKS_SHOWN: usize = 3;
 
 fn call_error(server: &str, err: McpError, as_person: bool) -> ToolError {
     let message = match err {
@@ -447,6 +503,10 @@ fn call_error(server: &str, err: McpError, as_person: bool) -> ToolError {
         }
         McpError::Unreachable(reason) => format!("The MCP server {server} could not be reached: {reason}"),
         McpError::Server(reason) => format!("The MCP server {server} answered with an error: {reason}"),
+        McpError::LinkRequired(_) => format!(
+            "The MCP server {server} needs the person to open a link first, which is not shown for this kind of \
+             call. Tell them; do not retry."
+        ),
     };
     message.into()
 }

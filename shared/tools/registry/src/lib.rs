@@ -82,7 +82,30 @@ pub struct CallContext {
     /// The thread asking: a tool over the channel's own things (its
     /// history) reads no other channel's.
     pub thread: Option<assistant_core::ThreadRef>,
+    /// Where a server may show the person who asked a link to open while
+    /// the call runs (MCP elicitation); `None` where nobody asked (a
+    /// schedule) or the registry shows no links.
+    pub links: Option<LinkAsker>,
 }
+
+/// The person who asked, as a server's links reach them
+/// ([`assistant_core::mcp::Elicitor`]); equal only to itself.
+#[derive(Clone)]
+pub struct LinkAsker(pub Arc<dyn assistant_core::mcp::Elicitor>);
+
+impl std::fmt::Debug for LinkAsker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LinkAsker")
+    }
+}
+
+impl PartialEq for LinkAsker {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for LinkAsker {}
 
 /// The asking person's access per provider for one step: a token, or why
 /// there is none (the provider is down; the call fails with that note).
@@ -484,6 +507,8 @@ pub use assistant_core::glob::glob_matches;
 pub struct ToolRegistry {
     tools: Vec<Tool>,
     policy: ToolPolicy,
+    /// Where links servers ask people to open are handed to the responder.
+    link_replies: Option<Arc<dyn assistant_core::ports::ReplyQueue>>,
 }
 
 impl ToolRegistry {
@@ -508,7 +533,15 @@ impl ToolRegistry {
                 return Err(ToolDefinitionError::DuplicateName(tool.spec.name.clone()));
             }
         }
-        Ok(Self { tools, policy })
+        Ok(Self { tools, policy, link_replies: None })
+    }
+
+    /// Links servers ask the person who asked to open (MCP elicitation)
+    /// go to the responder through `replies`, which shows them to that
+    /// person alone.
+    pub fn with_link_replies(mut self, replies: Arc<dyn assistant_core::ports::ReplyQueue>) -> Self {
+        self.link_replies = Some(replies);
+        self
     }
 
     fn allowed<'a>(&'a self, asker: &'a Asker) -> impl Iterator<Item = &'a Tool> + 'a {
@@ -574,8 +607,24 @@ impl ToolRegistry {
         credentials: &Credentials,
         idempotency_key: Option<String>,
     ) -> ToolResult {
-        let mut context =
-            CallContext { idempotency_key, access_token: None, turn: asker.turn.clone(), thread: asker.thread.clone() };
+        let links = match (&self.link_replies, &asker.turn, &asker.thread, &asker.user) {
+            (Some(replies), Some(turn), Some(thread), Some(user)) => {
+                Some(LinkAsker(Arc::new(assistant_core::mcp::PersonLinks {
+                    replies: replies.clone(),
+                    turn: turn.clone(),
+                    thread: thread.clone(),
+                    user: user.clone(),
+                })))
+            }
+            _ => None,
+        };
+        let mut context = CallContext {
+            idempotency_key,
+            access_token: None,
+            turn: asker.turn.clone(),
+            thread: asker.thread.clone(),
+            links,
+        };
         if let Some(provider) = self.provider_of(&call.name) {
             match credentials.get(provider) {
                 Some(Ok(token)) => context.access_token = Some(token.clone()),

@@ -456,7 +456,8 @@ pub async fn assemble(
         }
     };
     let count = tools.len();
-    let tools = ToolRegistry::new(tools, policy)?;
+    // A server's links for the person who asked go to the responder, which shows them to that person alone.
+    let tools = ToolRegistry::new(tools, policy)?.with_link_replies(ports.core.replies.clone());
     info!(
         prompt = assistant.system_prompt_key.as_deref().unwrap_or("bundled"),
         docs = %assistant.docs_prefix,
