@@ -503,3 +503,147 @@ async fn without_elicitation_configured_the_server_is_offered_no_links_and_keeps
     assert!(tools.contains(&"everything__get-sum".to_owned()), "{tools:?}");
     assert!(!tools.contains(&"everything__trigger-url-elicitation".to_owned()), "{tools:?}");
 }
+
+/// A signed click on a form's button (`action_id`) by `user`.
+fn form_click(action_id: &str, form_id: &str, user: &str) -> Value {
+    let payload = testkit::fixtures::BLOCK_ACTIONS_APPROVE
+        .replace(slack::interaction::APPROVE_ACTION_ID, action_id)
+        .replace("turn-7f3a:call-1", form_id)
+        .replace("U061F7AUR", user);
+    events::with_body(&events::parse(events::APPROVAL_CLICK), &testkit::fixtures::interaction_form(&payload))
+}
+
+/// A signed submission of the form's modal `view` by `user`, with `values`.
+fn form_submitted(view: &Value, user: &str, values: Value) -> Value {
+    let mut payload: Value = serde_json::from_str(&testkit::fixtures::view_submission(view, "")).unwrap();
+    payload["view"]["state"]["values"] = values;
+    payload["user"]["id"] = user.into();
+    events::with_body(
+        &events::parse(events::APPROVAL_CLICK),
+        &testkit::fixtures::interaction_form(&payload.to_string()),
+    )
+}
+
+/// The block of the modal `view` whose input is labelled `label`.
+fn block_of(view: &Value, label: &str) -> String {
+    view["blocks"].as_array().unwrap().iter().find(|block| block["label"]["text"] == label).unwrap()["block_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_form_the_reference_server_asks_for_is_filled_in_by_the_asker_alone_in_a_modal_and_the_call_goes_on() {
+    // GIVEN the reference server with elicitation offered, a model that calls
+    // its form tool, and an ingress that opens modals
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    stack.put("config/assistant.json", &eliciting_config()).await;
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    bedrock.script([
+        Scripted::tool_calls(&[("tooluse_form1", "everything__trigger-elicitation-request", json!({}))]),
+        Scripted::text("Thanks, Ada: your details reached the server."),
+    ]);
+    let mut functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+    functions.ingress = tests::ingress_opening_views(&aws, &stack, slack.url());
+
+    // WHEN the person asks; the worker's call waits on the server's form
+    assert_eq!(functions.ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
+    let work = stack.receive_work().await.unwrap();
+    let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
+    let working = functions.worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline);
+    let person = async {
+        // the responder shows the asker alone the form's message, Answer and Decline
+        let form_id = loop {
+            let replies = stack.receive(&stack.reply_queue.queue).await.unwrap();
+            if !replies.is_empty() {
+                functions.responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)).await.unwrap();
+                stack.acknowledge(&stack.reply_queue.queue, &replies).await.unwrap();
+            }
+            let prompt = slack.calls("chat.postEphemeral").into_iter().find(|call| {
+                call.form.get("blocks").is_some_and(|blocks| blocks.contains(slack::interaction::FORM_ANSWER_ACTION_ID))
+            });
+            if let Some(prompt) = prompt {
+                assert_eq!(prompt.form["user"], "U061F7AUR");
+                let blocks: Value = serde_json::from_str(&prompt.form["blocks"]).unwrap();
+                break blocks[1]["elements"][0]["value"].as_str().unwrap().to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        // someone else's click (a forged payload: only the asker sees the
+        // button) opens only a notice
+        assert_eq!(
+            functions
+                .ingress
+                .handle(form_click(slack::interaction::FORM_ANSWER_ACTION_ID, &form_id, "U0OTHER001"))
+                .await
+                .unwrap()["statusCode"],
+            200
+        );
+        // the asker's click opens the form
+        assert_eq!(
+            functions
+                .ingress
+                .handle(form_click(slack::interaction::FORM_ANSWER_ACTION_ID, &form_id, "U061F7AUR"))
+                .await
+                .unwrap()["statusCode"],
+            200
+        );
+        let opened = slack.calls("views.open");
+        assert_eq!(opened.len(), 2, "{opened:?}");
+        assert!(opened[0].form["view"].contains("not one you can answer"), "{}", opened[0].form["view"]);
+        let view: Value = serde_json::from_str(&opened[1].form["view"]).unwrap();
+        assert_eq!(view["callback_id"], "mcp_form");
+        // another person's submission is refused, and a value outside the form is named
+        let name = block_of(&view, "String");
+        let filled = json!({name.clone(): {"v": {"type": "plain_text_input", "value": "Ada Lovelace"}}});
+        let refused = functions.ingress.handle(form_submitted(&view, "U0OTHER001", filled.clone())).await.unwrap();
+        assert!(refused["body"].as_str().unwrap_or_default().contains("not one you can answer"), "{refused}");
+        let integer = block_of(&view, "Integer");
+        let wrong = json!({name.clone(): {"v": {"value": "Ada"}}, integer.clone(): {"v": {"value": "1000"}}});
+        let asked_again = functions.ingress.handle(form_submitted(&view, "U061F7AUR", wrong)).await.unwrap();
+        let body: Value = serde_json::from_str(asked_again["body"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            (body["response_action"].as_str(), body["errors"][&integer].as_str()),
+            (Some("errors"), Some("out of range"))
+        );
+        // their answer closes the modal
+        let taken = functions.ingress.handle(form_submitted(&view, "U061F7AUR", filled)).await.unwrap();
+        assert_eq!(
+            (taken["statusCode"].as_u64(), taken.get("body").and_then(Value::as_str).unwrap_or_default()),
+            (Some(200), "")
+        );
+    };
+    let (handled, ()) = tokio::join!(working, person);
+    assert_eq!(tests::batch_failures(&handled.unwrap()), Vec::<String>::new());
+
+    // THEN the server got their answer and the model read its result
+    let second = bedrock.requests()[1].body.to_string();
+    assert!(
+        second.contains("User provided the requested information") && second.contains("Name: Ada Lovelace"),
+        "{second}"
+    );
+}
+
+#[tokio::test]
+async fn a_form_nobody_answers_is_cancelled_when_the_call_nears_its_timeout_and_the_model_is_told() {
+    let everything = env_from_test_command("MCP_EVERYTHING_URL");
+    let config = json!({
+        "tool_policy": [{"channels": "*", "tools": ["everything__*"]}],
+        "mcp_servers": [{"name": "everything", "url": everything, "requires_approval": false, "timeout_secs": 14,
+                         "elicitation": true}]
+    });
+    let pipeline = Pipeline::start(
+        &config.to_string(),
+        vec![
+            Scripted::tool_calls(&[("tooluse_form2", "everything__trigger-elicitation-request", json!({}))]),
+            Scripted::text("Nobody filled in the form, so I stopped there."),
+        ],
+    )
+    .await;
+    pipeline.mention().await;
+    let second = pipeline.bedrock.requests()[1].body.to_string();
+    assert!(second.contains("User cancelled the elicitation dialog"), "the server heard cancel: {second}");
+}

@@ -219,16 +219,7 @@ async fn ask_about_this_opens_a_modal_and_investigates_with_the_persons_words_on
     let bedrock = FakeBedrock::start().await;
     bedrock.script([Scripted::text("Yes: the 5xx ratio rose with the 14:02 deploy. Roll it back.")]);
     let mut functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
-    let config = ingress::Config {
-        bot_token: Some(lambda_support::env::SecretVar::Value("xoxb-test-token".into())),
-        slack_api_base_url: slack.url().to_owned(),
-        ..tests::ingress_config(&stack)
-    };
-    functions.ingress = ingress::Ingress::new(
-        config,
-        &tests::Role::Ingress.config(&aws),
-        std::sync::Arc::new(testkit::clock::ManualClock::at(events::SIGNED_AT + 1)),
-    );
+    functions.ingress = tests::ingress_opening_views(&aws, &stack, slack.url());
 
     // WHEN the person picks the shortcut
     let response = functions.ingress.handle(ask_on(ALERT_TS)).await.unwrap();

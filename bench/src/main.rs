@@ -230,6 +230,7 @@ fn bench_worker_returning(
         departures: tables.departures,
         response_urls: tables.response_urls,
         spending: tables.spending,
+        forms: tables.forms,
         contexts: Arc::new(testkit::memory::MemoryContexts::default()),
     };
     let worker = Worker::builder(ports)

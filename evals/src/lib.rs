@@ -361,6 +361,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
             departures: tables.departures,
             response_urls: tables.response_urls,
             spending: tables.spending,
+            forms: tables.forms,
             contexts: Arc::new(testkit::memory::MemoryContexts::default()),
         },
         guardrails: Arc::new(|_: &str, _: &str| {

@@ -115,7 +115,7 @@ fn sample(kind: &str, field: &str) -> Option<Value> {
             "event_id" | "message_ts" | "user" | "text" | "turn_id" | "tool_use_id" | "action_ts" | "team" | "channel"
             | "thread_ts" | "id" | "fingerprint" | "delivery" | "title" | "summary" | "url" | "tool_name" | "requester"
             | "provider" | "owner" | "scope" | "context_channel" | "bot_user" | "disconnect" | "grant_scope" | "server"
-            | "message" | "elicitation_id",
+            | "message" | "elicitation_id" | "form_id",
         ) => json!("x1"),
         _ => return None,
     })

@@ -463,6 +463,22 @@ impl Functions {
     }
 }
 
+/// The ingress on `stack` holding a bot token (`xoxb-test-token`), so it
+/// opens modals (`views.open`) on the fake Slack at `slack_url`; its clock
+/// at the test events' signing time.
+pub fn ingress_opening_views(aws: &aws_config::SdkConfig, stack: &Stack, slack_url: &str) -> ingress::Ingress {
+    let config = ingress::Config {
+        bot_token: Some(lambda_support::env::SecretVar::Value("xoxb-test-token".into())),
+        slack_api_base_url: slack_url.to_owned(),
+        ..ingress_config(stack)
+    };
+    ingress::Ingress::new(
+        config,
+        &Role::Ingress.config(aws),
+        std::sync::Arc::new(testkit::clock::ManualClock::at(events::SIGNED_AT + 1)),
+    )
+}
+
 /// The ingress's runtime contract on `stack`, signed with the test events' secret.
 pub fn ingress_config(stack: &Stack) -> ingress::Config {
     use ingress_logic::alert_webhooks::WebhookSecret;

@@ -340,6 +340,7 @@ impl Ingress {
             clock.clone(),
         )
         .with_every_question(EveryQuestionChannels::new(Arc::new(aws.clone()), clock.clone()))
+        .with_forms(assistant_core::elicitation::Forms::new(Arc::new(aws.clone())))
         .with_home(config.home.clone());
         let intake = match &config.bot_token {
             Some(token) => intake.with_views(Arc::new(SlackViews::new(token.clone(), &config.slack_api_base_url))),

@@ -531,6 +531,7 @@ pub(crate) async fn assemble_worker(
             response_urls: assistant_core::response_url::ResponseUrls::new(records.clone()),
             spending: assistant_core::budgets::Spending::new(records.clone(), config.memory_mb)
                 .in_organization(config.organization.clone()),
+            forms: assistant_core::elicitation::Forms::new(records.clone()),
             contexts: Arc::new(DynamoContexts::new(clients.dynamodb.clone(), &config.turns_table)),
         },
         guardrails: Arc::new({

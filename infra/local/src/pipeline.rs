@@ -312,6 +312,7 @@ impl Pipeline {
                 response_urls: assistant_core::response_url::ResponseUrls::new(records.clone()),
                 // The runner's worker is the function's default size.
                 spending: assistant_core::budgets::Spending::new(records.clone(), 512),
+                forms: assistant_core::elicitation::Forms::new(records.clone()),
                 contexts: contexts.clone(),
             },
             models,
@@ -364,7 +365,8 @@ impl Pipeline {
 
         Ok(Self {
             intake: Intake::new(secret, claims, incoming.clone(), contexts, Arc::new(SystemClock))
-                .with_every_question(EveryQuestionChannels::new(records.clone(), Arc::new(SystemClock))),
+                .with_every_question(EveryQuestionChannels::new(records.clone(), Arc::new(SystemClock)))
+                .with_forms(assistant_core::elicitation::Forms::new(records.clone())),
             worker,
             signing_secret: settings.signing_secret,
             incoming,
@@ -500,6 +502,7 @@ fn reply_kind(reply: &ReplyMessage) -> String {
         ReplyMessage::ConnectPrompt { user, provider, .. } => format!("{user} asked to connect {provider}"),
         ReplyMessage::ConnectRefused { user, .. } => format!("{user}'s Connect click refused"),
         ReplyMessage::OpenLink { user, server, .. } => format!("{user} asked by {server} to open a link"),
+        ReplyMessage::FormPrompt { user, server, .. } => format!("{user} asked by {server} to fill in a form"),
     }
 }
 

@@ -33,6 +33,7 @@
 //! | kept assistant configuration | `WORKER#CONFIG` / `ASSISTANT` | worker | [`KEPT_FOR_SECS`] |
 //! | health check's read | `HEALTH#check` / `HEALTH` | nobody | none |
 //! | spend counter | `SPEND#DEPLOYMENT`, `SPEND_PERSON#{team}#{user}`, `SPEND_CHANNEL#{team}#{channel}` / `SPEND_DAY`, `SPEND_MONTH` | worker | its period's end and [`SPEND_KEPT_AFTER_SECS`] |
+//! | a form a server asks the person who asked to fill in | `ELICIT#{id}` / `FORM` | worker (opens, closes on expiry); ingress (the person's answer or decline) | its expiry and [`crate::elicitation::FORM_KEPT_SECS`] |
 //! | a team the app left | `DEPARTED#{team}` / `TEAM` | worker | [`DEPARTURE_SECS`] |
 //! | a person who left | `DEPARTED#{team}#{user}` / `PERSON` | worker | [`DEPARTURE_SECS`] |
 //! | a team's kept partitions | `TEAM_RECORDS#{team}` / `KEPT#{partition}` | worker | the record's own |
@@ -410,6 +411,16 @@ pub fn spend(scope: &crate::budgets::Scope, period: crate::budgets::Period) -> R
 }
 
 // ---------------------------------------------------------------------------
+// Forms servers ask people to fill in (`crate::elicitation`).
+
+/// A form waiting for the person who asked: opened by the worker, answered
+/// or declined by the ingress (the person's click), closed by the worker
+/// when nobody answered in time.
+pub fn form(id: &str) -> RecordKey {
+    RecordKey { partition: format!("ELICIT#{id}"), kind: "FORM" }
+}
+
+// ---------------------------------------------------------------------------
 // Operator alerts (`crate::alerts`).
 
 /// How long an alert's reference is remembered.
@@ -537,6 +548,7 @@ mod tests {
         );
         assert_eq!(key(spend(&Scope::Deployment, Period::Month)), (s("SPEND#DEPLOYMENT"), "SPEND_MONTH"));
         assert!(spend(&person, Period::Month).kind.starts_with(SPEND_SORT_PREFIX));
+        assert_eq!(key(form("f00d")), (s("ELICIT#f00d"), "FORM"));
         assert_eq!(key(alert_sent("Ev1")), (s("ALERT#Ev1"), "SENT"));
         assert_eq!(key(alerts_minute(28_333_333)), (s("ALERTS#28333333"), "COUNT"));
         assert_eq!((RESPONSE_MODES_PARTITION, RESPONSE_MODES_SORT_KEY), ("CONFIG", "RESPONSE_MODES"));

@@ -38,6 +38,7 @@ pub mod config_checks;
 pub mod deadline;
 pub mod delivery;
 pub mod departures;
+pub mod elicitation;
 pub mod feedback;
 pub mod files;
 pub mod glob;

@@ -145,28 +145,58 @@ impl LinkRequest {
     }
 }
 
-/// Shows a server's link to the person who asked, in their thread, where
-/// only they see it.
+/// How the person answered a server's form.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FormAnswer {
+    Accepted(Map<String, Value>),
+    /// They said no.
+    Declined,
+    /// Nobody answered in time, or the form could not be put to them.
+    Cancelled,
+}
+
+/// What a server asks of the person who asked, while a call runs: to open
+/// a link, or to fill in a form.
 #[async_trait]
 pub trait Elicitor: Send + Sync {
     /// `server` asks the person to open `request.url`: `true` once it is
     /// shown to them (only them), `false` where it may not be (the link is
     /// refused, or could not be handed on).
     async fn show_link(&self, server: &str, request: &LinkRequest) -> bool;
+
+    /// `server` asks the person to fill in the form `schema` describes
+    /// (MCP's `requestedSchema`), saying `message`; they have `wait` to
+    /// answer. By default no form is put to anyone: declined.
+    async fn ask_form(&self, server: &str, message: &str, schema: &Value, wait: Duration) -> FormAnswer {
+        let _ = (server, message, schema, wait);
+        FormAnswer::Declined
+    }
 }
 
-/// The person who asked a turn, shown links by the responder: an
-/// ephemeral message in their thread with a button to the link
-/// ([`crate::messages::ReplyMessage::OpenLink`]).
-pub struct PersonLinks {
+/// The person who asked a turn, as a server's requests reach them: links
+/// and forms in an ephemeral message in their thread, only they see
+/// ([`crate::messages::ReplyMessage::OpenLink`],
+/// [`crate::messages::ReplyMessage::FormPrompt`]); a form's answer comes
+/// back through the table ([`crate::elicitation::Forms`]), kept by the
+/// ingress from their modal.
+pub struct AskingPerson {
     pub replies: Arc<dyn crate::ports::ReplyQueue>,
+    /// Where forms wait for answers; `None`: forms are declined.
+    pub forms: Option<crate::elicitation::Forms>,
+    pub clock: Arc<dyn crate::Clock>,
     pub turn: crate::turn::TurnId,
     pub thread: crate::messages::ThreadRef,
     pub user: slack::UserId,
 }
 
+/// The least time worth putting a form to a person; with less left in the
+/// call, the server is told `cancel` at once.
+pub const LEAST_FORM_WAIT: Duration = Duration::from_secs(10);
+/// How often a waiting form is looked at, at most.
+pub const FORM_POLL: Duration = Duration::from_secs(2);
+
 #[async_trait]
-impl Elicitor for PersonLinks {
+impl Elicitor for AskingPerson {
     async fn show_link(&self, server: &str, request: &LinkRequest) -> bool {
         if let Some(reason) = request.refused() {
             tracing::warn!(server, reason, "a server's link was not shown");
@@ -187,6 +217,95 @@ impl Elicitor for PersonLinks {
             Err(err) => {
                 tracing::warn!(server, error = %err, "a server's link could not be handed to the responder");
                 false
+            }
+        }
+    }
+
+    async fn ask_form(&self, server: &str, message: &str, schema: &Value, wait: Duration) -> FormAnswer {
+        use crate::elicitation::{Form, FormState, PendingForm};
+        let Some(forms) = &self.forms else { return FormAnswer::Declined };
+        let form = match Form::read(schema) {
+            Ok(form) => form,
+            Err(reason) => {
+                tracing::warn!(server, reason, "a server's form is not one this client fills in: declined");
+                return FormAnswer::Declined;
+            }
+        };
+        if wait < LEAST_FORM_WAIT {
+            tracing::warn!(server, "a form asked for with too little of the call left: cancelled");
+            return FormAnswer::Cancelled;
+        }
+        let now = self.clock.now_unix();
+        let pending = PendingForm {
+            id: crate::ports::WriteToken::fresh().as_str().to_owned(),
+            team: self.thread.team.clone(),
+            user: self.user.clone(),
+            server: server.to_owned(),
+            message: message.chars().take(MAX_LINK_MESSAGE).collect(),
+            form,
+            expires_at: now + i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
+            state: FormState::Open,
+        };
+        if let Err(err) = forms.open(&pending).await {
+            tracing::warn!(server, error = %err, "a server's form could not be kept: cancelled");
+            return FormAnswer::Cancelled;
+        }
+        let prompt = crate::messages::ReplyMessage::FormPrompt {
+            turn_id: self.turn.clone(),
+            thread: self.thread.clone(),
+            user: self.user.clone(),
+            server: server.to_owned(),
+            message: pending.message.clone(),
+            form_id: pending.id.clone(),
+            expires_at: pending.expires_at,
+        };
+        if let Err(err) = self.replies.send(&prompt).await {
+            tracing::warn!(server, error = %err, "a server's form could not be handed to the responder: cancelled");
+            return FormAnswer::Cancelled;
+        }
+        tracing::info!(server, form = %pending.id, wait_secs = wait.as_secs(), "a server's form put to the person who asked");
+        self.await_answer(forms, &pending).await
+    }
+}
+
+impl AskingPerson {
+    /// The person's answer to `pending`, looked for every [`FORM_POLL`]
+    /// until it expires; then it is closed (a late answer is refused) and
+    /// the server told `cancel`.
+    async fn await_answer(
+        &self,
+        forms: &crate::elicitation::Forms,
+        pending: &crate::elicitation::PendingForm,
+    ) -> FormAnswer {
+        use crate::elicitation::FormState;
+        loop {
+            let now = self.clock.now_unix();
+            let state = match forms.get(&pending.id).await {
+                Ok(Some((_, form))) => form.state,
+                Ok(None) => FormState::Expired,
+                Err(err) => {
+                    tracing::warn!(form = %pending.id, error = %err, "a waiting form could not be read");
+                    FormState::Open
+                }
+            };
+            match state {
+                FormState::Answered { content } => return FormAnswer::Accepted(content),
+                FormState::Declined => return FormAnswer::Declined,
+                FormState::Expired => return FormAnswer::Cancelled,
+                FormState::Open if now >= pending.expires_at => {
+                    match forms.settle(&pending.id, &pending.team, &pending.user, FormState::Expired, now).await {
+                        // Answered or declined at the last moment: read it.
+                        Ok(Err(crate::elicitation::NotTaken::Settled)) => continue,
+                        _ => {
+                            tracing::info!(form = %pending.id, "nobody answered a server's form in time: cancelled");
+                            return FormAnswer::Cancelled;
+                        }
+                    }
+                }
+                FormState::Open => {
+                    let left = Duration::from_secs(u64::try_from(pending.expires_at - now).unwrap_or(0));
+                    tokio::time::sleep(FORM_POLL.min(left.max(Duration::from_millis(200)))).await;
+                }
             }
         }
     }

@@ -583,6 +583,19 @@ pub enum ReplyMessage {
         /// The server's id for the request: one message per request.
         elicitation_id: String,
     },
+    /// An MCP server asks the person who asked to fill in a form: only
+    /// they see the server's message (plain text) with Answer, which opens
+    /// the form (`ELICIT#{form_id}`), and Decline, until `expires_at`.
+    FormPrompt {
+        turn_id: TurnId,
+        thread: ThreadRef,
+        user: UserId,
+        server: String,
+        message: String,
+        form_id: String,
+        /// Unix seconds: no answer is taken after it.
+        expires_at: i64,
+    },
 }
 
 impl ReplyMessage {
@@ -601,7 +614,8 @@ impl ReplyMessage {
             | ReplyMessage::FeedbackNoted { thread, .. }
             | ReplyMessage::ConnectPrompt { thread, .. }
             | ReplyMessage::ConnectRefused { thread, .. }
-            | ReplyMessage::OpenLink { thread, .. } => thread,
+            | ReplyMessage::OpenLink { thread, .. }
+            | ReplyMessage::FormPrompt { thread, .. } => thread,
         }
     }
 
@@ -620,7 +634,8 @@ impl ReplyMessage {
             | ReplyMessage::FeedbackNoted { turn_id, .. }
             | ReplyMessage::ConnectPrompt { turn_id, .. }
             | ReplyMessage::ConnectRefused { turn_id, .. }
-            | ReplyMessage::OpenLink { turn_id, .. } => turn_id,
+            | ReplyMessage::OpenLink { turn_id, .. }
+            | ReplyMessage::FormPrompt { turn_id, .. } => turn_id,
         }
     }
 
@@ -657,6 +672,7 @@ impl ReplyMessage {
             ReplyMessage::OpenLink { turn_id, server, elicitation_id, .. } => {
                 format!("open-link:{turn_id}:{server}:{elicitation_id}")
             }
+            ReplyMessage::FormPrompt { turn_id, form_id, .. } => format!("form:{turn_id}:{form_id}"),
         }
     }
 

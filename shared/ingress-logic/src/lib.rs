@@ -9,7 +9,8 @@
 //!    queue; the reply tells Slack whether to retry.
 //!
 //! [`shortcuts`] reads the message shortcut "Investigate with the assistant",
-//! [`commands`] the slash command.
+//! [`commands`] the slash command, [`forms`] the forms MCP servers ask
+//! people to fill in.
 //! [`sign_in`] holds the routes without Slack's signature for people's browsers:
 //! the start of a sign-in and the provider's callback (the `state` and a cookie
 //! bound to the browser are the proof).
@@ -22,6 +23,7 @@ pub mod alert_webhooks;
 pub mod commands;
 #[cfg(test)]
 mod enterprise_tests;
+pub mod forms;
 pub mod http_body;
 pub mod lifecycle;
 pub mod route;

@@ -19,7 +19,8 @@ use assistant_core::{ThreadRef, WorkMessage};
 use slack::events::{AppHomeOpened, Event, EventCallback, EventsPayload, MessageEvent};
 use slack::interaction::{
     APPROVE_ACTION_ID, APPROVE_FOR_THREAD_ACTION_ID, BlockActions, CONNECT_ACTION_ID, DENY_ACTION_ID,
-    DISCONNECT_ACTION_ID, FEEDBACK_ACTION_ID, Interaction, REVOKE_GRANT_ACTION_ID,
+    DISCONNECT_ACTION_ID, FEEDBACK_ACTION_ID, FORM_ANSWER_ACTION_ID, FORM_DECLINE_ACTION_ID, Interaction,
+    REVOKE_GRANT_ACTION_ID,
 };
 use slack::{ChannelId, Home, SlackRequest, TeamId, Ts, UserId};
 
@@ -47,6 +48,11 @@ pub enum Route {
     /// Remember what a person has in view (the channel beside the DM), and
     /// enqueue `then`, if anything.
     Remember { seen: Seen, then: Option<WorkMessage> },
+    /// A click on a form's Answer (open it as a modal with `trigger_id`) or
+    /// Decline, by `user` of `team` (`crate::forms`).
+    FormClick { team: TeamId, user: UserId, form: String, trigger_id: String, decline: bool },
+    /// A form's modal submitted by `user` of `team`, its inputs' `values`.
+    FormSubmit { team: TeamId, user: UserId, form: String, values: serde_json::Value },
 }
 
 /// A person's view, as an event told it.
@@ -96,6 +102,8 @@ pub enum Ignored {
     UnreadableRevoke,
     /// A Connect or Disconnect click whose value is none of ours.
     UnreadableConnect,
+    /// A form's click or submission naming no form of ours.
+    UnreadableForm,
     /// A message shortcut that is not one of ours.
     OtherShortcut,
     /// Our message shortcut naming ids of shapes Slack's never have.
@@ -133,6 +141,7 @@ impl Ignored {
             Ignored::UnreadableFeedback => "unreadable_feedback_click",
             Ignored::UnreadableRevoke => "unreadable_revoke_click",
             Ignored::UnreadableConnect => "unreadable_connect_click",
+            Ignored::UnreadableForm => "unreadable_form",
             Ignored::OtherShortcut => "not_our_shortcut",
             Ignored::UnreadableShortcut => "unreadable_shortcut",
             Ignored::OutsideOrganization => "outside_the_organization",
@@ -395,7 +404,27 @@ fn ask_from_message(message: MessageEvent, bot: Option<&UserId>) -> Result<Ask, 
     })
 }
 
+/// A form's Answer or Decline: the clicker and their workspace, as Slack
+/// signed them; the value only names the form.
+fn route_form_click(actions: &BlockActions, action: &slack::interaction::Action, decline: bool) -> Route {
+    let form = action.value.as_deref().filter(|id| crate::forms::well_formed_id(id));
+    let Some(form) = form else { return Route::Ignore(Ignored::UnreadableForm) };
+    let Some(team) = actions.workspace() else { return Route::Ignore(Ignored::NoWorkspace) };
+    Route::FormClick {
+        team: team.clone(),
+        user: actions.user.id.clone(),
+        form: form.to_owned(),
+        trigger_id: actions.trigger_id.clone(),
+        decline,
+    }
+}
+
 fn route_block_actions(home: &Home, actions: &BlockActions) -> Route {
+    for (action_id, decline) in [(FORM_ANSWER_ACTION_ID, false), (FORM_DECLINE_ACTION_ID, true)] {
+        if let Some(action) = actions.actions.iter().find(|action| action.action_id == action_id) {
+            return route_form_click(actions, action, decline);
+        }
+    }
     if let Some(action) = actions.actions.iter().find(|action| action.action_id == FEEDBACK_ACTION_ID) {
         return route_feedback(actions, action);
     }

@@ -17,7 +17,7 @@ use assistant_core::ports::{ClaimOutcome, EventClaim, EventClaims, UserContext, 
 use assistant_core::response_modes::EveryQuestionChannels;
 use http::HeaderMap;
 use slack::signature::{SIGNATURE_HEADER, TIMESTAMP_HEADER};
-use slack::{Home, SigningSecret};
+use slack::{Home, SigningSecret, TeamId, UserId};
 use std::sync::Arc;
 use tracing::{error, info, warn};
 
@@ -98,6 +98,9 @@ pub struct Intake {
     /// Opens the modal of "Ask the assistant about this…"; none: that
     /// shortcut investigates at once, without the person's words.
     views: Option<Arc<dyn crate::shortcuts::ViewOpener>>,
+    /// The forms MCP servers ask people to fill in; none: their buttons
+    /// are acknowledged and do nothing.
+    forms: Option<assistant_core::elicitation::Forms>,
 }
 
 impl Intake {
@@ -119,7 +122,14 @@ impl Intake {
             every_question: None,
             home: Home::Workspace,
             views: None,
+            forms: None,
         }
+    }
+
+    /// Takes people's answers to servers' forms from `forms`.
+    pub fn with_forms(mut self, forms: assistant_core::elicitation::Forms) -> Self {
+        self.forms = Some(forms);
+        self
     }
 
     /// Opens shortcuts' modals with `views`.
@@ -237,6 +247,10 @@ impl Intake {
                     }
                 }
             }
+            Route::FormClick { team, user, form, trigger_id, decline } => {
+                self.form_click(&team, &user, &form, &trigger_id, decline).await
+            }
+            Route::FormSubmit { team, user, form, values } => self.form_submit(&team, &user, &form, &values).await,
             Route::Remember { seen, then } => {
                 self.remember(&seen).await;
                 match then {
@@ -263,6 +277,83 @@ impl Intake {
                 info!(reason, "slash command answered without work");
                 let counted = if reason == "no_question" { Counted::Other } else { Counted::Rejected };
                 Reply { status: 200, json: Some(ack), no_retry: false, counted }
+            }
+        }
+    }
+
+    /// Answer (the form opens as a modal) or Decline (kept for the waiting
+    /// worker), only for the person the form is for.
+    async fn form_click(&self, team: &TeamId, user: &UserId, form: &str, trigger: &str, decline: bool) -> Reply {
+        use assistant_core::elicitation::FormState;
+        let Some(forms) = &self.forms else {
+            info!(reason = "no_forms", "acknowledged without work");
+            return Reply::ok();
+        };
+        let now = self.clock.now_unix();
+        let found = if decline {
+            forms.settle(form, team, user, FormState::Declined, now).await.map(|settled| settled.map(|()| None))
+        } else {
+            forms.answerable(form, team, user, now).await.map(|found| found.map(|(_, pending)| Some(pending)))
+        };
+        let view = match found {
+            Ok(Ok(None)) => {
+                info!(form, "a form declined");
+                return Reply::ok();
+            }
+            Ok(Ok(Some(pending))) => crate::forms::modal(&pending),
+            Ok(Err(why)) => {
+                info!(form, reason = %why, "a form's click taken for nothing");
+                crate::forms::notice(&why)
+            }
+            Err(err) => {
+                error!(form, error = %err, "a form could not be read or declined");
+                return Reply::error(500, "unavailable");
+            }
+        };
+        if let Some(views) = &self.views
+            && let Err(err) = views.open(trigger, &view).await
+        {
+            warn!(form, error = %err, "a form's modal did not open");
+        }
+        Reply::ok()
+    }
+
+    /// A form's modal submitted: the answer read back, checked, and kept
+    /// for the waiting worker; fields that do not hold are named in the
+    /// modal, which stays open.
+    async fn form_submit(&self, team: &TeamId, user: &UserId, form: &str, values: &serde_json::Value) -> Reply {
+        use assistant_core::elicitation::FormState;
+        let Some(forms) = &self.forms else { return Reply::ok() };
+        let now = self.clock.now_unix();
+        let update = |why: &assistant_core::elicitation::NotTaken| Reply {
+            json: Some(serde_json::json!({"response_action": "update", "view": crate::forms::notice(why)}).to_string()),
+            ..Reply::ok()
+        };
+        let pending = match forms.answerable(form, team, user, now).await {
+            Ok(Ok((_, pending))) => pending,
+            Ok(Err(why)) => {
+                info!(form, reason = %why, "a form's submission taken for nothing");
+                return update(&why);
+            }
+            Err(err) => {
+                error!(form, error = %err, "a form could not be read");
+                return Reply::error(500, "unavailable");
+            }
+        };
+        let content = crate::forms::answer(&pending.form, values);
+        if let Err(problems) = pending.form.check(&content) {
+            info!(form, problems = problems.len(), "a form's answer does not hold: asked again");
+            return Reply { json: Some(crate::forms::errors(&pending.form, &problems).to_string()), ..Reply::ok() };
+        }
+        match forms.settle(form, team, user, FormState::Answered { content }, now).await {
+            Ok(Ok(())) => {
+                info!(form, "a form answered");
+                Reply::ok()
+            }
+            Ok(Err(why)) => update(&why),
+            Err(err) => {
+                error!(form, error = %err, "a form's answer could not be kept");
+                Reply::error(500, "unavailable")
             }
         }
     }
@@ -654,5 +745,53 @@ mod tests {
         assert_eq!(reply.status, 200);
         assert!(matches!(intake.queue().messages()[..], [WorkMessage::Approval(_)]));
         assert!(intake.claims().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_forms_decline_is_kept_for_its_person_only_and_nothing_is_taken_after_it_or_after_it_expires() {
+        use assistant_core::elicitation::{Form, FormState, Forms, PendingForm};
+        let records = Arc::new(testkit::memory::MemoryRecords::default());
+        let forms = Forms::new(records);
+        let base = intake();
+        let intake = TestIntake { intake: base.intake.with_forms(forms.clone()), ..base };
+        let form = |id: &str, expires_at: i64| PendingForm {
+            id: id.into(),
+            team: slack::TeamId::new("T061EG9R6"),
+            user: slack::UserId::new("U061F7AUR"),
+            server: "deploys".into(),
+            message: "Which environment?".into(),
+            form: Form::read(&serde_json::json!({"type": "object", "properties": {"env": {"type": "string"}}}))
+                .unwrap(),
+            expires_at,
+            state: FormState::Open,
+        };
+        let click = |action_id: &str, id: &str, user: &str| {
+            let payload = fixtures::BLOCK_ACTIONS_APPROVE
+                .replace(slack::interaction::APPROVE_ACTION_ID, action_id)
+                .replace("turn-7f3a:call-1", id)
+                .replace("U061F7AUR", user);
+            fixtures::interaction_form(&payload)
+        };
+        let intake = &intake;
+        let send = |form: String| async move {
+            let headers = headers_for(&form, "application/x-www-form-urlencoded", NOW);
+            intake.handle(Request { headers: &headers, body: Some(&form), is_base64_encoded: false }).await
+        };
+        let decline = slack::interaction::FORM_DECLINE_ACTION_ID;
+        let (open, late) = ("0123456789abcdef0001", "0123456789abcdef0002");
+        forms.open(&form(open, NOW + 60)).await.unwrap();
+        forms.open(&form(late, NOW - 1)).await.unwrap();
+        // Someone else's Decline changes nothing
+        assert_eq!(send(click(decline, open, "U0OTHER001")).await.status, 200);
+        assert_eq!(forms.get(open).await.unwrap().unwrap().1.state, FormState::Open);
+        // Theirs is kept, once
+        assert_eq!(send(click(decline, open, "U061F7AUR")).await.status, 200);
+        assert_eq!(forms.get(open).await.unwrap().unwrap().1.state, FormState::Declined);
+        // After its expiry: nothing is kept
+        assert_eq!(send(click(decline, late, "U061F7AUR")).await.status, 200);
+        assert_eq!(forms.get(late).await.unwrap().unwrap().1.state, FormState::Open);
+        // A value that is no form id of ours: nothing is read
+        assert_eq!(send(click(decline, "../../TURN#x", "U061F7AUR")).await.status, 200);
+        assert!(intake.queue().messages().is_empty() && intake.claims().is_empty(), "nothing queued or claimed");
     }
 }

@@ -66,6 +66,9 @@ pub fn route_message_shortcut(home: &Home, shortcut: &MessageShortcut) -> Route 
 /// The modal of "Ask the assistant about this…" submitted: the message
 /// investigated with the person's words, claimed by the view's id.
 pub fn route_view_submission(home: &Home, submission: &ViewSubmission) -> Route {
+    if submission.view.callback_id == crate::forms::FORM_CALLBACK_ID {
+        return crate::forms::route_submission(submission);
+    }
     if submission.view.callback_id != ASK_CALLBACK_ID {
         return Route::Ignore(Ignored::OtherForm);
     }

@@ -536,6 +536,36 @@ pub fn open_link(server: &str, message: &str, url: &str) -> (String, Vec<Value>)
     (text, blocks)
 }
 
+/// A form an MCP server asks the person to fill in, shown to them alone:
+/// the server's message as plain text, until when, and Answer (opens the
+/// form) and Decline, each naming the form.
+pub fn form_prompt(server: &str, message: &str, form_id: &str, expires_at: i64) -> (String, Vec<Value>) {
+    let said = shorten(&redact::Redactor::global().redact(message), 1_000);
+    let text = format!(
+        "*{}* asks you to fill in a form to go on with your question: {} Answer by <!date^{expires_at}^{{time_secs}}|{}>. \
+         (Only you can see this.)",
+        mrkdwn::escape(server),
+        mrkdwn::escape(&said),
+        assistant_core::clock::iso8601_utc(expires_at),
+    );
+    let button = |label: &str, action_id: &str, style: Option<&str>| {
+        let mut button = json!({"type": "button", "text": {"type": "plain_text", "text": label},
+                                "action_id": action_id, "value": form_id});
+        if let Some(style) = style {
+            button["style"] = json!(style);
+        }
+        button
+    };
+    let blocks = vec![
+        section(&text),
+        json!({"type": "actions", "elements": [
+            button("Answer", slack::interaction::FORM_ANSWER_ACTION_ID, Some("primary")),
+            button("Decline", slack::interaction::FORM_DECLINE_ACTION_ID, None),
+        ]}),
+    ];
+    (text, blocks)
+}
+
 /// What someone who clicked another person's Connect button is told.
 pub fn connect_refused(owner: &UserId, provider: &str) -> String {
     format!(

@@ -246,6 +246,10 @@ impl Responder {
                 let (text, blocks) = render::open_link(server, message, url);
                 self.tell_privately(turn_id, thread, user, &text, &blocks).await
             }
+            ReplyMessage::FormPrompt { turn_id, thread, user, server, message, form_id, expires_at } => {
+                let (text, blocks) = render::form_prompt(server, message, form_id, *expires_at);
+                self.tell_privately(turn_id, thread, user, &text, &blocks).await
+            }
         }
     }
 
@@ -302,7 +306,8 @@ impl Responder {
                 | ReplyMessage::RevokeRefused { .. }
                 | ReplyMessage::FeedbackNoted { .. }
                 | ReplyMessage::ConnectRefused { .. }
-                | ReplyMessage::OpenLink { .. },
+                | ReplyMessage::OpenLink { .. }
+                | ReplyMessage::FormPrompt { .. },
             ) => {
                 return Ok(Outcome::Skipped { reason: "stale_decision" });
             }

@@ -30,6 +30,12 @@ pub const DISCONNECT_ACTION_ID: &str = "oauth.disconnect";
 /// ingress acknowledges the click and does nothing more.
 pub const OPEN_LINK_ACTION_ID: &str = "mcp.open_link";
 
+/// `action_id` of the Answer button on a form an MCP server asks the
+/// person who asked to fill in; its value is the form's id.
+pub const FORM_ANSWER_ACTION_ID: &str = "mcp.form_answer";
+/// `action_id` of the Decline button beside it.
+pub const FORM_DECLINE_ACTION_ID: &str = "mcp.form_decline";
+
 /// `action_id` of the 👍 / 👎 feedback buttons under every answer.
 pub const FEEDBACK_ACTION_ID: &str = "answer_feedback";
 

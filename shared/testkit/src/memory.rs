@@ -565,6 +565,7 @@ pub struct Tables {
     pub response_urls: assistant_core::response_url::ResponseUrls,
     /// Spend counters (a worker at 512 MB).
     pub spending: assistant_core::budgets::Spending,
+    pub forms: assistant_core::elicitation::Forms,
 }
 
 pub fn tables() -> Tables {
@@ -586,7 +587,8 @@ pub fn tables_over(records: Arc<dyn VersionedRecords>) -> Tables {
         grants: assistant_core::grants::ThreadGrants::new(records.clone()),
         departures: assistant_core::departures::Departures::new(records.clone()),
         response_urls: assistant_core::response_url::ResponseUrls::new(records.clone()),
-        spending: assistant_core::budgets::Spending::new(records, 512),
+        spending: assistant_core::budgets::Spending::new(records.clone(), 512),
+        forms: assistant_core::elicitation::Forms::new(records),
     }
 }
 

@@ -1,71 +1,96 @@
 //! What this client offers a server at `initialize`, and what it does with
 //! the server's own requests while a call runs.
 //!
-//! **Links (elicitation in URL mode).** Offered only to a server whose
-//! configuration says `elicitation: true`. A request to open a link goes to
-//! the person whose call is running on the session
-//! ([`assistant_core::mcp::Elicitor`]): shown to them alone it is
-//! `accept`ed (they open it or not; the server learns the outcome out of
-//! band), a link that may not be shown is `decline`d. A session shared by
-//! calls of two people at once cannot tell whose call asked: then the
-//! request is declined, never shown to the wrong person. A form request is
-//! declined (forms are not offered).
+//! **Elicitation** (links and forms) is offered only to a server whose
+//! configuration says `elicitation: true`. A request goes to the person
+//! whose call is running on the session ([`assistant_core::mcp::Elicitor`]):
+//!
+//! - a link, shown to them alone, is `accept`ed (they open it or not; the
+//!   server learns the outcome out of band); a link that may not be shown
+//!   is `decline`d;
+//! - a form is put to them and waited for until the call's time is nearly
+//!   out (a few seconds are kept for the server's answer): their answer is
+//!   `accept` with its content, their refusal `decline`, no answer in time
+//!   `cancel`.
+//!
+//! A session shared by calls of two people at once cannot tell whose call
+//! asked: then the request is declined, never put to the wrong person.
 
-use assistant_core::mcp::{Elicitor, LinkRequest};
+use assistant_core::mcp::{Elicitor, FormAnswer, LinkRequest};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    Implementation, UrlElicitationCapability,
+    FormElicitationCapability, Implementation, UrlElicitationCapability,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, RoleClient};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Kept of a call's time for the server to answer after a form is
+/// answered (or given up on).
+const SERVERS_TURN: Duration = Duration::from_secs(3);
+
+/// A call running on the session: its number, where its requests go, and
+/// when it is cut off.
+type Running = (u64, Arc<dyn Elicitor>, Instant);
 
 /// A session's client side.
 pub(crate) struct Client {
     info: ClientConfig,
     /// The configuration's name for the server, as people see it.
     server: String,
-    /// Where the links of the calls running now go, one entry per call.
-    asking: Mutex<Vec<Arc<dyn Elicitor>>>,
+    /// The calls running now (each by a number of its own): where their
+    /// requests go, and when each call is cut off.
+    asking: Mutex<Vec<Running>>,
+    /// The number the next call gets.
+    calls: std::sync::atomic::AtomicU64,
 }
 
 impl Client {
     pub(crate) fn new(server: &str, elicitation: bool) -> Self {
         let mut capabilities = ClientCapabilities::default();
         if elicitation {
-            capabilities.elicitation = Some(ElicitationCapability::new().with_url(UrlElicitationCapability::new()));
+            capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_url(UrlElicitationCapability::new())
+                    .with_form(FormElicitationCapability::new()),
+            );
         }
         let info = ClientConfig::new(capabilities, Implementation::new("slack-assistant", env!("CARGO_PKG_VERSION")));
-        Self { info, server: server.to_owned(), asking: Mutex::default() }
+        Self { info, server: server.to_owned(), asking: Mutex::default(), calls: Default::default() }
     }
 
     /// `elicitor` hears the server's requests while the returned guard lives
-    /// (the call runs).
-    pub(crate) fn asking(&self, elicitor: Arc<dyn Elicitor>) -> Asking<'_> {
-        self.asking.lock().expect("asking lock").push(elicitor.clone());
-        Asking { client: self, elicitor }
+    /// (the call runs, until `cut_off`).
+    pub(crate) fn asking(&self, elicitor: Arc<dyn Elicitor>, cut_off: Instant) -> Asking<'_> {
+        let call = self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.asking.lock().expect("asking lock").push((call, elicitor, cut_off));
+        Asking { client: self, call }
     }
 
-    /// The one person whose calls run now, if there is exactly one.
-    fn only_asker(&self) -> Option<Arc<dyn Elicitor>> {
+    /// The one person whose calls run now, if there is exactly one, and
+    /// when the first of their calls is cut off.
+    fn only_asker(&self) -> Option<(Arc<dyn Elicitor>, Instant)> {
         let asking = self.asking.lock().expect("asking lock");
-        let first = asking.first()?;
-        asking.iter().all(|other| Arc::ptr_eq(other, first)).then(|| first.clone())
+        let (_, first, _) = asking.first()?;
+        if !asking.iter().all(|(_, other, _)| Arc::ptr_eq(other, first)) {
+            return None;
+        }
+        let cut_off = asking.iter().map(|(_, _, cut_off)| *cut_off).min()?;
+        Some((first.clone(), cut_off))
     }
 }
 
 /// A call's hold on the session's requests; dropped when the call ends.
 pub(crate) struct Asking<'a> {
     client: &'a Client,
-    elicitor: Arc<dyn Elicitor>,
+    call: u64,
 }
 
 impl Drop for Asking<'_> {
     fn drop(&mut self) {
-        let mut asking = self.client.asking.lock().expect("asking lock");
-        if let Some(at) = asking.iter().position(|held| Arc::ptr_eq(held, &self.elicitor)) {
-            asking.remove(at);
-        }
+        self.client.asking.lock().expect("asking lock").retain(|(call, _, _)| *call != self.call);
     }
 }
 
@@ -83,16 +108,30 @@ impl ClientHandler for Client {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
-        let ElicitRequestParams::UrlElicitationParams { message, url, elicitation_id, .. } = request else {
-            tracing::info!(server = %self.server, "a form elicitation declined: forms are not offered");
+        let Some((elicitor, cut_off)) = self.only_asker() else {
+            tracing::warn!(server = %self.server, "a server asked with no single person's call running: declined");
             return answer(ElicitationAction::Decline);
         };
-        let Some(elicitor) = self.only_asker() else {
-            tracing::warn!(server = %self.server, "a link asked for with no single call running: declined");
-            return answer(ElicitationAction::Decline);
-        };
-        let shown = elicitor.show_link(&self.server, &LinkRequest { url, message, elicitation_id }).await;
-        answer(if shown { ElicitationAction::Accept } else { ElicitationAction::Decline })
+        match request {
+            ElicitRequestParams::UrlElicitationParams { message, url, elicitation_id, .. } => {
+                let shown = elicitor.show_link(&self.server, &LinkRequest { url, message, elicitation_id }).await;
+                answer(if shown { ElicitationAction::Accept } else { ElicitationAction::Decline })
+            }
+            ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } => {
+                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+                let wait = cut_off.saturating_duration_since(Instant::now()).saturating_sub(SERVERS_TURN);
+                match elicitor.ask_form(&self.server, &message, &schema, wait).await {
+                    FormAnswer::Accepted(content) => {
+                        Ok(ElicitResult::new(ElicitationAction::Accept)
+                            .with_content(serde_json::Value::Object(content)))
+                    }
+                    FormAnswer::Declined => answer(ElicitationAction::Decline),
+                    FormAnswer::Cancelled => answer(ElicitationAction::Cancel),
+                }
+            }
+            // A mode newer than this client: not put to anyone.
+            _ => answer(ElicitationAction::Decline),
+        }
     }
 }
 
@@ -135,9 +174,9 @@ mod tests {
     }
 
     #[test]
-    fn links_are_offered_only_where_configured() {
-        assert!(Client::new("a", true).info.capabilities.elicitation.as_ref().is_some_and(|e| e.url.is_some()));
-        assert!(Client::new("a", true).info.capabilities.elicitation.as_ref().is_some_and(|e| e.form.is_none()));
+    fn links_and_forms_are_offered_only_where_configured() {
+        let offered = Client::new("a", true).info.capabilities.elicitation.unwrap();
+        assert!(offered.url.is_some() && offered.form.is_some());
         assert!(Client::new("a", false).info.capabilities.elicitation.is_none());
     }
 
@@ -146,15 +185,17 @@ mod tests {
         let client = Client::new("a", true);
         assert!(client.only_asker().is_none(), "no call: nobody");
         let (alice, bob): (Arc<dyn Elicitor>, Arc<dyn Elicitor>) = (Arc::new(Shows(true)), Arc::new(Shows(true)));
-        let first = client.asking(alice.clone());
-        assert!(client.only_asker().is_some_and(|asker| Arc::ptr_eq(&asker, &alice)));
+        let (soon, later) = (Instant::now() + Duration::from_secs(10), Instant::now() + Duration::from_secs(60));
+        let first = client.asking(alice.clone(), later);
+        assert!(client.only_asker().is_some_and(|(asker, _)| Arc::ptr_eq(&asker, &alice)));
         {
-            let _same = client.asking(alice.clone());
-            assert!(client.only_asker().is_some(), "two calls of one person: still theirs");
-            let _other = client.asking(bob);
+            let _same = client.asking(alice.clone(), soon);
+            let (_, cut_off) = client.only_asker().expect("two calls of one person: still theirs");
+            assert_eq!(cut_off, soon, "the first of their calls to be cut off");
+            let _other = client.asking(bob, later);
             assert!(client.only_asker().is_none(), "two people: nobody can be told apart");
         }
-        assert!(client.only_asker().is_some_and(|asker| Arc::ptr_eq(&asker, &alice)), "the others ended");
+        assert!(client.only_asker().is_some_and(|(asker, cut)| Arc::ptr_eq(&asker, &alice) && cut == later));
         drop(first);
         assert!(client.only_asker().is_none());
     }

@@ -154,7 +154,7 @@ impl McpSession for Session {
         elicitor: Arc<dyn Elicitor>,
     ) -> Result<McpCallResult, McpError> {
         // The server's requests while the call runs go to this person.
-        let _asking = self.client.asking(elicitor);
+        let _asking = self.client.asking(elicitor, tokio::time::Instant::now() + timeout);
         self.call_tool(name, arguments, timeout).await
     }
 }

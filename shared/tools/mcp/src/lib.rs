@@ -52,7 +52,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tools_registry::references::{self, Reference};
-use tools_registry::{CallContext, Effect, LinkAsker, RunTool, Tool, ToolError, ToolFuture, Unoffered, glob_matches};
+use tools_registry::{Asks, CallContext, Effect, RunTool, Tool, ToolError, ToolFuture, Unoffered, glob_matches};
 use tracing::{info, warn};
 
 const DEFAULT_TIMEOUT_SECS: u64 = 30;
@@ -442,7 +442,7 @@ impl RunTool for McpTool {
                 return Err("The input must be a JSON object.".into());
             };
             let session = self.session.get().await.map_err(|err| call_error(&self.server, err, false))?;
-            let links = context.links.as_ref().filter(|_| self.elicitation);
+            let links = context.asks.as_ref().filter(|_| self.elicitation);
             let called = match links {
                 Some(links) => session.call_tool_eliciting(&self.tool, arguments, self.timeout, links.0.clone()).await,
                 None => session.call_tool(&self.tool, arguments, self.timeout).await,
@@ -459,7 +459,7 @@ impl RunTool for McpTool {
 /// A call that needs the person to open links first
 /// (`URLElicitationRequiredError`): each one this bot may show is shown to
 /// them alone, and the model is told what to say.
-async fn links_first(server: &str, requests: &[LinkRequest], links: Option<&LinkAsker>) -> ToolError {
+async fn links_first(server: &str, requests: &[LinkRequest], links: Option<&Asks>) -> ToolError {
     let Some(links) = links else {
         return format!(
             "The MCP server {server} needs the person who asked to open a link first, and this deployment does not \

@@ -82,30 +82,39 @@ pub struct CallContext {
     /// The thread asking: a tool over the channel's own things (its
     /// history) reads no other channel's.
     pub thread: Option<assistant_core::ThreadRef>,
-    /// Where a server may show the person who asked a link to open while
-    /// the call runs (MCP elicitation); `None` where nobody asked (a
-    /// schedule) or the registry shows no links.
-    pub links: Option<LinkAsker>,
+    /// How a server may ask the person who asked something while the call
+    /// runs (a link to open, a form: MCP elicitation); `None` where nobody
+    /// asked (a schedule) or the registry puts nothing to people.
+    pub asks: Option<Asks>,
 }
 
-/// The person who asked, as a server's links reach them
+/// The person who asked, as a server's requests reach them
 /// ([`assistant_core::mcp::Elicitor`]); equal only to itself.
 #[derive(Clone)]
-pub struct LinkAsker(pub Arc<dyn assistant_core::mcp::Elicitor>);
+pub struct Asks(pub Arc<dyn assistant_core::mcp::Elicitor>);
 
-impl std::fmt::Debug for LinkAsker {
+impl std::fmt::Debug for Asks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LinkAsker")
+        f.write_str("Asks")
     }
 }
 
-impl PartialEq for LinkAsker {
+impl PartialEq for Asks {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
-impl Eq for LinkAsker {}
+impl Eq for Asks {}
+
+/// What putting a server's requests to people takes: the reply queue (the
+/// responder shows them), where forms wait for answers, the clock.
+#[derive(Clone)]
+pub struct AskingPorts {
+    pub replies: Arc<dyn assistant_core::ports::ReplyQueue>,
+    pub forms: Option<assistant_core::elicitation::Forms>,
+    pub clock: Arc<dyn assistant_core::Clock>,
+}
 
 /// The asking person's access per provider for one step: a token, or why
 /// there is none (the provider is down; the call fails with that note).
@@ -507,8 +516,8 @@ pub use assistant_core::glob::glob_matches;
 pub struct ToolRegistry {
     tools: Vec<Tool>,
     policy: ToolPolicy,
-    /// Where links servers ask people to open are handed to the responder.
-    link_replies: Option<Arc<dyn assistant_core::ports::ReplyQueue>>,
+    /// How servers' requests reach the person who asked.
+    asking: Option<AskingPorts>,
 }
 
 impl ToolRegistry {
@@ -533,14 +542,14 @@ impl ToolRegistry {
                 return Err(ToolDefinitionError::DuplicateName(tool.spec.name.clone()));
             }
         }
-        Ok(Self { tools, policy, link_replies: None })
+        Ok(Self { tools, policy, asking: None })
     }
 
-    /// Links servers ask the person who asked to open (MCP elicitation)
-    /// go to the responder through `replies`, which shows them to that
+    /// Servers' requests of the person who asked (MCP elicitation: links,
+    /// forms) reach them through `ports`: the responder shows them to that
     /// person alone.
-    pub fn with_link_replies(mut self, replies: Arc<dyn assistant_core::ports::ReplyQueue>) -> Self {
-        self.link_replies = Some(replies);
+    pub fn with_asking(mut self, ports: AskingPorts) -> Self {
+        self.asking = Some(ports);
         self
     }
 
@@ -607,10 +616,12 @@ impl ToolRegistry {
         credentials: &Credentials,
         idempotency_key: Option<String>,
     ) -> ToolResult {
-        let links = match (&self.link_replies, &asker.turn, &asker.thread, &asker.user) {
-            (Some(replies), Some(turn), Some(thread), Some(user)) => {
-                Some(LinkAsker(Arc::new(assistant_core::mcp::PersonLinks {
-                    replies: replies.clone(),
+        let asks = match (&self.asking, &asker.turn, &asker.thread, &asker.user) {
+            (Some(ports), Some(turn), Some(thread), Some(user)) => {
+                Some(Asks(Arc::new(assistant_core::mcp::AskingPerson {
+                    replies: ports.replies.clone(),
+                    forms: ports.forms.clone(),
+                    clock: ports.clock.clone(),
                     turn: turn.clone(),
                     thread: thread.clone(),
                     user: user.clone(),
@@ -623,7 +634,7 @@ impl ToolRegistry {
             access_token: None,
             turn: asker.turn.clone(),
             thread: asker.thread.clone(),
-            links,
+            asks,
         };
         if let Some(provider) = self.provider_of(&call.name) {
             match credentials.get(provider) {

@@ -456,8 +456,14 @@ pub async fn assemble(
         }
     };
     let count = tools.len();
-    // A server's links for the person who asked go to the responder, which shows them to that person alone.
-    let tools = ToolRegistry::new(tools, policy)?.with_link_replies(ports.core.replies.clone());
+    // A server's links and forms for the person who asked go to the
+    // responder, which shows them to that person alone.
+    let asking = tools_registry::AskingPorts {
+        replies: ports.core.replies.clone(),
+        forms: Some(ports.core.forms.clone()),
+        clock: ports.core.clock.clone(),
+    };
+    let tools = ToolRegistry::new(tools, policy)?.with_asking(asking);
     info!(
         prompt = assistant.system_prompt_key.as_deref().unwrap_or("bundled"),
         docs = %assistant.docs_prefix,
@@ -535,6 +541,7 @@ mod tests {
                 departures: tables.departures,
                 response_urls: tables.response_urls,
                 spending: tables.spending,
+                forms: tables.forms,
                 contexts: Arc::new(testkit::memory::MemoryContexts::default()),
                 // Never called in these tests: no reply is scripted.
                 model: Arc::new(ScriptedModel::default()),

@@ -71,6 +71,8 @@ pub struct Ports {
     pub response_urls: assistant_core::response_url::ResponseUrls,
     /// What turns spent, per person, channel and deployment (`budgets`).
     pub spending: assistant_core::budgets::Spending,
+    /// Forms MCP servers put to people, waiting for their answers.
+    pub forms: assistant_core::elicitation::Forms,
 }
 
 /// The worker's loop and everything it talks to: built once per process

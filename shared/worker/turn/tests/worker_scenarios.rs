@@ -153,7 +153,8 @@ fn build_reading<M: Model + 'static>(
     tables: Tables,
     slack: Arc<MemorySlack>,
 ) -> TestWorker<M> {
-    let Tables { turns: store, deliveries, streams, feedback, grants, departures, response_urls, spending } = tables;
+    let Tables { turns: store, deliveries, streams, feedback, grants, departures, response_urls, spending, forms } =
+        tables;
     let (agent, contexts) = (Arc::new(MemoryAgent::default()), Arc::new(MemoryContexts::default()));
     let model = Arc::new(model);
     let (work, replies) = (Arc::new(MemoryQueue::default()), Arc::new(MemoryQueue::default()));
@@ -180,6 +181,7 @@ fn build_reading<M: Model + 'static>(
         departures,
         response_urls,
         spending,
+        forms,
     };
     let worker = Worker::builder(ports)
         .tools(tools(runs))
