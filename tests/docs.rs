@@ -1146,7 +1146,7 @@ fn the_reading_budgets_the_book_states_are_the_codes() {
 
 #[test]
 fn the_guardrail_figures_the_book_states_are_the_codes() {
-    use assistant_core::guardrail::{CONTENT_UNIT, SENSITIVE_UNIT, TOPIC_UNIT};
+    use assistant_core::guardrail::{CONTENT_UNIT, IMAGE_UNIT, SENSITIVE_UNIT, TOPIC_UNIT};
     use worker_turn::guarding::CHUNK_CHARS;
     let root = root();
     let read =
@@ -1157,6 +1157,7 @@ fn the_guardrail_figures_the_book_states_are_the_codes() {
     let stated = [
         (&configuration, format!("content filters and denied topics {}", per_thousand(CONTENT_UNIT))),
         (&configuration, format!("sensitive information {} per 1,000 units", per_thousand(SENSITIVE_UNIT))),
+        (&configuration, format!("images ${IMAGE_UNIT} each")),
         (&security, format!("in overlapping pieces of {} characters", with_commas(CHUNK_CHARS as u64))),
     ];
     let problems: Vec<String> = stated

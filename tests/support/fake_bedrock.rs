@@ -114,6 +114,8 @@ pub struct Guarded {
     pub version: String,
     pub source: String,
     pub text: String,
+    /// The images' formats and sizes (bytes, decoded).
+    pub images: Vec<(String, usize)>,
 }
 
 pub struct FakeBedrock {
@@ -379,8 +381,12 @@ fn error_response(next: Option<Scripted>) -> Response {
 
 /// Bedrock Runtime's `ApplyGuardrail`, signed for `bedrock` or refused: a
 /// guardrail whose content filter blocks [`testkit::memory::ATTACK`] (a
-/// prompt attack) and passes anything else, billing content units per
-/// started 1,000 characters as Bedrock does.
+/// prompt attack) in a text or written in an image, and passes anything
+/// else, billing content units per started 1,000 characters and one image
+/// unit per image, as Bedrock does. Content Bedrock's model refuses (a
+/// block that is neither or both of `text` and `image`, an image format
+/// other than `png` and `jpeg`, image bytes that are not base64 or empty)
+/// is refused with a `ValidationException`, as Bedrock refuses it.
 async fn apply_guardrail(
     State(shared): State<Arc<Shared>>,
     Path((id, version)): Path<(String, String)>,
@@ -389,38 +395,51 @@ async fn apply_guardrail(
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
     let secret_key = std::env::var("AWS_SECRET_ACCESS_KEY").unwrap_or_default();
-    let read = testkit::sigv4_check::verify_received(&parts, &body, &secret_key)
+    let signed = testkit::sigv4_check::verify_received(&parts, &body, &secret_key)
         .and_then(
             |signed| if signed.service == "bedrock" { Ok(()) } else { Err(format!("signed for {}", signed.service)) },
         )
-        .and_then(|()| serde_json::from_slice::<Value>(&body).map_err(|err| err.to_string()))
-        .map(|request| Guarded {
-            guardrail: id.clone(),
-            version: version.clone(),
-            source: request["source"].as_str().unwrap_or_default().to_owned(),
-            text: request["content"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|block| block["text"]["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-        });
-    shared.guarded.lock().expect("guarded lock").push(read.clone());
-    let Ok(guarded) = read else {
-        let body = serde_json::json!({"message": "The request signature we calculated does not match"});
-        return (StatusCode::FORBIDDEN, [("x-amzn-errortype", "InvalidSignatureException")], axum::Json(body))
-            .into_response();
+        .and_then(|()| serde_json::from_slice::<Value>(&body).map_err(|err| err.to_string()));
+    let request = match signed {
+        Ok(request) => request,
+        Err(err) => {
+            shared.guarded.lock().expect("guarded lock").push(Err(err));
+            let body = serde_json::json!({"message": "The request signature we calculated does not match"});
+            return (StatusCode::FORBIDDEN, [("x-amzn-errortype", "InvalidSignatureException")], axum::Json(body))
+                .into_response();
+        }
     };
+    let (texts, images) = match guardrail_content(&request["content"]) {
+        Ok(read) => read,
+        Err(why) => {
+            shared.guarded.lock().expect("guarded lock").push(Err(format!("refused: {why}")));
+            let body = serde_json::json!({"message": why});
+            return (StatusCode::BAD_REQUEST, [("x-amzn-errortype", "ValidationException")], axum::Json(body))
+                .into_response();
+        }
+    };
+    let guarded = Guarded {
+        guardrail: id.clone(),
+        version: version.clone(),
+        source: request["source"].as_str().unwrap_or_default().to_owned(),
+        text: texts.join("\n"),
+        images: images.iter().map(|(format, bytes)| (format.clone(), bytes.len())).collect(),
+    };
+    shared.guarded.lock().expect("guarded lock").push(Ok(guarded.clone()));
     let chars = guarded.text.chars().count();
     let units = chars.div_ceil(1_000);
     let usage = serde_json::json!({
         "topicPolicyUnits": 0, "contentPolicyUnits": units, "wordPolicyUnits": 0,
         "sensitiveInformationPolicyUnits": 0, "sensitiveInformationPolicyFreeUnits": 0,
-        "contextualGroundingPolicyUnits": 0,
+        "contextualGroundingPolicyUnits": 0, "contentPolicyImageUnits": images.len(),
     });
-    let coverage = serde_json::json!({"textCharacters": {"guarded": chars, "total": chars}});
-    let reply = if guarded.text.to_ascii_uppercase().contains(testkit::memory::ATTACK) {
+    let mut coverage = serde_json::json!({"textCharacters": {"guarded": chars, "total": chars}});
+    if !images.is_empty() {
+        coverage["images"] = serde_json::json!({"guarded": images.len(), "total": images.len()});
+    }
+    let blocked = guarded.text.to_ascii_uppercase().contains(testkit::memory::ATTACK)
+        || images.iter().any(|(_, bytes)| testkit::memory::image_carries_attack(bytes));
+    let reply = if blocked {
         serde_json::json!({
             "action": "GUARDRAIL_INTERVENED",
             "actionReason": "Guardrail blocked.",
@@ -435,6 +454,39 @@ async fn apply_guardrail(
         serde_json::json!({"action": "NONE", "outputs": [], "assessments": [{}], "usage": usage, "guardrailCoverage": coverage})
     };
     axum::Json(reply).into_response()
+}
+
+/// The texts and images (format, decoded bytes) of `ApplyGuardrail`'s
+/// `content`, or why Bedrock's model refuses it (`GuardrailContentBlock` is
+/// a union of `text` and `image`; `GuardrailImageFormat` is `png` or
+/// `jpeg`; the image source is a union with its one member `bytes`, a blob
+/// of at least one byte).
+#[allow(clippy::type_complexity)]
+fn guardrail_content(content: &Value) -> Result<(Vec<String>, Vec<(String, Vec<u8>)>), String> {
+    use base64::Engine;
+    let blocks = content.as_array().ok_or("content is not a list")?;
+    let (mut texts, mut images) = (Vec::new(), Vec::new());
+    for block in blocks {
+        match (block.get("text"), block.get("image")) {
+            (Some(text), None) => texts.push(text["text"].as_str().ok_or("text.text is not a string")?.to_owned()),
+            (None, Some(image)) => {
+                let format = image["format"].as_str().unwrap_or_default();
+                if !["png", "jpeg"].contains(&format) {
+                    return Err(format!("image.format {format:?} is not png or jpeg"));
+                }
+                let encoded = image["source"]["bytes"].as_str().ok_or("image.source.bytes is missing")?;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(encoded)
+                    .map_err(|err| format!("image.source.bytes: {err}"))?;
+                if bytes.is_empty() {
+                    return Err("image.source.bytes is empty".into());
+                }
+                images.push((format.to_owned(), bytes));
+            }
+            _ => return Err("a content block is not exactly one of text and image".into()),
+        }
+    }
+    Ok((texts, images))
 }
 
 /// Bedrock Agent Runtime's `Retrieve`, signed for `bedrock` or refused.

@@ -403,8 +403,17 @@ pub struct World {
 
 impl World {
     pub async fn new() -> Self {
+        Self::configured(None).await
+    }
+
+    /// With this assistant configuration in the bucket before the worker
+    /// starts (`None`: none, the defaults).
+    pub async fn configured(config: Option<serde_json::Value>) -> Self {
         let aws = emulator_config().await;
         let stack = Stack::new(&aws).await.expect("emulator resources");
+        if let Some(config) = config {
+            stack.put("config/assistant.json", &config.to_string()).await;
+        }
         let slack = fake_slack::FakeSlack::start().await;
         slack.default_reply("conversations.info", fake_slack::CONVERSATIONS_INFO);
         let bedrock = fake_bedrock::FakeBedrock::start().await;

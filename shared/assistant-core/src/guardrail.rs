@@ -11,15 +11,23 @@
 //! |---|---|---|
 //! | `question` | the person's question, redacted | the turn ends with a message: nothing reaches the model |
 //! | `tool_results` | each tool's result, as the model would read it | the model gets an error result instead, naming the guardrail |
-//! | `files` | the text of files read from the thread | the file's text is withheld, the model told so |
+//! | `files` | files in the thread: a text file's start and what `read_attachment` reads of it, each PNG or JPEG image (its own call, image content) | the file is withheld, the model and the thread told so |
 //! | `answer` | the whole answer, before any of it is posted (no streaming) | the guardrail's own message is posted instead |
 //!
 //! Every intervention is recorded on the turn ([`Intervention`]), told in
 //! the thread below the answer, and counted (`GuardrailInterventions`);
-//! every call's text units are priced into the turn's cost
+//! every call's text and image units are priced into the turn's cost
 //! ([`GuardUnits::cost`]). A guardrail that cannot be reached, or did not
-//! read all of a text, fails closed: the text is not used.
+//! read all of a text or image, fails closed: the text is not used.
+//!
+//! `ApplyGuardrail` reads text and images (PNG and JPEG,
+//! [`GUARDED_IMAGES`]) and nothing else. A file the guardrail cannot read
+//! (a GIF or WebP image, a PDF, Word or Excel document: the bot extracts no
+//! text from those) is not given to the model when files are guarded: it
+//! is withheld unchecked, and the thread is told so
+//! ([`Intervention::unchecked`]).
 
+use crate::files::ImageFormat;
 use crate::ports::PortError;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -117,6 +125,8 @@ pub struct GuardUnits {
     pub word: u64,
     pub sensitive: u64,
     pub grounding: u64,
+    /// Images the content filter read (`contentPolicyImageUnits`).
+    pub images: u64,
     /// Calls made.
     pub calls: u64,
 }
@@ -128,6 +138,13 @@ pub const CONTENT_UNIT: f64 = 0.15 / 1_000.0;
 pub const TOPIC_UNIT: f64 = 0.15 / 1_000.0;
 pub const SENSITIVE_UNIT: f64 = 0.10 / 1_000.0;
 pub const GROUNDING_UNIT: f64 = 0.10 / 1_000.0;
+/// US dollars per image the content filter reads (image content filters,
+/// same list).
+pub const IMAGE_UNIT: f64 = 0.00075;
+
+/// The image formats `ApplyGuardrail` reads (its `GuardrailImageFormat`:
+/// `png`, `jpeg`).
+pub const GUARDED_IMAGES: [ImageFormat; 2] = [ImageFormat::Png, ImageFormat::Jpeg];
 
 impl GuardUnits {
     pub fn cost(&self) -> f64 {
@@ -135,6 +152,7 @@ impl GuardUnits {
             + self.topic as f64 * TOPIC_UNIT
             + self.sensitive as f64 * SENSITIVE_UNIT
             + self.grounding as f64 * GROUNDING_UNIT
+            + self.images as f64 * IMAGE_UNIT
     }
 
     pub fn is_zero(&self) -> bool {
@@ -149,6 +167,7 @@ impl std::ops::AddAssign for GuardUnits {
         self.word += other.word;
         self.sensitive += other.sensitive;
         self.grounding += other.grounding;
+        self.images += other.images;
         self.calls += other.calls;
     }
 }
@@ -172,6 +191,10 @@ pub struct Verdict {
 #[async_trait]
 pub trait Guardrail: Send + Sync {
     async fn apply(&self, source: Source, text: &str) -> Result<Verdict, PortError>;
+
+    /// One image, whose format is one of [`GUARDED_IMAGES`] (the adapter
+    /// refuses others without a call).
+    async fn apply_image(&self, source: Source, format: ImageFormat, bytes: &[u8]) -> Result<Verdict, PortError>;
 }
 
 /// Opens a guardrail by its id and version (the adapter holds the client).
@@ -199,11 +222,22 @@ pub struct Intervention {
     /// `logs_query`", "the text of app.log", "the answer".
     pub what: String,
     pub policies: Vec<String>,
+    /// Not the guardrail's verdict: a file it cannot read (a document, a
+    /// GIF), withheld from the model unchecked. Not counted as an
+    /// intervention.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unchecked: bool,
 }
 
 impl Intervention {
     /// One line for the thread: what was blocked, at which step, by what.
     pub fn line(&self) -> String {
+        if self.unchecked {
+            return format!(
+                "Not shown to the model: {}, which the guardrail cannot check (it reads text and PNG or JPEG images).",
+                self.what
+            );
+        }
         let by = if self.policies.is_empty() { String::new() } else { format!(" ({})", self.policies.join(", ")) };
         format!("The guardrail blocked {} at step {}{by}.", self.what, self.step)
     }
@@ -246,8 +280,10 @@ mod tests {
 
     #[test]
     fn units_are_priced_per_policy_and_words_are_free() {
-        let units = GuardUnits { content: 2, topic: 2, word: 100, sensitive: 10, grounding: 0, calls: 2 };
+        let units = GuardUnits { content: 2, topic: 2, word: 100, sensitive: 10, grounding: 0, images: 0, calls: 2 };
         assert!((units.cost() - (4.0 * 0.15 + 10.0 * 0.10) / 1_000.0).abs() < 1e-12);
+        let images = GuardUnits { images: 3, calls: 3, ..GuardUnits::default() };
+        assert!((images.cost() - 3.0 * 0.00075).abs() < 1e-12, "images are priced per image");
     }
 
     #[test]
@@ -257,6 +293,7 @@ mod tests {
             step: 2,
             what: "the result of `logs_query`".into(),
             policies: vec!["content:PROMPT_ATTACK".into()],
+            unchecked: false,
         };
         assert_eq!(
             intervention.line(),

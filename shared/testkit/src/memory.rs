@@ -699,6 +699,8 @@ impl assistant_core::telemetry::TurnMetrics for MemoryMetrics {
 #[derive(Default)]
 pub struct MemoryGuardrail {
     seen: Mutex<Vec<(assistant_core::guardrail::Source, String)>>,
+    /// The images it was given: their format and size.
+    images: Mutex<Vec<(assistant_core::files::ImageFormat, usize)>>,
     /// Refuse every call (the guardrail unreachable).
     pub down: std::sync::atomic::AtomicBool,
 }
@@ -714,6 +716,16 @@ impl MemoryGuardrail {
     pub fn seen(&self) -> Vec<(assistant_core::guardrail::Source, String)> {
         self.seen.lock().expect("guardrail lock").clone()
     }
+
+    pub fn images(&self) -> Vec<(assistant_core::files::ImageFormat, usize)> {
+        self.images.lock().expect("guardrail lock").clone()
+    }
+}
+
+/// Whether an image carries [`ATTACK`] (written in it, as a PNG text chunk
+/// or a JPEG comment carries it): what the fakes' image filter blocks.
+pub fn image_carries_attack(bytes: &[u8]) -> bool {
+    bytes.windows(ATTACK.len()).any(|window| window.eq_ignore_ascii_case(ATTACK.as_bytes()))
 }
 
 #[async_trait]
@@ -737,6 +749,28 @@ impl assistant_core::guardrail::Guardrail for MemoryGuardrail {
                 calls: 1,
                 ..Default::default()
             },
+        })
+    }
+
+    async fn apply_image(
+        &self,
+        _source: assistant_core::guardrail::Source,
+        format: assistant_core::files::ImageFormat,
+        bytes: &[u8],
+    ) -> Result<assistant_core::guardrail::Verdict, PortError> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(PortError::new("Bedrock ApplyGuardrail", "ServiceUnavailableException"));
+        }
+        if !assistant_core::guardrail::GUARDED_IMAGES.contains(&format) {
+            return Err(PortError::new("Bedrock ApplyGuardrail", "ValidationException: image format"));
+        }
+        self.images.lock().expect("guardrail lock").push((format, bytes.len()));
+        let intervened = image_carries_attack(bytes);
+        Ok(assistant_core::guardrail::Verdict {
+            intervened,
+            output: intervened.then(|| BLOCKED_MESSAGE.to_owned()),
+            policies: if intervened { vec!["content:PROMPT_ATTACK".into()] } else { Vec::new() },
+            units: assistant_core::guardrail::GuardUnits { images: 1, calls: 1, ..Default::default() },
         })
     }
 }

@@ -1,20 +1,25 @@
 //! Bedrock's `ApplyGuardrail` as the core's [`Guardrail`] port: one text,
-//! `INPUT` or `OUTPUT`, against one guardrail version. The SDK's standard
+//! or one PNG or JPEG image (its `image` content block, read by the
+//! guardrail's image content filters), `INPUT` or `OUTPUT`, against one
+//! guardrail version. The SDK's standard
 //! retries (the same as the model's, [`crate::retry_config`]) ride out
 //! throttling; what is left is a [`PortError`], and the worker fails
 //! closed on it.
 //!
 //! A guardrail that read only part of the text (its coverage says fewer
 //! characters were guarded than sent) is treated as unreachable: the
-//! worker never uses text no guardrail read.
+//! worker never uses text no guardrail read. The same for an image the
+//! coverage says was not guarded.
 
+use assistant_core::files::ImageFormat;
 use assistant_core::guardrail::{GuardUnits, Guardrail, Source, Verdict};
 use assistant_core::ports::PortError;
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::Client;
 use aws_sdk_bedrockruntime::operation::apply_guardrail::ApplyGuardrailOutput;
 use aws_sdk_bedrockruntime::types::{
-    GuardrailAction, GuardrailAssessment, GuardrailContentBlock, GuardrailContentSource, GuardrailTextBlock,
+    GuardrailAction, GuardrailAssessment, GuardrailContentBlock, GuardrailContentSource, GuardrailImageBlock,
+    GuardrailImageFormat, GuardrailImageSource, GuardrailTextBlock,
 };
 
 const OPERATION: &str = "Bedrock ApplyGuardrail";
@@ -32,15 +37,9 @@ impl BedrockGuardrail {
     }
 }
 
-#[async_trait]
-impl Guardrail for BedrockGuardrail {
-    async fn apply(&self, source: Source, text: &str) -> Result<Verdict, PortError> {
-        let block = GuardrailTextBlock::builder()
-            .text(text)
-            .build()
-            .map_err(|err| PortError::new(OPERATION, err.to_string()))?;
-        let output = self
-            .client
+impl BedrockGuardrail {
+    async fn send(&self, source: Source, block: GuardrailContentBlock) -> Result<ApplyGuardrailOutput, PortError> {
+        self.client
             .apply_guardrail()
             .guardrail_identifier(&self.id)
             .guardrail_version(&self.version)
@@ -48,11 +47,48 @@ impl Guardrail for BedrockGuardrail {
                 Source::Input => GuardrailContentSource::Input,
                 Source::Output => GuardrailContentSource::Output,
             })
-            .content(GuardrailContentBlock::Text(block))
+            .content(block)
             .send()
             .await
-            .map_err(|err| PortError::new(OPERATION, adapters_aws::summarize(&err)))?;
+            .map_err(|err| PortError::new(OPERATION, adapters_aws::summarize(&err)))
+    }
+}
+
+#[async_trait]
+impl Guardrail for BedrockGuardrail {
+    async fn apply(&self, source: Source, text: &str) -> Result<Verdict, PortError> {
+        let block = GuardrailTextBlock::builder()
+            .text(text)
+            .build()
+            .map_err(|err| PortError::new(OPERATION, err.to_string()))?;
+        let output = self.send(source, GuardrailContentBlock::Text(block)).await?;
         verdict(&output, text.chars().count())
+    }
+
+    async fn apply_image(&self, source: Source, format: ImageFormat, bytes: &[u8]) -> Result<Verdict, PortError> {
+        let format = match format {
+            ImageFormat::Png => GuardrailImageFormat::Png,
+            ImageFormat::Jpeg => GuardrailImageFormat::Jpeg,
+            other => {
+                return Err(PortError::new(OPERATION, format!("the guardrail reads no {} images", other.as_str())));
+            }
+        };
+        if bytes.is_empty() {
+            return Err(PortError::new(OPERATION, "an empty image"));
+        }
+        let block = GuardrailImageBlock::builder()
+            .format(format)
+            .source(GuardrailImageSource::Bytes(aws_sdk_bedrockruntime::primitives::Blob::new(bytes)))
+            .build()
+            .map_err(|err| PortError::new(OPERATION, err.to_string()))?;
+        let output = self.send(source, GuardrailContentBlock::Image(block)).await?;
+        if let Some(images) = output.guardrail_coverage().and_then(|coverage| coverage.images())
+            && let (Some(guarded), Some(total)) = (images.guarded(), images.total())
+            && guarded < total
+        {
+            return Err(PortError::new(OPERATION, format!("the guardrail read {guarded} of {total} images")));
+        }
+        verdict(&output, 0)
     }
 }
 
@@ -73,6 +109,7 @@ pub fn verdict(output: &ApplyGuardrailOutput, sent: usize) -> Result<Verdict, Po
         word: non_negative(usage.word_policy_units()),
         sensitive: non_negative(usage.sensitive_information_policy_units()),
         grounding: non_negative(usage.contextual_grounding_policy_units()),
+        images: non_negative(usage.content_policy_image_units().unwrap_or_default()),
         calls: 0,
     });
     let intervened = matches!(output.action(), GuardrailAction::GuardrailIntervened);

@@ -452,7 +452,14 @@ mod tests {
     }
 
     fn shown(file_id: &str, ts: &str, number: usize, new: bool, content: Vec<Content>) -> ShownFile {
-        ShownFile { file_id: file_id.into(), message: Ts::new(ts), number, new, content }
+        ShownFile {
+            file_id: file_id.into(),
+            name: format!("{file_id}.png"),
+            message: Ts::new(ts),
+            number,
+            new,
+            content,
+        }
     }
 
     fn image(file_id: &str) -> Content {

@@ -6,14 +6,24 @@
 //! |---|---|---|---|
 //! | question | [`Worker::guard_question`], before the first model call | the turn answers with the guardrail's message | retried (the message is redelivered) |
 //! | tool results, files | [`Worker::guard_results`], before a result joins the transcript | the model reads an error result naming the guardrail | the result is withheld (the call may have changed things: never made again for this) |
+//! | files | [`Worker::guard_files`], when the turn starts, before the opening is written: a text file's start, each PNG or JPEG image | the file is withheld, the model told so in its place | retried (nothing has happened yet) |
+//!
+//! A file the guardrail cannot read (a document, a GIF or WebP image: the
+//! bot extracts no text from them) is withheld from the model too when
+//! files are guarded, and the thread told so: an unchecked file would be
+//! the one way around the guardrail.
 //! | answer | [`Worker::guard_answer`], before anything is posted (the answer is not streamed) | the guardrail's message is the answer | retried |
 //!
 //! Each call's text units are added to the turn ([`Turn::guard_units`]),
 //! saved with the step that made them; a step lost before its save is
 //! checked again, and billed again by Bedrock, but counted once.
 
+use crate::thread_files;
 use crate::{Worker, WorkerError};
-use assistant_core::guardrail::{GuardUnits, Guarded, Guardrail, GuardrailConfig, Intervention, Source, Verdict};
+use assistant_core::files::FileKind;
+use assistant_core::guardrail::{
+    GUARDED_IMAGES, GuardUnits, Guarded, Guardrail, GuardrailConfig, Intervention, Source, Verdict,
+};
 use assistant_core::ports::PortError;
 use assistant_core::turn::{Content, ToolOutput, ToolResult, ToolStatus, Turn};
 use std::sync::Arc;
@@ -31,6 +41,13 @@ pub const WITHHELD: &str = "Withheld: the deployment's guardrail blocked this re
 /// What the model reads in place of a result the guardrail could not check.
 pub const UNCHECKED: &str = "Withheld: the deployment's guardrail could not be reached to check this result, so it \
                              is not shown. Tell the person; they can ask again later.";
+/// What the model reads in place of a thread's file the guardrail blocked.
+pub const FILE_WITHHELD: &str = "withheld: the deployment's guardrail blocked this file. Do not try to get its \
+                                 content another way; tell the person it was blocked.";
+/// What the model reads in place of a file the guardrail cannot read.
+pub const FILE_UNCHECKED: &str = "withheld: the deployment's guardrail checks files and reads only text and PNG or \
+                                  JPEG images, so this one is not shown. Tell the person; they can paste its text \
+                                  or share it as a PNG.";
 /// The answer when the guardrail blocked and said nothing of its own.
 pub const BLOCKED_ANSWER: &str = "I can't help with that: the deployment's guardrail blocked it.";
 
@@ -117,6 +134,19 @@ impl Worker {
         }
         let source = if kind == Guarded::Answer { Source::Output } else { Source::Input };
         let (units, verdict) = check(guarding.guardrail.as_ref(), source, text).await;
+        self.judged(turn, kind, what, units, verdict)
+    }
+
+    /// A verdict's units counted on the turn; an intervention recorded,
+    /// logged and counted.
+    fn judged(
+        &self,
+        turn: &mut Turn,
+        kind: Guarded,
+        what: String,
+        units: GuardUnits,
+        verdict: Result<Verdict, PortError>,
+    ) -> Result<Checked, PortError> {
         turn.guard_units += units;
         let verdict = verdict?;
         if !verdict.intervened {
@@ -124,8 +154,79 @@ impl Worker {
         }
         info!(guarded = kind.as_str(), what = %what, policies = ?verdict.policies, "the guardrail intervened");
         self.metrics.guardrail_intervened(kind);
-        turn.guardrail.push(Intervention { kind, step: turn.steps, what, policies: verdict.policies });
+        turn.guardrail.push(Intervention {
+            kind,
+            step: turn.steps,
+            what,
+            policies: verdict.policies,
+            unchecked: false,
+        });
         Ok(Checked::Blocked(verdict.output))
+    }
+
+    /// The thread's files when the turn starts, before the opening is
+    /// written from them: a text file's start (what the opening shows of
+    /// it; the rest is checked as `read_attachment` reads it), each PNG or
+    /// JPEG image as an image (one call each, so a block names its file).
+    /// A blocked file, or one the guardrail cannot read, is replaced by a
+    /// note the model reads, and is no longer offered to `read_attachment`.
+    /// An unreachable guardrail is an error: the start is retried.
+    pub(crate) async fn guard_files(&self, turn: &mut Turn, read: &mut thread_files::Read) -> Result<(), WorkerError> {
+        let Some(guarding) = self.guarding(Guarded::Files) else { return Ok(()) };
+        let guardrail = guarding.guardrail.clone();
+        for shown in &mut read.files {
+            let text_file = read.text_files.contains(&shown.file_id);
+            let mut withheld = None;
+            for content in &shown.content {
+                let checked = match content {
+                    Content::Text(text) if text_file => {
+                        let what = format!("the text of {}", shown.name);
+                        self.guard(turn, Guarded::Files, what, text).await
+                    }
+                    Content::File(block) => match block.kind {
+                        FileKind::Image(format) if GUARDED_IMAGES.contains(&format) => {
+                            // Gone from the bucket: the model is told so, and reads nothing of it.
+                            let Some(bytes) = self.artifacts.get(&block.key).await.map_err(WorkerError::Artifacts)?
+                            else {
+                                continue;
+                            };
+                            let verdict = guardrail.apply_image(Source::Input, format, &bytes).await;
+                            let units = verdict.as_ref().map(|verdict| verdict.units).unwrap_or_default();
+                            let what = format!("the image {}", shown.name);
+                            self.judged(turn, Guarded::Files, what, units, verdict)
+                        }
+                        kind => {
+                            let what = match kind {
+                                FileKind::Image(format) => format!("the image {} ({})", shown.name, format.as_str()),
+                                FileKind::Document(format) => {
+                                    format!("the document {} ({})", shown.name, format.as_str())
+                                }
+                            };
+                            info!(file = %shown.file_id, "a file the guardrail cannot read: withheld unchecked");
+                            turn.guardrail.push(Intervention {
+                                kind: Guarded::Files,
+                                step: turn.steps,
+                                what,
+                                policies: Vec::new(),
+                                unchecked: true,
+                            });
+                            withheld = Some(FILE_UNCHECKED);
+                            break;
+                        }
+                    },
+                    _ => continue,
+                };
+                if let Checked::Blocked(_) = checked.map_err(WorkerError::Guardrail)? {
+                    withheld = Some(FILE_WITHHELD);
+                    break;
+                }
+            }
+            if let Some(why) = withheld {
+                shown.content = vec![Content::Text(format!("(File {}: {}; {why})", shown.number, shown.name))];
+                read.text_files.retain(|id| *id != shown.file_id);
+            }
+        }
+        Ok(())
     }
 
     /// The opening message (the question and the thread so far) before the

@@ -427,7 +427,8 @@ impl Worker {
                 used: run.used,
             }),
             guard_units: turn.guard_units,
-            guardrail_interventions: turn.guardrail.len() as u32,
+            guardrail_interventions: turn.guardrail.iter().filter(|intervention| !intervention.unchecked).count()
+                as u32,
         };
         info!(
             status = turn.status.as_str(),

@@ -134,6 +134,8 @@ enum Unread {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShownFile {
     pub file_id: String,
+    /// Its name, as Slack gives it.
+    pub name: String,
     /// The message that shared it.
     pub message: Ts,
     /// Its place among the files shown, from 1, in the thread's order.
@@ -274,6 +276,7 @@ pub async fn read(
         .enumerate()
         .map(|(at, (this, content))| ShownFile {
             file_id: this.file.id.clone(),
+            name: this.file.name.clone(),
             message: this.message.clone(),
             number: number[at],
             new: this.new,

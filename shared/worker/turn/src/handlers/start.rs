@@ -78,10 +78,11 @@ impl Worker {
         let history = history
             .inspect_err(|err| warn!(error = %err, "thread history unavailable: answering from the question alone"));
         let thread_so_far = history.as_deref().unwrap_or_default();
-        let files =
+        let mut files =
             crate::thread_files::read(self.files.as_ref(), self.artifacts.as_ref(), &turn.id, request, thread_so_far)
                 .await
                 .map_err(WorkerError::Artifacts)?;
+        self.guard_files(&mut turn, &mut files).await?;
         turn.transcript = match &history {
             Ok(history) => context::opening(history, request, &files),
             // Rate limited (Slack's one read a minute for apps outside its
