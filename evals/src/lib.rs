@@ -48,6 +48,11 @@ pub struct Case {
     pub files: Vec<CaseFile>,
     #[serde(default)]
     pub channel: Option<String>,
+    /// The deployment's guardrail for this case (the configuration's
+    /// `guardrail`), over the given configuration's: the evaluations' one
+    /// is `testkit`'s, which blocks `testkit::memory::ATTACK`.
+    #[serde(default)]
+    pub guardrail: Option<assistant_core::guardrail::GuardrailConfig>,
     #[serde(default)]
     pub tools: Vec<RecordedTool>,
     /// The model's replies, in order (used without `--model`).
@@ -389,6 +394,9 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
     // reaches a real system): built-ins and the case's tools, under the
     // configuration's policy.
     let mut config = config.clone();
+    if let Some(guardrail) = &case.guardrail {
+        config.guardrail = Some(guardrail.clone());
+    }
     config.http_tools.clear();
     config.mcp_servers.clear();
     let worker = worker_config::assemble(ports, &config, Limits::default(), &|_| None).await?;
