@@ -387,3 +387,93 @@ async fn a_second_accounts_role_is_assumed_through_sts_and_its_credentials_sign_
     let other = connector.cloudwatch(&account).await.alarms(&query).await.unwrap();
     assert!(other.is_empty(), "the other account has no such alarm: {other:?}");
 }
+
+#[tokio::test]
+async fn a_metric_the_model_charts_reaches_slack_as_a_chart_of_its_exact_points_merged_to_what_a_chart_holds() {
+    // GIVEN a metric with a datapoint a minute for half an hour: more
+    // points than one chart holds
+    let aws = emulator_config().await;
+    let stack = Stack::new(&aws).await.unwrap();
+    let seeded = seed(&aws).await;
+    let cloudwatch = AwsApi::new(reqwest::Client::new(), Signer::new(&aws), adapters_cloudwatch::CLOUDWATCH, None);
+    let now = now();
+    let data: Vec<Value> = (1..=30)
+        .map(|n| {
+            json!({"MetricName": "Latency", "Dimensions": [{"Name": "Service", "Value": "checkout"}],
+                   "Timestamp": now - 60 * n, "Value": 100 + n})
+        })
+        .collect();
+    cloudwatch
+        .call("PutMetricData", &json!({"Namespace": seeded.namespace, "MetricData": data}), Repeat::Safe)
+        .await
+        .unwrap();
+    stack.put("config/assistant.json", &config(&seeded)).await;
+    let slack = FakeSlack::start().await;
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let bedrock = FakeBedrock::start().await;
+    // AND a model that reads it, asks for it as a chart, then answers
+    let query = json!({"namespace": seeded.namespace, "metric": "Latency", "dimensions": {"Service": "checkout"},
+                       "stat": "Maximum", "since_minutes": 30});
+    bedrock.script([
+        Scripted::tool_calls(&[("t-metrics", "cloudwatch_metrics", query)]),
+        Scripted::tool_calls(&[("t-chart", "chart_result", json!({"tool_use_id": "t-metrics"}))]),
+        Scripted::text("Latency rose steadily over the half hour."),
+    ]);
+    let functions = tests::Functions::start(&aws, &stack, slack.url(), &bedrock).await;
+
+    // WHEN someone asks, and the worker and the responder take their queues
+    assert_eq!(functions.ingress.handle(events::parse(events::APP_MENTION)).await.unwrap()["statusCode"], 200);
+    functions.round(&stack).await;
+
+    // THEN the model was offered chart_result beside the metrics tool, and told the chart is made
+    let requests = bedrock.requests();
+    assert_eq!(requests.len(), 3);
+    let offered = requests[0].body["toolConfig"].to_string();
+    assert!(offered.contains("\"chart_result\""), "{offered}");
+    let told = requests[2].body["messages"].to_string();
+    assert!(told.contains("The chart will be shown below your answer"), "{told}");
+
+    // AND Slack received the answer with a chart of the metric's points,
+    // at most what a chart holds, the points merged by their statistic and
+    // the table below saying so
+    let metrics: Value = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|message| message["content"].as_array().into_iter().flatten())
+        .find_map(|block| block.get("toolResult").filter(|result| result["toolUseId"] == "t-metrics"))
+        .map(|result| result["content"][0]["json"].clone())
+        .expect("the metric's result");
+    let points = metrics["summary"]["points"].as_array().unwrap();
+    assert!(points.len() > responder_logic::charts::CHART_POINTS, "{} points", points.len());
+    let sent = slack
+        .calls("chat.postMessage")
+        .into_iter()
+        .chain(slack.calls("chat.update"))
+        .chain(slack.calls("chat.stopStream"))
+        .filter_map(|call| call.form.get("blocks").cloned())
+        .collect::<Vec<_>>();
+    let charts: Vec<Value> = sent
+        .iter()
+        .flat_map(|blocks| serde_json::from_str::<Vec<Value>>(blocks).unwrap())
+        .filter(|block| block["type"] == "data_visualization")
+        .collect();
+    assert_eq!(charts.len(), 1, "{sent:?}");
+    let chart = &charts[0];
+    assert_eq!(chart["title"], "Latency Maximum by time (UTC)");
+    assert_eq!(chart["chart"]["type"], "line");
+    let data = chart["chart"]["series"][0]["data"].as_array().unwrap();
+    assert_eq!(data.len(), responder_logic::charts::CHART_POINTS);
+    let highest = points.iter().filter_map(|point| point[1].as_f64()).fold(f64::MIN, f64::max);
+    let charted = data.iter().filter_map(|point| point["value"].as_f64()).fold(f64::MIN, f64::max);
+    assert_eq!(charted, highest, "the maximum survives the merge");
+    let text = slack.posted().last().unwrap().text.clone();
+    assert!(text.starts_with("Latency rose steadily over the half hour."), "{text}");
+    assert!(
+        text.contains(&format!(
+            ": {} datapoints, shown as 20 points (a chart holds 20), each the maximum of up to",
+            points.len()
+        )),
+        "{text}"
+    );
+}

@@ -754,6 +754,12 @@ const LIMITS: &[Limit] = &[
         "titles are cut at {} characters, labels, series names and categories at {}",
         &[("CHART_TITLE_CHARS", 1.0), ("CHART_LABEL_CHARS", 1.0)],
     ),
+    (
+        FILES,
+        "A chart holds {} points, so a longer series is merged into {} runs",
+        &[("METRIC_CHART_POINTS", 1.0), ("METRIC_CHART_POINTS", 1.0)],
+    ),
+    (FILES, "At most {} metric charts an answer", &[("MAX_METRIC_CHARTS", 1.0)]),
     (FILES, "a table over the table block's {} rows", &[("TABLE_ROWS", 1.0)]),
     (FILES, "page through ({} rows a page)", &[("DATA_TABLE_PAGE", 1.0)]),
     (
@@ -1166,4 +1172,12 @@ fn the_guardrail_figures_the_book_states_are_the_codes() {
         .map(|(_, figure)| format!("the book does not say {figure:?}"))
         .collect();
     assert_none(problems, "guardrail figures in the book differ from the code's");
+}
+
+#[test]
+fn a_metric_chart_takes_what_the_responder_charts_of_a_table() {
+    // The worker writes a metric's points as a table the responder charts:
+    // one more point, or one more chart, and the table would go uncharted.
+    assert_eq!(worker_turn::metric_charts::METRIC_CHART_POINTS, responder_logic::charts::CHART_POINTS);
+    assert_eq!(worker_turn::metric_charts::MAX_METRIC_CHARTS, responder_logic::charts::CHARTS_PER_MESSAGE);
 }

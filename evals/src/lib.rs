@@ -408,6 +408,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
     tools.push(tools_files::read_attachment(artifacts.clone()));
     tools.push(tools_files::read_result(artifacts.clone()));
     tools.push(worker_turn::answer_files::attach_result_tool());
+    tools.push(worker_turn::metric_charts::chart_result_tool());
     let tools = ToolRegistry::new(tools, config.policy().unwrap_or_else(ToolPolicy::allow_all))?;
     let worker = worker.rebuild().tools(tools).prices(prices).build();
 

@@ -402,6 +402,11 @@ pub struct Turn {
     /// the worker and shared in the thread by the responder.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answer_files: Vec<AnswerFile>,
+    /// Metric results the model asked to show as charts: each a Markdown
+    /// table of its points (and a line saying what it shows), put below
+    /// the answer, where the responder charts it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answer_charts: Vec<String>,
     /// Every call that changed things, and who let it run: the audit
     /// trail, written before the call is made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -553,6 +558,7 @@ impl Turn {
             enhancer: None,
             text_files: Vec::new(),
             answer_files: Vec::new(),
+            answer_charts: Vec::new(),
             actions: Vec::new(),
             pending_sign_in: None,
             signed_calls: Vec::new(),

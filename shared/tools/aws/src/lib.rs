@@ -333,7 +333,7 @@ pub fn metrics_tool(
     clock: Arc<dyn Clock>,
 ) -> Result<Tool, ToolDefinitionError> {
     let spec = ToolSpec {
-        name: "cloudwatch_metrics".into(),
+        name: tools_registry::METRICS_TOOL.into(),
         description: format!(
             "Summarize one CloudWatch metric over a window (default the last 60 minutes, at most {} hours): min, max, average, last value and up to {} datapoints. Namespaces: {}.",
             config.max_window_hours,

@@ -435,12 +435,15 @@ pub enum Verdict {
 /// Tools that reach nothing beyond the asking thread (what people pasted
 /// in it, the turn's own results shared back into it): offered wherever no
 /// rule denies them by name or glob.
-pub const THREAD_OWN_TOOLS: &[&str] = &[READ_ATTACHMENT, READ_RESULT, ATTACH_RESULT];
+pub const THREAD_OWN_TOOLS: &[&str] = &[READ_ATTACHMENT, READ_RESULT, ATTACH_RESULT, CHART_RESULT];
 
 /// The tools the turn loop itself knows by name (their families are
 /// `tools-files`, the loop's `answer_files` and `tools-memory`).
 pub const READ_ATTACHMENT: &str = "read_attachment";
 pub const ATTACH_RESULT: &str = "attach_result";
+pub const CHART_RESULT: &str = "chart_result";
+/// The metrics tool whose results `chart_result` charts (`tools-aws`).
+pub const METRICS_TOOL: &str = "cloudwatch_metrics";
 pub use assistant_core::reading::READ_RESULT;
 pub const RECALL: &str = "recall";
 pub const FORGET_THREAD: &str = "forget_thread";

@@ -349,6 +349,7 @@ pub async fn assemble(
         tools_files::read_attachment(ports.core.artifacts.clone()),
         tools_files::read_result(ports.core.artifacts.clone()),
         worker_turn::answer_files::attach_result_tool(),
+        worker_turn::metric_charts::chart_result_tool(),
     ];
     if let Some(memory) = &ports.memory {
         tools.extend(tools_memory::memory_tools(memory.clone(), ports.core.clock.clone()));
@@ -661,8 +662,18 @@ mod tests {
         let advertised: Vec<String> = worker.tools().advertised(&channel).into_iter().map(|spec| spec.name).collect();
         assert_eq!(
             advertised,
-            ["current_time", "read_attachment", "read_result", "attach_result", "list_docs", "read_doc", "search_docs"],
-            "allowed (read_attachment and read_result are offered only to turns with something to read)"
+            [
+                "current_time",
+                "read_attachment",
+                "read_result",
+                "attach_result",
+                "chart_result",
+                "list_docs",
+                "read_doc",
+                "search_docs"
+            ],
+            "allowed (read_attachment and read_result are offered only to turns with something to read, \
+             chart_result only beside cloudwatch_metrics)"
         );
         assert!(worker.tools().approval_rule(&channel, "service_status").is_none(), "declared, but allowed nowhere");
     }

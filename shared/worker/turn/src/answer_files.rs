@@ -106,7 +106,7 @@ pub async fn attach(
 
 /// A successful result of an earlier call of this turn (not of another
 /// `attach_result`).
-fn earlier_result<'t>(turn: &'t Turn, id: &str) -> Option<&'t ToolResult> {
+pub(crate) fn earlier_result<'t>(turn: &'t Turn, id: &str) -> Option<&'t ToolResult> {
     let attachable = turn
         .transcript
         .iter()

@@ -40,6 +40,7 @@ mod handle;
 pub mod handlers;
 pub mod inspect;
 pub mod memory;
+pub mod metric_charts;
 mod outcome;
 pub mod reading;
 mod step_loop;

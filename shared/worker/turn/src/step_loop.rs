@@ -262,14 +262,14 @@ impl Worker {
                 info!(limit = "steps", max_steps = self.limits.max_steps, "limit reached: partial answer");
                 let partial = partial_answer(&turn, "the step limit");
                 let answer = self.guard_answer(&mut turn, partial).await?;
-                let answer = crate::guarding::with_interventions(&turn, answer);
+                let answer = crate::metric_charts::finish(&turn, answer);
                 turn.settle(answer, TurnStatus::Answered, now);
                 limit = Some(LimitHit::Steps);
             } else if turn.usage.input_tokens + turn.usage.output_tokens >= self.limits.max_turn_tokens {
                 info!(limit = "tokens", max_turn_tokens = self.limits.max_turn_tokens, "limit reached: partial answer");
                 let partial = partial_answer(&turn, "the token budget");
                 let answer = self.guard_answer(&mut turn, partial).await?;
-                let answer = crate::guarding::with_interventions(&turn, answer);
+                let answer = crate::metric_charts::finish(&turn, answer);
                 turn.settle(answer, TurnStatus::Answered, now);
                 limit = Some(LimitHit::Tokens);
             } else if stepped_here && deadline.time_left() < self.limits.step_time {
@@ -510,7 +510,7 @@ impl Worker {
         // The tools this person may use here: a tool outside their rules is
         // neither offered nor run.
         if let Some(answer) = self.guard_question(turn).await? {
-            let answer = crate::guarding::with_interventions(turn, answer);
+            let answer = crate::metric_charts::finish(turn, answer);
             turn.settle(answer, TurnStatus::Answered, self.clock.now_unix());
             return Ok(());
         }
@@ -524,6 +524,10 @@ impl Worker {
         // part, to read.
         if turn.text_files.is_empty() {
             tools.retain(|tool| tool.name != tools_registry::READ_ATTACHMENT);
+        }
+        // Offered with the metrics tool, and charts on.
+        if turn.charts_off || !tools.iter().any(|tool| tool.name == tools_registry::METRICS_TOOL) {
+            tools.retain(|tool| tool.name != tools_registry::CHART_RESULT);
         }
         if !has_stored_results(turn) {
             tools.retain(|tool| tool.name != tools_registry::READ_RESULT);
@@ -591,14 +595,14 @@ impl Worker {
                 }
             }
             StopReason::Refused => {
-                let answer = crate::guarding::with_interventions(turn, REFUSAL.to_owned());
+                let answer = crate::metric_charts::finish(turn, REFUSAL.to_owned());
                 turn.settle(answer, TurnStatus::Answered, turn.updated_at);
             }
             StopReason::MaxTokens => {
                 let text = turn.with_narration(&reply.message.text());
                 let answer = format!("{text}\n\n_(My answer was cut off at the length limit.)_");
                 let answer = self.guard_answer(turn, answer.trim_start().to_owned()).await?;
-                let answer = crate::guarding::with_interventions(turn, answer);
+                let answer = crate::metric_charts::finish(turn, answer);
                 turn.settle(answer, TurnStatus::Answered, turn.updated_at);
             }
             _ => {
@@ -615,7 +619,7 @@ impl Worker {
                 }
                 let answer = if answer.trim().is_empty() { "I have nothing to add.".to_owned() } else { answer };
                 let answer = self.guard_answer(turn, answer).await?;
-                let answer = crate::guarding::with_interventions(turn, answer);
+                let answer = crate::metric_charts::finish(turn, answer);
                 turn.settle(answer, TurnStatus::Answered, turn.updated_at);
             }
         }

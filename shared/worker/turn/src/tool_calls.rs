@@ -5,6 +5,7 @@
 
 use crate::acting_as::StepAccess;
 use crate::answer_files::{self, ATTACH_RESULT};
+use crate::metric_charts::CHART_RESULT;
 use crate::reading;
 use crate::step_loop::running;
 use crate::streaming::{self, AnswerStream};
@@ -150,6 +151,10 @@ impl Worker {
         let (attaching, calls): (Vec<ToolUse>, Vec<ToolUse>) = calls
             .into_iter()
             .partition(|call| call.name == ATTACH_RESULT && self.tools.effect(asker, ATTACH_RESULT).is_some());
+        // `chart_result` too.
+        let (charting, calls): (Vec<ToolUse>, Vec<ToolUse>) = calls
+            .into_iter()
+            .partition(|call| call.name == CHART_RESULT && self.tools.effect(asker, CHART_RESULT).is_some());
         let (held, now): (Vec<&ToolUse>, Vec<&ToolUse>) =
             calls.iter().partition(|call| self.tools.effect(asker, &call.name) == Some(Effect::ChangesThings));
         // A change for a person of another organization that only "the
@@ -170,6 +175,9 @@ impl Worker {
             let (result, file) = answer_files::attach(self.artifacts.as_ref(), self.agent.as_ref(), turn, call).await;
             turn.answer_files.extend(file);
             results.push(result);
+        }
+        for call in &charting {
+            results.push(crate::metric_charts::chart(turn, call));
         }
         results.extend(over_the_cap);
         results.extend(unapprovable.into_iter().map(|call| ToolResult {
