@@ -783,6 +783,8 @@ const LIMITS: &[Limit] = &[
     (CONFIGURATION, "more than 0 and at most {}; at least one set", &[("MAX_BUDGET_USD", 1.0)]),
     (CONFIGURATION, "passes `alert_at` (default {})", &[("DEFAULT_ALERT_AT", 1.0)]),
     (ARCHITECTURE, "kept for {} days after the period ends", &[("SPEND_KEPT_AFTER_SECS", 86_400.0)]),
+    (TOOLS, "with control characters or over {} characters is refused", &[("MAX_URI_CHARS", 1.0)]),
+    (TOOLS, "an answer over {} MiB is refused", &[("MAX_MCP_ANSWER_BYTES", 1024.0 * 1024.0)]),
 ];
 
 #[test]

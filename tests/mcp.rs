@@ -10,7 +10,8 @@
 //! - a small server written with the SDK's server side
 //!   (`tests/support/mcp_server.rs`) for what the reference server cannot
 //!   show: an expired session, a revoked token, `isError`, cancellation,
-//!   and a call whose streamed answer stalls after its first event.
+//!   a call whose streamed answer stalls after its first event, and
+//!   resources that hold a secret, are huge or enormous, or fail.
 
 use adapters_mcp::StreamableHttpConnector;
 use assistant_core::turn::{ToolOutput, ToolStatus, ToolUse};
@@ -21,7 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tests::events;
 use tests::fake_bedrock::{FakeBedrock, Scripted};
 use tests::fake_slack::{CONVERSATIONS_INFO, FakeSlack};
-use tests::mcp_server::{McpTestServer, TOKEN};
+use tests::mcp_server::{self, McpTestServer, TOKEN};
 use tests::{Stack, emulator_config, env_from_test_command, sqs_event};
 use tools_mcp::{DISCOVERY_DEADLINE, McpServerConfig, mcp_tools};
 use tools_registry::references::Reference;
@@ -646,4 +647,102 @@ async fn a_form_nobody_answers_is_cancelled_when_the_call_nears_its_timeout_and_
     pipeline.mention().await;
     let second = pipeline.bedrock.requests()[1].body.to_string();
     assert!(second.contains("User cancelled the elicitation dialog"), "the server heard cancel: {second}");
+}
+
+#[tokio::test]
+async fn the_reference_servers_resource_links_are_named_to_the_model_which_reads_one_with_read_resource() {
+    // GIVEN the reference server with its resources on
+    let mut config: Value = serde_json::from_str(&config(None)).unwrap();
+    config["mcp_servers"][0]["resources"] = json!(true);
+    let link = "demo://resource/dynamic/text/2";
+    let pipeline = Pipeline::start(
+        &config.to_string(),
+        vec![
+            Scripted::tool_calls(&[("tooluse_links", "everything__get-resource-links", json!({"count": 2}))]),
+            Scripted::tool_calls(&[("tooluse_read", "everything__read_resource", json!({"uri": link}))]),
+            Scripted::text("Resource 2 is a plaintext resource."),
+        ],
+    )
+    .await;
+
+    // WHEN someone mentions the bot, the model asks for links, then reads one
+    pipeline.mention().await;
+
+    // THEN the model was offered the read tool, read the links naming it, then the resource's text
+    let requests = pipeline.bedrock.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(offered(&requests[0].body).contains(&"everything__read_resource".to_owned()));
+    let links = requests[1].body.to_string();
+    assert!(links.contains(&format!("<{link}>, text/plain; read it with everything__read_resource")), "{links}");
+    let read = requests[2].body.to_string();
+    assert!(read.contains("Resource 2: This is a plaintext resource created at"), "{read}");
+    let posted = pipeline.slack.posted();
+    assert!(posted.iter().any(|p| p.text.contains("Resource 2 is a plaintext resource.")), "{posted:?}");
+}
+
+#[tokio::test]
+async fn a_resource_with_a_secret_a_huge_one_and_a_uri_of_another_scheme_reach_the_model_redacted_bounded_and_refused()
+{
+    // GIVEN our test server with resources on, and a loopback listener
+    // standing in for the instance metadata service, counting connections
+    let server = McpTestServer::start_open().await;
+    let metadata = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let metadata_url = format!("http://{}/latest/meta-data/iam/security-credentials/", metadata.local_addr().unwrap());
+    let config = json!({
+        "tool_policy": [{"channels": "*", "tools": ["memo__*"]}],
+        "mcp_servers": [{"name": "memo", "url": server.url, "resources": true, "timeout_secs": 10}]
+    });
+    let reads = [
+        ("tooluse_secret", mcp_server::RESOURCE_SECRET),
+        ("tooluse_huge", mcp_server::RESOURCE_HUGE),
+        ("tooluse_file", "file:///etc/passwd"),
+        ("tooluse_metadata", metadata_url.as_str()),
+    ];
+    let calls: Vec<(&str, &str, Value)> =
+        reads.iter().map(|(id, uri)| (*id, "memo__read_resource", json!({"uri": uri}))).collect();
+    let pipeline =
+        Pipeline::start(&config.to_string(), vec![Scripted::tool_calls(&calls), Scripted::text("Read them.")]).await;
+
+    // WHEN the model reads all four at once
+    pipeline.mention().await;
+
+    // THEN what the model read back holds no secret, a bounded part of the
+    // huge resource with a note, and the server's refusal of the other two
+    let requests = pipeline.bedrock.requests();
+    assert_eq!(requests.len(), 2);
+    let results = requests[1].body.to_string();
+    assert!(!results.contains(&mcp_server::resource_key()), "the key never reaches the model");
+    assert!(results.contains("region = eu-west-1"), "the rest of the secret's resource does");
+    assert!(results.len() < mcp_server::HUGE_RESOURCE_BYTES / 4, "bounded: {} bytes", results.len());
+    assert!(results.contains("read_result"), "the model is told how to read on: {}", &results[..2_000]);
+    assert!(results.contains("no resource file:///etc/passwd"), "{}", &results[..2_000]);
+    // AND every URI went to that server, and nothing else fetched any
+    let asked = server.seen.resource_reads.lock().unwrap().clone();
+    assert_eq!(asked.len(), 4, "{asked:?}");
+    assert!(asked.contains(&metadata_url) && asked.contains(&"file:///etc/passwd".to_owned()), "{asked:?}");
+    let connected = tokio::time::timeout(Duration::from_millis(200), metadata.accept()).await;
+    assert!(connected.is_err(), "nothing connected to the metadata address");
+}
+
+#[tokio::test]
+async fn a_resource_larger_than_any_answer_or_one_the_server_fails_to_read_is_an_error_result_the_model_reads() {
+    let server = McpTestServer::start().await;
+    let mut servers = test_server(&server.url, 10);
+    servers[0]["resources"] = json!(true);
+    let registry = registry(servers).await;
+
+    let started = std::time::Instant::now();
+    let (status, output) = call(&registry, "flaky__read_resource", json!({"uri": mcp_server::RESOURCE_ENORMOUS})).await;
+    assert_eq!(status, ToolStatus::Error, "refused past the adapter's limit");
+    assert!(text(&output).len() < 2_000 && text(&output).contains("The MCP server flaky"), "{output:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+
+    let (status, output) = call(&registry, "flaky__read_resource", json!({"uri": mcp_server::RESOURCE_BROKEN})).await;
+    assert_eq!(status, ToolStatus::Error);
+    assert!(text(&output).contains("the memo store is down for maintenance"), "{output:?}");
+
+    // The session is still good for the next read.
+    let (status, output) = call(&registry, "flaky__read_resource", json!({"uri": mcp_server::RESOURCE_SECRET})).await;
+    assert_eq!(status, ToolStatus::Success, "{output:?}");
+    assert!(!text(&output).contains(&mcp_server::resource_key()), "{output:?}");
 }

@@ -1,7 +1,8 @@
 //! A small MCP server written with the official SDK's server side, for what
 //! the reference server cannot show: a session that expires, a token
 //! revoked mid-session (401), a tool that reports `isError`, a tool that
-//! waits until it is cancelled. Served over Streamable HTTP on a loopback
+//! waits until it is cancelled, resources that hold a secret, are huge,
+//! larger than any answer we take, or fail ([`RESOURCE_SECRET`] …). Served over Streamable HTTP on a loopback
 //! port for as long as the test holds it.
 
 use crate::local_server::LocalServer;
@@ -11,7 +12,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -24,6 +26,20 @@ use std::time::Duration;
 
 /// The token the server accepts (`Authorization: Bearer …`).
 pub const TOKEN: &str = "test-mcp-token";
+
+/// A resource whose text holds an AWS access key id.
+pub const RESOURCE_SECRET: &str = "memo://secret";
+/// A resource of [`HUGE_RESOURCE_BYTES`] of log lines.
+pub const RESOURCE_HUGE: &str = "memo://huge";
+pub const HUGE_RESOURCE_BYTES: usize = 1_500_000;
+/// A resource larger than the adapter takes in one answer (8 MB).
+pub const RESOURCE_ENORMOUS: &str = "memo://enormous";
+/// A resource whose read fails on the server.
+pub const RESOURCE_BROKEN: &str = "memo://broken";
+/// The access key id in [`RESOURCE_SECRET`] (a made-up one).
+pub fn resource_key() -> String {
+    format!("AKIA{}", "Z3X5C7V9B2N4M6L8")
+}
 
 /// What the server saw, and switches the test flips.
 #[derive(Default)]
@@ -42,6 +58,8 @@ pub struct Seen {
     /// Behind a person's sign-in (`start_as_person`): whom each accepted
     /// request's token named, as the provider said.
     pub people: std::sync::Mutex<Vec<String>>,
+    /// Every URI a client asked to read.
+    pub resource_reads: std::sync::Mutex<Vec<String>>,
 }
 
 #[derive(Clone)]
@@ -57,7 +75,24 @@ fn tool(name: &'static str, description: &'static str) -> Tool {
 
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.seen.resource_reads.lock().unwrap().push(request.uri.clone());
+        let uri = request.uri.as_str();
+        let text = match uri {
+            RESOURCE_SECRET => format!("[default]\naws_access_key_id = {}\nregion = eu-west-1\n", resource_key()),
+            RESOURCE_HUGE => log_lines(HUGE_RESOURCE_BYTES),
+            RESOURCE_ENORMOUS => log_lines(8 << 20),
+            RESOURCE_BROKEN => return Err(ErrorData::internal_error("the memo store is down for maintenance", None)),
+            _ => return Err(ErrorData::resource_not_found(format!("no resource {uri}"), None)),
+        };
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri)]).into())
     }
 
     async fn list_tools(
@@ -97,6 +132,17 @@ impl ServerHandler for Handler {
     }
 }
 
+/// About `bytes` of numbered log lines.
+fn log_lines(bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 100);
+    let mut n = 0;
+    while text.len() < bytes {
+        text.push_str(&format!("2026-11-28T01:00:00Z INFO checkout-api request {n} served in 12 ms\n"));
+        n += 1;
+    }
+    text
+}
+
 pub struct McpTestServer {
     /// `http://127.0.0.1:PORT/mcp`
     pub url: String,
@@ -108,6 +154,12 @@ pub struct McpTestServer {
 impl McpTestServer {
     pub async fn start() -> Self {
         Self::serve(|router, seen| router.layer(middleware::from_fn_with_state(seen, authorize))).await
+    }
+
+    /// The same server with no credentials at all (for a whole pipeline,
+    /// whose configuration names no token).
+    pub async fn start_open() -> Self {
+        Self::serve(|router, _| router).await
     }
 
     /// The server at `/mcp`, behind what `guard` layers on it.

@@ -88,6 +88,14 @@ pub struct McpCallResult {
     pub is_error: bool,
 }
 
+/// One part of a `resources/read` result: text is kept, a blob only
+/// named and sized (its data is never kept).
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpResourcePart {
+    Text { uri: String, mime_type: Option<String>, text: String },
+    Blob { uri: String, mime_type: Option<String>, bytes: usize },
+}
+
 /// Why a server could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
@@ -345,6 +353,15 @@ pub trait McpSession: Send + Sync {
     ) -> Result<McpCallResult, McpError> {
         let _ = elicitor;
         self.call_tool(name, arguments, timeout).await
+    }
+
+    /// Reads the resource `uri` from this server (`resources/read`): the
+    /// URI goes to the server as it is, and nothing else ever fetches it.
+    /// Past `timeout` the request is cancelled. A session that offers no
+    /// resources answers [`McpError::Server`].
+    async fn read_resource(&self, uri: &str, timeout: Duration) -> Result<Vec<McpResourcePart>, McpError> {
+        let _ = (uri, timeout);
+        Err(McpError::Server("this server offers no resources".into()))
     }
 }
 

@@ -1,8 +1,10 @@
 //! MCP servers in memory: a connector that serves, refuses or hangs per
 //! URL, and sessions that list fixed tools and answer scripted results,
-//! recording every call.
+//! serve fixed resources, recording every call and read.
 
-use assistant_core::mcp::{McpCallResult, McpConnector, McpEndpoint, McpError, McpSession, McpToolInfo};
+use assistant_core::mcp::{
+    McpCallResult, McpConnector, McpEndpoint, McpError, McpResourcePart, McpSession, McpToolInfo,
+};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -15,16 +17,34 @@ pub struct MemoryMcpSession {
     tools: Vec<McpToolInfo>,
     answer: Mutex<Option<Result<McpCallResult, McpError>>>,
     calls: Mutex<Vec<(String, Map<String, Value>)>>,
+    resources: Mutex<BTreeMap<String, Vec<McpResourcePart>>>,
+    reads: Mutex<Vec<String>>,
 }
 
 impl MemoryMcpSession {
     pub fn new(tools: Vec<McpToolInfo>) -> Arc<Self> {
-        Arc::new(Self { tools, answer: Mutex::default(), calls: Mutex::default() })
+        Arc::new(Self {
+            tools,
+            answer: Mutex::default(),
+            calls: Mutex::default(),
+            resources: Mutex::default(),
+            reads: Mutex::default(),
+        })
     }
 
     /// What the next call answers.
     pub fn answers(&self, answer: Result<McpCallResult, McpError>) {
         *self.answer.lock().unwrap() = Some(answer);
+    }
+
+    /// Serves `parts` at `uri` (any other URI: "not found").
+    pub fn serves(&self, uri: &str, parts: Vec<McpResourcePart>) {
+        self.resources.lock().unwrap().insert(uri.to_owned(), parts);
+    }
+
+    /// Every URI asked for so far.
+    pub fn reads(&self) -> Vec<String> {
+        self.reads.lock().unwrap().clone()
     }
 
     /// Every call so far: tool name and arguments.
@@ -47,6 +67,12 @@ impl McpSession for MemoryMcpSession {
     ) -> Result<McpCallResult, McpError> {
         self.calls.lock().unwrap().push((name.to_owned(), arguments));
         self.answer.lock().unwrap().take().unwrap_or(Err(McpError::TimedOut(timeout)))
+    }
+
+    async fn read_resource(&self, uri: &str, _timeout: Duration) -> Result<Vec<McpResourcePart>, McpError> {
+        self.reads.lock().unwrap().push(uri.to_owned());
+        let found = self.resources.lock().unwrap().get(uri).cloned();
+        found.ok_or_else(|| McpError::Server(format!("Resource not found: {uri}")))
     }
 }
 

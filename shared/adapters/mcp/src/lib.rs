@@ -11,11 +11,14 @@
 //! behind AWS IAM gets each request signed ([`signed`]).
 
 use assistant_core::mcp::{
-    Elicitor, McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpSession, McpToolInfo,
+    Elicitor, McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpResourcePart, McpSession, McpToolInfo,
 };
 use assistant_core::ports::{NoSigner, RequestSigner};
 use async_trait::async_trait;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, ContentBlock, ResourceContents};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ContentBlock, ReadResourceRequestParams, ReadResourceResponse,
+    ResourceContents,
+};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{
@@ -34,7 +37,7 @@ mod signed;
 /// The largest JSON answer or SSE event accepted from a server. A tool
 /// result past a few hundred kilobytes goes to S3 anyway; this bounds the
 /// memory one misbehaving server can take.
-const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+const MAX_MCP_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
 /// Opens Streamable HTTP sessions on one shared HTTP client.
 pub struct StreamableHttpConnector {
@@ -73,8 +76,8 @@ impl McpConnector for StreamableHttpConnector {
         let config = StreamableHttpClientTransportConfig::with_uri(endpoint.url.as_str())
             .custom_headers(headers)
             .reinit_on_expired_session(true)
-            .max_json_response_size(MAX_ANSWER_BYTES)
-            .max_sse_event_size(MAX_ANSWER_BYTES);
+            .max_json_response_size(MAX_MCP_ANSWER_BYTES)
+            .max_sse_event_size(MAX_MCP_ANSWER_BYTES);
         let client = Arc::new(client::Client::new(&endpoint.name, endpoint.elicitation));
         let service = match &endpoint.signing {
             Some(scope) => {
@@ -156,6 +159,34 @@ impl McpSession for Session {
         // The server's requests while the call runs go to this person.
         let _asking = self.client.asking(elicitor, tokio::time::Instant::now() + timeout);
         self.call_tool(name, arguments, timeout).await
+    }
+
+    async fn read_resource(&self, uri: &str, timeout: Duration) -> Result<Vec<McpResourcePart>, McpError> {
+        let params = ReadResourceRequestParams::new(uri);
+        // Dropping the read on timeout sends `notifications/cancelled`.
+        let answer = tokio::time::timeout(timeout, self.service.read_resource_once(params))
+            .await
+            .map_err(|_| McpError::TimedOut(timeout))?
+            .map_err(|err| classify(&err))?;
+        let ReadResourceResponse::Complete(result) = answer else {
+            return Err(McpError::Server(
+                "the server asked for input to read it, which this client does not offer".into(),
+            ));
+        };
+        Ok(result.contents.into_iter().map(resource_part).collect())
+    }
+}
+
+fn resource_part(contents: ResourceContents) -> McpResourcePart {
+    match contents {
+        ResourceContents::TextResourceContents { uri, mime_type, text, .. } => {
+            McpResourcePart::Text { uri, mime_type, text }
+        }
+        ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => {
+            McpResourcePart::Blob { uri, mime_type, bytes: decoded_len(&blob) }
+        }
+        // A kind newer than this client: sized, never pasted.
+        other => McpResourcePart::Blob { uri: String::new(), mime_type: None, bytes: json_len(&other) },
     }
 }
 

@@ -144,7 +144,7 @@ impl RunTool for PersonTool {
             };
             let session = self.person.open(&context).await?;
             match session.call_tool(&self.tool, arguments, self.timeout).await {
-                Ok(result) => output(result),
+                Ok(result) => output(result, None),
                 Err(err) => Err(call_error(&self.server, err, true)),
             }
         })

@@ -9,7 +9,8 @@
 //!   "tools": ["*"],
 //!   "requires_approval": "auto",
 //!   "approvers": ["requester"],
-//!   "timeout_secs": 30
+//!   "timeout_secs": 30,
+//!   "resources": true
 //! }
 //! ```
 //!
@@ -34,6 +35,10 @@
 //! embedded resources named and sized, never pasted; `isError: true` is an
 //! error result the model can act on. The registry redacts all of it, and
 //! the worker moves large results to the artifact store.
+//!
+//! `"resources": true` adds `{server}__read_resource`, which reads the
+//! server's resources, and names it in the links its results give (see
+//! [`resources`]).
 //!
 //! `"auth": {"oauth": …}` makes a server act as the person who asked, with
 //! their own token (see [`as_person`]); `"auth": "aws_iam"` signs every
@@ -66,6 +71,8 @@ pub const DISCOVERY_DEADLINE: Duration = Duration::from_secs(5);
 const MAX_TOOLS_PER_SERVER: usize = 64;
 /// A server's description of a tool, at most (characters).
 const MAX_DESCRIPTION_CHARS: usize = 2_000;
+/// A resource link's name, at most (characters).
+const MAX_LINK_NAME_CHARS: usize = 200;
 /// Bedrock's limit on a tool name.
 const MAX_TOOL_NAME: usize = 64;
 
@@ -110,6 +117,10 @@ pub struct McpServerConfig {
     /// (`URLElicitationRequiredError`) shows it and tells the model.
     #[serde(default)]
     pub elicitation: bool,
+    /// `true`: the server's resources are read with one more tool,
+    /// `{server}__read_resource` (see [`resources`]).
+    #[serde(default)]
+    pub resources: bool,
 }
 
 fn all_tools() -> Vec<String> {
@@ -186,6 +197,9 @@ fn endpoint(
                 return Err(invalid(
                     "a server that acts as the person (auth.oauth) may not set its own Authorization header",
                 ));
+            }
+            if config.resources {
+                return Err(invalid("resources are not yet read from a server that acts as the person (auth.oauth)"));
             }
             None
         }
@@ -288,6 +302,12 @@ fn offered(
         };
         let wanted = wanted(config, listed, &mut unoffered);
         let count = wanted.len();
+        // Named first, so a server tool of the same name never takes it.
+        let reader = config.resources.then(|| {
+            let name = unique_name(&config.name, resources::READ_RESOURCE, &mut names);
+            tools.push(resources::read_resource_tool(config, name.clone(), session.clone()));
+            name
+        });
         for info in wanted {
             let name = unique_name(&config.name, &info.name, &mut names);
             let runner = McpTool {
@@ -296,6 +316,7 @@ fn offered(
                 session: session.clone(),
                 timeout: timeout(config),
                 elicitation: config.elicitation,
+                reader: reader.clone(),
             };
             tools.push(tool(config, name, info, runner));
         }
@@ -433,6 +454,8 @@ struct McpTool {
     timeout: Duration,
     /// The server may ask the person who asked to open links.
     elicitation: bool,
+    /// The server's `read_resource` tool, which its results' links name.
+    reader: Option<String>,
 }
 
 impl RunTool for McpTool {
@@ -448,7 +471,7 @@ impl RunTool for McpTool {
                 None => session.call_tool(&self.tool, arguments, self.timeout).await,
             };
             match called {
-                Ok(result) => output(result),
+                Ok(result) => output(result, self.reader.as_deref()),
                 Err(McpError::LinkRequired(requests)) => Err(links_first(&self.server, &requests, links).await),
                 Err(err) => Err(call_error(&self.server, err, false)),
             }
@@ -511,9 +534,10 @@ fn call_error(server: &str, err: McpError, as_person: bool) -> ToolError {
     message.into()
 }
 
-/// What the model reads of a result.
-fn output(result: McpCallResult) -> Result<ToolOutput, ToolError> {
-    let text = result.content.iter().map(describe).collect::<Vec<_>>().join("\n");
+/// What the model reads of a result; links and embedded resources name
+/// `reader`, the server's `read_resource` tool, when it has one.
+fn output(result: McpCallResult, reader: Option<&str>) -> Result<ToolOutput, ToolError> {
+    let text = result.content.iter().map(|part| describe(part, reader)).collect::<Vec<_>>().join("\n");
     if result.is_error {
         return Err(if text.trim().is_empty() { "The tool failed without saying why.".into() } else { text.into() });
     }
@@ -533,18 +557,26 @@ fn output(result: McpCallResult) -> Result<ToolOutput, ToolError> {
     }
 }
 
-fn describe(part: &McpContent) -> String {
+fn describe(part: &McpContent, reader: Option<&str>) -> String {
+    let read_with = |uri: &str| match reader {
+        Some(reader) if !uri.is_empty() => format!("; read it with {reader}"),
+        _ => String::new(),
+    };
     match part {
         McpContent::Text(text) => text.clone(),
         McpContent::Media { kind, mime_type, bytes } => format!("[{kind}: {mime_type}, {} (not shown)]", size(*bytes)),
         McpContent::Resource { uri, mime_type, bytes } => format!(
-            "[resource: {uri}, {}{} (not shown)]",
+            "[resource: {uri}, {}{} (not shown{})]",
             mime_type.as_deref().map(|m| format!("{m}, ")).unwrap_or_default(),
-            size(*bytes)
+            size(*bytes),
+            read_with(uri)
         ),
-        McpContent::Link { uri, name, mime_type } => {
-            format!("[link: {name} <{uri}>{}]", mime_type.as_deref().map(|m| format!(", {m}")).unwrap_or_default())
-        }
+        McpContent::Link { uri, name, mime_type } => format!(
+            "[link: {} <{uri}>{}{}]",
+            name.chars().take(MAX_LINK_NAME_CHARS).collect::<String>(),
+            mime_type.as_deref().map(|m| format!(", {m}")).unwrap_or_default(),
+            read_with(uri)
+        ),
     }
 }
 
@@ -558,6 +590,7 @@ fn size(bytes: usize) -> String {
 
 mod as_person;
 mod kept;
+pub mod resources;
 pub use as_person::person_tools;
 pub use kept::{KeptLists, REFRESH_AFTER_SECS, kept_or_discovered_tools, tool_list_key};
 

@@ -1,4 +1,5 @@
 use super::*;
+use assistant_core::mcp::McpResourcePart;
 use assistant_core::turn::{ToolStatus, ToolUse};
 use serde_json::json;
 use slack::ChannelId;
@@ -281,6 +282,118 @@ async fn secrets_in_a_servers_answer_never_reach_the_model() {
     let shown = serde_json::to_string(&result.output).unwrap();
     assert!(!shown.contains(&key) && !shown.contains("hunter2"), "{shown}");
     assert!(shown.contains("\"status\":\"ok\""), "{shown}");
+}
+
+/// A registry with the server `srv`, resources on, allowing everything.
+async fn registry_with_resources(session: Arc<MemoryMcpSession>, requires_approval: Value) -> ToolRegistry {
+    let connector = MemoryMcp::default().with("https://mcp.example.com/mcp", MemoryMcpServer::Serves(session));
+    let configs = servers(json!([{"name": "srv", "url": "https://mcp.example.com/mcp", "timeout_secs": 2,
+                                  "resources": true, "requires_approval": requires_approval}]));
+    ToolRegistry::new(discover_all(&configs, &connector).await, ToolPolicy::allow_all()).unwrap()
+}
+
+fn text_part(uri: &str, text: &str) -> McpResourcePart {
+    McpResourcePart::Text { uri: uri.into(), mime_type: Some("text/plain".into()), text: text.into() }
+}
+
+#[tokio::test]
+async fn resources_are_read_from_their_server_and_its_links_name_the_tool_that_reads_them() {
+    // GIVEN a server with resources on, and a tool of its own that takes our tool's name
+    let session = MemoryMcpSession::new(vec![info("tool", Some(true)), info("read_resource", Some(false))]);
+    session.serves("demo://notes/1", vec![text_part("demo://notes/1", "deploys freeze on Fridays")]);
+    session.serves(
+        "demo://both",
+        vec![
+            text_part("demo://both/a", "alpha"),
+            McpResourcePart::Blob { uri: "demo://both/b".into(), mime_type: Some("image/png".into()), bytes: 4_096 },
+        ],
+    );
+    let registry = registry_with_resources(session.clone(), json!("auto")).await;
+    let advertised: Vec<String> = registry.advertised(&channel()).into_iter().map(|spec| spec.name).collect();
+    assert_eq!(advertised, ["srv__read_resource", "srv__tool", "srv__read_resource_2"], "ours keeps its name");
+    assert_eq!(registry.effect(&channel(), "srv__read_resource"), Some(Effect::ReadOnly));
+
+    // WHEN the model reads a resource THEN it gets its text; several parts each under its URI, binaries sized
+    let read = |uri: &str| {
+        let (the_call, registry) = (call("srv__read_resource", json!({"uri": uri})), &registry);
+        async move { registry.run(&the_call, &channel()).await }
+    };
+    let result = read("demo://notes/1").await;
+    assert_eq!(
+        (result.status, result.output),
+        (ToolStatus::Success, ToolOutput::Text("deploys freeze on Fridays".into()))
+    );
+    let result = read("demo://both").await;
+    assert_eq!(
+        result.output,
+        ToolOutput::Text(
+            "--- demo://both/a (text/plain) ---\nalpha\n[binary: demo://both/b, image/png, 4.1 kB (not shown)]".into()
+        )
+    );
+
+    // AND a tool result's links and embedded resources name the tool that reads them
+    session.answers(Ok(McpCallResult {
+        content: vec![
+            McpContent::Link { uri: "demo://notes/1".into(), name: "notes".into(), mime_type: None },
+            McpContent::Resource { uri: "demo://r".into(), mime_type: None, bytes: 3 },
+        ],
+        ..Default::default()
+    }));
+    let result = registry.run(&call("srv__tool", json!({})), &channel()).await;
+    assert_eq!(
+        result.output,
+        ToolOutput::Text(
+            "[link: notes <demo://notes/1>; read it with srv__read_resource]\n[resource: demo://r, 3 B (not shown; read it with srv__read_resource)]".into()
+        )
+    );
+
+    // AND a server that does not trust its hints (`requires_approval: true`) has its reads approved too
+    let registry = registry_with_resources(session, json!(true)).await;
+    assert_eq!(registry.effect(&channel(), "srv__read_resource"), Some(Effect::ChangesThings));
+}
+
+#[tokio::test]
+async fn a_hostile_uri_goes_only_to_the_server_and_what_it_answers_is_redacted_and_an_error_is_a_result() {
+    let session = MemoryMcpSession::new(vec![info("tool", Some(true))]);
+    let key = format!("AKIA{}", "Q7W2E5R8T1Y4U6I3");
+    session.serves("demo://config", vec![text_part("demo://config", &format!("aws_access_key_id = {key}"))]);
+    let registry = registry_with_resources(session.clone(), json!("auto")).await;
+    let read = |input: Value| {
+        let (the_call, registry) = (call("srv__read_resource", input), &registry);
+        async move { registry.run(&the_call, &channel()).await }
+    };
+
+    // A secret in a resource never reaches the model.
+    let result = read(json!({"uri": "demo://config"})).await;
+    let shown = serde_json::to_string(&result.output).unwrap();
+    assert!(result.status == ToolStatus::Success && !shown.contains(&key), "{shown}");
+
+    // Another scheme is the server's to refuse: it is asked, and its error is a result the model reads.
+    for uri in ["file:///etc/passwd", "http://169.254.169.254/latest/meta-data/"] {
+        let result = read(json!({"uri": uri})).await;
+        assert_eq!(result.status, ToolStatus::Error);
+        let ToolOutput::Text(message) = result.output else { panic!("text") };
+        assert!(message.contains("The MCP server srv answered with an error: Resource not found"), "{message}");
+    }
+    // What is not a URI, or too long, or has control characters, no server sees.
+    let long = format!("demo://{}", "a".repeat(resources::MAX_URI_CHARS));
+    for input in [json!({"uri": "no scheme here"}), json!({"uri": long}), json!({"uri": "demo://a\r\nb"}), json!({})] {
+        let result = read(input.clone()).await;
+        assert_eq!(result.status, ToolStatus::Error, "{input}");
+    }
+    assert_eq!(
+        session.reads(),
+        ["demo://config", "file:///etc/passwd", "http://169.254.169.254/latest/meta-data/"],
+        "asked of the server only: nothing here fetches a URI"
+    );
+}
+
+#[tokio::test]
+async fn resources_from_a_server_that_acts_as_the_person_are_refused_at_configuration() {
+    let configs = servers(json!([{"name": "gh", "url": "https://gh/mcp", "resources": true,
+        "auth": {"oauth": {"provider": "github"}}}]));
+    let err = mcp_tools(&configs, &MemoryMcp::default(), no_env, &HashSet::new(), DISCOVERY_DEADLINE).await.err();
+    assert!(err.is_some_and(|err| err.to_string().contains("resources are not yet read")));
 }
 
 #[tokio::test]
