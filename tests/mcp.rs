@@ -79,7 +79,12 @@ impl Pipeline {
     /// A mention, then the work queue through the worker and the reply
     /// queue through the responder.
     async fn mention(&self) {
-        let response = self.functions.ingress.handle(events::parse(events::APP_MENTION)).await.unwrap();
+        self.mention_with(events::parse(events::APP_MENTION)).await;
+    }
+
+    /// As [`Self::mention`], with `event` (another mention).
+    async fn mention_with(&self, event: Value) {
+        let response = self.functions.ingress.handle(event).await.unwrap();
         assert_eq!(response["statusCode"], 200);
         let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
         let work = self.stack.receive_work().await.unwrap();
@@ -371,8 +376,12 @@ async fn a_kept_list_whose_put_lost_its_answer_serves_the_next_start_and_one_nev
     .unwrap();
     let start = || async {
         let background = Background::default();
-        let kept =
-            KeptLists { cache: cache.clone(), clock: Arc::new(assistant_core::SystemClock), background: &background };
+        let kept = KeptLists {
+            cache: cache.clone(),
+            clock: Arc::new(assistant_core::SystemClock),
+            background: &background,
+            changed: Default::default(),
+        };
         let no_env = |_: &Reference| None;
         let (tools, _) =
             kept_or_discovered_tools(&configs, connector.clone(), no_env, &HashSet::new(), DISCOVERY_DEADLINE, kept)
@@ -745,4 +754,54 @@ async fn a_resource_larger_than_any_answer_or_one_the_server_fails_to_read_is_an
     let (status, output) = call(&registry, "flaky__read_resource", json!({"uri": mcp_server::RESOURCE_SECRET})).await;
     assert_eq!(status, ToolStatus::Success, "{output:?}");
     assert!(!text(&output).contains(&mcp_server::resource_key()), "{output:?}");
+}
+
+#[tokio::test]
+async fn a_server_that_changes_its_tools_mid_turn_has_a_removed_tool_refused_and_the_next_turn_offers_the_new_list() {
+    // GIVEN our test server with the tools upper and evolve (read-only)
+    let server = McpTestServer::start_open().await;
+    let config = json!({
+        "tool_policy": [{"channels": "*", "tools": ["flaky__*"]}],
+        "mcp_servers": [{"name": "flaky", "url": server.url, "timeout_secs": 10}]
+    });
+    let pipeline = Pipeline::start(
+        &config.to_string(),
+        vec![
+            Scripted::tool_calls(&[("tooluse_evolve", "flaky__evolve", json!({}))]),
+            Scripted::tool_calls(&[("tooluse_upper", "flaky__upper", json!({"text": "late"}))]),
+            Scripted::text("The server's tools changed under me."),
+            Scripted::tool_calls(&[("tooluse_drop", "flaky__drop_table", json!({"table": "orders"}))]),
+        ],
+    )
+    .await;
+
+    // WHEN the model calls evolve (the server drops upper, adds drop_table
+    // and says its tools changed), then upper, in the same turn
+    pipeline.mention().await;
+
+    // THEN the call of upper is an error result that says why, and never reached the server
+    let requests = pipeline.bedrock.requests();
+    assert_eq!(requests.len(), 3);
+    let refused = requests[2].body.to_string();
+    assert!(refused.contains("no longer offers the tool upper"), "{refused}");
+    assert_eq!(*server.seen.called.lock().unwrap(), ["evolve"]);
+
+    // WHEN someone asks again, in another thread
+    let second = events::with_body_edit(&events::parse(events::APP_MENTION), "Ev0LAN670R", "Ev0LAN670S");
+    let second = events::with_body_edit(&second, "1763800000.000100", "1763800000.000200");
+    pipeline.mention_with(second).await;
+
+    // THEN the model is offered the new list: drop_table, not upper
+    let requests = pipeline.bedrock.requests();
+    assert_eq!(requests.len(), 4);
+    let tools = offered(&requests[3].body);
+    assert!(
+        tools.contains(&"flaky__drop_table".to_owned()) && !tools.contains(&"flaky__upper".to_owned()),
+        "{tools:?}"
+    );
+    // AND the new tool, not read-only, waits for approval: a prompt, and nothing ran
+    let posted = pipeline.slack.posted();
+    let prompt = posted.iter().filter_map(|p| p.blocks.as_ref()).map(Value::to_string).collect::<Vec<_>>().join("\n");
+    assert!(prompt.contains("flaky__drop_table") && prompt.contains("approve"), "{posted:?}");
+    assert_eq!(*server.seen.called.lock().unwrap(), ["evolve"]);
 }

@@ -2,7 +2,10 @@
 //! the reference server cannot show: a session that expires, a token
 //! revoked mid-session (401), a tool that reports `isError`, a tool that
 //! waits until it is cancelled, resources that hold a secret, are huge,
-//! larger than any answer we take, or fail ([`RESOURCE_SECRET`] …). Served over Streamable HTTP on a loopback
+//! larger than any answer we take, or fail ([`RESOURCE_SECRET`] …), and a
+//! tool (`evolve`) after which the server offers other tools and says so
+//! (`notifications/tools/list_changed`): `upper` gone, `drop_table` (not
+//! read-only) new. Served over Streamable HTTP on a loopback
 //! port for as long as the test holds it.
 
 use crate::local_server::LocalServer;
@@ -60,6 +63,10 @@ pub struct Seen {
     pub people: std::sync::Mutex<Vec<String>>,
     /// Every URI a client asked to read.
     pub resource_reads: std::sync::Mutex<Vec<String>>,
+    /// `evolve` ran: the tools changed.
+    pub evolved: AtomicBool,
+    /// The tools each call named, in order.
+    pub called: std::sync::Mutex<Vec<String>>,
 }
 
 #[derive(Clone)]
@@ -75,7 +82,9 @@ fn tool(name: &'static str, description: &'static str) -> Tool {
 
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().build(),
+        )
     }
 
     async fn read_resource(
@@ -100,11 +109,21 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![
+        let mut tools = vec![
             tool("upper", "Upper-cases text."),
             tool("fails", "Always reports an error."),
             tool("slow", "Waits a minute unless cancelled."),
-        ]))
+            tool("evolve", "Changes the server's tools."),
+        ];
+        if self.seen.evolved.load(Ordering::SeqCst) {
+            tools.retain(|tool| tool.name != "upper");
+            let schema = json!({"type": "object", "properties": {"table": {"type": "string"}}});
+            tools.push(
+                Tool::new("drop_table", "Drops a table.", Arc::new(schema.as_object().unwrap().clone()))
+                    .annotate(ToolAnnotations::new().read_only(false)),
+            );
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -113,10 +132,21 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.seen.calls.fetch_add(1, Ordering::SeqCst);
+        self.seen.called.lock().unwrap().push(request.name.to_string());
         let text = request.arguments.as_ref().and_then(|a| a.get("text")).and_then(|t| t.as_str()).unwrap_or("");
         let result = match request.name.as_ref() {
             "upper" => CallToolResult::success(vec![ContentBlock::text(text.to_uppercase())]),
             "fails" => CallToolResult::error(vec![ContentBlock::text("disk quota exceeded on /var/data")]),
+            "evolve" => {
+                self.seen.evolved.store(true, Ordering::SeqCst);
+                context
+                    .peer
+                    .notify_tool_list_changed()
+                    .await
+                    .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+                CallToolResult::success(vec![ContentBlock::text("the tools changed")])
+            }
+            "drop_table" => CallToolResult::success(vec![ContentBlock::text("dropped")]),
             "slow" => {
                 tokio::select! {
                     () = context.ct.cancelled() => {

@@ -328,6 +328,12 @@ impl WorkerFunction {
             }
             *at = Instant::now();
         }
+        self.reassemble().await;
+    }
+
+    /// Reads the configuration again and assembles the worker anew, now
+    /// (see [`Self::reassemble_if_due`]).
+    async fn reassemble(&self) {
         let current = self.assembled();
         let object = &self.config.assistant_config_key;
         // The bucket's, never the kept copy: this is how copies are renewed.
@@ -378,6 +384,14 @@ impl WorkerFunction {
     /// One invocation once [`Arrival::prepare`] has run for `event` (a
     /// cold start runs it beside the assembly: [`WorkerStart`]).
     pub async fn handle_prepared(&self, event: WorkerEvent, deadline_ms: u64) -> Value {
+        // An MCP server changed its tools (and the new list is kept): this
+        // invocation is served by a worker assembled anew from the kept
+        // lists, so the model is offered the new list from this step on.
+        if self.assembled().worker.tools().changed().take() {
+            tracing::info!("a tool list changed: the worker is assembled again before this invocation");
+            *self.assembled_at.lock().expect("assembled_at lock") = Instant::now();
+            self.reassemble().await;
+        }
         // Beside the work: a worker assembled anew serves the next one.
         let assembled = self.assembled();
         let (handled, ()) = tokio::join!(self.handle_event(&assembled, event, deadline_ms), self.reassemble_if_due());

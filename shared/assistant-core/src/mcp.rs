@@ -363,6 +363,11 @@ pub trait McpSession: Send + Sync {
         let _ = (uri, timeout);
         Err(McpError::Server("this server offers no resources".into()))
     }
+    /// How many `notifications/tools/list_changed` the server has sent this
+    /// session: when it rises, what `list_tools` said is out of date.
+    fn tool_list_changes(&self) -> u64 {
+        0
+    }
 }
 
 /// Opens sessions (`initialize`).

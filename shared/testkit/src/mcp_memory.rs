@@ -14,7 +14,9 @@ use std::time::Duration;
 /// A server's session: its tools, and the next answer to a call (none
 /// scripted: the call times out).
 pub struct MemoryMcpSession {
-    tools: Vec<McpToolInfo>,
+    tools: Mutex<Vec<McpToolInfo>>,
+    /// `notifications/tools/list_changed` sent so far.
+    changes: std::sync::atomic::AtomicU64,
     answer: Mutex<Option<Result<McpCallResult, McpError>>>,
     calls: Mutex<Vec<(String, Map<String, Value>)>>,
     resources: Mutex<BTreeMap<String, Vec<McpResourcePart>>>,
@@ -24,7 +26,8 @@ pub struct MemoryMcpSession {
 impl MemoryMcpSession {
     pub fn new(tools: Vec<McpToolInfo>) -> Arc<Self> {
         Arc::new(Self {
-            tools,
+            tools: Mutex::new(tools),
+            changes: Default::default(),
             answer: Mutex::default(),
             calls: Mutex::default(),
             resources: Mutex::default(),
@@ -35,6 +38,13 @@ impl MemoryMcpSession {
     /// What the next call answers.
     pub fn answers(&self, answer: Result<McpCallResult, McpError>) {
         *self.answer.lock().unwrap() = Some(answer);
+    }
+
+    /// The server offers `tools` from now on, and says so
+    /// (`notifications/tools/list_changed`).
+    pub fn change_tools(&self, tools: Vec<McpToolInfo>) {
+        *self.tools.lock().unwrap() = tools;
+        self.changes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Serves `parts` at `uri` (any other URI: "not found").
@@ -56,7 +66,7 @@ impl MemoryMcpSession {
 #[async_trait]
 impl McpSession for MemoryMcpSession {
     async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
-        Ok(self.tools.clone())
+        Ok(self.tools.lock().unwrap().clone())
     }
 
     async fn call_tool(
@@ -73,6 +83,10 @@ impl McpSession for MemoryMcpSession {
         self.reads.lock().unwrap().push(uri.to_owned());
         let found = self.resources.lock().unwrap().get(uri).cloned();
         found.ok_or_else(|| McpError::Server(format!("Resource not found: {uri}")))
+    }
+
+    fn tool_list_changes(&self) -> u64 {
+        self.changes.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 

@@ -1,5 +1,6 @@
-//! What this client offers a server at `initialize`, and what it does with
-//! the server's own requests while a call runs.
+//! What this client offers a server at `initialize`, what it does with the
+//! server's own requests while a call runs, and the notices it counts
+//! (`notifications/tools/list_changed`).
 //!
 //! **Elicitation** (links and forms) is offered only to a server whose
 //! configuration says `elicitation: true`. A request goes to the person
@@ -21,8 +22,9 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
     FormElicitationCapability, Implementation, UrlElicitationCapability,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -44,7 +46,10 @@ pub(crate) struct Client {
     /// requests go, and when each call is cut off.
     asking: Mutex<Vec<Running>>,
     /// The number the next call gets.
-    calls: std::sync::atomic::AtomicU64,
+    calls: AtomicU64,
+    /// How many times the server said its tools changed
+    /// (`notifications/tools/list_changed`).
+    tool_list_changes: AtomicU64,
 }
 
 impl Client {
@@ -58,15 +63,26 @@ impl Client {
             );
         }
         let info = ClientConfig::new(capabilities, Implementation::new("slack-assistant", env!("CARGO_PKG_VERSION")));
-        Self { info, server: server.to_owned(), asking: Mutex::default(), calls: Default::default() }
+        Self {
+            info,
+            server: server.to_owned(),
+            asking: Mutex::default(),
+            calls: AtomicU64::default(),
+            tool_list_changes: AtomicU64::default(),
+        }
     }
 
     /// `elicitor` hears the server's requests while the returned guard lives
     /// (the call runs, until `cut_off`).
     pub(crate) fn asking(&self, elicitor: Arc<dyn Elicitor>, cut_off: Instant) -> Asking<'_> {
-        let call = self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let call = self.calls.fetch_add(1, Ordering::Relaxed);
         self.asking.lock().expect("asking lock").push((call, elicitor, cut_off));
         Asking { client: self, call }
+    }
+
+    /// How many times the server said its tools changed, so far.
+    pub(crate) fn tool_list_changes(&self) -> u64 {
+        self.tool_list_changes.load(Ordering::SeqCst)
     }
 
     /// The one person whose calls run now, if there is exactly one, and
@@ -101,6 +117,10 @@ fn answer(action: ElicitationAction) -> Result<ElicitResult, rmcp::ErrorData> {
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
         self.info.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tool_list_changes.fetch_add(1, Ordering::SeqCst);
     }
 
     async fn create_elicitation(

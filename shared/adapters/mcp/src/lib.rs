@@ -8,7 +8,9 @@
 //! future is dropped (our timeout). This adapter only translates: the
 //! SDK's types to the core's, and its errors to [`McpError`] (401/403 as
 //! [`McpError::Unauthorized`], so a revoked token reads as one). A server
-//! behind AWS IAM gets each request signed ([`signed`]).
+//! behind AWS IAM gets each request signed ([`signed`]). What a server says
+//! unasked that we act on: `notifications/tools/list_changed`, counted for
+//! the tools' layer ([`McpSession::tool_list_changes`]).
 
 use assistant_core::mcp::{
     Elicitor, McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpResourcePart, McpSession, McpToolInfo,
@@ -174,6 +176,10 @@ impl McpSession for Session {
             ));
         };
         Ok(result.contents.into_iter().map(resource_part).collect())
+    }
+
+    fn tool_list_changes(&self) -> u64 {
+        self.client.tool_list_changes()
     }
 }
 

@@ -15,6 +15,14 @@
 //! reason, which the model reads. Keeping a list is a plain put of the
 //! same key: a put whose answer was lost is either there for the next
 //! start or listed again by it.
+//!
+//! A server that says its tools changed (`notifications/tools/list_changed`,
+//! heard while a session is open) is listed again at once, its list kept
+//! with the time, and the worker's [`ToolsChanged`] marked: the function
+//! assembles the worker anew from the kept lists before its next
+//! invocation, so the next step offers the new list under the same rules
+//! (a new tool that is not read-only waits for approval). Until then a
+//! call of a tool the new list lacks is refused with why.
 
 use super::{Found, McpConfigError, McpServerConfig, ServerSession, as_person, checked, discover, offered};
 use assistant_core::Clock;
@@ -26,6 +34,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tools_registry::background::Background;
+use tools_registry::changes::ToolsChanged;
 use tools_registry::references::Reference;
 use tools_registry::{Tool, Unoffered};
 use tracing::{info, warn};
@@ -91,6 +100,26 @@ pub struct KeptLists<'a> {
     pub clock: Arc<dyn Clock>,
     /// Where the lists' refreshes and puts run.
     pub background: &'a Background,
+    /// Marked when a server's list changed and was kept anew.
+    pub changed: ToolsChanged,
+}
+
+/// Keeps a server's list again when it changed during a session, and
+/// tells the worker.
+pub(super) struct Keeper {
+    cache: Arc<dyn ArtifactStore>,
+    clock: Arc<dyn Clock>,
+    /// The list as kept before (its URL and configuration).
+    list: ToolList,
+    changed: ToolsChanged,
+}
+
+impl Keeper {
+    pub(super) async fn keep(&self, server: &str, tools: Vec<McpToolInfo>) {
+        let list = ToolList { listed_at: self.clock.now_unix(), tools, ..self.list.clone() };
+        keep(self.cache.as_ref(), server, &list).await;
+        self.changed.mark();
+    }
 }
 
 /// The servers' tools (those with the worker's credentials): from their
@@ -113,6 +142,12 @@ pub async fn kept_or_discovered_tools(
                 return None;
             }
             let print = fingerprint(config);
+            let keeper = || Keeper {
+                cache: kept.cache.clone(),
+                clock: kept.clock.clone(),
+                list: ToolList { url: config.url.clone(), config: print.clone(), listed_at: 0, tools: Vec::new() },
+                changed: kept.changed.clone(),
+            };
             if let Some(list) = read(kept.cache.as_ref(), config, Some(&print)).await {
                 let age = now - list.listed_at;
                 info!(server = %config.name, age_secs = age, "MCP server's tools from its kept list");
@@ -126,15 +161,19 @@ pub async fn kept_or_discovered_tools(
                         deadline,
                     ));
                 }
-                return Some(Ok((ServerSession::at_first_call(endpoint.clone(), connector), list.tools)));
+                let session = ServerSession::at_first_call(endpoint.clone(), connector, Some(keeper()));
+                return Some(Ok((session, list.tools)));
             }
             let found = discover(connector.as_ref(), endpoint, deadline).await;
             if let Ok((_, tools)) = &found {
-                let list = ToolList { url: config.url.clone(), config: print, listed_at: now, tools: tools.clone() };
+                let list =
+                    ToolList { url: config.url.clone(), config: print.clone(), listed_at: now, tools: tools.clone() };
                 let (cache, server) = (kept.cache.clone(), config.name.clone());
                 kept.background.spawn(async move { keep(cache.as_ref(), &server, &list).await });
             }
-            Some(found.map(|(session, tools)| (ServerSession::opened(endpoint.clone(), session), tools)))
+            Some(
+                found.map(|(session, tools)| (ServerSession::opened(endpoint.clone(), session, Some(keeper())), tools)),
+            )
         }
     }))
     .await;

@@ -254,7 +254,7 @@ pub async fn discover_tools(
             return None;
         }
         let found = discover(connector, endpoint, deadline).await;
-        Some(found.map(|(session, listed)| (ServerSession::opened(endpoint.clone(), session), listed)))
+        Some(found.map(|(session, listed)| (ServerSession::opened(endpoint.clone(), session, None), listed)))
     }))
     .await;
     Ok(offered(configs, &endpoints, found, taken))
@@ -317,6 +317,7 @@ fn offered(
                 timeout: timeout(config),
                 elicitation: config.elicitation,
                 reader: reader.clone(),
+                trusted_read_only: config.requires_approval == RequiresApproval::Auto && info.read_only == Some(true),
             };
             tools.push(tool(config, name, info, runner));
         }
@@ -414,20 +415,102 @@ fn unique_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String 
 }
 
 /// A server's session: the one discovery opened, or one opened at the
-/// first call when the server's tools came from its kept list.
+/// first call when the server's tools came from its kept list; and what
+/// the server's list says since it said its tools changed.
 struct ServerSession {
     endpoint: McpEndpoint,
     connector: Option<Arc<dyn McpConnector>>,
     open: tokio::sync::Mutex<Option<Arc<dyn McpSession>>>,
+    live: std::sync::Mutex<Live>,
+    /// Keeps a changed list and tells the worker (a server whose tools
+    /// come from a kept list; see `kept`).
+    keeper: Option<kept::Keeper>,
+}
+
+/// The server's tools as listed after its last `tools/list_changed`, and
+/// how many changes that listing answers.
+#[derive(Default)]
+struct Live {
+    seen: u64,
+    tools: Option<Vec<McpToolInfo>>,
 }
 
 impl ServerSession {
-    fn opened(endpoint: McpEndpoint, session: Arc<dyn McpSession>) -> Arc<Self> {
-        Arc::new(Self { endpoint, connector: None, open: tokio::sync::Mutex::new(Some(session)) })
+    fn opened(endpoint: McpEndpoint, session: Arc<dyn McpSession>, keeper: Option<kept::Keeper>) -> Arc<Self> {
+        Arc::new(Self {
+            endpoint,
+            connector: None,
+            open: tokio::sync::Mutex::new(Some(session)),
+            live: Default::default(),
+            keeper,
+        })
     }
 
-    fn at_first_call(endpoint: McpEndpoint, connector: Arc<dyn McpConnector>) -> Arc<Self> {
-        Arc::new(Self { endpoint, connector: Some(connector), open: tokio::sync::Mutex::new(None) })
+    fn at_first_call(
+        endpoint: McpEndpoint,
+        connector: Arc<dyn McpConnector>,
+        keeper: Option<kept::Keeper>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            endpoint,
+            connector: Some(connector),
+            open: tokio::sync::Mutex::new(None),
+            live: Default::default(),
+            keeper,
+        })
+    }
+
+    /// Lists the server's tools again when it said they changed since the
+    /// last listing, and keeps the new list (the worker assembles itself
+    /// anew from it before its next step). A listing that fails is tried
+    /// again at the next call.
+    async fn follow_changes(&self, session: &Arc<dyn McpSession>) {
+        let changes = session.tool_list_changes();
+        if self.live.lock().expect("live lock").seen >= changes {
+            return;
+        }
+        let server = &self.endpoint.name;
+        let tools = match tokio::time::timeout(DISCOVERY_DEADLINE, session.list_tools()).await {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(err)) => {
+                let reason = redact::Redactor::global().redact(&err.to_string()).into_owned();
+                warn!(%server, error = %reason, "MCP server changed its tools and could not be listed: tried again at its next call");
+                return;
+            }
+            Err(_) => {
+                warn!(%server, "MCP server changed its tools and did not list them in time: tried again at its next call");
+                return;
+            }
+        };
+        info!(%server, tools = tools.len(), "MCP server changed its tools: removed ones are refused, the next step offers the new list");
+        {
+            let mut live = self.live.lock().expect("live lock");
+            if live.seen < changes {
+                *live = Live { seen: changes, tools: Some(tools.clone()) };
+            }
+        }
+        if let Some(keeper) = &self.keeper {
+            keeper.keep(server, tools).await;
+        }
+    }
+
+    /// Why the server's `tool` may not be called now, if its list since it
+    /// changed says so: the tool is gone, or it no longer says it is
+    /// read-only while it was offered to run without approval for that.
+    fn refusal(&self, tool: &str, trusted_read_only: bool) -> Option<String> {
+        let live = self.live.lock().expect("live lock");
+        let server = &self.endpoint.name;
+        match live.tools.as_ref()?.iter().find(|listed| listed.name == tool) {
+            None => Some(format!(
+                "The MCP server {server} no longer offers the tool {tool}: it changed its tools during this \
+                 conversation. Do not call it again; the tools it offers now are offered from the next step."
+            )),
+            Some(listed) if trusted_read_only && listed.read_only != Some(true) => Some(format!(
+                "The MCP server {server} changed the tool {tool}: it no longer says it only reads, so it now needs \
+                 a person's approval. Call it again from the next step to ask for it."
+            )),
+            Some(_) => None,
+        }
     }
 
     /// The session, opened now if it is not yet (once; a failed opening is
@@ -456,6 +539,9 @@ struct McpTool {
     elicitation: bool,
     /// The server's `read_resource` tool, which its results' links name.
     reader: Option<String>,
+    /// Offered to run without approval because the server said it only
+    /// reads (`"auto"`): a call after the server took that back is refused.
+    trusted_read_only: bool,
 }
 
 impl RunTool for McpTool {
@@ -465,11 +551,18 @@ impl RunTool for McpTool {
                 return Err("The input must be a JSON object.".into());
             };
             let session = self.session.get().await.map_err(|err| call_error(&self.server, err, false))?;
+            self.session.follow_changes(&session).await;
+            if let Some(refusal) = self.session.refusal(&self.tool, self.trusted_read_only) {
+                return Err(refusal.into());
+            }
             let links = context.asks.as_ref().filter(|_| self.elicitation);
             let called = match links {
                 Some(links) => session.call_tool_eliciting(&self.tool, arguments, self.timeout, links.0.clone()).await,
                 None => session.call_tool(&self.tool, arguments, self.timeout).await,
             };
+            // A change the server announced while answering is followed now,
+            // so the next step sees it even if no call of it follows.
+            self.session.follow_changes(&session).await;
             match called {
                 Ok(result) => output(result, self.reader.as_deref()),
                 Err(McpError::LinkRequired(requests)) => Err(links_first(&self.server, &requests, links).await),

@@ -536,7 +536,7 @@ mod acting_as_the_person {
     }
 }
 
-mod kept_lists {
+pub(super) mod kept_lists {
     use super::*;
     use assistant_core::ports::ArtifactStore;
     use testkit::clock::ManualClock;
@@ -546,22 +546,36 @@ mod kept_lists {
     const URL: &str = "https://mcp.example.com/mcp";
     const NOW: i64 = 1_763_800_000;
 
-    struct Start {
+    pub(super) struct Start {
         connector: Arc<MemoryMcp>,
         cache: Arc<MemoryArtifacts>,
+        /// What the last start's tools mark when a server's list changes.
+        pub(super) changed: std::sync::Mutex<tools_registry::changes::ToolsChanged>,
     }
 
     impl Start {
         fn new(server: MemoryMcpServer) -> Self {
-            Self { connector: Arc::new(MemoryMcp::default().with(URL, server)), cache: Arc::default() }
+            Self {
+                connector: Arc::new(MemoryMcp::default().with(URL, server)),
+                cache: Arc::default(),
+                changed: Default::default(),
+            }
         }
 
         /// One worker's start at `now`: its tools, once the start's
         /// background work is done.
-        async fn tools(&self, configs: &[McpServerConfig], now: i64) -> Vec<Tool> {
+        pub(super) async fn tools(&self, configs: &[McpServerConfig], now: i64) -> Vec<Tool> {
             let background = Background::default();
-            let kept =
-                KeptLists { cache: self.cache.clone(), clock: Arc::new(ManualClock::at(now)), background: &background };
+            let kept = KeptLists {
+                cache: self.cache.clone(),
+                clock: Arc::new(ManualClock::at(now)),
+                background: &background,
+                changed: {
+                    let fresh = tools_registry::changes::ToolsChanged::default();
+                    *self.changed.lock().unwrap() = fresh.clone();
+                    fresh
+                },
+            };
             let (tools, _) = kept_or_discovered_tools(
                 configs,
                 self.connector.clone(),
@@ -588,6 +602,10 @@ mod kept_lists {
 
     fn config() -> Vec<McpServerConfig> {
         servers(json!([{"name": "srv", "url": URL, "headers": {"X-Team": "sre"}}]))
+    }
+
+    pub(super) fn start_serving(session: Arc<MemoryMcpSession>) -> Start {
+        Start::new(MemoryMcpServer::Serves(session))
     }
 
     #[tokio::test]
@@ -681,5 +699,58 @@ mod kept_lists {
         assert_eq!(result.status, ToolStatus::Error);
         let ToolOutput::Text(message) = result.output else { panic!("text") };
         assert!(message.contains("refused our credentials (HTTP 401)"), "{message}");
+    }
+}
+
+mod list_changes {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_server_that_changes_its_tools_mid_turn_has_removed_ones_refused_and_the_next_start_offers_the_new_ones()
+    {
+        // GIVEN a worker started with a server's kept list: a tool that
+        // stays, one about to go, one about to stop saying it only reads
+        let session =
+            MemoryMcpSession::new(vec![info("stays", Some(true)), info("goes", Some(true)), info("flips", Some(true))]);
+        let start = super::kept_lists::start_serving(session.clone());
+        let configs = servers(json!([{"name": "srv", "url": "https://mcp.example.com/mcp"}]));
+        start.tools(&configs, 1_763_800_000).await;
+        let tools = start.tools(&configs, 1_763_800_060).await;
+        let changed = start.changed.lock().unwrap().clone();
+        let registry = ToolRegistry::new(tools, ToolPolicy::allow_all()).unwrap().watching(changed.clone());
+        assert!(!registry.changed().is_marked());
+
+        // WHEN the server changes its tools (and says so) during the turn
+        session.change_tools(vec![info("stays", Some(true)), info("flips", Some(false)), info("added", None)]);
+        session.answers(Ok(McpCallResult { content: vec![McpContent::Text("ok".into())], ..Default::default() }));
+        let result = registry.run(&call("srv__stays", json!({})), &channel()).await;
+        assert_eq!(result.status, ToolStatus::Success);
+
+        // THEN a removed tool called afterwards is an error result that says why, and never reaches the server
+        let result = registry.run(&call("srv__goes", json!({})), &channel()).await;
+        assert_eq!(result.status, ToolStatus::Error);
+        let ToolOutput::Text(message) = result.output else { panic!("text") };
+        assert!(message.contains("no longer offers the tool goes"), "{message}");
+        // AND a tool the server no longer calls read-only does not run without approval
+        let result = registry.run(&call("srv__flips", json!({})), &channel()).await;
+        let ToolOutput::Text(message) = result.output else { panic!("text") };
+        assert!(result.status == ToolStatus::Error && message.contains("needs a person's approval"), "{message}");
+        let called: Vec<String> = session.calls().into_iter().map(|(name, _)| name).collect();
+        assert_eq!(called, ["stays"]);
+
+        // AND the new list is kept and the worker told, so the next start
+        // offers it, the new tool under the same rules (it waits for approval)
+        assert!(registry.changed().is_marked());
+        let next = start.tools(&configs, 1_763_800_070).await;
+        let effects: Vec<(String, Effect)> =
+            next.iter().map(|tool| (tool.spec().name.clone(), tool.effect())).collect();
+        assert_eq!(
+            effects,
+            [
+                ("srv__stays".to_owned(), Effect::ReadOnly),
+                ("srv__flips".to_owned(), Effect::ChangesThings),
+                ("srv__added".to_owned(), Effect::ChangesThings)
+            ]
+        );
     }
 }

@@ -15,6 +15,7 @@
 pub mod auth;
 pub mod background;
 pub mod builtin;
+pub mod changes;
 pub mod references;
 pub mod schema;
 
@@ -521,6 +522,8 @@ pub struct ToolRegistry {
     policy: ToolPolicy,
     /// How servers' requests reach the person who asked.
     asking: Option<AskingPorts>,
+    /// Marked when a tool family's list changed under this registry.
+    changed: changes::ToolsChanged,
 }
 
 impl ToolRegistry {
@@ -545,7 +548,7 @@ impl ToolRegistry {
                 return Err(ToolDefinitionError::DuplicateName(tool.spec.name.clone()));
             }
         }
-        Ok(Self { tools, policy, asking: None })
+        Ok(Self { tools, policy, asking: None, changed: changes::ToolsChanged::default() })
     }
 
     /// Servers' requests of the person who asked (MCP elicitation: links,
@@ -554,6 +557,18 @@ impl ToolRegistry {
     pub fn with_asking(mut self, ports: AskingPorts) -> Self {
         self.asking = Some(ports);
         self
+    }
+
+    /// The same registry, marked by `changed` when a family's tools change
+    /// (an MCP server's list).
+    pub fn watching(mut self, changed: changes::ToolsChanged) -> Self {
+        self.changed = changed;
+        self
+    }
+
+    /// Whether its tools changed since it was built (see [`changes`]).
+    pub fn changed(&self) -> &changes::ToolsChanged {
+        &self.changed
     }
 
     fn allowed<'a>(&'a self, asker: &'a Asker) -> impl Iterator<Item = &'a Tool> + 'a {

@@ -388,6 +388,8 @@ pub async fn assemble(
             }
         });
     }
+    // Marked when an MCP server's tools change under this worker.
+    let changed = tools_registry::changes::ToolsChanged::default();
     let discovered = tools_mcp::kept_or_discovered_tools(
         &assistant.mcp_servers,
         ports.mcp.clone(),
@@ -398,6 +400,7 @@ pub async fn assemble(
             cache: ports.core.artifacts.clone(),
             clock: ports.core.clock.clone(),
             background: &background,
+            changed: changed.clone(),
         },
     )
     .await;
@@ -464,7 +467,7 @@ pub async fn assemble(
         forms: Some(ports.core.forms.clone()),
         clock: ports.core.clock.clone(),
     };
-    let tools = ToolRegistry::new(tools, policy)?.with_asking(asking);
+    let tools = ToolRegistry::new(tools, policy)?.with_asking(asking).watching(changed);
     info!(
         prompt = assistant.system_prompt_key.as_deref().unwrap_or("bundled"),
         docs = %assistant.docs_prefix,
