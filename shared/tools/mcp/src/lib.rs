@@ -311,7 +311,6 @@ fn offered(
         for info in wanted {
             let name = unique_name(&config.name, &info.name, &mut names);
             let runner = McpTool {
-                server: config.name.clone(),
                 tool: info.name.clone(),
                 session: session.clone(),
                 timeout: timeout(config),
@@ -460,6 +459,11 @@ impl ServerSession {
         })
     }
 
+    /// The session for a call; a failure to open it is the call's error.
+    async fn for_call(&self) -> Result<Arc<dyn McpSession>, ToolError> {
+        self.get().await.map_err(|err| call_error(&self.endpoint.name, err, false))
+    }
+
     /// Lists the server's tools again when it said they changed since the
     /// last listing, and keeps the new list (the worker assembles itself
     /// anew from it before its next step). A listing that fails is tried
@@ -531,7 +535,6 @@ impl ServerSession {
 
 /// One server tool, ready to call.
 struct McpTool {
-    server: String,
     tool: String,
     session: Arc<ServerSession>,
     timeout: Duration,
@@ -550,7 +553,7 @@ impl RunTool for McpTool {
             let Value::Object(arguments) = input else {
                 return Err("The input must be a JSON object.".into());
             };
-            let session = self.session.get().await.map_err(|err| call_error(&self.server, err, false))?;
+            let session = self.session.for_call().await?;
             self.session.follow_changes(&session).await;
             if let Some(refusal) = self.session.refusal(&self.tool, self.trusted_read_only) {
                 return Err(refusal.into());
@@ -565,8 +568,10 @@ impl RunTool for McpTool {
             self.session.follow_changes(&session).await;
             match called {
                 Ok(result) => output(result, self.reader.as_deref()),
-                Err(McpError::LinkRequired(requests)) => Err(links_first(&self.server, &requests, links).await),
-                Err(err) => Err(call_error(&self.server, err, false)),
+                Err(McpError::LinkRequired(requests)) => {
+                    Err(links_first(&self.session.endpoint.name, &requests, links).await)
+                }
+                Err(err) => Err(call_error(&self.session.endpoint.name, err, false)),
             }
         })
     }

@@ -54,7 +54,7 @@ pub(super) fn read_resource_tool(config: &McpServerConfig, name: String, session
         RequiresApproval::Always => Effect::ChangesThings,
         RequiresApproval::Auto | RequiresApproval::Never => Effect::ReadOnly,
     };
-    let runner = ReadResource { server: config.name.clone(), session, timeout: timeout(config) };
+    let runner = ReadResource { session, timeout: timeout(config) };
     Tool::new(spec, effect, timeout(config), runner)
         .expect("the read_resource schema compiles")
         .with_approvers(config.approvers.clone())
@@ -62,7 +62,6 @@ pub(super) fn read_resource_tool(config: &McpServerConfig, name: String, session
 }
 
 struct ReadResource {
-    server: String,
     session: Arc<ServerSession>,
     timeout: Duration,
 }
@@ -72,9 +71,9 @@ impl RunTool for ReadResource {
         Box::pin(async move {
             let uri = input.get("uri").and_then(Value::as_str).unwrap_or_default();
             checked_uri(uri)?;
-            let session = self.session.get().await.map_err(|err| call_error(&self.server, err, false))?;
-            let parts =
-                session.read_resource(uri, self.timeout).await.map_err(|err| call_error(&self.server, err, false))?;
+            let session = self.session.for_call().await?;
+            let server = &self.session.endpoint.name;
+            let parts = session.read_resource(uri, self.timeout).await.map_err(|err| call_error(server, err, false))?;
             Ok(ToolOutput::Text(shown(uri, &parts)))
         })
     }
