@@ -785,6 +785,17 @@ const LIMITS: &[Limit] = &[
     (ARCHITECTURE, "kept for {} days after the period ends", &[("SPEND_KEPT_AFTER_SECS", 86_400.0)]),
     (TOOLS, "with control characters or over {} characters is refused", &[("MAX_URI_CHARS", 1.0)]),
     (TOOLS, "an answer over {} MiB is refused", &[("MAX_MCP_ANSWER_BYTES", 1024.0 * 1024.0)]),
+    (TOOLS, "Slack shows at most {} suggested prompts in all", &[("MAX_SUGGESTED_PROMPTS", 1.0)]),
+    (
+        TOOLS,
+        "the title cut at {} characters and the message at {}",
+        &[("MAX_SUGGESTED_TITLE_CHARS", 1.0), ("MAX_SUGGESTED_MESSAGE_CHARS", 1.0)],
+    ),
+    (
+        CONFIGURATION,
+        "1 to {} prompts (`title` up to {} characters on the button, `message` up to {}",
+        &[("MAX_SUGGESTED_PROMPTS", 1.0), ("MAX_SUGGESTED_TITLE_CHARS", 1.0), ("MAX_SUGGESTED_MESSAGE_CHARS", 1.0)],
+    ),
 ];
 
 #[test]

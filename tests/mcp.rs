@@ -383,7 +383,7 @@ async fn a_kept_list_whose_put_lost_its_answer_serves_the_next_start_and_one_nev
             changed: Default::default(),
         };
         let no_env = |_: &Reference| None;
-        let (tools, _) =
+        let (tools, _, _) =
             kept_or_discovered_tools(&configs, connector.clone(), no_env, &HashSet::new(), DISCOVERY_DEADLINE, kept)
                 .await
                 .unwrap();
@@ -804,4 +804,30 @@ async fn a_server_that_changes_its_tools_mid_turn_has_a_removed_tool_refused_and
     let prompt = posted.iter().filter_map(|p| p.blocks.as_ref()).map(Value::to_string).collect::<Vec<_>>().join("\n");
     assert!(prompt.contains("flaky__drop_table") && prompt.contains("approve"), "{posted:?}");
     assert_eq!(*server.seen.called.lock().unwrap(), ["evolve"]);
+}
+
+#[tokio::test]
+async fn the_reference_servers_prompts_are_the_dms_suggested_prompts_before_the_configured_ones() {
+    // GIVEN the reference server with its prompts on
+    let mut config: Value = serde_json::from_str(&config(None)).unwrap();
+    config["mcp_servers"][0]["prompts"] = json!(true);
+    let pipeline = Pipeline::start(&config.to_string(), vec![]).await;
+
+    // WHEN a person opens the bot's DM
+    let opened = events::with_body(&events::parse(events::APP_MENTION), testkit::fixtures::APP_HOME_OPENED_MESSAGES);
+    assert_eq!(pipeline.functions.ingress.handle(opened).await.unwrap()["statusCode"], 200);
+    let work = pipeline.stack.receive_work().await.unwrap();
+    let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
+    let handled = pipeline.functions.worker.handle(sqs_event(&work, WORK_QUEUE_ARN), deadline).await.unwrap();
+    assert_eq!(tests::batch_failures(&handled), Vec::<String>::new(), "{handled}");
+
+    // THEN the server's prompt that needs no argument comes first, the
+    // ones that need arguments are left out, the defaults fill up to four
+    let calls = pipeline.slack.calls("assistant.threads.setSuggestedPrompts");
+    assert_eq!(calls.len(), 1);
+    let prompts: Vec<Value> = serde_json::from_str(&calls[0].form["prompts"]).unwrap();
+    assert_eq!(prompts.len(), 4, "{prompts:?}");
+    assert_eq!(prompts[0], json!({"title": "Simple Prompt", "message": "A prompt with no arguments"}));
+    assert!(!prompts.iter().any(|p| p["title"] == "Arguments Prompt"), "{prompts:?}");
+    assert!(pipeline.bedrock.requests().is_empty(), "no model call");
 }

@@ -88,6 +88,20 @@ pub struct McpCallResult {
     pub is_error: bool,
 }
 
+/// One prompt as the server lists it (`prompts/list`; kept with the
+/// server's tool list).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct McpPromptInfo {
+    pub name: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// It has an argument it cannot be used without.
+    #[serde(default)]
+    pub needs_arguments: bool,
+}
+
 /// One part of a `resources/read` result: text is kept, a blob only
 /// named and sized (its data is never kept).
 #[derive(Debug, Clone, PartialEq)]
@@ -363,6 +377,12 @@ pub trait McpSession: Send + Sync {
         let _ = (uri, timeout);
         Err(McpError::Server("this server offers no resources".into()))
     }
+    /// Every prompt the server offers (all pages of `prompts/list`). A
+    /// session that offers none answers [`McpError::Server`].
+    async fn list_prompts(&self) -> Result<Vec<McpPromptInfo>, McpError> {
+        Err(McpError::Server("this server offers no prompts".into()))
+    }
+
     /// How many `notifications/tools/list_changed` the server has sent this
     /// session: when it rises, what `list_tools` said is out of date.
     fn tool_list_changes(&self) -> u64 {

@@ -56,7 +56,10 @@ pub use records::{Put, RecordKey, RecordWrite, StoredRecord, VersionedRecords, W
 pub use sealing::KeySealer;
 pub use secrets::{NoSecrets, SecretStore};
 pub use signing::{AwsScope, NoSigner, RequestSigner, UnsignedRequest};
-pub use slack_agent::{AgentSlack, StreamChunk, SuggestedPrompt, TaskSource, TaskStatus, TaskUpdate};
+pub use slack_agent::{
+    AgentSlack, MAX_SUGGESTED_MESSAGE_CHARS, MAX_SUGGESTED_PROMPTS, MAX_SUGGESTED_TITLE_CHARS, StreamChunk,
+    SuggestedPrompt, TaskSource, TaskStatus, TaskUpdate,
+};
 pub use slack_canvases::{Canvas, Canvases};
 pub use slack_files::{DownloadError, Downloaded, SlackFiles};
 pub use slack_posting::{AlertPoster, FileUpload, SlackPoster};

@@ -3,7 +3,7 @@
 //! serve fixed resources, recording every call and read.
 
 use assistant_core::mcp::{
-    McpCallResult, McpConnector, McpEndpoint, McpError, McpResourcePart, McpSession, McpToolInfo,
+    McpCallResult, McpConnector, McpEndpoint, McpError, McpPromptInfo, McpResourcePart, McpSession, McpToolInfo,
 };
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -21,6 +21,7 @@ pub struct MemoryMcpSession {
     calls: Mutex<Vec<(String, Map<String, Value>)>>,
     resources: Mutex<BTreeMap<String, Vec<McpResourcePart>>>,
     reads: Mutex<Vec<String>>,
+    prompts: Mutex<Option<Vec<McpPromptInfo>>>,
 }
 
 impl MemoryMcpSession {
@@ -32,6 +33,7 @@ impl MemoryMcpSession {
             calls: Mutex::default(),
             resources: Mutex::default(),
             reads: Mutex::default(),
+            prompts: Mutex::default(),
         })
     }
 
@@ -45,6 +47,11 @@ impl MemoryMcpSession {
     pub fn change_tools(&self, tools: Vec<McpToolInfo>) {
         *self.tools.lock().unwrap() = tools;
         self.changes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Offers `prompts` (none set: the server offers no prompts).
+    pub fn offers_prompts(&self, prompts: Vec<McpPromptInfo>) {
+        *self.prompts.lock().unwrap() = Some(prompts);
     }
 
     /// Serves `parts` at `uri` (any other URI: "not found").
@@ -83,6 +90,11 @@ impl McpSession for MemoryMcpSession {
         self.reads.lock().unwrap().push(uri.to_owned());
         let found = self.resources.lock().unwrap().get(uri).cloned();
         found.ok_or_else(|| McpError::Server(format!("Resource not found: {uri}")))
+    }
+
+    async fn list_prompts(&self) -> Result<Vec<McpPromptInfo>, McpError> {
+        let prompts = self.prompts.lock().unwrap().clone();
+        prompts.ok_or_else(|| McpError::Server("Method not found: prompts/list".into()))
     }
 
     fn tool_list_changes(&self) -> u64 {

@@ -13,7 +13,8 @@
 //! the tools' layer ([`McpSession::tool_list_changes`]).
 
 use assistant_core::mcp::{
-    Elicitor, McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpResourcePart, McpSession, McpToolInfo,
+    Elicitor, McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpPromptInfo, McpResourcePart,
+    McpSession, McpToolInfo,
 };
 use assistant_core::ports::{NoSigner, RequestSigner};
 use async_trait::async_trait;
@@ -176,6 +177,19 @@ impl McpSession for Session {
             ));
         };
         Ok(result.contents.into_iter().map(resource_part).collect())
+    }
+
+    async fn list_prompts(&self) -> Result<Vec<McpPromptInfo>, McpError> {
+        let prompts = self.service.list_all_prompts().await.map_err(|err| classify(&err))?;
+        Ok(prompts
+            .into_iter()
+            .map(|prompt| McpPromptInfo {
+                needs_arguments: prompt.arguments.iter().flatten().any(|argument| argument.required == Some(true)),
+                name: prompt.name,
+                title: prompt.title,
+                description: prompt.description,
+            })
+            .collect())
     }
 
     fn tool_list_changes(&self) -> u64 {

@@ -19,6 +19,14 @@ pub struct SuggestedPrompt {
     pub message: String,
 }
 
+/// Slack shows at most four suggested prompts
+/// (`assistant.threads.setSuggestedPrompts`).
+pub const MAX_SUGGESTED_PROMPTS: usize = 4;
+/// A suggested prompt's title, at most (characters).
+pub const MAX_SUGGESTED_TITLE_CHARS: usize = 75;
+/// A suggested prompt's message, at most (characters).
+pub const MAX_SUGGESTED_MESSAGE_CHARS: usize = 2_000;
+
 /// How far a tool step shown in a streamed answer has got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskStatus {

@@ -174,6 +174,7 @@ impl RunTool for ConnectTool {
                 config: String::new(),
                 listed_at: self.clock.now_unix(),
                 tools: listed,
+                prompts: Vec::new(),
             };
             kept::keep(self.cache.as_ref(), server, &list).await;
             info!(server = %server, tools = names.len(), "connected as the person: the server's tool list is kept");

@@ -26,8 +26,9 @@
 
 use super::{Found, McpConfigError, McpServerConfig, ServerSession, as_person, checked, discover, offered};
 use assistant_core::Clock;
-use assistant_core::mcp::{McpConnector, McpEndpoint, McpToolInfo};
+use assistant_core::mcp::{McpConnector, McpEndpoint, McpPromptInfo, McpToolInfo};
 use assistant_core::ports::ArtifactStore;
+use assistant_core::ports::SuggestedPrompt;
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -58,6 +59,9 @@ pub(super) struct ToolList {
     pub config: String,
     pub listed_at: i64,
     pub tools: Vec<McpToolInfo>,
+    /// Its prompts, listed for a server with `"prompts": true`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<McpPromptInfo>,
 }
 
 /// What a server's list depends on: its URL, its headers as configured
@@ -65,7 +69,11 @@ pub(super) struct ToolList {
 /// its auth.
 pub(super) fn fingerprint(config: &McpServerConfig) -> String {
     use sha2::Digest;
-    let described = format!("{}\n{:?}\n{:?}", config.url, config.headers, config.auth);
+    let mut described = format!("{}\n{:?}\n{:?}", config.url, config.headers, config.auth);
+    // Only when on, so the lists kept before prompts existed stay good.
+    if config.prompts {
+        described.push_str("\nprompts");
+    }
     hex::encode(&sha2::Sha256::digest(described)[..12])
 }
 
@@ -132,20 +140,26 @@ pub async fn kept_or_discovered_tools(
     taken: &HashSet<String>,
     deadline: Duration,
     kept: KeptLists<'_>,
-) -> Result<(Vec<Tool>, Vec<Unoffered>), McpConfigError> {
+) -> Result<(Vec<Tool>, Vec<Unoffered>, Vec<SuggestedPrompt>), McpConfigError> {
     let endpoints = checked(configs, &lookup)?;
     let now = kept.clock.now_unix();
-    let found: Vec<Found> = join_all(configs.iter().zip(&endpoints).map(|(config, endpoint)| {
+    let found: Vec<(Found, Vec<McpPromptInfo>)> = join_all(configs.iter().zip(&endpoints).map(|(config, endpoint)| {
         let (connector, kept) = (connector.clone(), &kept);
         async move {
             if as_person::acts_as_person(config) {
-                return None;
+                return (None, Vec::new());
             }
             let print = fingerprint(config);
             let keeper = || Keeper {
                 cache: kept.cache.clone(),
                 clock: kept.clock.clone(),
-                list: ToolList { url: config.url.clone(), config: print.clone(), listed_at: 0, tools: Vec::new() },
+                list: ToolList {
+                    url: config.url.clone(),
+                    config: print.clone(),
+                    listed_at: 0,
+                    tools: Vec::new(),
+                    prompts: Vec::new(),
+                },
                 changed: kept.changed.clone(),
             };
             if let Some(list) = read(kept.cache.as_ref(), config, Some(&print)).await {
@@ -155,29 +169,44 @@ pub async fn kept_or_discovered_tools(
                     kept.background.spawn(refresh(
                         connector.clone(),
                         endpoint.clone(),
+                        config.prompts,
                         list.clone(),
                         kept.cache.clone(),
                         kept.clock.clone(),
                         deadline,
                     ));
                 }
-                let session = ServerSession::at_first_call(endpoint.clone(), connector, Some(keeper()));
-                return Some(Ok((session, list.tools)));
+                let mut keeper = keeper();
+                keeper.list.prompts = list.prompts.clone();
+                let session = ServerSession::at_first_call(endpoint.clone(), connector, Some(keeper));
+                return (Some(Ok((session, list.tools))), list.prompts);
             }
-            let found = discover(connector.as_ref(), endpoint, deadline).await;
-            if let Ok((_, tools)) = &found {
-                let list =
-                    ToolList { url: config.url.clone(), config: print.clone(), listed_at: now, tools: tools.clone() };
+            let found = discover(connector.as_ref(), endpoint, deadline, config.prompts).await;
+            let mut prompts = Vec::new();
+            if let Ok((_, tools, listed)) = &found {
+                prompts = listed.clone();
+                let list = ToolList {
+                    url: config.url.clone(),
+                    config: print.clone(),
+                    listed_at: now,
+                    tools: tools.clone(),
+                    prompts: listed.clone(),
+                };
                 let (cache, server) = (kept.cache.clone(), config.name.clone());
                 kept.background.spawn(async move { keep(cache.as_ref(), &server, &list).await });
             }
-            Some(
-                found.map(|(session, tools)| (ServerSession::opened(endpoint.clone(), session, Some(keeper())), tools)),
-            )
+            let mut keeper = keeper();
+            keeper.list.prompts = prompts.clone();
+            let found = found
+                .map(|(session, tools, _)| (ServerSession::opened(endpoint.clone(), session, Some(keeper)), tools));
+            (Some(found), prompts)
         }
     }))
     .await;
-    Ok(offered(configs, &endpoints, found, taken))
+    let (found, prompts): (Vec<Found>, Vec<Vec<McpPromptInfo>>) = found.into_iter().unzip();
+    let suggested = super::prompts::suggested(configs, &prompts);
+    let (tools, unoffered) = offered(configs, &endpoints, found, taken);
+    Ok((tools, unoffered, suggested))
 }
 
 /// Lists the server again and keeps what it says; a server that does not
@@ -185,14 +214,15 @@ pub async fn kept_or_discovered_tools(
 async fn refresh(
     connector: Arc<dyn McpConnector>,
     endpoint: McpEndpoint,
+    with_prompts: bool,
     old: ToolList,
     cache: Arc<dyn ArtifactStore>,
     clock: Arc<dyn Clock>,
     deadline: Duration,
 ) {
     let server = endpoint.name.clone();
-    match discover(connector.as_ref(), &endpoint, deadline).await {
-        Ok((_, tools)) => {
+    match discover(connector.as_ref(), &endpoint, deadline, with_prompts).await {
+        Ok((_, tools, prompts)) => {
             if tools != old.tools {
                 info!(
                     server,
@@ -201,7 +231,7 @@ async fn refresh(
                     "MCP server changed its tools: workers assembled from now on offer the new ones"
                 );
             }
-            let list = ToolList { listed_at: clock.now_unix(), tools, ..old };
+            let list = ToolList { listed_at: clock.now_unix(), tools, prompts, ..old };
             keep(cache.as_ref(), &server, &list).await;
         }
         Err(err) => {

@@ -10,7 +10,8 @@
 //!   "requires_approval": "auto",
 //!   "approvers": ["requester"],
 //!   "timeout_secs": 30,
-//!   "resources": true
+//!   "resources": true,
+//!   "prompts": true
 //! }
 //! ```
 //!
@@ -38,7 +39,8 @@
 //!
 //! `"resources": true` adds `{server}__read_resource`, which reads the
 //! server's resources, and names it in the links its results give (see
-//! [`resources`]).
+//! [`resources`]); `"prompts": true` offers its prompts as the DM's
+//! suggested prompts (see [`prompts`]).
 //!
 //! `"auth": {"oauth": …}` makes a server act as the person who asked, with
 //! their own token (see [`as_person`]); `"auth": "aws_iam"` signs every
@@ -46,7 +48,7 @@
 
 use assistant_core::approval::Approver;
 use assistant_core::mcp::{
-    LinkRequest, McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpSession, McpToolInfo,
+    LinkRequest, McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpPromptInfo, McpSession, McpToolInfo,
 };
 use assistant_core::model::ToolSpec;
 use assistant_core::turn::ToolOutput;
@@ -121,6 +123,10 @@ pub struct McpServerConfig {
     /// `{server}__read_resource` (see [`resources`]).
     #[serde(default)]
     pub resources: bool,
+    /// `true`: the server's prompts are offered as the DM's suggested
+    /// prompts (see [`prompts`]).
+    #[serde(default)]
+    pub prompts: bool,
 }
 
 fn all_tools() -> Vec<String> {
@@ -198,8 +204,10 @@ fn endpoint(
                     "a server that acts as the person (auth.oauth) may not set its own Authorization header",
                 ));
             }
-            if config.resources {
-                return Err(invalid("resources are not yet read from a server that acts as the person (auth.oauth)"));
+            if config.resources || config.prompts {
+                return Err(invalid(
+                    "resources and prompts are not yet read from a server that acts as the person (auth.oauth)",
+                ));
             }
             None
         }
@@ -253,8 +261,8 @@ pub async fn discover_tools(
         if as_person::acts_as_person(config) {
             return None;
         }
-        let found = discover(connector, endpoint, deadline).await;
-        Some(found.map(|(session, listed)| (ServerSession::opened(endpoint.clone(), session, None), listed)))
+        let found = discover(connector, endpoint, deadline, false).await;
+        Some(found.map(|(session, listed, _)| (ServerSession::opened(endpoint.clone(), session, None), listed)))
     }))
     .await;
     Ok(offered(configs, &endpoints, found, taken))
@@ -353,15 +361,26 @@ fn timeout(config: &McpServerConfig) -> Duration {
     Duration::from_secs(config.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS))
 }
 
+/// A session with the server, its tools and, when `with_prompts`, its
+/// prompts (a server that fails to list them offers none).
 async fn discover(
     connector: &dyn McpConnector,
     endpoint: &McpEndpoint,
     deadline: Duration,
-) -> Result<(Arc<dyn McpSession>, Vec<McpToolInfo>), McpError> {
+    with_prompts: bool,
+) -> Result<(Arc<dyn McpSession>, Vec<McpToolInfo>, Vec<McpPromptInfo>), McpError> {
     let work = async {
         let session = connector.connect(endpoint).await?;
         let tools = session.list_tools().await?;
-        Ok((session, tools))
+        let prompts = match with_prompts {
+            true => session.list_prompts().await.unwrap_or_else(|err| {
+                let reason = redact::Redactor::global().redact(&err.to_string()).into_owned();
+                warn!(server = %endpoint.name, error = %reason, "MCP server's prompts not listed: none are suggested");
+                Vec::new()
+            }),
+            false => Vec::new(),
+        };
+        Ok((session, tools, prompts))
     };
     tokio::time::timeout(deadline, work).await.map_err(|_| McpError::TimedOut(deadline))?
 }
@@ -688,6 +707,7 @@ fn size(bytes: usize) -> String {
 
 mod as_person;
 mod kept;
+pub mod prompts;
 pub mod resources;
 pub use as_person::person_tools;
 pub use kept::{KeptLists, REFRESH_AFTER_SECS, kept_or_discovered_tools, tool_list_key};

@@ -389,11 +389,13 @@ async fn a_hostile_uri_goes_only_to_the_server_and_what_it_answers_is_redacted_a
 }
 
 #[tokio::test]
-async fn resources_from_a_server_that_acts_as_the_person_are_refused_at_configuration() {
-    let configs = servers(json!([{"name": "gh", "url": "https://gh/mcp", "resources": true,
-        "auth": {"oauth": {"provider": "github"}}}]));
-    let err = mcp_tools(&configs, &MemoryMcp::default(), no_env, &HashSet::new(), DISCOVERY_DEADLINE).await.err();
-    assert!(err.is_some_and(|err| err.to_string().contains("resources are not yet read")));
+async fn resources_or_prompts_from_a_server_that_acts_as_the_person_are_refused_at_configuration() {
+    for field in ["resources", "prompts"] {
+        let configs = servers(json!([{"name": "gh", "url": "https://gh/mcp", field: true,
+            "auth": {"oauth": {"provider": "github"}}}]));
+        let err = mcp_tools(&configs, &MemoryMcp::default(), no_env, &HashSet::new(), DISCOVERY_DEADLINE).await.err();
+        assert!(err.is_some_and(|err| err.to_string().contains("resources and prompts are not yet read")), "{field}");
+    }
 }
 
 #[tokio::test]
@@ -551,6 +553,8 @@ pub(super) mod kept_lists {
         cache: Arc<MemoryArtifacts>,
         /// What the last start's tools mark when a server's list changes.
         pub(super) changed: std::sync::Mutex<tools_registry::changes::ToolsChanged>,
+        /// The last start's suggested prompts.
+        pub(super) suggested: std::sync::Mutex<Vec<assistant_core::ports::SuggestedPrompt>>,
     }
 
     impl Start {
@@ -559,6 +563,7 @@ pub(super) mod kept_lists {
                 connector: Arc::new(MemoryMcp::default().with(URL, server)),
                 cache: Arc::default(),
                 changed: Default::default(),
+                suggested: Default::default(),
             }
         }
 
@@ -576,7 +581,7 @@ pub(super) mod kept_lists {
                     fresh
                 },
             };
-            let (tools, _) = kept_or_discovered_tools(
+            let (tools, _, suggested) = kept_or_discovered_tools(
                 configs,
                 self.connector.clone(),
                 no_env,
@@ -587,6 +592,7 @@ pub(super) mod kept_lists {
             .await
             .unwrap();
             background.settle(Duration::from_secs(10)).await;
+            *self.suggested.lock().unwrap() = suggested;
             tools
         }
 
@@ -642,6 +648,7 @@ pub(super) mod kept_lists {
             config: kept::fingerprint(&config()[0]),
             listed_at: NOW - REFRESH_AFTER_SECS - 1,
             tools: vec![info("get-sum", Some(true))],
+            prompts: Vec::new(),
         };
         kept::keep(start.cache.as_ref(), "srv", &old).await;
 
@@ -665,6 +672,7 @@ pub(super) mod kept_lists {
             config,
             listed_at: NOW,
             tools: vec![info("drop_tables", Some(true))],
+            prompts: Vec::new(),
         };
         let changed = servers(json!([{"name": "srv", "url": URL, "headers": {"X-Team": "payments"}}]));
         for (bytes, what) in [
@@ -688,6 +696,7 @@ pub(super) mod kept_lists {
             config: kept::fingerprint(&config()[0]),
             listed_at: NOW - 3_600,
             tools: vec![info("get-sum", Some(true))],
+            prompts: Vec::new(),
         };
         kept::keep(start.cache.as_ref(), "srv", &old).await;
 
@@ -752,5 +761,68 @@ mod list_changes {
                 ("srv__added".to_owned(), Effect::ChangesThings)
             ]
         );
+    }
+}
+
+mod server_prompts {
+    use super::*;
+    use assistant_core::mcp::McpPromptInfo;
+    use assistant_core::ports::SuggestedPrompt;
+
+    fn prompt(name: &str, title: Option<&str>, description: Option<&str>, needs_arguments: bool) -> McpPromptInfo {
+        McpPromptInfo {
+            name: name.into(),
+            title: title.map(Into::into),
+            description: description.map(Into::into),
+            needs_arguments,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_servers_prompts_are_suggested_bounded_redacted_and_kept_with_its_tools() {
+        // GIVEN a hostile server's prompts: one needs an argument, one
+        // carries a key, one a title far too long over several lines, and
+        // more than Slack shows
+        let key = format!("AKIA{}", "P4S8D2F6G1H3J5K7");
+        let session = MemoryMcpSession::new(vec![info("tool", Some(true))]);
+        session.offers_prompts(vec![
+            prompt("deploys", Some("Deploys today"), Some("What shipped today?"), false),
+            prompt("incident", Some("Open incident"), Some("Summarize incident {id}"), true),
+            prompt("creds", Some("Credentials"), Some(&format!("Why does key {key} fail?")), false),
+            prompt("long", Some(&format!("A\n{}", "very ".repeat(40))), Some(&"x".repeat(5_000)), false),
+            prompt("bare", None, None, false),
+            prompt("fifth", Some("One too many"), None, false),
+        ]);
+        let start = super::kept_lists::start_serving(session);
+        let configs = servers(json!([{"name": "srv", "url": "https://mcp.example.com/mcp", "prompts": true}]));
+
+        // WHEN a worker starts (asking the server), and another (from the kept list)
+        start.tools(&configs, 1_763_800_000).await;
+        let first = start.suggested.lock().unwrap().clone();
+        start.tools(&configs, 1_763_800_060).await;
+        let second = start.suggested.lock().unwrap().clone();
+
+        // THEN at most four, none needing an argument, redacted, within Slack's bounds
+        assert_eq!(first, second, "kept with the tools");
+        let titles: Vec<&str> = first.iter().map(|p| p.title.as_str()).collect();
+        assert_eq!(titles.len(), assistant_core::ports::MAX_SUGGESTED_PROMPTS);
+        assert_eq!(titles[..2], ["Deploys today", "Credentials"]);
+        assert_eq!(titles[3], "bare");
+        assert_eq!(first[0].message, "What shipped today?");
+        assert_eq!(first[3].message, "bare", "no description: its title is sent");
+        assert!(!first[1].message.contains(&key), "{}", first[1].message);
+        assert!(first[2].title.chars().count() <= 75 && !first[2].title.contains('\n'), "{:?}", first[2].title);
+        assert_eq!(first[2].message.chars().count(), 2_000);
+
+        // AND the servers' come first, then the configured ones, four in all
+        let configured = vec![SuggestedPrompt { title: "Mine".into(), message: "Mine?".into() }];
+        let two = prompts::with_configured(first[..2].to_vec(), &configured);
+        assert_eq!(two.iter().map(|p| p.title.as_str()).collect::<Vec<_>>(), ["Deploys today", "Credentials", "Mine"]);
+        assert_eq!(prompts::with_configured(first, &configured).len(), 4);
+
+        // AND a server without "prompts": true suggests nothing
+        let off = servers(json!([{"name": "srv", "url": "https://mcp.example.com/mcp"}]));
+        start.tools(&off, 1_763_800_120).await;
+        assert!(start.suggested.lock().unwrap().is_empty());
     }
 }

@@ -404,7 +404,8 @@ pub async fn assemble(
         },
     )
     .await;
-    let (discovered, mut unoffered) = discovered?;
+    let (discovered, mut unoffered, servers_prompts) = discovered?;
+    let suggested_prompts = tools_mcp::prompts::with_configured(servers_prompts, &assistant.suggested_prompts);
     taken.extend(discovered.iter().map(|tool| tool.spec().name.clone()));
     tools.extend(discovered);
     let no_providers = std::collections::BTreeMap::new();
@@ -509,7 +510,7 @@ pub async fn assemble(
         .system_prompt(system_prompt)
         .limits(limits)
         .prices(prices)
-        .suggested_prompts(assistant.suggested_prompts.clone())
+        .suggested_prompts(suggested_prompts)
         .home_channels(assistant.home_channels.clone())
         .response_modes(assistant.response_mode.clone())
         .enhancer(enhancer)

@@ -205,9 +205,6 @@ impl TryFrom<RawMemory> for MemoryConfig {
     }
 }
 
-/// Slack shows at most four.
-const MAX_PROMPTS: usize = 4;
-
 fn response_rules<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<ResponseRule>, D::Error> {
     let rules = Vec::<ResponseRule>::deserialize(deserializer)?;
     if let Some(rule) = rules.iter().find(|rule| rule.channels.trim().is_empty() || rule.channels.starts_with('D')) {
@@ -233,15 +230,19 @@ impl AssistantConfig {
 
 fn suggested_prompts<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<SuggestedPrompt>, D::Error> {
     let prompts = Vec::<SuggestedPrompt>::deserialize(deserializer)?;
-    if !(1..=MAX_PROMPTS).contains(&prompts.len()) {
-        return Err(serde::de::Error::custom(format!("suggested_prompts: 1 to {MAX_PROMPTS} prompts")));
+    use assistant_core::ports::{MAX_SUGGESTED_MESSAGE_CHARS, MAX_SUGGESTED_PROMPTS, MAX_SUGGESTED_TITLE_CHARS};
+    if !(1..=MAX_SUGGESTED_PROMPTS).contains(&prompts.len()) {
+        return Err(serde::de::Error::custom(format!("suggested_prompts: 1 to {MAX_SUGGESTED_PROMPTS} prompts")));
     }
-    for prompt in &prompts {
+    for (index, prompt) in prompts.iter().enumerate() {
         let (title, message) = (prompt.title.trim(), prompt.message.trim());
-        if title.is_empty() || title.chars().count() > 75 || message.is_empty() || message.chars().count() > 2_000 {
+        if title.is_empty()
+            || title.chars().count() > MAX_SUGGESTED_TITLE_CHARS
+            || message.is_empty()
+            || message.chars().count() > MAX_SUGGESTED_MESSAGE_CHARS
+        {
             return Err(serde::de::Error::custom(format!(
-                "suggested_prompts: {:?} needs a title of 1 to 75 characters and a message of 1 to 2000",
-                prompt.title
+                "suggested_prompts[{index}] needs a title of 1 to {MAX_SUGGESTED_TITLE_CHARS} characters and a message of 1 to {MAX_SUGGESTED_MESSAGE_CHARS}"
             )));
         }
     }
