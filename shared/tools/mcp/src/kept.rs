@@ -17,7 +17,8 @@
 //! start or listed again by it.
 //!
 //! A server that says its tools changed (`notifications/tools/list_changed`,
-//! heard while a session is open) is listed again at once, its list kept
+//! heard while a session is open) is listed again right after the call
+//! that heard it (or before its next call), its list kept
 //! with the time, and the worker's [`ToolsChanged`] marked: the function
 //! assembles the worker anew from the kept lists before its next
 //! invocation, so the next step offers the new list under the same rules
