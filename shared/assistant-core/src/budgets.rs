@@ -399,6 +399,10 @@ pub struct Charged {
     /// The deployment's month, when this charge found it past `alert_at`
     /// for the first time this process knows of.
     pub alert: Option<Used>,
+    /// Every counter took the charge (none kept conflicting): only then
+    /// does the turn record the total as charged, so a counter left out
+    /// takes it at the next charge.
+    pub complete: bool,
 }
 
 /// The spend counters on the turns table, and the deployment's month
@@ -454,23 +458,21 @@ impl Spending {
     ) -> Result<Charged, PortError> {
         let counters = budgets.counters(&who);
         let charges = counters.iter().map(|(scope, period, cap)| async move {
-            let micros = self.charge_one(scope, *period, who, total_micros, charged_before, now).await?;
-            Ok::<_, PortError>(Used {
-                scope: scope.clone(),
-                period: *period,
-                micros,
-                cap_usd: *cap,
-                resets_at: period.at(now).1,
-            })
+            let (micros, took) = self.charge_one(scope, *period, who, total_micros, charged_before, now).await?;
+            let used =
+                Used { scope: scope.clone(), period: *period, micros, cap_usd: *cap, resets_at: period.at(now).1 };
+            Ok::<_, PortError>((used, took))
         });
-        let used = futures_util::future::try_join_all(charges).await?;
+        let charged = futures_util::future::try_join_all(charges).await?;
+        let complete = charged.iter().all(|(_, took)| *took);
+        let used: Vec<Used> = charged.into_iter().map(|(used, _)| used).collect();
         let alert = budgets.deployment.and_then(|caps| {
             let month = used.iter().find(|used| used.scope == Scope::Deployment && used.period == Period::Month)?;
             (caps.monthly_usd.is_some() && month.ratio() >= caps.alert_at).then_some(month)?;
             let (name, _) = Period::Month.at(now);
             self.alerted.lock().expect("alerted lock").insert(name).then(|| month.clone())
         });
-        Ok(Charged { used, alert })
+        Ok(Charged { used, alert, complete })
     }
 
     async fn charge_one(
@@ -481,7 +483,7 @@ impl Spending {
         total_micros: u64,
         charged_before: u64,
         now: i64,
-    ) -> Result<u64, PortError> {
+    ) -> Result<(u64, bool), PortError> {
         let key = &keys::spend(scope, period);
         let (name, ends) = period.at(now);
         let name = name.as_str();
@@ -530,11 +532,11 @@ impl Spending {
         })
         .await?;
         match charged {
-            Some(micros) => Ok(micros),
+            Some(micros) => Ok((micros, true)),
             None => {
                 tracing::warn!(counter = %key.partition, kind = key.kind, "spend counter kept conflicting: charged at the next step");
                 let stored = self.records.get(key).await?;
-                Ok(Tally::read(stored.as_ref(), name)?.1.micros)
+                Ok((Tally::read(stored.as_ref(), name)?.1.micros, false))
             }
         }
     }

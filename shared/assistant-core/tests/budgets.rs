@@ -224,3 +224,61 @@ async fn what_a_person_or_a_team_spent_is_forgotten_with_them_and_no_one_elses()
     let records: &dyn VersionedRecords = records.as_ref();
     assert!(records.parts("TEAM_RECORDS#T1", "KEPT#").await.unwrap().is_empty());
 }
+
+/// The table, refusing the next `n` puts of one partition as if another
+/// writer always got there first.
+struct Contested {
+    inner: MemoryRecords,
+    partition: &'static str,
+    refusals: std::sync::atomic::AtomicU32,
+}
+
+#[async_trait::async_trait]
+impl VersionedRecords for Contested {
+    async fn get(&self, key: &RecordKey) -> Result<Option<StoredRecord>, PortError> {
+        self.inner.get(key).await
+    }
+
+    async fn put(&self, key: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {
+        use std::sync::atomic::Ordering;
+        if key.partition == self.partition
+            && self.refusals.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
+        {
+            return Ok(Put::Conflict { current: None });
+        }
+        self.inner.put(key, write).await
+    }
+
+    async fn put_part(&self, partition: &str, sort_key: &str, state: String, expires_at: i64) -> Result<(), PortError> {
+        self.inner.put_part(partition, sort_key, state, expires_at).await
+    }
+
+    async fn delete_part(&self, partition: &str, sort_key: &str) -> Result<(), PortError> {
+        self.inner.delete_part(partition, sort_key).await
+    }
+
+    async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
+        self.inner.parts(partition, prefix).await
+    }
+}
+
+#[tokio::test]
+async fn a_counter_that_keeps_conflicting_is_left_out_and_takes_the_whole_amount_at_the_next_charge() {
+    let records = Arc::new(Contested {
+        inner: MemoryRecords::default(),
+        partition: "SPEND#DEPLOYMENT",
+        refusals: std::sync::atomic::AtomicU32::new(8),
+    });
+    let spending = Spending::new(records, 512);
+    let who = Who::new("T1-Ev1", "U1", "C1");
+    let charged = spending.charge(&budgets(), who.spender(), 300_000, 0, NOW).await.unwrap();
+    assert!(!charged.complete, "the deployment's counter never took it");
+    assert_eq!(micros(&charged.used, "deployment", Period::Month), 0);
+    assert_eq!(micros(&charged.used, "person", Period::Day), 300_000);
+    // The turn records nothing charged; the next charge carries all of it
+    let charged = spending.charge(&budgets(), who.spender(), 350_000, 0, NOW + 5).await.unwrap();
+    assert!(charged.complete);
+    for used in &charged.used {
+        assert_eq!(used.micros, 350_000, "{used:?}");
+    }
+}

@@ -38,7 +38,9 @@ impl Worker {
             .charge(&budgets.config, who, total, turn.charged_micros, now)
             .await
             .map_err(WorkerError::Budgets)?;
-        turn.charged_micros = turn.charged_micros.max(total);
+        if charged.complete {
+            turn.charged_micros = turn.charged_micros.max(total);
+        }
         // One read and at most one write of each counter.
         let counters = charged.used.len() as u64;
         turn.metered.dynamodb_read_units += counters;
