@@ -115,43 +115,56 @@ async fn a_counter_the_table_refused_is_an_error_and_the_retry_counts_it_once() 
     }
 }
 
-/// The table, giving way to other tasks before each request, so that
-/// charges made together read, then write, interleaved: they conflict.
+/// The table as the tests want it: giving way to other tasks before each
+/// read and write, so that charges made together read, then write,
+/// interleaved (and conflict: counted); and refusing the next `refusals`
+/// puts of `contested` as if another writer always got there first.
 #[derive(Default)]
-struct Interleaved(MemoryRecords, std::sync::atomic::AtomicUsize);
+struct TestTable {
+    inner: MemoryRecords,
+    conflicts: std::sync::atomic::AtomicUsize,
+    contested: &'static str,
+    refusals: std::sync::atomic::AtomicU32,
+}
 
 #[async_trait::async_trait]
-impl VersionedRecords for Interleaved {
+impl VersionedRecords for TestTable {
     async fn get(&self, key: &RecordKey) -> Result<Option<StoredRecord>, PortError> {
         tokio::task::yield_now().await;
-        self.0.get(key).await
+        self.inner.get(key).await
     }
 
     async fn put(&self, key: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {
+        use std::sync::atomic::Ordering;
         tokio::task::yield_now().await;
-        let put = self.0.put(key, write).await;
+        if key.partition == self.contested
+            && self.refusals.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
+        {
+            return Ok(Put::Conflict { current: None });
+        }
+        let put = self.inner.put(key, write).await;
         if matches!(put, Ok(Put::Conflict { .. })) {
-            self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.conflicts.fetch_add(1, Ordering::SeqCst);
         }
         put
     }
 
     async fn put_part(&self, partition: &str, sort_key: &str, state: String, expires_at: i64) -> Result<(), PortError> {
-        self.0.put_part(partition, sort_key, state, expires_at).await
+        self.inner.put_part(partition, sort_key, state, expires_at).await
     }
 
     async fn delete_part(&self, partition: &str, sort_key: &str) -> Result<(), PortError> {
-        self.0.delete_part(partition, sort_key).await
+        self.inner.delete_part(partition, sort_key).await
     }
 
     async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
-        self.0.parts(partition, prefix).await
+        self.inner.parts(partition, prefix).await
     }
 }
 
 #[tokio::test]
 async fn many_turns_charging_one_counter_at_once_are_all_counted() {
-    let records = Arc::new(Interleaved::default());
+    let records = Arc::new(TestTable::default());
     let spending = Spending::new(records.clone(), 512);
     let people: Vec<Who> = (0..6).map(|n| Who::new(&format!("T1-Ev{n}"), &format!("U{n}"), "C1")).collect();
     let budgets = budgets();
@@ -163,7 +176,7 @@ async fn many_turns_charging_one_counter_at_once_are_all_counted() {
     assert_eq!(micros(&used, "channel", Period::Day), 60_000);
     assert_eq!(micros(&used, "deployment", Period::Month), 60_000);
     assert_eq!(micros(&used, "person", Period::Day), 10_000);
-    assert!(records.1.load(std::sync::atomic::Ordering::SeqCst) > 0, "the charges did conflict");
+    assert!(records.conflicts.load(std::sync::atomic::Ordering::SeqCst) > 0, "the charges did conflict");
 }
 
 #[tokio::test]
@@ -225,49 +238,12 @@ async fn what_a_person_or_a_team_spent_is_forgotten_with_them_and_no_one_elses()
     assert!(records.parts("TEAM_RECORDS#T1", "KEPT#").await.unwrap().is_empty());
 }
 
-/// The table, refusing the next `n` puts of one partition as if another
-/// writer always got there first.
-struct Contested {
-    inner: MemoryRecords,
-    partition: &'static str,
-    refusals: std::sync::atomic::AtomicU32,
-}
-
-#[async_trait::async_trait]
-impl VersionedRecords for Contested {
-    async fn get(&self, key: &RecordKey) -> Result<Option<StoredRecord>, PortError> {
-        self.inner.get(key).await
-    }
-
-    async fn put(&self, key: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {
-        use std::sync::atomic::Ordering;
-        if key.partition == self.partition
-            && self.refusals.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
-        {
-            return Ok(Put::Conflict { current: None });
-        }
-        self.inner.put(key, write).await
-    }
-
-    async fn put_part(&self, partition: &str, sort_key: &str, state: String, expires_at: i64) -> Result<(), PortError> {
-        self.inner.put_part(partition, sort_key, state, expires_at).await
-    }
-
-    async fn delete_part(&self, partition: &str, sort_key: &str) -> Result<(), PortError> {
-        self.inner.delete_part(partition, sort_key).await
-    }
-
-    async fn parts(&self, partition: &str, prefix: &str) -> Result<Vec<(String, String)>, PortError> {
-        self.inner.parts(partition, prefix).await
-    }
-}
-
 #[tokio::test]
 async fn a_counter_that_keeps_conflicting_is_left_out_and_takes_the_whole_amount_at_the_next_charge() {
-    let records = Arc::new(Contested {
-        inner: MemoryRecords::default(),
-        partition: "SPEND#DEPLOYMENT",
+    let records = Arc::new(TestTable {
+        contested: "SPEND#DEPLOYMENT",
         refusals: std::sync::atomic::AtomicU32::new(8),
+        ..TestTable::default()
     });
     let spending = Spending::new(records, 512);
     let who = Who::new("T1-Ev1", "U1", "C1");
