@@ -416,17 +416,6 @@ pub struct Spending {
     alerted: Mutex<HashSet<String>>,
 }
 
-impl Clone for Spending {
-    fn clone(&self) -> Self {
-        Self {
-            records: self.records.clone(),
-            organization: self.organization.clone(),
-            worker_memory_mb: self.worker_memory_mb,
-            alerted: Mutex::new(self.alerted.lock().expect("alerted lock").clone()),
-        }
-    }
-}
-
 impl Spending {
     pub fn new(records: Arc<dyn VersionedRecords>, worker_memory_mb: u32) -> Self {
         Self { records, organization: None, worker_memory_mb, alerted: Mutex::default() }

@@ -60,7 +60,9 @@ impl Worker {
         let in_dm = request.thread.channel.as_str().starts_with('D');
         // A message without words (a greeting is asked for) has nothing to
         // read, and a spent budget pays for no model call (the step loop says so).
-        let spent = self.spent_before_start(request).await;
+        // (Read only where an enhancer would be called: without one, the
+        // step loop's charge before the first model call says so.)
+        let spent = self.enhancer.is_some() && self.spent_before_start(request).await;
         let enhance = async {
             match &self.enhancer {
                 Some(enhancer) if !spent && !request.text.trim().is_empty() => Some(enhancer.run(&request.text).await),
