@@ -780,6 +780,8 @@ const LIMITS: &[Limit] = &[
     (TOOLS, "choices of at most {} options", &[("MAX_OPTIONS", 1.0)]),
     (TOOLS, "(the last {} s are the server's)", &[("SERVERS_TURN", 1.0)]),
     (TOOLS, "are shown, at most {} characters", &[("MAX_LINK_URL", 1.0)]),
+    (TOOLS, "at the pace the server suggests (between {} and {}", &[("LEAST_POLL", 1.0), ("MOST_POLL", 1.0)]),
+    (TOOLS, "`task_wait_secs` (default and at most {})", &[("MAX_TASK_WAIT", 1.0)]),
     (CONFIGURATION, "more than 0 and at most {}; at least one set", &[("MAX_BUDGET_USD", 1.0)]),
     (CONFIGURATION, "passes `alert_at` (default {})", &[("DEFAULT_ALERT_AT", 1.0)]),
     (ARCHITECTURE, "kept for {} days after the period ends", &[("SPEND_KEPT_AFTER_SECS", 86_400.0)]),

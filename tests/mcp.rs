@@ -272,6 +272,7 @@ async fn a_call_whose_streamed_answer_stalls_after_its_first_event_ends_at_the_c
         headers: vec![("Authorization".into(), format!("Bearer {TOKEN}"))],
         signing: None,
         elicitation: false,
+        tasks: false,
     };
     let connector = StreamableHttpConnector::new(adapters_slack::http_client());
     let session = assistant_core::mcp::McpConnector::connect(&connector, &endpoint).await.unwrap();
@@ -830,4 +831,145 @@ async fn the_reference_servers_prompts_are_the_dms_suggested_prompts_before_the_
     assert_eq!(prompts[0], json!({"title": "Simple Prompt", "message": "A prompt with no arguments"}));
     assert!(!prompts.iter().any(|p| p["title"] == "Arguments Prompt"), "{prompts:?}");
     assert!(pipeline.bedrock.requests().is_empty(), "no model call");
+}
+
+/// The reference server with its task tools called as tasks, its calls
+/// made without a prompt; `extra` joins its configuration.
+fn tasks_config(extra: Value) -> String {
+    let mut server = json!({"name": "everything", "url": env_from_test_command("MCP_EVERYTHING_URL"),
+                            "requires_approval": false, "tasks": true});
+    server.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    json!({"tool_policy": [{"channels": "*", "tools": ["everything__*"]}], "mcp_servers": [server]}).to_string()
+}
+
+fn research(topic: &str) -> Scripted {
+    Scripted::tool_calls(&[("tooluse_task1", "everything__simulate-research-query", json!({"topic": topic}))])
+}
+
+impl Pipeline {
+    /// A mention handled by a worker with `seconds` left: what it queued on
+    /// the work queue (a continuation, when it ran short).
+    async fn mention_with_little_time(&self, seconds: u64) -> Vec<aws_sdk_sqs::types::Message> {
+        let response = self.functions.ingress.handle(events::parse(events::APP_MENTION)).await.unwrap();
+        assert_eq!(response["statusCode"], 200);
+        let work = self.stack.receive_work().await.unwrap();
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+        let handled = self.functions.worker.handle(sqs_event(&work, WORK_QUEUE_ARN), now + seconds * 1_000).await;
+        assert_eq!(tests::batch_failures(&handled.unwrap()), Vec::<String>::new());
+        // Handled: deleted, as the event source mapping does, so the thread's
+        // FIFO group lets its next message out.
+        self.stack.acknowledge(&self.stack.work_queue.queue, &work).await.unwrap();
+        self.stack.receive_work().await.unwrap()
+    }
+
+    /// `work` through a worker with ten minutes, then the replies through
+    /// the responder.
+    async fn carry_on(&self, work: &[aws_sdk_sqs::types::Message]) {
+        let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64 + 600_000;
+        let handled = self.functions.worker.handle(sqs_event(work, WORK_QUEUE_ARN), deadline).await.unwrap();
+        assert_eq!(tests::batch_failures(&handled), Vec::<String>::new(), "{handled}");
+        let replies = self.stack.receive(&self.stack.reply_queue.queue).await.unwrap();
+        let handled = self.functions.responder.handle(sqs_event(&replies, REPLY_QUEUE_ARN)).await.unwrap();
+        assert_eq!(tests::batch_failures(&handled), Vec::<String>::new(), "{handled}");
+    }
+}
+
+/// The task the turn keeps for its first call, as saved.
+async fn kept_task(pipeline: &Pipeline, turn: &assistant_core::TurnId) -> assistant_core::turn::RunningTask {
+    use assistant_core::ports::TurnStore;
+    let saved = pipeline.stack.turns().load(turn).await.unwrap().expect("the turn is saved");
+    let results = saved.transcript.last().expect("the step's results");
+    results
+        .content
+        .iter()
+        .find_map(|content| match content {
+            assistant_core::turn::Content::ToolResult(result) => match &result.output {
+                ToolOutput::Task(task) => Some(task.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .expect("the call's task is kept in place of its result")
+}
+
+#[tokio::test]
+async fn a_reference_server_task_is_kept_in_the_turn_polled_from_a_continuation_and_its_report_reaches_the_model() {
+    // GIVEN the reference server's research tool, which runs only as a task
+    // (four stages of a second), and a worker with too little time to wait
+    let pipeline = Pipeline::start(
+        &tasks_config(json!({})),
+        vec![research("lambda cold starts"), Scripted::text("The research report is in.")],
+    )
+    .await;
+
+    // WHEN someone asks and the worker runs short while the task works
+    let queued = pipeline.mention_with_little_time(22).await;
+
+    // THEN the turn keeps the task (its id and the session that knows it)
+    // and a continuation is queued to poll it
+    let decoded: Vec<_> = queued.iter().map(tests::decode_work).collect();
+    let [assistant_core::WorkMessage::Continue(continuation)] = &decoded[..] else {
+        panic!("one continuation: {decoded:?}")
+    };
+    assert_eq!((continuation.after_step, continuation.waits), (1, 1));
+    let task = kept_task(&pipeline, &continuation.turn_id).await;
+    assert!(!task.task_id.is_empty() && task.session.is_some(), "{task:?}");
+    assert_eq!(pipeline.bedrock.requests().len(), 1, "no model call while the task runs");
+
+    // WHEN the continuation runs
+    pipeline.carry_on(&queued).await;
+
+    // THEN the task's report, read with tasks/result, reached the model as the call's result
+    let requests = pipeline.bedrock.requests();
+    assert_eq!(requests.len(), 2);
+    let second = requests[1].body.to_string();
+    assert!(second.contains("Research Report: lambda cold starts"), "{second}");
+    assert!(second.contains("tasks/result"), "the reference server's report explains the flow: {second}");
+    // AND the answer was posted in the thread
+    let posted = pipeline.slack.posted();
+    assert!(posted.iter().any(|post| post.text.contains("The research report is in.")), "{posted:?}");
+}
+
+#[tokio::test]
+async fn a_task_that_outruns_its_wait_is_cancelled_on_the_server_and_the_model_is_told() {
+    // GIVEN the research tool with a turn that waits at most two seconds
+    // for a task (the task takes four)
+    let pipeline = Pipeline::start(
+        &tasks_config(json!({"task_wait_secs": 2})),
+        vec![research("python"), Scripted::text("The research took too long; I stopped it.")],
+    )
+    .await;
+
+    // WHEN someone asks, the worker runs short, and its continuation runs
+    let queued = pipeline.mention_with_little_time(22).await;
+    let decoded: Vec<_> = queued.iter().map(tests::decode_work).collect();
+    let [assistant_core::WorkMessage::Continue(continuation)] = &decoded[..] else {
+        panic!("one continuation: {decoded:?}")
+    };
+    let task = kept_task(&pipeline, &continuation.turn_id).await;
+    pipeline.carry_on(&queued).await;
+
+    // THEN the model was told the task was cancelled after its wait
+    let second = pipeline.bedrock.requests()[1].body.to_string();
+    assert!(second.contains("longer than this assistant waits for it (2 s); it was cancelled"), "{second}");
+    // AND the server, asked in the task's own session, says it was cancelled
+    let endpoint = assistant_core::mcp::McpEndpoint {
+        name: "everything".into(),
+        url: env_from_test_command("MCP_EVERYTHING_URL"),
+        headers: Vec::new(),
+        signing: None,
+        elicitation: false,
+        tasks: true,
+    };
+    let connector = StreamableHttpConnector::new(adapters_slack::http_client());
+    let session = assistant_core::mcp::McpConnector::connect(&connector, &endpoint).await.unwrap();
+    let asked =
+        assistant_core::mcp::McpTask { id: task.task_id.clone(), session: task.session.clone(), poll: Duration::ZERO };
+    let (state, _) = session.task_state(&asked).await.unwrap();
+    assert_eq!(state, assistant_core::mcp::McpTaskState::Cancelled);
+    // AND a session the server does not know cannot read it (the reference
+    // server answers 400 where the specification says 404; either ends the wait)
+    let stranger = assistant_core::mcp::McpTask { session: Some("not-a-session".into()), ..asked };
+    let refused = session.task_state(&stranger).await.unwrap_err();
+    assert!(refused.to_string().contains("HTTP 400: Bad Request: No valid session ID"), "{refused}");
 }

@@ -200,6 +200,7 @@ async fn a_cold_worker_reads_the_turns_its_first_messages_name_once_beside_its_s
             turn_id: turn_id.clone(),
             thread: settled.thread.clone(),
             after_step: 1,
+            waits: 0,
         })
     };
     world.invoke(&[continuation(&settled.id), continuation(&TurnId::new("T061EG9R6-Ev0NEVER01"))]).await;

@@ -581,6 +581,7 @@ async fn start_up() -> Result<()> {
         turn_id: missing.clone(),
         thread: thread.clone(),
         after_step: 1,
+        waits: 0,
     })
     .encode();
     let delivery = ReplyMessage::Deliver { turn_id: missing, thread }.encode();

@@ -421,6 +421,7 @@ pub async fn run(case: &Case, config: &AssistantConfig, answerer: &Answerer) -> 
                     turn_id: id,
                     thread: request.thread.clone(),
                     after_step,
+                    waits: 0,
                 })
             }
             Ok(_) => break,
@@ -638,6 +639,7 @@ impl Recorder {
                     ToolOutput::Text(text) => text.clone(),
                     ToolOutput::Json(json) => json.to_string(),
                     ToolOutput::Stored { .. } => result.stored_text().unwrap_or_default(),
+                    ToolOutput::Task(_) => "[the call is still running]".to_owned(),
                 },
                 Content::File(file) => format!("[{} {}]", file.name, file.key),
             });
@@ -738,6 +740,7 @@ pub fn draft_case(turn: &assistant_core::turn::Turn, rating: Option<&str>) -> Va
                 ToolOutput::Stored { preview, bytes, .. } => {
                     Value::String(format!("{preview}\n[{bytes} bytes in all]"))
                 }
+                ToolOutput::Task(_) => continue,
             };
             let recorded = serde_json::json!({"when": call.input, "output": output,
                 "error": result.status == assistant_core::turn::ToolStatus::Error});

@@ -618,6 +618,7 @@ async fn narrate(
                     ToolOutput::Text(text) => text.clone(),
                     ToolOutput::Json(json) => json.to_string(),
                     ToolOutput::Stored { key, bytes, .. } => format!("{bytes} bytes stored as {key}"),
+                    ToolOutput::Task(task) => format!("still running as task {}", task.task_id),
                 };
                 let preview: String = output.chars().take(100).collect();
                 let name = names.get(result.tool_use_id.as_str()).copied().unwrap_or("a tool");

@@ -26,6 +26,9 @@ pub struct McpEndpoint {
     /// in URL mode, offered at `initialize`; `elicitation` in the
     /// configuration).
     pub elicitation: bool,
+    /// Tools the server runs as tasks are called as tasks (`tasks` in the
+    /// configuration).
+    pub tasks: bool,
 }
 
 impl fmt::Debug for McpEndpoint {
@@ -36,6 +39,7 @@ impl fmt::Debug for McpEndpoint {
             .field("url", &self.url)
             .field("headers", &names)
             .field("elicitation", &self.elicitation)
+            .field("tasks", &self.tasks)
             .finish()
     }
 }
@@ -108,6 +112,40 @@ pub struct McpPromptInfo {
 pub enum McpResourcePart {
     Text { uri: String, mime_type: Option<String>, text: String },
     Blob { uri: String, mime_type: Option<String>, bytes: usize },
+}
+
+/// Whether a tool runs as a task (MCP's `execution.taskSupport`): a long
+/// call the server runs on its own while the client polls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskSupport {
+    #[default]
+    Forbidden,
+    Optional,
+    Required,
+}
+
+/// A task a server started for a call: its id, and the session that knows
+/// it (a task may live only in its session, so whoever polls it asks in
+/// that one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpTask {
+    pub id: String,
+    pub session: Option<String>,
+    /// How long to wait before asking how it goes.
+    pub poll: Duration,
+}
+
+/// How a task goes (`tasks/get`); what the server says of it is its own
+/// words, untrusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTaskState {
+    Working(Option<String>),
+    /// It waits for input from the person, which this client gives only
+    /// while a call runs.
+    InputRequired(Option<String>),
+    Completed,
+    Failed(String),
+    Cancelled,
 }
 
 /// Why a server could not be used.
@@ -381,6 +419,36 @@ pub trait McpSession: Send + Sync {
     /// session that offers none answers [`McpError::Server`].
     async fn list_prompts(&self) -> Result<Vec<McpPromptInfo>, McpError> {
         Err(McpError::Server("this server offers no prompts".into()))
+    }
+
+    /// Whether `tool` runs as a task. A session that offers no tasks: never.
+    async fn task_support(&self, tool: &str) -> Result<TaskSupport, McpError> {
+        let _ = tool;
+        Ok(TaskSupport::Forbidden)
+    }
+
+    /// Calls `name` as a task (MCP tasks): the task, at once.
+    async fn start_task(&self, name: &str, arguments: Map<String, Value>) -> Result<McpTask, McpError> {
+        let _ = (name, arguments);
+        Err(McpError::Server("this server runs no tasks".into()))
+    }
+
+    /// How `task` goes, and how long to wait before asking again.
+    async fn task_state(&self, task: &McpTask) -> Result<(McpTaskState, Duration), McpError> {
+        let _ = task;
+        Err(McpError::Server("this server runs no tasks".into()))
+    }
+
+    /// The result of `task`, once it completed.
+    async fn task_result(&self, task: &McpTask) -> Result<McpCallResult, McpError> {
+        let _ = task;
+        Err(McpError::Server("this server runs no tasks".into()))
+    }
+
+    /// Asks the server to stop `task`.
+    async fn cancel_task(&self, task: &McpTask) -> Result<(), McpError> {
+        let _ = task;
+        Err(McpError::Server("this server runs no tasks".into()))
     }
 
     /// How many `notifications/tools/list_changed` the server has sent this

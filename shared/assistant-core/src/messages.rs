@@ -127,6 +127,10 @@ pub struct Continuation {
     pub thread: ThreadRef,
     /// Steps completed when it was sent.
     pub after_step: u32,
+    /// Continuations queued after that step to go on waiting for its tasks
+    /// (tools a server runs as tasks); 0 for the first.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub waits: u32,
 }
 
 /// A call waited for approval past its time: found by the worker's sweep
@@ -247,8 +251,8 @@ pub struct ShownMessage {
     pub cut: bool,
 }
 
-fn is_zero(n: &usize) -> bool {
-    *n == 0
+fn is_zero<N: Default + PartialEq>(n: &N) -> bool {
+    *n == N::default()
 }
 
 /// Why the bot forgets a team or some of its people.
@@ -425,9 +429,10 @@ impl WorkMessage {
             WorkMessage::Approval(click) => {
                 format!("approval:{}:{}:{}", click.thread.channel, click.message_ts, click.action_ts)
             }
-            WorkMessage::Continue(continuation) => {
-                format!("continue:{}:{}", continuation.turn_id, continuation.after_step)
-            }
+            WorkMessage::Continue(continuation) => match continuation.waits {
+                0 => format!("continue:{}:{}", continuation.turn_id, continuation.after_step),
+                waits => format!("continue:{}:{}:{waits}", continuation.turn_id, continuation.after_step),
+            },
             WorkMessage::ApprovalTimeout(timeout) => format!("timeout:{}:{}", timeout.turn_id, timeout.tool_use_id),
             WorkMessage::Opened(opened) => format!("opened:{}", opened.event_id),
             WorkMessage::Feedback(click) => format!("feedback:{}:{}:{}", click.turn_id, click.user, click.action_ts),

@@ -194,6 +194,29 @@ pub enum ToolOutput {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         shown: Option<crate::reading::Shown>,
     },
+    /// Not a result yet: a task the tool's server runs on its own (MCP
+    /// tasks). The turn waits, polling it, before its next model call; the
+    /// model never reads this.
+    Task(RunningTask),
+}
+
+/// A task a tool's server runs for a call, kept in the turn so any worker
+/// can poll it, or cancel it when the turn ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunningTask {
+    pub task_id: String,
+    /// The server session that knows the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// When it started (Unix seconds): the turn gives up on it after a while.
+    pub started_at: i64,
+    /// How long to wait between polls.
+    pub poll_ms: u64,
+    /// How long the turn waits for it before it cancels it.
+    pub wait_secs: u64,
+    /// What the server last said of it, untrusted (shown as progress).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl ToolResult {
@@ -422,6 +445,10 @@ pub struct Turn {
     /// ([`crate::reading::ReadingBudget::turn_tokens`]).
     #[serde(default)]
     pub results_read_tokens: u64,
+    /// How many continuations were queued to go on waiting for the last
+    /// step's tasks (each one's queue deduplication id differs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub task_waits: u32,
     /// Where the deployment's guardrail acted on this turn.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guardrail: Vec<crate::guardrail::Intervention>,
@@ -438,8 +465,8 @@ pub struct Turn {
     pub charged_micros: u64,
 }
 
-fn is_zero(value: &u64) -> bool {
-    *value == 0
+fn is_zero<N: Default + PartialEq>(value: &N) -> bool {
+    *value == N::default()
 }
 
 /// A call that changed things, as the audit trail keeps it.
@@ -563,6 +590,7 @@ impl Turn {
             pending_sign_in: None,
             signed_calls: Vec::new(),
             results_read_tokens: 0,
+            task_waits: 0,
             guardrail: Vec::new(),
             guard_units: Default::default(),
             charts_off: false,
@@ -600,6 +628,41 @@ impl Turn {
             (true, _) => text.to_owned(),
             (false, true) => narration,
             (false, false) => format!("{narration}\n\n{text}"),
+        }
+    }
+
+    /// The last step's calls whose servers still run them as tasks: the
+    /// turn makes no model call until each has its result.
+    pub fn running_tasks(&self) -> Vec<(ToolUse, RunningTask)> {
+        let Some(results) = self.transcript.last().filter(|message| message.role == Role::User) else {
+            return Vec::new();
+        };
+        let calls: Vec<&ToolUse> =
+            self.transcript.iter().rev().nth(1).map(|m| m.tool_uses().collect()).unwrap_or_default();
+        results
+            .content
+            .iter()
+            .filter_map(|content| match content {
+                Content::ToolResult(ToolResult { tool_use_id, output: ToolOutput::Task(task), .. }) => {
+                    let call = calls.iter().find(|call| &call.id == tool_use_id)?;
+                    Some(((*call).clone(), task.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The call `tool_use_id`'s result in the last step, `result` now (a
+    /// task's result, once it is done).
+    pub fn replace_result(&mut self, result: ToolResult) {
+        let Some(results) = self.transcript.last_mut() else { return };
+        for content in &mut results.content {
+            if let Content::ToolResult(kept) = content
+                && kept.tool_use_id == result.tool_use_id
+            {
+                *kept = result;
+                return;
+            }
         }
     }
 

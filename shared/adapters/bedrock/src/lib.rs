@@ -458,6 +458,9 @@ fn content_block(content: &Content, files: &FileBodies) -> Result<ContentBlock, 
                 ToolOutput::Stored { .. } => {
                     ToolResultContentBlock::Text(result.stored_text().expect("a stored result has a text"))
                 }
+                // The worker makes no model call while a task runs; were
+                // one made, the model reads that the result is not in.
+                ToolOutput::Task(_) => ToolResultContentBlock::Text("[the call is still running]".to_owned()),
             };
             let status = match result.status {
                 ToolStatus::Success => ToolResultStatus::Success,

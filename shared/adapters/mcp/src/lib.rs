@@ -10,17 +10,19 @@
 //! [`McpError::Unauthorized`], so a revoked token reads as one). A server
 //! behind AWS IAM gets each request signed ([`signed`]). What a server says
 //! unasked that we act on: `notifications/tools/list_changed`, counted for
-//! the tools' layer ([`McpSession::tool_list_changes`]).
+//! the tools' layer ([`McpSession::tool_list_changes`]). Tasks (2025-11-25)
+//! go over a small JSON-RPC client of our own ([`tasks`]): rmcp speaks a
+//! later tasks extension.
 
 use assistant_core::mcp::{
     Elicitor, McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpPromptInfo, McpResourcePart,
-    McpSession, McpToolInfo,
+    McpSession, McpTask, McpTaskState, McpToolInfo, TaskSupport,
 };
 use assistant_core::ports::{NoSigner, RequestSigner};
 use async_trait::async_trait;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ContentBlock, ReadResourceRequestParams, ReadResourceResponse,
-    ResourceContents,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ReadResourceRequestParams,
+    ReadResourceResponse, ResourceContents,
 };
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -36,6 +38,7 @@ use std::time::Duration;
 
 mod client;
 mod signed;
+mod tasks;
 
 /// The largest JSON answer or SSE event accepted from a server. A tool
 /// result past a few hundred kilobytes goes to S3 anyway; this bounds the
@@ -91,7 +94,8 @@ impl McpConnector for StreamableHttpConnector {
             None => client.clone().serve(StreamableHttpClientTransport::with_client(self.http.clone(), config)).await,
         }
         .map_err(|err| classify(&err))?;
-        Ok(Arc::new(Session { service, client }))
+        let tasks = endpoint.tasks.then(|| tasks::Tasks::new(self.http.clone(), endpoint.clone(), self.signer.clone()));
+        Ok(Arc::new(Session { service, client, tasks }))
     }
 }
 
@@ -99,6 +103,14 @@ impl McpConnector for StreamableHttpConnector {
 struct Session {
     service: RunningService<RoleClient, Arc<client::Client>>,
     client: Arc<client::Client>,
+    /// Task requests, where the configuration runs tools as tasks.
+    tasks: Option<tasks::Tasks>,
+}
+
+impl Session {
+    fn tasks(&self) -> Result<&tasks::Tasks, McpError> {
+        self.tasks.as_ref().ok_or_else(|| McpError::Server("tasks are not turned on for this server".into()))
+    }
 }
 
 #[async_trait]
@@ -145,11 +157,7 @@ impl McpSession for Session {
                 ));
             }
         };
-        Ok(McpCallResult {
-            content: result.content.into_iter().map(content).collect(),
-            structured: result.structured_content,
-            is_error: result.is_error.unwrap_or(false),
-        })
+        Ok(call_result(result))
     }
 
     async fn call_tool_eliciting(
@@ -194,6 +202,40 @@ impl McpSession for Session {
 
     fn tool_list_changes(&self) -> u64 {
         self.client.tool_list_changes()
+    }
+
+    async fn task_support(&self, tool: &str) -> Result<TaskSupport, McpError> {
+        match &self.tasks {
+            Some(tasks) => tasks.support(tool).await,
+            None => Ok(TaskSupport::Forbidden),
+        }
+    }
+
+    async fn start_task(&self, name: &str, arguments: Map<String, Value>) -> Result<McpTask, McpError> {
+        self.tasks()?.start(name, arguments).await
+    }
+
+    async fn task_state(&self, task: &McpTask) -> Result<(McpTaskState, Duration), McpError> {
+        self.tasks()?.state(task).await
+    }
+
+    async fn task_result(&self, task: &McpTask) -> Result<McpCallResult, McpError> {
+        let result = self.tasks()?.result(task).await?;
+        let result: CallToolResult = serde_json::from_value(result)
+            .map_err(|_| McpError::Server("the task's result is not a tool's result".into()))?;
+        Ok(call_result(result))
+    }
+
+    async fn cancel_task(&self, task: &McpTask) -> Result<(), McpError> {
+        self.tasks()?.cancel(task).await
+    }
+}
+
+fn call_result(result: CallToolResult) -> McpCallResult {
+    McpCallResult {
+        content: result.content.into_iter().map(content).collect(),
+        structured: result.structured_content,
+        is_error: result.is_error.unwrap_or(false),
     }
 }
 

@@ -40,7 +40,8 @@
 //! `"resources": true` adds `{server}__read_resource`, which reads the
 //! server's resources, and names it in the links its results give (see
 //! [`resources`]); `"prompts": true` offers its prompts as the DM's
-//! suggested prompts (see [`prompts`]).
+//! suggested prompts (see [`prompts`]); `"tasks": true` calls the tools it
+//! runs as tasks as tasks, which the turn polls (see [`tasks`]).
 //!
 //! `"auth": {"oauth": …}` makes a server act as the person who asked, with
 //! their own token (see [`as_person`]); `"auth": "aws_iam"` signs every
@@ -48,10 +49,11 @@
 
 use assistant_core::approval::Approver;
 use assistant_core::mcp::{
-    LinkRequest, McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpPromptInfo, McpSession, McpToolInfo,
+    LinkRequest, McpCallResult, McpConnector, McpContent, McpEndpoint, McpError, McpPromptInfo, McpSession,
+    McpToolInfo, TaskSupport,
 };
 use assistant_core::model::ToolSpec;
-use assistant_core::turn::ToolOutput;
+use assistant_core::turn::{RunningTask, ToolOutput};
 use futures_util::future::join_all;
 use serde::Deserialize;
 use serde_json::Value;
@@ -59,7 +61,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tools_registry::references::{self, Reference};
-use tools_registry::{Asks, CallContext, Effect, RunTool, Tool, ToolError, ToolFuture, Unoffered, glob_matches};
+use tools_registry::{
+    Asks, CallContext, Effect, RunTool, TaskFuture, TaskPoll, Tool, ToolError, ToolFuture, Unoffered, glob_matches,
+};
 use tracing::{info, warn};
 
 const DEFAULT_TIMEOUT_SECS: u64 = 30;
@@ -127,6 +131,17 @@ pub struct McpServerConfig {
     /// prompts (see [`prompts`]).
     #[serde(default)]
     pub prompts: bool,
+    /// `true`: the tools the server runs as tasks (`execution.taskSupport`
+    /// `required` or `optional`) are called as tasks: the turn keeps the
+    /// task's id and polls it, from a continuation when it outlasts an
+    /// invocation, and cancels it when the turn gives up on it (see
+    /// [`tasks`]).
+    #[serde(default)]
+    pub tasks: bool,
+    /// How long a turn waits for one of its tasks before it cancels it;
+    /// default and at most 900 s.
+    #[serde(default)]
+    pub task_wait_secs: Option<u64>,
 }
 
 fn all_tools() -> Vec<String> {
@@ -183,6 +198,12 @@ fn endpoint(
     if config.approvers.as_ref().is_some_and(Vec::is_empty) {
         return Err(invalid("approvers is empty: nobody could approve its calls"));
     }
+    if config.task_wait_secs.is_some_and(|secs| secs == 0 || secs > tasks::MAX_TASK_WAIT.as_secs()) {
+        return Err(invalid(&format!("task_wait_secs must be from 1 to {}", tasks::MAX_TASK_WAIT.as_secs())));
+    }
+    if config.task_wait_secs.is_some() && !config.tasks {
+        return Err(invalid("task_wait_secs is set but tasks is not: no call runs as a task"));
+    }
     if config.timeout_secs.is_some_and(|secs| secs == 0 || secs > MAX_TIMEOUT_SECS) {
         return Err(invalid(&format!("timeout_secs must be from 1 to {MAX_TIMEOUT_SECS}")));
     }
@@ -225,6 +246,7 @@ fn endpoint(
         headers,
         signing,
         elicitation: config.elicitation,
+        tasks: config.tasks,
     })
 }
 
@@ -323,6 +345,7 @@ fn offered(
                 session: session.clone(),
                 timeout: timeout(config),
                 elicitation: config.elicitation,
+                tasks: config.tasks.then(|| tasks::wait(config)),
                 reader: reader.clone(),
                 trusted_read_only: config.requires_approval == RequiresApproval::Auto && info.read_only == Some(true),
             };
@@ -559,6 +582,9 @@ struct McpTool {
     timeout: Duration,
     /// The server may ask the person who asked to open links.
     elicitation: bool,
+    /// The tools the server runs as tasks are called as tasks, each waited
+    /// for this long at most; `None`: tasks are off.
+    tasks: Option<Duration>,
     /// The server's `read_resource` tool, which its results' links name.
     reader: Option<String>,
     /// Offered to run without approval because the server said it only
@@ -577,6 +603,18 @@ impl RunTool for McpTool {
             if let Some(refusal) = self.session.refusal(&self.tool, self.trusted_read_only) {
                 return Err(refusal.into());
             }
+            if let Some(wait) = self.tasks {
+                match session.task_support(&self.tool).await {
+                    Ok(TaskSupport::Required | TaskSupport::Optional) => {
+                        let started = session.start_task(&self.tool, arguments).await;
+                        return started
+                            .map(|task| ToolOutput::Task(tasks::running(task, wait)))
+                            .map_err(|err| call_error(&self.session.endpoint.name, err, false));
+                    }
+                    Ok(TaskSupport::Forbidden) => {}
+                    Err(err) => return Err(call_error(&self.session.endpoint.name, err, false)),
+                }
+            }
             let links = context.asks.as_ref().filter(|_| self.elicitation);
             let called = match links {
                 Some(links) => session.call_tool_eliciting(&self.tool, arguments, self.timeout, links.0.clone()).await,
@@ -593,6 +631,14 @@ impl RunTool for McpTool {
                 Err(err) => Err(call_error(&self.session.endpoint.name, err, false)),
             }
         })
+    }
+
+    fn poll_task<'a>(&'a self, task: &'a RunningTask) -> TaskFuture<'a, TaskPoll> {
+        Box::pin(tasks::poll(&self.session, task, self.reader.as_deref()))
+    }
+
+    fn cancel_task<'a>(&'a self, task: &'a RunningTask) -> TaskFuture<'a, ()> {
+        Box::pin(tasks::cancel(&self.session, task))
     }
 }
 
@@ -709,6 +755,7 @@ mod as_person;
 mod kept;
 pub mod prompts;
 pub mod resources;
+pub mod tasks;
 pub use as_person::person_tools;
 pub use kept::{KeptLists, REFRESH_AFTER_SECS, kept_or_discovered_tools, tool_list_key};
 

@@ -23,7 +23,7 @@ use crate::schema::Schema;
 use assistant_core::approval::Approver;
 use assistant_core::model::ToolSpec;
 use assistant_core::oauth::AccessToken;
-use assistant_core::turn::{ToolOutput, ToolResult, ToolStatus, ToolUse};
+use assistant_core::turn::{RunningTask, ToolOutput, ToolResult, ToolStatus, ToolUse};
 use futures_util::future::join_all;
 use slack::{ChannelId, Membership, UserId};
 use std::collections::HashSet;
@@ -33,6 +33,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
+/// What a poll or cancellation of a task comes to, later.
+pub type TaskFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Why a tool call failed, in words for the model: the text is the error
 /// result it reads (redacted like every result), so it says what to change
@@ -124,6 +126,28 @@ pub type Credentials = std::collections::BTreeMap<String, Result<AccessToken, To
 /// A tool's implementation: input in, output or an error message out.
 pub trait RunTool: Send + Sync {
     fn run(&self, input: serde_json::Value, context: CallContext) -> ToolFuture<'_>;
+
+    /// How `task`, which a call of this tool started
+    /// ([`ToolOutput::Task`]), goes. By default the tool starts none.
+    fn poll_task<'a>(&'a self, task: &'a RunningTask) -> TaskFuture<'a, TaskPoll> {
+        let _ = task;
+        Box::pin(async { TaskPoll::Done(Err("This tool runs no tasks.".into())) })
+    }
+
+    /// Asks `task`'s server to stop it; best effort.
+    fn cancel_task<'a>(&'a self, task: &'a RunningTask) -> TaskFuture<'a, ()> {
+        let _ = task;
+        Box::pin(async {})
+    }
+}
+
+/// How a task a call started goes.
+#[derive(Debug)]
+pub enum TaskPoll {
+    /// Still running: what the server says of it, and when to ask again.
+    Working { message: Option<String>, poll: Duration },
+    /// Done: the call's result, or why there is none.
+    Done(Result<ToolOutput, ToolError>),
 }
 
 /// A closure over the input is a tool that needs no context.
@@ -666,18 +690,46 @@ impl ToolRegistry {
                 }
             }
         }
-        let mut result = self.run_unredacted(call, asker, context).await;
-        let redactor = redact::Redactor::global();
-        match &mut result.output {
-            ToolOutput::Text(text) => {
-                if let std::borrow::Cow::Owned(redacted) = redactor.redact(text) {
-                    *text = redacted;
-                }
+        redacted(self.run_unredacted(call, asker, context).await)
+    }
+
+    /// How the task `call` started goes; its result, once done, redacted
+    /// as every result is. Each poll is bounded by the tool's timeout.
+    pub async fn poll_task(&self, call: &ToolUse, task: &RunningTask) -> TaskPoll {
+        let Some(tool) = self.tools.iter().find(|tool| tool.spec.name == call.name) else {
+            return TaskPoll::Done(Err(format!("The tool {:?} is no longer offered.", call.name).into()));
+        };
+        let polled = tokio::time::timeout(tool.timeout, tool.runner.poll_task(task)).await.unwrap_or_else(|_| {
+            TaskPoll::Working { message: task.message.clone(), poll: Duration::from_millis(task.poll_ms) }
+        });
+        match polled {
+            TaskPoll::Done(done) => {
+                let (status, output) = match done {
+                    Ok(output) => (ToolStatus::Success, output),
+                    Err(message) => (ToolStatus::Error, ToolOutput::Text(message.into())),
+                };
+                let result = redacted(ToolResult { tool_use_id: call.id.clone(), status, output });
+                TaskPoll::Done(match result.status {
+                    ToolStatus::Success => Ok(result.output),
+                    ToolStatus::Error => Err(match result.output {
+                        ToolOutput::Text(text) => text.into(),
+                        _ => "The task failed.".into(),
+                    }),
+                })
             }
-            ToolOutput::Json(json) => redactor.redact_json(json),
-            ToolOutput::Stored { preview, .. } => *preview = redactor.redact(preview).into_owned(),
+            TaskPoll::Working { message, poll } => TaskPoll::Working {
+                message: message.map(|message| redact::Redactor::global().redact(&message).into_owned()),
+                poll,
+            },
         }
-        result
+    }
+
+    /// Asks the server of the task `call` started to stop it, within the
+    /// tool's timeout; best effort (the server's own TTL ends it anyway).
+    pub async fn cancel_task(&self, call: &ToolUse, task: &RunningTask) {
+        if let Some(tool) = self.tools.iter().find(|tool| tool.spec.name == call.name) {
+            let _ = tokio::time::timeout(tool.timeout, tool.runner.cancel_task(task)).await;
+        }
     }
 
     async fn run_unredacted(&self, call: &ToolUse, asker: &Asker, context: CallContext) -> ToolResult {
@@ -716,6 +768,24 @@ impl ToolRegistry {
         let asker = asker.into();
         join_all(calls.iter().map(|call| self.run_with(call, &asker, credentials, None))).await
     }
+}
+
+/// `result` with the secrets in it redacted.
+fn redacted(mut result: ToolResult) -> ToolResult {
+    let redactor = redact::Redactor::global();
+    match &mut result.output {
+        ToolOutput::Text(text) => {
+            if let std::borrow::Cow::Owned(redacted) = redactor.redact(text) {
+                *text = redacted;
+            }
+        }
+        ToolOutput::Json(json) => redactor.redact_json(json),
+        ToolOutput::Stored { preview, .. } => *preview = redactor.redact(preview).into_owned(),
+        ToolOutput::Task(task) => {
+            task.message = task.message.take().map(|message| redactor.redact(&message).into_owned());
+        }
+    }
+    result
 }
 
 fn refused(call: &ToolUse, message: String) -> ToolResult {

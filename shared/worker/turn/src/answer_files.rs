@@ -76,6 +76,7 @@ pub async fn attach(
         },
         ToolOutput::Text(text) => text.clone().into_bytes(),
         ToolOutput::Json(value) => serde_json::to_vec_pretty(value).unwrap_or_default(),
+        ToolOutput::Task(_) => return (reply(ToolStatus::Error, "That call has no result yet.".into()), None),
     };
     let (text, csv) = render(&body);
     let filename = filename(call.input["filename"].as_str().unwrap_or_default(), csv, &call.id);

@@ -108,8 +108,9 @@ fn result_text(result: &ToolResult) -> Option<String> {
     match &result.output {
         ToolOutput::Text(text) => Some(text.clone()),
         ToolOutput::Json(json) => Some(json.to_string()),
-        // Stored before: checked when it was made.
-        ToolOutput::Stored { .. } => None,
+        // Stored before: checked when it was made. A task's result is
+        // checked when it arrives.
+        ToolOutput::Stored { .. } | ToolOutput::Task(_) => None,
     }
 }
 

@@ -46,5 +46,6 @@ pub mod reading;
 mod step_loop;
 pub mod streaming;
 mod sweeps;
+mod tasks;
 pub mod thread_files;
 mod tool_calls;

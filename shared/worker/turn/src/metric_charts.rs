@@ -77,7 +77,7 @@ pub fn chart(turn: &mut Turn, call: &ToolUse) -> ToolResult {
         Some(ToolOutput::Json(value)) => value.clone(),
         Some(ToolOutput::Text(text)) => serde_json::from_str(text).unwrap_or_default(),
         // Metric results are small; one stored whole was cut for the model.
-        Some(ToolOutput::Stored { .. }) | None => {
+        Some(ToolOutput::Stored { .. } | ToolOutput::Task(_)) | None => {
             return reply(
                 ToolStatus::Error,
                 format!("No successful {METRICS_TOOL} call {wanted:?} in this turn to chart."),

@@ -35,7 +35,7 @@ fn payload(output: &ToolOutput) -> Option<(Vec<u8>, &'static str)> {
     match output {
         ToolOutput::Text(text) => Some((text.as_bytes().to_vec(), "text/plain; charset=utf-8")),
         ToolOutput::Json(json) => Some((serde_json::to_vec(json).expect("JSON values serialize"), "application/json")),
-        ToolOutput::Stored { .. } => None,
+        ToolOutput::Stored { .. } | ToolOutput::Task(_) => None,
     }
 }
 

@@ -38,6 +38,7 @@
 
 use crate::reading;
 use crate::streaming::{self, AnswerStream};
+use crate::tasks::Waited;
 use crate::tool_calls::{after_decision, settle_unknown_outcomes, settled_prompt, shown_approvers};
 use crate::{Deadline, FAILURE, MAX_TOOL_CALLS_PER_STEP, Outcome, REFUSAL, Worker, WorkerError};
 use assistant_core::messages::{Continuation, ReplyMessage, WorkMessage};
@@ -245,16 +246,37 @@ impl Worker {
                             return Ok(Outcome::AwaitingSignIn { id: turn.id });
                         }
                     }
-                    match self.save(&mut turn).await {
-                        Ok(()) => continue,
-                        Err(StoreError::Conflict { id, .. }) => {
-                            stream.pause().await;
-                            return self.superseded(id).await;
-                        }
-                        Err(err) => return Err(err.into()),
+                    match self.save_or_stop(&mut turn, &mut stream).await? {
+                        None => continue,
+                        Some(superseded) => return Ok(superseded),
                     }
                 }
                 TurnStatus::Running => {}
+            }
+
+            // The last step's calls a server runs as tasks: no model call
+            // until each has its result.
+            if !turn.running_tasks().is_empty() {
+                if let Waited::OutOfTime = self.wait_for_tasks(&mut turn, deadline, &mut stream).await? {
+                    turn.task_waits += 1;
+                    if let Some(superseded) = self.save_or_stop(&mut turn, &mut stream).await? {
+                        return Ok(superseded);
+                    }
+                    stream.pause().await;
+                    let continuation = Continuation {
+                        turn_id: turn.id.clone(),
+                        thread: turn.thread.clone(),
+                        after_step: turn.steps,
+                        waits: turn.task_waits,
+                    };
+                    self.work.enqueue(&WorkMessage::Continue(continuation)).await.map_err(WorkerError::Queue)?;
+                    info!(waits = turn.task_waits, "tasks still running: a continuation polls them");
+                    return Ok(Outcome::Continued { id: turn.id, after_step: turn.steps });
+                }
+                match self.save_or_stop(&mut turn, &mut stream).await? {
+                    None => continue,
+                    Some(superseded) => return Ok(superseded),
+                }
             }
 
             let now = self.clock.now_unix();
@@ -273,8 +295,12 @@ impl Worker {
                 turn.settle(answer, TurnStatus::Answered, now);
                 limit = Some(LimitHit::Tokens);
             } else if stepped_here && deadline.time_left() < self.limits.step_time {
-                let continuation =
-                    Continuation { turn_id: turn.id.clone(), thread: turn.thread.clone(), after_step: turn.steps };
+                let continuation = Continuation {
+                    turn_id: turn.id.clone(),
+                    thread: turn.thread.clone(),
+                    after_step: turn.steps,
+                    waits: 0,
+                };
                 stream.pause().await;
                 self.work.enqueue(&WorkMessage::Continue(continuation)).await.map_err(WorkerError::Queue)?;
                 info!("out of time: continuation queued");
@@ -315,6 +341,23 @@ impl Worker {
                 }
                 Err(err) => return Err(err.into()),
             }
+        }
+    }
+
+    /// Saves `turn`; `Some` when another worker saved it first, and this
+    /// one stops (its stream paused).
+    async fn save_or_stop(
+        &self,
+        turn: &mut Turn,
+        stream: &mut AnswerStream<'_>,
+    ) -> Result<Option<Outcome>, WorkerError> {
+        match self.save(turn).await {
+            Ok(()) => Ok(None),
+            Err(StoreError::Conflict { id, .. }) => {
+                stream.pause().await;
+                self.superseded(id).await.map(Some)
+            }
+            Err(err) => Err(err.into()),
         }
     }
 

@@ -416,6 +416,10 @@ pub fn ended(call: &ToolUse, result: &ToolResult) -> TaskUpdate {
         ToolOutput::Stored { preview, bytes, .. } => {
             format!("{} ({bytes} bytes)", preview.lines().next().unwrap_or_default())
         }
+        ToolOutput::Task(task) => {
+            let said = task.message.as_deref().map(|message| format!(": {message}")).unwrap_or_default();
+            return TaskUpdate { output: card_line(&format!("running on the server{said}")), ..started(call) };
+        }
     };
     TaskUpdate {
         status: if ok { TaskStatus::Complete } else { TaskStatus::Error },

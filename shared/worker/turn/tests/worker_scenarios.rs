@@ -1020,7 +1020,7 @@ async fn after_the_thread_was_told_the_turn_failed_clicks_continuations_and_retr
     // WHEN the requester approves, and a continuation arrives
     let click = click_on(&waiting_call(&worker).await, REQUESTER, Decision::Approve);
     let clicked = worker.handle(&click, &Budget::plenty()).await.unwrap();
-    let continuation = Continuation { turn_id: turn_id(), thread: thread(), after_step: 1 };
+    let continuation = Continuation { turn_id: turn_id(), thread: thread(), after_step: 1, waits: 0 };
     let continued = worker.handle(&WorkMessage::Continue(continuation), &Budget::plenty()).await.unwrap();
     // (and Slack's retry of the question, enqueued again by the ingress)
     let retried = worker.handle(&start(), &Budget::plenty()).await.unwrap();
@@ -3713,4 +3713,161 @@ mod budgets {
         assert!(held(&spent, "person") > 0);
         let _ = Period::Day;
     }
+}
+
+// --- Calls a server runs as tasks ---------------------------------------------
+
+/// A tool whose calls start a task (started at `started_at`, waited for
+/// `wait_secs`) and whose polls answer from `polls`, then "working".
+struct TaskTool {
+    started_at: i64,
+    wait_secs: u64,
+    polls: Mutex<VecDeque<tools_registry::TaskPoll>>,
+    cancelled: Arc<AtomicU32>,
+}
+
+impl RunTool for TaskTool {
+    fn run(&self, _input: serde_json::Value, _context: CallContext) -> ToolFuture<'_> {
+        let task = assistant_core::turn::RunningTask {
+            task_id: "task-1".into(),
+            session: Some("session-1".into()),
+            started_at: self.started_at,
+            poll_ms: 10,
+            wait_secs: self.wait_secs,
+            message: None,
+        };
+        Box::pin(async move { Ok(ToolOutput::Task(task)) })
+    }
+
+    fn poll_task<'a>(
+        &'a self,
+        task: &'a assistant_core::turn::RunningTask,
+    ) -> tools_registry::TaskFuture<'a, tools_registry::TaskPoll> {
+        assert_eq!((task.task_id.as_str(), task.session.as_deref()), ("task-1", Some("session-1")));
+        let next = self.polls.lock().unwrap().pop_front();
+        Box::pin(async move {
+            next.unwrap_or(tools_registry::TaskPoll::Working { message: None, poll: Duration::from_millis(10) })
+        })
+    }
+
+    fn cancel_task<'a>(&'a self, _task: &'a assistant_core::turn::RunningTask) -> tools_registry::TaskFuture<'a, ()> {
+        self.cancelled.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async {})
+    }
+}
+
+/// A worker whose `research` tool runs as a task, and how many times a
+/// task of it was cancelled.
+fn task_worker(
+    model: ScriptedModel,
+    started_at: i64,
+    polls: Vec<tools_registry::TaskPoll>,
+) -> (TestWorker, Arc<AtomicU32>) {
+    let cancelled = Arc::new(AtomicU32::new(0));
+    let tool = TaskTool { started_at, wait_secs: 60, polls: Mutex::new(polls.into()), cancelled: cancelled.clone() };
+    let research = Tool::new(spec("research"), Effect::ReadOnly, Duration::from_secs(1), tool).unwrap();
+    let mut worker = worker(model, counter());
+    worker.change(|w| w.tools(ToolRegistry::new(vec![research], ToolPolicy::allow_all()).unwrap()));
+    (worker, cancelled)
+}
+
+fn working(message: &str) -> tools_registry::TaskPoll {
+    tools_registry::TaskPoll::Working { message: Some(message.into()), poll: Duration::from_millis(10) }
+}
+
+#[tokio::test]
+async fn a_task_is_polled_until_done_and_its_result_redacted_reaches_the_model_with_its_progress_shown() {
+    let model = ScriptedModel::new([calls(&[("r1", "research", json!({"query": "q"}))]), text("Done.")]);
+    let key = format!("AKIA{}", "Z7Q2W5E8R1T4Y6U3");
+    let report = format!("report; key {key}");
+    let polls = vec![
+        working("Gathering sources"),
+        working("Gathering sources"),
+        working("Synthesizing"),
+        tools_registry::TaskPoll::Done(Ok(ToolOutput::Text(report))),
+    ];
+    let (worker, cancelled) = task_worker(model, NOW, polls);
+
+    let outcome = worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    assert!(matches!(outcome, Outcome::Settled { status: TurnStatus::Answered, .. }), "{outcome:?}");
+    let turn = stored(&worker).await;
+    assert_eq!(worker.model.calls(), 2, "the second model call waited for the task");
+    let step = &turn.transcript[turn.transcript.len() - 2];
+    let [(id, status, output)] = &results(step)[..] else { panic!("{:?}", results(step)) };
+    assert_eq!((id.as_str(), *status), ("r1", ToolStatus::Success));
+    assert!(output.contains("report") && !output.contains(&key), "redacted: {output}");
+    let shown: Vec<String> = progress(&worker).into_iter().map(|(_, text)| text).collect();
+    assert_eq!(
+        shown.iter().filter(|text| text.contains("research` is running: Gathering sources")).count(),
+        1,
+        "{shown:?}"
+    );
+    assert!(shown.iter().any(|text| text.contains("Synthesizing")), "{shown:?}");
+    assert_eq!(cancelled.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_task_still_working_when_time_runs_short_is_kept_and_a_continuation_polls_it() {
+    let model = ScriptedModel::new([calls(&[("r1", "research", json!({"query": "q"}))]), text("Done later.")]);
+    let polls =
+        vec![working("stage 1"), working("stage 2"), tools_registry::TaskPoll::Done(Ok(ToolOutput::Text("ok".into())))];
+    let (worker, _) = task_worker(model, NOW, polls);
+
+    // An invocation with too little time left: one poll, then a continuation
+    let outcome = worker.handle(&start(), &Budget::steps(0)).await.unwrap();
+    assert_eq!(outcome, Outcome::Continued { id: turn_id(), after_step: 1 });
+    let turn = stored(&worker).await;
+    assert_eq!(turn.running_tasks().len(), 1, "the task is kept in the turn");
+    assert_eq!(turn.task_waits, 1);
+    let queued = worker.work.drain();
+    let [WorkMessage::Continue(continuation)] = &queued[..] else { panic!("{queued:?}") };
+    assert_eq!(continuation.waits, 1);
+    assert_eq!(worker.model.calls(), 1);
+
+    // A second short invocation polls again and hands on once more, with a
+    // deduplication id of its own (a queue would drop a repeat of the first)
+    worker.handle(&queued[0], &Budget::steps(0)).await.unwrap();
+    let again = worker.work.drain();
+    let [WorkMessage::Continue(second)] = &again[..] else { panic!("{again:?}") };
+    assert_eq!(second.waits, 2);
+    assert_ne!(queued[0].dedupe_id(), again[0].dedupe_id());
+
+    // The next one finds it done and answers
+    worker.handle(&again[0], &Budget::plenty()).await.unwrap();
+    let turn = stored(&worker).await;
+    assert_eq!((turn.status, turn.answer.as_deref()), (TurnStatus::Answered, Some("Done later.")));
+    assert_eq!(worker.model.calls(), 2);
+}
+
+#[tokio::test]
+async fn a_task_past_its_wait_is_cancelled_and_the_model_told_and_one_left_by_a_failed_thread_too() {
+    // GIVEN a task started two minutes before a wait of one
+    let model = ScriptedModel::new([calls(&[("r1", "research", json!({"query": "q"}))]), text("It took too long.")]);
+    let (worker, cancelled) = task_worker(model, NOW - 120, Vec::new());
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    // THEN it was cancelled and the model read why
+    assert_eq!(cancelled.load(Ordering::SeqCst), 1);
+    let turn = stored(&worker).await;
+    let step = &turn.transcript[turn.transcript.len() - 2];
+    let [(_, status, output)] = &results(step)[..] else { panic!() };
+    assert_eq!(*status, ToolStatus::Error);
+    assert!(output.contains("longer than this assistant waits for it (60 s); it was cancelled"), "{output}");
+
+    // GIVEN a task kept by a turn whose thread was then told it failed
+    let model = ScriptedModel::new([calls(&[("r1", "research", json!({"query": "q"}))])]);
+    let (worker, cancelled) = task_worker(model, NOW, Vec::new());
+    worker.handle(&start(), &Budget::steps(0)).await.unwrap();
+    let continuation = worker.work.drain().pop().expect("a continuation");
+    let mut record = DeliveryRecord {
+        settled: Some(Settled::Apologized { reference: "Ev01".into() }),
+        updated_at: NOW,
+        ..DeliveryRecord::default()
+    };
+    worker.deliveries.save(&turn_id(), &mut record).await.unwrap();
+    // WHEN its continuation comes
+    worker.handle(&continuation, &Budget::plenty()).await.unwrap();
+    // THEN the task is cancelled and nothing else happens
+    assert_eq!(cancelled.load(Ordering::SeqCst), 1);
+    assert_eq!(worker.model.calls(), 1);
 }

@@ -126,6 +126,7 @@ impl Worker {
         let stopping = self.departures.stopping(&turn.thread.team, &turn.user, asked_at);
         let Some(departed) = stopping.await.map_err(WorkerError::Departures)? else { return Ok(None) };
         info!(reason = departed.reason.as_str(), "stopped: the team or the person who asked departed");
+        self.cancel_tasks(turn).await;
         turn.pending_approval = None;
         turn.pending_sign_in = None;
         let answer = format!("Stopped: {} (nobody was told in Slack).", departed.reason.as_str().replace('_', " "));

@@ -27,6 +27,8 @@ impl Worker {
             return Ok(Outcome::Ignored { reason: "unknown_turn" });
         };
         if self.thread_told_failed(&turn.id).await? {
+            // A task it waited for would run on for nobody.
+            self.cancel_tasks(&turn).await;
             info!("continuation for a turn whose thread was told it failed: nothing to do");
             return Ok(Outcome::Ignored { reason: "thread_told_failed" });
         }
