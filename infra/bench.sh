@@ -33,7 +33,8 @@ source "$emulator_logs/stack.env"
 set +a
 
 step "benchmark"
-FLOOR_BIN="$CARGO_TARGET_DIR/lambda/floor" INGRESS_BIN="$CARGO_TARGET_DIR/lambda/ingress" \
+BENCH_COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' with local changes')" \
+  FLOOR_BIN="$CARGO_TARGET_DIR/lambda/floor" FLOOR_READ_BIN="$CARGO_TARGET_DIR/lambda/floor-read" INGRESS_BIN="$CARGO_TARGET_DIR/lambda/ingress" \
   WORKER_BIN="$CARGO_TARGET_DIR/lambda/worker" RESPONDER_BIN="$CARGO_TARGET_DIR/lambda/responder" \
   "$CARGO_TARGET_DIR/lambda/bench"
 
