@@ -6,9 +6,36 @@
 # through the Lambda Runtime Interface Emulator, binary sizes, peak RSS, the
 # worker's overhead per step and the responder's rendering. It measures; it
 # asserts nothing.
+#
+# `infra/bench.sh --load` runs only the load test: a steady day, a burst and
+# an alert storm through the real handlers against a Bedrock and a Slack
+# that throttle as the real ones do (tests/support/load.rs), printing one
+# table of figures; it fails when a question was lost, doubled or left
+# unanswered. The default run ends with it too.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/tools.sh"
 cd "$root"
+
+# The load test's three workloads (about ten minutes). The functions print
+# their metrics records (JSON lines) as they run: only the table is shown.
+run_load_test() {
+  step "load test: a steady day, a burst, an alert storm (tests::load)"
+  cargo build --quiet -p tests --bin load
+  local started=$SECONDS status=0
+  "$CARGO_TARGET_DIR/debug/load" --seed 7 2>"$emulator_logs/load.log" | grep -v '^{' || status=$?
+  grep -v '^{' "$emulator_logs/load.log" | grep -v '^load: ' | tail -n 40 || true
+  echo "load test took $((SECONDS - started)) s"
+  return "$status"
+}
+
+if [ "${1:-}" = "--load" ]; then
+  step "tools"
+  ensure_python_tools
+  step "local AWS emulator"
+  emulator_for_this_run
+  run_load_test
+  exit $?
+fi
 
 step "tools"
 ensure_python_tools
@@ -44,3 +71,5 @@ BENCH_COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' wit
 step "soak under injected faults (tests::soak, 200 questions)"
 cargo build --quiet -p tests --bin soak
 "$CARGO_TARGET_DIR/debug/soak" --questions 200 --seed 7 --one-in 8
+
+run_load_test

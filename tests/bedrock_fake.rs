@@ -71,7 +71,7 @@ async fn the_request_carries_system_tools_and_cache_points_after_the_stable_pref
     fake.script([Scripted::fixture(TEXT_REPLY)]);
     ask(&model(&fake).await, &[Message::user_text("hello")]).await.unwrap();
 
-    let Recorded { model_id, body } = only_request(&fake);
+    let Recorded { model_id, body, .. } = only_request(&fake);
     assert_eq!(model_id, MODEL_ID);
     assert_eq!(
         body["system"],

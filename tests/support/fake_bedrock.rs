@@ -12,6 +12,15 @@
 //! an `x-amzn-ErrorType` header and a `{"message": …}` body; a stream that
 //! breaks sends an `exception` frame after some deltas; one that stalls
 //! sends nothing more and holds the connection open.
+//!
+//! For load tests it can behave like Bedrock under load ([`Realism`]):
+//! each answer waits a time to first token and comes at a rate of tokens a
+//! second, both drawn from a seeded log-normal distribution; the account's
+//! tokens-per-minute quota is enforced (a call that would pass it is
+//! answered `ThrottlingException`, as Bedrock answers it); and a share of
+//! calls fail with a 503 `ServiceUnavailableException`. Token counts are
+//! estimated as Bedrock's tokenizers roughly count English: four bytes a
+//! token.
 
 use crate::local_server::LocalServer;
 use axum::Router;
@@ -71,6 +80,15 @@ impl Scripted {
     pub fn throttling() -> Self {
         Scripted::Error { status: 429, error_type: "ThrottlingException", message: "Too many requests, please wait." }
     }
+
+    /// Bedrock's 503, as it answers when it cannot serve the call now.
+    pub fn unavailable() -> Self {
+        Scripted::Error {
+            status: 503,
+            error_type: "ServiceUnavailableException",
+            message: "Bedrock is unable to process your request.",
+        }
+    }
 }
 
 /// A request the client sent.
@@ -78,6 +96,115 @@ impl Scripted {
 pub struct Recorded {
     pub model_id: String,
     pub body: Value,
+    /// When it arrived, and how it was answered.
+    pub at: std::time::Instant,
+    pub outcome: Outcome,
+}
+
+/// How the fake answered a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Whatever the script or the answerer said (a scripted error included).
+    AsScripted,
+    /// `ThrottlingException`: a throttle set by a test, or the quota.
+    Throttled,
+    /// A 503 drawn by [`Realism::server_error_one_in`].
+    ServerError,
+}
+
+/// How Bedrock behaves under load, seeded: the same request gets the same
+/// draws at the same seed (its `n`-th sending included, so a retried call
+/// is a new draw).
+#[derive(Debug, Clone, Copy)]
+pub struct Realism {
+    pub seed: u64,
+    /// Time to first token: the median, and the log-normal's sigma.
+    pub first_token_median_ms: f64,
+    pub first_token_sigma: f64,
+    /// Output tokens a second: the median, and the log-normal's sigma.
+    pub tokens_per_second_median: f64,
+    pub tokens_per_second_sigma: f64,
+    /// Input and output tokens the account may use in any `quota_window`
+    /// (Bedrock's quota is a minute's; a short test scales both down).
+    pub quota_tokens: u64,
+    pub quota_window: std::time::Duration,
+    /// About one call in this many answers a 503 (0: none).
+    pub server_error_one_in: u64,
+}
+
+impl Realism {
+    /// Figures like Claude Sonnet's on Bedrock on an ordinary day: first
+    /// token after about 0.8 s, about 60 tokens a second, a quota of
+    /// 200,000 tokens a minute, one call in 200 failing.
+    pub fn sonnet_like(seed: u64) -> Self {
+        Self {
+            seed,
+            first_token_median_ms: 800.0,
+            first_token_sigma: 0.4,
+            tokens_per_second_median: 60.0,
+            tokens_per_second_sigma: 0.3,
+            quota_tokens: 200_000,
+            quota_window: std::time::Duration::from_secs(60),
+            server_error_one_in: 200,
+        }
+    }
+}
+
+/// Roughly how many tokens `bytes` of English make.
+pub fn tokens_in(bytes: usize) -> u64 {
+    (bytes as u64).div_ceil(4)
+}
+
+/// The draws for one call.
+#[derive(Debug, Clone, Copy)]
+struct Pacing {
+    first_token: std::time::Duration,
+    per_token: std::time::Duration,
+}
+
+/// The quota's ledger: tokens charged, when, over the last minute.
+#[derive(Default)]
+struct Quota {
+    charged: VecDeque<(std::time::Instant, u64)>,
+}
+
+impl Quota {
+    /// Charges `tokens` now if the window's charges leave room.
+    fn charge(&mut self, tokens: u64, quota: u64, window: std::time::Duration) -> bool {
+        let now = std::time::Instant::now();
+        while self.charged.front().is_some_and(|(at, _)| now.duration_since(*at) >= window) {
+            self.charged.pop_front();
+        }
+        let used: u64 = self.charged.iter().map(|(_, n)| n).sum();
+        if used + tokens > quota {
+            return false;
+        }
+        self.charged.push_back((now, tokens));
+        true
+    }
+}
+
+/// SplitMix64, for the seeded draws.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// A uniform draw in (0, 1) from `key`.
+fn uniform(key: u64) -> f64 {
+    ((mix(key) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+}
+
+/// A log-normal draw with this median and sigma (Box–Muller).
+fn log_normal(key: u64, median: f64, sigma: f64) -> f64 {
+    let normal = (-2.0 * uniform(key).ln()).sqrt() * (std::f64::consts::TAU * uniform(key ^ 0x5eed)).cos();
+    median * (sigma * normal).exp()
+}
+
+fn hash_text(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
 /// Makes a reply from a request's body.
@@ -94,6 +221,11 @@ struct Shared {
     requests: Mutex<Vec<Recorded>>,
     /// Every call is throttled until then, whatever the script says.
     throttled_until: Mutex<Option<std::time::Instant>>,
+    /// Behaviour under load, once set.
+    realism: Mutex<Option<Realism>>,
+    quota: Mutex<Quota>,
+    /// How often each request body was sent: a retry is a new draw.
+    sendings: Mutex<std::collections::HashMap<u64, u64>>,
     /// Once the script is used up: answers made from each request.
     answerer: Mutex<Option<Answerer>>,
     /// Bedrock Agent Runtime's `Retrieve`: what each knowledge base
@@ -158,6 +290,11 @@ impl FakeBedrock {
         *self.shared.throttled_until.lock().expect("throttle lock") = Some(until);
     }
 
+    /// Behaves like Bedrock under load from now on (see [`Realism`]).
+    pub fn behave_realistically(&self, realism: Realism) {
+        *self.shared.realism.lock().expect("realism lock") = Some(realism);
+    }
+
     /// Streamed text is cut at these byte offsets of each text block.
     pub fn cut_deltas_at(&self, cuts: &[usize]) {
         *self.shared.cuts.lock().expect("cuts lock") = Some(cuts.to_vec());
@@ -214,24 +351,85 @@ impl FakeBedrock {
 }
 
 impl Shared {
-    /// Records the request; the scripted answer (throttling while throttled).
-    fn next(&self, model_id: String, body: String) -> Option<Scripted> {
-        let body = serde_json::from_str(&body).unwrap_or(Value::String(body));
+    /// Records the request; the scripted answer (throttling while
+    /// throttled, or over the quota; a drawn 503), and how fast to send it.
+    fn next(&self, model_id: String, body: String) -> (Option<Scripted>, Option<Pacing>) {
+        let body_text = body;
+        let body = serde_json::from_str(&body_text).unwrap_or(Value::String(body_text.clone()));
         let answerer = *self.answerer.lock().expect("answerer lock");
         let made = answerer.map(|answer| answer(&body));
-        self.requests.lock().expect("requests lock").push(Recorded { model_id, body });
         let throttled =
             self.throttled_until.lock().expect("throttle lock").is_some_and(|until| std::time::Instant::now() < until);
+        let (mut outcome, mut pacing) = (Outcome::AsScripted, None);
+        let mut answer;
         if throttled {
-            return Some(Scripted::throttling());
+            (outcome, answer) = (Outcome::Throttled, Some(Scripted::throttling()));
+        } else {
+            answer = self.script.lock().expect("script lock").pop_front().or(made);
+            let realism = *self.realism.lock().expect("realism lock");
+            if let (Some(realism), Some(Scripted::Reply(reply))) = (realism, answer.as_mut()) {
+                let drawn = self.under_load(&realism, &body_text, reply);
+                (outcome, pacing) = (drawn.0, Some(drawn.1));
+                match outcome {
+                    Outcome::Throttled => answer = Some(Scripted::throttling()),
+                    Outcome::ServerError => answer = Some(Scripted::unavailable()),
+                    Outcome::AsScripted => {}
+                }
+            }
         }
-        self.script.lock().expect("script lock").pop_front().or(made)
+        let recorded = Recorded { model_id, body, at: std::time::Instant::now(), outcome };
+        self.requests.lock().expect("requests lock").push(recorded);
+        (answer, pacing)
+    }
+
+    /// Bedrock under load for one call: a drawn 503, the quota, then the
+    /// reply's usage set to the tokens it carries and its pace drawn.
+    fn under_load(&self, realism: &Realism, body: &str, reply: &mut Value) -> (Outcome, Pacing) {
+        let request = hash_text(body);
+        let sending = {
+            let mut sendings = self.sendings.lock().expect("sendings lock");
+            let n = sendings.entry(request).or_default();
+            *n += 1;
+            *n
+        };
+        let key = mix(realism.seed ^ mix(request ^ mix(sending)));
+        let pacing = Pacing {
+            first_token: std::time::Duration::from_secs_f64(
+                log_normal(key, realism.first_token_median_ms, realism.first_token_sigma) / 1_000.0,
+            ),
+            per_token: std::time::Duration::from_secs_f64(
+                1.0 / log_normal(key ^ 0x7095, realism.tokens_per_second_median, realism.tokens_per_second_sigma)
+                    .max(1.0),
+            ),
+        };
+        if realism.server_error_one_in > 0 && mix(key ^ 0x5e7).is_multiple_of(realism.server_error_one_in) {
+            return (Outcome::ServerError, pacing);
+        }
+        let output_bytes: usize = reply["output"]["message"]["content"]
+            .as_array()
+            .map(|blocks| blocks.iter().map(|block| block.to_string().len()).sum())
+            .unwrap_or_default();
+        let (input, output) = (tokens_in(body.len()), tokens_in(output_bytes));
+        if !self.quota.lock().expect("quota lock").charge(input + output, realism.quota_tokens, realism.quota_window) {
+            return (Outcome::Throttled, pacing);
+        }
+        reply["usage"] =
+            serde_json::json!({"inputTokens": input, "outputTokens": output, "totalTokens": input + output});
+        (Outcome::AsScripted, pacing)
     }
 }
 
 async fn converse(State(shared): State<Arc<Shared>>, Path(model_id): Path<String>, body: String) -> Response {
-    match shared.next(model_id, body) {
-        Some(Scripted::Reply(reply)) => axum::Json(reply).into_response(),
+    let (answer, pacing) = shared.next(model_id, body);
+    match answer {
+        Some(Scripted::Reply(reply)) => {
+            if let Some(pacing) = pacing {
+                // The whole answer is written before a Converse call returns.
+                let output = tokens_in(reply["output"]["message"]["content"].to_string().len());
+                tokio::time::sleep(pacing.first_token + pacing.per_token * output as u32).await;
+            }
+            axum::Json(reply).into_response()
+        }
         Some(Scripted::BreaksAfter { .. } | Scripted::StallsAfter { .. }) => {
             panic!("a broken or stalled stream is scripted for a call that does not stream")
         }
@@ -241,7 +439,8 @@ async fn converse(State(shared): State<Arc<Shared>>, Path(model_id): Path<String
 
 /// The scripted reply as ConverseStream sends it.
 async fn converse_stream(State(shared): State<Arc<Shared>>, Path(model_id): Path<String>, body: String) -> Response {
-    let (reply, breaks_after, stalls_after) = match shared.next(model_id, body) {
+    let (answer, pacing) = shared.next(model_id, body);
+    let (reply, breaks_after, stalls_after) = match answer {
         Some(Scripted::Reply(reply)) => (reply, None, None),
         Some(Scripted::BreaksAfter { reply, deltas }) => (reply, Some(deltas), None),
         Some(Scripted::StallsAfter { reply, deltas }) => (reply, None, Some(deltas)),
@@ -260,16 +459,26 @@ async fn converse_stream(State(shared): State<Arc<Shared>>, Path(model_id): Path
         frames.truncate(stalled_at.unwrap_or(frames.len()));
     }
     let stalls = stalls_after.is_some();
-    let body = futures_util::stream::unfold(frames.into_iter(), move |mut frames| async move {
-        let Some((frame, is_delta)) = frames.next() else {
+    let first_token = pacing.map(|p| p.first_token).unwrap_or_default();
+    let per_token = pacing.map(|p| p.per_token).unwrap_or_default();
+    let frames = frames.into_iter().enumerate();
+    let body = futures_util::stream::unfold(frames, move |mut frames| async move {
+        let Some((index, (frame, is_delta))) = frames.next() else {
             if stalls {
                 // Open and silent until the client hangs up (which drops this).
                 std::future::pending::<()>().await;
             }
             return None;
         };
+        if index == 1 && !first_token.is_zero() {
+            tokio::time::sleep(first_token).await;
+        }
         if is_delta && !pause.is_zero() {
             tokio::time::sleep(pause).await;
+        }
+        if is_delta && !per_token.is_zero() {
+            // A delta's tokens, at the drawn rate (its frame is mostly text).
+            tokio::time::sleep(per_token * tokens_in(frame.len().saturating_sub(120)) as u32).await;
         }
         Some((Ok::<_, std::io::Error>(frame), frames))
     });

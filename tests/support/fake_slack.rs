@@ -25,6 +25,11 @@
 //! `message_not_in_streaming_state`. `assistant.threads.setSuggestedPrompts`
 //! takes 1 to 4 prompts, with or without a thread;
 //! `assistant.threads.setTitle` needs a thread.
+//!
+//! With [`FakeSlack::enforce_rate_limits`] it limits calls as Slack does
+//! ([`RateLimits`]): per method and workspace by the method's tier, and
+//! `chat.postMessage` also per channel, answering HTTP 429 with
+//! `Retry-After` (whole seconds) and applying nothing.
 
 use crate::local_server::LocalServer;
 use axum::Router;
@@ -113,6 +118,97 @@ pub struct Call {
     pub authorization: Option<String>,
     /// When it arrived.
     pub at: std::time::Instant,
+    /// Answered 429 by the rate limits (nothing applied).
+    pub rate_limited: bool,
+}
+
+/// Slack's Web API rate limits as its documentation states them: each
+/// method's tier is a number of calls a minute per workspace ("Tier 2: 20+
+/// per minute", "Tier 3: 50+", "Tier 4: 100+"; the `+` says Slack may
+/// allow more: these are the floors), with bursts of up to a minute's
+/// worth; `chat.postMessage` ("special") allows one message a second per
+/// channel with short bursts, here three. A method not listed is not
+/// limited.
+pub struct RateLimits {
+    /// (method, calls a minute per workspace).
+    pub per_method: &'static [(&'static str, u32)],
+    /// `chat.postMessage` per channel: a burst, then one a second.
+    pub post_burst: u32,
+}
+
+impl RateLimits {
+    /// The tiers of the methods the bot calls, from each method's page.
+    pub const SLACK: RateLimits = RateLimits {
+        per_method: &[
+            ("chat.update", 50),
+            ("chat.delete", 50),
+            ("chat.startStream", 20),
+            ("chat.appendStream", 100),
+            ("chat.stopStream", 20),
+            ("chat.getPermalink", 100),
+            ("chat.postEphemeral", 100),
+            ("assistant.threads.setStatus", 50),
+            ("assistant.threads.setTitle", 50),
+            ("assistant.threads.setSuggestedPrompts", 50),
+            ("conversations.info", 50),
+            ("conversations.replies", 50),
+            ("conversations.history", 50),
+            ("conversations.members", 50),
+            ("users.info", 100),
+            ("auth.test", 100),
+        ],
+        post_burst: 3,
+    };
+}
+
+/// A token bucket: `capacity` calls at once, refilled at `per_second`.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    capacity: f64,
+    per_second: f64,
+    at: std::time::Instant,
+}
+
+impl Bucket {
+    fn new(capacity: f64, per_second: f64) -> Self {
+        Self { tokens: capacity, capacity, per_second, at: std::time::Instant::now() }
+    }
+
+    /// Takes a call, or says how long until one would be taken.
+    fn take(&mut self) -> Result<(), std::time::Duration> {
+        let now = std::time::Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * self.per_second).min(self.capacity);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            return Ok(());
+        }
+        Err(std::time::Duration::from_secs_f64((1.0 - self.tokens) / self.per_second))
+    }
+}
+
+/// The rate limits' state: a bucket per method, and per channel for posts.
+#[derive(Default)]
+struct Limiter {
+    buckets: HashMap<String, Bucket>,
+}
+
+impl Limiter {
+    /// How long to wait before `method` may be called again in `channel`,
+    /// or nothing: the call may go on (and is counted).
+    fn check(&mut self, limits: &RateLimits, method: &str, channel: &str) -> Option<std::time::Duration> {
+        if method == "chat.postMessage" {
+            let key = format!("{method} {channel}");
+            let burst = f64::from(limits.post_burst);
+            return self.buckets.entry(key).or_insert_with(|| Bucket::new(burst, 1.0)).take().err();
+        }
+        let (_, per_minute) = limits.per_method.iter().find(|(name, _)| *name == method)?;
+        let per_minute = f64::from(*per_minute);
+        let bucket =
+            self.buckets.entry(method.to_owned()).or_insert_with(|| Bucket::new(per_minute, per_minute / 60.0));
+        bucket.take().err()
+    }
 }
 
 #[derive(Default)]
@@ -137,6 +233,8 @@ struct Shared {
     /// What was POSTed to commands' `response_url`s: (path, JSON body).
     responses: Mutex<Vec<(String, Value)>>,
     base_url: Mutex<String>,
+    /// Slack's rate limits, once enforced.
+    limits: Mutex<Option<(&'static RateLimits, Limiter)>>,
 }
 
 pub struct FakeSlack {
@@ -176,6 +274,21 @@ impl FakeSlack {
     /// The Web API base URL (`SLACK_API_BASE_URL`).
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Limits calls as Slack does from now on ([`RateLimits::SLACK`]).
+    pub fn enforce_rate_limits(&self) {
+        self.enforce_rate_limits_as(&RateLimits::SLACK);
+    }
+
+    /// Limits calls by `limits` from now on (a test's tighter ones, say).
+    pub fn enforce_rate_limits_as(&self, limits: &'static RateLimits) {
+        *self.shared.limits.lock().expect("limits lock") = Some((limits, Limiter::default()));
+    }
+
+    /// Every call so far, in order.
+    pub fn all_calls(&self) -> Vec<Call> {
+        self.shared.calls.lock().expect("calls lock").clone()
     }
 
     /// What `method` answers once its script is used up.
@@ -534,8 +647,18 @@ async fn call(
 ) -> Response {
     let form: HashMap<String, String> = serde_urlencoded::from_str(&body).unwrap_or_default();
     let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let call = Call { method: method.clone(), form: form.clone(), authorization, at: std::time::Instant::now() };
+    let wait = shared.limits.lock().expect("limits lock").as_mut().and_then(|(limits, limiter)| {
+        let channel = form.get("channel").or_else(|| form.get("channel_id")).cloned().unwrap_or_default();
+        limiter.check(limits, &method, &channel)
+    });
+    let at = std::time::Instant::now();
+    let call = Call { method: method.clone(), form: form.clone(), authorization, at, rate_limited: wait.is_some() };
     shared.calls.lock().expect("calls lock").push(call);
+    if let Some(wait) = wait {
+        // Slack's `Retry-After` is in whole seconds, at least one.
+        let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+        return (StatusCode::TOO_MANY_REQUESTS, [("retry-after", seconds.to_string())], "").into_response();
+    }
 
     let scripted = shared.scripts.lock().expect("scripts lock").get_mut(&method).and_then(VecDeque::pop_front);
     let reply = scripted.unwrap_or_else(|| {

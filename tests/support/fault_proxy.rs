@@ -187,6 +187,11 @@ impl FaultProxy {
         self.shared.calls.lock().expect("calls lock").get(operation).copied().unwrap_or_default()
     }
 
+    /// Calls so far, by operation.
+    pub fn calls_by_operation(&self) -> HashMap<String, u64> {
+        self.shared.calls.lock().expect("calls lock").clone()
+    }
+
     /// Calls forwarded or failed so far.
     pub fn calls(&self) -> u64 {
         self.shared.calls.lock().expect("calls lock").values().sum()

@@ -15,6 +15,7 @@ pub mod fake_slack;
 pub mod fault_proxy;
 pub mod function_url;
 pub mod lambda;
+pub mod load;
 pub mod local_server;
 pub mod mcp_server;
 pub mod soak;

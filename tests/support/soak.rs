@@ -143,7 +143,7 @@ fn mention(seed: u64, i: usize) -> serde_json::Value {
     events::with_body(&event, &body)
 }
 
-fn retry_of(event: &serde_json::Value, n: usize, reason: &str) -> serde_json::Value {
+pub(crate) fn retry_of(event: &serde_json::Value, n: usize, reason: &str) -> serde_json::Value {
     events::with_header(
         &events::with_header(event, "x-slack-retry-num", &n.to_string()),
         "x-slack-retry-reason",
@@ -167,16 +167,26 @@ fn slack_faults(method: &str) -> &'static [Fault] {
     }
 }
 
-struct Pipeline {
-    ingress: ingress::Ingress,
-    worker: worker::WorkerFunction,
-    responder: responder::ResponderFunction,
+/// The three functions' handlers, each calling through the proxies (the
+/// load test's share them too).
+pub(crate) struct Pipeline {
+    pub(crate) ingress: ingress::Ingress,
+    pub(crate) worker: worker::WorkerFunction,
+    pub(crate) responder: responder::ResponderFunction,
 }
 
 impl Pipeline {
     /// The functions as Lambda would start them; a start that fails (its
-    /// configuration read failed) is started again, as Lambda does.
-    async fn start(stack: &Stack, aws: &FaultProxy, slack_url: &str, bedrock: &FaultProxy) -> Self {
+    /// configuration read failed) is started again, as Lambda does. The
+    /// worker retries Bedrock as it does deployed, from `bedrock_backoff`
+    /// (the soak shortens it; the load test keeps the worker's own).
+    pub(crate) async fn start(
+        stack: &Stack,
+        aws: &FaultProxy,
+        slack_url: &str,
+        bedrock: &FaultProxy,
+        bedrock_backoff: Duration,
+    ) -> Self {
         let ingress_aws = crate::Role::Ingress.config(&through(aws, adapters_aws::config::ack_path_timeouts()).await);
         let ingress = ingress::Ingress::new(
             crate::ingress_config(stack),
@@ -186,7 +196,7 @@ impl Pipeline {
         let worker_aws = crate::Role::Worker.config(&through(aws, adapters_aws::config::worker_timeouts()).await);
         let bedrock_config = aws_sdk_bedrockruntime::config::Builder::from(&worker_aws)
             .endpoint_url(bedrock.url())
-            .retry_config(adapters_bedrock::retry_config().with_initial_backoff(Duration::from_millis(5)))
+            .retry_config(adapters_bedrock::retry_config().with_initial_backoff(bedrock_backoff))
             .build();
         let mut worker = None;
         for _ in 0..5 {
@@ -277,7 +287,7 @@ async fn drain(stack: &Stack, pipeline: &Pipeline) -> usize {
     panic!("the queues did not drain");
 }
 
-async fn messages_left(stack: &Stack) -> usize {
+pub(crate) async fn messages_left(stack: &Stack) -> usize {
     let mut left = 0;
     for url in [
         &stack.work_queue.queue,
@@ -318,7 +328,8 @@ pub async fn run(soak: Soak) -> Report {
     let bedrock_plan =
         Plan { seed: soak.seed.wrapping_mul(17) ^ 0xbed, one_in: soak.one_in, kinds: |_| &Fault::BEFORE };
     let bedrock_proxy = FaultProxy::start(Upstream::Bedrock, bedrock.url(), bedrock_plan).await;
-    let pipeline = Pipeline::start(&stack, &aws_proxy, &slack_proxy.reach(slack.url()), &bedrock_proxy).await;
+    let slack_url = slack_proxy.reach(slack.url());
+    let pipeline = Pipeline::start(&stack, &aws_proxy, &slack_url, &bedrock_proxy, Duration::from_millis(5)).await;
 
     let mut report = Report { questions: soak.questions, ..Report::default() };
     let mut acknowledged = vec![false; soak.questions];
