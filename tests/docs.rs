@@ -720,6 +720,12 @@ const LIMITS: &[Limit] = &[
         &[("APPEND_INTERVAL", 0.001), ("APPEND_CHARS", 1.0)],
     ),
     (ARCHITECTURE, "constant-time, ±{} s", &[("MAX_SKEW_SECS", 1.0)]),
+    (ARCHITECTURE, "answer streams started this minute (at most {}:", &[("STREAM_STARTS_PER_MINUTE", 1.0)]),
+    (
+        ARCHITECTURE,
+        "`STREAM_STARTS#{team}#{minute}` / `COUNT` | worker | worker | {} minutes",
+        &[("STREAM_STARTS_SECS", 60.0)],
+    ),
     (
         ARCHITECTURE,
         "the model call's {} s, the longest tool's {} s",

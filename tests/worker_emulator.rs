@@ -741,3 +741,31 @@ async fn a_start_with_no_event_reads_the_kept_configuration_alone_and_the_first_
     arrival.prepare(&serde_json::from_value(events::parse(events::SCHEDULED_HEALTH_CHECK)).unwrap()).await;
     assert_eq!(proxy.calls(), 1, "nothing more was read");
 }
+
+#[tokio::test]
+async fn a_stream_slack_asks_to_wait_for_is_not_waited_for_and_the_answer_goes_the_post_once_way() {
+    // GIVEN Slack answering the stream's start with a 429 (a second's wait)
+    let fake = FakeBedrock::start().await;
+    fake.script([Scripted::fixture(TEXT_REPLY)]);
+    let slack = FakeSlack::start().await;
+    slack.script("chat.startStream", [SlackReply::RateLimited { retry_after_secs: 1 }]);
+    slack.default_reply("conversations.info", CONVERSATIONS_INFO);
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let function =
+        WorkerFunction::load(function_config(&stack, Some(&slack)), clients(&stack, &fake).await).await.unwrap();
+
+    // WHEN the worker answers a question
+    let response = function.handle(events::parse(events::WORKER_SQS_START_TURN), deadline()).await.unwrap();
+    assert_eq!(failures(&response), Vec::<String>::new());
+
+    // THEN it asked for the stream once and did not wait to ask again: the
+    // worker is free for the next question, and the answer is delivered
+    // the post-once way
+    assert_eq!(slack.calls("chat.startStream").len(), 1, "a stream's calls are never retried in place");
+    assert!(slack.calls("chat.appendStream").is_empty());
+    let replies = stack.receive_replies().await.unwrap();
+    assert!(
+        replies.iter().any(|reply| matches!(reply, assistant_core::messages::ReplyMessage::Deliver { .. })),
+        "{replies:?}"
+    );
+}

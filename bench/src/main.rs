@@ -284,6 +284,10 @@ async fn worker_overhead() -> Result<()> {
         per_step.push(started.elapsed() / STEPS_PER_TURN);
         anyhow::ensure!(matches!(outcome, Outcome::Settled { steps: STEPS_PER_TURN, .. }), "unexpected {outcome:?}");
     }
+    summary::record(
+        "worker overhead per step",
+        format!("{:.2} ms", percentile_sorted(&per_step, 0.5).as_secs_f64() * 1e3),
+    );
     report_ms("per step, averaged over a 10-step turn", per_step);
     let per_turn = |calls: &AtomicUsize| calls.load(Ordering::Relaxed) as f64 / TURNS as f64;
     let store_calls = per_turn(&store.calls);
@@ -324,6 +328,7 @@ async fn turn_cost() -> Result<()> {
             summary::record("a turn's AWS cost", costs.join(" / "));
             let usage = report.usage;
             let input = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
+            summary::record("prompt cache", format!("{:.0}%", 100.0 * usage.cache_read_tokens as f64 / input as f64));
             println!(
                 "  10-step turn's input tokens read from the prompt cache: {:.0}% ({} of {}; {} written, {} uncached)",
                 100.0 * usage.cache_read_tokens as f64 / input as f64,
@@ -430,6 +435,7 @@ fn responder_rendering() {
         assert_eq!(messages.len(), 1);
     }
     samples.sort();
+    summary::record("responder CPU per answer", format!("{:.1} µs", percentile(&samples, 0.5).as_secs_f64() * 1e6));
     println!(
         "  median {:.1} µs, p99 {:.1} µs",
         percentile(&samples, 0.5).as_secs_f64() * 1e6,
@@ -753,7 +759,7 @@ fn binary_sizes() {
         let x86_64 = std::env::var(variable).ok().and_then(|path| std::fs::metadata(path).ok()).map(|meta| meta.len());
         let arm64 = arm64_size(&format!(".aws-sam/build/{resource}/bootstrap"));
         println!("| {label} | {} | {} |", bytes(x86_64), bytes(arm64));
-        shipped.push(arm64.map_or("–".to_owned(), |size| format!("{:.2} MB", size as f64 / 1e6)));
+        shipped.push(x86_64.map_or("–".to_owned(), |size| format!("{:.2} MB", size as f64 / 1e6)));
     }
     summary::record("binary size", shipped.join(" / "));
 }
@@ -918,6 +924,12 @@ time to first streamed text after the model's first token (goal: < 1 s; Slack's 
                 let streams = agent.streams();
                 let first_text = streams.first().and_then(|s| s.first_text_at).context("the answer streamed")?;
                 samples.push(first_text.duration_since(first_token));
+            }
+            if tokens_per_second == 60 && label == "an answer in prose" {
+                summary::record(
+                    "first streamed words",
+                    format!("{:.0} ms", percentile_sorted(&samples, 0.5).as_secs_f64() * 1e3),
+                );
             }
             report_ms(&format!("{label}, {tokens_per_second} tokens/s"), samples);
         }

@@ -22,14 +22,10 @@ use crate::delivery::PostError;
 use crate::keys::{self, ALERT_COUNT_SECS, REMEMBERED_SECS};
 use crate::messages::ThreadRef;
 use crate::ports::{AlertPoster, PortError, Put, RecordKey, VersionedRecords};
-use crate::retry::{Raced, retry_races};
 use crate::store::put_versioned;
 use slack::ChannelId;
 use slack::text::escape;
-use std::sync::{Arc, Mutex};
-
-/// Conflicting writers on one minute's counter: tries before giving up.
-const COUNTER_TRIES: u32 = 3;
+use std::sync::Arc;
 
 /// One alert.
 #[derive(Debug, Clone, Copy)]
@@ -96,7 +92,7 @@ impl OpsAlerts {
         let now = self.clock.now_unix();
         let minute = keys::alerts_minute(now / 60);
         let stored = self.records.get(&minute).await?;
-        if stored.as_ref().is_some_and(|record| count(&record.state) >= Self::PER_MINUTE) {
+        if stored.as_ref().is_some_and(|record| crate::store::window_count(&record.state) >= Self::PER_MINUTE) {
             return Ok(Raised::Suppressed);
         }
         let once = keys::alert_sent(alert.reference);
@@ -119,34 +115,8 @@ impl OpsAlerts {
         stored: Option<crate::ports::StoredRecord>,
         now: i64,
     ) -> Result<bool, PortError> {
-        // The record as the last try found it: what the next one counts from.
-        let stored = &Mutex::new(stored);
-        let taken = retry_races(COUNTER_TRIES, |_| async move {
-            let current = stored.lock().expect("counter lock").take();
-            let (version, sent) = current.as_ref().map_or((0, 0), |record| (record.version, count(&record.state)));
-            if sent >= Self::PER_MINUTE {
-                return Ok(false);
-            }
-            let state = serde_json::json!({ "sent": sent + 1 }).to_string();
-            match put_versioned(self.records.as_ref(), minute, version, state, now + ALERT_COUNT_SECS).await? {
-                Put::Written => Ok(true),
-                Put::Conflict { current } => {
-                    let current = match current {
-                        Some(current) => Some(current),
-                        None => self.records.get(minute).await?,
-                    };
-                    *stored.lock().expect("counter lock") = current;
-                    Err(Raced::Lost)
-                }
-            }
-        })
-        .await?;
-        Ok(taken.unwrap_or(false))
+        crate::store::take_one(self.records.as_ref(), minute, stored, Self::PER_MINUTE, now + ALERT_COUNT_SECS).await
     }
-}
-
-fn count(state: &str) -> u64 {
-    serde_json::from_str::<serde_json::Value>(state).ok().and_then(|value| value["sent"].as_u64()).unwrap_or(0)
 }
 
 /// The alert as posted: mrkdwn, with Slack's control characters escaped so

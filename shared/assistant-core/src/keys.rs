@@ -29,6 +29,7 @@
 //! | postmortem canvas | `POSTMORTEM#{team}#{channel}#{thread_ts}` / `POSTMORTEM` | worker | [`RECORD_SECS`] |
 //! | operator alert sent | `ALERT#{reference}` / `SENT` | worker, responder | [`REMEMBERED_SECS`] |
 //! | operator alerts a minute | `ALERTS#{minute}` / `COUNT` | worker, responder | [`ALERT_COUNT_SECS`] |
+//! | a workspace's stream starts a minute | `STREAM_STARTS#{team}#{minute}` / `COUNT` | worker | [`STREAM_STARTS_SECS`] |
 //! | response modes | `CONFIG` / `RESPONSE_MODES` | worker | [`KEPT_SECS`] |
 //! | kept assistant configuration | `WORKER#CONFIG` / `ASSISTANT` | worker | [`KEPT_FOR_SECS`] |
 //! | health check's read | `HEALTH#check` / `HEALTH` | nobody | none |
@@ -441,6 +442,15 @@ pub fn alerts_minute(minute: i64) -> RecordKey {
     RecordKey { partition: format!("ALERTS#{minute}"), kind: "COUNT" }
 }
 
+/// How long a minute's count of stream starts is kept.
+pub const STREAM_STARTS_SECS: i64 = 600;
+
+/// The answer streams a workspace started in one minute (`now / 60`),
+/// across every worker. Written by the worker (`StreamLog::take_start`).
+pub fn stream_starts(team: &TeamId, minute: i64) -> RecordKey {
+    RecordKey { partition: format!("STREAM_STARTS#{team}#{minute}"), kind: "COUNT" }
+}
+
 // ---------------------------------------------------------------------------
 // Configuration kept in the table.
 
@@ -551,6 +561,7 @@ mod tests {
         assert_eq!(key(form("f00d")), (s("ELICIT#f00d"), "FORM"));
         assert_eq!(key(alert_sent("Ev1")), (s("ALERT#Ev1"), "SENT"));
         assert_eq!(key(alerts_minute(28_333_333)), (s("ALERTS#28333333"), "COUNT"));
+        assert_eq!(key(stream_starts(&TeamId::new("T1"), 28_333_333)), (s("STREAM_STARTS#T1#28333333"), "COUNT"));
         assert_eq!((RESPONSE_MODES_PARTITION, RESPONSE_MODES_SORT_KEY), ("CONFIG", "RESPONSE_MODES"));
         assert_eq!(key(worker_config()), (s("WORKER#CONFIG"), "ASSISTANT"));
         assert_eq!(key(health_check()), (s("HEALTH#check"), "HEALTH"));

@@ -111,6 +111,48 @@ pub async fn put_versioned(
     put_versioned_as(records, key, RecordWrite { expected, state, expires_at, token: WriteToken::fresh() }).await
 }
 
+/// Takes one of `limit` in the window `key` counts (a minute's alerts, a
+/// minute's stream starts), across every instance: `false` when none is
+/// left. `stored` is the record as the caller last read it (`None`: read
+/// now). Races are tried again from the record that won; a put whose answer
+/// was lost is found by its token, so it counts once.
+pub async fn take_one(
+    records: &dyn VersionedRecords,
+    key: &RecordKey,
+    stored: Option<StoredRecord>,
+    limit: u64,
+    expires_at: i64,
+) -> Result<bool, PortError> {
+    const TRIES: u32 = 3;
+    let stored = &std::sync::Mutex::new(stored);
+    let taken = crate::retry::retry_races(TRIES, |_| async move {
+        let last_read = stored.lock().expect("counter lock").take();
+        let current = match last_read {
+            Some(current) => Some(current),
+            None => records.get(key).await?,
+        };
+        let (version, taken) = current.as_ref().map_or((0, 0), |record| (record.version, window_count(&record.state)));
+        if taken >= limit {
+            return Ok(false);
+        }
+        let state = serde_json::json!({ "sent": taken + 1 }).to_string();
+        match put_versioned(records, key, version, state, expires_at).await? {
+            Put::Written => Ok(true),
+            Put::Conflict { current } => {
+                *stored.lock().expect("counter lock") = current;
+                Err(crate::retry::Raced::Lost)
+            }
+        }
+    })
+    .await?;
+    Ok(taken.unwrap_or(false))
+}
+
+/// How many a window's record says were taken.
+pub fn window_count(state: &str) -> u64 {
+    serde_json::from_str::<serde_json::Value>(state).ok().and_then(|value| value["sent"].as_u64()).unwrap_or(0)
+}
+
 /// [`put_versioned`] with the caller's token (a turn names its parts with it).
 async fn put_versioned_as(
     records: &dyn VersionedRecords,
@@ -418,6 +460,14 @@ pub struct StreamLog(Arc<dyn VersionedRecords>);
 impl StreamLog {
     pub fn new(records: Arc<dyn VersionedRecords>) -> Self {
         Self(records)
+    }
+
+    /// Takes one of the workspace's stream starts for the minute
+    /// (`STREAM_STARTS_PER_MINUTE` across every worker): `false` when
+    /// they are taken, and the turn streams nothing.
+    pub async fn take_start(&self, team: &slack::TeamId, now: i64, per_minute: u64) -> Result<bool, PortError> {
+        let key = keys::stream_starts(team, now / 60);
+        take_one(self.0.as_ref(), &key, None, per_minute, now + keys::STREAM_STARTS_SECS).await
     }
 
     /// The turn's record (a fresh one, version 0, when it streamed nothing).

@@ -105,7 +105,7 @@ impl AgentSlack for WebAgent {
             params.push(("recipient_team_id", thread.team.as_str()));
         }
         let started: Started =
-            self.client.call_retrying("chat.startStream", &params, Retry::RateLimitOnly).await.map_err(post_error)?;
+            self.client.call_retrying("chat.startStream", &params, Retry::Never).await.map_err(post_error)?;
         Ok(started.ts)
     }
 
@@ -113,7 +113,7 @@ impl AgentSlack for WebAgent {
         let chunks = Value::Array(chunks.iter().map(chunk_json).collect()).to_string();
         let params = [("channel", thread.channel.as_str()), ("ts", ts.as_str()), ("chunks", chunks.as_str())];
         let _: Value =
-            self.client.call_retrying("chat.appendStream", &params, Retry::RateLimitOnly).await.map_err(post_error)?;
+            self.client.call_retrying("chat.appendStream", &params, Retry::Never).await.map_err(post_error)?;
         Ok(())
     }
 
@@ -164,8 +164,7 @@ impl AgentSlack for WebAgent {
             params.push(("blocks", blocks.as_str()));
         }
         params.push(("metadata", metadata.as_str()));
-        let _: Value =
-            self.client.call_retrying("chat.stopStream", &params, Retry::RateLimitOnly).await.map_err(post_error)?;
+        let _: Value = self.client.call_retrying("chat.stopStream", &params, Retry::Never).await.map_err(post_error)?;
         Ok(())
     }
 

@@ -118,6 +118,10 @@ pub(crate) enum Retry {
     /// that are not idempotent (`chat.postMessage`): after a 5xx or a lost
     /// response the message may be posted, and only the caller can look.
     RateLimitOnly,
+    /// Never, not even a 429: the caller hears it at once and decides
+    /// (a stream's calls, whose caller keeps the text and goes on rather
+    /// than hold a worker for Slack's `Retry-After`).
+    Never,
 }
 
 #[derive(Debug, Clone)]
@@ -183,6 +187,9 @@ impl WebClient {
         let params: Vec<(&str, &str)> = guarded.iter().map(|(name, value)| (*name, value.as_ref())).collect();
         let params = params.as_slice();
         let again = |failed: Failed<'_, WebError>| {
+            if retry == Retry::Never {
+                return Verdict::Stop;
+            }
             let wait = match failed.error {
                 WebError::RateLimited { retry_after, .. } if *retry_after <= self.retry.max_wait => *retry_after,
                 WebError::Transport { .. } | WebError::Http { status: 500.., .. } if retry == Retry::Everything => {

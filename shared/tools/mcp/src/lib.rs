@@ -225,9 +225,9 @@ fn endpoint(
                     "a server that acts as the person (auth.oauth) may not set its own Authorization header",
                 ));
             }
-            if config.resources || config.prompts {
+            if config.resources || config.prompts || config.tasks {
                 return Err(invalid(
-                    "resources and prompts are not yet read from a server that acts as the person (auth.oauth)",
+                    "resources, prompts and tasks are not yet used with a server that acts as the person (auth.oauth)",
                 ));
             }
             None

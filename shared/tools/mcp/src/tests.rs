@@ -392,12 +392,15 @@ async fn a_hostile_uri_goes_only_to_the_server_and_what_it_answers_is_redacted_a
 }
 
 #[tokio::test]
-async fn resources_or_prompts_from_a_server_that_acts_as_the_person_are_refused_at_configuration() {
-    for field in ["resources", "prompts"] {
+async fn resources_prompts_or_tasks_from_a_server_that_acts_as_the_person_are_refused_at_configuration() {
+    for field in ["resources", "prompts", "tasks"] {
         let configs = servers(json!([{"name": "gh", "url": "https://gh/mcp", field: true,
             "auth": {"oauth": {"provider": "github"}}}]));
         let err = mcp_tools(&configs, &MemoryMcp::default(), no_env, &HashSet::new(), DISCOVERY_DEADLINE).await.err();
-        assert!(err.is_some_and(|err| err.to_string().contains("resources and prompts are not yet read")), "{field}");
+        assert!(
+            err.is_some_and(|err| err.to_string().contains("resources, prompts and tasks are not yet used")),
+            "{field}"
+        );
     }
 }
 

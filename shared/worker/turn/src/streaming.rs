@@ -14,8 +14,15 @@
 //! of what was streamed; the responder compares it with the saved answer.
 //!
 //! Whatever Slack refuses (no stream in that conversation, a missing scope,
-//! a stream no longer streaming, rate limits) only ends the streaming: the
-//! responder delivers the answer the usual way.
+//! a stream no longer streaming) only ends the streaming: the responder
+//! delivers the answer the usual way. Slack's rate limits never hold the
+//! worker: a stream's calls are not retried in place. Each stream start
+//! takes one of the workspace's starts for the minute
+//! ([`STREAM_STARTS_PER_MINUTE`], below Slack's Tier 2 for `chat.startStream`
+//! and `chat.stopStream`); a turn that finds them taken streams nothing, its
+//! status line shows progress and the responder posts the answer. An
+//! append Slack asks to wait for (429) keeps its text, sent with the next
+//! append after `Retry-After`; task cards that must wait are left out.
 //!
 //! A stream Slack started whose `ts` never reached the record (the process
 //! was killed during `chat.startStream`, or its answer was lost) would stay
@@ -41,11 +48,17 @@ use slack::UserId;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
-/// The least time between two appends: a few a second at most, as Slack
-/// asks of streams.
-pub const APPEND_INTERVAL: Duration = Duration::from_millis(400);
+/// The least time between two appends of one stream. Slack takes 100
+/// appends a minute from a workspace (`chat.appendStream` is Tier 4): at one
+/// a second a stream leaves room for others beside it, and an append Slack
+/// asks to wait for keeps its text for a later one.
+pub const APPEND_INTERVAL: Duration = Duration::from_millis(1_000);
 /// Slack's limit on the markdown of one append.
 pub const APPEND_CHARS: usize = 12_000;
+/// The streams a workspace starts a minute, across every worker: below
+/// Slack's Tier 2 (20 a minute) for `chat.startStream`, and for the
+/// `chat.stopStream` that ends each, with room for a turn that stops late.
+pub const STREAM_STARTS_PER_MINUTE: u64 = 15;
 
 enum State {
     /// Nothing streamed yet in this invocation.
@@ -53,7 +66,7 @@ enum State {
     /// This invocation streams nothing (an earlier one tried, or Slack
     /// refused).
     Off,
-    Live(Live),
+    Live(Box<Live>),
 }
 
 struct Live {
@@ -62,6 +75,10 @@ struct Live {
     redactor: StreamRedactor<'static>,
     /// Everything appended so far (redacted, as Slack shows it).
     streamed: String,
+    /// Released text Slack has not taken yet (it asked to wait).
+    held: String,
+    /// Slack's `Retry-After`: no append before then.
+    not_before: Option<Instant>,
     last_append: Option<Instant>,
     /// A step's text follows earlier text: the two are separated as the
     /// saved answer separates them.
@@ -143,6 +160,18 @@ impl<'w> AnswerStream<'w> {
                 return;
             }
         };
+        match self.log.take_start(&self.thread.team, self.clock.now_unix(), STREAM_STARTS_PER_MINUTE).await {
+            Ok(true) => {}
+            Ok(false) => {
+                info!("the workspace's stream starts for this minute are taken: the answer is posted when done");
+                return;
+            }
+            Err(err) => {
+                warn!(error = %err, "the workspace's stream starts could not be counted: not streaming");
+                return;
+            }
+        }
+        self.record_writes += 1;
         record.updated_at = self.clock.now_unix();
         self.record_writes += 1;
         if let Err(err) = self.log.save(&self.turn_id, &mut record).await {
@@ -179,15 +208,17 @@ impl<'w> AnswerStream<'w> {
             return;
         }
         info!(ts = %ts, "streaming the answer");
-        self.state = State::Live(Live {
+        self.state = State::Live(Box::new(Live {
             ts,
             record,
             redactor: StreamRedactor::new(Redactor::global()),
             streamed: String::new(),
+            held: String::new(),
+            not_before: None,
             last_append: None,
             separate: false,
             broken: false,
-        });
+        }));
     }
 
     /// Deletes this turn's stream that Slack started with its `ts` never
@@ -238,25 +269,52 @@ impl<'w> AnswerStream<'w> {
         }
     }
 
-    /// Appends what the redactor released (all of it when `whole`).
+    /// Appends what the redactor released (all of it when `whole`), with
+    /// what an earlier append had to keep. Where Slack asks to wait, the
+    /// text is kept for the next append after it; at the last one (`whole`)
+    /// the stream ends there and the responder posts the whole answer.
     async fn flush(&mut self, whole: bool) {
         let State::Live(live) = &mut self.state else { return };
         if live.broken {
             return;
         }
         let released = if whole { live.redactor.finish() } else { live.redactor.release() };
-        if released.is_empty() {
+        if !released.is_empty() {
+            live.held.push_str(&slack::text::unpinging_markdown(&released));
+        }
+        if live.held.is_empty() {
             return;
         }
-        let text = slack::text::unpinging_markdown(&released);
+        if live.not_before.is_some_and(|at| Instant::now() < at) {
+            if whole {
+                info!("Slack asks the stream to wait past its last append: the responder posts the whole answer");
+                live.broken = true;
+            }
+            return;
+        }
+        let text = std::mem::take(&mut live.held);
+        let mut sent = 0;
         for piece in pieces(&text, APPEND_CHARS) {
             let chunk = [StreamChunk::Text(piece.to_owned())];
-            if let Err(err) = self.agent.append_stream(&self.thread, &live.ts, &chunk).await {
-                warn!(error = %err, "Slack refused an append: the responder replaces the streamed message");
-                live.broken = true;
-                return;
+            match self.agent.append_stream(&self.thread, &live.ts, &chunk).await {
+                Ok(()) => {}
+                Err(PostError::RateLimited { retry_after }) if !whole => {
+                    info!(
+                        retry_after_ms = retry_after.as_millis() as u64,
+                        "Slack asks the stream to wait: its text is kept for the next append"
+                    );
+                    live.not_before = Some(Instant::now() + retry_after);
+                    live.held = text[sent..].to_owned();
+                    return;
+                }
+                Err(err) => {
+                    warn!(error = %err, "Slack refused an append: the responder replaces the streamed message");
+                    live.broken = true;
+                    return;
+                }
             }
             live.streamed.push_str(piece);
+            sent += piece.len();
         }
         live.last_append = Some(Instant::now());
         if self.first_text_at_ms.is_none() {
@@ -284,10 +342,18 @@ impl<'w> AnswerStream<'w> {
         if live.broken {
             return;
         }
+        // Cards are progress: where Slack asks to wait, these are left out.
+        if live.not_before.is_some_and(|at| Instant::now() < at) {
+            return;
+        }
         let chunks: Vec<StreamChunk> = updates.into_iter().map(StreamChunk::Task).collect();
-        if let Err(err) = self.agent.append_stream(&self.thread, &live.ts, &chunks).await {
-            warn!(error = %err, "Slack refused a task update: the responder replaces the streamed message");
-            live.broken = true;
+        match self.agent.append_stream(&self.thread, &live.ts, &chunks).await {
+            Ok(()) => {}
+            Err(PostError::RateLimited { retry_after }) => live.not_before = Some(Instant::now() + retry_after),
+            Err(err) => {
+                warn!(error = %err, "Slack refused a task update: the responder replaces the streamed message");
+                live.broken = true;
+            }
         }
     }
 
@@ -319,7 +385,7 @@ impl<'w> AnswerStream<'w> {
     /// The rest of the text, then `chat.stopStream` with `blocks` and the
     /// answer's metadata; the stream as it ended, if Slack stopped it. This
     /// invocation streams nothing more either way.
-    async fn stop(&mut self, blocks: &[serde_json::Value]) -> Option<Live> {
+    async fn stop(&mut self, blocks: &[serde_json::Value]) -> Option<Box<Live>> {
         self.flush(true).await;
         let State::Live(live) = std::mem::replace(&mut self.state, State::Off) else { return None };
         let metadata = MessageMetadata::new(&self.turn_id, &MessageKey::Answer { part: 1, of: 1 });

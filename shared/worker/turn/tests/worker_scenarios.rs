@@ -3763,10 +3763,20 @@ fn task_worker(
     started_at: i64,
     polls: Vec<tools_registry::TaskPoll>,
 ) -> (TestWorker, Arc<AtomicU32>) {
+    task_worker_on(testkit::memory::tables(), model, started_at, polls)
+}
+
+/// [`task_worker`] on `tables`.
+fn task_worker_on(
+    tables: Tables,
+    model: ScriptedModel,
+    started_at: i64,
+    polls: Vec<tools_registry::TaskPoll>,
+) -> (TestWorker, Arc<AtomicU32>) {
     let cancelled = Arc::new(AtomicU32::new(0));
     let tool = TaskTool { started_at, wait_secs: 60, polls: Mutex::new(polls.into()), cancelled: cancelled.clone() };
     let research = Tool::new(spec("research"), Effect::ReadOnly, Duration::from_secs(1), tool).unwrap();
-    let mut worker = worker(model, counter());
+    let mut worker = build(model, counter(), tables);
     worker.change(|w| w.tools(ToolRegistry::new(vec![research], ToolPolicy::allow_all()).unwrap()));
     (worker, cancelled)
 }
@@ -3870,4 +3880,103 @@ async fn a_task_past_its_wait_is_cancelled_and_the_model_told_and_one_left_by_a_
     // THEN the task is cancelled and nothing else happens
     assert_eq!(cancelled.load(Ordering::SeqCst), 1);
     assert_eq!(worker.model.calls(), 1);
+}
+
+#[tokio::test]
+async fn a_task_waited_for_through_lost_answers_and_a_continuation_delivered_twice_is_answered_once() {
+    // GIVEN a table where writes are applied but their answers lost, and a
+    // task that works through two polls
+    let records = Arc::new(testkit::memory::MemoryRecords::default());
+    records.lose_answers([LostAnswer::RetryRefused, LostAnswer::Error].repeat(6));
+    let model = ScriptedModel::new([calls(&[("r1", "research", json!({"query": "q"}))]), text("Done once.")]);
+    let polls =
+        vec![working("stage 1"), working("stage 2"), tools_registry::TaskPoll::Done(Ok(ToolOutput::Text("ok".into())))];
+    let (worker, _) = task_worker_on(testkit::memory::tables_on(records), model, NOW, polls);
+
+    // WHEN an invocation runs short while the task works, and its
+    // continuation is delivered twice (a send whose answer was lost and was
+    // sent again, or the queue's own at-least-once delivery)
+    worker.handle(&start(), &Budget::steps(0)).await.unwrap();
+    let queued = worker.work.drain();
+    let [continuation @ WorkMessage::Continue(_)] = &queued[..] else { panic!("{queued:?}") };
+    worker.handle(continuation, &Budget::plenty()).await.unwrap();
+    worker.handle(continuation, &Budget::plenty()).await.unwrap();
+
+    // THEN the turn is answered once: one model call per step, the task's
+    // result in place of its call's, and nothing more queued
+    let turn = stored(&worker).await;
+    assert_eq!((turn.status, turn.answer.as_deref()), (TurnStatus::Answered, Some("Done once.")));
+    assert_eq!(worker.model.calls(), 2);
+    assert!(turn.running_tasks().is_empty());
+    assert!(worker.work.drain().is_empty());
+}
+
+// --- Slack's rate limits on streams -------------------------------------------
+
+#[tokio::test]
+async fn an_append_slack_asks_to_wait_for_keeps_its_text_for_the_next_and_the_stream_ends_whole() {
+    // GIVEN a Slack that answers the stream's first append with a 429
+    let answer = "The pool is exhausted.\nA report query holds every connection.\nCancel it, then raise the pool.";
+    let worker = build(in_deltas([text(answer)], &[30, 70]), counter(), testkit::memory::tables());
+    worker.agent.script(APPEND_STREAM, [SlackScript::Fail(SlackError::RateLimited { retry_after: Duration::ZERO })]);
+
+    // WHEN the answer streams
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+
+    // THEN nothing waited and nothing was lost: the refused text went out
+    // with a later append, and the stream holds the whole answer
+    let streams = worker.agent.streams();
+    let [stream] = &streams[..] else { panic!("one stream: {streams:?}") };
+    assert!(worker.agent.calls(APPEND_STREAM) >= 2, "the refused append, then later ones with its text");
+    assert!(stream.text.starts_with(answer), "{:?}", stream.text);
+    assert!(stream.stopped);
+    let record = worker.streams.load(&turn_id()).await.unwrap();
+    assert_eq!(record.completed, Some(stream_digest(&stream.text)), "the stream is complete: nothing to replace");
+}
+
+#[tokio::test]
+async fn past_the_workspaces_stream_starts_for_the_minute_a_turn_streams_nothing_and_another_workspace_still_does() {
+    // GIVEN another workspace that used this minute's stream starts
+    let answer = "The pool is exhausted.";
+    let worker = build(in_deltas([text(answer)], &[4]), counter(), testkit::memory::tables());
+    for _ in 0..worker_turn::streaming::STREAM_STARTS_PER_MINUTE {
+        assert!(
+            worker
+                .streams
+                .take_start(&TeamId::new("T2"), NOW, worker_turn::streaming::STREAM_STARTS_PER_MINUTE)
+                .await
+                .unwrap()
+        );
+    }
+    // WHEN a question comes in this one
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    // THEN it streams
+    assert_eq!(worker.agent.calls(START_STREAM), 1);
+
+    // GIVEN this workspace's starts taken too
+    let worker = build(in_deltas([text(answer)], &[4]), counter(), testkit::memory::tables());
+    for _ in 0..worker_turn::streaming::STREAM_STARTS_PER_MINUTE {
+        worker
+            .streams
+            .take_start(&TeamId::new("T1"), NOW, worker_turn::streaming::STREAM_STARTS_PER_MINUTE)
+            .await
+            .unwrap();
+    }
+    assert!(
+        !worker
+            .streams
+            .take_start(&TeamId::new("T1"), NOW, worker_turn::streaming::STREAM_STARTS_PER_MINUTE)
+            .await
+            .unwrap()
+    );
+    // WHEN a question comes in it
+    worker.handle(&start(), &Budget::plenty()).await.unwrap();
+    // THEN no stream is started, and the answer goes the post-once way
+    assert_eq!(worker.agent.calls(START_STREAM), 0);
+    assert_eq!(stored(&worker).await.answer.as_deref(), Some(answer));
+    assert!(
+        matches!(requests(&worker.replies)[..], [.., ReplyMessage::Deliver { .. }]),
+        "{:?}",
+        requests(&worker.replies)
+    );
 }
