@@ -750,7 +750,6 @@ fn binary_sizes() {
     println!("\n## Binary sizes (docs/src/benchmark.md's table: paste it as is)\n");
     println!("| binary | x86_64 (`infra/bench.sh`) | arm64, as shipped (`infra/build.sh arm64`) |");
     println!("|---|---|---|");
-    let mut shipped = Vec::new();
     for (label, variable, resource) in [
         ("ingress", "INGRESS_BIN", "IngressFunction"),
         ("worker", "WORKER_BIN", "WorkerFunction"),
@@ -759,9 +758,7 @@ fn binary_sizes() {
         let x86_64 = std::env::var(variable).ok().and_then(|path| std::fs::metadata(path).ok()).map(|meta| meta.len());
         let arm64 = arm64_size(&format!(".aws-sam/build/{resource}/bootstrap"));
         println!("| {label} | {} | {} |", bytes(x86_64), bytes(arm64));
-        shipped.push(x86_64.map_or("–".to_owned(), |size| format!("{:.2} MB", size as f64 / 1e6)));
     }
-    summary::record("binary size", shipped.join(" / "));
 }
 
 fn report_ms(label: &str, mut samples: Vec<Duration>) {
