@@ -542,7 +542,11 @@ async fn the_aws_calls_on_the_acknowledgement_path_are_those_counted() {
     // WHEN the docs state them
     let stated = [
         (&architecture, "At most {} AWS calls on the acknowledgement path", vec![most]),
-        (&benchmark, "| {} for a mention (claim, enqueue), at most {}", vec![mention, most]),
+        (
+            &benchmark,
+            "AWS calls on the acknowledgement path: {} for a mention (claim, enqueue), at most {}",
+            vec![mention, most],
+        ),
     ];
     let mut problems = Vec::new();
     for (doc, template, expected) in stated {
@@ -1201,4 +1205,52 @@ fn a_metric_chart_takes_what_the_responder_charts_of_a_table() {
     // one more point, or one more chart, and the table would go uncharted.
     assert_eq!(worker_turn::metric_charts::METRIC_CHART_POINTS, responder_logic::charts::CHART_POINTS);
     assert_eq!(worker_turn::metric_charts::MAX_METRIC_CHARTS, responder_logic::charts::CHARTS_PER_MESSAGE);
+}
+
+/// The rows of the benchmark's one table (`bench/src/summary.rs`'s
+/// `ROWS`): each figure and its budget.
+fn benchmark_rows(root: &std::path::Path) -> Vec<(String, String)> {
+    let source = std::fs::read_to_string(root.join("bench/src/summary.rs")).expect("bench/src/summary.rs");
+    let (_, rows) = source.split_once("pub const ROWS").expect("ROWS in bench/src/summary.rs");
+    let (rows, _) = rows.split_once("];").expect("ROWS ends");
+    rows.lines()
+        .filter_map(|line| line.trim().strip_prefix("(\"")?.strip_suffix("\"),")?.split_once("\", \""))
+        .map(|(figure, budget)| (figure.to_owned(), budget.to_owned()))
+        .collect()
+}
+
+#[test]
+fn the_readme_and_the_book_hold_the_benchmarks_one_table_as_it_prints_it_with_the_command_and_commit() {
+    let root = root();
+    let rows = benchmark_rows(&root);
+    assert!(rows.len() >= 6, "ROWS read from bench/src/summary.rs: {rows:?}");
+    let mut problems = Vec::new();
+    for (path, section) in [("README.md", "Benchmark"), (BENCHMARK, "Benchmark")] {
+        // GIVEN the table the doc holds under its benchmark heading
+        let doc = Doc::read(&root, path);
+        let table = doc.table(section, "figure");
+        let stated: Vec<(String, String)> = table
+            .rows
+            .iter()
+            .map(|row| (row.cells[0].clone(), row.cells.get(2).cloned().unwrap_or_default()))
+            .collect();
+        // THEN it has the benchmark's rows and budgets, in its order, each measured
+        if stated != rows {
+            problems
+                .push(format!("{path}: the table's rows and budgets are {stated:?}; the benchmark prints {rows:?}"));
+        }
+        for row in table.rows.iter().filter(|row| row.cells.iter().any(|cell| cell.contains("not measured"))) {
+            problems.push(format!("{}: a row not measured in the run pasted", doc.at(row.line)));
+        }
+        // AND it names the command that printed it and the commit it measured
+        let (first, last) = doc.section(section);
+        let named = doc
+            .lines()
+            .filter(|(n, _)| (first..=last).contains(n))
+            .any(|(_, line)| line.starts_with("`bash infra/bench.sh` at ") && line.trim_end().ends_with(':'));
+        if !named {
+            problems.push(format!("{path}: no line \"`bash infra/bench.sh` at <commit>, …:\" above the table"));
+        }
+    }
+    assert_none(problems, "the benchmark's table in the docs is not the one it prints");
 }
