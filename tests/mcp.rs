@@ -848,7 +848,9 @@ fn research(topic: &str) -> Scripted {
 
 impl Pipeline {
     /// A mention handled by a worker with `seconds` left: what it queued on
-    /// the work queue (a continuation, when it ran short).
+    /// the work queue (a continuation, when it ran short). With 21 s, the
+    /// worker polls a task once and hands it on (it keeps 20 s and the next
+    /// poll's wait), before a task of a 2-s wait could have run past it.
     async fn mention_with_little_time(&self, seconds: u64) -> Vec<aws_sdk_sqs::types::Message> {
         let response = self.functions.ingress.handle(events::parse(events::APP_MENTION)).await.unwrap();
         assert_eq!(response["statusCode"], 200);
@@ -903,7 +905,7 @@ async fn a_reference_server_task_is_kept_in_the_turn_polled_from_a_continuation_
     .await;
 
     // WHEN someone asks and the worker runs short while the task works
-    let queued = pipeline.mention_with_little_time(22).await;
+    let queued = pipeline.mention_with_little_time(21).await;
 
     // THEN the turn keeps the task (its id and the session that knows it)
     // and a continuation is queued to poll it
@@ -941,7 +943,7 @@ async fn a_task_that_outruns_its_wait_is_cancelled_on_the_server_and_the_model_i
     .await;
 
     // WHEN someone asks, the worker runs short, and its continuation runs
-    let queued = pipeline.mention_with_little_time(22).await;
+    let queued = pipeline.mention_with_little_time(21).await;
     let decoded: Vec<_> = queued.iter().map(tests::decode_work).collect();
     let [assistant_core::WorkMessage::Continue(continuation)] = &decoded[..] else {
         panic!("one continuation: {decoded:?}")
