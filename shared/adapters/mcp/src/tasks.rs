@@ -58,17 +58,21 @@ impl Tasks {
 
     /// Whether `tool` runs as a task, as the server lists it.
     pub(crate) async fn support(&self, tool: &str) -> Result<TaskSupport, McpError> {
+        self.opened(|opened| opened.support.get(tool).copied().unwrap_or_default()).await
+    }
+
+    /// `read` of this process's session, opened first if it is not yet.
+    async fn opened<T>(&self, read: impl FnOnce(&Opened) -> T) -> Result<T, McpError> {
         let mut opened = self.opened.lock().await;
         if opened.is_none() {
             *opened = Some(self.open().await?);
         }
-        Ok(opened.as_ref().and_then(|opened| opened.support.get(tool).copied()).unwrap_or_default())
+        Ok(read(opened.as_ref().expect("opened above")))
     }
 
     /// `tools/call` as a task: the task the server started.
     pub(crate) async fn start(&self, tool: &str, arguments: Map<String, Value>) -> Result<McpTask, McpError> {
-        self.support(tool).await?;
-        let session = self.opened.lock().await.as_ref().and_then(|opened| opened.session.clone());
+        let session = self.opened(|opened| opened.session.clone()).await?;
         let params = json!({"name": tool, "arguments": arguments, "task": {"ttl": TASK_TTL_MS}});
         let answer = self.request(session.as_deref(), "tools/call", params).await?;
         let task = answer.get("task").ok_or_else(|| {

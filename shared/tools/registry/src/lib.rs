@@ -141,7 +141,15 @@ pub trait RunTool: Send + Sync {
     }
 }
 
-/// How a task a call started goes.
+/// How a task a call started goes, as the registry tells it: its result,
+/// once done, redacted like every result.
+#[derive(Debug)]
+pub enum Polled {
+    Working { message: Option<String>, poll: Duration },
+    Done(ToolResult),
+}
+
+/// How a task a call started goes, as its tool tells it.
 #[derive(Debug)]
 pub enum TaskPoll {
     /// Still running: what the server says of it, and when to ask again.
@@ -695,29 +703,23 @@ impl ToolRegistry {
 
     /// How the task `call` started goes; its result, once done, redacted
     /// as every result is. Each poll is bounded by the tool's timeout.
-    pub async fn poll_task(&self, call: &ToolUse, task: &RunningTask) -> TaskPoll {
+    pub async fn poll_task(&self, call: &ToolUse, task: &RunningTask) -> Polled {
+        let done = |done: Result<ToolOutput, ToolError>| {
+            let (status, output) = match done {
+                Ok(output) => (ToolStatus::Success, output),
+                Err(message) => (ToolStatus::Error, ToolOutput::Text(message.into())),
+            };
+            Polled::Done(redacted(ToolResult { tool_use_id: call.id.clone(), status, output }))
+        };
         let Some(tool) = self.tools.iter().find(|tool| tool.spec.name == call.name) else {
-            return TaskPoll::Done(Err(format!("The tool {:?} is no longer offered.", call.name).into()));
+            return done(Err(format!("The tool {:?} is no longer offered.", call.name).into()));
         };
         let polled = tokio::time::timeout(tool.timeout, tool.runner.poll_task(task)).await.unwrap_or_else(|_| {
             TaskPoll::Working { message: task.message.clone(), poll: Duration::from_millis(task.poll_ms) }
         });
         match polled {
-            TaskPoll::Done(done) => {
-                let (status, output) = match done {
-                    Ok(output) => (ToolStatus::Success, output),
-                    Err(message) => (ToolStatus::Error, ToolOutput::Text(message.into())),
-                };
-                let result = redacted(ToolResult { tool_use_id: call.id.clone(), status, output });
-                TaskPoll::Done(match result.status {
-                    ToolStatus::Success => Ok(result.output),
-                    ToolStatus::Error => Err(match result.output {
-                        ToolOutput::Text(text) => text.into(),
-                        _ => "The task failed.".into(),
-                    }),
-                })
-            }
-            TaskPoll::Working { message, poll } => TaskPoll::Working {
+            TaskPoll::Done(result) => done(result),
+            TaskPoll::Working { message, poll } => Polled::Working {
                 message: message.map(|message| redact::Redactor::global().redact(&message).into_owned()),
                 poll,
             },

@@ -171,9 +171,9 @@ impl<'w> AnswerStream<'w> {
                 return;
             }
         }
-        self.record_writes += 1;
+        // The counter's write and the record's, for the turn's cost.
+        self.record_writes += 2;
         record.updated_at = self.clock.now_unix();
-        self.record_writes += 1;
         if let Err(err) = self.log.save(&self.turn_id, &mut record).await {
             warn!(error = %err, "stream not recorded: not streaming");
             return;

@@ -13,7 +13,7 @@ use crate::streaming::AnswerStream;
 use crate::{Deadline, Worker, WorkerError, reading, streaming};
 use assistant_core::turn::{ToolOutput, ToolResult, ToolStatus, Turn};
 use std::time::Duration;
-use tools_registry::TaskPoll;
+use tools_registry::Polled;
 use tracing::{info, warn};
 
 /// Kept of an invocation's time after the last poll: to save the turn
@@ -66,7 +66,7 @@ impl Worker {
                     continue;
                 }
                 match self.tools.poll_task(&call, &task).await {
-                    TaskPoll::Working { message, poll } => {
+                    Polled::Working { message, poll } => {
                         next_poll = next_poll.min(poll);
                         if message.is_some() && message != task.message {
                             let mut task = task.clone();
@@ -81,13 +81,7 @@ impl Worker {
                             }
                         }
                     }
-                    TaskPoll::Done(result) => {
-                        let (status, output) = match result {
-                            Ok(output) => (ToolStatus::Success, output),
-                            Err(message) => (ToolStatus::Error, ToolOutput::Text(message.into())),
-                        };
-                        done.push((call.clone(), ToolResult { tool_use_id: call.id.clone(), status, output }));
-                    }
+                    Polled::Done(result) => done.push((call, result)),
                 }
             }
             if !done.is_empty() {
