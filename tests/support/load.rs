@@ -417,15 +417,18 @@ pub struct Throttles {
     pub turns: usize,
     pub added_total: Duration,
     pub added_max: Duration,
-    /// The ones never followed by a call that went through.
+    /// The ones never followed by a call that went through, but for the
+    /// kinds the bot gives up by design (a stream's calls: the answer is
+    /// then posted once, which the answered count checks).
     pub never_recovered: usize,
     /// By method (Slack) or kind.
     pub by_kind: BTreeMap<String, usize>,
 }
 
 impl Throttles {
-    /// `calls`: (key of the turn and kind, when, refused?) in time order.
-    fn of(calls: &[(String, String, Instant, bool)]) -> Self {
+    /// `calls`: (key of the turn and kind, when, refused?) in time order;
+    /// a refused call of a kind in `given_up` needs no call after it.
+    fn of(calls: &[(String, String, Instant, bool)], given_up: &[&str]) -> Self {
         let mut throttles = Self::default();
         let mut turns = std::collections::HashSet::new();
         // Whether the last call for each key was refused: a run of refusals
@@ -448,6 +451,7 @@ impl Throttles {
                     throttles.added_total += added;
                     throttles.added_max = throttles.added_max.max(added);
                 }
+                None if given_up.contains(&kind.as_str()) => {}
                 None => throttles.never_recovered += 1,
             }
         }
@@ -781,7 +785,7 @@ async fn measure(
             (key, "ThrottlingException".to_owned(), r.at, r.outcome == Outcome::Throttled)
         })
         .collect();
-    figures.bedrock_throttles = Throttles::of(&keyed);
+    figures.bedrock_throttles = Throttles::of(&keyed, &[]);
     figures.bedrock_server_errors = requests.iter().filter(|r| r.outcome == Outcome::ServerError).count();
     // Slack: each call keyed by its method and where it went.
     let keyed: Vec<(String, String, Instant, bool)> = calls
@@ -795,7 +799,9 @@ async fn measure(
             (place, c.method.clone(), c.at, c.rate_limited)
         })
         .collect();
-    figures.slack_throttles = Throttles::of(&keyed);
+    // A stream's calls are never retried in place: a turn Slack refuses a
+    // stream posts its answer once instead.
+    figures.slack_throttles = Throttles::of(&keyed, &["chat.startStream", "chat.appendStream", "chat.stopStream"]);
 
     if workload == Workload::AlertStorm {
         storm_figures(&mut figures, &posted, &calls, load.alarms);
