@@ -408,6 +408,9 @@ impl Spread {
     }
 }
 
+/// The kind a status line's clearing is counted under.
+const STATUS_CLEARED: &str = "assistant.threads.setStatus (clear)";
+
 /// Throttles met, and how long they added: from each refused call to the
 /// next call of the same kind for the same turn that went through.
 #[derive(Debug, Clone, Default)]
@@ -417,10 +420,11 @@ pub struct Throttles {
     pub turns: usize,
     pub added_total: Duration,
     pub added_max: Duration,
-    /// The ones never followed by a call that went through, but for the
-    /// kinds the bot gives up by design (a stream's calls: the answer is
-    /// then posted once, which the answered count checks).
-    pub never_recovered: usize,
+    /// The ones never followed by a call that went through (kind and
+    /// where), but for the kinds the bot gives up by design (a stream's
+    /// calls: the answer is then posted once, which the answered count
+    /// checks; clearing a status line Slack clears itself on the reply).
+    pub never_recovered: Vec<String>,
     /// By method (Slack) or kind.
     pub by_kind: BTreeMap<String, usize>,
 }
@@ -452,7 +456,7 @@ impl Throttles {
                     throttles.added_max = throttles.added_max.max(added);
                 }
                 None if given_up.contains(&kind.as_str()) => {}
-                None => throttles.never_recovered += 1,
+                None => throttles.never_recovered.push(format!("{kind} at {key}")),
             }
         }
         throttles.turns = turns.len();
@@ -471,8 +475,8 @@ impl Throttles {
             kinds.join(", "),
             self.added_total.as_secs_f64(),
             self.added_max.as_secs_f64(),
-            if self.never_recovered > 0 {
-                format!(", {} never recovered", self.never_recovered)
+            if !self.never_recovered.is_empty() {
+                format!(", {} never recovered", self.never_recovered.len())
             } else {
                 String::new()
             }
@@ -796,12 +800,19 @@ async fn measure(
             // for the same message or thread (an append refused may be
             // followed by the responder's update of that message).
             let place = format!("{}{} {}{}", field("channel"), field("channel_id"), field("thread_ts"), field("ts"));
-            (place, c.method.clone(), c.at, c.rate_limited)
+            let kind = match c.method.as_str() {
+                "assistant.threads.setStatus" if field("status").is_empty() => STATUS_CLEARED.to_owned(),
+                method => method.to_owned(),
+            };
+            (place, kind, c.at, c.rate_limited)
         })
         .collect();
     // A stream's calls are never retried in place: a turn Slack refuses a
-    // stream posts its answer once instead.
-    figures.slack_throttles = Throttles::of(&keyed, &["chat.startStream", "chat.appendStream", "chat.stopStream"]);
+    // stream posts its answer once instead. The responder clears the status
+    // line after the answer only in case Slack has not (it does on a
+    // reply); refused three times, it is left.
+    let given_up = ["chat.startStream", "chat.appendStream", "chat.stopStream", STATUS_CLEARED];
+    figures.slack_throttles = Throttles::of(&keyed, &given_up);
 
     if workload == Workload::AlertStorm {
         storm_figures(&mut figures, &posted, &calls, load.alarms);
