@@ -688,9 +688,13 @@ enum Fate {
 
 /// What became of `question` in its thread: its answer once, more than
 /// once, an apology (as many messages saying sorry as the thread has
-/// questions left unanswered), or nothing yet.
+/// questions left unanswered), or nothing yet. A streamed message counts
+/// once its stream is stopped: until then the responder may still replace
+/// it (a stop Slack refused), and the answer's time is not yet known.
 fn fate_of(posted: &[crate::fake_slack::Posted], questions: &[Question], question: &Question) -> Fate {
-    let in_thread = |m: &&crate::fake_slack::Posted| m.channel == question.channel && m.thread_ts == question.thread_ts;
+    let in_thread = |m: &&crate::fake_slack::Posted| {
+        m.channel == question.channel && m.thread_ts == question.thread_ts && !m.streaming
+    };
     let thread: Vec<_> = posted.iter().filter(in_thread).collect();
     let answers = |q: &Question| {
         let needle = format!("Answered {}.", q.marker());
