@@ -215,7 +215,7 @@ struct SlackViews {
 
 impl SlackViews {
     fn new(token: env::SecretVar, base_url: &str) -> Self {
-        let http = reqwest::Client::builder()
+        let http = https::client_builder()
             .connect_timeout(std::time::Duration::from_secs(1))
             .redirect(reqwest::redirect::Policy::none())
             .build()

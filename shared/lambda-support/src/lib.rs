@@ -13,7 +13,6 @@
 //!   failures (`ReportBatchItemFailures`);
 //! - [`logging`]: the subscriber every function installs first;
 //! - [`metrics`]: CloudWatch metrics as Embedded Metric Format lines;
-//! - [`tls`]: root certificates read from one file, not a directory.
 
 pub mod env;
 pub mod events;
@@ -22,6 +21,5 @@ pub mod logging;
 pub mod metrics;
 pub mod sqs_batch;
 pub mod startup;
-pub mod tls;
 
 pub use events::UnsupportedEvent;

@@ -4,11 +4,11 @@
 //! The runtime's examples build their clients in `main`, then call
 //! `run(service_fn(handler))`. Here the same `main` calls [`configure`] and
 //! [`serve`], and nothing slow stands before the runtime's first poll:
-//! loading the AWS SDK's configuration and building its clients reads and
-//! parses every root certificate of the platform (the SDK does it on
-//! purpose), and so does each HTTP client with its own root store. Those
-//! are built on helper threads ([`Deferred::spawn`]) while `main`'s thread
-//! registers with the Runtime API and waits for the first event; the
+//! the AWS SDK's configuration and its clients (each with its root store,
+//! endpoint rules, retry and identity set-up) and the HTTP client for Slack
+//! and the tools are built on helper threads ([`Deferred::spawn`]) while
+//! `main`'s thread registers with the Runtime API and waits for the first
+//! event; the
 //! function is assembled from them on `main`'s thread, beside the runtime
 //! ([`ColdStart::assemble`]), so its connections belong to the runtime that
 //! serves requests; the first event waits only for what is left.
@@ -17,7 +17,7 @@
 //!
 //! | thread | what |
 //! |---|---|
-//! | `main` | [`configure`]: the TLS roots pinned to one file, logging, the environment's configuration (and the secrets it names); then [`serve`]: the runtime (registration, `/next`, each invocation) joined with the assembly |
+//! | `main` | [`configure`]: logging, the environment's configuration (and the secrets it names); then [`serve`]: the runtime (registration, `/next`, each invocation) joined with the assembly |
 //! | helpers, each with its own current-thread Tokio runtime | what a function's [`ColdStart`] value spawns when it is made: the SDK's configuration and clients, an HTTP client; a helper may hand over its first part before the rest ([`Deferred::sent`]) |
 //!
 //! And on each event, before it is handled: [`ColdStart::read_ahead`]
@@ -40,27 +40,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::{Notify, OnceCell, oneshot};
 
-/// First thing in `main`: points the TLS clients at the platform's root
-/// bundle file ([`crate::tls`]), installs logging ([`crate::logging`]), then
+/// First thing in `main`: installs logging ([`crate::logging`]), then
 /// reads the function's configuration with `from_env` (which only starts
-/// when the first two are done). A configuration that cannot be read is
+/// when logging is in place). A configuration that cannot be read is
 /// logged, and `main` returns it: the start fails, naming why.
 pub async fn configure<C, E: Display>(from_env: impl Future<Output = Result<C, E>>) -> Result<C, E> {
-    if only_thread() {
-        // SAFETY: this thread is the process's only one, so no other reads
-        // the environment while it is written; a thread started later
-        // (Tokio's, the helpers') sees the variable set.
-        unsafe { crate::tls::read_roots_from_one_file() };
-    }
     crate::logging::init();
     from_env.await.inspect_err(|err| tracing::error!("cannot start: {err}"))
-}
-
-/// The calling thread is the process's only one (Linux lists each thread
-/// in `/proc/self/task`); false where that cannot be told. `main` under a
-/// current-thread Tokio runtime is, until something spawns a thread.
-fn only_thread() -> bool {
-    std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1)
 }
 
 /// How a function starts: what it builds on helper threads from the
@@ -276,12 +262,6 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[test]
-    fn the_roots_are_pinned_only_while_one_thread_runs() {
-        // The test harness runs this test on a thread of its own.
-        assert!(!only_thread());
-    }
 
     #[tokio::test]
     async fn the_value_is_built_once_off_the_caller_thread_and_shared() {

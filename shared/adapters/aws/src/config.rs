@@ -49,10 +49,20 @@ pub fn roots(vars: &[(String, String)]) -> Roots {
 }
 
 /// The SDK's HTTPS client trusting `roots`; none: the SDK's default (the
-/// platform's roots).
+/// platform's roots, found as `rustls-native-certs` finds them). The
+/// platform's roots are read from its bundle file alone where it has one
+/// and the operator named none (`SSL_CERT_FILE`, `SSL_CERT_DIR`): the
+/// default also reads every file of every certificate directory, which on
+/// Lambda's Amazon Linux and on Debian hold the bundle's certificates again.
 fn https_client(roots: &Roots) -> Option<aws_sdk_dynamodb::config::SharedHttpClient> {
     let trust = match roots {
-        Roots::Platform => return None,
+        Roots::Platform => {
+            let named = std::env::var_os("SSL_CERT_FILE").is_some() || std::env::var_os("SSL_CERT_DIR").is_some();
+            return match openssl_probe::probe().cert_file.filter(|_| !named) {
+                Some(bundle) => https_client(&Roots::Bundle(bundle.display().to_string())),
+                None => None,
+            };
+        }
         Roots::AmazonTrust => TrustStore::empty().with_pem_certificate(AMAZON_TRUST_ROOTS.as_bytes()),
         Roots::Bundle(path) => match std::fs::read(path).map_err(BadBundle::Read).and_then(|pem| {
             parses_as_roots(&pem)?;
@@ -195,7 +205,10 @@ mod tests {
         std::fs::write(&bundle, AMAZON_TRUST_ROOTS).unwrap();
         for roots in [Roots::AmazonTrust, Roots::Platform, Roots::Bundle(bundle.display().to_string())] {
             let client = https_client(&roots);
-            assert_eq!(client.is_none(), roots == Roots::Platform, "{roots:?}");
+            // This machine has a bundle file (asserted below): the
+            // platform's roots are read from it, unless the shell names roots.
+            let named = ["SSL_CERT_FILE", "SSL_CERT_DIR"].iter().any(|name| std::env::var_os(name).is_some());
+            assert_eq!(client.is_none(), roots == Roots::Platform && named, "{roots:?}");
             let mut config = aws_config::SdkConfig::builder()
                 .behavior_version(BehaviorVersion::latest())
                 .region(aws_config::Region::new("us-east-1"));
@@ -207,6 +220,17 @@ mod tests {
             let _ = aws_sdk_dynamodb::Client::new(&config.build());
         }
         assert!(https_client(&Roots::Bundle("/nonexistent/ca.pem".into())).is_none(), "unreadable: the platform's");
+    }
+
+    #[test]
+    fn this_machines_bundle_is_found_and_holds_certificates() {
+        let bundle = openssl_probe::probe().cert_file.expect("the test machine has a CA bundle");
+        let pem = std::fs::read(&bundle).expect("the bundle reads");
+        assert!(
+            parses_as_roots(&pem).expect("every certificate parses") > 50,
+            "{} holds a real root store",
+            bundle.display()
+        );
     }
 
     #[test]

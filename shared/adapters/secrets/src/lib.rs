@@ -22,6 +22,9 @@ use adapters_sigv4::{AwsApi, Repeat, Service, Signer};
 use assistant_core::ports::{PortError, SecretStore};
 use async_trait::async_trait;
 
+/// How long the start-up read waits for a connection.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The prefix when the deployment sets none (`SECRETS_PREFIX`); the
 /// template's default.
 pub const DEFAULT_PREFIX: &str = "slack-assistant/tools/";
@@ -47,11 +50,15 @@ impl SecretsManager {
     /// Secrets named in full, by name or ARN (the runtime contract's
     /// `*_ID` variables), read as the process's AWS identity on an HTTP
     /// client of their own: made at start-up only when a function is given
-    /// such a variable, and dropped once its secrets are read.
+    /// such a variable, and dropped once its secrets are read. Both the
+    /// SDK's configuration and the client trust compiled-in roots
+    /// (`adapters_aws::config`, `https`): no certificate file is read on the
+    /// way to a deployed function's first answer.
     pub async fn at_start_up() -> Box<dyn SecretStore> {
-        let aws = aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await;
-        let http = reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(2))
+        let timeouts = aws_config::timeout::TimeoutConfig::builder().connect_timeout(CONNECT_TIMEOUT).build();
+        let aws = adapters_aws::config::load(timeouts).await;
+        let http = https::client_builder()
+            .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .expect("a client with rustls and a connect timeout builds");
         Box::new(Self::new(&Signer::new(&aws), http, ""))

@@ -69,7 +69,7 @@ impl Default for RetryPolicy {
 /// (another host, 127.0.0.1, the instance metadata address). Names that
 /// resolve only to internal addresses are refused ([`crate::egress`]).
 pub fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
+    https::client_builder()
         .connect_timeout(Duration::from_secs(3))
         .redirect(reqwest::redirect::Policy::none())
         .dns_resolver(std::sync::Arc::new(crate::egress::NoInternalAddresses))
