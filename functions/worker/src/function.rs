@@ -395,6 +395,10 @@ impl WorkerFunction {
         // Beside the work: a worker assembled anew serves the next one.
         let assembled = self.assembled();
         let (handled, ()) = tokio::join!(self.handle_event(&assembled, event, deadline_ms), self.reassemble_if_due());
+        // The answer is ready: the start's background work may run (a
+        // worker assembled beside this invocation's work included).
+        assembled.worker.background().release();
+        self.assembled().worker.background().release();
         handled
     }
 
