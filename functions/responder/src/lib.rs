@@ -124,9 +124,9 @@ impl Events for ResponderEvent {
 
 /// The responder's cold start (`lambda_support::startup` says what runs on
 /// which thread): from [`ResponderStart::begin`], the AWS SDK's
-/// configuration and clients (the credential chain, every root certificate
-/// parsed) on one helper thread and the HTTP client for Slack (its own root
-/// store) on another; the function is assembled from both.
+/// configuration and clients (the credential chain, the trusted roots) on
+/// one helper thread and the HTTP client for Slack on another; the
+/// function is assembled from both.
 pub struct ResponderStart {
     config: Config,
     aws: Deferred<aws_config::SdkConfig>,

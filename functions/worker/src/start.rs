@@ -74,8 +74,8 @@ impl Clients {
 /// SDK's configuration and builds the table's and the queues' clients
 /// first, hands over the [`Arrival`] built on them (the first invocation's
 /// read needs no other client), starts a third thread for the HTTP client
-/// for Slack and the tools (its own root store), and builds the bucket's
-/// and the model's clients. The first invocation's read-ahead
+/// for Slack and the tools, and builds the bucket's and the model's
+/// clients. The first invocation's read-ahead
 /// ([`Arrival::prepare`]) fetches the turns its messages name and the copy
 /// of the assistant configuration the workers keep in one request; the
 /// worker is assembled from that copy when it is fresh, from the bucket
@@ -99,8 +99,7 @@ impl WorkerStart {
             let sdk = adapters_aws::config::load(adapters_aws::config::worker_timeouts()).await;
             // The table's and the queues' clients first: the first
             // invocation's read needs no other, and starts while the rest
-            // are built (the HTTP client too, which parses the platform's
-            // roots: not before).
+            // are built (the HTTP client too, on a thread of its own).
             let (dynamodb, sqs) = (aws_sdk_dynamodb::Client::new(&sdk), aws_sdk_sqs::Client::new(&sdk));
             // The receiver is gone only if the process is shutting down.
             let _ = send_arrival.send(Arrival::new(&dynamodb, &sqs, &for_arrival));

@@ -123,7 +123,6 @@ impl<T: Send + 'static> Deferred<T> {
     {
         let (sender, deferred) = Self::sent();
         std::thread::spawn(move || {
-            yield_to_main();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -156,26 +155,6 @@ impl<T: Send + 'static> Deferred<T> {
             .await
     }
 }
-
-/// Lowers the calling thread's priority (nice 10): where the function has
-/// less than a core (Lambda gives 256 MB a sixth of one), a helper parsing
-/// root certificates would otherwise take turns with `main`'s thread, which
-/// registers, fetches the first event and answers it when it needs no AWS
-/// call (the ingress's URL verification, a health check). When `main`'s
-/// thread waits (for the event, or for what the helper builds), the helper
-/// has the CPU to itself. Linux gives each thread its own nice value, and
-/// lowering one's own needs no privilege; elsewhere nothing changes.
-fn yield_to_main() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: setpriority has no memory effects; `who` 0 is the calling thread.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, HELPER_NICE);
-    }
-}
-
-/// How much lower a helper thread's priority is than `main`'s.
-#[cfg(target_os = "linux")]
-const HELPER_NICE: libc::c_int = 10;
 
 /// A value set once on the caller's own thread (the function [`serve`]
 /// assembles, a first read), which callers await until it is set.

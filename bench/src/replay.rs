@@ -1,0 +1,140 @@
+//! AWS answering at once, for the start-up figures: a proxy in front of the
+//! local AWS emulator that answers a read it has answered before (the same
+//! operation on the same path with the same body: DynamoDB `GetItem`,
+//! `BatchGetItem`, `Query`, an S3 `GET`) from memory, without asking the
+//! emulator again. Everything else goes through as it comes.
+//!
+//! The emulator is Python and takes 2–3 ms a request on this machine,
+//! about as long as the floor's whole first invoke: through it, a first
+//! invoke that makes one read measures the emulator as much as the
+//! binary. Through this proxy the functions' first reads are answered in
+//! tens of microseconds (DynamoDB's own latency from Lambda is a few
+//! milliseconds; the figure is the binary's part of a cold start). The
+//! first of each read in a run still goes to the emulator: the medians of
+//! [`crate::COLD_RUNS`] fresh processes leave it out.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+
+/// The proxy, on a thread and a runtime of its own (the benchmark's
+/// current-thread runtime awaits the invocations meanwhile).
+pub struct Replay {
+    pub url: String,
+}
+
+/// What a read was answered.
+#[derive(Clone)]
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+struct Shared {
+    upstream: String,
+    client: reqwest::Client,
+    answers: Mutex<HashMap<(String, String, Bytes), Answer>>,
+}
+
+impl Replay {
+    /// Listens on a free loopback port, in front of `upstream`
+    /// (`http://127.0.0.1:PORT`).
+    pub fn start(upstream: &str) -> anyhow::Result<Self> {
+        let shared = Arc::new(Shared {
+            upstream: upstream.trim_end_matches('/').to_owned(),
+            client: reqwest::Client::builder().no_proxy().build()?,
+            answers: Mutex::default(),
+        });
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+            runtime.block_on(async move {
+                let server =
+                    ::tests::local_server::LocalServer::start(Router::new().fallback(forward).with_state(shared)).await;
+                sender.send(server.base_url.clone()).expect("the benchmark waits for the address");
+                std::future::pending::<()>().await;
+            });
+        });
+        Ok(Self { url: receiver.recv()? })
+    }
+}
+
+/// The key of a read this proxy may answer from memory: none for a write.
+fn read_key(method: &Method, uri: &Uri, headers: &HeaderMap, body: &Bytes) -> Option<(String, String, Bytes)> {
+    let target = headers.get("x-amz-target").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let read = match target.rsplit_once('.') {
+        Some((_, operation)) => ["GetItem", "BatchGetItem", "Query"].contains(&operation),
+        None => method == Method::GET,
+    };
+    read.then(|| (target.to_owned(), uri.to_string(), body.clone()))
+}
+
+async fn forward(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let key = read_key(&method, &uri, &headers, &body);
+    if let Some(answer) = key.as_ref().and_then(|key| shared.answers.lock().expect("answers lock").get(key).cloned()) {
+        return (answer.status, answer.headers, answer.body).into_response();
+    }
+    let target = format!("{}{}", shared.upstream, uri.path_and_query().map_or("/", |pq| pq.as_str()));
+    let mut request = shared.client.request(method, target).body(body);
+    for (name, value) in &headers {
+        if name != "host" && name != "content-length" {
+            request = request.header(name, value);
+        }
+    }
+    let Ok(upstream) = request.send().await else { return StatusCode::BAD_GATEWAY.into_response() };
+    let status = upstream.status();
+    let mut answer_headers = HeaderMap::new();
+    for (name, value) in upstream.headers() {
+        if name != "content-length" && name != "transfer-encoding" && name != "connection" {
+            answer_headers.insert(name.clone(), value.clone());
+        }
+    }
+    let Ok(answer) = upstream.bytes().await else { return StatusCode::BAD_GATEWAY.into_response() };
+    if let Some(key) = key.filter(|_| status.is_success()) {
+        let kept = Answer { status, headers: answer_headers.clone(), body: answer.clone() };
+        shared.answers.lock().expect("answers lock").insert(key, kept);
+    }
+    (status, answer_headers, answer).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_reads_are_answered_from_memory() {
+        let target = |operation: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert("x-amz-target", format!("DynamoDB_20120810.{operation}").parse().unwrap());
+            headers
+        };
+        let (uri, body) = ("/".parse::<Uri>().unwrap(), Bytes::from_static(b"{}"));
+        for read in ["GetItem", "BatchGetItem", "Query"] {
+            assert!(read_key(&Method::POST, &uri, &target(read), &body).is_some(), "{read}");
+        }
+        for write in ["PutItem", "UpdateItem", "TransactWriteItems", "DeleteItem"] {
+            assert!(read_key(&Method::POST, &uri, &target(write), &body).is_none(), "{write}");
+        }
+        let object = "/bucket/config/assistant.json?x-id=GetObject".parse::<Uri>().unwrap();
+        assert!(read_key(&Method::GET, &object, &HeaderMap::new(), &Bytes::new()).is_some(), "an S3 GET");
+        assert!(read_key(&Method::PUT, &object, &HeaderMap::new(), &body).is_none(), "an S3 PUT");
+        let sqs = {
+            let mut headers = HeaderMap::new();
+            headers.insert("x-amz-target", "AmazonSQS.SendMessage".parse().unwrap());
+            headers
+        };
+        assert!(read_key(&Method::POST, &uri, &sqs, &body).is_none(), "a queue's send");
+    }
+}
