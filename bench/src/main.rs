@@ -12,7 +12,10 @@
 //!    under AWS's Lambda Runtime Interface Emulator in fresh processes:
 //!    INIT (process start → ready, the emulator's figure) and the first
 //!    invoke (from the invoke that starts the process to its response), each
-//!    also as a ratio to the floor's; then a warm invoke.
+//!    also as a ratio to the floor's; then a warm invoke. Twice: through the
+//!    local AWS emulator, and with AWS answering at once (`replay.rs`), so
+//!    the first invokes that make a read measure the binary, not the
+//!    emulator's Python.
 //! 3. Size of the shipped binaries and each function process's peak RSS.
 //! 4. The worker's overhead per step, excluding model and tool time: whole
 //!    10-step turns against an instant model and instant tools, with the

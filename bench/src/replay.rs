@@ -86,21 +86,8 @@ async fn forward(
     if let Some(answer) = key.as_ref().and_then(|key| shared.answers.lock().expect("answers lock").get(key).cloned()) {
         return (answer.status, answer.headers, answer.body).into_response();
     }
-    let target = format!("{}{}", shared.upstream, uri.path_and_query().map_or("/", |pq| pq.as_str()));
-    let mut request = shared.client.request(method, target).body(body);
-    for (name, value) in &headers {
-        if name != "host" && name != "content-length" {
-            request = request.header(name, value);
-        }
-    }
-    let Ok(upstream) = request.send().await else { return StatusCode::BAD_GATEWAY.into_response() };
-    let status = upstream.status();
-    let mut answer_headers = HeaderMap::new();
-    for (name, value) in upstream.headers() {
-        if name != "content-length" && name != "transfer-encoding" && name != "connection" {
-            answer_headers.insert(name.clone(), value.clone());
-        }
-    }
+    let sent = ::tests::fault_proxy::send_on(&shared.client, &shared.upstream, method, &uri, &headers, body).await;
+    let Some((status, answer_headers, upstream)) = sent else { return StatusCode::BAD_GATEWAY.into_response() };
     let Ok(answer) = upstream.bytes().await else { return StatusCode::BAD_GATEWAY.into_response() };
     if let Some(key) = key.filter(|_| status.is_success()) {
         let kept = Answer { status, headers: answer_headers.clone(), body: answer.clone() };

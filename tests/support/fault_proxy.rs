@@ -355,6 +355,35 @@ fn broken_response() -> Response {
     (StatusCode::OK, headers, Body::from_stream(body)).into_response()
 }
 
+/// Sends a request on to `upstream` (`http://127.0.0.1:PORT`) as it came,
+/// but for its `host` and length; the answer's status, its headers but for
+/// those of the connection and the length, and the response to read its
+/// body from. None when the upstream cannot be reached.
+pub async fn send_on(
+    client: &reqwest::Client,
+    upstream: &str,
+    method: Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Option<(StatusCode, HeaderMap, reqwest::Response)> {
+    let target = format!("{upstream}{}", uri.path_and_query().map_or("/", |pq| pq.as_str()));
+    let mut request = client.request(method, target).body(body);
+    for (name, value) in headers {
+        if name != "host" && name != "content-length" {
+            request = request.header(name, value);
+        }
+    }
+    let answer = request.send().await.ok()?;
+    let mut answer_headers = HeaderMap::new();
+    for (name, value) in answer.headers() {
+        if name != "content-length" && name != "transfer-encoding" && name != "connection" {
+            answer_headers.insert(name.clone(), value.clone());
+        }
+    }
+    Some((answer.status(), answer_headers, answer))
+}
+
 async fn forward(
     State(shared): State<Arc<Shared>>,
     method: Method,
@@ -381,23 +410,11 @@ async fn forward(
         };
     }
 
-    let target = format!("{}{}", shared.upstream, uri.path_and_query().map_or("/", |pq| pq.as_str()));
-    let mut request = shared.client.request(method, target).body(body.clone());
-    for (name, value) in &headers {
-        if name != "host" && name != "content-length" {
-            request = request.header(name, value);
-        }
-    }
-    let Ok(upstream) = request.send().await else {
+    let Some((status, answer_headers, upstream)) =
+        send_on(&shared.client, &shared.upstream, method, &uri, &headers, body.clone()).await
+    else {
         return StatusCode::BAD_GATEWAY.into_response();
     };
-    let status = upstream.status();
-    let mut answer_headers = HeaderMap::new();
-    for (name, value) in upstream.headers() {
-        if name != "content-length" && name != "transfer-encoding" && name != "connection" {
-            answer_headers.insert(name.clone(), value.clone());
-        }
-    }
     let is_stream =
         answer_headers.get("content-type").is_some_and(|v| v.to_str().unwrap_or_default().contains("eventstream"));
     if is_stream && !fault.is_some_and(Fault::applies) {
