@@ -113,9 +113,10 @@ pub async fn put_versioned(
 
 /// Takes one of `limit` in the window `key` counts (a minute's alerts, a
 /// minute's stream starts), across every instance: `false` when none is
-/// left. `stored` is the record as the caller last read it (`None`: read
-/// now). Races are tried again from the record that won; a put whose answer
-/// was lost is found by its token, so it counts once.
+/// left. `stored` is the record as the caller read it (`None`: there is
+/// none yet). Races are tried again from the record that won (read again
+/// when the conflict did not say); a put whose answer was lost is found by
+/// its token, so it counts once.
 pub async fn take_one(
     records: &dyn VersionedRecords,
     key: &RecordKey,
@@ -124,11 +125,12 @@ pub async fn take_one(
     expires_at: i64,
 ) -> Result<bool, PortError> {
     const TRIES: u32 = 3;
-    let stored = &std::sync::Mutex::new(stored);
+    // The record the next try counts from; `None`: read it first.
+    let known = &std::sync::Mutex::new(Some(stored));
     let taken = crate::retry::retry_races(TRIES, |_| async move {
-        let last_read = stored.lock().expect("counter lock").take();
-        let current = match last_read {
-            Some(current) => Some(current),
+        let known_now = known.lock().expect("counter lock").take();
+        let current = match known_now {
+            Some(current) => current,
             None => records.get(key).await?,
         };
         let (version, taken) = current.as_ref().map_or((0, 0), |record| (record.version, window_count(&record.state)));
@@ -139,7 +141,7 @@ pub async fn take_one(
         match put_versioned(records, key, version, state, expires_at).await? {
             Put::Written => Ok(true),
             Put::Conflict { current } => {
-                *stored.lock().expect("counter lock") = current;
+                *known.lock().expect("counter lock") = current.map(Some);
                 Err(crate::retry::Raced::Lost)
             }
         }
@@ -467,7 +469,8 @@ impl StreamLog {
     /// they are taken, and the turn streams nothing.
     pub async fn take_start(&self, team: &slack::TeamId, now: i64, per_minute: u64) -> Result<bool, PortError> {
         let key = keys::stream_starts(team, now / 60);
-        take_one(self.0.as_ref(), &key, None, per_minute, now + keys::STREAM_STARTS_SECS).await
+        let stored = self.0.get(&key).await?;
+        take_one(self.0.as_ref(), &key, stored, per_minute, now + keys::STREAM_STARTS_SECS).await
     }
 
     /// The turn's record (a fresh one, version 0, when it streamed nothing).
