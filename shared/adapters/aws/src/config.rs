@@ -51,13 +51,13 @@ pub fn roots(vars: &[(String, String)]) -> Roots {
 /// The SDK's HTTPS client trusting `roots`; none: the SDK's default (the
 /// platform's roots, found as `rustls-native-certs` finds them). The
 /// platform's roots are read from its bundle file alone where it has one
-/// and the operator named none (`SSL_CERT_FILE`, `SSL_CERT_DIR`): the
+/// and the operator named none (`https::Roots::from_env`): the
 /// default also reads every file of every certificate directory, which on
 /// Lambda's Amazon Linux and on Debian hold the bundle's certificates again.
 fn https_client(roots: &Roots) -> Option<aws_sdk_dynamodb::config::SharedHttpClient> {
     let trust = match roots {
         Roots::Platform => {
-            let named = std::env::var_os("SSL_CERT_FILE").is_some() || std::env::var_os("SSL_CERT_DIR").is_some();
+            let named = https::Roots::from_env() == https::Roots::Platform;
             return match openssl_probe::probe().cert_file.filter(|_| !named) {
                 Some(bundle) => https_client(&Roots::Bundle(bundle.display().to_string())),
                 None => None,
@@ -207,7 +207,7 @@ mod tests {
             let client = https_client(&roots);
             // This machine has a bundle file (asserted below): the
             // platform's roots are read from it, unless the shell names roots.
-            let named = ["SSL_CERT_FILE", "SSL_CERT_DIR"].iter().any(|name| std::env::var_os(name).is_some());
+            let named = https::Roots::from_env() == https::Roots::Platform;
             assert_eq!(client.is_none(), roots == Roots::Platform && named, "{roots:?}");
             let mut config = aws_config::SdkConfig::builder()
                 .behavior_version(BehaviorVersion::latest())
