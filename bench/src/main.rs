@@ -533,39 +533,37 @@ fn median(samples: &[Duration]) -> Duration {
     sorted.get(sorted.len() / 2).copied().unwrap_or_default()
 }
 
-/// `binary` under the Runtime Interface Emulator, `COLD_RUNS` fresh
-/// processes, each invoked twice with `event`.
-async fn measure(
+/// One fresh process of `binary` under the Runtime Interface Emulator,
+/// invoked twice with `event`: its figures are added to `figures`.
+async fn measure_once(
     binary: &str,
     env: &[(&'static str, String)],
     event: impl Fn() -> serde_json::Value,
-) -> Result<StartUp> {
+    figures: &mut StartUp,
+) -> Result<()> {
     let (dir, name) = binary.rsplit_once('/').context("binary paths are absolute")?;
     // SAFETY: the benchmark is single-threaded here; nothing reads the
     // environment concurrently.
     unsafe { std::env::set_var("FUNCTION_BIN_DIR", dir) };
-    let mut figures = StartUp::default();
-    for _ in 0..COLD_RUNS {
-        let lambda = LambdaUnderRie::start(name, Launch { env: env.to_vec(), clock: None })?;
-        let started = Instant::now();
-        let first = lambda.invoke(&event()).await?;
-        figures.first.push(started.elapsed());
-        anyhow::ensure!(
-            first["statusCode"] == 200 || first["batchItemFailures"] == serde_json::json!([]),
-            "{name}: first invoke failed: {first}\n{}",
-            lambda.logs()
-        );
-        let started = Instant::now();
-        lambda.invoke(&event()).await?;
-        figures.warm.push(started.elapsed());
-        if let Some(ms) = init_duration_ms(&lambda.logs()) {
-            figures.init.push(Duration::from_secs_f64(ms / 1e3));
-        }
-        if let Some(rss) = lambda.function_pid().and_then(peak_rss_kib_of) {
-            figures.peak_rss_kib = figures.peak_rss_kib.max(rss);
-        }
+    let lambda = LambdaUnderRie::start(name, Launch { env: env.to_vec(), clock: None })?;
+    let started = Instant::now();
+    let first = lambda.invoke(&event()).await?;
+    figures.first.push(started.elapsed());
+    anyhow::ensure!(
+        first["statusCode"] == 200 || first["batchItemFailures"] == serde_json::json!([]),
+        "{name}: first invoke failed: {first}\n{}",
+        lambda.logs()
+    );
+    let started = Instant::now();
+    lambda.invoke(&event()).await?;
+    figures.warm.push(started.elapsed());
+    if let Some(ms) = init_duration_ms(&lambda.logs()) {
+        figures.init.push(Duration::from_secs_f64(ms / 1e3));
     }
-    Ok(figures)
+    if let Some(rss) = lambda.function_pid().and_then(peak_rss_kib_of) {
+        figures.peak_rss_kib = figures.peak_rss_kib.max(rss);
+    }
+    Ok(())
 }
 
 /// A binary to start: where `infra/bench.sh` says it is, its environment,
@@ -658,7 +656,7 @@ async fn start_up() -> Result<()> {
     ];
 
     println!(
-        "\nstart-up through the Runtime Interface Emulator, {COLD_RUNS} fresh processes each; medians, and the ratio to the floor's"
+        "\nstart-up through the Runtime Interface Emulator, {COLD_RUNS} fresh processes each, the binaries taking turns; medians, and the ratio to the floor's"
     );
     println!(
         "  (budget: first invoke ≤ 1.5× the floor's, with AWS answering at once for the functions whose first event \
@@ -716,30 +714,49 @@ impl Pass {
     }
 }
 
-/// Starts each of `subjects` [`COLD_RUNS`] times, with its AWS calls sent
-/// to `aws` where given (the emulator's address otherwise), and prints a
-/// line for each.
+/// A subject of a pass: the binary, its environment, its figures so far.
+struct Started<'a> {
+    subject: &'a Subject<'a>,
+    binary: String,
+    env: Vec<(&'static str, String)>,
+    figures: StartUp,
+}
+
+/// Starts each of `subjects` [`COLD_RUNS`] times, in turns, with its AWS
+/// calls sent to `aws` where given (the emulator's address otherwise), and
+/// prints a line for each.
 async fn start_up_pass(title: &str, subjects: &[Subject<'_>], aws: Option<&str>) -> Result<Pass> {
     println!("\n  {title}");
     println!(
         "  {:<10} {:>9} {:>12} {:>7} {:>14} {:>7} {:>9} {:>9} {:>9}  first event",
         "binary", "size MiB", "INIT ms", "×", "first ms", "×", "× read", "warm ms", "RSS MiB"
     );
-    let mut pass = Pass::default();
-    let mut floor: Option<(Duration, Duration)> = None;
-    let mut read_floor: Option<Duration> = None;
-    for Subject { label, variable, env, event, what } in subjects {
-        let Ok(binary) = std::env::var(variable) else {
-            println!("  {label:<10} {variable} not set: skipped");
+    // The subjects' runs take turns (floor, worker, …, floor, worker, …):
+    // whatever slows this machine for a while slows each of them alike,
+    // and the ratios compare runs made side by side.
+    let mut started: Vec<Started<'_>> = Vec::new();
+    for subject in subjects {
+        let Ok(binary) = std::env::var(subject.variable) else {
+            println!("  {:<10} {} not set: skipped", subject.label, subject.variable);
             continue;
         };
-        let mut env = env.clone();
+        let mut env = subject.env.clone();
         if let Some(aws) = aws {
             env.retain(|(name, _)| *name != "AWS_ENDPOINT_URL");
             env.push(("AWS_ENDPOINT_URL", aws.to_owned()));
         }
-        let size = std::fs::metadata(&binary).with_context(|| format!("{binary} missing"))?.len();
-        let figures = measure(&binary, &env, event).await?;
+        started.push(Started { subject, binary, env, figures: StartUp::default() });
+    }
+    for _ in 0..COLD_RUNS {
+        for Started { subject, binary, env, figures } in &mut started {
+            measure_once(binary, env, subject.event, figures).await?;
+        }
+    }
+    let mut pass = Pass::default();
+    let mut floor: Option<(Duration, Duration)> = None;
+    let mut read_floor: Option<Duration> = None;
+    for Started { subject: Subject { label, what, .. }, binary, figures, .. } in &started {
+        let size = std::fs::metadata(binary).with_context(|| format!("{binary} missing"))?.len();
         let (init, first) = (median(&figures.init), median(&figures.first));
         let (floor_init, floor_first) = *floor.get_or_insert((init, first));
         if *label == "floor-read" {
