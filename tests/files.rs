@@ -7,7 +7,6 @@
 //! message with only a file, a redelivery that downloads nothing twice, and
 //! the bucket write whose answer is lost.
 
-use adapters_s3::S3Artifacts;
 use assistant_core::ports::{ArtifactStore, TurnStore};
 use assistant_core::turn::{Content, TurnId};
 use base64::Engine;
@@ -174,7 +173,11 @@ async fn a_50_mb_log_is_read_in_part_through_the_tool_and_its_secret_reaches_nei
     assert!(text.starts_with("63: 2025-11-22T08:00:03Z ERROR pool exhausted"), "{text}");
     // AND the secret reached neither the model nor Slack, nor the bucket
     let key = format!("turns/{}/files/F0LOG00001", decode_work(&work[0]).turn_id().unwrap());
-    let kept = S3Artifacts::new(world.stack.s3.clone(), &world.stack.bucket).get(&key).await.unwrap().unwrap();
+    let kept = tests::artifacts(&world.stack.config_as(tests::Role::Worker), &world.stack.bucket)
+        .get(&key)
+        .await
+        .unwrap()
+        .unwrap();
     let cap = assistant_core::files::TEXT_BYTES as usize;
     assert!((cap - 100..=cap + 100).contains(&kept.len()), "the first 4 MiB, redacted: {}", kept.len());
     let kept = String::from_utf8(kept).unwrap();
@@ -273,24 +276,29 @@ async fn a_kept_file_whose_write_answer_was_lost_is_found_by_the_retry_and_not_d
         membership: slack::Membership::Home,
         asked_at: None,
     };
-    for (attempts, fault, turn) in
-        [(2, Fault::AppliedThenServerError, "T1-Ev0LOST01"), (1, Fault::AppliedThenReset, "T1-Ev0LOST02")]
-    {
-        let aws = tests::config_through(proxy.url(), attempts, adapters_aws::config::worker_timeouts()).await;
-        let bucket = S3Artifacts::new(adapters_s3::client(&aws), &stack.bucket);
+    // The bucket's adapter tries a put ATTEMPTS times: one lost answer is
+    // its own to retry; every attempt's lost is the message's, redelivered.
+    let aws = tests::config_through(proxy.url(), 1, adapters_aws::config::worker_timeouts()).await;
+    let bucket = tests::artifacts(&aws, &stack.bucket);
+    for (faults, fault, turn) in [
+        (1, Fault::AppliedThenServerError, "T1-Ev0LOST01"),
+        (adapters_sigv4::ATTEMPTS, Fault::AppliedThenReset, "T1-Ev0LOST02"),
+    ] {
         let turn = TurnId::new(turn);
         let downloads_before = slack.downloads().len();
-        proxy.script("S3 PUT", fault);
+        for _ in 0..faults {
+            proxy.script("S3 PUT", fault);
+        }
 
-        // WHEN the turn's start reads the file (and, with no SDK retry
-        // left, the worker's message is redelivered)
+        // WHEN the turn's start reads the file (and, when no attempt's
+        // answer came back, the worker's message is redelivered)
         let read = worker_turn::thread_files::read(&slack, &bucket, &turn, &request, &[]).await;
         let read = match read {
-            Ok(read) => read,
-            Err(_) if attempts == 1 => worker_turn::thread_files::read(&slack, &bucket, &turn, &request, &[])
+            Ok(read) if faults == 1 => read,
+            Err(_) if faults > 1 => worker_turn::thread_files::read(&slack, &bucket, &turn, &request, &[])
                 .await
                 .expect("the redelivery finds the file kept"),
-            Err(err) => panic!("the SDK's retry rewrites the same object: {err}"),
+            other => panic!("{faults} lost answers: {:?}", other.map(|_| "read")),
         };
 
         // THEN the file was downloaded once and is kept once, whole
@@ -309,7 +317,7 @@ async fn a_kept_file_whose_write_answer_was_lost_is_found_by_the_retry_and_not_d
     let injected = proxy.injected_by_kind();
     assert_eq!(
         (injected.get(&Fault::AppliedThenServerError), injected.get(&Fault::AppliedThenReset)),
-        (Some(&1), Some(&1)),
+        (Some(&1), Some(&adapters_sigv4::ATTEMPTS)),
         "{injected:?}"
     );
 }

@@ -361,12 +361,11 @@ async fn a_kept_list_whose_put_lost_its_answer_serves_the_next_start_and_one_nev
     use tools_mcp::{KeptLists, kept_or_discovered_tools, tool_list_key};
     use tools_registry::background::Background;
     // GIVEN the reference server, and the bucket behind a proxy that loses
-    // answers, reached with no SDK retry (the answer's loss is the caller's)
+    // answers (the bucket's adapter tries each call ATTEMPTS times)
     let stack = Stack::new(&emulator_config().await).await.unwrap();
     let proxy = FaultProxy::start(Upstream::Aws, &env_from_test_command("AWS_ENDPOINT_URL"), Plan::none()).await;
     let aws = tests::config_through(proxy.url(), 1, adapters_aws::config::worker_timeouts()).await;
-    let cache: Arc<dyn ArtifactStore> =
-        Arc::new(adapters_s3::S3Artifacts::new(adapters_s3::client(&aws), &stack.bucket));
+    let cache: Arc<dyn ArtifactStore> = Arc::new(tests::artifacts(&aws, &stack.bucket));
     let connector = Arc::new(Counting {
         inner: StreamableHttpConnector::new(adapters_slack::http_client()),
         connects: Default::default(),
@@ -401,14 +400,17 @@ async fn a_kept_list_whose_put_lost_its_answer_serves_the_next_start_and_one_nev
     // THEN the next start finds the list and does not ask the server
     assert_eq!(start().await, (offered.clone(), 1));
 
-    // WHEN a start's put is refused before anything is written
+    // WHEN a start's put is refused, every attempt, before anything is written
     stack.s3.delete_object().bucket(&stack.bucket).key(tool_list_key("everything")).send().await.unwrap();
-    proxy.script("S3 PUT", Fault::ServerError);
+    for _ in 0..adapters_sigv4::ATTEMPTS {
+        proxy.script("S3 PUT", Fault::ServerError);
+    }
     assert_eq!(start().await, (offered.clone(), 2));
     // THEN the next start lists the server again, and keeps it this time
     assert_eq!(start().await, (offered.clone(), 3));
     assert_eq!(start().await, (offered, 3));
-    assert_eq!(proxy.injected_by_kind().values().sum::<u32>(), 2, "both faults injected");
+    let injected = proxy.injected_by_kind().values().sum::<u32>();
+    assert_eq!(injected, 1 + adapters_sigv4::ATTEMPTS, "every fault injected");
 }
 
 /// The reference server with links offered (`elicitation: true`), its

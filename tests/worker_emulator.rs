@@ -653,7 +653,8 @@ async fn counted_clients(stack: &Stack, fake: &FakeBedrock) -> (tests::fault_pro
     let counted = Clients {
         dynamodb: aws_sdk_dynamodb::Client::new(&aws),
         sqs: aws_sdk_sqs::Client::new(&aws),
-        s3: adapters_s3::client(&aws),
+        // The calls signed by hand (the bucket's among them) as well.
+        aws: aws.clone(),
         ..clients(stack, fake).await
     };
     (proxy, counted)

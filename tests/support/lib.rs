@@ -153,6 +153,19 @@ pub fn queue_arn(url: &str) -> String {
 /// The queues' `maxReceiveCount`, as in `template.yaml`.
 pub const MAX_RECEIVES: u32 = 8;
 
+/// An SDK client of the emulator's S3 (path-style: `bucket.localhost`
+/// does not resolve), for what tests put in or read out of a bucket
+/// beside the functions' own hand-signed calls.
+pub fn s3_client(aws: &SdkConfig) -> aws_sdk_s3::Client {
+    aws_sdk_s3::Client::from_conf(aws_sdk_s3::config::Builder::from(aws).force_path_style(true).build())
+}
+
+/// `bucket` as the worker reaches it (signed by hand on the process's HTTP
+/// client), with `aws`'s identity and endpoint.
+pub fn artifacts(aws: &SdkConfig, bucket: &str) -> adapters_s3::S3Artifacts {
+    adapters_s3::S3Artifacts::new(adapters_slack::web::http_client(), adapters_sigv4::Signer::new(aws), bucket)
+}
+
 pub struct Stack {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
@@ -201,9 +214,9 @@ impl Stack {
         let reply_queue = provision::fifo_queue_with_dlq(&sqs, &unique_name("reply"), MAX_RECEIVES, 30)
             .await
             .context("create reply queue")?;
-        let s3 = adapters_s3::client(aws);
+        let s3 = s3_client(aws);
         let bucket = unique_name("artifacts").to_lowercase();
-        adapters_s3::provision_bucket(&s3, &bucket).await.context("create bucket")?;
+        artifacts(aws, &bucket).create_bucket().await.context("create bucket")?;
         let endpoint = aws.endpoint_url().context("the emulator's endpoint")?.to_owned();
         let secrets_prefix = format!("{}/", unique_name("secrets"));
         Ok(Self {
@@ -228,7 +241,7 @@ impl Stack {
     /// Clients of the stack's table, queues and bucket, signing as `role`.
     pub fn clients_as(&self, role: Role) -> (aws_sdk_dynamodb::Client, aws_sdk_sqs::Client, aws_sdk_s3::Client) {
         let aws = self.config_as(role);
-        (aws_sdk_dynamodb::Client::new(&aws), aws_sdk_sqs::Client::new(&aws), adapters_s3::client(&aws))
+        (aws_sdk_dynamodb::Client::new(&aws), aws_sdk_sqs::Client::new(&aws), s3_client(&aws))
     }
 
     /// Creates the secret `name` under the stack's prefix at the emulator,
@@ -372,13 +385,12 @@ impl Functions {
         );
         let retry = adapters_bedrock::retry_config().with_initial_backoff(std::time::Duration::from_millis(5));
         let as_worker = Role::Worker.config(aws);
-        let (dynamodb, sqs, s3) = stack.clients_as(Role::Worker);
+        let (dynamodb, sqs, _) = stack.clients_as(Role::Worker);
         let worker = worker::WorkerFunction::load(
             worker,
             worker::Clients {
                 dynamodb,
                 sqs,
-                s3,
                 bedrock: bedrock.client(&as_worker, retry),
                 http: adapters_slack::web::http_client(),
                 aws: as_worker,
@@ -629,7 +641,8 @@ pub async fn cold_start(
     let event: worker::WorkerEvent = serde_json::from_value(event).expect("a worker event");
     let start = async {
         let kept = arrival.kept_configuration(worker::FIRST_EVENT_GRACE).await;
-        let configured = worker::WorkerFunction::configuration(&config, &clients.s3, &arrival, kept).await;
+        let bucket = clients.artifacts(&config.artifact_bucket);
+        let configured = worker::WorkerFunction::configuration(&config, &bucket, &arrival, kept).await;
         worker::WorkerFunction::load_with(config.clone(), clients.clone(), configured, arrival.clone())
             .await
             .expect("the worker starts")
@@ -646,12 +659,11 @@ pub async fn cold_start(
 /// a short backoff.
 pub async fn worker_clients(stack: &Stack, bedrock: &fake_bedrock::FakeBedrock) -> worker::Clients {
     let aws = stack.config_as(Role::Worker);
-    let (dynamodb, sqs, s3) = stack.clients_as(Role::Worker);
+    let (dynamodb, sqs, _) = stack.clients_as(Role::Worker);
     let retry = adapters_bedrock::retry_config().with_initial_backoff(std::time::Duration::from_millis(5));
     worker::Clients {
         dynamodb,
         sqs,
-        s3,
         bedrock: bedrock.client(&aws, retry),
         http: adapters_slack::web::http_client(),
         aws,

@@ -203,7 +203,6 @@ impl Pipeline {
             let clients = worker::Clients {
                 dynamodb: aws_sdk_dynamodb::Client::new(&worker_aws),
                 sqs: aws_sdk_sqs::Client::new(&worker_aws),
-                s3: adapters_s3::client(&worker_aws),
                 bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config.clone()),
                 http: adapters_slack::web::http_client(),
                 aws: worker_aws.clone(),

@@ -187,7 +187,8 @@ impl WorkerFunction {
     /// too.
     pub async fn load(config: Config, clients: Clients) -> Result<Self, StartupError> {
         let arrival = Arrival::new(&clients.dynamodb, &clients.sqs, &config);
-        let configured = Self::configuration(&config, &clients.s3, &arrival, None).await;
+        let configured =
+            Self::configuration(&config, &clients.artifacts(&config.artifact_bucket), &arrival, None).await;
         let function = Self::load_with(config, clients, configured, arrival).await?;
         // All of the start done before the first event, as callers of
         // `load` expect (`main` lets the first invocation finish it).
@@ -207,7 +208,7 @@ impl WorkerFunction {
     /// ([`Self::load_with`]).
     pub async fn configuration(
         config: &Config,
-        s3: &aws_sdk_s3::Client,
+        bucket: &S3Artifacts,
         arrival: &Arrival,
         kept: Option<StoredRecord>,
     ) -> Configured {
@@ -219,8 +220,7 @@ impl WorkerFunction {
                 Err(err) => tracing::warn!(error = %err, "the kept configuration no longer reads: reading the bucket"),
             }
         }
-        let artifacts = S3Artifacts::new(s3.clone(), &config.artifact_bucket);
-        let read = worker_config::assembly::read_config(&artifacts, key, SystemClock.now_unix()).await;
+        let read = worker_config::assembly::read_config(bucket, key, SystemClock.now_unix()).await;
         Configured { read, kept, copies, from_copy: None }
     }
 
@@ -337,7 +337,7 @@ impl WorkerFunction {
         let current = self.assembled();
         let object = &self.config.assistant_config_key;
         // The bucket's, never the kept copy: this is how copies are renewed.
-        let artifacts = S3Artifacts::new(self.clients.s3.clone(), &self.config.artifact_bucket);
+        let artifacts = self.clients.artifacts(&self.config.artifact_bucket);
         let read = worker_config::assembly::read_config(&artifacts, object, SystemClock.now_unix()).await;
         let (on, with, by, to) = (&self.config, &self.clients, &self.arrival, &self.slack);
         let assemble = move |assistant| Assembled::new(on, with, by, to, assistant);
@@ -489,14 +489,12 @@ impl WorkerFunction {
 
     async fn health_of(&self, assembled: &Assembled) -> HealthReport {
         let slack = async { self.slack.auth_test().await.map(|_| ()).map_err(|err| err.to_string()) };
+        let bucket = self.clients.artifacts(&self.config.artifact_bucket);
         let (table, work, replies, bucket, slack) = tokio::join!(
             health::check("dynamodb", dynamodb::check_reads(&self.clients.dynamodb, &self.config.turns_table)),
             health::check("sqs_work", sqs::check_queue(&self.clients.sqs, &self.config.work_queue_url)),
             health::check("sqs_reply", sqs::check_queue(&self.clients.sqs, &self.config.reply_queue_url)),
-            health::check(
-                "s3",
-                adapters_s3::check_bucket(&self.clients.s3, &self.config.artifact_bucket, &assembled.docs_prefix),
-            ),
+            health::check("s3", bucket.check(&assembled.docs_prefix)),
             health::check("slack", slack),
         );
         let config = self.config_check().await;
@@ -514,10 +512,10 @@ pub(crate) async fn assemble_worker(
     slack: &WebClient,
     assistant: &AssistantConfig,
 ) -> Result<Worker, StartupError> {
-    let artifacts = Arc::new(S3Artifacts::new(clients.s3.clone(), &config.artifact_bucket));
-    let records = &arrival.records;
     // One signer for every hand-signed AWS call of the process.
     let signer = Signer::new(&clients.aws);
+    let artifacts = Arc::new(S3Artifacts::new(clients.http.clone(), signer.clone(), &config.artifact_bucket));
+    let records = &arrival.records;
     // The ingress's claims: the workers make alert threads theirs and read
     // the action tokens kept beside them.
     let claims = Arc::new(DynamoClaims::new(clients.dynamodb.clone(), &config.turns_table));

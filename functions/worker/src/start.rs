@@ -8,6 +8,8 @@ use crate::event::WorkerEvent;
 use crate::function::{FIRST_EVENT_GRACE, HOLD_AFTER, HOLD_MARGIN, LambdaDeadline, WorkerFunction};
 use adapters_aws::dynamodb::DynamoRecords;
 use adapters_aws::sqs::Visibility;
+use adapters_s3::S3Artifacts;
+use adapters_sigv4::Signer;
 use assistant_core::WorkMessage;
 use assistant_core::ports::{MessageVisibility, PortError, StoredRecord, VersionedRecords};
 use assistant_core::store::{ReadAhead, RecordTurns};
@@ -24,11 +26,11 @@ use worker_turn::Deadline;
 pub struct Clients {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
-    pub s3: aws_sdk_s3::Client,
     pub bedrock: aws_sdk_bedrockruntime::Client,
     pub http: reqwest::Client,
     /// The region, credentials and endpoints for the calls signed by hand
-    /// (Secrets Manager, CloudWatch, Logs, knowledge bases).
+    /// (the artifact bucket, Secrets Manager, CloudWatch, Logs, knowledge
+    /// bases).
     pub aws: aws_config::SdkConfig,
 }
 
@@ -39,7 +41,6 @@ pub struct Clients {
 pub struct AwsClients {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
-    pub s3: aws_sdk_s3::Client,
     pub bedrock: aws_sdk_bedrockruntime::Client,
     pub aws: aws_config::SdkConfig,
 }
@@ -52,20 +53,19 @@ impl AwsClients {
             .retry_config(adapters_bedrock::retry_config())
             .timeout_config(adapters_bedrock::timeout_config(worker_turn::MODEL_CALL_TIME))
             .build();
-        Self {
-            dynamodb,
-            sqs,
-            s3: adapters_s3::client(aws),
-            bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config),
-            aws: aws.clone(),
-        }
+        Self { dynamodb, sqs, bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config), aws: aws.clone() }
     }
 }
 
 impl Clients {
     pub fn with(aws: AwsClients, http: reqwest::Client) -> Self {
-        let AwsClients { dynamodb, sqs, s3, bedrock, aws } = aws;
-        Self { dynamodb, sqs, s3, bedrock, http, aws }
+        let AwsClients { dynamodb, sqs, bedrock, aws } = aws;
+        Self { dynamodb, sqs, bedrock, http, aws }
+    }
+
+    /// The artifact bucket, signed by hand on the HTTP client.
+    pub fn artifacts(&self, bucket: &str) -> S3Artifacts {
+        S3Artifacts::new(self.http.clone(), Signer::new(&self.aws), bucket)
     }
 }
 
@@ -116,10 +116,10 @@ impl ColdStart for WorkerStart {
 
     async fn assemble(&self) -> Result<WorkerFunction, lambda_runtime::Error> {
         let (arrival, (aws, http)) = tokio::join!(self.arrival.get(), self.aws.get());
-        let kept = arrival.kept_configuration(FIRST_EVENT_GRACE).await;
-        let configured = WorkerFunction::configuration(&self.config, &aws.s3, arrival, kept);
-        let (configured, http) = tokio::join!(configured, http.get());
+        let (kept, http) = tokio::join!(arrival.kept_configuration(FIRST_EVENT_GRACE), http.get());
         let clients = Clients::with(aws.clone(), http.clone());
+        let bucket = clients.artifacts(&self.config.artifact_bucket);
+        let configured = WorkerFunction::configuration(&self.config, &bucket, arrival, kept).await;
         let config = self.config.clone();
         Ok(Box::pin(WorkerFunction::load_with(config, clients, configured, arrival.clone())).await?)
     }

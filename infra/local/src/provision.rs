@@ -53,9 +53,9 @@ pub async fn provision() -> Result<(), ProvisionError> {
     let sqs = aws_sdk_sqs::Client::new(&aws);
     let work = fifo_queue_with_dlq(&sqs, WORK_QUEUE, MAX_RECEIVES, 5_400).await?;
     let reply = fifo_queue_with_dlq(&sqs, REPLY_QUEUE, MAX_RECEIVES, 360).await?;
-    let s3 = adapters_s3::client(&aws);
-    if adapters_s3::check_bucket(&s3, BUCKET, "docs/").await.is_err() {
-        adapters_s3::provision_bucket(&s3, BUCKET).await?;
+    let bucket = adapters_s3::S3Artifacts::new(reqwest::Client::new(), adapters_sigv4::Signer::new(&aws), BUCKET);
+    if bucket.check("docs/").await.is_err() {
+        bucket.create_bucket().await?;
     }
     seed_signals(&aws).await?;
     let dead_letter_arns = [&work.dead_letter, &reply.dead_letter]

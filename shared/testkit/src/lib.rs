@@ -18,7 +18,8 @@
 //! - [`fixtures`]: captured-shape Slack payloads.
 //! - The one of each double the tests share: [`model`] (scripted and
 //!   paced models), [`deadline`] (an invocation's time), [`clock`] (a
-//!   clock that moves when told).
+//!   clock that moves when told); [`serve`], a fake's router served on
+//!   loopback.
 
 pub mod agent_memory;
 pub mod clock;
@@ -33,3 +34,12 @@ pub mod signed;
 pub mod sigv4_check;
 pub mod slack_memory;
 pub mod store_contract;
+
+/// Serves `app` (a fake AWS or vendor API) on a free loopback port for the
+/// rest of the test; its base URL, `http://127.0.0.1:port`.
+pub async fn serve(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a free loopback port");
+    let url = format!("http://{}", listener.local_addr().expect("a bound address"));
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("the fake serves") });
+    url
+}

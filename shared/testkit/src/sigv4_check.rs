@@ -2,7 +2,9 @@
 //! ("Create a signed AWS API request"), independent of the `aws-sigv4`
 //! crate the functions sign with: a test server recomputes the signature
 //! of the request it received, as API Gateway or a Lambda function URL
-//! would, and refuses any mismatch.
+//! would, and refuses any mismatch. For service `s3`, S3's rules: the path
+//! signed as sent (not encoded again), and `x-amz-content-sha256` required
+//! and checked against the body.
 
 use hmac::{KeyInit, Mac};
 use sha2::{Digest, Sha256};
@@ -75,11 +77,24 @@ pub fn verify(
         }
         canonical_headers.push_str(&format!("{name}:{}\n", values.join(",")));
     }
+    let body_hash = hex::encode(Sha256::digest(body));
     let payload_hash = match header("x-amz-content-sha256") {
         Some("UNSIGNED-PAYLOAD") => "UNSIGNED-PAYLOAD".to_owned(),
-        _ => hex::encode(Sha256::digest(body)),
+        // S3 checks the hash it was told against the body it received.
+        Some(told) if service == "s3" && told != body_hash => {
+            return Err("XAmzContentSHA256Mismatch: x-amz-content-sha256 is not the body's hash".into());
+        }
+        _ => body_hash,
     };
-    let canonical_path = canonical_path(path);
+    let canonical_path = if service == "s3" {
+        // S3 requires the payload's hash, and signs the path as sent.
+        if header("x-amz-content-sha256").is_none() {
+            return Err("S3: missing required header x-amz-content-sha256".into());
+        }
+        if path.is_empty() { "/".to_owned() } else { path.to_owned() }
+    } else {
+        canonical_path(path)
+    };
     let canonical_query = canonical_query(query);
     let canonical_request =
         format!("{method}\n{canonical_path}\n{canonical_query}\n{canonical_headers}\n{signed_headers}\n{payload_hash}");
@@ -168,4 +183,48 @@ fn percent_decode(text: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// "Example: PUT Object" of the Amazon S3 API Reference's SigV4 header
+    /// examples, as AWS published it.
+    fn published_put() -> Vec<(String, String)> {
+        [
+            ("host", "examplebucket.s3.amazonaws.com"),
+            ("date", "Fri, 24 May 2013 00:00:00 GMT"),
+            ("x-amz-date", "20130524T000000Z"),
+            ("x-amz-storage-class", "REDUCED_REDUNDANCY"),
+            ("x-amz-content-sha256", "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"),
+            (
+                "authorization",
+                "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, \
+                 SignedHeaders=date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class, \
+                 Signature=98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd",
+            ),
+        ]
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
+    }
+
+    const SECRET: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+
+    #[test]
+    fn s3s_published_example_verifies_and_its_rules_hold() {
+        let headers = published_put();
+        let body = b"Welcome to Amazon S3.";
+        let signed = verify("PUT", "/test%24file.text", "", &headers, body, SECRET).expect("AWS's own example");
+        assert_eq!(signed.service, "s3");
+        // Another body than the hash S3 was told.
+        let err = verify("PUT", "/test%24file.text", "", &headers, b"Welcome to Amazon S4.", SECRET).unwrap_err();
+        assert!(err.starts_with("XAmzContentSHA256Mismatch"), "{err}");
+        // No payload hash at all.
+        let without: Vec<_> = headers.iter().filter(|(name, _)| name != "x-amz-content-sha256").cloned().collect();
+        assert!(verify("PUT", "/test%24file.text", "", &without, body, SECRET).is_err());
+        // The path as S3 sees it is not encoded again: the raw `$` is another path.
+        assert!(verify("PUT", "/test$file.text", "", &headers, body, SECRET).is_err());
+    }
 }

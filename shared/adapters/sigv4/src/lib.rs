@@ -3,10 +3,11 @@
 //! protocols (`awsJson1_0`, `awsJson1_1`, REST-JSON) built on it.
 //!
 //! The worker must stay small and start fast: each SDK client adds its own
-//! code and start-up for a handful of read calls. The SDK's own signer
+//! code and start-up for a handful of calls. The SDK's own signer
 //! (`aws-sigv4`) and credential chain (the role's credentials, refreshed by
-//! `aws-config`) are already linked for DynamoDB, SQS, S3 and Bedrock; a
-//! JSON body and one header are all the rest of these calls need.
+//! `aws-config`) are already linked for DynamoDB, SQS and Bedrock; a JSON
+//! body and one header are all the rest of these calls need. S3 signs by
+//! rules of its own ([`Signer::sign_s3`]), for `adapters-s3`.
 //!
 //! The same signer signs the team's AWS-signed tools (`"auth": "aws_iam"`:
 //! API Gateway with IAM auth, Lambda function URLs, AgentCore Gateway) as
@@ -22,7 +23,10 @@ use assistant_core::ports::{AwsScope, PortError, RequestSigner, UnsignedRequest}
 use assistant_core::retry::{Backoff, Failed, Verdict, retry};
 use aws_config::SdkConfig;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
-use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+use aws_sigv4::http_request::{
+    PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings, UriPathNormalizationMode,
+    sign,
+};
 use aws_sigv4::sign::v4;
 use std::time::{Duration, SystemTime};
 use tracing::warn;
@@ -102,6 +106,12 @@ impl Signer {
         self.region.as_deref()
     }
 
+    /// The configuration's endpoint override, for every service without
+    /// its own variable.
+    pub fn endpoint_url(&self) -> Option<&str> {
+        self.endpoint_url.as_deref()
+    }
+
     /// Adds SigV4 headers (`authorization`, `x-amz-date`, and
     /// `x-amz-security-token` for temporary credentials) to `request`, for
     /// `service` in `region` (the process's when `None`). Every header the
@@ -112,6 +122,22 @@ impl Signer {
         request: &mut reqwest::Request,
         service: &str,
         region: Option<&str>,
+    ) -> Result<(), SignError> {
+        self.sign_as(request, service, region, Convention::Standard).await
+    }
+
+    /// [`Signer::sign`] as S3 wants it ([`Convention::S3`]): the body's
+    /// SHA-256 sent as `x-amz-content-sha256`, the path signed as sent.
+    pub async fn sign_s3(&self, request: &mut reqwest::Request, region: Option<&str>) -> Result<(), SignError> {
+        self.sign_as(request, "s3", region, Convention::S3).await
+    }
+
+    async fn sign_as(
+        &self,
+        request: &mut reqwest::Request,
+        service: &str,
+        region: Option<&str>,
+        convention: Convention,
     ) -> Result<(), SignError> {
         let url = request.url().to_string();
         let unsignable = |reason: String| SignError::Unsignable { url: url.clone(), reason };
@@ -131,7 +157,8 @@ impl Signer {
             None if request.body().is_none() => Some(&[][..]),
             None => None,
         };
-        let signature = self.headers_for(request.method().as_str(), &url, &headers, body, service, region).await?;
+        let request_parts = Unsigned { method: request.method().as_str(), url: &url, headers: &headers, body };
+        let signature = self.headers_at(request_parts, service, region, convention, SystemTime::now()).await?;
         for (name, value) in signature {
             let value = reqwest::header::HeaderValue::from_str(&value).map_err(|err| unsignable(err.to_string()))?;
             let name =
@@ -152,6 +179,20 @@ impl Signer {
         service: &str,
         region: Option<&str>,
     ) -> Result<Vec<(String, String)>, SignError> {
+        let request = Unsigned { method, url, headers, body };
+        self.headers_at(request, service, region, Convention::Standard, SystemTime::now()).await
+    }
+
+    /// The signature headers for `request` signed at `time`.
+    async fn headers_at(
+        &self,
+        request: Unsigned<'_>,
+        service: &str,
+        region: Option<&str>,
+        convention: Convention,
+        time: SystemTime,
+    ) -> Result<Vec<(String, String)>, SignError> {
+        let Unsigned { method, url, headers, body } = request;
         let region = region.or(self.region.as_deref()).ok_or(SignError::NoRegion)?;
         let credentials = self
             .credentials
@@ -170,8 +211,8 @@ impl Signer {
             .identity(&identity)
             .region(region)
             .name(service)
-            .time(SystemTime::now())
-            .settings(SigningSettings::default())
+            .time(time)
+            .settings(convention.settings())
             .build()
             .map_err(|err| unsignable(err.to_string()))?
             .into();
@@ -184,6 +225,40 @@ impl Signer {
         .map_err(|err| unsignable(err.to_string()))?;
         let (instructions, _) = sign(signable, &params).map_err(|err| unsignable(err.to_string()))?.into_parts();
         Ok(instructions.headers().map(|(name, value)| (name.to_owned(), value.to_owned())).collect())
+    }
+}
+
+/// A request as it will be sent, before its signature.
+#[derive(Clone, Copy)]
+struct Unsigned<'a> {
+    method: &'a str,
+    url: &'a str,
+    headers: &'a [(String, String)],
+    /// `None`: a body not in memory, signed as `UNSIGNED-PAYLOAD`.
+    body: Option<&'a [u8]>,
+}
+
+/// How a service checks signatures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Convention {
+    /// Every service but S3: the path encoded a second time and normalized.
+    Standard,
+    /// S3 ("Signature Calculations for the Authorization Header", Amazon
+    /// S3 API Reference): the path as sent, never normalized (a key may
+    /// hold `//` or `./`), and every request carries its payload's hash in
+    /// `x-amz-content-sha256`, which S3 checks against the body.
+    S3,
+}
+
+impl Convention {
+    fn settings(self) -> SigningSettings {
+        let mut settings = SigningSettings::default();
+        if self == Convention::S3 {
+            settings.percent_encoding_mode = PercentEncodingMode::Single;
+            settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+            settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+        }
+        settings
     }
 }
 
@@ -241,7 +316,7 @@ pub struct AwsError {
 /// Attempts of one call at most.
 pub const ATTEMPTS: u32 = 3;
 /// Tries of one call: [`ATTEMPTS`], waiting 200 ms, then 400 ms.
-const BACKOFF: Backoff = Backoff::new(ATTEMPTS, Duration::from_millis(200));
+pub const BACKOFF: Backoff = Backoff::new(ATTEMPTS, Duration::from_millis(200));
 /// Each attempt's time limit.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes of one answer read at most unless a call says otherwise.

@@ -47,9 +47,7 @@ async fn serve(answers: &[(u16, &str)]) -> (Arc<Fake>, AwsApi) {
     let fake = Arc::new(Fake::default());
     *fake.answers.lock().unwrap() = answers.iter().map(|(s, b)| (*s, b.to_string())).collect();
     let app = axum::Router::new().fallback(answer).with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let url = testkit::serve(app).await;
     let signer = Signer::with_credentials(
         Credentials::new("AKIDTEST", SECRET_KEY, Some("session".into()), None, "t"),
         "eu-west-1",
@@ -138,4 +136,117 @@ fn the_endpoint_is_the_services_variable_then_the_general_one_then_aws() {
         api(&|n| Some(if n == "AWS_ENDPOINT_URL" { "http://general" } else { "http://logs" }.into())),
         "http://logs"
     );
+}
+
+/// The worked examples of "Signature Calculations for the Authorization
+/// Header: Transferring Payload in a Single Chunk" (Amazon S3 API
+/// Reference): AWS's own requests, keys, time and signatures.
+mod s3_published_examples {
+    use super::*;
+
+    const ACCESS_KEY: &str = "AKIAIOSFODNN7EXAMPLE";
+    const SECRET: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+    const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+    /// 2013-05-24T00:00:00Z, the examples' `x-amz-date`.
+    fn their_time() -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_369_353_600)
+    }
+
+    async fn sign(method: &str, url: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<(String, String)> {
+        let signer = Signer::with_credentials(Credentials::new(ACCESS_KEY, SECRET, None, None, "t"), "us-east-1");
+        let headers: Vec<(String, String)> =
+            headers.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
+        let request = Unsigned { method, url, headers: &headers, body: Some(body) };
+        signer.headers_at(request, "s3", None, Convention::S3, their_time()).await.unwrap()
+    }
+
+    fn header<'a>(signed: &'a [(String, String)], name: &str) -> &'a str {
+        signed.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str()).unwrap_or_default()
+    }
+
+    fn authorization(signed_headers: &str, signature: &str) -> String {
+        format!(
+            "AWS4-HMAC-SHA256 Credential={ACCESS_KEY}/20130524/us-east-1/s3/aws4_request, \
+             SignedHeaders={signed_headers}, Signature={signature}"
+        )
+    }
+
+    #[tokio::test]
+    async fn get_object() {
+        let signed = sign(
+            "GET",
+            "https://examplebucket.s3.amazonaws.com/test.txt",
+            &[("host", "examplebucket.s3.amazonaws.com"), ("range", "bytes=0-9")],
+            b"",
+        )
+        .await;
+        assert_eq!(header(&signed, "x-amz-content-sha256"), EMPTY_SHA256);
+        assert_eq!(
+            header(&signed, "authorization"),
+            authorization(
+                "host;range;x-amz-content-sha256;x-amz-date",
+                "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn put_object_whose_key_needs_encoding() {
+        // The path is signed as sent (`%24` once), not encoded again as
+        // every other service wants it.
+        let signed = sign(
+            "PUT",
+            "https://examplebucket.s3.amazonaws.com/test%24file.text",
+            &[
+                ("host", "examplebucket.s3.amazonaws.com"),
+                ("date", "Fri, 24 May 2013 00:00:00 GMT"),
+                ("x-amz-storage-class", "REDUCED_REDUNDANCY"),
+            ],
+            b"Welcome to Amazon S3.",
+        )
+        .await;
+        assert_eq!(
+            header(&signed, "x-amz-content-sha256"),
+            "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"
+        );
+        assert_eq!(
+            header(&signed, "authorization"),
+            authorization(
+                "date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class",
+                "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd"
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn list_objects() {
+        let signed = sign(
+            "GET",
+            "https://examplebucket.s3.amazonaws.com/?max-keys=2&prefix=J",
+            &[("host", "examplebucket.s3.amazonaws.com")],
+            b"",
+        )
+        .await;
+        assert_eq!(
+            header(&signed, "authorization"),
+            authorization(
+                "host;x-amz-content-sha256;x-amz-date",
+                "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7"
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn every_other_service_encodes_the_path_twice() {
+        // The same PUT signed by the standard convention differs: S3 would refuse it.
+        let signer = Signer::with_credentials(Credentials::new(ACCESS_KEY, SECRET, None, None, "t"), "us-east-1");
+        let headers = vec![("host".to_owned(), "examplebucket.s3.amazonaws.com".to_owned())];
+        let url = "https://examplebucket.s3.amazonaws.com/test%24file.text";
+        let request = Unsigned { method: "PUT", url, headers: &headers, body: Some(b"x") };
+        let standard = signer.headers_at(request, "s3", None, Convention::Standard, their_time()).await.unwrap();
+        let s3 = signer.headers_at(request, "s3", None, Convention::S3, their_time()).await.unwrap();
+        assert_ne!(header(&standard, "authorization"), header(&s3, "authorization"));
+        assert_eq!(header(&standard, "x-amz-content-sha256"), "", "only S3 is sent the payload's hash");
+    }
 }
