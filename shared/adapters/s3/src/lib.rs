@@ -93,6 +93,23 @@ impl S3Artifacts {
         format!("{}/{}", self.base, utf8_percent_encode(key, KEY))
     }
 
+    /// An object's URL, for a key whose path a URL keeps as it is: a URL
+    /// resolves `.` and `..` segments (`docs/../config/assistant.json` is
+    /// sent as `config/assistant.json`), so a key holding one is refused,
+    /// never sent as another key. The tools refuse them first; this holds
+    /// for every caller.
+    fn object_url(&self, operation: &str, key: &str) -> Result<String, AwsError> {
+        if key.split('/').any(|segment| segment == "." || segment == "..") {
+            return Err(AwsError {
+                operation: operation.to_owned(),
+                status: None,
+                kind: "InvalidKey".into(),
+                message: format!("{key:?} has a `.` or `..` segment, which a URL would resolve to another key"),
+            });
+        }
+        Ok(self.url(key))
+    }
+
     /// Health: the bucket answers a listing under `prefix`, the one listing
     /// the worker may make (its role may list nothing else, so `HeadBucket`
     /// would be refused).
@@ -194,13 +211,14 @@ impl S3Artifacts {
 #[async_trait]
 impl ArtifactStore for S3Artifacts {
     async fn put(&self, key: &str, body: Vec<u8>, content_type: &'static str) -> Result<(), PortError> {
+        const OPERATION: &str = "S3 PutObject (artifact)";
+        let url = self.object_url(OPERATION, key).map_err(|err| port_error(OPERATION, err))?;
         let request = Request {
             method: Method::PUT,
-            url: self.url(key),
+            url,
             headers: vec![("content-type", content_type.to_owned()), ("x-amz-server-side-encryption", "AES256".into())],
             body,
         };
-        const OPERATION: &str = "S3 PutObject (artifact)";
         self.send(OPERATION, &request, ANSWER_BYTES).await.map_err(|err| port_error(OPERATION, err))?;
         Ok(())
     }
@@ -217,7 +235,8 @@ impl ArtifactStore for S3Artifacts {
     /// object is never held in memory.
     async fn get_at_most(&self, key: &str, max: u64) -> Result<Bounded, PortError> {
         const OPERATION: &str = "S3 GetObject (artifact)";
-        Ok(match self.send(OPERATION, &Request::get(self.url(key)), max).await {
+        let url = self.object_url(OPERATION, key).map_err(|err| port_error(OPERATION, err))?;
+        Ok(match self.send(OPERATION, &Request::get(url), max).await {
             Ok(Answer::Body(bytes)) => Bounded::Found(bytes),
             Ok(Answer::Missing) => Bounded::Absent,
             Ok(Answer::TooLarge { bytes }) => Bounded::TooLarge { bytes },

@@ -279,3 +279,26 @@ fn s3s_own_listing_reads_with_its_entities() {
     assert_eq!(page.objects, [("docs/a&b.md".to_owned(), 12), ("docs/c.md".to_owned(), 0)]);
     assert_eq!(page.next.as_deref(), Some("1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM="));
 }
+
+#[tokio::test]
+async fn a_key_a_url_would_resolve_to_another_is_refused_before_any_request() {
+    // GIVEN a bucket holding the configuration
+    let (fake, bucket) = fake_s3(&[]).await;
+    bucket.put("config/assistant.json", b"{}".to_vec(), "application/json").await.unwrap();
+    let before = received(&fake).len();
+    // WHEN a key climbs out of its prefix, or holds a `.` segment
+    for key in
+        ["docs/../config/assistant.json", "docs/./runbook.md", "..", "turns/T1/files/../../config/assistant.json"]
+    {
+        let read = bucket.get(key).await.expect_err(key);
+        assert!(read.to_string().contains("InvalidKey"), "{key}: {read}");
+        let written = bucket.put(key, b"x".to_vec(), "text/plain").await.expect_err(key);
+        assert!(written.to_string().contains("InvalidKey"), "{key}: {written}");
+    }
+    // THEN nothing was sent, and the configuration is untouched
+    assert_eq!(received(&fake).len(), before);
+    assert_eq!(fake.objects.lock().unwrap()["config/assistant.json"].0, b"{}");
+    // AND a URL would indeed have sent another key: what the refusal prevents
+    let resolved = reqwest::Url::parse(&bucket.url("docs/../config/assistant.json")).unwrap();
+    assert!(resolved.path().ends_with("/artifacts/config/assistant.json"), "{resolved}");
+}
