@@ -512,10 +512,10 @@ pub(crate) async fn assemble_worker(
     slack: &WebClient,
     assistant: &AssistantConfig,
 ) -> Result<Worker, StartupError> {
+    let artifacts = Arc::new(clients.artifacts(&config.artifact_bucket));
+    let records = &arrival.records;
     // One signer for every hand-signed AWS call of the process.
     let signer = Signer::new(&clients.aws);
-    let artifacts = Arc::new(S3Artifacts::new(clients.http.clone(), signer.clone(), &config.artifact_bucket));
-    let records = &arrival.records;
     // The ingress's claims: the workers make alert threads theirs and read
     // the action tokens kept beside them.
     let claims = Arc::new(DynamoClaims::new(clients.dynamodb.clone(), &config.turns_table));
