@@ -19,7 +19,7 @@
 //! object's body up to what the caller asked for, never whole whatever
 //! their size.
 
-use adapters_sigv4::{AwsError, BACKOFF, DEFAULT_MAX_ANSWER_BYTES, Signer};
+use adapters_sigv4::{AwsError, BACKOFF, DEFAULT_MAX_ANSWER_BYTES, Signer, read_at_most};
 use assistant_core::ports::{ArtifactStore, Bounded, PortError};
 use assistant_core::retry::{Failed, Verdict, retry};
 use async_trait::async_trait;
@@ -176,7 +176,7 @@ impl S3Artifacts {
         }
         let mut built = builder.build().map_err(|err| Failure::Final(error(None, "ClientError", err.to_string())))?;
         self.signer
-            .sign_s3(&mut built, None)
+            .sign_s3(&mut built)
             .await
             .map_err(|err| Failure::Final(error(None, "ClientError", err.to_string())))?;
         let transport = |err: reqwest::Error| Failure::Again(error(None, "unreachable", err.to_string()));
@@ -300,18 +300,6 @@ impl Failure {
             Failure::Again(error) | Failure::Final(error) => error,
         }
     }
-}
-
-/// A body of at most `max` bytes; `None` when it is longer (read no further).
-async fn read_at_most(response: &mut reqwest::Response, max: u64) -> Result<Option<Vec<u8>>, reqwest::Error> {
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        if (bytes.len() + chunk.len()) as u64 > max {
-            return Ok(None);
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok(Some(bytes))
 }
 
 /// One page of `ListObjectsV2`: keys and sizes, and the next page's token.

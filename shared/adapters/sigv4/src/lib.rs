@@ -126,10 +126,11 @@ impl Signer {
         self.sign_as(request, service, region, Convention::Standard).await
     }
 
-    /// [`Signer::sign`] as S3 wants it ([`Convention::S3`]): the body's
-    /// SHA-256 sent as `x-amz-content-sha256`, the path signed as sent.
-    pub async fn sign_s3(&self, request: &mut reqwest::Request, region: Option<&str>) -> Result<(), SignError> {
-        self.sign_as(request, "s3", region, Convention::S3).await
+    /// [`Signer::sign`] as S3 wants it ([`Convention::S3`]), in the
+    /// process's region: the body's SHA-256 sent as `x-amz-content-sha256`,
+    /// the path signed as sent.
+    pub async fn sign_s3(&self, request: &mut reqwest::Request) -> Result<(), SignError> {
+        self.sign_as(request, "s3", None, Convention::S3).await
     }
 
     async fn sign_as(
@@ -461,18 +462,15 @@ impl AwsApi {
         let mut response = self.http.execute(request).await.map_err(|err| Failure::Unknown(transport(&err)))?;
         let status = response.status();
         let error_header = response.headers().get("x-amzn-errortype").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|err| Failure::Unknown(transport(&err)))? {
-            if bytes.len() + chunk.len() > self.max_answer_bytes {
-                return Err(Failure::Final(AwsError {
-                    operation: operation.to_owned(),
-                    status: Some(status.as_u16()),
-                    kind: "AnswerTooLarge".into(),
-                    message: format!("the answer is larger than {} bytes and was not read", self.max_answer_bytes),
-                }));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
+        let read = read_at_most(&mut response, self.max_answer_bytes as u64).await;
+        let Some(bytes) = read.map_err(|err| Failure::Unknown(transport(&err)))? else {
+            return Err(Failure::Final(AwsError {
+                operation: operation.to_owned(),
+                status: Some(status.as_u16()),
+                kind: "AnswerTooLarge".into(),
+                message: format!("the answer is larger than {} bytes and was not read", self.max_answer_bytes),
+            }));
+        };
         if status.is_success() {
             if bytes.is_empty() {
                 return Ok(serde_json::Value::Object(Default::default()));
@@ -505,6 +503,19 @@ impl AwsApi {
             message: message.to_owned(),
         }
     }
+}
+
+/// An answer's body of at most `max` bytes; `None` when it is longer (read
+/// no further).
+pub async fn read_at_most(response: &mut reqwest::Response, max: u64) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if (bytes.len() + chunk.len()) as u64 > max {
+            return Ok(None);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Some(bytes))
 }
 
 /// Why an attempt failed, and what another attempt risks.
