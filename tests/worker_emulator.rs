@@ -531,6 +531,50 @@ async fn a_warm_worker_reads_its_configuration_again_and_keeps_the_last_good_one
     assert_eq!(fake.requests().len(), 5, "every question answered");
 }
 
+#[tokio::test]
+async fn a_cold_worker_builds_the_queues_and_the_models_clients_only_when_a_call_needs_them() {
+    let fake = FakeBedrock::start().await;
+    fake.answer_with(|_| Scripted::fixture(TEXT_REPLY));
+    let stack = Stack::new(&emulator_config().await).await.expect("emulator resources");
+    let ready = clients(&stack, &fake).await;
+    // The queues' client as the worker's start makes it; the model's, at
+    // the fake, made the same way.
+    let started = worker::AwsClients::new(&ready.aws, ready.dynamodb.clone());
+    let model = ready.bedrock.get().clone();
+    let lazy = Clients { sqs: started.sqs.clone(), bedrock: adapters_aws::Later::new(move || model), ..ready };
+
+    // GIVEN a cold worker whose first event continues a turn no longer stored
+    let gone = assistant_core::messages::Continuation {
+        turn_id: TurnId::new("T061EG9R6-Ev0GONE0001"),
+        thread: assistant_core::ThreadRef {
+            team: slack::TeamId::new("T061EG9R6"),
+            channel: slack::ChannelId::new("C0LAN2Q65"),
+            thread_ts: slack::Ts::new("1763800000.000100"),
+        },
+        after_step: 1,
+        waits: 0,
+    };
+    let mut event = events::parse(events::WORKER_SQS_START_TURN);
+    event["Records"][0]["body"] = assistant_core::WorkMessage::Continue(gone).encode().into();
+
+    // WHEN it handles it: THEN it needed neither client, and built neither
+    let (function, response) = tests::cold_start(function_config(&stack, None), lazy.clone(), event).await;
+    assert_eq!(failures(&response), Vec::<String>::new());
+    assert!(!lazy.sqs.is_built(), "nothing sent, no message held");
+    assert!(!lazy.bedrock.is_built(), "no model asked");
+
+    // AND a question then builds both where it first needs them, and is answered
+    let response = function.handle(question_as("Ev0LATER001"), deadline()).await.unwrap();
+    assert_eq!(failures(&response), Vec::<String>::new());
+    assert!(lazy.bedrock.is_built() && lazy.sqs.is_built(), "the model asked, the answer sent for delivery");
+    assert_eq!(fake.requests().len(), 1);
+    let delivered = stack.receive_requests().await.expect("the reply queue");
+    assert!(
+        matches!(delivered[..], [ReplyMessage::Deliver { .. }]),
+        "the answer, on the reply queue through the client built for it: {delivered:?}"
+    );
+}
+
 /// The event file's question, as the event `event_id` (a new turn each).
 fn question_as(event_id: &str) -> serde_json::Value {
     let mut event = events::parse(events::WORKER_SQS_START_TURN);
@@ -652,7 +696,7 @@ async fn counted_clients(stack: &Stack, fake: &FakeBedrock) -> (tests::fault_pro
         .config(&tests::config_through(proxy.url(), 3, adapters_aws::config::worker_timeouts()).await);
     let counted = Clients {
         dynamodb: aws_sdk_dynamodb::Client::new(&aws),
-        sqs: aws_sdk_sqs::Client::new(&aws),
+        sqs: aws_sdk_sqs::Client::new(&aws).into(),
         // The calls signed by hand (the bucket's among them) as well.
         aws: aws.clone(),
         ..clients(stack, fake).await

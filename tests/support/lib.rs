@@ -390,8 +390,8 @@ impl Functions {
             worker,
             worker::Clients {
                 dynamodb,
-                sqs,
-                bedrock: bedrock.client(&as_worker, retry),
+                sqs: sqs.into(),
+                bedrock: bedrock.client(&as_worker, retry).into(),
                 http: adapters_slack::web::http_client(),
                 aws: as_worker,
             },
@@ -619,7 +619,7 @@ pub fn responder_config(
 /// The responder's clients for `stack`.
 pub fn responder_clients(stack: &Stack) -> responder::Clients {
     let (dynamodb, sqs, _) = stack.clients_as(Role::Responder);
-    responder::Clients { dynamodb, sqs, http: adapters_slack::web::http_client() }
+    responder::Clients { dynamodb, sqs: sqs.into(), http: adapters_slack::web::http_client() }
 }
 
 /// A message's body as a work envelope.
@@ -663,8 +663,8 @@ pub async fn worker_clients(stack: &Stack, bedrock: &fake_bedrock::FakeBedrock) 
     let retry = adapters_bedrock::retry_config().with_initial_backoff(std::time::Duration::from_millis(5));
     worker::Clients {
         dynamodb,
-        sqs,
-        bedrock: bedrock.client(&aws, retry),
+        sqs: sqs.into(),
+        bedrock: bedrock.client(&aws, retry).into(),
         http: adapters_slack::web::http_client(),
         aws,
     }

@@ -202,8 +202,8 @@ impl Pipeline {
         for _ in 0..5 {
             let clients = worker::Clients {
                 dynamodb: aws_sdk_dynamodb::Client::new(&worker_aws),
-                sqs: aws_sdk_sqs::Client::new(&worker_aws),
-                bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config.clone()),
+                sqs: aws_sdk_sqs::Client::new(&worker_aws).into(),
+                bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config.clone()).into(),
                 http: adapters_slack::web::http_client(),
                 aws: worker_aws.clone(),
             };
@@ -222,7 +222,7 @@ impl Pipeline {
             crate::responder_config(stack, slack_url, dead_letters),
             responder::Clients {
                 dynamodb: aws_sdk_dynamodb::Client::new(&responder_aws),
-                sqs: aws_sdk_sqs::Client::new(&responder_aws),
+                sqs: aws_sdk_sqs::Client::new(&responder_aws).into(),
                 http: adapters_slack::web::http_client(),
             },
         );

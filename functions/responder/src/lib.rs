@@ -4,6 +4,7 @@
 //! queue or a dead-letter queue, or the scheduled health check:
 //! [`ResponderEvent`]) to calls and back.
 
+use adapters_aws::Later;
 use adapters_aws::dynamodb::{self, DynamoRecords};
 use adapters_aws::sqs::{self, Visibility};
 use adapters_slack::web::{BotToken, DEFAULT_BASE_URL, WebClient};
@@ -89,11 +90,13 @@ impl Config {
     }
 }
 
-/// The clients the responder uses, built once per process.
+/// The clients the responder uses, one per process; the queues' is built
+/// when a call first needs it (a failed record's backoff, the health
+/// check): a delivery needs the table and Slack only.
 #[derive(Debug, Clone)]
 pub struct Clients {
     pub dynamodb: aws_sdk_dynamodb::Client,
-    pub sqs: aws_sdk_sqs::Client,
+    pub sqs: Later<aws_sdk_sqs::Client>,
     pub http: reqwest::Client,
 }
 
@@ -105,7 +108,9 @@ impl Clients {
     /// The AWS clients on `aws`, beside an HTTP client built elsewhere
     /// (start-up builds the two on different cores).
     pub fn with_http(aws: &aws_config::SdkConfig, http: reqwest::Client) -> Self {
-        Self { dynamodb: aws_sdk_dynamodb::Client::new(aws), sqs: aws_sdk_sqs::Client::new(aws), http }
+        let for_sqs = aws.clone();
+        let sqs = Later::new(move || aws_sdk_sqs::Client::new(&for_sqs));
+        Self { dynamodb: aws_sdk_dynamodb::Client::new(aws), sqs, http }
     }
 }
 
@@ -253,7 +258,7 @@ impl ResponderFunction {
         let slack = async { self.slack.auth_test().await.map(|_| ()).map_err(|err| err.to_string()) };
         let (table, replies, slack) = tokio::join!(
             health::check("dynamodb", dynamodb::check_reads(&self.clients.dynamodb, &self.config.turns_table)),
-            health::check("sqs_reply", sqs::check_queue(&self.clients.sqs, &self.config.reply_queue_url)),
+            health::check("sqs_reply", sqs::check_queue(self.clients.sqs.get(), &self.config.reply_queue_url)),
             health::check("slack", slack),
         );
         HealthReport::new(FUNCTION_NAME, VERSION, vec![table, replies, slack])

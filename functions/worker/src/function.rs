@@ -492,8 +492,8 @@ impl WorkerFunction {
         let bucket = self.clients.artifacts(&self.config.artifact_bucket);
         let (table, work, replies, bucket, slack) = tokio::join!(
             health::check("dynamodb", dynamodb::check_reads(&self.clients.dynamodb, &self.config.turns_table)),
-            health::check("sqs_work", sqs::check_queue(&self.clients.sqs, &self.config.work_queue_url)),
-            health::check("sqs_reply", sqs::check_queue(&self.clients.sqs, &self.config.reply_queue_url)),
+            health::check("sqs_work", sqs::check_queue(self.clients.sqs.get(), &self.config.work_queue_url)),
+            health::check("sqs_reply", sqs::check_queue(self.clients.sqs.get(), &self.config.reply_queue_url)),
             health::check("s3", bucket.check(&assembled.docs_prefix)),
             health::check("slack", slack),
         );

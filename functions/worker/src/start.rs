@@ -6,6 +6,7 @@
 use crate::config::Config;
 use crate::event::WorkerEvent;
 use crate::function::{FIRST_EVENT_GRACE, HOLD_AFTER, HOLD_MARGIN, LambdaDeadline, WorkerFunction};
+use adapters_aws::Later;
 use adapters_aws::dynamodb::DynamoRecords;
 use adapters_aws::sqs::Visibility;
 use adapters_s3::S3Artifacts;
@@ -21,12 +22,13 @@ use std::time::Duration;
 use worker_config::kept;
 use worker_turn::Deadline;
 
-/// The clients the worker uses, built once per process.
+/// The clients the worker uses, one per process; the queues' and the
+/// model's are built when a call first needs them ([`Later`]).
 #[derive(Debug, Clone)]
 pub struct Clients {
     pub dynamodb: aws_sdk_dynamodb::Client,
-    pub sqs: aws_sdk_sqs::Client,
-    pub bedrock: aws_sdk_bedrockruntime::Client,
+    pub sqs: Later<aws_sdk_sqs::Client>,
+    pub bedrock: Later<aws_sdk_bedrockruntime::Client>,
     pub http: reqwest::Client,
     /// The region, credentials and endpoints for the calls signed by hand
     /// (the artifact bucket, Secrets Manager, CloudWatch, Logs, knowledge
@@ -34,26 +36,35 @@ pub struct Clients {
     pub aws: aws_config::SdkConfig,
 }
 
-/// The AWS clients of [`Clients`]: start-up builds them where the SDK's
+/// The AWS clients of [`Clients`]: start-up makes them where the SDK's
 /// configuration is loaded, while the HTTP client is built on another core
 /// ([`WorkerStart`]).
 #[derive(Debug, Clone)]
 pub struct AwsClients {
     pub dynamodb: aws_sdk_dynamodb::Client,
-    pub sqs: aws_sdk_sqs::Client,
-    pub bedrock: aws_sdk_bedrockruntime::Client,
+    pub sqs: Later<aws_sdk_sqs::Client>,
+    pub bedrock: Later<aws_sdk_bedrockruntime::Client>,
     pub aws: aws_config::SdkConfig,
 }
 
 impl AwsClients {
-    /// The clients, the table's and the queues' built already (start-up
-    /// builds those first: the first invocation's read needs them only).
-    pub fn new(aws: &aws_config::SdkConfig, dynamodb: aws_sdk_dynamodb::Client, sqs: aws_sdk_sqs::Client) -> Self {
-        let bedrock_config = aws_sdk_bedrockruntime::config::Builder::from(aws)
-            .retry_config(adapters_bedrock::retry_config())
-            .timeout_config(adapters_bedrock::timeout_config(worker_turn::MODEL_CALL_TIME))
-            .build();
-        Self { dynamodb, sqs, bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock_config), aws: aws.clone() }
+    /// The table's client, built already (the first invocation's read
+    /// needs it), and the queues' and the model's, to be built when a
+    /// call first needs them: a first event that sends nothing and asks
+    /// no model (a continuation of a finished turn, a click, the health
+    /// check's table read) never waits for them.
+    pub fn new(aws: &aws_config::SdkConfig, dynamodb: aws_sdk_dynamodb::Client) -> Self {
+        let for_sqs = aws.clone();
+        let sqs = Later::new(move || aws_sdk_sqs::Client::new(&for_sqs));
+        let for_bedrock = aws.clone();
+        let bedrock = Later::new(move || {
+            let config = aws_sdk_bedrockruntime::config::Builder::from(&for_bedrock)
+                .retry_config(adapters_bedrock::retry_config())
+                .timeout_config(adapters_bedrock::timeout_config(worker_turn::MODEL_CALL_TIME))
+                .build();
+            aws_sdk_bedrockruntime::Client::from_conf(config)
+        });
+        Self { dynamodb, sqs, bedrock, aws: aws.clone() }
     }
 }
 
@@ -71,15 +82,16 @@ impl Clients {
 
 /// The worker's cold start (`lambda_support::startup` says what runs on
 /// which thread). From [`WorkerStart::begin`], a helper thread loads the AWS
-/// SDK's configuration and builds the table's and the queues' clients
-/// first, hands over the [`Arrival`] built on them (the first invocation's
-/// read needs no other client), starts a third thread for the HTTP client
-/// for Slack and the tools, and builds the bucket's and the model's
-/// clients. The first invocation's read-ahead
-/// ([`Arrival::prepare`]) fetches the turns its messages name and the copy
-/// of the assistant configuration the workers keep in one request; the
-/// worker is assembled from that copy when it is fresh, from the bucket
-/// otherwise, and the invocation's work waits for both. A bucket
+/// SDK's configuration and builds the table's client, hands over the
+/// [`Arrival`] built on it (the first invocation's read needs no other
+/// client), and starts a third thread for the HTTP client for Slack, the
+/// bucket and the tools; the queues' and the model's clients are built
+/// when a call first needs them ([`AwsClients::new`]). The first
+/// invocation's read-ahead ([`Arrival::prepare`]) fetches the turns its
+/// messages name and the copy of the assistant configuration the workers
+/// keep in one request; the worker is assembled from that copy when it is
+/// fresh, from the bucket otherwise, and the invocation's work waits for
+/// both. A bucket
 /// configuration that cannot be used does not stop the start: the worker
 /// serves the last one that parsed (or the defaults) and reports it
 /// (`worker_config::fallback`). A worker that cannot start even so
@@ -97,14 +109,14 @@ impl WorkerStart {
         let (send_arrival, arrival) = Deferred::sent();
         let aws = Deferred::spawn(move || async move {
             let sdk = adapters_aws::config::load(adapters_aws::config::worker_timeouts()).await;
-            // The table's and the queues' clients first: the first
-            // invocation's read needs no other, and starts while the rest
-            // are built (the HTTP client too, on a thread of its own).
-            let (dynamodb, sqs) = (aws_sdk_dynamodb::Client::new(&sdk), aws_sdk_sqs::Client::new(&sdk));
+            // The table's client first: the first invocation's read needs
+            // no other, and starts while the HTTP client is built on a
+            // thread of its own.
+            let aws = AwsClients::new(&sdk, aws_sdk_dynamodb::Client::new(&sdk));
             // The receiver is gone only if the process is shutting down.
-            let _ = send_arrival.send(Arrival::new(&dynamodb, &sqs, &for_arrival));
+            let _ = send_arrival.send(Arrival::new(&aws.dynamodb, &aws.sqs, &for_arrival));
             let http = Deferred::spawn(|| async { adapters_slack::http_client() });
-            (AwsClients::new(&sdk, dynamodb, sqs), http)
+            (aws, http)
         });
         Self { config, arrival, aws }
     }
@@ -149,7 +161,7 @@ pub struct Arrival {
 }
 
 impl Arrival {
-    pub fn new(dynamodb: &aws_sdk_dynamodb::Client, sqs: &aws_sdk_sqs::Client, config: &Config) -> Self {
+    pub fn new(dynamodb: &aws_sdk_dynamodb::Client, sqs: &Later<aws_sdk_sqs::Client>, config: &Config) -> Self {
         let records: Arc<dyn VersionedRecords> = Arc::new(DynamoRecords::new(dynamodb.clone(), &config.turns_table));
         Self {
             visibility: Arc::new(Visibility::new(sqs.clone(), &[&config.work_queue_url])),

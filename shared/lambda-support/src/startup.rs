@@ -18,7 +18,7 @@
 //! | thread | what |
 //! |---|---|
 //! | `main` | [`configure`]: logging, the environment's configuration (and the secrets it names); then [`serve`]: the runtime (registration, `/next`, each invocation) joined with the assembly |
-//! | helpers, each with its own current-thread Tokio runtime | what a function's [`ColdStart`] value spawns when it is made: the SDK's configuration and clients, an HTTP client; a helper may hand over its first part before the rest ([`Deferred::sent`]) |
+//! | helpers, each with its own current-thread Tokio runtime | what a function's [`ColdStart`] value spawns when it is made: the SDK's configuration and the clients a first event needs (the others are built when a call first needs them, `adapters_aws::Later`), an HTTP client; a helper may hand over its first part before the rest ([`Deferred::sent`]) |
 //!
 //! And on each event, before it is handled: [`ColdStart::read_ahead`]
 //! starts beside the wait for the assembly (the worker reads the turns its

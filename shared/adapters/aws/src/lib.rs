@@ -1,15 +1,19 @@
 //! The AWS services every function uses, behind the core's ports: one
 //! module per service, each translating domain types to SDK calls at this
 //! edge. The binaries build one SDK client per service per process (see
-//! [`config`]) and lend it to these adapters. Bedrock and S3, which only
+//! [`config`]) and lend it to these adapters, some built only when a call
+//! first needs them ([`Later`]). Bedrock and S3, which only
 //! the worker uses, are their own crates beside this one
 //! (`shared/adapters/bedrock`, `shared/adapters/s3`), so the ingress and
 //! the responder link neither.
 
 pub mod config;
 pub mod dynamodb;
+pub mod later;
 pub mod provision;
 pub mod sqs;
+
+pub use later::Later;
 
 use assistant_core::ports::PortError;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};

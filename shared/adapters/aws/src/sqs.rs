@@ -6,7 +6,7 @@
 //! SQS drops copies within its five-minute window. Standard queues get
 //! neither (SQS refuses them there).
 
-use crate::{port_error, summarize};
+use crate::{Later, port_error, summarize};
 use assistant_core::WorkMessage;
 use assistant_core::messages::{QueueMessage, ReplyMessage};
 use assistant_core::ports::{MessageVisibility, PortError, ReplyQueue, WorkQueue};
@@ -19,19 +19,19 @@ use std::time::Duration;
 
 #[derive(Debug, Clone)]
 pub struct SqsQueue {
-    client: Client,
+    client: Later<Client>,
     url: String,
     fifo: bool,
 }
 
 impl SqsQueue {
-    pub fn new(client: Client, url: impl Into<String>) -> Self {
+    pub fn new(client: impl Into<Later<Client>>, url: impl Into<String>) -> Self {
         let url = url.into();
-        Self { fifo: url.ends_with(".fifo"), client, url }
+        Self { fifo: url.ends_with(".fifo"), client: client.into(), url }
     }
 
     async fn send_message(&self, message: &impl QueueMessage, operation: &'static str) -> Result<(), PortError> {
-        let mut send = self.client.send_message().queue_url(&self.url).message_body(message.encode());
+        let mut send = self.client.get().send_message().queue_url(&self.url).message_body(message.encode());
         if self.fifo {
             send = send.message_group_id(message.group()).message_deduplication_id(message.dedupe_id());
         }
@@ -73,7 +73,7 @@ pub async fn check_queue(client: &Client, url: &str) -> Result<(), String> {
 /// (`known`) needs no lookup, any other's URL is asked for once per process.
 #[derive(Debug)]
 pub struct Visibility {
-    client: Client,
+    client: Later<Client>,
     known: Vec<String>,
     urls: Mutex<HashMap<String, String>>,
 }
@@ -81,8 +81,12 @@ pub struct Visibility {
 impl Visibility {
     /// `known`: the URLs of the queues the function consumes
     /// (`…/{account}/{name}`).
-    pub fn new(client: Client, known: &[&str]) -> Self {
-        Self { client, known: known.iter().map(|url| (*url).to_owned()).collect(), urls: Mutex::default() }
+    pub fn new(client: impl Into<Later<Client>>, known: &[&str]) -> Self {
+        Self {
+            client: client.into(),
+            known: known.iter().map(|url| (*url).to_owned()).collect(),
+            urls: Mutex::default(),
+        }
     }
 
     async fn url(&self, queue_arn: &str) -> Result<String, PortError> {
@@ -100,6 +104,7 @@ impl Visibility {
         }
         let url = self
             .client
+            .get()
             .get_queue_url()
             .queue_name(name)
             .queue_owner_aws_account_id(account)
@@ -120,6 +125,7 @@ impl MessageVisibility for Visibility {
         let url = self.url(queue_arn).await?;
         let seconds = after.as_secs_f64().ceil().min(43_200.0) as i32;
         self.client
+            .get()
             .change_message_visibility()
             .queue_url(url)
             .receipt_handle(receipt_handle)

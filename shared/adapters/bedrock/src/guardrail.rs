@@ -11,6 +11,7 @@
 //! worker never uses text no guardrail read. The same for an image the
 //! coverage says was not guarded.
 
+use adapters_aws::Later;
 use assistant_core::files::ImageFormat;
 use assistant_core::guardrail::{GuardUnits, Guardrail, Source, Verdict};
 use assistant_core::ports::PortError;
@@ -26,20 +27,21 @@ const OPERATION: &str = "Bedrock ApplyGuardrail";
 
 /// One guardrail version, through the worker's Bedrock runtime client.
 pub struct BedrockGuardrail {
-    client: Client,
+    client: Later<Client>,
     id: String,
     version: String,
 }
 
 impl BedrockGuardrail {
-    pub fn new(client: Client, id: impl Into<String>, version: impl Into<String>) -> Self {
-        Self { client, id: id.into(), version: version.into() }
+    pub fn new(client: impl Into<Later<Client>>, id: impl Into<String>, version: impl Into<String>) -> Self {
+        Self { client: client.into(), id: id.into(), version: version.into() }
     }
 }
 
 impl BedrockGuardrail {
     async fn send(&self, source: Source, block: GuardrailContentBlock) -> Result<ApplyGuardrailOutput, PortError> {
         self.client
+            .get()
             .apply_guardrail()
             .guardrail_identifier(&self.id)
             .guardrail_version(&self.version)

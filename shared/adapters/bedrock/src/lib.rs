@@ -23,6 +23,7 @@
 
 pub mod guardrail;
 
+use adapters_aws::Later;
 use assistant_core::files::{self, FileBlock, FileKind};
 use assistant_core::model::{FileBodies, Model, ModelError, ModelReply, ModelRequest, StopReason, TextSink, ToolSpec};
 use assistant_core::turn::{Content, Message, Role, ToolOutput, ToolStatus, ToolUse, Usage};
@@ -116,22 +117,27 @@ enum Next {
 
 #[derive(Debug, Clone)]
 pub struct BedrockModel {
-    client: Client,
+    client: Later<Client>,
     model_id: String,
-    limits: StreamLimits,
+    /// Set by [`Self::with_stream_limits`]; the client's otherwise.
+    limits: Option<StreamLimits>,
 }
 
 impl BedrockModel {
-    /// A model on `client`, its streamed calls held to the client's
-    /// operation timeout as whole calls are.
-    pub fn new(client: Client, model_id: impl Into<String>) -> Self {
-        let limits = StreamLimits::of(&client);
-        Self { client, model_id: model_id.into(), limits }
+    /// A model on `client` (built when the first call needs it), its
+    /// streamed calls held to the client's operation timeout as whole
+    /// calls are.
+    pub fn new(client: impl Into<Later<Client>>, model_id: impl Into<String>) -> Self {
+        Self { client: client.into(), model_id: model_id.into(), limits: None }
     }
 
     /// The same model, its streamed calls held to `limits` instead.
     pub fn with_stream_limits(self, limits: StreamLimits) -> Self {
-        Self { limits, ..self }
+        Self { limits: Some(limits), ..self }
+    }
+
+    fn limits(&self) -> StreamLimits {
+        self.limits.unwrap_or_else(|| StreamLimits::of(self.client.get()))
     }
 
     /// `next` never past `deadline`, nor, when it is the stream's next
@@ -144,7 +150,7 @@ impl BedrockModel {
         next: Next,
         waiting: impl Future<Output = T>,
     ) -> Result<T, ModelError> {
-        let StreamLimits { call, idle } = self.limits;
+        let StreamLimits { call, idle } = self.limits();
         let idle_ends = matches!(next, Next::Event).then(|| Instant::now() + idle);
         let stalled = || format!("the model's stream stalled: no event for {} s", idle.as_secs_f64());
         let ran_out = || format!("the model call's {} s ran out", call.unwrap_or_default().as_secs_f64());
@@ -231,7 +237,8 @@ fn usage(usage: Option<bedrock::TokenUsage>) -> Usage {
 impl Model for BedrockModel {
     async fn converse(&self, request: ModelRequest<'_>) -> Result<ModelReply, ModelError> {
         let parts = parts(&request)?;
-        let output = with_parts!(self.client.converse(), &self.model_id, parts).send().await.map_err(model_error)?;
+        let output =
+            with_parts!(self.client.get().converse(), &self.model_id, parts).send().await.map_err(model_error)?;
         let message = match output.output {
             Some(ConverseOutput::Message(message)) => from_bedrock_message(message)?,
             other => return Err(ModelError::Malformed(format!("no message in the reply: {other:?}"))),
@@ -248,9 +255,13 @@ impl Model for BedrockModel {
         sink: &mut dyn TextSink,
     ) -> Result<ModelReply, ModelError> {
         let parts = parts(&request)?;
-        let deadline = self.limits.deadline();
+        let deadline = self.limits().deadline();
         let mut output = self
-            .bounded(deadline, Next::Response, with_parts!(self.client.converse_stream(), &self.model_id, parts).send())
+            .bounded(
+                deadline,
+                Next::Response,
+                with_parts!(self.client.get().converse_stream(), &self.model_id, parts).send(),
+            )
             .await?
             .map_err(|err| stream_error(&err))?;
         let mut reply = StreamedReply::default();
