@@ -108,9 +108,7 @@ impl Clients {
     /// The AWS clients on `aws`, beside an HTTP client built elsewhere
     /// (start-up builds the two on different cores).
     pub fn with_http(aws: &aws_config::SdkConfig, http: reqwest::Client) -> Self {
-        let for_sqs = aws.clone();
-        let sqs = Later::new(move || aws_sdk_sqs::Client::new(&for_sqs));
-        Self { dynamodb: aws_sdk_dynamodb::Client::new(aws), sqs, http }
+        Self { dynamodb: aws_sdk_dynamodb::Client::new(aws), sqs: sqs::client_on_first_use(aws), http }
     }
 }
 

@@ -51,11 +51,10 @@ impl AwsClients {
     /// The table's client, built already (the first invocation's read
     /// needs it), and the queues' and the model's, to be built when a
     /// call first needs them: a first event that sends nothing and asks
-    /// no model (a continuation of a finished turn, a click, the health
-    /// check's table read) never waits for them.
+    /// no model (a continuation of a finished turn, a click) never waits
+    /// for them.
     pub fn new(aws: &aws_config::SdkConfig, dynamodb: aws_sdk_dynamodb::Client) -> Self {
-        let for_sqs = aws.clone();
-        let sqs = Later::new(move || aws_sdk_sqs::Client::new(&for_sqs));
+        let sqs = adapters_aws::sqs::client_on_first_use(aws);
         let for_bedrock = aws.clone();
         let bedrock = Later::new(move || {
             let config = aws_sdk_bedrockruntime::config::Builder::from(&for_bedrock)

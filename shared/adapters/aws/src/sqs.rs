@@ -17,6 +17,13 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// The SQS client on `aws`, built when a call first needs it: a function
+/// sends to a queue or changes a message's visibility on some events only.
+pub fn client_on_first_use(aws: &aws_config::SdkConfig) -> Later<Client> {
+    let aws = aws.clone();
+    Later::new(move || Client::new(&aws))
+}
+
 #[derive(Debug, Clone)]
 pub struct SqsQueue {
     client: Later<Client>,
