@@ -334,7 +334,7 @@ async fn a_memory_record_whose_answer_was_lost_is_there_once_and_a_forget_whose_
 
         // Kept at a turn's end: applied, its answer lost. The worker logs
         // the error and goes on; the record is there, once.
-        proxy.script_when("DynamoDB_20120810.PutItem", "MEMORY#", fault);
+        proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"THREAD#"#, fault);
         let _ = memories.remember(&team, &channel, &memory).await;
         let found = memories.recall(&team, &channel, "checkout-api", 1_763_800_100).await.unwrap();
         assert_eq!(found, std::slice::from_ref(&memory));

@@ -12,8 +12,10 @@
 //! - every partition the worker keeps about a team's channels and people
 //!   (a channel's memory, a thread's grants, a person's sealed tokens) is
 //!   listed in the team's own partition (`TEAM_RECORDS#{team}`), written
-//!   beside the records ([`note`]), so forgetting a team is one query of
-//!   that list and one query of each partition in it.
+//!   before the records ([`note`]), so forgetting a team is one query of
+//!   that list and one query of each partition in it, and no record is
+//!   ever kept unlisted: a pair of writes cut short (a crash, a lost
+//!   answer) leaves at most a listing with nothing under it.
 //!
 //! - an org-wide deployment also lists, per organization, the workspaces
 //!   that have such partitions (`ORG_TEAMS#{org}`, written beside the
@@ -59,7 +61,9 @@ struct Kept {
 /// write replaces the item). Under an org-wide deployment (`organization`),
 /// also lists `team` among the organization's workspaces with records
 /// ([`keys::org_teams`]), so the organization's uninstall finds it. Called
-/// by the writers of those records; both puts are idempotent.
+/// by the writers of those records before they write, and awaited: a
+/// record written beside its listing could be kept when the listing's
+/// write failed. Both puts are idempotent.
 pub async fn note(
     records: &dyn VersionedRecords,
     organization: Option<&EnterpriseId>,

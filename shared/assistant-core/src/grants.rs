@@ -160,16 +160,16 @@ impl ThreadGrants {
         let state = serde_json::to_string(grant).expect("grants are strings and numbers");
         let sort_key = keys::grant(&grant.scope, grant.for_user.as_ref());
         let (partition, expires_at) = (keys::grants_partition(thread), grant.until + GRANT_RECORD_SECS);
-        let listed = crate::departures::note(
+        crate::departures::note(
             self.0.as_ref(),
             self.1.as_ref(),
             &thread.team,
             &partition,
             keys::GRANT_SORT_PREFIX,
             expires_at,
-        );
-        let kept = self.0.put_part(&partition, &sort_key, state, expires_at);
-        futures_util::future::try_join(listed, kept).await.map(|_| ())
+        )
+        .await?;
+        self.0.put_part(&partition, &sort_key, state, expires_at).await
     }
 
     /// The thread's grant of `scope` for `for_user` that a revoke by `by`

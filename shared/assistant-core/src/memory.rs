@@ -73,17 +73,17 @@ impl ChannelMemory {
         let state = serde_json::to_string(memory).expect("a memory is strings and numbers");
         let expires_at = memory.settled_at + self.retention_secs;
         let partition = keys::memory_partition(team, channel);
-        let listed = crate::departures::note(
+        crate::departures::note(
             self.records.as_ref(),
             self.organization.as_ref(),
             team,
             &partition,
             keys::MEMORY_SORT_PREFIX,
             expires_at,
-        );
+        )
+        .await?;
         let sort_key = keys::memory(&memory.thread_ts, &memory.turn_id);
-        let kept = self.records.put_part(&partition, &sort_key, state, expires_at);
-        futures_util::future::try_join(listed, kept).await.map(|_| ())
+        self.records.put_part(&partition, &sort_key, state, expires_at).await
     }
 
     /// The channel's records that share the most words with `query`, at

@@ -921,16 +921,16 @@ impl TokenVault for SealedVault {
         let json = serde_json::to_string(&item).expect("vault items are strings and numbers");
         let sort_key = keys::user_tokens(&key.provider);
         let (partition, expires_at) = (keys::user_partition(&key.team, &key.user), now_unix + TOKENS_TTL_SECS);
-        let listed = crate::departures::note(
+        crate::departures::note(
             self.records.as_ref(),
             self.organization.as_ref(),
             &key.team,
             &partition,
             keys::TOKENS_SORT_PREFIX,
             expires_at,
-        );
-        let kept = self.records.put_part(&partition, &sort_key, json, expires_at);
-        futures_util::future::try_join(listed, kept).await.map(|_| ())
+        )
+        .await?;
+        self.records.put_part(&partition, &sort_key, json, expires_at).await
     }
 
     async fn remove(&self, key: &ConnectionKey) -> Result<Option<Tokens>, PortError> {

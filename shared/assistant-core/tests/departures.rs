@@ -8,7 +8,7 @@ use assistant_core::memory::{ChannelMemory, Memory};
 use assistant_core::messages::ForgetReason;
 use assistant_core::messages::ThreadRef;
 use assistant_core::oauth::{ConnectionKey, SealedVault, TokenVault, Tokens};
-use assistant_core::ports::VersionedRecords;
+use assistant_core::ports::{PortError, VersionedRecords};
 use assistant_core::turn::{TurnId, TurnStatus};
 use slack::{ChannelId, Ts};
 use slack::{EnterpriseId, TeamId, UserId};
@@ -25,6 +25,19 @@ async fn keep(records: &Arc<MemoryRecords>, team: &str, user: &str) {
 
 /// The same, written by an org-wide deployment in `org`.
 async fn keep_in(records: &Arc<MemoryRecords>, org: Option<&str>, team: &str, user: &str) {
+    for written in try_keep_in(records, org, team, user).await {
+        written.unwrap();
+    }
+}
+
+/// The same writes, each one's result (memory, the two grants, tokens).
+async fn try_keep_in(
+    records: &Arc<MemoryRecords>,
+    org: Option<&str>,
+    team: &str,
+    user: &str,
+) -> Vec<Result<(), PortError>> {
+    let mut written = Vec::new();
     let org = org.map(EnterpriseId::new);
     let (team, user) = (TeamId::new(team), UserId::new(user));
     let thread = ThreadRef { team: team.clone(), channel: ChannelId::new("C1"), thread_ts: Ts::new("1700.01") };
@@ -39,7 +52,7 @@ async fn keep_in(records: &Arc<MemoryRecords>, org: Option<&str>, team: &str, us
         rating: None,
     };
     let memories = ChannelMemory::new(records.clone(), 3600).in_organization(org.clone());
-    memories.remember(&team, &thread.channel, &memory).await.unwrap();
+    written.push(memories.remember(&team, &thread.channel, &memory).await);
     let grants = ThreadGrants::new(records.clone()).in_organization(org.clone());
     for for_user in [user.clone(), UserId::new("U0OTHER")] {
         let grant = ThreadGrant {
@@ -51,12 +64,13 @@ async fn keep_in(records: &Arc<MemoryRecords>, org: Option<&str>, team: &str, us
             until: AT + 3600,
             revoked: None,
         };
-        grants.put(&thread, &grant).await.unwrap();
+        written.push(grants.put(&thread, &grant).await);
     }
     let vault = SealedVault::new(records.clone(), Arc::new(MemorySealer)).in_organization(org);
     let key = ConnectionKey { team: team.clone(), user: user.clone(), provider: "tracker".into() };
     let tokens: Tokens = serde_json::from_str(r#"{"access_token": "at-1"}"#).unwrap();
-    vault.put(&key, &tokens, AT - 10).await.unwrap();
+    written.push(vault.put(&key, &tokens, AT - 10).await);
+    written
 }
 
 async fn count(records: &Arc<MemoryRecords>, team: &str, user: &str) -> (usize, usize, usize) {
@@ -93,6 +107,35 @@ async fn an_uninstall_forgets_the_team_and_no_other_and_again_is_harmless() {
     assert_eq!(departures.stopping(&t1, &u1, AT - 1).await.unwrap(), Some(departed), "the later time stays");
     assert_eq!(departures.stopping(&t1, &u1, AT + 1).await.unwrap(), None);
     assert_eq!(departures.stopping(&t2, &u1, AT - 1).await.unwrap(), None, "another team goes on");
+}
+
+#[tokio::test]
+async fn a_record_whose_listing_failed_is_not_kept_so_an_uninstall_misses_nothing() {
+    for (org, listing, prefix) in [
+        (None, keys::team_records(&TeamId::new("T1")), keys::TEAM_RECORD_SORT_PREFIX),
+        (Some("E1"), keys::org_teams(&EnterpriseId::new("E1")), keys::ORG_TEAM_SORT_PREFIX),
+    ] {
+        // GIVEN a table that refuses the listing of each record once
+        let records = Arc::new(MemoryRecords::default());
+        for _ in 0..4 {
+            records.fail_next_put(&listing, prefix);
+        }
+        // WHEN the memory, two grants and the tokens are written
+        let written = try_keep_in(&records, org, "T1", "U1").await;
+        // THEN each write fails, and none of the records is kept unlisted
+        assert!(written.iter().all(Result::is_err), "{org:?}: {written:?}");
+        assert_eq!(count(&records, "T1", "U1").await, (0, 0, 0), "{org:?}");
+        // AND written again, every record is listed: the uninstall forgets them all
+        keep_in(&records, org, "T1", "U1").await;
+        let departures = Departures::new(records.clone());
+        let (t1, e1) = (TeamId::new("T1"), EnterpriseId::new("E1"));
+        let forgotten = match org {
+            None => departures.forget_team(&t1).await.unwrap(),
+            Some(_) => departures.forget_organization(&e1, &[]).await.unwrap(),
+        };
+        assert_eq!(forgotten.records, 4, "{org:?}");
+        assert_eq!(count(&records, "T1", "U1").await, (0, 0, 0), "{org:?}");
+    }
 }
 
 #[tokio::test]

@@ -457,7 +457,8 @@ impl MemoryRecords {
 
     /// The next put of a `kind` record whose partition starts with
     /// `partition_prefix` fails unapplied (the table unavailable for that
-    /// one write).
+    /// one write); for a part ([`VersionedRecords::put_part`]), `kind` is
+    /// the start of its sort key.
     pub fn fail_next_put(&self, partition_prefix: &str, kind: &'static str) {
         self.unavailable.lock().expect("unavailable lock").push((partition_prefix.to_owned(), kind));
     }
@@ -508,6 +509,21 @@ impl VersionedRecords for MemoryRecords {
         state: String,
         _expires_at: i64,
     ) -> Result<(), PortError> {
+        let failing = {
+            let mut unavailable = self.unavailable.lock().expect("unavailable lock");
+            let at = unavailable
+                .iter()
+                .position(|(prefix, kind)| sort_key.starts_with(kind) && partition.starts_with(prefix));
+            at.map(|at| unavailable.remove(at)).is_some()
+        };
+        if failing {
+            // A write that fails (a timeout) answers later than one that
+            // succeeds: what was sent beside it is applied first.
+            for _ in 0..3 {
+                tokio::task::yield_now().await;
+            }
+            return Err(PortError::new("memory put", "the table is unavailable (not applied)"));
+        }
         self.parts.lock().expect("parts lock").insert((partition.to_owned(), sort_key.to_owned()), state);
         Ok(())
     }
