@@ -14,10 +14,19 @@
 //! regions), the platform's roots, as before; `AWS_CA_BUNDLE` (the AWS
 //! SDKs' variable, for a TLS-inspecting proxy) names a bundle to trust
 //! instead.
+//!
+//! What a cold start pays for here, kept small: the region and the
+//! credentials Lambda puts in the environment are given to the SDK's loader
+//! ([`loader`]), which would otherwise build its whole provider chains to
+//! find them in the same place; and the HTTPS client's connector (its TLS
+//! configuration and root store) is built once, with the configuration, on
+//! the helper thread that loads it ([`crate::http_client`]), not at each
+//! client and again at the first call on `main`'s thread.
 
+use crate::http_client::WarmHttpsClient;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
-use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
+use aws_smithy_http_client::tls::{TlsContext, TrustStore};
 use std::time::Duration;
 
 /// The roots of Amazon Trust Services, which issue every AWS endpoint's
@@ -38,7 +47,7 @@ pub enum Roots {
 /// The roots for this process's environment (`vars`, as
 /// `std::env::vars()` lists it).
 pub fn roots(vars: &[(String, String)]) -> Roots {
-    let var = |name: &str| vars.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str());
+    let var = |name: &str| var(vars, name);
     if let Some(bundle) = var("AWS_CA_BUNDLE").filter(|path| !path.is_empty()) {
         return Roots::Bundle(bundle.to_owned());
     }
@@ -54,12 +63,14 @@ pub fn roots(vars: &[(String, String)]) -> Roots {
 /// and the operator named none (`https::Roots::from_env`): the
 /// default also reads every file of every certificate directory, which on
 /// Lambda's Amazon Linux and on Debian hold the bundle's certificates again.
-fn https_client(roots: &Roots) -> Option<aws_sdk_dynamodb::config::SharedHttpClient> {
+/// Its connector for `timeouts` is built before it is returned
+/// ([`WarmHttpsClient`]).
+fn https_client(roots: &Roots, timeouts: &TimeoutConfig) -> Option<WarmHttpsClient> {
     let trust = match roots {
         Roots::Platform => {
             let named = https::Roots::from_env() == https::Roots::Platform;
             return match openssl_probe::probe().cert_file.filter(|_| !named) {
-                Some(bundle) => https_client(&Roots::Bundle(bundle.display().to_string())),
+                Some(bundle) => https_client(&Roots::Bundle(bundle.display().to_string()), timeouts),
                 None => None,
             };
         }
@@ -76,12 +87,9 @@ fn https_client(roots: &Roots) -> Option<aws_sdk_dynamodb::config::SharedHttpCli
         },
     };
     let context = TlsContext::builder().with_trust_store(trust).build().expect("a trust store alone always builds");
-    Some(
-        aws_smithy_http_client::Builder::new()
-            .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::AwsLc))
-            .tls_context(context)
-            .build_https(),
-    )
+    let client = WarmHttpsClient::new(context);
+    client.warm(timeouts);
+    Some(client)
 }
 
 /// Whether `pem` holds certificates and every one parses as a root: the
@@ -144,12 +152,66 @@ pub fn responder_timeouts() -> TimeoutConfig {
         .build()
 }
 
+/// The SDK's configuration for this process, with `timeouts`: the SDK's
+/// own loader ([`loader`]), on the HTTPS client [`Roots`] says.
 pub async fn load(timeouts: TimeoutConfig) -> SdkConfig {
-    let loader = aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts);
-    match https_client(&roots(&std::env::vars().collect::<Vec<_>>())) {
-        Some(client) => loader.http_client(client).load().await,
+    let vars = std::env::vars().collect::<Vec<_>>();
+    let client = https_client(&roots(&vars), &timeouts);
+    let loader = loader(&vars).timeout_config(timeouts);
+    match client {
+        Some(client) => loader.http_client(client.shared()).load().await,
         None => loader.load().await,
     }
+}
+
+/// The SDK's default loader, given the region and the credentials the
+/// environment (`vars`) holds where it holds them, as Lambda's does.
+///
+/// The loader would find them there too, first in each of its chains, but
+/// it builds the whole chain to do so (profile, web identity, container and
+/// instance metadata providers, each with its clients), about a third of a
+/// millisecond of every cold start's CPU; where the environment holds no
+/// region or no credentials, the chain finds them as before.
+pub fn loader(vars: &[(String, String)]) -> aws_config::ConfigLoader {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+    if let Some(region) = env_region(vars) {
+        loader = loader.region(region);
+    }
+    if let Some(credentials) = env_credentials(vars) {
+        loader = loader.credentials_provider(credentials);
+    }
+    loader
+}
+
+/// The value of the variable `name` in `vars` (as `std::env::vars()` lists them).
+fn var<'a>(vars: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    vars.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
+}
+
+/// The region as the SDK's environment provider reads it: `AWS_REGION`,
+/// else `AWS_DEFAULT_REGION`.
+fn env_region(vars: &[(String, String)]) -> Option<aws_config::Region> {
+    let region = var(vars, "AWS_REGION").or_else(|| var(vars, "AWS_DEFAULT_REGION"));
+    region.map(|region| aws_config::Region::new(region.to_owned()))
+}
+
+/// The credentials as the SDK's environment provider reads them (the first
+/// link of its default chain), or none where it would find none and the
+/// chain would go on: `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (else
+/// `SECRET_ACCESS_KEY`), not blank; `AWS_SESSION_TOKEN` and
+/// `AWS_ACCOUNT_ID` where not blank. Lambda sets them for the function's
+/// role, for the life of the execution environment.
+fn env_credentials(vars: &[(String, String)]) -> Option<aws_credential_types::Credentials> {
+    let set = |name: &str| var(vars, name).filter(|value| !value.trim().is_empty());
+    let access_key = set("AWS_ACCESS_KEY_ID")?;
+    let secret_key = set("AWS_SECRET_ACCESS_KEY").or_else(|| set("SECRET_ACCESS_KEY"))?;
+    let mut credentials = aws_credential_types::Credentials::builder()
+        .access_key_id(access_key)
+        .secret_access_key(secret_key)
+        .provider_name("EnvironmentVariable");
+    credentials.set_session_token(set("AWS_SESSION_TOKEN").map(|token| token.trim().to_owned()));
+    credentials.set_account_id(set("AWS_ACCOUNT_ID").map(|id| id.trim().into()));
+    Some(credentials.build())
 }
 
 #[cfg(test)]
@@ -175,6 +237,104 @@ mod tests {
         let proxy = [("AWS_CA_BUNDLE", "/etc/proxy/ca.pem"), ("AWS_REGION", "cn-north-1")];
         assert_eq!(roots_with(&proxy), Roots::Bundle("/etc/proxy/ca.pem".into()), "the operator's bundle wins");
         assert_eq!(roots_with(&[("AWS_CA_BUNDLE", "")]), Roots::AmazonTrust, "empty is unset");
+    }
+
+    /// What the SDK's own loader and [`loader`] load from `vars`, with no
+    /// profile files: region, credentials, endpoint.
+    async fn both_loaded(vars: &[(&str, &str)]) -> [(Option<String>, Option<String>, Option<String>); 2] {
+        use aws_credential_types::provider::ProvideCredentials;
+        let owned: Vec<(String, String)> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let (env, fs) =
+            (aws_types::os_shim_internal::Env::from_slice(vars), aws_types::os_shim_internal::Fs::from_slice(&[]));
+        let sdk = aws_config::defaults(BehaviorVersion::latest()).env(env.clone()).fs(fs.clone()).load().await;
+        let ours = loader(&owned).env(env).fs(fs).load().await;
+        let mut loaded = Vec::new();
+        for config in [sdk, ours] {
+            let credentials = match config.credentials_provider() {
+                Some(provider) => provider.provide_credentials().await.ok(),
+                None => None,
+            };
+            let credentials = credentials.map(|c| {
+                let account = c.account_id().map(|id| id.as_str().to_owned());
+                format!("{} {} {:?} {account:?}", c.access_key_id(), c.secret_access_key(), c.session_token())
+            });
+            loaded.push((
+                config.region().map(ToString::to_string),
+                credentials,
+                config.endpoint_url().map(str::to_owned),
+            ));
+        }
+        loaded.try_into().unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_region_and_credentials_lambda_sets_are_what_the_sdks_own_loader_finds() {
+        let lambda = [
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_DEFAULT_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "ASIAEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "secret"),
+            ("AWS_SESSION_TOKEN", "token"),
+            ("AWS_LAMBDA_FUNCTION_NAME", "worker"),
+        ];
+        let [sdk, ours] = both_loaded(&lambda).await;
+        assert_eq!(ours, sdk);
+        assert_eq!(ours.0.as_deref(), Some("eu-west-1"));
+        assert_eq!(ours.1.as_deref(), Some(r#"ASIAEXAMPLE secret Some("token") None"#));
+        for vars in [
+            &[("AWS_DEFAULT_REGION", "us-east-2"), ("AWS_ACCESS_KEY_ID", "AKID"), ("SECRET_ACCESS_KEY", "s")][..],
+            &[
+                ("AWS_REGION", "ap-south-1"),
+                ("AWS_ACCESS_KEY_ID", "AKID"),
+                ("AWS_SECRET_ACCESS_KEY", "s"),
+                ("AWS_SESSION_TOKEN", "  t  "),
+                ("AWS_ACCOUNT_ID", "123456789012"),
+            ],
+            &[
+                ("AWS_REGION", "eu-west-1"),
+                ("AWS_ACCESS_KEY_ID", "AKID"),
+                ("AWS_SECRET_ACCESS_KEY", "s"),
+                ("AWS_SESSION_TOKEN", " "),
+            ],
+            &[
+                ("AWS_REGION", "eu-west-1"),
+                ("AWS_ENDPOINT_URL", "http://127.0.0.1:4566"),
+                ("AWS_ACCESS_KEY_ID", "AKID"),
+                ("AWS_SECRET_ACCESS_KEY", "s"),
+            ],
+        ] {
+            let [sdk, ours] = both_loaded(vars).await;
+            assert_eq!(ours, sdk, "{vars:?}");
+            assert!(ours.1.is_some(), "{vars:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn where_the_environment_holds_no_credentials_or_no_region_the_sdks_chains_look_further() {
+        // A key without its secret, a blank key: the environment's
+        // provider finds nothing, and neither do we; the chain goes on to
+        // the next providers (here, with no profile and no metadata
+        // service, it finds nothing either).
+        for vars in [
+            &[("AWS_ACCESS_KEY_ID", "AKID")][..],
+            &[("AWS_ACCESS_KEY_ID", " "), ("AWS_SECRET_ACCESS_KEY", "s")],
+            &[("AWS_SECRET_ACCESS_KEY", "s")],
+            &[],
+        ] {
+            let owned: Vec<(String, String)> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            assert!(env_credentials(&owned).is_none(), "{vars:?}");
+            assert!(env_region(&owned).is_none(), "{vars:?}");
+        }
+        // A profile names the region and the keys: found by the chain.
+        let owned = [("AWS_ACCESS_KEY_ID".to_owned(), "AKID".to_owned())];
+        let config = "[default]\nregion = eu-central-1\naws_access_key_id = FROMPROFILE\naws_secret_access_key = s\n";
+        let env = aws_types::os_shim_internal::Env::from_slice(&[("AWS_ACCESS_KEY_ID", "AKID"), ("HOME", "/home/me")]);
+        let fs = aws_types::os_shim_internal::Fs::from_slice(&[("/home/me/.aws/config", config)]);
+        let loaded = loader(&owned).env(env).fs(fs).load().await;
+        assert_eq!(loaded.region().map(ToString::to_string).as_deref(), Some("eu-central-1"));
+        use aws_credential_types::provider::ProvideCredentials;
+        let credentials = loaded.credentials_provider().unwrap().provide_credentials().await.unwrap();
+        assert_eq!(credentials.access_key_id(), "FROMPROFILE");
     }
 
     #[test]
@@ -204,7 +364,7 @@ mod tests {
         let bundle = std::env::temp_dir().join(format!("ca-{}.pem", std::process::id()));
         std::fs::write(&bundle, AMAZON_TRUST_ROOTS).unwrap();
         for roots in [Roots::AmazonTrust, Roots::Platform, Roots::Bundle(bundle.display().to_string())] {
-            let client = https_client(&roots);
+            let client = https_client(&roots, &worker_timeouts());
             // This machine has a bundle file (asserted below): the
             // platform's roots are read from it, unless the shell names roots.
             let named = https::Roots::from_env() == https::Roots::Platform;
@@ -212,14 +372,107 @@ mod tests {
             let mut config = aws_config::SdkConfig::builder()
                 .behavior_version(BehaviorVersion::latest())
                 .region(aws_config::Region::new("us-east-1"));
+            // Made, the HTTPS client has built its connector and its root
+            // store: a bundle that did not parse would have panicked there.
             if let Some(client) = client {
-                config = config.http_client(client);
+                assert_eq!(client.connectors_built(), 1, "{roots:?}");
+                config = config.http_client(client.shared());
             }
-            // Building a client builds its root store: a bundle that did not
-            // parse would panic here.
             let _ = aws_sdk_dynamodb::Client::new(&config.build());
         }
-        assert!(https_client(&Roots::Bundle("/nonexistent/ca.pem".into())).is_none(), "unreadable: the platform's");
+        assert!(
+            https_client(&Roots::Bundle("/nonexistent/ca.pem".into()), &worker_timeouts()).is_none(),
+            "unreadable: the platform's"
+        );
+    }
+
+    /// A DynamoDB endpoint on loopback that answers every request with an
+    /// empty `BatchGetItem` answer; its URL.
+    async fn empty_dynamodb() -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buffer = [0u8; 4096];
+                    loop {
+                        let Ok(n @ 1..) = stream.read(&mut buffer).await else { return };
+                        request.extend_from_slice(&buffer[..n]);
+                        let text = String::from_utf8_lossy(&request).to_lowercase();
+                        let Some((head, body)) = text.split_once("\r\n\r\n") else { continue };
+                        let length = head.lines().find_map(|line| line.strip_prefix("content-length:"));
+                        if body.len() < length.map_or(0, |n| n.trim().parse().unwrap()) {
+                            continue;
+                        }
+                        let answer = r#"{"Responses":{},"UnprocessedKeys":{}}"#;
+                        let response = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: {}\r\n\r\n{answer}",
+                            answer.len()
+                        );
+                        stream.write_all(response.as_bytes()).await.unwrap();
+                        request.clear();
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn the_connector_a_call_needs_was_built_with_the_configuration_and_clients_build_none() {
+        use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+        let url = empty_dynamodb().await;
+        let vars: Vec<(String, String)> = [
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "AKID"),
+            ("AWS_SECRET_ACCESS_KEY", "secret"),
+            ("AWS_ENDPOINT_URL", url.as_str()),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let env = aws_types::os_shim_internal::Env::from_slice(
+            &vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>(),
+        );
+        for timeouts in [worker_timeouts(), responder_timeouts(), ack_path_timeouts()] {
+            // WHEN the configuration is loaded as `load` loads it
+            let client = https_client(&roots(&vars), &timeouts).expect("a client on Amazon's roots");
+            assert_eq!(client.connectors_built(), 1, "built with the configuration");
+            let fs = aws_types::os_shim_internal::Fs::from_slice(&[]);
+            let sdk = loader(&vars)
+                .env(env.clone())
+                .fs(fs)
+                .timeout_config(timeouts)
+                .http_client(client.shared())
+                .load()
+                .await;
+            // THEN clients build no connector, and their calls use the one built
+            let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+            let sqs = aws_sdk_sqs::Client::new(&sdk);
+            assert_eq!(client.connectors_built(), 1, "none at a client's construction");
+            let key = std::collections::HashMap::from([
+                ("pk".to_owned(), AttributeValue::S("TURN#T1-Ev1".into())),
+                ("sk".to_owned(), AttributeValue::S("STATE".into())),
+            ]);
+            for _ in 0..2 {
+                let keys = KeysAndAttributes::builder().keys(key.clone()).consistent_read(true).build().unwrap();
+                dynamodb.batch_get_item().request_items("turns", keys).send().await.expect("the read is answered");
+            }
+            assert_eq!(client.connectors_built(), 1, "the calls used the connector built with the configuration");
+            // AND a client with timeouts of its own (the model's) gets a connector of its own, once
+            let longer = TimeoutConfig::builder().connect_timeout(Duration::from_secs(7)).build();
+            let dynamodb = aws_sdk_dynamodb::Client::from_conf(
+                aws_sdk_dynamodb::config::Builder::from(&sdk).timeout_config(longer).build(),
+            );
+            for _ in 0..2 {
+                let keys = KeysAndAttributes::builder().keys(key.clone()).build().unwrap();
+                dynamodb.batch_get_item().request_items("turns", keys).send().await.expect("the read is answered");
+            }
+            assert_eq!(client.connectors_built(), 2);
+            drop(sqs);
+        }
     }
 
     #[test]
@@ -243,7 +496,8 @@ mod tests {
             assert!(parses_as_roots(pem.as_bytes()).is_err(), "{pem:.80}");
             let bundle = std::env::temp_dir().join(format!("bad-ca-{}.pem", std::process::id()));
             std::fs::write(&bundle, &pem).unwrap();
-            assert!(https_client(&Roots::Bundle(bundle.display().to_string())).is_none(), "the platform's roots");
+            let client = https_client(&Roots::Bundle(bundle.display().to_string()), &worker_timeouts());
+            assert!(client.is_none(), "the platform's roots");
         }
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod dynamodb;
+pub mod http_client;
 pub mod later;
 pub mod provision;
 pub mod sqs;
