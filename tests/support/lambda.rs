@@ -87,14 +87,16 @@ impl LambdaUnderRie {
         let mut rie = command.spawn().with_context(|| format!("start {rie}"))?;
 
         let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while TcpStream::connect(("127.0.0.1", port)).is_err()
+            || TcpStream::connect(("127.0.0.1", runtime_api_port)).is_err()
+        {
             if rie.try_wait()?.is_some() {
                 let printed = std::fs::read_to_string(&log_path).unwrap_or_default();
                 let _ = std::fs::remove_file(&log_path);
                 return Err(PortTaken(printed).into());
             }
             if started.elapsed() > Duration::from_secs(10) {
-                bail!("the Runtime Interface Emulator did not listen on {port} within 10 s");
+                bail!("the Runtime Interface Emulator did not listen on {port} and {runtime_api_port} within 10 s");
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -157,8 +159,20 @@ impl std::fmt::Display for PortTaken {
 
 impl std::error::Error for PortTaken {}
 
+/// A port free now, below the kernel's ephemeral range (32768 and up on
+/// Linux): the emulator binds it by number a moment later, and a port from
+/// that range may by then be the local end of any test's outgoing
+/// connection (the SDK's, a fake's). Then the emulator's Runtime API fails
+/// to listen, and it exits after its invoke port already answered.
 fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    use std::hash::{BuildHasher, RandomState};
+    for attempt in 0u64..200 {
+        let port = 20_000 + (RandomState::new().hash_one(attempt) % 12_000) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    bail!("no free port between 20000 and 32000 in 200 tries")
 }
 
 impl Drop for LambdaUnderRie {
