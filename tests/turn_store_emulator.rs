@@ -346,8 +346,33 @@ async fn a_memory_record_whose_answer_was_lost_is_there_once_and_a_forget_whose_
             assert_eq!(memories.forget_thread(&team, &channel, &thread).await.unwrap(), 0);
         }
         assert!(memories.recall(&team, &channel, "checkout-api", 1_763_800_100).await.unwrap().is_empty());
+
+        // The channel's listing (written first, for an uninstall to find
+        // the record): applied, its answer lost. Retried, the memory is
+        // kept; its retries spent, the memory is not written, and the
+        // next turn's record is kept and listed.
+        proxy.script_when("DynamoDB_20120810.PutItem", r#""sk":{"S":"KEPT#MEMORY#"#, fault);
+        let kept = memories.remember(&team, &channel, &memory).await;
+        let found = memories.recall(&team, &channel, "checkout-api", 1_763_800_100).await.unwrap();
+        match attempts {
+            1 => assert!(kept.is_err() && found.is_empty(), "{kept:?} {found:?}"),
+            _ => assert!(kept.is_ok() && found == std::slice::from_ref(&memory), "{kept:?} {found:?}"),
+        }
+        memories.remember(&team, &channel, &memory).await.unwrap();
+        let found = memories.recall(&team, &channel, "checkout-api", 1_763_800_100).await.unwrap();
+        assert_eq!(found, std::slice::from_ref(&memory));
+        let records = records_through(&proxy, 3, &stack.table).await;
+        let listed = assistant_core::ports::VersionedRecords::parts(
+            &records,
+            &assistant_core::keys::team_records(&team),
+            "KEPT#MEMORY#",
+        )
+        .await
+        .unwrap();
+        assert_eq!(listed.len(), 1, "the channel is listed once: {listed:?}");
+        memories.forget_thread(&team, &channel, &thread).await.unwrap();
     }
-    each_fault_injected(&proxy, 2);
+    each_fault_injected(&proxy, 3);
 }
 
 #[tokio::test]
