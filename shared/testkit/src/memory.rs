@@ -463,6 +463,14 @@ impl MemoryRecords {
         self.unavailable.lock().expect("unavailable lock").push((partition_prefix.to_owned(), kind));
     }
 
+    /// Whether a put that `matches` (partition prefix, kind) was set to
+    /// fail ([`MemoryRecords::fail_next_put`]); the failure is used up.
+    fn take_unavailable(&self, matches: impl Fn(&str, &str) -> bool) -> bool {
+        let mut unavailable = self.unavailable.lock().expect("unavailable lock");
+        let at = unavailable.iter().position(|(prefix, kind)| matches(prefix, kind));
+        at.map(|at| unavailable.remove(at)).is_some()
+    }
+
     /// The next puts that would be written are applied and their answers
     /// lost, one per entry, in order.
     pub fn lose_answers(&self, lost: impl IntoIterator<Item = LostAnswer>) {
@@ -478,14 +486,8 @@ impl VersionedRecords for MemoryRecords {
     }
 
     async fn put(&self, key: &RecordKey, write: &RecordWrite) -> Result<Put, PortError> {
-        {
-            let mut unavailable = self.unavailable.lock().expect("unavailable lock");
-            let failing =
-                unavailable.iter().position(|(prefix, kind)| *kind == key.kind && key.partition.starts_with(prefix));
-            if let Some(at) = failing {
-                unavailable.remove(at);
-                return Err(PortError::new("memory put", "the table is unavailable (not applied)"));
-            }
+        if self.take_unavailable(|prefix, kind| kind == key.kind && key.partition.starts_with(prefix)) {
+            return Err(PortError::new("memory put", "the table is unavailable (not applied)"));
         }
         let mut records = self.records.lock().expect("records lock");
         let stored = records.get(key).map_or(0, |record| record.version);
@@ -509,14 +511,7 @@ impl VersionedRecords for MemoryRecords {
         state: String,
         _expires_at: i64,
     ) -> Result<(), PortError> {
-        let failing = {
-            let mut unavailable = self.unavailable.lock().expect("unavailable lock");
-            let at = unavailable
-                .iter()
-                .position(|(prefix, kind)| sort_key.starts_with(kind) && partition.starts_with(prefix));
-            at.map(|at| unavailable.remove(at)).is_some()
-        };
-        if failing {
+        if self.take_unavailable(|prefix, kind| sort_key.starts_with(kind) && partition.starts_with(prefix)) {
             // A write that fails (a timeout) answers later than one that
             // succeeds: what was sent beside it is applied first.
             for _ in 0..3 {

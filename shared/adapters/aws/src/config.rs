@@ -47,13 +47,12 @@ pub enum Roots {
 /// The roots for this process's environment (`vars`, as
 /// `std::env::vars()` lists it).
 pub fn roots(vars: &[(String, String)]) -> Roots {
-    let var = |name: &str| var(vars, name);
-    if let Some(bundle) = var("AWS_CA_BUNDLE").filter(|path| !path.is_empty()) {
+    if let Some(bundle) = var(vars, "AWS_CA_BUNDLE").filter(|path| !path.is_empty()) {
         return Roots::Bundle(bundle.to_owned());
     }
     let overridden_https =
         vars.iter().any(|(key, url)| key.starts_with("AWS_ENDPOINT_URL") && !url.starts_with("http://"));
-    let china = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")).is_some_and(|region| region.starts_with("cn-"));
+    let china = env_region(vars).is_some_and(|region| region.as_ref().starts_with("cn-"));
     if overridden_https || china { Roots::Platform } else { Roots::AmazonTrust }
 }
 
@@ -389,35 +388,9 @@ mod tests {
     /// A DynamoDB endpoint on loopback that answers every request with an
     /// empty `BatchGetItem` answer; its URL.
     async fn empty_dynamodb() -> String {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    let mut request = Vec::new();
-                    let mut buffer = [0u8; 4096];
-                    loop {
-                        let Ok(n @ 1..) = stream.read(&mut buffer).await else { return };
-                        request.extend_from_slice(&buffer[..n]);
-                        let text = String::from_utf8_lossy(&request).to_lowercase();
-                        let Some((head, body)) = text.split_once("\r\n\r\n") else { continue };
-                        let length = head.lines().find_map(|line| line.strip_prefix("content-length:"));
-                        if body.len() < length.map_or(0, |n| n.trim().parse().unwrap()) {
-                            continue;
-                        }
-                        let answer = r#"{"Responses":{},"UnprocessedKeys":{}}"#;
-                        let response = format!(
-                            "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: {}\r\n\r\n{answer}",
-                            answer.len()
-                        );
-                        stream.write_all(response.as_bytes()).await.unwrap();
-                        request.clear();
-                    }
-                });
-            }
-        });
-        url
+        let answer =
+            || async { ([("content-type", "application/x-amz-json-1.0")], r#"{"Responses":{},"UnprocessedKeys":{}}"#) };
+        testkit::serve(axum::Router::new().fallback(answer)).await
     }
 
     #[tokio::test]
