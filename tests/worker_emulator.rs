@@ -4,8 +4,9 @@
 //! throttling, and a bad message reaching the dead-letter queue.
 
 use adapters_aws::provision;
+use assistant_core::keys::{RESPONSE_MODES_PARTITION, RESPONSE_MODES_SORT_KEY};
 use assistant_core::messages::ReplyMessage;
-use assistant_core::ports::TurnStore;
+use assistant_core::ports::{TurnStore, VersionedRecords};
 use assistant_core::turn::{TurnId, TurnStatus};
 use serde_json::json;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -704,6 +705,13 @@ async fn counted_clients(stack: &Stack, fake: &FakeBedrock) -> (tests::fault_pro
     (proxy, counted)
 }
 
+/// The every-question channels published for the ingress, as stored.
+async fn published(stack: &Stack) -> Option<String> {
+    let table = adapters_aws::dynamodb::DynamoRecords::new(stack.dynamodb.clone(), &stack.table);
+    let parts = table.parts(RESPONSE_MODES_PARTITION, RESPONSE_MODES_SORT_KEY).await.unwrap();
+    parts.into_iter().find(|(sort_key, _)| sort_key == RESPONSE_MODES_SORT_KEY).map(|(_, globs)| globs)
+}
+
 #[tokio::test]
 async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads_the_bucket_once_it_is_old() {
     use worker_config::DEFAULT_CONFIG_KEY;
@@ -731,6 +739,10 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
     assert_eq!(failures(&response), Vec::<String>::new());
     assert!(system_prompt(0).contains("assistant B"), "{}", system_prompt(0));
     assert_eq!(proxy.calls_of("S3 GET"), 2, "the configuration and the prompt it names, from the bucket");
+    // (and what the ingress reads of it is published: B answers no channel's every question)
+    assert_eq!(published(&stack).await, Some("[]".to_owned()), "published by the worker that read the bucket");
+    let table = adapters_aws::dynamodb::DynamoRecords::new(stack.dynamodb.clone(), &stack.table);
+    table.delete_part(RESPONSE_MODES_PARTITION, RESPONSE_MODES_SORT_KEY).await.unwrap();
 
     // AND B was kept: the bucket changes back to A, and the next cold
     // worker starts from the kept B, read as its first turns would be
@@ -741,12 +753,17 @@ async fn a_cold_worker_starts_from_the_configuration_kept_in_the_table_and_reads
     assert_eq!(failures(&response), Vec::<String>::new());
     assert!(system_prompt(1).contains("assistant B"), "the kept copy, five minutes at most behind the bucket");
     assert_eq!(proxy.calls_of("S3 GET"), 3, "only the prompt B names");
+    // (publishing nothing: the worker that kept the copy published what it says)
+    assert_eq!(published(&stack).await, None, "a start from the kept copy writes no every-question channels");
 
     // AND that worker reads the bucket when its copy is five minutes old
+    // (and publishes what it read)
     let cold = cold.reassembling_after(Duration::ZERO);
     cold.handle(question(3), deadline()).await.unwrap();
     cold.handle(question(4), deadline()).await.unwrap();
     assert!(system_prompt(3).contains("assistant A"), "{}", system_prompt(3));
+    cold.settle().await;
+    assert_eq!(published(&stack).await, Some("[]".to_owned()), "published by the re-assembly that read the bucket");
 
     // AND a kept copy that no longer reads (kept by a release that read
     // it: none is kept that does not) is passed over for the bucket

@@ -106,17 +106,30 @@ pub(crate) struct Assembled {
     pub(crate) from_text: bool,
 }
 
+/// Where an assembly's configuration was read. The worker that reads it
+/// from the bucket publishes what the ingress needs of it (the channels that
+/// answer every question) and keeps the copy cold workers start from; a
+/// worker started from that copy publishes nothing: it would write what the
+/// copy's reader wrote, one `PutItem` on every cold start, run beside the
+/// first answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadFrom {
+    Bucket,
+    KeptCopy,
+}
+
 impl Assembled {
     /// The worker for `assistant`, which serves the bucket's configuration
-    /// (see [`Assembled::serving`]).
+    /// (see [`Assembled::serving`]), read from `from`.
     async fn new(
         config: &Config,
         clients: &Clients,
         arrival: &Arrival,
         slack: &WebClient,
         assistant: AssistantConfig,
+        from: ReadFrom,
     ) -> Result<Self, StartupError> {
-        let worker = assemble_worker(config, clients, arrival, slack, &assistant).await?;
+        let worker = assemble_worker(config, clients, arrival, slack, &assistant, from).await?;
         let docs_prefix = assistant.docs_prefix;
         Ok(Self { worker, docs_prefix, serving: Serving::Current, read_at: 0, from_text: false })
     }
@@ -258,7 +271,8 @@ impl WorkerFunction {
             copies.last_good(stored.as_ref())
         };
         let (on, with, by, to) = (&config, &clients, &arrival, &slack);
-        let assemble = move |assistant| Assembled::new(on, with, by, to, assistant);
+        let from = if from_copy.is_some() { ReadFrom::KeptCopy } else { ReadFrom::Bucket };
+        let assemble = move |assistant| Assembled::new(on, with, by, to, assistant, from);
         let object = &config.assistant_config_key;
         let started = fallback::start(object, read, last_good, assemble).await?;
         let Started { built, serving, read, problem } = started;
@@ -340,7 +354,7 @@ impl WorkerFunction {
         let artifacts = self.clients.artifacts(&self.config.artifact_bucket);
         let read = worker_config::assembly::read_config(&artifacts, object, SystemClock.now_unix()).await;
         let (on, with, by, to) = (&self.config, &self.clients, &self.arrival, &self.slack);
-        let assemble = move |assistant| Assembled::new(on, with, by, to, assistant);
+        let assemble = move |assistant| Assembled::new(on, with, by, to, assistant, ReadFrom::Bucket);
         match fallback::reassemble(object, read, current.from_text, assemble).await {
             // A read that failed: tried again at the next re-read.
             Ok(None) => {}
@@ -504,13 +518,15 @@ impl WorkerFunction {
 
 /// The worker for `assistant` on the AWS and Slack adapters: tools'
 /// headers' `${env:NAME}` from this process's environment, `${secret:NAME}`
-/// from Secrets Manager under `SECRETS_PREFIX`.
+/// from Secrets Manager under `SECRETS_PREFIX`; read `from` the bucket, it
+/// publishes its every-question channels ([`ReadFrom`]).
 pub(crate) async fn assemble_worker(
     config: &Config,
     clients: &Clients,
     arrival: &Arrival,
     slack: &WebClient,
     assistant: &AssistantConfig,
+    from: ReadFrom,
 ) -> Result<Worker, StartupError> {
     let artifacts = Arc::new(clients.artifacts(&config.artifact_bucket));
     let records = &arrival.records;
@@ -567,10 +583,9 @@ pub(crate) async fn assemble_worker(
         signer: Arc::new(signer.clone()),
         knowledge: Arc::new(BedrockKnowledgeBases::new(knowledge)),
         secrets: Arc::new(SecretsManager::new(&signer, clients.http.clone(), &config.secrets_prefix)),
-        every_question: Some(assistant_core::response_modes::EveryQuestionChannels::new(
-            records.clone(),
-            Arc::new(SystemClock),
-        )),
+        every_question: (from == ReadFrom::Bucket).then(|| {
+            assistant_core::response_modes::EveryQuestionChannels::new(records.clone(), Arc::new(SystemClock))
+        }),
         memory: Some(
             assistant_core::memory::ChannelMemory::new(records.clone(), assistant.memory.retention_secs())
                 .in_organization(config.organization.clone()),

@@ -458,8 +458,9 @@ pub fn stream_starts(team: &TeamId, minute: i64) -> RecordKey {
 /// worker lives without starting again.
 pub const KEPT_SECS: i64 = 365 * 24 * 3600;
 
-/// The response modes' partition. Written by the worker at every start and
-/// re-assembly (`EveryQuestionChannels::publish`); read by the ingress.
+/// The response modes' partition. Written by the worker whenever it reads
+/// the configuration from the bucket, at a start or a re-assembly
+/// (`EveryQuestionChannels::publish`); read by the ingress.
 pub const RESPONSE_MODES_PARTITION: &str = "CONFIG";
 
 /// The response modes' sort key, under [`RESPONSE_MODES_PARTITION`].

@@ -5,11 +5,14 @@
 //!
 //! The worker decides the first two with the configuration it has. The
 //! third needs the ingress, which never reads the configuration, to start
-//! a turn for a message that names no one: the worker publishes the
-//! channels that opted in (globs) to the table when it starts, and the
-//! ingress reads them, at most once a minute per instance, only for a
-//! top-level message that mentions no one. A configuration change reaches
-//! the ingress when a worker next starts, and within a minute after that.
+//! a turn for a message that names no one: a worker that reads the
+//! configuration from the bucket (a cold start whose kept copy is stale, a
+//! running worker every five minutes) publishes the channels that opted in
+//! (globs) to the table, and the ingress reads them, at most once a minute
+//! per instance, only for a top-level message that mentions no one. A cold
+//! worker started from the kept copy publishes nothing: its reader did. A
+//! configuration change reaches the ingress when a worker next reads the
+//! bucket (within five minutes), and within a minute after that.
 
 use crate::Clock;
 use crate::glob::glob_matches;

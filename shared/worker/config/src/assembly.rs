@@ -373,9 +373,10 @@ pub async fn assemble(
     tools.extend(tools_slack::slack_tools(&assistant.slack_tools, slack_ports));
     tools.extend(tools_http::http_tools(&assistant.http_tools, ports.http.clone(), ports.signer.clone(), lookup)?);
     let mut taken: std::collections::HashSet<String> = tools.iter().map(|tool| tool.spec().name.clone()).collect();
-    // Published on every start, beside the first invocation's work (not
-    // before it), so a setting removed is removed for the ingress too. Not
-    // fatal: the ingress keeps what an earlier start published.
+    // Published by every assembly of a configuration read from the bucket
+    // (none is given a publisher otherwise), after the first invocation's
+    // answer (not before it), so a setting removed is removed for the
+    // ingress too. Not fatal: the ingress keeps what was published before.
     let background = tools_registry::background::Background::default();
     if let Some(every_question) = ports.every_question {
         let globs = assistant.every_question_channels();
