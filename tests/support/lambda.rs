@@ -70,11 +70,16 @@ impl LambdaUnderRie {
             .env_remove("AWS_CA_BUNDLE")
             .envs(launch.env.iter().map(|(name, value)| (*name, value)))
             .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
-            // The SDK's app name: the function's calls say which test made them.
-            .env("AWS_SDK_UA_APP_ID", crate::current_test().unwrap_or_default())
+            .env_remove("AWS_SDK_UA_APP_ID")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
+        // The SDK's app name: the function's calls say which test made
+        // them. None outside a test (the benchmark): an empty one is an
+        // invalid setting the SDK logs a warning for at every start.
+        if let Some(test) = crate::current_test() {
+            command.env("AWS_SDK_UA_APP_ID", test);
+        }
         if let Some(clock) = launch.clock {
             command
                 .env("LD_PRELOAD", crate::env_from_test_command("FAKETIME_LIB"))
