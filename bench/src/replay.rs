@@ -2,7 +2,10 @@
 //! local AWS emulator that answers a read it has answered before (the same
 //! operation on the same path with the same body: DynamoDB `GetItem`,
 //! `BatchGetItem`, `Query`, an S3 `GET`) from memory, without asking the
-//! emulator again. Everything else goes through as it comes.
+//! emulator again. Everything else goes through as it comes. A JSON body
+//! is the same whatever the order of its keys: the SDK writes a key's
+//! attributes (`pk`, `sk`) in its maps' order, which each process picks at
+//! random.
 //!
 //! The emulator is Python and takes 2–3 ms a request on this machine,
 //! about as long as the floor's whole first invoke: through it, a first
@@ -72,7 +75,16 @@ fn read_key(method: &Method, uri: &Uri, headers: &HeaderMap, body: &Bytes) -> Op
         Some((_, operation)) => ["GetItem", "BatchGetItem", "Query"].contains(&operation),
         None => method == Method::GET,
     };
-    read.then(|| (target.to_owned(), uri.to_string(), body.clone()))
+    read.then(|| (target.to_owned(), uri.to_string(), canonical(body)))
+}
+
+/// `body` with its JSON objects' keys in order (`serde_json`'s maps are
+/// sorted); as it is when it is not JSON.
+fn canonical(body: &Bytes) -> Bytes {
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(json) => Bytes::from(serde_json::to_vec(&json).expect("a JSON value serializes")),
+        Err(_) => body.clone(),
+    }
 }
 
 async fn forward(
@@ -123,5 +135,17 @@ mod tests {
             headers
         };
         assert!(read_key(&Method::POST, &uri, &sqs, &body).is_none(), "a queue's send");
+    }
+
+    #[test]
+    fn a_read_is_the_same_whatever_order_its_json_keys_come_in() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-amz-target", "DynamoDB_20120810.GetItem".parse().unwrap());
+        let uri = "/".parse::<Uri>().unwrap();
+        let key = |body: &'static str| read_key(&Method::POST, &uri, &headers, &Bytes::from_static(body.as_bytes()));
+        let pk_first = key(r#"{"TableName":"t","Key":{"pk":{"S":"A"},"sk":{"S":"B"}}}"#);
+        assert_eq!(pk_first, key(r#"{"Key":{"sk":{"S":"B"},"pk":{"S":"A"}},"TableName":"t"}"#));
+        assert_ne!(pk_first, key(r#"{"TableName":"t","Key":{"pk":{"S":"A"},"sk":{"S":"C"}}}"#), "another item");
+        assert!(key("not json").is_some(), "a body that is not JSON is its own key");
     }
 }
