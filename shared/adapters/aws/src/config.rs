@@ -219,8 +219,13 @@ mod tests {
     use base64::Engine;
     use sha2::Digest;
 
+    /// `vars` as `std::env::vars()` lists them.
+    fn owned(vars: &[(&str, &str)]) -> Vec<(String, String)> {
+        vars.iter().map(|(key, value)| ((*key).to_owned(), (*value).to_owned())).collect()
+    }
+
     fn roots_with(vars: &[(&str, &str)]) -> Roots {
-        roots(&vars.iter().map(|(key, value)| ((*key).to_owned(), (*value).to_owned())).collect::<Vec<_>>())
+        roots(&owned(vars))
     }
 
     #[test]
@@ -242,11 +247,10 @@ mod tests {
     /// profile files: region, credentials, endpoint.
     async fn both_loaded(vars: &[(&str, &str)]) -> [(Option<String>, Option<String>, Option<String>); 2] {
         use aws_credential_types::provider::ProvideCredentials;
-        let owned: Vec<(String, String)> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         let (env, fs) =
             (aws_types::os_shim_internal::Env::from_slice(vars), aws_types::os_shim_internal::Fs::from_slice(&[]));
         let sdk = aws_config::defaults(BehaviorVersion::latest()).env(env.clone()).fs(fs.clone()).load().await;
-        let ours = loader(&owned).env(env).fs(fs).load().await;
+        let ours = loader(&owned(vars)).env(env).fs(fs).load().await;
         let mut loaded = Vec::new();
         for config in [sdk, ours] {
             let credentials = match config.credentials_provider() {
@@ -320,16 +324,14 @@ mod tests {
             &[("AWS_SECRET_ACCESS_KEY", "s")],
             &[],
         ] {
-            let owned: Vec<(String, String)> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-            assert!(env_credentials(&owned).is_none(), "{vars:?}");
-            assert!(env_region(&owned).is_none(), "{vars:?}");
+            assert!(env_credentials(&owned(vars)).is_none(), "{vars:?}");
+            assert!(env_region(&owned(vars)).is_none(), "{vars:?}");
         }
         // A profile names the region and the keys: found by the chain.
-        let owned = [("AWS_ACCESS_KEY_ID".to_owned(), "AKID".to_owned())];
         let config = "[default]\nregion = eu-central-1\naws_access_key_id = FROMPROFILE\naws_secret_access_key = s\n";
         let env = aws_types::os_shim_internal::Env::from_slice(&[("AWS_ACCESS_KEY_ID", "AKID"), ("HOME", "/home/me")]);
         let fs = aws_types::os_shim_internal::Fs::from_slice(&[("/home/me/.aws/config", config)]);
-        let loaded = loader(&owned).env(env).fs(fs).load().await;
+        let loaded = loader(&owned(&[("AWS_ACCESS_KEY_ID", "AKID")])).env(env).fs(fs).load().await;
         assert_eq!(loaded.region().map(ToString::to_string).as_deref(), Some("eu-central-1"));
         use aws_credential_types::provider::ProvideCredentials;
         let credentials = loaded.credentials_provider().unwrap().provide_credentials().await.unwrap();
@@ -397,18 +399,13 @@ mod tests {
     async fn the_connector_a_call_needs_was_built_with_the_configuration_and_clients_build_none() {
         use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
         let url = empty_dynamodb().await;
-        let vars: Vec<(String, String)> = [
+        let given = [
             ("AWS_REGION", "eu-west-1"),
             ("AWS_ACCESS_KEY_ID", "AKID"),
             ("AWS_SECRET_ACCESS_KEY", "secret"),
             ("AWS_ENDPOINT_URL", url.as_str()),
-        ]
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-        let env = aws_types::os_shim_internal::Env::from_slice(
-            &vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>(),
-        );
+        ];
+        let (vars, env) = (owned(&given), aws_types::os_shim_internal::Env::from_slice(&given));
         for timeouts in [worker_timeouts(), responder_timeouts(), ack_path_timeouts()] {
             // WHEN the configuration is loaded as `load` loads it
             let client = https_client(&roots(&vars), &timeouts).expect("a client on Amazon's roots");
