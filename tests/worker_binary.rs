@@ -218,6 +218,28 @@ async fn a_cold_worker_reads_the_turns_its_first_messages_name_once_beside_its_s
     assert_eq!(world.proxy.calls_of("S3 GET"), 0);
     // AND work done within a second held nothing
     assert_eq!(world.proxy.calls_of("AmazonSQS.ChangeMessageVisibility"), 0);
+    // AND the start logged its assembly in one line: where the
+    // configuration came from and what the worker was made of
+    let logs = world.lambda.logs();
+    let assembled: Vec<serde_json::Value> = logs
+        .lines()
+        .filter(|line| line.contains("worker assembled"))
+        .map(|line| serde_json::from_str(line).expect("a JSON log line"))
+        .collect();
+    assert_eq!(assembled.len(), 1, "{logs}");
+    let fields = &assembled[0]["fields"];
+    assert_eq!(
+        (&fields["kept"], &fields["serving"], &fields["prompt"]),
+        (&serde_json::json!(true), &serde_json::json!("Current"), &serde_json::json!("bundled")),
+        "{logs}"
+    );
+    assert_eq!(
+        (&fields["tool_policy"], &fields["http_tools"], &fields["mcp_servers"]),
+        (&serde_json::json!(false), &serde_json::json!(0), &serde_json::json!(0)),
+        "{logs}"
+    );
+    assert!(fields["tools"].as_u64().is_some_and(|tools| tools > 0), "{logs}");
+    assert!(!logs.contains("assistant configured") && !logs.contains("no tool_policy"), "{logs}");
 }
 
 #[tokio::test]

@@ -37,7 +37,7 @@ use worker_config::fallback::{self, ConfigProblem, Serving, Started};
 use worker_config::kept::{self, KeptConfiguration, ReadConfiguration};
 use worker_config::{StartupError, WorkerPorts};
 use worker_identity::sign_in::SignInPorts;
-use worker_turn::{Deadline, Worker};
+use worker_turn::{Assembly, Deadline, Worker};
 
 /// The assistant configuration a starting worker tries first, as read
 /// from the bucket at a time, directly or through the copy the workers
@@ -286,7 +286,7 @@ impl WorkerFunction {
         if let Some(read) = read.filter(|_| from_copy.is_none()) {
             assembled.worker.background().spawn(keep(copies.clone(), read));
         }
-        tracing::info!(config = %object, kept = from_copy.is_some(), ?serving, "worker assembled");
+        log_assembly("worker assembled", object, assembled.worker.assembly(), Some((from_copy.is_some(), serving)));
         if let Some(problem) = &problem {
             problem.log(serving);
             if let Some(alerts) = alerts.clone() {
@@ -362,11 +362,11 @@ impl WorkerFunction {
                 let assembled = assembled.serving(Serving::Current, read.read_at, read.bytes.is_some());
                 let copies = KeptConfiguration::new(self.arrival.records.clone(), object);
                 assembled.worker.background().spawn(keep(copies, read));
+                log_assembly("worker assembled again", object, assembled.worker.assembly(), None);
                 *self.assembled.write().expect("assembled lock") = Arc::new(assembled);
                 if self.config_problem.lock().expect("config_problem lock").take().is_some() {
                     tracing::info!(config = %object, "the assistant configuration is usable again");
                 }
-                tracing::info!(config = %object, "worker assembled again");
             }
             Err(problem) => {
                 let serving = current.fallback();
@@ -514,6 +514,25 @@ impl WorkerFunction {
         let config = self.config_check().await;
         HealthReport::new(FUNCTION_NAME, VERSION, vec![table, work, replies, bucket, slack, config])
     }
+}
+
+/// The one line an assembly logs, as few as a cold start can give (each
+/// line is written, and read by Lambda, before the first answer): `what`
+/// happened, the configuration's key, what the worker was made of and, at
+/// a start, whether it came from the kept copy and what is served.
+fn log_assembly(what: &str, object: &str, made: &Assembly, start: Option<(bool, Serving)>) {
+    tracing::info!(
+        config = %object,
+        kept = start.map(|(kept, _)| kept),
+        serving = start.map(|(_, serving)| tracing::field::debug(serving)),
+        prompt = %made.prompt,
+        docs = %made.docs,
+        http_tools = made.http_tools,
+        mcp_servers = made.mcp_servers,
+        tools = made.tools,
+        tool_policy = made.tool_policy,
+        "{what}"
+    );
 }
 
 /// The worker for `assistant` on the AWS and Slack adapters: tools'

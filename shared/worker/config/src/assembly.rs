@@ -454,14 +454,20 @@ pub async fn assemble(
             unoffered.push(Unoffered { name: name.into(), reason: format!("not configured: add {field}") });
         }
     }
-    let policy = match assistant.policy() {
-        Some(policy) => policy,
-        None => {
-            info!("no tool_policy: only the built-in read-only tools are allowed, in every channel");
-            ToolPolicy::new(vec![ChannelRule::everyone("*", built_in)])
-        }
+    // Without a policy, only the built-in read-only tools, in every channel.
+    let configured_policy = assistant.policy();
+    let tool_policy = configured_policy.is_some();
+    let policy = configured_policy.unwrap_or_else(|| ToolPolicy::new(vec![ChannelRule::everyone("*", built_in)]));
+    // Logged once, with where the configuration came from, by the function
+    // that assembles the worker (`worker assembled`).
+    let assembly = worker_turn::Assembly {
+        prompt: assistant.system_prompt_key.clone().unwrap_or_else(|| "bundled".to_owned()),
+        docs: assistant.docs_prefix.clone(),
+        http_tools: assistant.http_tools.len(),
+        mcp_servers: assistant.mcp_servers.len(),
+        tools: tools.len(),
+        tool_policy,
     };
-    let count = tools.len();
     // A server's links and forms for the person who asked go to the
     // responder, which shows them to that person alone.
     let asking = tools_registry::AskingPorts {
@@ -470,14 +476,6 @@ pub async fn assemble(
         clock: ports.core.clock.clone(),
     };
     let tools = ToolRegistry::new(tools, policy)?.with_asking(asking).watching(changed);
-    info!(
-        prompt = assistant.system_prompt_key.as_deref().unwrap_or("bundled"),
-        docs = %assistant.docs_prefix,
-        http_tools = assistant.http_tools.len(),
-        mcp_servers = assistant.mcp_servers.len(),
-        tools = count,
-        "assistant configured"
-    );
     // The ops channel's alerts, for the budgets' monthly alert too.
     let ops = ports.incidents.as_ref().and_then(|incidents| incidents.ops.clone());
     let incidents = ports.incidents.map(|incident_ports| {
@@ -516,6 +514,7 @@ pub async fn assemble(
         .response_modes(assistant.response_mode.clone())
         .enhancer(enhancer)
         .unoffered(unoffered)
+        .assembly(assembly)
         .sign_in(sign_in)
         .background(background)
         .memory(ports.memory)

@@ -75,6 +75,21 @@ pub struct Ports {
     pub forms: assistant_core::elicitation::Forms,
 }
 
+/// What a worker was assembled from, for the one line the function logs
+/// when it assembles one (`worker assembled`): the system prompt's key (or
+/// `bundled`), the docs' prefix, the declared HTTP tools and MCP servers,
+/// the tools offered, and whether a `tool_policy` is configured (without
+/// one, only the built-in read-only tools are allowed, in every channel).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Assembly {
+    pub prompt: String,
+    pub docs: String,
+    pub http_tools: usize,
+    pub mcp_servers: usize,
+    pub tools: usize,
+    pub tool_policy: bool,
+}
+
 /// The worker's loop and everything it talks to: built once per process
 /// ([`Worker::builder`]), then [`Worker::handle`] for each work message.
 pub struct Worker {
@@ -96,6 +111,8 @@ pub struct Worker {
     pub(crate) enhancer: Option<Enhancer>,
     /// Tools that exist nowhere in this worker, and why (inspection only).
     pub(crate) unoffered: Vec<Unoffered>,
+    /// What it was assembled from (its start's log line).
+    pub(crate) assembly: Assembly,
     /// Per-user sign-in for tools that act as the person who asked; `None`
     /// where no tool does.
     pub(crate) sign_in: Option<SignIn>,
@@ -141,6 +158,7 @@ impl Worker {
             response_modes: Vec::new(),
             enhancer: None,
             unoffered: Vec::new(),
+            assembly: Assembly::default(),
             sign_in: None,
             background: Background::default(),
             memory: None,
@@ -171,6 +189,11 @@ impl Worker {
     /// What the start began that nothing waits for.
     pub fn background(&self) -> &Background {
         &self.background
+    }
+
+    /// What this worker was assembled from.
+    pub fn assembly(&self) -> &Assembly {
+        &self.assembly
     }
 }
 
@@ -225,6 +248,11 @@ impl WorkerBuilder {
 
     pub fn unoffered(mut self, unoffered: Vec<Unoffered>) -> Self {
         self.0.unoffered = unoffered;
+        self
+    }
+
+    pub fn assembly(mut self, assembly: Assembly) -> Self {
+        self.0.assembly = assembly;
         self
     }
 

@@ -24,7 +24,7 @@
 //! reads the assistant configuration's file: `worker-config` builds the
 //! worker from it.
 
-pub use builder::{Ports, Worker, WorkerBuilder, default_prompts};
+pub use builder::{Assembly, Ports, Worker, WorkerBuilder, default_prompts};
 pub use outcome::{Deadline, FAILURE, Limits, MAX_TOOL_CALLS_PER_STEP, MODEL_CALL_TIME, Outcome, REFUSAL, WorkerError};
 pub use step_loop::THINKING;
 
