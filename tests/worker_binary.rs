@@ -239,6 +239,11 @@ async fn a_cold_worker_reads_the_turns_its_first_messages_name_once_beside_its_s
         "{logs}"
     );
     assert!(fields["tools"].as_u64().is_some_and(|tools| tools > 0), "{logs}");
+    assert_eq!(
+        (&fields["config"], &fields["docs"]),
+        (&serde_json::json!(worker_config::DEFAULT_CONFIG_KEY), &serde_json::json!("docs/")),
+        "{logs}"
+    );
     assert!(!logs.contains("assistant configured") && !logs.contains("no tool_policy"), "{logs}");
 }
 
