@@ -63,14 +63,21 @@ use testkit::model::{InstantModel, PacedModel};
 use tests::lambda::{LambdaUnderRie, Launch};
 
 mod replay;
+mod stats;
 mod summary;
+use stats::{median, ratio_interval};
 use tools_registry::{Effect, Tool, ToolPolicy, ToolRegistry};
 use worker_turn::{Limits, Outcome, Ports, Worker};
 
 const SECRET: &str = "bench-signing-secret";
 const NOW: i64 = 1_763_800_000;
 const WARM_ITERATIONS: usize = 20_000;
-const COLD_RUNS: usize = 15;
+/// Fresh processes per binary and pass. A cold start on this machine varies
+/// by a fifth from one process to the next, independently of its
+/// neighbours; with 15 the ratio of two medians moved by ±0.1 from one run
+/// to the next, with 101 by a few hundredths ([`ratio_interval`] says how
+/// much). A pass takes about 25 s.
+const COLD_RUNS: usize = 101;
 
 fn main() -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -527,12 +534,6 @@ struct StartUp {
     peak_rss_kib: u64,
 }
 
-fn median(samples: &[Duration]) -> Duration {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
-}
-
 /// One fresh process of `binary` under the Runtime Interface Emulator,
 /// invoked twice with `event`: its figures are added to `figures`.
 async fn measure_once(
@@ -674,10 +675,15 @@ async fn start_up() -> Result<()> {
     let ratio = |value: Duration, base: Duration| value.as_secs_f64() / base.as_secs_f64().max(1e-9);
     let ms = |value: Duration| value.as_secs_f64() * 1e3;
     if let (Some(floor), Some(ingress)) = (through_emulator.first_of("floor"), through_emulator.first_of("ingress")) {
-        summary::record("ingress: first invoke", format!("{:.2} ms ({:.2}×)", ms(ingress), ratio(ingress, floor)));
+        let interval = through_emulator.interval("ingress");
+        summary::record(
+            "ingress: first invoke",
+            format!("{:.2} ms ({:.2}×{interval})", ms(ingress), ratio(ingress, floor)),
+        );
     }
     for label in ["worker", "responder"] {
         let (Some(floor), Some(first)) = (at_once.first_of("floor"), at_once.first_of(label)) else { continue };
+        let interval = at_once.interval(label);
         let emulated = match (through_emulator.first_of("floor-read"), through_emulator.first_of(label)) {
             (Some(read_floor), Some(emulated)) => {
                 format!(
@@ -690,7 +696,7 @@ async fn start_up() -> Result<()> {
         };
         summary::record(
             &format!("{label}: first invoke"),
-            format!("{:.2} ms ({:.2}×{emulated})", ms(first), ratio(first, floor)),
+            format!("{:.2} ms ({:.2}×{interval}{emulated})", ms(first), ratio(first, floor)),
         );
     }
     summary::record("peak RSS", format!("{} MiB", through_emulator.rss.join(" / ")));
@@ -700,17 +706,35 @@ async fn start_up() -> Result<()> {
     Ok(())
 }
 
-/// One pass of the start-up figures: the first invokes by binary, and the
-/// functions' peak RSS.
+/// One pass of the start-up figures: every first invoke by binary, and
+/// the functions' peak RSS.
 #[derive(Default)]
 struct Pass {
-    first: Vec<(&'static str, Duration)>,
+    first: Vec<(&'static str, Vec<Duration>)>,
     rss: Vec<String>,
 }
 
 impl Pass {
+    fn samples_of(&self, label: &str) -> Option<&[Duration]> {
+        self.first.iter().find(|(kept, _)| *kept == label).map(|(_, samples)| samples.as_slice())
+    }
+
+    /// The median first invoke of `label`.
     fn first_of(&self, label: &str) -> Option<Duration> {
-        self.first.iter().find(|(kept, _)| *kept == label).map(|(_, first)| *first)
+        self.samples_of(label).map(median)
+    }
+
+    /// `", 95% interval a–b"`: where the ratio of `label`'s median first
+    /// invoke to the floor's lies, from this pass's processes; empty
+    /// without both.
+    fn interval(&self, label: &str) -> String {
+        match (self.samples_of(label), self.samples_of("floor")) {
+            (Some(subject), Some(floor)) if !subject.is_empty() && !floor.is_empty() => {
+                let (low, high) = ratio_interval(subject, floor);
+                format!(", 95% interval {low:.2}–{high:.2}")
+            }
+            _ => String::new(),
+        }
     }
 }
 
@@ -762,7 +786,7 @@ async fn start_up_pass(title: &str, subjects: &[Subject<'_>], aws: Option<&str>)
         if *label == "floor-read" {
             read_floor = Some(first);
         }
-        pass.first.push((label, first));
+        pass.first.push((label, figures.first.clone()));
         let ratio = |value: Duration, base: Duration| value.as_secs_f64() / base.as_secs_f64().max(1e-9);
         // Only a function whose first event makes the read is compared with it.
         let to_read_floor = match (*label, read_floor) {
