@@ -73,10 +73,11 @@ const SECRET: &str = "bench-signing-secret";
 const NOW: i64 = 1_763_800_000;
 const WARM_ITERATIONS: usize = 20_000;
 /// Fresh processes per binary and pass. A cold start on this machine varies
-/// by a fifth from one process to the next, independently of its
-/// neighbours; with 15 the ratio of two medians moved by ±0.1 from one run
-/// to the next, with 101 by a few hundredths ([`ratio_interval`] says how
-/// much). A pass takes about 25 s.
+/// a lot from one process to the next, independently of its neighbours:
+/// with 15, one binary's ratio to the floor ranged from 1.40 to 1.85 over a
+/// day's runs. 101 narrow that by the square root of the counts' ratio,
+/// and [`ratio_interval`] prints how far each ratio can be trusted. A pass
+/// takes about 25 s.
 const COLD_RUNS: usize = 101;
 
 fn main() -> Result<()> {
