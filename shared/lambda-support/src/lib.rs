@@ -13,12 +13,15 @@
 //!   failures (`ReportBatchItemFailures`);
 //! - [`logging`]: the subscriber every function installs first;
 //! - [`metrics`]: CloudWatch metrics as Embedded Metric Format lines;
+//! - [`name_services`]: host and user lookups kept to glibc's built-in
+//!   modules in the statically linked builds that ship;
 
 pub mod env;
 pub mod events;
 pub mod health;
 pub mod logging;
 pub mod metrics;
+pub mod name_services;
 pub mod sqs_batch;
 pub mod startup;
 

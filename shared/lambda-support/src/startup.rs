@@ -40,12 +40,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::{Notify, OnceCell, oneshot};
 
-/// First thing in `main`: installs logging ([`crate::logging`]), then
-/// reads the function's configuration with `from_env` (which only starts
-/// when logging is in place). A configuration that cannot be read is
+/// First thing in `main`: installs logging ([`crate::logging`]), keeps
+/// name lookups to glibc's built-in modules ([`crate::name_services`]),
+/// then reads the function's configuration with `from_env` (which only
+/// starts when both are in place). A configuration that cannot be read is
 /// logged, and `main` returns it: the start fails, naming why.
 pub async fn configure<C, E: Display>(from_env: impl Future<Output = Result<C, E>>) -> Result<C, E> {
     crate::logging::init();
+    crate::name_services::pin();
     from_env.await.inspect_err(|err| tracing::error!("cannot start: {err}"))
 }
 
