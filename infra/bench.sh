@@ -42,13 +42,22 @@ fi
 step "tools"
 ensure_python_tools
 
-# Each package on its own, as `sam build` builds it: features unified with
-# the rest of the workspace (the local runner's SSO credentials, say) never
-# reach a shipped binary.
-step "build the shipped binaries and the floor (cargo build --profile lambda -p …, one at a time)"
-for package in ingress worker responder floor; do
-  cargo build --quiet --profile lambda -p "$package"
-done
+# The functions as `sam build` builds them (`cargo lambda build --bin …`:
+# the workspace's default members, the three functions, so the features
+# the tests and the local runner turn on never reach them), linked as
+# infra/build.sh links them (shipped_link: static, position-independent,
+# packed relocations). The floors are hello-world binaries built as cargo
+# builds them by default; the floor again, linked as the functions are,
+# gives a line that shows what the link alone buys.
+shipped="$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/lambda"
+step "build the shipped binaries and the floors (cargo build --profile lambda)"
+ensure_cross_toolchain x86_64-unknown-linux-gnu
+(
+  shipped_link x86_64-unknown-linux-gnu
+  cargo build --quiet --profile lambda --target x86_64-unknown-linux-gnu --bin ingress --bin worker --bin responder
+  cargo build --quiet --profile lambda --target x86_64-unknown-linux-gnu -p floor --bin floor
+)
+cargo build --quiet --profile lambda -p floor
 # Same profile: the warm figures are for code compiled as it ships.
 step "build the benchmark"
 cargo build --quiet --profile lambda -p bench
@@ -63,8 +72,8 @@ set +a
 
 step "benchmark"
 BENCH_COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' with local changes')" \
-  FLOOR_BIN="$CARGO_TARGET_DIR/lambda/floor" FLOOR_READ_BIN="$CARGO_TARGET_DIR/lambda/floor-read" INGRESS_BIN="$CARGO_TARGET_DIR/lambda/ingress" \
-  WORKER_BIN="$CARGO_TARGET_DIR/lambda/worker" RESPONDER_BIN="$CARGO_TARGET_DIR/lambda/responder" \
+  FLOOR_BIN="$CARGO_TARGET_DIR/lambda/floor" FLOOR_READ_BIN="$CARGO_TARGET_DIR/lambda/floor-read" \
+  FLOOR_LINKED_BIN="$shipped/floor" INGRESS_BIN="$shipped/ingress" WORKER_BIN="$shipped/worker" RESPONDER_BIN="$shipped/responder" \
   "$CARGO_TARGET_DIR/lambda/bench"
 
 # The soak: questions through a fault-injecting proxy (about one call in

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the three functions for Lambda with `sam build` (BuildMethod
 # rust-cargolambda), installing what that needs first, idempotently:
-# cargo-lambda (with zig) into the tools virtualenv, and the Rust target of
-# the chosen architecture. The artifacts land in .aws-sam/build, ready for
-# `sam deploy`.
+# cargo-lambda into the tools virtualenv, the Rust target of the chosen
+# architecture and a C toolchain with a static glibc for it. The functions
+# are linked as infra/tools.sh's shipped_link says (static, position-
+# independent, packed relocations: the benchmark measures this link).
+# The artifacts land in .aws-sam/build, ready for `sam deploy`.
 #
 #   infra/build.sh            arm64, as template.yaml defaults
 #   infra/build.sh x86_64     then deploy with --parameter-overrides Architecture=x86_64
@@ -20,7 +22,7 @@ case "$arch" in
   *) echo "usage: infra/build.sh [arm64|x86_64]" >&2; exit 2 ;;
 esac
 
-step "tools (aws-sam-cli, cargo-lambda, the $target Rust target)"
+step "tools (aws-sam-cli, cargo-lambda, the $target Rust target and C toolchain)"
 ensure_python_tools
 build_requirements="$root/infra/requirements-build.txt"
 stamp="$venv/.installed-build-$(sha256sum "$build_requirements" | cut -c1-16)"
@@ -29,6 +31,8 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+ensure_cross_toolchain "$target"
+shipped_link "$target"
 
 step "sam build ($arch; release profile, several minutes from cold)"
 # Its own target directory: cross-compiled artifacts never mix with the tests'.

@@ -48,6 +48,49 @@ ensure_checkov() {
   export CHECKOV
 }
 
+# How the functions are linked for Lambda, by infra/build.sh and
+# infra/bench.sh alike (the benchmark measures what ships): exports, for
+# Rust target $1, a static position-independent executable (glibc linked in:
+# the loader maps no libraries and nothing ties the binary to the glibc of
+# Lambda's OS) with packed relative relocations (RELR), which glibc's
+# static start-up applies in a fraction of the time the loader takes for
+# the usual table. Position-independent, so the kernel still places it at
+# a random address. zig links glibc only dynamically, so cargo-lambda
+# builds with the host's C toolchain (`--compiler cargo`); for arm64 on
+# another machine, with its cross toolchain (ensure_cross_toolchain).
+# Only with `--target`: crt-static would also reach the build's
+# proc-macros without it, and they cannot link statically.
+shipped_link() {
+  local triple="$1" var
+  var=$(printf '%s' "$triple" | tr 'a-z-' 'A-Z_')
+  export CARGO_LAMBDA_COMPILER=cargo
+  export "CARGO_TARGET_${var}_RUSTFLAGS=-C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs"
+  if [ "$triple" = aarch64-unknown-linux-gnu ] && [ "$(uname -m)" != aarch64 ]; then
+    export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+  fi
+}
+
+# The C toolchain shipped_link builds $1 with: gcc and a static glibc
+# (libc.a) for it, from Debian's packages when missing.
+ensure_cross_toolchain() {
+  local triple="$1" packages="" sudo=""
+  case "$triple" in
+    x86_64-unknown-linux-gnu) [ -f "$(gcc -print-file-name=libc.a)" ] || packages="libc6-dev" ;;
+    aarch64-unknown-linux-gnu)
+      if [ "$(uname -m)" = aarch64 ]; then
+        [ -f "$(gcc -print-file-name=libc.a)" ] || packages="libc6-dev"
+      else
+        command -v aarch64-linux-gnu-gcc >/dev/null || packages="gcc-aarch64-linux-gnu libc6-dev-arm64-cross"
+      fi ;;
+  esac
+  [ -n "$packages" ] || return 0
+  command -v apt-get >/dev/null || { echo "install a C toolchain and static glibc for $triple ($packages on Debian)" >&2; return 1; }
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  # shellcheck disable=SC2086
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null
+}
+
 ensure_faketime() {
   find_faketime() { find /usr/lib -name 'libfaketime.so.1' -path '*faketime*' -print -quit 2>/dev/null; }
   if [ -z "$(find_faketime)" ]; then

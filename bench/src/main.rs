@@ -1,14 +1,16 @@
 //! The benchmark: prints the figures the book's benchmark chapter (docs/src/benchmark.md) states, and the
 //! table of binary sizes it holds as printed here. Run it with
-//! `infra/bench.sh`, which builds the shipped binary (`--profile lambda`)
-//! first. It asserts nothing: it measures and prints.
+//! `infra/bench.sh`, which builds the shipped binaries first (`--profile
+//! lambda`, linked as `infra/build.sh` links them). It asserts nothing: it measures and prints.
 //!
 //! 1. Warm handling, CPU only: `Intake::decide` (body checks, signature,
 //!    parse, route) on a signed app mention, many times; median and p99.
 //!    Also the whole request path with in-memory ports, and how many calls
 //!    it makes to them (each is one AWS call in production).
 //! 2. Start-up: each shipped binary, and the floor (a hello-world
-//!    `lambda_runtime` binary built with the same profile, `bench/floor`),
+//!    `lambda_runtime` binary built with the same profile, `bench/floor`,
+//!    linked as cargo links by default; and again, linked as the functions
+//!    are, `floor-link`),
 //!    under AWS's Lambda Runtime Interface Emulator in fresh processes:
 //!    INIT (process start → ready, the emulator's figure) and the first
 //!    invoke (from the invoke that starts the process to its response), each
@@ -619,13 +621,22 @@ async fn start_up() -> Result<()> {
     let delivery = ReplyMessage::Deliver { turn_id: missing, thread }.encode();
     let work = || sqs_event_carrying(&continuation);
     let reply = || sqs_event_carrying(&delivery);
-    let subjects: [Subject; 5] = [
+    let subjects: [Subject; 6] = [
         Subject {
             label: "floor",
             variable: "FLOOR_BIN",
             env: vec![],
             event: &url_verification,
             what: "url_verification (echoed)",
+        },
+        // The floor linked as the functions ship (infra/tools.sh's
+        // shipped_link): what the link alone buys a hello-world.
+        Subject {
+            label: "floor-link",
+            variable: "FLOOR_LINKED_BIN",
+            env: vec![],
+            event: &url_verification,
+            what: "url_verification (echoed), the floor linked as the functions are",
         },
         Subject {
             label: "floor-read",
