@@ -38,4 +38,5 @@ step "sam build ($arch; release profile, several minutes from cold)"
 # Its own target directory: cross-compiled artifacts never mix with the tests'.
 PATH="$venv/bin:$PATH" SAM_CLI_TELEMETRY=0 CARGO_TARGET_DIR="$cache/sam-target-$arch" \
   "$venv/bin/sam" build --beta-features --parameter-overrides "Architecture=$arch"
+check_shipped_link .aws-sam/build/*/bootstrap
 ls -l .aws-sam/build/*/bootstrap

@@ -10,7 +10,8 @@
 # ports, then runs: cargo fmt --check, clippy -D warnings, cfn-lint, sam
 # validate --lint and checkov on the template, the book in docs/ built and
 # every link in it and in the README checked, every test (unit, emulator,
-# real binaries under the Lambda Runtime Interface Emulator), the IAM
+# real binaries under the Lambda Runtime Interface Emulator, also linked
+# as they ship: a static glibc for this machine, installed if missing), the IAM
 # check of every AWS call the functions made against their roles in
 # template.yaml, the check of every Bedrock and Slack request against the
 # vendors' own models, the check that no Slack request carries a live mass
@@ -70,6 +71,12 @@ start_mcp_reference_server "$(free_port)" "$emulator_logs/mcp-reference-server.l
 step "build the function binaries (run by the tests under the Runtime Interface Emulator)"
 cargo build --workspace --bins --quiet
 export FUNCTION_BIN_DIR="$CARGO_TARGET_DIR/debug"
+# And linked as they ship (infra/tools.sh's shipped_link, in the debug
+# profile): the tests named `the_shipped_binary_…` run these.
+host=$(rustc -vV | sed -n 's/^host: //p')
+ensure_cross_toolchain "$host"
+(shipped_link "$host" && cargo build --quiet --target "$host" --bin ingress --bin worker --bin responder)
+export SHIPPED_BIN_DIR="$CARGO_TARGET_DIR/$host/debug"
 
 step "cargo test"
 cargo test --workspace

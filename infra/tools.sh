@@ -65,9 +65,28 @@ shipped_link() {
   var=$(printf '%s' "$triple" | tr 'a-z-' 'A-Z_')
   export CARGO_LAMBDA_COMPILER=cargo
   export "CARGO_TARGET_${var}_RUSTFLAGS=-C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs"
-  if [ "$triple" = aarch64-unknown-linux-gnu ] && [ "$(uname -m)" != aarch64 ]; then
-    export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+  if [ "$triple" = aarch64-unknown-linux-gnu ]; then
+    # rustc would link it at a fixed address: infra/static-pie-cc.
+    STATIC_PIE_CC=gcc
+    [ "$(uname -m)" = aarch64 ] || STATIC_PIE_CC=aarch64-linux-gnu-gcc
+    export STATIC_PIE_CC CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER="$root/infra/static-pie-cc"
   fi
+}
+
+# Fails unless every file named is a static position-independent
+# executable: a shared object's type (the kernel places it at a random
+# address), no program interpreter, packed relocations. What shipped_link
+# must have produced.
+check_shipped_link() {
+  local binary headers
+  for binary in "$@"; do
+    headers=$(LC_ALL=C readelf -h -l -d "$binary")
+    if ! grep -q 'Type: *DYN' <<<"$headers" || grep -q 'INTERP' <<<"$headers" || ! grep -q '(RELR)' <<<"$headers"; then
+      echo "$binary is not a static position-independent executable with packed relocations:" >&2
+      LC_ALL=C file "$binary" >&2 || true
+      return 1
+    fi
+  done
 }
 
 # The C toolchain shipped_link builds $1 with: gcc and a static glibc

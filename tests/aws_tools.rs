@@ -298,7 +298,7 @@ async fn a_knowledge_base_is_searched_through_its_wire_format_and_its_sources_sh
     stack.put("config/assistant.json", &config.to_string()).await;
     let mut env = tests::worker_env(&stack, bedrock.url(), slack.url());
     env.push(("AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME", bedrock.url().to_owned()));
-    let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
+    let lambda = LambdaUnderRie::start("worker", Launch { env, ..Default::default() }).unwrap();
 
     // WHEN a queued question asks what the knowledge base knows
     let response = lambda.invoke(&events::parse(events::WORKER_SQS_START_TURN)).await.unwrap();

@@ -65,7 +65,7 @@ async fn work_event(stack: &Stack) -> (Vec<Message>, Value) {
 
 /// A fresh worker process handles the redelivered `event` to the end.
 async fn redeliver(stack: &Stack, env: Vec<(&'static str, String)>, work: &[Message], event: &Value) {
-    let fresh = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
+    let fresh = LambdaUnderRie::start("worker", Launch { env, ..Default::default() }).unwrap();
     let response = fresh.invoke(event).await.unwrap();
     assert_eq!(batch_failures(&response), Vec::<String>::new(), "{response}\n{}", fresh.logs());
     stack.acknowledge(&stack.work_queue.queue, work).await.unwrap();
@@ -90,7 +90,7 @@ async fn a_worker_killed_during_chat_start_stream_leaves_no_empty_stream_above_t
     let (work, event) = work_event(&stack).await;
 
     // WHEN the worker process is killed while chat.startStream waits
-    let first = LambdaUnderRie::start("worker", Launch { env: env.clone(), clock: None }).unwrap();
+    let first = LambdaUnderRie::start("worker", Launch { env: env.clone(), ..Default::default() }).unwrap();
     kill_when(&first, &event, "chat.startStream", || !slack.calls("chat.startStream").is_empty()).await;
     drop(first);
     let orphan = slack.posted();
@@ -164,7 +164,7 @@ async fn a_worker_killed_during_an_approved_call_leaves_a_prompt_that_says_so_an
     assert_eq!(functions.ingress.handle(prompt.click(0, "U061F7AUR")).await.unwrap()["statusCode"], 200);
     let (work, event) = work_event(&stack).await;
     let env = tests::worker_env(&stack, bedrock.url(), slack.url());
-    let first = LambdaUnderRie::start("worker", Launch { env: env.clone(), clock: None }).unwrap();
+    let first = LambdaUnderRie::start("worker", Launch { env: env.clone(), ..Default::default() }).unwrap();
     kill_when(&first, &event, "the approved call", || !seen.lock().unwrap().is_empty()).await;
     drop(first);
     let live = slack.posted().into_iter().find(|p| p.ts == prompt.ts).unwrap();

@@ -18,9 +18,11 @@ fn contract_env(stack: &Stack) -> Vec<(&'static str, String)> {
 #[tokio::test]
 async fn the_binary_answers_each_event_file() {
     let stack = Stack::new(&emulator_config().await).await.unwrap();
-    let lambda =
-        LambdaUnderRie::start("ingress", Launch { env: contract_env(&stack), clock: Some(SIGNED_AT_FAKETIME) })
-            .unwrap();
+    let lambda = LambdaUnderRie::start(
+        "ingress",
+        Launch { env: contract_env(&stack), clock: Some(SIGNED_AT_FAKETIME), ..Default::default() },
+    )
+    .unwrap();
 
     let verification = lambda.invoke(&events::parse(events::URL_VERIFICATION)).await.unwrap();
     assert_eq!(verification["statusCode"], 200, "{verification}");
@@ -67,12 +69,38 @@ async fn the_binary_answers_each_event_file() {
     assert!(!logs.contains(&signature[3..]));
 }
 
+/// The binary linked as it ships (static: faketime cannot reach it, so
+/// the mention is signed now): it verifies, queues and reports health.
+#[tokio::test]
+async fn the_shipped_binary_queues_a_mention_signed_now_and_reports_health() {
+    let stack = Stack::new(&emulator_config().await).await.unwrap();
+    let launch = Launch { env: contract_env(&stack), shipped: true, ..Default::default() };
+    let lambda = LambdaUnderRie::start("ingress", launch).unwrap();
+    let mention = events::parse(events::APP_MENTION);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let body = String::from_utf8(events::body(&mention)).unwrap();
+
+    let signed_now = lambda.invoke(&events::signed_at(&mention, &body, now)).await.unwrap();
+    assert_eq!(signed_now["statusCode"], 200, "{signed_now}\n{}", lambda.logs());
+    // The event file's own signature is from 2025: too old to replay.
+    let replayed = lambda.invoke(&mention).await.unwrap();
+    assert_eq!(replayed["statusCode"], 401, "{replayed}");
+    let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
+    assert_eq!(health["status"], "ok", "{health}");
+
+    let queued: Vec<_> =
+        stack.receive_work().await.unwrap().iter().map(|m| tests::decode_work(m).dedupe_id()).collect();
+    assert_eq!(queued, ["Ev0LAN670R"]);
+}
+
 #[tokio::test]
 async fn the_binary_names_a_missing_variable_and_does_not_start() {
     let stack = Stack::new(&emulator_config().await).await.unwrap();
     let mut env = contract_env(&stack);
     env.retain(|(name, _)| *name != "WORK_QUEUE_URL");
-    let lambda = LambdaUnderRie::start("ingress", Launch { env, clock: Some(SIGNED_AT_FAKETIME) }).unwrap();
+    let lambda =
+        LambdaUnderRie::start("ingress", Launch { env, clock: Some(SIGNED_AT_FAKETIME), ..Default::default() })
+            .unwrap();
 
     let outcome = lambda.invoke(&events::parse(events::APP_MENTION)).await;
     assert!(outcome.is_err() || outcome.as_ref().unwrap().get("errorType").is_some(), "{outcome:?}");

@@ -15,6 +15,16 @@ use tests::{Stack, emulator_config, events};
 
 #[tokio::test]
 async fn the_binary_posts_a_delivery_apologizes_for_a_dead_letter_and_reports_health() {
+    posts_a_delivery_apologizes_for_a_dead_letter_and_reports_health(false).await;
+}
+
+/// The same, from the binary linked as it ships.
+#[tokio::test]
+async fn the_shipped_binary_posts_a_delivery_apologizes_for_a_dead_letter_and_reports_health() {
+    posts_a_delivery_apologizes_for_a_dead_letter_and_reports_health(true).await;
+}
+
+async fn posts_a_delivery_apologizes_for_a_dead_letter_and_reports_health(shipped: bool) {
     let slack = FakeSlack::start().await;
     let stack = Stack::new(&emulator_config().await).await.unwrap();
     let turns = stack.turns();
@@ -30,7 +40,7 @@ async fn the_binary_posts_a_delivery_apologizes_for_a_dead_letter_and_reports_he
         ("SLACK_API_BASE_URL", slack.url().to_owned()),
         tests::Role::Responder.env(),
     ];
-    let lambda = LambdaUnderRie::start("responder", Launch { env, clock: None }).unwrap();
+    let lambda = LambdaUnderRie::start("responder", Launch { env, shipped, ..Default::default() }).unwrap();
 
     let response = lambda.invoke(&events::parse(events::RESPONDER_SQS_DELIVER)).await.unwrap();
     assert_eq!(response["batchItemFailures"], json!([]), "{response}\n{}", lambda.logs());
@@ -105,7 +115,7 @@ async fn special_mentions_ping_only_where_the_deployment_allows_them() {
     // A value that is not a kind of mention stops the start, naming it.
     let refused = LambdaUnderRie::start(
         "responder",
-        Launch { env: env(("SLACK_ALLOWED_SPECIAL_MENTIONS", "here,all".into())), clock: None },
+        Launch { env: env(("SLACK_ALLOWED_SPECIAL_MENTIONS", "here,all".into())), ..Default::default() },
     )
     .unwrap();
     let outcome = refused.invoke(&events::parse(events::RESPONDER_SQS_DELIVER)).await;
@@ -116,7 +126,8 @@ async fn special_mentions_ping_only_where_the_deployment_allows_them() {
     // `here` allowed (and so in the records infra/mentions/check.py reads):
     // it pings; `channel` shows as text.
     let lambda =
-        LambdaUnderRie::start("responder", Launch { env: env(slack.deployment_allows("here")), clock: None }).unwrap();
+        LambdaUnderRie::start("responder", Launch { env: env(slack.deployment_allows("here")), ..Default::default() })
+            .unwrap();
     let response = lambda.invoke(&events::parse(events::RESPONDER_SQS_DELIVER)).await.unwrap();
     assert_eq!(response["batchItemFailures"], json!([]), "{response}\n{}", lambda.logs());
     assert_eq!(slack.posted()[0].text, "<!here> the pool is back; &lt;!channel&gt; was not needed.");

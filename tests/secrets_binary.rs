@@ -51,7 +51,9 @@ async fn the_ingress_reads_its_secrets_from_secrets_manager_once_when_given_thei
         ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
         tests::Role::Ingress.env(),
     ];
-    let lambda = LambdaUnderRie::start("ingress", Launch { env, clock: Some(events::SIGNED_AT_FAKETIME) }).unwrap();
+    let lambda =
+        LambdaUnderRie::start("ingress", Launch { env, clock: Some(events::SIGNED_AT_FAKETIME), ..Default::default() })
+            .unwrap();
 
     // Slack's requests are verified with the secret read at start-up.
     let verification = lambda.invoke(&events::parse(events::URL_VERIFICATION)).await.unwrap();
@@ -84,7 +86,9 @@ async fn the_ingress_reads_its_secrets_from_secrets_manager_once_when_given_thei
 /// The ingress binary started with `env`: its first invocation must fail
 /// (the start refused); what it logged.
 async fn refused_start(env: Vec<(&str, String)>) -> String {
-    let lambda = LambdaUnderRie::start("ingress", Launch { env, clock: Some(events::SIGNED_AT_FAKETIME) }).unwrap();
+    let lambda =
+        LambdaUnderRie::start("ingress", Launch { env, clock: Some(events::SIGNED_AT_FAKETIME), ..Default::default() })
+            .unwrap();
     let outcome = lambda.invoke(&events::parse(events::APP_MENTION)).await;
     assert!(outcome.is_err() || outcome.as_ref().unwrap().get("errorType").is_some(), "{outcome:?}");
     lambda.logs()
@@ -131,7 +135,7 @@ async fn the_responder_reads_the_bot_token_from_secrets_manager_when_given_its_i
         ("SLACK_API_BASE_URL", slack.url().to_owned()),
         tests::Role::Responder.env(),
     ];
-    let lambda = LambdaUnderRie::start("responder", Launch { env, clock: None }).unwrap();
+    let lambda = LambdaUnderRie::start("responder", Launch { env, ..Default::default() }).unwrap();
 
     let health = lambda.invoke(&events::parse(events::SCHEDULED_HEALTH_CHECK)).await.unwrap();
     assert_eq!(health["status"], "ok", "{health}\n{}", lambda.logs());
@@ -157,7 +161,9 @@ async fn the_ingress_reads_the_bot_token_only_when_a_shortcut_first_opens_its_mo
         ("WORK_QUEUE_URL", stack.work_queue.queue.clone()),
         tests::Role::Ingress.env(),
     ];
-    let lambda = LambdaUnderRie::start("ingress", Launch { env, clock: Some(events::SIGNED_AT_FAKETIME) }).unwrap();
+    let lambda =
+        LambdaUnderRie::start("ingress", Launch { env, clock: Some(events::SIGNED_AT_FAKETIME), ..Default::default() })
+            .unwrap();
     let mention = lambda.invoke(&events::parse(events::APP_MENTION)).await.unwrap();
     assert_eq!(mention["statusCode"], 200, "{mention}\n{}", lambda.logs());
 

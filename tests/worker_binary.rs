@@ -16,6 +16,17 @@ use tests::{Stack, emulator_config, events};
 
 #[tokio::test]
 async fn the_binary_answers_a_queued_turn_and_its_health_check() {
+    answers_a_queued_turn_and_its_health_check(false).await;
+}
+
+/// The same, from the binary linked as it ships (static, packed
+/// relocations, name lookups kept to glibc's built-in modules).
+#[tokio::test]
+async fn the_shipped_binary_answers_a_queued_turn_and_its_health_check() {
+    answers_a_queued_turn_and_its_health_check(true).await;
+}
+
+async fn answers_a_queued_turn_and_its_health_check(shipped: bool) {
     let fake = FakeBedrock::start().await;
     fake.script([Scripted::fixture(TEXT_REPLY)]);
     let slack = FakeSlack::start().await;
@@ -23,7 +34,7 @@ async fn the_binary_answers_a_queued_turn_and_its_health_check() {
     slack.default_reply("conversations.info", CONVERSATIONS_INFO);
     let stack = Stack::new(&emulator_config().await).await.unwrap();
     let env = tests::worker_env(&stack, fake.url(), slack.url());
-    let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
+    let lambda = LambdaUnderRie::start("worker", Launch { env, shipped, ..Default::default() }).unwrap();
 
     let response = lambda.invoke(&events::parse(events::WORKER_SQS_START_TURN)).await.unwrap();
     assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}\n{}", lambda.logs());
@@ -122,7 +133,7 @@ async fn a_worker_whose_configuration_is_broken_answers_on_the_defaults_and_says
     let stack = Stack::new(&emulator_config().await).await.unwrap();
     stack.put("config/assistant.json", r#"{"tool_polcy": []}"#).await;
     let env = tests::worker_env(&stack, fake.url(), slack.url());
-    let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
+    let lambda = LambdaUnderRie::start("worker", Launch { env, ..Default::default() }).unwrap();
 
     // WHEN a turn arrives
     let response = lambda.invoke(&events::parse(events::WORKER_SQS_START_TURN)).await.unwrap();
@@ -159,7 +170,7 @@ impl Counted {
             FaultProxy::start(Upstream::Aws, &tests::env_from_test_command("AWS_ENDPOINT_URL"), Plan::none()).await;
         let mut env = tests::worker_env(&stack, bedrock_url, slack_url);
         env.push(("AWS_ENDPOINT_URL", proxy.url().to_owned()));
-        let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
+        let lambda = LambdaUnderRie::start("worker", Launch { env, ..Default::default() }).unwrap();
         Self { stack, proxy, lambda }
     }
 
@@ -284,7 +295,7 @@ async fn the_binary_opens_an_incident_thread_for_the_cloudwatch_alarm_event_file
         )
         .await;
     let env = tests::worker_env(&stack, fake.url(), slack.url());
-    let lambda = LambdaUnderRie::start("worker", Launch { env, clock: None }).unwrap();
+    let lambda = LambdaUnderRie::start("worker", Launch { env, ..Default::default() }).unwrap();
 
     // WHEN EventBridge's message arrives, and SQS delivers it again
     let event = events::parse(events::WORKER_SQS_CLOUDWATCH_ALARM);

@@ -549,7 +549,7 @@ async fn measure_once(
     // SAFETY: the benchmark is single-threaded here; nothing reads the
     // environment concurrently.
     unsafe { std::env::set_var("FUNCTION_BIN_DIR", dir) };
-    let lambda = LambdaUnderRie::start(name, Launch { env: env.to_vec(), clock: None })?;
+    let lambda = LambdaUnderRie::start(name, Launch { env: env.to_vec(), ..Default::default() })?;
     let started = Instant::now();
     let first = lambda.invoke(&event()).await?;
     figures.first.push(started.elapsed());
@@ -925,7 +925,7 @@ async fn time_to_first_status() -> Result<()> {
 
     let (mut cold, mut warm) = (Vec::new(), Vec::new());
     for run in 0..STATUS_RUNS {
-        let lambda = LambdaUnderRie::start(name, Launch { env: env.clone(), clock: None })?;
+        let lambda = LambdaUnderRie::start(name, Launch { env: env.clone(), ..Default::default() })?;
         for (sample, samples) in [(0, &mut cold), (1, &mut warm)] {
             let n = run * 2 + sample;
             let body = String::from_utf8(tests::events::body(&tests::events::parse(tests::events::APP_MENTION)))?

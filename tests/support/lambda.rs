@@ -24,6 +24,11 @@ pub struct Launch<'a> {
     pub env: Vec<(&'a str, String)>,
     /// Pin the function's wall clock (faketime syntax, e.g. `@2025-11-22 08:26:40`).
     pub clock: Option<&'a str>,
+    /// Start the binary linked as it ships (`SHIPPED_BIN_DIR`: static,
+    /// `shipped_link` in infra/tools.sh) rather than the tests' build
+    /// (`FUNCTION_BIN_DIR`). A static binary ignores `LD_PRELOAD`, so
+    /// it cannot have its clock pinned.
+    pub shipped: bool,
 }
 
 impl LambdaUnderRie {
@@ -44,9 +49,16 @@ impl LambdaUnderRie {
 
     fn start_once(binary: &str, launch: &Launch<'_>) -> Result<Self> {
         let rie = crate::env_from_test_command("AWS_LAMBDA_RIE");
-        let binary_path = PathBuf::from(crate::env_from_test_command("FUNCTION_BIN_DIR")).join(binary);
+        let directory = if launch.shipped { "SHIPPED_BIN_DIR" } else { "FUNCTION_BIN_DIR" };
+        if launch.shipped && launch.clock.is_some() {
+            bail!("a shipped binary is linked statically: faketime cannot pin its clock");
+        }
+        let binary_path = PathBuf::from(crate::env_from_test_command(directory)).join(binary);
         if !binary_path.exists() {
             bail!("{} does not exist: infra/test.sh builds it", binary_path.display());
+        }
+        if launch.shipped && !static_pie(&std::fs::read(&binary_path)?) {
+            bail!("{} is not a static position-independent executable: not linked as it ships", binary_path.display());
         }
         // The emulator's own endpoint and the Runtime API it serves the
         // function on: both on free ports, so tests run in parallel.
@@ -186,5 +198,43 @@ impl Drop for LambdaUnderRie {
         let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.rie.wait();
         let _ = std::fs::remove_file(&self.log_path);
+    }
+}
+
+/// Whether `elf` (a 64-bit little-endian ELF file) is a static
+/// position-independent executable: a shared object's type (`ET_DYN`, so
+/// the kernel places it at a random address) with no program interpreter
+/// (no dynamic loader, no shared libraries).
+fn static_pie(elf: &[u8]) -> bool {
+    let u16_at = |at: usize| elf.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u32_at = |at: usize| elf.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
+    let u64_at = |at: usize| elf.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
+    const ET_DYN: u16 = 3;
+    const PT_INTERP: u32 = 3;
+    if !elf.starts_with(b"\x7fELF\x02\x01") || u16_at(16) != Some(ET_DYN) {
+        return false;
+    }
+    let (Some(table), Some(entry), Some(count)) = (u64_at(32), u16_at(54), u16_at(56)) else { return false };
+    (0..usize::from(count))
+        .all(|i| u32_at(table as usize + i * usize::from(entry)).is_some_and(|kind| kind != PT_INTERP))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::static_pie;
+
+    #[test]
+    fn only_a_static_position_independent_executable_is_static_pie() {
+        // This test binary: position-independent, with the system's loader.
+        assert!(!static_pie(&std::fs::read(std::env::current_exe().unwrap()).unwrap()));
+        assert!(!static_pie(b"#!/bin/sh\n"));
+        assert!(!static_pie(&[]));
+        // A header alone: ET_DYN, no program headers, so no interpreter.
+        let mut header = vec![0u8; 64];
+        header[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        header[16] = 3;
+        assert!(static_pie(&header));
+        header[16] = 2; // ET_EXEC: a fixed address
+        assert!(!static_pie(&header));
     }
 }
