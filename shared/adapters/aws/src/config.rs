@@ -467,6 +467,7 @@ mod tests {
             let bundle = std::env::temp_dir().join(format!("bad-ca-{}.pem", std::process::id()));
             std::fs::write(&bundle, &pem).unwrap();
             let client = https_client(&Roots::Bundle(bundle.display().to_string()), &worker_timeouts());
+            std::fs::remove_file(&bundle).unwrap();
             assert!(client.is_none(), "the platform's roots");
         }
     }
