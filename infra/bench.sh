@@ -49,13 +49,14 @@ ensure_python_tools
 # packed relocations). The floors are hello-world binaries built as cargo
 # builds them by default; the floor again, linked as the functions are,
 # gives a line that shows what the link alone buys.
-shipped="$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/lambda"
+host=$(host_triple)
+shipped="$CARGO_TARGET_DIR/$host/lambda"
 step "build the shipped binaries and the floors (cargo build --profile lambda)"
-ensure_cross_toolchain x86_64-unknown-linux-gnu
+ensure_cross_toolchain "$host"
 (
-  shipped_link x86_64-unknown-linux-gnu
-  cargo build --quiet --profile lambda --target x86_64-unknown-linux-gnu --bin ingress --bin worker --bin responder
-  cargo build --quiet --profile lambda --target x86_64-unknown-linux-gnu -p floor --bin floor
+  shipped_link "$host"
+  cargo build --quiet --profile lambda --target "$host" --bin ingress --bin worker --bin responder
+  cargo build --quiet --profile lambda --target "$host" -p floor --bin floor
 )
 cargo build --quiet --profile lambda -p floor
 # Same profile: the warm figures are for code compiled as it ships.

@@ -73,7 +73,7 @@ cargo build --workspace --bins --quiet
 export FUNCTION_BIN_DIR="$CARGO_TARGET_DIR/debug"
 # And linked as they ship (infra/tools.sh's shipped_link, in the debug
 # profile): the tests named `the_shipped_binary_…` run these.
-host=$(rustc -vV | sed -n 's/^host: //p')
+host=$(host_triple)
 ensure_cross_toolchain "$host"
 (shipped_link "$host" && cargo build --quiet --target "$host" --bin ingress --bin worker --bin responder)
 export SHIPPED_BIN_DIR="$CARGO_TARGET_DIR/$host/debug"

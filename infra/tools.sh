@@ -73,6 +73,10 @@ shipped_link() {
   fi
 }
 
+# The Rust target triple of this machine: what the tests and the benchmark
+# build the shipped link for, since they run the binaries here.
+host_triple() { rustc -vV | sed -n 's/^host: //p'; }
+
 # Fails unless every file named is a static position-independent
 # executable: a shared object's type (the kernel places it at a random
 # address), no program interpreter, packed relocations. What shipped_link
